@@ -1,0 +1,136 @@
+/**
+ * Every setting of the server, in one valibot schema.
+ * Sources, later wins: defaults < SVC_* environment variables < CLI flags (--kebab-case).
+ * Invalid values fail at start with a message naming the setting.
+ */
+import * as v from 'valibot';
+import { homeDir } from './runtime/env.ts';
+
+type Kind = 'int' | 'bool' | 'string' | 'list' | 'number';
+
+interface Setting<T> {
+  kind: Kind;
+  schema: v.GenericSchema<T>;
+  default: T | (() => T);
+  help: string;
+}
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
+const s = <T>(kind: Kind, schema: v.GenericSchema<T>, def: T | (() => T), help: string): Setting<T> => ({ kind, schema, default: def, help });
+
+export const settings = {
+  port: s('int', int(0, 65535), 8090, 'TCP port to listen on (0 picks a free port)'),
+  host: s('string', v.pipe(v.string(), v.minLength(1)), '127.0.0.1', 'address to listen on; 0.0.0.0 exposes the server to the network'),
+  dataDir: s('string', v.pipe(v.string(), v.minLength(1)), () => `${homeDir()}/.svc`, 'data directory (database, uploads, models); created on first start'),
+  databaseUrl: s('string', v.string(), '', 'libSQL URL (file:, libsql://, http(s)://); empty = file:<data-dir>/svc.db'),
+  databaseAuthToken: s('string', v.string(), '', 'auth token for a remote libSQL/Turso database'),
+  requireKeys: s('bool', v.boolean(), false, 'require an API key on every route even while no key exists'),
+  logLevel: s('string', v.picklist(['debug', 'info', 'warn', 'error', 'silent']), 'info', 'log level; info writes one access-log line per request'),
+  maxUploadBytes: s('int', int(1), 100 * 1024 * 1024, 'maximum request body / upload size in bytes (413 above it)'),
+  fileRetentionSeconds: s('int', int(1), 24 * 3600, 'how long uploaded files are kept'),
+  jobRetentionSeconds: s('int', int(1), 3600, 'how long a finished job record is kept'),
+  maxJobsPerOwner: s('int', int(1), 100, 'in-flight task ceiling per API key (MaxJobsPerOwner); 429 above it'),
+  modelsDir: s('string', v.string(), '', 'model directory; empty = <data-dir>/models'),
+  modelWorkDir: s('string', v.string(), '', 'writable work directory used when the model directory is read-only'),
+  backend: s('string', v.picklist(['auto', 'cpu', 'wasm', 'webgpu', 'cuda']), 'auto', 'inference backend'),
+  threads: s('int', int(0, 256), 1, 'intra-op threads per inference session (0 = runtime default)'),
+  hubUrl: s('string', v.pipe(v.string(), v.url()), 'https://huggingface.co', 'model hub base URL (a mirror or a local stand-in)'),
+  hubAllowedHosts: s('list', v.array(v.string()), ['huggingface.co', 'hf.co'], 'egress policy: model hub hosts that pulls may reach (comma separated)'),
+  maxLoadedModels: s('int', int(1), 3, 'most models resident at once (least recently used idle model is evicted)'),
+  memoryBudgetBytes: s('int', int(0), 0, 'memory budget for resident models in bytes (0 = no budget)'),
+  slotsPerModel: s('int', int(1), 1, 'concurrent generations per model'),
+  saturationPolicy: s('string', v.picklist(['Queue', 'Reject']), 'Queue', 'when every slot is busy: Queue waits, Reject answers 503 with Retry-After: 1'),
+  idleDeviceMemoryReleaseSeconds: s('int', int(0), 300, 'Inference:IdleDeviceMemoryReleaseSeconds; 0 never'),
+  keepAliveSeconds: s('int', int(-1), 300, 'default keep_alive of a loaded model (-1 forever)'),
+} as const;
+
+export type Settings = typeof settings;
+export type Config = { [K in keyof Settings]: Settings[K] extends Setting<infer T> ? T : never };
+
+export const configSchema = v.object(
+  Object.fromEntries(Object.entries(settings).map(([k, st]) => [k, st.schema])) as { [K in keyof Settings]: Settings[K]['schema'] },
+);
+
+const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+const envName = (k: string) => `SVC_${k.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+
+export class ConfigError extends Error {}
+
+function coerce(kind: Kind, raw: string): unknown {
+  switch (kind) {
+    case 'int':
+    case 'number':
+      return raw.trim() === '' ? Number.NaN : Number(raw);
+    case 'bool':
+      if (/^(1|true|yes|on)$/i.test(raw)) return true;
+      if (/^(0|false|no|off)$/i.test(raw)) return false;
+      return raw; // left as a string so validation names the setting
+    case 'list':
+      return raw.split(',').map((x) => x.trim()).filter(Boolean);
+    default:
+      return raw;
+  }
+}
+
+/** Parses `--flag value`, `--flag=value` and boolean `--flag`; returns the flags and the positional words. */
+export function parseArgs(argv: string[]): { flags: Map<string, string>; positional: string[] } {
+  const flags = new Map<string, string>();
+  const positional: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') continue; // `npm start -- --port 1` style separators
+    if (a.startsWith('--')) {
+      const eq = a.indexOf('=');
+      if (eq > 0) flags.set(a.slice(2, eq), a.slice(eq + 1));
+      else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) flags.set(a.slice(2), argv[++i]);
+      else flags.set(a.slice(2), 'true');
+    } else positional.push(a);
+  }
+  return { flags, positional };
+}
+
+/** Builds the config; throws ConfigError naming the setting when a value is invalid. */
+export function loadConfig(flags: Map<string, string>, env: Record<string, string | undefined>): Config {
+  const known = new Set(Object.keys(settings).map(kebab));
+  for (const f of flags.keys()) {
+    if (!known.has(f) && f !== 'help') throw new ConfigError(`unknown option --${f} (see --help)`);
+  }
+  const raw: Record<string, unknown> = {};
+  for (const [k, st] of Object.entries(settings)) {
+    const fromFlag = flags.get(kebab(k));
+    const fromEnv = env[envName(k)];
+    const src = fromFlag ?? fromEnv;
+    raw[k] = src === undefined ? (typeof st.default === 'function' ? (st.default as () => unknown)() : st.default) : coerce(st.kind, src);
+  }
+  const result = v.safeParse(configSchema, raw);
+  if (!result.success) {
+    const issue = result.issues[0];
+    const key = String(issue.path?.[0]?.key ?? '');
+    throw new ConfigError(`invalid setting ${key} (--${kebab(key)} / ${envName(key)}): ${issue.message}`);
+  }
+  return result.output as Config;
+}
+
+export function helpText(): string {
+  const rows = Object.entries(settings).map(([k, st]) => {
+    const def = typeof st.default === 'function' ? (st.default as () => unknown)() : st.default;
+    return `  --${kebab(k)} <${st.kind}>\n      ${envName(k)}  ${st.help} (default: ${JSON.stringify(def)})`;
+  });
+  return [
+    'svc: one local server for models, documents and search',
+    '',
+    'usage: svc [serve] [options]',
+    '       svc keys create --name <name> [--role admin|user]',
+    '       svc keys list',
+    '       svc keys revoke <key-id>',
+    '',
+    'options (each also read from its SVC_* environment variable):',
+    ...rows,
+    '  --help\n      print this help',
+  ].join('\n');
+}
+
+/** Derived paths, so no module builds them by hand. */
+export const dbUrl = (c: Config) => c.databaseUrl || `file:${c.dataDir}/svc.db`;
+export const modelsDir = (c: Config) => c.modelsDir || `${c.dataDir}/models`;
+export const uploadsDir = (c: Config) => `${c.dataDir}/uploads`;

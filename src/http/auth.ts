@@ -1,0 +1,53 @@
+/**
+ * API key authentication. A token is read from `Authorization: Bearer` (all families) or `x-api-key`
+ * (native family). Policy (docs/auth.md): keys are required once an active key exists or when the
+ * server requires them; a token of ours (svc_...) that is unknown or revoked is always 401, never anonymous.
+ * While keys are not required, foreign tokens (the "required but unused" placeholders OpenAI clients send)
+ * are ignored, as a local Ollama does.
+ */
+import type { MiddlewareHandler } from 'hono';
+import { ServiceError } from '../services/errors.ts';
+import { LOCAL_OWNER, TOKEN_PREFIX, type KeyService } from '../services/keys/api-keys.ts';
+import type { AppEnv } from './context.ts';
+import { familyOf } from './family.ts';
+
+export const unauthorized = (message: string) =>
+  new ServiceError(401, 'unauthorized', message, { headers: { 'WWW-Authenticate': 'Bearer realm="svc"' } });
+
+/** Routes a liveness probe or a first-time visitor needs without a key. */
+const isPublic = (method: string, path: string) =>
+  path === '/health' || path === '/api/version' || ((method === 'GET' || method === 'HEAD') && !/^\/(v1|api|svc)(\/|$)/.test(path));
+
+export function tokenOf(authorization: string | undefined, apiKeyHeader: string | undefined): string | null {
+  if (authorization) {
+    const m = /^Bearer\s+(.+)$/i.exec(authorization.trim());
+    if (m) return m[1].trim();
+  }
+  return apiKeyHeader?.trim() || null;
+}
+
+export function auth(keys: KeyService): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const path = c.req.path;
+    const native = familyOf(path) === 'svc';
+    const token = tokenOf(c.req.header('authorization'), native ? c.req.header('x-api-key') : undefined);
+    if (token) {
+      const owner = await keys.verify(token);
+      if (owner) {
+        c.set('owner', owner);
+        return next();
+      }
+      if (token.startsWith(TOKEN_PREFIX) || (await keys.keysRequired())) throw unauthorized('invalid or revoked API key');
+    }
+    if (!isPublic(c.req.method, path) && (await keys.keysRequired())) throw unauthorized('an API key is required: send Authorization: Bearer <token>');
+    c.set('owner', LOCAL_OWNER);
+    return next();
+  };
+}
+
+export function requireAdmin(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (c.get('owner').role !== 'admin') throw new ServiceError(403, 'forbidden', 'this route needs an admin API key');
+    return next();
+  };
+}

@@ -1,0 +1,10 @@
+/** Per-request values every handler can read. */
+import type { Owner } from '../services/keys/api-keys.ts';
+
+export type AppEnv = {
+  Variables: {
+    requestId: string;
+    owner: Owner;
+    maxUploadBytes: number;
+  };
+};

@@ -1,0 +1,36 @@
+/** Reads and validates request bodies: malformed JSON and failed validation are 400 with field details. */
+import type { Context } from 'hono';
+import * as v from 'valibot';
+import { ServiceError } from '../services/errors.ts';
+import { readBodyLimited } from './body-limit.ts';
+
+export const invalidRequest = (message: string, details?: unknown) => new ServiceError(400, 'invalid_request', message, { details });
+
+export function fieldIssues(issues: v.BaseIssue<unknown>[]): { field: string; message: string }[] {
+  return issues.map((i) => ({
+    field: i.path?.map((p) => String((p as { key?: unknown }).key)).join('.') || '(body)',
+    message: i.message,
+  }));
+}
+
+export function validate<S extends v.GenericSchema>(schema: S, data: unknown): v.InferOutput<S> {
+  const r = v.safeParse(schema, data);
+  if (r.success) return r.output;
+  const details = fieldIssues(r.issues);
+  throw invalidRequest(`invalid request: ${details.map((d) => `${d.field}: ${d.message}`).join('; ')}`, details);
+}
+
+/** Parses the JSON body (bounded by the upload limit) and validates it. */
+export async function readJson<S extends v.GenericSchema>(c: Context, schema: S): Promise<v.InferOutput<S>> {
+  return validate(schema, await readJsonBody(c));
+}
+
+export async function readJsonBody(c: Context): Promise<unknown> {
+  const text = new TextDecoder().decode(await readBodyLimited(c));
+  if (text.trim() === '') throw invalidRequest('request body is empty; a JSON object was expected', [{ field: '(body)', message: 'required' }]);
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw invalidRequest(`malformed JSON: ${(e as Error).message}`, [{ field: '(body)', message: 'malformed JSON' }]);
+  }
+}

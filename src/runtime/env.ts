@@ -1,0 +1,38 @@
+/** The only place that asks which runtime we are on (DESIGN.md rule 4). */
+import process from 'node:process';
+import { homedir } from 'node:os';
+
+export type RuntimeName = 'deno' | 'bun' | 'node';
+
+const g = globalThis as { Deno?: { args: string[]; version: { deno: string } }; Bun?: { version: string } };
+
+export const runtimeName: RuntimeName = g.Deno ? 'deno' : g.Bun ? 'bun' : 'node';
+
+export const runtimeVersion = (): string =>
+  g.Deno ? `deno ${g.Deno.version.deno}` : g.Bun ? `bun ${g.Bun.version}` : `node ${process.versions.node}`;
+
+/** Command-line words after the program (and script) name. */
+export const cliArgs = (): string[] => (g.Deno ? [...g.Deno.args] : process.argv.slice(2));
+
+export const envVars = (): Record<string, string | undefined> => ({ ...process.env });
+
+export const homeDir = (): string => homedir();
+
+/** True inside a `bun build --compile` / `deno compile` executable, where native addons are not embedded. */
+export const isCompiledBinary = (): boolean => {
+  const main = (import.meta as { main?: boolean; url: string }).url;
+  return main.startsWith('file:///$bunfs/') || main.includes('/deno-compile-') || main.startsWith('file:///B:/~BUN/');
+};
+
+export const exit = (code: number): never => process.exit(code);
+
+/** Runs `fn` once on SIGINT or SIGTERM. */
+export function onShutdownSignal(fn: (signal: string) => void): void {
+  let fired = false;
+  const once = (sig: string) => {
+    if (fired) return exit(130);
+    fired = true;
+    fn(sig);
+  };
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => once(sig));
+}

@@ -1,0 +1,103 @@
+/**
+ * The built-in catalog: Ollama-style friendly names mapped to public ONNX repositories on the hub.
+ * Entries are listed whether downloaded or not; tests register tiny fixture models at runtime.
+ */
+import { invalidArgument } from '../errors.ts';
+import { nameKey } from './names.ts';
+import { isDtype, type CatalogEntry } from './spec.ts';
+
+const LLM = ['model'];
+
+export const BUILTIN_CATALOG: readonly CatalogEntry[] = Object.freeze([
+  {
+    name: 'qwen2.5:0.5b', aliases: ['qwen2.5:latest', 'qwen2.5:0.5b-instruct'],
+    repo: 'onnx-community/Qwen2.5-0.5B-Instruct', dtype: 'q4', kind: 'generation',
+    capabilities: ['completion', 'tools'], components: LLM,
+    details: { family: 'qwen2', parameter_size: '494M', quantization_level: 'Q4' },
+  },
+  {
+    // fp16 activations: the variant meant for WebGPU.
+    name: 'qwen2.5:0.5b-q4f16', aliases: ['qwen2.5:0.5b-instruct-q4f16'],
+    repo: 'onnx-community/Qwen2.5-0.5B-Instruct', dtype: 'q4f16', kind: 'generation',
+    capabilities: ['completion', 'tools'], components: LLM,
+    details: { family: 'qwen2', parameter_size: '494M', quantization_level: 'Q4F16' },
+  },
+  {
+    name: 'qwen3:0.6b', aliases: ['qwen3:latest'],
+    repo: 'onnx-community/Qwen3-0.6B-ONNX', dtype: 'q4', kind: 'generation',
+    capabilities: ['completion', 'tools', 'thinking'], components: LLM,
+    details: { family: 'qwen3', parameter_size: '596M', quantization_level: 'Q4' },
+  },
+  {
+    name: 'smollm2:360m', aliases: ['smollm2:latest'],
+    repo: 'HuggingFaceTB/SmolLM2-360M-Instruct', dtype: 'q4', kind: 'generation',
+    capabilities: ['completion'], components: LLM,
+    details: { family: 'llama', parameter_size: '362M', quantization_level: 'Q4' },
+  },
+  {
+    name: 'all-minilm:l6', aliases: ['all-minilm:latest', 'all-minilm:22m', 'all-minilm:l6-v2'],
+    repo: 'Xenova/all-MiniLM-L6-v2', dtype: 'q8', kind: 'embedding',
+    capabilities: ['embedding'], components: LLM, embedding: { pooling: 'mean', normalize: true },
+    details: { family: 'bert', parameter_size: '23M', quantization_level: 'Q8_0' },
+  },
+  {
+    name: 'nomic-embed-text:v1', aliases: ['nomic-embed-text:latest'],
+    repo: 'Xenova/nomic-embed-text-v1', dtype: 'q8', kind: 'embedding',
+    capabilities: ['embedding'], components: LLM, embedding: { pooling: 'mean', normalize: true },
+    details: { family: 'nomic-bert', parameter_size: '137M', quantization_level: 'Q8_0' },
+  },
+  {
+    // Cross-encoder: scores (query, passage) pairs; none of show's capabilities apply.
+    name: 'ms-marco-minilm:l6', aliases: ['ms-marco-minilm:latest'],
+    repo: 'Xenova/ms-marco-MiniLM-L-6-v2', dtype: 'q8', kind: 'reranker',
+    capabilities: [], components: LLM,
+    details: { family: 'bert', parameter_size: '23M', quantization_level: 'Q8_0' },
+  },
+  {
+    name: 'whisper:tiny', aliases: ['whisper:latest'],
+    repo: 'Xenova/whisper-tiny', dtype: 'q8', kind: 'speech',
+    capabilities: [], components: ['encoder_model', 'decoder_model_merged'],
+    details: { family: 'whisper', parameter_size: '39M', quantization_level: 'Q8_0' },
+  },
+] satisfies CatalogEntry[]);
+
+const REPO = /^[A-Za-z0-9][A-Za-z0-9_.-]*\/[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+export class Catalog {
+  readonly #entries = new Map<string, CatalogEntry>();
+  readonly #byKey = new Map<string, CatalogEntry>();
+
+  constructor(entries: readonly CatalogEntry[] = BUILTIN_CATALOG) {
+    for (const e of entries) this.register(e);
+  }
+
+  /** Adds (or replaces) an entry; tests use this for the fixture models. */
+  register(entry: CatalogEntry): CatalogEntry {
+    if (!REPO.test(entry.repo) || entry.repo.includes('..')) throw invalidArgument(`invalid hub repository '${entry.repo}'`);
+    if (!isDtype(entry.dtype)) throw invalidArgument(`invalid dtype '${entry.dtype}'`);
+    const key = nameKey(entry.name);
+    this.unregister(key);
+    const frozen = Object.freeze({ ...entry });
+    this.#entries.set(key, frozen);
+    for (const n of [entry.name, ...(entry.aliases ?? [])]) this.#byKey.set(nameKey(n), frozen);
+    return frozen;
+  }
+
+  unregister(name: string): boolean {
+    const key = nameKey(name);
+    const e = this.#entries.get(key);
+    if (!e) return false;
+    this.#entries.delete(key);
+    for (const [k, v] of this.#byKey) if (v === e) this.#byKey.delete(k);
+    return true;
+  }
+
+  /** Resolves a name or alias (`qwen3` → `qwen3:latest` → `qwen3:0.6b`); undefined when unknown. */
+  resolve(name: string): CatalogEntry | undefined {
+    return this.#byKey.get(nameKey(name));
+  }
+
+  list(): CatalogEntry[] {
+    return [...this.#entries.values()];
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * Client of the model hub's HTTP API (huggingface.co or a mirror/stand-in with the same routes):
+ * `GET /api/models/<owner>/<repo>[/revision/<rev>]?blobs=true` for the file list with sizes and LFS
+ * sha256, and `GET /<owner>/<repo>/resolve/<rev>/<path>` for the bytes. Redirects are followed by hand
+ * so that every hop passes the egress policy.
+ */
+import { ServiceError } from '../errors.ts';
+import { EgressPolicy } from './egress.ts';
+
+/** One entry of `siblings` as the hub returns it with `blobs=true`. */
+export interface HubSibling {
+  rfilename: string;
+  size?: number;
+  /** Git blob id (sha1 of `blob <size>\0<bytes>`); present for every file. */
+  blobId?: string;
+  /** Present for LFS files: sha256 of the content, its size, and the pointer's size. */
+  lfs?: { sha256: string; size: number; pointerSize?: number };
+}
+
+export interface HubModelInfo {
+  id: string;
+  /** Commit the listing describes; downloads pin to it so all files come from one revision. */
+  sha?: string;
+  pipeline_tag?: string;
+  siblings: HubSibling[];
+}
+
+export interface HubClientOptions {
+  /** Default `https://huggingface.co`. Its host is always reachable (the operator configured it). */
+  baseUrl?: string;
+  policy?: EgressPolicy;
+  fetch?: typeof fetch;
+  /** Sent as Authorization: Bearer, for gated repositories. */
+  token?: string;
+}
+
+const MAX_REDIRECTS = 5;
+
+export class HubClient {
+  readonly baseUrl: URL;
+  readonly policy: EgressPolicy;
+  readonly #fetch: typeof fetch;
+  readonly #token?: string;
+
+  constructor(opts: HubClientOptions = {}) {
+    this.baseUrl = new URL(opts.baseUrl ?? 'https://huggingface.co');
+    if (!this.baseUrl.pathname.endsWith('/')) this.baseUrl.pathname += '/';
+    this.policy = new EgressPolicy(opts.policy?.allowedHosts, [this.baseUrl.host]);
+    this.#fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#token = opts.token;
+  }
+
+  async modelInfo(repo: string, revision?: string, signal?: AbortSignal): Promise<HubModelInfo> {
+    const path = revision && revision !== 'main'
+      ? `api/models/${repo}/revision/${encodeURIComponent(revision)}`
+      : `api/models/${repo}`;
+    const url = new URL(path, this.baseUrl);
+    url.searchParams.set('blobs', 'true');
+    const res = await this.request(url, { signal });
+    if (res.status === 404 || res.status === 401 || res.status === 403) {
+      // The hub answers 401 for private and for non-existent repositories alike.
+      await res.body?.cancel();
+      throw new ServiceError(404, 'not_found', `model repository '${repo}' not found on the hub`);
+    }
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw upstream(`the model hub answered ${res.status} for '${repo}'`);
+    }
+    const body = (await res.json()) as Partial<HubModelInfo>;
+    if (!body || !Array.isArray(body.siblings)) throw upstream(`the model hub sent no file list for '${repo}'`);
+    return { id: body.id ?? repo, sha: body.sha, pipeline_tag: body.pipeline_tag, siblings: body.siblings };
+  }
+
+  fileUrl(repo: string, revision: string, path: string): URL {
+    const encoded = path.split('/').map(encodeURIComponent).join('/');
+    return new URL(`${repo}/resolve/${encodeURIComponent(revision)}/${encoded}`, this.baseUrl);
+  }
+
+  /** GET a file, from byte `offset` on (Range); the caller checks 200 vs 206. */
+  async getFile(url: URL, offset: number, signal?: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = {};
+    if (offset > 0) headers.Range = `bytes=${offset}-`;
+    return this.request(url, { headers, signal });
+  }
+
+  /** fetch with redirects followed by hand, each hop checked against the egress policy. */
+  async request(url: URL, init: { headers?: Record<string, string>; signal?: AbortSignal }): Promise<Response> {
+    let current = url;
+    for (let hop = 0; ; hop++) {
+      this.policy.assertUrl(current);
+      const headers = { ...init.headers };
+      // Credentials go to the configured hub only, never to a CDN it redirects to.
+      if (this.#token && current.host === this.baseUrl.host) headers.Authorization = `Bearer ${this.#token}`;
+      let res: Response;
+      try {
+        res = await this.#fetch(current, { headers, signal: init.signal, redirect: 'manual' });
+      } catch (err) {
+        if (init.signal?.aborted) throw err;
+        throw upstream(`the model hub is unreachable (${(err as Error).message})`, err);
+      }
+      const location = res.headers.get('location');
+      if (res.status < 300 || res.status >= 400 || !location) return res;
+      await res.body?.cancel();
+      if (hop >= MAX_REDIRECTS) throw upstream('the model hub redirected too many times');
+      current = new URL(location, current);
+    }
+  }
+}
+
+/** Hub failures are not the client's fault: 500, reason hub_unavailable. */
+export const upstream = (message: string, cause?: unknown) => new ServiceError(500, 'hub_unavailable', message, { cause });

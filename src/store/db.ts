@@ -1,0 +1,50 @@
+/** Opens the database (libSQL by default) behind Kysely and applies migrations. */
+import { Kysely, type Dialect } from 'kysely';
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { builtinSqliteDialect } from '../runtime/sqlite.ts';
+import { migrate } from './migrations.ts';
+import type { Database, Db } from './schema.ts';
+
+export interface OpenedStore {
+  db: Db;
+  /** Which driver serves the database: 'libsql' or 'builtin-sqlite' (compiled binary fallback). */
+  driver: string;
+  close(): Promise<void>;
+}
+
+async function libsqlDialect(url: string, authToken?: string): Promise<Dialect> {
+  const { createClient } = await import('@libsql/client');
+  const { LibsqlDialect } = await import('@libsql/kysely-libsql');
+  const client = createClient({ url, authToken: authToken || undefined });
+  if (url.startsWith('file:')) {
+    // WAL lets pollers read while a job writes; busy_timeout rides over short write locks.
+    await client.execute('PRAGMA journal_mode = WAL');
+    await client.execute('PRAGMA busy_timeout = 5000');
+  }
+  // deno-lint-ignore no-explicit-any
+  return new LibsqlDialect({ client: client as any });
+}
+
+/** `file:/a/b.db`, `file:///a/b.db` or `file:rel.db` → the path; null for remote URLs. */
+export const filePathOf = (url: string): string | null =>
+  url.startsWith('file:') ? url.slice('file:'.length).replace(/^\/\/(?=\/)/, '') : null;
+
+export async function openStore(url: string, authToken?: string): Promise<OpenedStore> {
+  const file = filePathOf(url);
+  if (file) await mkdir(dirname(file), { recursive: true });
+  let dialect: Dialect;
+  let driver = 'libsql';
+  try {
+    dialect = await libsqlDialect(url, authToken);
+  } catch (err) {
+    // The native addon is missing (single binary): fall back to the runtime's own SQLite for files.
+    const builtin = file ? await builtinSqliteDialect(file) : null;
+    if (!builtin) throw err;
+    dialect = builtin;
+    driver = 'builtin-sqlite';
+  }
+  const db = new Kysely<Database>({ dialect });
+  await migrate(db);
+  return { db, driver, close: () => db.destroy() };
+}

@@ -1,0 +1,85 @@
+/**
+ * Versioned migrations, applied in order at start. Each runs once (recorded in schema_migrations),
+ * so applying them again is harmless. Written with Kysely's schema builder so they stay portable
+ * to a PostgreSQL dialect.
+ */
+import { sql, type Kysely } from 'kysely';
+
+// deno-lint-ignore no-explicit-any
+type AnyDb = Kysely<any>;
+
+export interface Migration { version: number; name: string; up(db: AnyDb): Promise<void> }
+
+export const migrations: Migration[] = [
+  {
+    version: 1,
+    name: 'meta, api keys, settings, jobs, files',
+    async up(db) {
+      await db.schema.createTable('meta').ifNotExists()
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull()).execute();
+      await db.schema.createTable('api_keys').ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('role', 'text', (c) => c.notNull())
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('token_prefix', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('revoked_at', 'bigint')
+        .addColumn('last_used_at', 'bigint').execute();
+      await db.schema.createTable('settings').ifNotExists()
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull()).execute();
+      await db.schema.createTable('jobs').ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('owner_id', 'text', (c) => c.notNull())
+        .addColumn('node', 'text', (c) => c.notNull())
+        .addColumn('task', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('result', 'text')
+        .addColumn('result_location', 'text')
+        .addColumn('error', 'text')
+        .addColumn('error_code', 'integer')
+        .addColumn('error_reason', 'text')
+        .addColumn('progress_current', 'integer')
+        .addColumn('progress_total', 'integer')
+        .addColumn('cancel_requested', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('completed_at', 'bigint').execute();
+      await db.schema.createIndex('jobs_node_status').ifNotExists().on('jobs').columns(['node', 'status']).execute();
+      await db.schema.createIndex('jobs_owner_status').ifNotExists().on('jobs').columns(['owner_id', 'status']).execute();
+      await db.schema.createTable('files').ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('owner_id', 'text', (c) => c.notNull())
+        .addColumn('filename', 'text', (c) => c.notNull())
+        .addColumn('purpose', 'text', (c) => c.notNull())
+        .addColumn('bytes', 'bigint', (c) => c.notNull())
+        .addColumn('content_type', 'text', (c) => c.notNull())
+        .addColumn('path', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull()).execute();
+      await db.schema.createIndex('files_expires').ifNotExists().on('files').column('expires_at').execute();
+    },
+  },
+];
+
+/** Applies the pending migrations; returns the versions applied now. */
+export async function migrate(db: AnyDb): Promise<number[]> {
+  await db.schema.createTable('schema_migrations').ifNotExists()
+    .addColumn('version', 'integer', (c) => c.primaryKey())
+    .addColumn('name', 'text', (c) => c.notNull())
+    .addColumn('applied_at', 'bigint', (c) => c.notNull()).execute();
+  const done = new Set((await db.selectFrom('schema_migrations').select('version').execute()).map((r) => Number(r.version)));
+  const applied: number[] = [];
+  for (const m of migrations) {
+    if (done.has(m.version)) continue;
+    await db.transaction().execute(async (trx) => {
+      await m.up(trx);
+      // ON CONFLICT: a second node migrating the same shared database at the same moment is harmless.
+      await sql`insert into schema_migrations (version, name, applied_at) values (${m.version}, ${m.name}, ${Date.now()}) on conflict (version) do nothing`.execute(trx);
+    });
+    applied.push(m.version);
+  }
+  return applied;
+}

@@ -1,0 +1,59 @@
+/** Table shapes, shared by every store module. Timestamps are integer milliseconds since the epoch. */
+import type { Kysely } from 'kysely';
+
+export interface MetaTable { key: string; value: string }
+
+export interface ApiKeyTable {
+  id: string;
+  name: string;
+  role: 'admin' | 'user';
+  token_hash: string;
+  token_prefix: string;
+  created_at: number;
+  revoked_at: number | null;
+  last_used_at: number | null;
+}
+
+export interface SettingTable { key: string; value: string; updated_at: number }
+
+export interface JobTable {
+  id: string;
+  owner_id: string;
+  node: string;
+  task: string;
+  status: 'processing' | 'completed' | 'failed' | 'cancelled';
+  /** The result as JSON text, when it lives in the shared record. */
+  result: string | null;
+  /** 'record': result above; 'node': held in the memory of `node` (over 4 MiB). */
+  result_location: 'record' | 'node' | null;
+  error: string | null;
+  error_code: number | null;
+  error_reason: string | null;
+  progress_current: number | null;
+  progress_total: number | null;
+  cancel_requested: number;
+  created_at: number;
+  completed_at: number | null;
+}
+
+export interface FileTable {
+  id: string;
+  owner_id: string;
+  filename: string;
+  purpose: string;
+  bytes: number;
+  content_type: string;
+  path: string;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface Database {
+  meta: MetaTable;
+  api_keys: ApiKeyTable;
+  settings: SettingTable;
+  jobs: JobTable;
+  files: FileTable;
+}
+
+export type Db = Kysely<Database>;
