@@ -2,7 +2,7 @@
  * pdfEdit: a list of page operations applied in order. Page numbers are 1-based and refer to the
  * document as it is when that operation runs (after the earlier ones).
  */
-import { degrees, PDFDocument } from '@cantoo/pdf-lib';
+import { degrees, PDFArray, PDFDocument, PDFName, PDFNumber, type PDFPage } from '@cantoo/pdf-lib';
 import { invalidArgument } from '../errors.ts';
 import { openPdf } from './open.ts';
 import { PageFrame, type Box } from './page-frame.ts';
@@ -48,9 +48,7 @@ function apply(doc: PDFDocument, op: EditOperation, at: string): void {
       const order = op.order;
       const idx = resolvePages(order, count, `${at}.order`);
       if (idx.length !== count || new Set(idx).size !== count) throw invalidArgument(`${at}.order: list every page number exactly once (${count} pages).`);
-      const pages = doc.getPages();
-      for (let i = count - 1; i >= 0; i--) doc.removePage(i);
-      for (const i of idx) doc.addPage(pages[i]!);
+      setPageOrder(doc, idx.map((i) => doc.getPage(i)));
       return;
     }
     case 'insert_blank': {
@@ -88,4 +86,24 @@ function apply(doc: PDFDocument, op: EditOperation, at: string): void {
     default:
       throw invalidArgument(`${at}.op: one of rotate, delete, reorder, insert_blank, crop, set_metadata.`);
   }
+}
+
+/**
+ * Reorder by rewriting the page tree flat: pdf-lib's remove/insert pair corrupts /Count on some trees.
+ * Inheritable attributes are copied onto each page first, since its parent changes.
+ */
+function setPageOrder(doc: PDFDocument, pages: PDFPage[]): void {
+  const root = doc.catalog.Pages();
+  const rootRef = doc.catalog.get(PDFName.of('Pages'))!;
+  for (const page of pages) {
+    const leaf = page.node;
+    const inherited = { MediaBox: leaf.MediaBox(), CropBox: leaf.CropBox(), Rotate: leaf.Rotate(), Resources: leaf.Resources() };
+    for (const [k, v] of Object.entries(inherited)) if (v) leaf.set(PDFName.of(k), v);
+    leaf.set(PDFName.of('Parent'), rootRef);
+  }
+  root.set(PDFName.of('Kids'), PDFArray.withContext(doc.context));
+  const kids = root.lookup(PDFName.of('Kids'), PDFArray);
+  for (const page of pages) kids.push(page.ref);
+  root.set(PDFName.of('Count'), PDFNumber.of(pages.length));
+  (doc as unknown as { pageCache: { invalidate(): void } }).pageCache.invalidate();
 }
