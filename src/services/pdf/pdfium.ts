@@ -11,6 +11,10 @@ import { pdfCorrupt, passwordIncorrect, passwordRequired } from './reasons.ts';
 
 export type Pdfium = WrappedPdfiumModule;
 
+/** The emscripten heap views (re-read on every use: they are replaced when the heap grows). */
+type Heaps = { HEAPU8: Uint8Array; HEAPF32: Float32Array; HEAPF64: Float64Array; HEAP32: Int32Array };
+export const heap = (m: Pdfium): Heaps => m.pdfium as unknown as Heaps;
+
 let loading: Promise<Pdfium> | undefined;
 
 /** The shared PDFium instance; the 4 MB wasm is read and compiled on first use only. */
@@ -46,7 +50,7 @@ export interface PdfiumDoc {
  */
 export function openDoc(m: Pdfium, bytes: Uint8Array, password?: string): PdfiumDoc {
   const ptr = m.pdfium.wasmExports.malloc(bytes.byteLength);
-  m.pdfium.HEAPU8.set(bytes, ptr);
+  heap(m).HEAPU8.set(bytes, ptr);
   const doc = m.FPDF_LoadMemDocument64(ptr, bytes.byteLength, password ?? '');
   if (!doc) {
     const err = m.FPDF_GetLastError();
@@ -83,7 +87,7 @@ export function saveDoc(m: Pdfium, doc: number, flags = SAVE_FULL): Uint8Array {
     const p = m.pdfium.wasmExports.malloc(len);
     try {
       m.PDFiumExt_GetFileWriterData(writer, p, len);
-      return m.pdfium.HEAPU8.slice(p, p + len);
+      return heap(m).HEAPU8.slice(p, p + len);
     } finally {
       m.pdfium.wasmExports.free(p);
     }
@@ -102,10 +106,10 @@ export function withScratch<T>(m: Pdfium, n: number, fn: (slot: (i: number) => n
   }
 }
 
-export const getF32 = (m: Pdfium, p: number) => m.pdfium.HEAPF32[p >> 2]!;
-export const getF64 = (m: Pdfium, p: number) => m.pdfium.HEAPF64[p >> 3]!;
+export const getF32 = (m: Pdfium, p: number) => heap(m).HEAPF32[p >> 2]!;
+export const getF64 = (m: Pdfium, p: number) => heap(m).HEAPF64[p >> 3]!;
 export const setF32 = (m: Pdfium, p: number, v: number) => {
-  m.pdfium.HEAPF32[p >> 2] = v;
+  heap(m).HEAPF32[p >> 2] = v;
 };
 
 /** Read a UTF-16LE string written by a PDFium "get text into buffer of n bytes" call. */
