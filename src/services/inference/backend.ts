@@ -1,0 +1,118 @@
+/**
+ * Backend selection: which ONNX Runtime transformers.js runs on, and which execution providers to try.
+ *
+ * transformers.js binds its ONNX Runtime once, when its module is first evaluated (native onnxruntime-node,
+ * or whatever sits at `globalThis[Symbol.for('onnxruntime')]`). So the runtime is a per-process choice made
+ * here, before anything imports transformers.js; this module is the only one that imports it (dynamically).
+ */
+import { fileURLToPath } from 'node:url';
+import { probeWebGpu } from '../../runtime/gpu.ts';
+
+export type BackendSetting = 'auto' | 'cpu' | 'wasm' | 'webgpu' | 'cuda';
+/** What a session actually runs on. */
+export type Device = 'cpu' | 'cuda' | 'webgpu' | 'wasm';
+export type OrtPackage = 'onnxruntime-node' | 'onnxruntime-web';
+export type Transformers = typeof import('@huggingface/transformers');
+
+export interface BackendRuntime {
+  requested: BackendSetting;
+  ort: OrtPackage;
+  tf: Transformers;
+  /** Devices to try in order when a session is created; the first that loads wins. */
+  devices: Device[];
+  /** Intra-op threads per session (1 is fastest on small machines; 0 = runtime default). */
+  threads: number;
+  /** Why a preferred option was skipped, for logs and /api/ps. */
+  notes: string[];
+}
+
+export interface BackendOptions {
+  threads?: number;
+  /** Directory (or URL prefix) holding onnxruntime-web's .wasm/.mjs files; default: the npm package's dist/. */
+  wasmPaths?: string;
+}
+
+const ORT_SYMBOL = Symbol.for('onnxruntime');
+let current: Promise<BackendRuntime> | undefined;
+let currentOrt: OrtPackage | undefined;
+
+/**
+ * Initialise the process-wide backend. Later calls return the same runtime; asking for the other ONNX
+ * Runtime package after one is bound throws (transformers.js cannot switch in-process).
+ */
+export function initBackend(requested: BackendSetting = 'auto', opts: BackendOptions = {}): Promise<BackendRuntime> {
+  if (current) {
+    return current.then((rt) => {
+      if (rt.requested === requested) return rt;
+      const conflict = rt.ort === 'onnxruntime-node' ? requested === 'wasm' : rt.requested === 'wasm' && (requested === 'cpu' || requested === 'cuda');
+      if (conflict) throw new Error(`backend already bound to ${rt.ort} in this process; cannot switch to "${requested}"`);
+      return { ...rt, requested, devices: devicesFor(requested, rt.ort) };
+    });
+  }
+  current = bind(requested, opts);
+  current.catch(() => (current = undefined));
+  return current;
+}
+
+/** The runtime bound so far, if any (for reporting). */
+export const boundOrt = (): OrtPackage | undefined => currentOrt;
+
+async function bind(requested: BackendSetting, opts: BackendOptions): Promise<BackendRuntime> {
+  const threads = opts.threads ?? 1;
+  const notes: string[] = [];
+  const gpu = await probeWebGpu();
+  if (requested !== 'wasm') {
+    try {
+      await import('onnxruntime-node'); // fails where the native addon cannot load (compiled binary, odd libc)
+      const tf = await import('@huggingface/transformers');
+      currentOrt = 'onnxruntime-node';
+      const devices = devicesFor(requested, 'onnxruntime-node');
+      if (requested === 'auto' && gpu.adapter && !gpu.software) devices.unshift('webgpu');
+      if (requested === 'auto' && gpu.software) notes.push(`auto: skipped software WebGPU adapter (${gpu.description})`);
+      return { requested, ort: 'onnxruntime-node', tf, devices, threads, notes };
+    } catch (e) {
+      notes.push(`onnxruntime-node unavailable (${firstLine(e)}); using onnxruntime-web`);
+    }
+  }
+  const useWebGpu = requested === 'webgpu' || (requested === 'auto' && gpu.adapter && !gpu.software);
+  const ort = (useWebGpu ? await import('onnxruntime-web/webgpu') : await import('onnxruntime-web')) as typeof import('onnxruntime-web');
+  ort.env.wasm.wasmPaths = opts.wasmPaths ?? defaultWasmPaths();
+  ort.env.wasm.numThreads = threads || undefined;
+  ort.env.wasm.proxy = false;
+  (globalThis as Record<symbol, unknown>)[ORT_SYMBOL] = ort;
+  const tf = await import('@huggingface/transformers');
+  currentOrt = 'onnxruntime-web';
+  const devices: Device[] = useWebGpu && gpu.adapter ? ['webgpu', 'wasm'] : ['wasm'];
+  if (requested === 'webgpu' && !gpu.adapter) notes.push(`webgpu: ${gpu.description}; falling back to wasm`);
+  return { requested, ort: 'onnxruntime-web', tf, devices, threads, notes };
+}
+
+function devicesFor(requested: BackendSetting, ort: OrtPackage): Device[] {
+  if (ort === 'onnxruntime-web') return requested === 'webgpu' ? ['webgpu', 'wasm'] : ['wasm'];
+  switch (requested) {
+    case 'cuda':
+      return ['cuda', 'cpu'];
+    case 'webgpu':
+      return ['webgpu', 'cpu'];
+    default:
+      return ['cpu'];
+  }
+}
+
+function defaultWasmPaths(): string {
+  const entry = import.meta.resolve('onnxruntime-web');
+  const dir = new URL('./', entry);
+  return dir.protocol === 'file:' ? fileURLToPath(dir) : dir.href;
+}
+
+/** transformers.js `from_pretrained` options that put a session on `device` under this runtime. */
+export function sessionPlacement(rt: BackendRuntime, device: Device): { device: string; session_options: Record<string, unknown> } {
+  const threadOpts = rt.threads > 0 ? { intraOpNumThreads: rt.threads, interOpNumThreads: 1 } : {};
+  if (rt.ort === 'onnxruntime-web') {
+    // transformers.js refuses device:'wasm' outside browsers; 'auto' + explicit providers does it
+    return { device: 'auto', session_options: { ...threadOpts, executionProviders: [device] } };
+  }
+  return { device, session_options: threadOpts };
+}
+
+export const firstLine = (e: unknown): string => String((e as Error)?.message ?? e).split('\n')[0].slice(0, 300);

@@ -1,0 +1,147 @@
+/**
+ * Text generation over transformers.js' `generate` (KV cache, one session step per token), streamed as
+ * text deltas. Our own processors do penalties and seeded sampling; stop strings and the abort signal
+ * end the loop through a stopping criterion; a streamer turns each new token into text.
+ */
+import { inputTooLarge } from '../errors.ts';
+import type { LoadedModel } from './load.ts';
+import { renderChatPrompt, type ChatInput } from './chat-prompt.ts';
+import { createAsyncQueue } from './async-queue.ts';
+import { createDetokenizer } from './detokenizer.ts';
+import { createStopMatcher } from './stop-strings.ts';
+import { createPenaltyProcessor, createSamplerProcessor, type LogitsProcessorLike, type PenaltyOptions, type SamplingOptions } from './sampling.ts';
+
+export type GenerationInput = { prompt: string } | ChatInput;
+
+export interface GenerateOptions extends SamplingOptions, PenaltyOptions {
+  /** Most new tokens; default: what is left of the model's context. */
+  maxTokens?: number;
+  stop?: string[];
+  signal?: AbortSignal;
+  /** Extra processors (e.g. JSON-schema constraint), run after penalties and before sampling. */
+  logitsProcessors?: LogitsProcessorLike[];
+}
+
+export type FinishReason = 'stop' | 'length';
+
+export interface GenerationResult {
+  text: string;
+  promptTokens: number;
+  completionTokens: number;
+  finishReason: FinishReason;
+  /** Nanoseconds: model load (0 when already resident), prompt eval (until the first token), eval (the rest). */
+  timings: { loadNs: number; promptEvalNs: number; evalNs: number; totalNs: number };
+}
+
+export interface TextGeneration extends AsyncIterable<string> {
+  /** Settles when generation ends; rejects with the abort reason when aborted. */
+  result: Promise<GenerationResult>;
+  /** The rendered prompt (what the model saw). */
+  prompt: string;
+}
+
+const now = () => process.hrtime.bigint();
+
+export function generateText(m: LoadedModel, input: GenerationInput, opts: GenerateOptions = {}, loadNs = 0): TextGeneration {
+  const tok = m.tokenizer;
+  const prompt = 'prompt' in input ? input.prompt : renderChatPrompt(tok, input);
+  const encoded = tok(prompt, { add_special_tokens: 'prompt' in input }) as unknown as { input_ids: { dims: number[] }; attention_mask: unknown };
+  const promptTokens = encoded.input_ids.dims[1];
+  const room = m.maxTokens - promptTokens;
+  if (room <= 0) throw inputTooLarge(`prompt has ${promptTokens} tokens; the model's context is ${m.maxTokens}`);
+  const maxNew = Math.min(opts.maxTokens ?? room, room);
+
+  const queue = createAsyncQueue<string>();
+  const internal = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, internal.signal]) : internal.signal;
+  queue.onClose(() => internal.abort(new DOMException('generation stream closed', 'AbortError')));
+
+  const stops = createStopMatcher(opts.stop);
+  const detok = createDetokenizer(tok as never);
+  const eos = new Set<number>([m.model.generation_config?.eos_token_id ?? []].flat().map(Number));
+  let stopped = false;
+  let completionTokens = 0;
+  let lastToken = -1;
+  let promptDone = false;
+  const t0 = now();
+  let tFirst = t0;
+
+  const emit = (text: string) => {
+    if (!text || stopped) return;
+    const r = stops.push(text);
+    if (r.emit) queue.push(r.emit);
+    if (r.stopped) stopped = true;
+  };
+  const streamer = {
+    put(value: bigint[][]) {
+      if (!promptDone) {
+        promptDone = true; // the first put is the prompt itself
+        return;
+      }
+      if (completionTokens === 0) tFirst = now();
+      completionTokens++;
+      lastToken = Number(value[0][0]);
+      emit(detok.push(lastToken));
+    },
+    end() {},
+  };
+  const shouldStop = (ids: bigint[][]) => ids.map(() => stopped || signal.aborted);
+
+  const processors: LogitsProcessorLike[] = [];
+  const penalties = createPenaltyProcessor(promptTokens, opts);
+  if (penalties) processors.push(penalties);
+  processors.push(...(opts.logitsProcessors ?? []));
+  const sampler = createSamplerProcessor(opts);
+  if (sampler) processors.push(sampler);
+
+  const run = async (): Promise<GenerationResult> => {
+    if (maxNew > 0) {
+      await m.model.generate({
+        ...(encoded as object),
+        max_new_tokens: maxNew,
+        // transformers.js' own sampling/penalties off: ours run in `processors` (seeded, OpenAI penalties)
+        do_sample: false,
+        repetition_penalty: 1,
+        no_repeat_ngram_size: 0,
+        min_length: 0,
+        min_new_tokens: null,
+        logits_processor: processors,
+        stopping_criteria: [shouldStop],
+        streamer,
+      } as never);
+    }
+    if (signal.aborted) throw signal.reason;
+    if (!stopped) {
+      emit(detok.flush());
+      const tail = stops.flush();
+      if (tail) queue.push(tail);
+    }
+    const tEnd = now();
+    const finishReason: FinishReason = stopped || eos.has(lastToken) ? 'stop' : 'length';
+    return {
+      text: stops.text,
+      promptTokens,
+      completionTokens,
+      finishReason,
+      timings: {
+        loadNs,
+        promptEvalNs: Number((completionTokens ? tFirst : tEnd) - t0),
+        evalNs: completionTokens ? Number(tEnd - tFirst) : 0,
+        totalNs: Number(tEnd - t0) + loadNs,
+      },
+    };
+  };
+
+  // An abort ends the stream at once; the session step in flight finishes on its own and is discarded.
+  const aborted = new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+  aborted.catch(() => {});
+  const result = Promise.race([run(), aborted]);
+  result.then(
+    () => queue.end(),
+    (e) => queue.fail(e),
+  );
+  return { result, prompt, [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator]() };
+}

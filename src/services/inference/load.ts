@@ -1,0 +1,95 @@
+/**
+ * Load a local hub-layout model directory into ONNX sessions on the first device that works.
+ * No network: transformers.js only ever reads the directory (downloads are the models service's job).
+ */
+import type { PreTrainedModel, PreTrainedTokenizer } from '@huggingface/transformers';
+import { join, resolve } from 'node:path';
+import { initBackend, sessionPlacement, firstLine, type BackendSetting, type Device, type OrtPackage } from './backend.ts';
+import { availableDtypes, modelSizeBytes, readJson, readPooling, type Dtype, type PoolingConfig } from './model-files.ts';
+
+export type Task = 'text-generation' | 'feature-extraction' | 'text-classification';
+
+export interface LoadOptions {
+  backend?: BackendSetting;
+  /** Default: fp32 when present, else the first quantised file found. */
+  dtype?: Dtype;
+  threads?: number;
+  wasmPaths?: string;
+}
+
+export interface LoadedModel {
+  dir: string;
+  task: Task;
+  dtype: Dtype;
+  /** Device the sessions run on, the runtime package, and what was tried before it. */
+  device: Device;
+  ort: OrtPackage;
+  fallbacks: { device: Device; error: string }[];
+  notes: string[];
+  sizeBytes: number;
+  loadNs: number;
+  config: Record<string, unknown>;
+  tokenizer: PreTrainedTokenizer;
+  model: PreTrainedModel;
+  /** Set for feature-extraction models. */
+  pooling?: PoolingConfig;
+  /** Largest sequence the model accepts (position embeddings / tokenizer limit). */
+  maxTokens: number;
+  dispose(): Promise<void>;
+}
+
+const AUTO_CLASS = {
+  'text-generation': 'AutoModelForCausalLM',
+  'feature-extraction': 'AutoModel',
+  'text-classification': 'AutoModelForSequenceClassification',
+} as const;
+
+export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {}): Promise<LoadedModel> {
+  const t0 = process.hrtime.bigint();
+  const dir = resolve(dirIn);
+  const rt = await initBackend(opts.backend ?? 'auto', { threads: opts.threads, wasmPaths: opts.wasmPaths });
+  rt.tf.env.allowRemoteModels = false;
+  rt.tf.env.allowLocalModels = true;
+  const present = await availableDtypes(dir);
+  const dtype = opts.dtype ?? present[0];
+  if (!dtype || !present.includes(dtype)) {
+    throw new Error(`no onnx/model file for dtype ${opts.dtype ?? '(any)'} in ${dir} (have: ${present.join(', ') || 'none'})`);
+  }
+  const config = (await readJson(join(dir, 'config.json'))) ?? {};
+  const tokenizer = await rt.tf.AutoTokenizer.from_pretrained(dir);
+  const fallbacks: { device: Device; error: string }[] = [];
+  let model: PreTrainedModel | undefined;
+  let device: Device | undefined;
+  for (const d of rt.devices) {
+    try {
+      model = (await rt.tf[AUTO_CLASS[task]].from_pretrained(dir, { dtype, ...sessionPlacement(rt, d) } as never)) as PreTrainedModel;
+      device = d;
+      break;
+    } catch (e) {
+      fallbacks.push({ device: d, error: firstLine(e) });
+    }
+  }
+  if (!model || !device) throw new Error(`could not load ${dir}: ${fallbacks.map((f) => `${f.device}: ${f.error}`).join('; ')}`);
+  const notes = [...rt.notes, ...fallbacks.map((f) => `${f.device} failed (${f.error}); fell back`)];
+  const tokMax = Number((tokenizer as unknown as { model_max_length?: number }).model_max_length);
+  const posMax = Number(config.max_position_embeddings);
+  const maxTokens = Math.min(...[tokMax, posMax].filter((n) => Number.isFinite(n) && n > 0), 1 << 20);
+  const m = model;
+  return {
+    dir,
+    task,
+    dtype,
+    device,
+    ort: rt.ort,
+    fallbacks,
+    notes,
+    sizeBytes: await modelSizeBytes(dir, dtype),
+    loadNs: Number(process.hrtime.bigint() - t0),
+    config,
+    tokenizer,
+    model: m,
+    pooling: task === 'feature-extraction' ? await readPooling(dir) : undefined,
+    maxTokens,
+    dispose: () => m.dispose().then(() => undefined),
+  };
+}
