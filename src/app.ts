@@ -1,31 +1,28 @@
 /** createApp(deps): middleware and the three route families mounted. */
 import { Hono } from 'hono';
-import type { Config } from './config.ts';
+import type { Deps } from './deps.ts';
 import { auth } from './http/auth.ts';
 import { bodyLimit } from './http/body-limit.ts';
 import type { AppEnv } from './http/context.ts';
 import { toErrorResponse } from './http/errors.ts';
 import { requestMeta } from './http/request-meta.ts';
 import { findPublicDir, serveStatic } from './http/static.ts';
-import type { Logger } from './log.ts';
-import { rootRoutes } from './routes/root.ts';
+import { openaiFileRoutes } from './routes/openai/files.ts';
 import { versionRoutes } from './routes/ollama/version.ts';
+import { rootRoutes } from './routes/root.ts';
+import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
+import { adminSettingsRoutes } from './routes/svc/admin-settings.ts';
+import { fileRoutes } from './routes/svc/files.ts';
+import { jobRoutes } from './routes/svc/jobs.ts';
 import { ServiceError } from './services/errors.ts';
-import type { KeyService } from './services/keys/api-keys.ts';
-import type { Db } from './store/schema.ts';
 
-export interface AppDeps {
-  config: Config;
-  db: Db;
-  nodeTag: string;
-  keys: KeyService;
-  log: Logger;
-  /** Extra routes mounted before the 404 (tests register test-only tasks here). */
-  extraRoutes?: (app: Hono<AppEnv>) => void;
+export interface AppOptions {
+  /** Extra routes mounted before the 404 (tests register test-only tasks here; never exposed by the server). */
+  extraRoutes?: (app: Hono<AppEnv>, deps: Deps) => void;
 }
 
-export function createApp(deps: AppDeps): Hono<AppEnv> {
+export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   const { config, nodeTag, keys, log } = deps;
   const app = new Hono<AppEnv>();
   const publicDir = findPublicDir();
@@ -35,9 +32,17 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use('*', bodyLimit(config.maxUploadBytes));
 
   app.route('/', rootRoutes(nodeTag, publicDir !== null));
+  // dialect A
+  app.route('/', openaiFileRoutes(deps.files));
+  // dialect B
   app.route('/', versionRoutes());
+  // native
+  app.route('/', jobRoutes(deps.jobs));
+  app.route('/', fileRoutes(deps.files));
   app.route('/', adminKeyRoutes(keys));
-  deps.extraRoutes?.(app);
+  app.route('/', adminJobRoutes(deps.runner));
+  app.route('/', adminSettingsRoutes(deps.adminSettings));
+  opts.extraRoutes?.(app, deps);
   app.use('*', serveStatic(publicDir));
 
   app.notFound((c) => toErrorResponse(new ServiceError(404, 'not_found', `route ${c.req.method} ${c.req.path} not found`), c, log.error));

@@ -1,22 +1,23 @@
 /**
- * Starts a whole server (store, node tag, services, app, listener) from a config.
- * main.ts uses it, and so do tests that need a real listening server.
+ * The composition root: opens the store and services from a config, builds the app, serves it, and runs
+ * the periodic upkeep (job retention, file expiry, cross-node cancel requests). main.ts and tests use it.
  */
 import { mkdir } from 'node:fs/promises';
-import { createApp, type AppDeps } from './app.ts';
-import { dbUrl, type Config } from './config.ts';
+import { createApp, type AppOptions } from './app.ts';
+import { dbUrl, uploadsDir, type Config } from './config.ts';
+import type { Deps } from './deps.ts';
 import { createLogger, type Logger } from './log.ts';
+import { unrefTimer } from './runtime/env.ts';
 import { serve, type RunningServer } from './runtime/serve.ts';
+import { AdminSettings } from './services/admin/settings.ts';
+import { FileStore } from './services/files/file-store.ts';
+import { JobRecords } from './services/jobs/job-records.ts';
+import { TaskRunner } from './services/jobs/task-runner.ts';
 import { KeyService } from './services/keys/api-keys.ts';
-import { openStore, type OpenedStore } from './store/db.ts';
+import { openStore } from './store/db.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
-export interface Services {
-  config: Config;
-  store: OpenedStore;
-  nodeTag: string;
-  keys: KeyService;
-  log: Logger;
+export interface Services extends Deps {
   close(): Promise<void>;
 }
 
@@ -25,13 +26,34 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   await mkdir(config.dataDir, { recursive: true });
   const nodeTag = await loadNodeTag(config.dataDir);
   const store = await openStore(dbUrl(config), config.databaseAuthToken);
-  const keys = new KeyService(store.db, config.requireKeys);
-  return { config, store, nodeTag, keys, log, close: () => store.close() };
+  const db = store.db;
+  const keys = new KeyService(db, config.requireKeys);
+  const files = new FileStore(db, uploadsDir(config), config.fileRetentionSeconds);
+  await files.init();
+  const adminSettings = new AdminSettings(db);
+  const runner = new TaskRunner({ db, nodeTag, files, log, maxJobsPerOwner: config.maxJobsPerOwner, syncTimeoutSeconds: () => adminSettings.syncTimeoutSeconds() });
+  const lost = await runner.recoverLostJobs();
+  if (lost) log.warn(`${lost} job(s) of this node were still processing at the last stop: marked failed (job_lost)`);
+  const jobs = new JobRecords(db, runner, nodeTag, config.jobRetentionSeconds);
+
+  let ticks = 0;
+  const upkeep = setInterval(() => {
+    ticks++;
+    void runner.pollCancelRequests().catch((e) => log.error('cancel requests', e));
+    if (ticks % 60 === 0) void Promise.all([jobs.sweep(), files.sweep()]).catch((e) => log.error('retention sweep', e));
+  }, 1000);
+  unrefTimer(upkeep);
+
+  return {
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings,
+    close: async () => {
+      clearInterval(upkeep);
+      await store.close();
+    },
+  };
 }
 
-export function appOf(s: Services, extra?: Pick<AppDeps, 'extraRoutes'>) {
-  return createApp({ config: s.config, db: s.store.db, nodeTag: s.nodeTag, keys: s.keys, log: s.log, ...extra });
-}
+export const appOf = (s: Services, opts?: AppOptions) => createApp(s, opts);
 
 export interface StartedServer extends Services {
   server: RunningServer;
@@ -39,9 +61,9 @@ export interface StartedServer extends Services {
   stop(): Promise<void>;
 }
 
-export async function startServer(config: Config, extra?: Pick<AppDeps, 'extraRoutes'>): Promise<StartedServer> {
+export async function startServer(config: Config, opts?: AppOptions): Promise<StartedServer> {
   const s = await openServices(config);
-  const app = appOf(s, extra);
+  const app = createApp(s, opts);
   const server = await serve(app.fetch, { port: config.port, hostname: config.host });
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   return {

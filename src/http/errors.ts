@@ -47,13 +47,13 @@ export function errorPayload(err: ServiceError, family: Family, instance?: strin
     headers['Content-Type'] = 'application/problem+json';
     const body: Record<string, unknown> = {
       type: `urn:svc:problem:${err.reason}`, title: STATUS_TITLES[err.status] ?? 'Error', status: err.status,
-      detail: err.message, instance, error: err.reason, message: err.message,
+      detail: err.message, instance, error: err.reason, message: err.message, ...err.fields,
     };
     if (err.details !== undefined) body.errors = err.details;
     return { status: err.status, headers, body };
   }
   headers['Content-Type'] = 'application/json';
-  const body: Record<string, unknown> = { error: err.reason, message: err.message };
+  const body: Record<string, unknown> = { error: err.reason, message: err.message, ...err.fields };
   if (err.details !== undefined) body.details = err.details;
   return { status: err.status, headers, body };
 }

@@ -36,3 +36,10 @@ export function onShutdownSignal(fn: (signal: string) => void): void {
   };
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => once(sig));
 }
+
+/** Lets the process exit while a housekeeping timer is pending. */
+export function unrefTimer(timer: unknown): void {
+  const d = (globalThis as { Deno?: { unrefTimer(id: number): void } }).Deno;
+  if (d && typeof timer === 'number') d.unrefTimer(timer);
+  else (timer as { unref?: () => void }).unref?.();
+}

@@ -10,14 +10,17 @@ export class ServiceError extends Error {
   readonly details?: unknown;
   /** Extra response headers, e.g. Retry-After for 429/503. */
   readonly headers?: Record<string, string>;
+  /** Extra top-level members of the native body (e.g. `node` and `hint` of a 421). */
+  readonly fields?: Record<string, unknown>;
 
-  constructor(status: number, reason: string, message: string, opts: { details?: unknown; headers?: Record<string, string>; cause?: unknown } = {}) {
+  constructor(status: number, reason: string, message: string, opts: { details?: unknown; headers?: Record<string, string>; fields?: Record<string, unknown>; cause?: unknown } = {}) {
     super(message, { cause: opts.cause });
     this.name = 'ServiceError';
     this.status = status;
     this.reason = reason;
     this.details = opts.details;
     this.headers = opts.headers;
+    this.fields = opts.fields;
   }
 }
 

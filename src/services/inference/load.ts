@@ -4,7 +4,7 @@
  */
 import type { PreTrainedModel, PreTrainedTokenizer } from '@huggingface/transformers';
 import { join, resolve } from 'node:path';
-import { initBackend, sessionPlacement, firstLine, type BackendSetting, type Device, type OrtPackage } from './backend.ts';
+import { initBackend, sessionPlacement, firstLine, type BackendSetting, type Device, type OrtPackage, type Transformers } from './backend.ts';
 import { availableDtypes, modelSizeBytes, readJson, readPooling, type Dtype, type PoolingConfig } from './model-files.ts';
 
 export type Task = 'text-generation' | 'feature-extraction' | 'text-classification';
@@ -31,6 +31,8 @@ export interface LoadedModel {
   config: Record<string, unknown>;
   tokenizer: PreTrainedTokenizer;
   model: PreTrainedModel;
+  /** The transformers.js module bound to this model's runtime (Tensor constructors etc.). */
+  tf: Transformers;
   /** Set for feature-extraction models. */
   pooling?: PoolingConfig;
   /** Largest sequence the model accepts (position embeddings / tokenizer limit). */
@@ -88,6 +90,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
     config,
     tokenizer,
     model: m,
+    tf: rt.tf,
     pooling: task === 'feature-extraction' ? await readPooling(dir) : undefined,
     maxTokens,
     dispose: () => m.dispose().then(() => undefined),

@@ -1,0 +1,21 @@
+/** Everything the app needs, opened once by server.ts (the composition root). */
+import type { Config } from './config.ts';
+import type { Logger } from './log.ts';
+import type { AdminSettings } from './services/admin/settings.ts';
+import type { FileStore } from './services/files/file-store.ts';
+import type { JobRecords } from './services/jobs/job-records.ts';
+import type { TaskRunner } from './services/jobs/task-runner.ts';
+import type { KeyService } from './services/keys/api-keys.ts';
+import type { OpenedStore } from './store/db.ts';
+
+export interface Deps {
+  config: Config;
+  store: OpenedStore;
+  nodeTag: string;
+  log: Logger;
+  keys: KeyService;
+  files: FileStore;
+  runner: TaskRunner;
+  jobs: JobRecords;
+  adminSettings: AdminSettings;
+}

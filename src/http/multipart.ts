@@ -1,0 +1,63 @@
+/**
+ * Streams multipart/form-data into uploaded files with busboy: each file part goes straight to disk,
+ * the body is counted against the upload limit as it arrives, and on any failure every file this
+ * request saved is removed again.
+ */
+import busboy from 'busboy';
+import { Readable } from 'node:stream';
+import type { Context } from 'hono';
+import type { FileStore, StoredFile } from '../services/files/file-store.ts';
+import { isServiceError } from '../services/errors.ts';
+import { limitedChunks, maxBytesOf, tooLarge } from './body-limit.ts';
+import type { AppEnv } from './context.ts';
+import { invalidRequest } from './validate.ts';
+
+export interface MultipartBody {
+  fields: Map<string, string[]>;
+  /** Saved file parts in arrival order, with the form field each came from. */
+  files: { field: string; file: StoredFile }[];
+}
+
+export const isMultipart = (c: Context) => (c.req.header('content-type') ?? '').toLowerCase().startsWith('multipart/form-data');
+
+export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpose = 'task'): Promise<MultipartBody> {
+  const max = maxBytesOf(c);
+  const owner = c.get('owner').id;
+  const body: MultipartBody = { fields: new Map(), files: [] };
+  const saves: Promise<void>[] = [];
+  let bb: busboy.Busboy;
+  try {
+    bb = busboy({ headers: { 'content-type': c.req.header('content-type') ?? '' }, limits: { fileSize: max, files: 100, fields: 1000, fieldSize: 1024 * 1024 } });
+  } catch (e) {
+    throw invalidRequest(`malformed multipart request: ${(e as Error).message}`);
+  }
+  const done = new Promise<void>((resolve, reject) => {
+    bb.on('field', (name, value) => body.fields.set(name, [...(body.fields.get(name) ?? []), value]));
+    bb.on('file', (field, stream, info) => {
+      let truncated = false;
+      stream.on('limit', () => { truncated = true; });
+      saves.push(
+        store.saveStream(owner, stream, { filename: info.filename ?? field, contentType: info.mimeType, purpose }).then(async (file) => {
+          if (truncated) {
+            await store.delete(owner, file.id).catch(() => {});
+            throw tooLarge(max);
+          }
+          body.files.push({ field, file });
+        }),
+      );
+    });
+    bb.on('close', resolve);
+    bb.on('error', (e) => reject(isServiceError(e) ? e : invalidRequest(`malformed multipart request: ${(e as Error).message}`)));
+  });
+  const source = Readable.from(limitedChunks(c.req.raw.body, max));
+  source.on('error', (e) => bb.destroy(e));
+  source.pipe(bb);
+  const results = await Promise.allSettled([done, ...saves]);
+  const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
+  if (failed) {
+    await Promise.all(body.files.map(({ file }) => store.delete(owner, file.id).catch(() => {})));
+    throw failed.reason;
+  }
+  body.files.sort((a, b) => Number(a.file.created_at) - Number(b.file.created_at));
+  return body;
+}

@@ -1,0 +1,62 @@
+/**
+ * Declares a task route: the one helper that gives every native task (and POST /v1/embeddings) the
+ * whole job contract. A route supplies how to read its input and the task; the runner decides whether
+ * it runs inline or as a job, and this helper shapes the answer.
+ */
+import type { Context, Handler } from 'hono';
+import { ServiceError } from '../services/errors.ts';
+import type { Task } from '../services/jobs/task.ts';
+import type { TaskRunner } from '../services/jobs/task-runner.ts';
+import type { AppEnv } from './context.ts';
+
+export interface TaskRouteDef<I> extends Task<I> {
+  /** Reads and validates the request (uploads are streamed to disk here, before admission). */
+  input(c: Context<AppEnv>): Promise<I>;
+  /** Removes what input() created, once the work is over (or was never admitted). */
+  cleanup?(input: I): Promise<void>;
+}
+
+export const prefersAsync = (c: Context) => /(^|[\s,;])respond-async([\s,;]|$)/i.test(c.req.header('prefer') ?? '');
+
+export function taskHandler<I>(runner: TaskRunner, def: TaskRouteDef<I>): Handler<AppEnv> {
+  const task: Task<I> = {
+    name: def.name,
+    run: async (input, ctx) => {
+      try {
+        return await def.run(input, ctx);
+      } finally {
+        await def.cleanup?.(input);
+      }
+    },
+  };
+  return async (c) => {
+    const input = await def.input(c);
+    let submission;
+    try {
+      submission = await runner.submit(task, input, { owner: c.get('owner'), preferAsync: prefersAsync(c), clientSignal: c.req.raw.signal });
+    } catch (e) {
+      await def.cleanup?.(input); // refused at admission (429): nothing ran
+      throw e;
+    }
+    switch (submission.kind) {
+      case 'accepted': {
+        const location = `/svc/v1/jobs/${submission.jobId}`;
+        return c.json({
+          job_id: submission.jobId, status: 'processing',
+          message: `The ${submission.task} task is running as a background job; poll GET ${location} until its status is no longer processing.`,
+        }, 202, { Location: location });
+      }
+      case 'closed':
+        if (submission.by === 'client') c.set('clientClosed' as never, true as never);
+        throw new ServiceError(499, 'cancelled', submission.by === 'cancel' ? 'the task was cancelled' : 'the client closed the connection');
+      case 'inline': {
+        const o = submission.outcome;
+        if (!o.ok) throw o.error;
+        if ('json' in o) return c.body(o.json, 200, { 'Content-Type': 'application/json' });
+        const headers: Record<string, string> = { 'Content-Type': o.binary.contentType };
+        if (o.binary.filename) headers['Content-Disposition'] = `attachment; filename="${o.binary.filename.replace(/["\\\r\n]/g, '_')}"`;
+        return c.body(o.binary.bytes as Uint8Array<ArrayBuffer>, 200, headers);
+      }
+    }
+  };
+}

@@ -1,0 +1,33 @@
+/** POST /svc/v1/files/upload (multipart `file`, streamed to disk) → { fileId }; metadata, content, delete. */
+import { Hono } from 'hono';
+import type { AppEnv } from '../../http/context.ts';
+import { isMultipart, readMultipart } from '../../http/multipart.ts';
+import { invalidRequest } from '../../http/validate.ts';
+import type { FileStore, StoredFile } from '../../services/files/file-store.ts';
+import { fileStream } from '../../services/files/file-stream.ts';
+
+export const fileView = (f: StoredFile) => ({
+  fileId: f.id, filename: f.filename, bytes: Number(f.bytes), content_type: f.content_type, purpose: f.purpose,
+  created_at: new Date(Number(f.created_at)).toISOString(), expires_at: new Date(Number(f.expires_at)).toISOString(),
+});
+
+export function fileRoutes(files: FileStore) {
+  const app = new Hono<AppEnv>();
+  app.post('/svc/v1/files/upload', async (c) => {
+    if (!isMultipart(c)) throw invalidRequest('send the file as multipart/form-data in the field "file"', [{ field: 'file', message: 'required' }]);
+    const mp = await readMultipart(c, files, 'upload');
+    const [first, ...rest] = mp.files;
+    if (!first) throw invalidRequest('no file part in the request: send the file in the field "file"', [{ field: 'file', message: 'required' }]);
+    return c.json({ ...fileView(first.file), files: rest.length ? mp.files.map((f) => fileView(f.file)) : undefined });
+  });
+  app.get('/svc/v1/files/:id', async (c) => c.json(fileView(await files.get(c.get('owner').id, c.req.param('id')))));
+  app.get('/svc/v1/files/:id/content', async (c) => {
+    const f = await files.get(c.get('owner').id, c.req.param('id'));
+    return c.body(fileStream(f.path), 200, { 'Content-Type': f.content_type, 'Content-Length': String(f.bytes) });
+  });
+  app.delete('/svc/v1/files/:id', async (c) => {
+    await files.delete(c.get('owner').id, c.req.param('id'));
+    return c.json({ fileId: c.req.param('id'), deleted: true });
+  });
+  return app;
+}
