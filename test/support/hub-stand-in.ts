@@ -14,7 +14,9 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { join, relative, sep } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CatalogEntry } from '../../src/services/models/spec.ts';
 
 export interface StandInRepo {
   dir: string;
@@ -204,4 +206,22 @@ async function listFiles(dir: string): Promise<string[]> {
     if (!rel.split('/').some((seg) => seg.startsWith('.'))) out.push(rel);
   }
   return out.sort();
+}
+
+/** The tiny models under test/fixtures/models/, as hub repositories `svc-test/<name>`. */
+export const FIXTURE_MODELS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'models');
+
+export const FIXTURE_CATALOG: readonly CatalogEntry[] = [
+  { name: 'tiny-llama:test', aliases: ['tiny-llama'], repo: 'svc-test/tiny-llama', dtype: 'fp32', kind: 'generation',
+    capabilities: ['completion', 'tools', 'thinking'], components: ['model'], details: { family: 'llama' } },
+  { name: 'tiny-bert-embed:test', aliases: ['tiny-bert-embed'], repo: 'svc-test/tiny-bert-embed', dtype: 'fp32', kind: 'embedding',
+    capabilities: ['embedding'], components: ['model'], embedding: { pooling: 'mean', normalize: true }, details: { family: 'bert' } },
+  { name: 'tiny-bert-reranker:test', aliases: ['tiny-bert-reranker'], repo: 'svc-test/tiny-bert-reranker', dtype: 'fp32', kind: 'reranker',
+    capabilities: [], components: ['model'], details: { family: 'bert' } },
+];
+
+/** A stand-in serving every fixture model; register FIXTURE_CATALOG in the catalog under test. */
+export async function startFixtureHub(): Promise<HubStandIn> {
+  const names = ['tiny-llama', 'tiny-bert-embed', 'tiny-bert-reranker'];
+  return HubStandIn.start(Object.fromEntries(names.map((n) => [`svc-test/${n}`, join(FIXTURE_MODELS_DIR, n)])));
 }

@@ -13,6 +13,8 @@ export const DTYPE_SUFFIX: Record<Dtype, string> = {
 export const REQUIRED_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
 export const OPTIONAL_FILES = [
   'generation_config.json', 'special_tokens_map.json', 'preprocessor_config.json', 'chat_template.jinja',
+  // sentence-transformers metadata: how an embedding model pools and normalises.
+  'modules.json', 'sentence_bert_config.json', 'config_sentence_transformers.json', '1_Pooling/config.json',
 ] as const;
 
 /** Order in which a dtype is picked when a hub reference names none: CPU-friendly first. */
