@@ -1,0 +1,78 @@
+/**
+ * The inference service's front: residency + slots + the task functions, so a caller (route, job, agent)
+ * names a model and gets a result without handling leases. Knows nothing of HTTP.
+ */
+import { generateText, type GenerateOptions, type GenerationInput, type TextGeneration } from './generate.ts';
+import { embedTexts, type EmbedOptions, type EmbedResult } from './embed.ts';
+import { scorePairs, type PairScore } from './rerank.ts';
+import { createResidency, defaultLoader, type Loader, type ModelSpec, type ResidencySettings } from './residency.ts';
+import { parseKeepAlive } from './keep-alive.ts';
+import type { BackendSetting } from './backend.ts';
+
+export interface EngineSettings extends ResidencySettings {
+  backend: BackendSetting;
+  threads: number;
+  wasmPaths?: string;
+}
+
+export interface RequestOptions {
+  /** Ollama keep_alive forms; undefined = the server default. */
+  keepAlive?: unknown;
+  signal?: AbortSignal;
+}
+
+export function createInferenceEngine(settings: EngineSettings, loader?: Loader) {
+  const residency = createResidency(
+    settings,
+    loader ?? defaultLoader({ backend: settings.backend, threads: settings.threads, wasmPaths: settings.wasmPaths }),
+  );
+  const keepAliveMs = (v: unknown) => (v === undefined ? undefined : parseKeepAlive(v, settings.keepAliveSeconds));
+
+  return {
+    residency,
+
+    /**
+     * Stream a generation. The slot is held until the stream ends, and freed at once on abort (the session
+     * step in flight is discarded) or when the consumer stops reading.
+     */
+    async generate(spec: ModelSpec, input: GenerationInput, o: GenerateOptions & RequestOptions = {}): Promise<TextGeneration> {
+      const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
+      try {
+        const gen = generateText(lease.model, input, o, lease.loadNs);
+        o.signal?.addEventListener('abort', lease.release, { once: true });
+        gen.result.then(lease.release, lease.release);
+        return gen;
+      } catch (e) {
+        lease.release();
+        throw e;
+      }
+    },
+
+    async embed(spec: ModelSpec, texts: string[], o: EmbedOptions & RequestOptions = {}): Promise<EmbedResult & { loadNs: number }> {
+      const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
+      try {
+        return { ...(await embedTexts(lease.model, texts, o)), loadNs: lease.loadNs };
+      } finally {
+        lease.release();
+      }
+    },
+
+    async rerank(spec: ModelSpec, query: string, documents: string[], o: RequestOptions = {}): Promise<PairScore[]> {
+      const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
+      try {
+        return await scorePairs(lease.model, query, documents);
+      } finally {
+        lease.release();
+      }
+    },
+
+    /** Empty chat / generate: preload, or unload with keep_alive 0. */
+    preload: (spec: ModelSpec, keepAlive?: unknown) => residency.preload(spec, keepAliveMs(keepAlive)),
+    unload: (name: string) => residency.unload(name),
+    list: () => residency.list(),
+    releaseDeviceMemory: () => residency.releaseDeviceMemory(),
+    close: () => residency.close(),
+  };
+}
+
+export type InferenceEngine = ReturnType<typeof createInferenceEngine>;
