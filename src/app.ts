@@ -6,6 +6,7 @@ import { bodyLimit } from './http/body-limit.ts';
 import type { AppEnv } from './http/context.ts';
 import { toErrorResponse } from './http/errors.ts';
 import { requestMeta } from './http/request-meta.ts';
+import { embeddedPublic } from './generated-public.ts';
 import { findPublicDir, serveStatic } from './http/static.ts';
 import { openaiFileRoutes } from './routes/openai/files.ts';
 import { versionRoutes } from './routes/ollama/version.ts';
@@ -31,7 +32,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.use('*', auth(keys));
   app.use('*', bodyLimit(config.maxUploadBytes));
 
-  app.route('/', rootRoutes(nodeTag, publicDir !== null));
+  app.route('/', rootRoutes(nodeTag, publicDir !== null || '/index.html' in embeddedPublic));
   // dialect A
   app.route('/', openaiFileRoutes(deps.files));
   // dialect B
@@ -43,7 +44,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', adminJobRoutes(deps.runner));
   app.route('/', adminSettingsRoutes(deps.adminSettings));
   opts.extraRoutes?.(app, deps);
-  app.use('*', serveStatic(publicDir));
+  app.use('*', serveStatic(publicDir, embeddedPublic));
 
   app.notFound((c) => toErrorResponse(new ServiceError(404, 'not_found', `route ${c.req.method} ${c.req.path} not found`), c, log.error));
   app.onError((err, c) => toErrorResponse(err, c, (m, e) => log.error(m, e)));

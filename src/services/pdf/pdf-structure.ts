@@ -26,8 +26,8 @@ export interface PdfaClaim {
 export function pdfaClaim(doc: PDFDocument): PdfaClaim {
   const xmp = xmpText(doc);
   if (!xmp) return { claimed: false };
-  const part = /pdfaid:part(?:="|>)\s*(\d)/.exec(xmp)?.[1];
-  const conf = /pdfaid:conformance(?:="|>)\s*([A-Za-z])/.exec(xmp)?.[1];
+  const part = /pdfaid:part(?:\s*=\s*["']|>)\s*(\d)/.exec(xmp)?.[1];
+  const conf = /pdfaid:conformance(?:\s*=\s*["']|>)\s*([A-Za-z])/.exec(xmp)?.[1];
   return part ? { claimed: true, part: Number(part), conformance: conf?.toUpperCase() } : { claimed: false };
 }
 

@@ -1,0 +1,21 @@
+// Runs the test suite with Node's test runner (TypeScript through tsx).
+//   node scripts/test.mjs              every test/**/*.test.ts
+//   node scripts/test.mjs --runtimes   only the runtime suite (Deno, Bun, Node, compiled binary)
+//   node scripts/test.mjs test/jobs    files under the given paths
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+const args = process.argv.slice(2);
+const roots = args.includes('--runtimes') ? ['test/runtimes'] : args.filter((a) => !a.startsWith('--'));
+const walk = (p) => (statSync(p).isDirectory() ? readdirSync(p).sort().flatMap((n) => (n === 'fixtures' || n === 'support' ? [] : walk(join(p, n)))) : p.endsWith('.test.ts') ? [p] : []);
+const files = (roots.length ? roots : ['test']).flatMap(walk);
+if (files.length === 0) {
+  console.error('no test files found');
+  process.exit(1);
+}
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', ...files], {
+  stdio: 'inherit',
+  env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+});
+process.exit(r.status ?? 1);

@@ -1,0 +1,92 @@
+/**
+ * The fonts the watermark draws with, tried in order per character: DejaVu Sans (Latin, Greek,
+ * Cyrillic and more), Noto Sans Arabic, Noto Sans SC (CJK). Files come from npm packages and are read
+ * on first use only (Noto Sans SC is 10 MB).
+ */
+import fontkit from '@cantoo/fontkit';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+
+export interface ShippedFont {
+  family: string;
+  scripts: string[];
+  spec: string;
+}
+
+export const SHIPPED_FONTS: ShippedFont[] = [
+  { family: 'DejaVu Sans', scripts: ['Latin', 'Greek', 'Cyrillic'], spec: 'dejavu-fonts-ttf/ttf/DejaVuSans.ttf' },
+  { family: 'Noto Sans Arabic', scripts: ['Arabic'], spec: '@expo-google-fonts/noto-sans-arabic/400Regular/NotoSansArabic_400Regular.ttf' },
+  { family: 'Noto Sans SC', scripts: ['Han', 'Hiragana', 'Katakana', 'Hangul (partial)'], spec: '@expo-google-fonts/noto-sans-sc/400Regular/NotoSansSC_400Regular.ttf' },
+];
+
+export interface LoadedFont {
+  family: string;
+  bytes: Uint8Array;
+  has(cp: number): boolean;
+}
+
+const require = createRequire(import.meta.url);
+const cache = new Map<string, Promise<LoadedFont | null>>();
+
+function load(f: ShippedFont): Promise<LoadedFont | null> {
+  let p = cache.get(f.spec);
+  if (!p) {
+    p = (async () => {
+      try {
+        const bytes = new Uint8Array(await readFile(require.resolve(f.spec)));
+        const font = fontkit.create(bytes) as unknown as { hasGlyphForCodePoint(cp: number): boolean };
+        return { family: f.family, bytes, has: (cp: number) => font.hasGlyphForCodePoint(cp) };
+      } catch {
+        return null; // package not installed: the font is simply not offered
+      }
+    })();
+    cache.set(f.spec, p);
+  }
+  return p;
+}
+
+/** Families whose files are present. */
+export async function installedFonts(): Promise<ShippedFont[]> {
+  const out: ShippedFont[] = [];
+  for (const f of SHIPPED_FONTS) if (await load(f)) out.push(f);
+  return out;
+}
+
+export interface TextRun {
+  font: LoadedFont;
+  text: string;
+}
+
+/**
+ * Split text into runs, each drawn by the first font that has every character of the run.
+ * Returns the characters no font has (the caller refuses with unsupported_characters).
+ */
+export async function fontRuns(text: string): Promise<{ runs: TextRun[]; missing: string[] }> {
+  const fonts: LoadedFont[] = [];
+  let loadedAll = false;
+  const pick = async (cp: number): Promise<LoadedFont | undefined> => {
+    for (const f of fonts) if (f.has(cp)) return f;
+    if (loadedAll) return undefined;
+    // load the next fonts lazily: plain Latin text never reads the CJK file
+    for (const spec of SHIPPED_FONTS.slice(fonts.length)) {
+      const f = await load(spec);
+      if (f) fonts.push(f);
+      if (f?.has(cp)) return f;
+    }
+    loadedAll = true;
+    return undefined;
+  };
+  const runs: TextRun[] = [];
+  const missing = new Set<string>();
+  // combining marks and joiners follow the font of the character before them
+  const neutral = (ch: string) => /[\s\u200c\u200d\p{M}]/u.test(ch);
+  for (const ch of text) {
+    const last = runs[runs.length - 1];
+    if (last && neutral(ch) && last.font.has(ch.codePointAt(0)!)) { last.text += ch; continue; }
+    const f = await pick(ch.codePointAt(0)!);
+    if (!f) { missing.add(ch); continue; }
+    if (last && last.font === f) last.text += ch;
+    else runs.push({ font: f, text: ch });
+  }
+  return { runs, missing: [...missing] };
+}

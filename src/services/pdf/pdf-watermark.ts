@@ -1,0 +1,221 @@
+/**
+ * pdfWatermark: a text or logo mark on pages, tiled, centered or in a corner; marking again replaces
+ * the previous mark (see watermark-tag.ts for how marks are recognised).
+ */
+import fontkit from '@cantoo/fontkit';
+import { PDFBool, PDFHexString, PDFName, PDFNumber, PDFOperator, PDFOperatorNames as Op, type PDFDocument, type PDFFont, type PDFImage, type PDFPage, type PDFRef } from '@cantoo/pdf-lib';
+import { invalidArgument, ServiceError } from '../errors.ts';
+import { fontRuns, installedFonts, type TextRun } from './fonts.ts';
+import { openPdf } from './open.ts';
+import { PageFrame } from './page-frame.ts';
+import { resolvePages, type PageSelection } from './page-ranges.ts';
+import { countSignatures, pdfaClaim } from './pdf-structure.ts';
+import { removeMarks, TAG } from './watermark-tag.ts';
+
+export type WatermarkLayout = 'tiled' | 'centered' | 'corner';
+export type Corner = 'top-left' | 'top-right' | 'bottom-left' | 'bottom-right';
+
+export interface WatermarkOptions {
+  text?: string;
+  /** PNG or JPEG bytes */
+  logo?: Uint8Array;
+  layout?: WatermarkLayout;
+  corner?: Corner;
+  /** 0 < opacity <= 1, default 0.3 */
+  opacity?: number;
+  /** degrees counter-clockwise as displayed; default 45 (tiled, centered) or 0 (corner) */
+  rotation?: number;
+  /** points, default 48 (corner: 14) */
+  fontSize?: number;
+  /** #rrggbb, default #808080 */
+  color?: string;
+  /** logo width in points; default a quarter of the page width (corner: an eighth) */
+  logoWidth?: number;
+  pages?: PageSelection;
+  password?: string;
+}
+
+export const MAX_TEXT_LENGTH = 500;
+const MARGIN = 24;
+
+export async function pdfWatermark(bytes: Uint8Array, opts: WatermarkOptions): Promise<Uint8Array> {
+  const layout = opts.layout ?? 'centered';
+  if (!['tiled', 'centered', 'corner'].includes(layout)) throw invalidArgument('layout: tiled, centered or corner.');
+  const corner = opts.corner ?? 'bottom-right';
+  if (!['top-left', 'top-right', 'bottom-left', 'bottom-right'].includes(corner)) throw invalidArgument('corner: top-left, top-right, bottom-left or bottom-right.');
+  if (!opts.text && !opts.logo) throw invalidArgument('give text or logo.');
+  if (opts.text && opts.text.length > MAX_TEXT_LENGTH) throw invalidArgument(`text: at most ${MAX_TEXT_LENGTH} characters.`);
+  const opacity = opts.opacity ?? 0.3;
+  if (!(opacity > 0 && opacity <= 1)) throw invalidArgument('opacity: greater than 0, at most 1.');
+  const fontSize = opts.fontSize ?? (layout === 'corner' ? 14 : 48);
+  if (!(fontSize >= 1 && fontSize <= 500)) throw invalidArgument('fontSize: 1 to 500 points.');
+  const rotation = opts.rotation ?? (layout === 'corner' ? 0 : 45);
+  if (!Number.isFinite(rotation)) throw invalidArgument('rotation: degrees.');
+  const color = parseColor(opts.color ?? '#808080');
+
+  const { doc } = await openPdf(bytes, { password: opts.password });
+  if (countSignatures(doc) > 0)
+    throw new ServiceError(422, 'signed_document', 'The PDF is digitally signed; a watermark would invalidate the signature.');
+  if (opacity < 1 && pdfaClaim(doc).claimed)
+    throw new ServiceError(422, 'pdfa_forbids_transparency', 'The PDF claims PDF/A conformance, which forbids transparency: use opacity 1.');
+  let runs: TextRun[] = [];
+  if (opts.text) {
+    const r = await fontRuns(opts.text);
+    if (r.missing.length)
+      throw new ServiceError(422, 'unsupported_characters', `No installed font draws: ${r.missing.map((c) => `${c} (U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`).join(', ')}.`, { details: { characters: r.missing } });
+    runs = r.runs;
+  }
+  const pages = [...new Set(resolvePages(opts.pages, doc.getPageCount()))];
+  removeMarks(doc); // marking again replaces the previous mark, on every page
+
+  doc.registerFontkit(fontkit);
+  const embedded = new Map<Uint8Array, PDFFont>();
+  const pdfRuns: { font: PDFFont; text: string }[] = [];
+  for (const r of runs) {
+    let f = embedded.get(r.font.bytes);
+    if (!f) embedded.set(r.font.bytes, (f = await doc.embedFont(r.font.bytes, { subset: true })));
+    pdfRuns.push({ font: f, text: r.text });
+  }
+  const logo = opts.logo ? await embedLogo(doc, opts.logo) : undefined;
+  const gs = doc.context.obj({ Type: 'ExtGState', ca: opacity, CA: opacity });
+
+  for (const i of pages) {
+    const page = doc.getPage(i);
+    const mark = drawMark(page, { layout, corner, rotation, fontSize, color, runs: pdfRuns, logo, logoWidth: opts.logoWidth });
+    addMark(doc, page, mark, { runs: pdfRuns, logo, gs });
+  }
+  return doc.save({ useObjectStreams: true });
+}
+
+interface MarkSpec {
+  layout: WatermarkLayout;
+  corner: Corner;
+  rotation: number;
+  fontSize: number;
+  color: [number, number, number];
+  runs: { font: PDFFont; text: string }[];
+  logo?: PDFImage;
+  logoWidth?: number;
+}
+
+/** The operators drawing one page's mark, in that page's user space. */
+function drawMark(page: PDFPage, s: MarkSpec): PDFOperator[] {
+  const c = page.getCropBox();
+  const rot = page.getRotation().angle;
+  const frame = PageFrame.of({ left: c.x, bottom: c.y, right: c.x + c.width, top: c.y + c.height }, rot);
+  // an angle as displayed becomes angle + /Rotate in user space
+  const theta = ((s.rotation + rot) * Math.PI) / 180;
+  const cos = Math.cos(theta);
+  const sin = Math.sin(theta);
+  const textW = s.runs.reduce((w, r) => w + r.font.widthOfTextAtSize(r.text, s.fontSize), 0);
+  const logoW = s.logo ? (s.logoWidth ?? frame.width / (s.layout === 'corner' ? 8 : 4)) : 0;
+  const logoH = s.logo ? (logoW * s.logo.height) / s.logo.width : 0;
+  const w = s.logo ? logoW : textW;
+  const h = s.logo ? logoH : s.fontSize * 0.7; // cap height is about 0.7 em: centres the text optically
+  // centres in display coordinates
+  const centres: [number, number][] = [];
+  if (s.layout === 'centered') centres.push([frame.width / 2, frame.height / 2]);
+  else if (s.layout === 'corner') {
+    const ext = rotatedExtent(w, h, s.rotation);
+    const x = s.corner.endsWith('left') ? MARGIN + ext[0] / 2 : frame.width - MARGIN - ext[0] / 2;
+    const y = s.corner.startsWith('top') ? MARGIN + ext[1] / 2 : frame.height - MARGIN - ext[1] / 2;
+    centres.push([x, y]);
+  } else {
+    const stepX = Math.max(w, 20) + s.fontSize * 2;
+    const stepY = Math.max(h, 10) + s.fontSize * 3;
+    let row = 0;
+    for (let y = stepY / 2; y < frame.height + stepY; y += stepY, row++)
+      for (let x = (row % 2 ? stepX / 2 : 0) + stepX / 2 - stepX; x < frame.width + stepX; x += stepX) centres.push([x, y]);
+  }
+  const ops: PDFOperator[] = [PDFOperator.of(Op.PushGraphicsState), PDFOperator.of(Op.SetGraphicsStateParams, [PDFName.of('SvcWmGS')])];
+  for (const [X, Y] of centres) {
+    const [cx, cy] = frame.toUser(X, Y);
+    // origin of the drawing = centre - R * (w/2, h/2)
+    const ox = cx - (cos * w) / 2 + (sin * h) / 2;
+    const oy = cy - (sin * w) / 2 - (cos * h) / 2;
+    if (s.logo) {
+      ops.push(
+        PDFOperator.of(Op.PushGraphicsState),
+        PDFOperator.of(Op.ConcatTransformationMatrix, [cos * w, sin * w, -sin * h, cos * h, ox, oy].map(num)),
+        PDFOperator.of(Op.DrawObject, [PDFName.of('SvcWmIm')]),
+        PDFOperator.of(Op.PopGraphicsState),
+      );
+    } else {
+      ops.push(
+        PDFOperator.of(Op.BeginText),
+        PDFOperator.of(Op.NonStrokingColorRgb, s.color.map(num)),
+        PDFOperator.of(Op.SetTextMatrix, [cos, sin, -sin, cos, ox, oy].map(num)),
+      );
+      s.runs.forEach((r, k) => {
+        ops.push(PDFOperator.of(Op.SetFontAndSize, [PDFName.of(`SvcWmF${k}`), num(s.fontSize)]));
+        ops.push(PDFOperator.of(Op.ShowText, [r.font.encodeText(r.text) as PDFHexString]));
+      });
+      ops.push(PDFOperator.of(Op.EndText));
+    }
+  }
+  ops.push(PDFOperator.of(Op.PopGraphicsState));
+  return ops;
+}
+
+/** Wrap the page's content in q/Q and append the tagged form that draws the mark. */
+function addMark(doc: PDFDocument, page: PDFPage, ops: PDFOperator[], res: { runs: { font: PDFFont }[]; logo?: PDFImage; gs: unknown }): void {
+  const ctx = doc.context;
+  const c = page.getMediaBox();
+  const fonts: Record<string, PDFRef> = {};
+  res.runs.forEach((r, k) => (fonts[`SvcWmF${k}`] = r.font.ref));
+  const resources = ctx.obj({
+    ExtGState: { SvcWmGS: res.gs as never },
+    ...(res.runs.length ? { Font: fonts } : {}),
+    ...(res.logo ? { XObject: { SvcWmIm: res.logo.ref } } : {}),
+  });
+  const form = ctx.formXObject(ops, { BBox: [c.x, c.y, c.x + c.width, c.y + c.height], Resources: resources });
+  form.dict.set(TAG, PDFBool.True);
+  const formRef = ctx.register(form);
+  const name = page.node.newXObject('SvcWm', formRef);
+  const start = ctx.contentStream([PDFOperator.of(Op.PushGraphicsState)]);
+  const end = ctx.contentStream([
+    PDFOperator.of(Op.PopGraphicsState),
+    PDFOperator.of(Op.BeginMarkedContentSequence, [PDFName.of('Artifact'), ctx.obj({ Type: 'Pagination', Subtype: 'Watermark' }) as never]), // inline property list
+    PDFOperator.of(Op.DrawObject, [name]),
+    PDFOperator.of(Op.EndMarkedContent),
+  ]);
+  start.dict.set(TAG, PDFBool.True);
+  end.dict.set(TAG, PDFBool.True);
+  page.node.normalize();
+  if (!page.node.wrapContentStreams(ctx.register(start), ctx.register(end))) {
+    // a page without content: just add the mark
+    page.node.addContentStream(ctx.register(end));
+  }
+}
+
+async function embedLogo(doc: PDFDocument, bytes: Uint8Array): Promise<PDFImage> {
+  if (bytes[0] === 0x89 && bytes[1] === 0x50) return doc.embedPng(bytes);
+  if (bytes[0] === 0xff && bytes[1] === 0xd8) return doc.embedJpg(bytes);
+  throw new ServiceError(415, 'unsupported_file_type', 'logo: PNG or JPEG bytes.');
+}
+
+function parseColor(s: string): [number, number, number] {
+  const m = /^#?([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(s.trim());
+  if (!m) throw invalidArgument('color: #rrggbb.');
+  return [m[1]!, m[2]!, m[3]!].map((h) => parseInt(h, 16) / 255) as [number, number, number];
+}
+
+function rotatedExtent(w: number, h: number, deg: number): [number, number] {
+  const t = (deg * Math.PI) / 180;
+  return [Math.abs(w * Math.cos(t)) + Math.abs(h * Math.sin(t)), Math.abs(w * Math.sin(t)) + Math.abs(h * Math.cos(t))];
+}
+
+const num = (n: number) => PDFNumber.of(Math.round(n * 1000) / 1000);
+
+/** What the watermark route can do, for GET /svc/v1/pdf-watermark/capabilities. */
+export async function watermarkCapabilities() {
+  return {
+    layouts: ['tiled', 'centered', 'corner'] as WatermarkLayout[],
+    corners: ['top-left', 'top-right', 'bottom-left', 'bottom-right'] as Corner[],
+    maxTextLength: MAX_TEXT_LENGTH,
+    logoFormats: ['image/png', 'image/jpeg'],
+    opacity: { min: 0, exclusiveMin: true, max: 1, default: 0.3 },
+    fontSize: { min: 1, max: 500, default: 48 },
+    fonts: (await installedFonts()).map((f) => ({ family: f.family, scripts: f.scripts })),
+  };
+}
