@@ -62,18 +62,14 @@ export interface TextRun {
  * Returns the characters no font has (the caller refuses with unsupported_characters).
  */
 export async function fontRuns(text: string): Promise<{ runs: TextRun[]; missing: string[] }> {
-  const fonts: LoadedFont[] = [];
-  let loadedAll = false;
+  // Arabic letters go to Noto Sans Arabic first: DejaVu has Arabic glyphs but weaker joining forms
+  const arabic = (cp: number) => (cp >= 0x600 && cp <= 0x8ff) || (cp >= 0xfb50 && cp <= 0xfdff) || (cp >= 0xfe70 && cp <= 0xfeff);
   const pick = async (cp: number): Promise<LoadedFont | undefined> => {
-    for (const f of fonts) if (f.has(cp)) return f;
-    if (loadedAll) return undefined;
-    // load the next fonts lazily: plain Latin text never reads the CJK file
-    for (const spec of SHIPPED_FONTS.slice(fonts.length)) {
-      const f = await load(spec);
-      if (f) fonts.push(f);
+    const order = arabic(cp) ? [1, 0, 2] : [0, 1, 2];
+    for (const i of order) {
+      const f = await load(SHIPPED_FONTS[i]!); // loads lazily: plain Latin text never reads the CJK file
       if (f?.has(cp)) return f;
     }
-    loadedAll = true;
     return undefined;
   };
   const runs: TextRun[] = [];
