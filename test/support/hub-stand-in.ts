@@ -37,6 +37,7 @@ export interface RequestRecord {
 interface Knobs {
   corrupt?: boolean;
   cutAfter?: { bytes: number; times: number };
+  stallAfter?: { bytes: number; times: number };
   slow?: { delayMs: number; chunkSize: number };
   ignoreRange?: boolean;
   redirect?: string;
@@ -76,6 +77,8 @@ export class HubStandIn {
   corrupt(repo: string, file: string): void { this.#knob(repo, file).corrupt = true; }
   /** Destroy the connection after `bytes` body bytes, for the next `times` requests of the file. */
   cutAfter(repo: string, file: string, bytes: number, times = 1): void { this.#knob(repo, file).cutAfter = { bytes, times }; }
+  /** Send `bytes` body bytes, then go silent (connection open) for the next `times` requests of the file. */
+  stallAfter(repo: string, file: string, bytes: number, times = 1): void { this.#knob(repo, file).stallAfter = { bytes, times }; }
   /** Stream the file in `chunkSize` pieces with `delayMs` between them. */
   slow(repo: string, file: string, delayMs: number, chunkSize = 16 * 1024): void { this.#knob(repo, file).slow = { delayMs, chunkSize }; }
   /** Answer 200 with the whole file even when a Range is asked for. */
@@ -177,9 +180,14 @@ export class HubStandIn {
     res.writeHead(status, headers);
 
     let limit = body.length;
+    let stall = false;
     if (knobs.cutAfter && knobs.cutAfter.times > 0) {
       knobs.cutAfter.times--;
       limit = Math.min(limit, knobs.cutAfter.bytes);
+    } else if (knobs.stallAfter && knobs.stallAfter.times > 0) {
+      knobs.stallAfter.times--;
+      limit = Math.min(limit, knobs.stallAfter.bytes);
+      stall = true;
     }
     const chunkSize = knobs.slow?.chunkSize ?? 64 * 1024;
     for (let off = 0; off < limit; off += chunkSize) {
@@ -188,6 +196,7 @@ export class HubStandIn {
       if (!res.write(chunk)) await new Promise((r) => res.once('drain', r));
       if (knobs.slow) await new Promise((r) => setTimeout(r, knobs.slow!.delayMs));
     }
+    if (stall) return; // never ends the response; close() destroys the socket
     if (limit < body.length) {
       // Let the bytes already written reach the client, then drop the connection mid-body.
       await new Promise((r) => setTimeout(r, 20));

@@ -18,6 +18,8 @@ export interface DownloadFileOptions {
   partialPath: string;
   onProgress?: (completed: number, total: number | undefined) => void;
   signal?: AbortSignal;
+  /** A transfer that delivers nothing for this long counts as interrupted (and is resumed). Default 60 s. */
+  idleTimeoutMs?: number;
 }
 
 export interface DownloadedFile {
@@ -123,11 +125,18 @@ async function appendBody(res: Response, path: string, hash: ContentHash, opts: 
     try {
       for (;;) {
         let step: ReadableStreamReadResult<Uint8Array>;
+        let idle: ReturnType<typeof setTimeout> | undefined;
         try {
-          step = await reader.read();
+          const ms = opts.idleTimeoutMs ?? 60_000;
+          step = await Promise.race([
+            reader.read(),
+            new Promise<never>((_, reject) => { idle = setTimeout(() => reject(new Error(`no data for ${ms} ms`)), ms); }),
+          ]);
         } catch (err) {
           if (opts.signal?.aborted) throw err;
           throw upstream(`download of '${opts.file.rfilename}' was interrupted (${(err as Error).message})`, err);
+        } finally {
+          clearTimeout(idle);
         }
         if (step.done) { finished = true; break; }
         await fh.write(step.value);

@@ -32,6 +32,8 @@ export interface HubClientOptions {
   fetch?: typeof fetch;
   /** Sent as Authorization: Bearer, for gated repositories. */
   token?: string;
+  /** How long to wait for response headers (per hop). Default 30 s. */
+  headersTimeoutMs?: number;
 }
 
 const MAX_REDIRECTS = 5;
@@ -41,6 +43,7 @@ export class HubClient {
   readonly policy: EgressPolicy;
   readonly #fetch: typeof fetch;
   readonly #token?: string;
+  readonly #headersTimeoutMs: number;
 
   constructor(opts: HubClientOptions = {}) {
     this.baseUrl = new URL(opts.baseUrl ?? 'https://huggingface.co');
@@ -48,6 +51,7 @@ export class HubClient {
     this.policy = new EgressPolicy(opts.policy?.allowedHosts, [this.baseUrl.host]);
     this.#fetch = opts.fetch ?? globalThis.fetch.bind(globalThis);
     this.#token = opts.token;
+    this.#headersTimeoutMs = opts.headersTimeoutMs ?? 30_000;
   }
 
   async modelInfo(repo: string, revision?: string, signal?: AbortSignal): Promise<HubModelInfo> {
@@ -66,7 +70,13 @@ export class HubClient {
       await res.body?.cancel();
       throw upstream(`the model hub answered ${res.status} for '${repo}'`);
     }
-    const body = (await res.json()) as Partial<HubModelInfo>;
+    let body: Partial<HubModelInfo>;
+    try {
+      body = (await res.json()) as Partial<HubModelInfo>;
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      throw upstream(`the model hub sent an unreadable file list for '${repo}'`, err);
+    }
     if (!body || !Array.isArray(body.siblings)) throw upstream(`the model hub sent no file list for '${repo}'`);
     return { id: body.id ?? repo, sha: body.sha, pipeline_tag: body.pipeline_tag, siblings: body.siblings };
   }
@@ -91,16 +101,26 @@ export class HubClient {
       const headers = { ...init.headers };
       // Credentials go to the configured hub only, never to a CDN it redirects to.
       if (this.#token && current.host === this.baseUrl.host) headers.Authorization = `Bearer ${this.#token}`;
+      // Own controller: a headers timeout must not cut a long body later; the caller's abort still reaches the body.
+      const ctl = new AbortController();
+      const onAbort = () => ctl.abort(init.signal!.reason);
+      if (init.signal?.aborted) onAbort();
+      init.signal?.addEventListener('abort', onAbort, { once: true });
+      const timer = setTimeout(() => ctl.abort(new Error(`no answer within ${this.#headersTimeoutMs} ms`)), this.#headersTimeoutMs);
       let res: Response;
       try {
-        res = await this.#fetch(current, { headers, signal: init.signal, redirect: 'manual' });
+        res = await this.#fetch(current, { headers, signal: ctl.signal, redirect: 'manual' });
       } catch (err) {
+        init.signal?.removeEventListener('abort', onAbort);
         if (init.signal?.aborted) throw err;
         throw upstream(`the model hub is unreachable (${(err as Error).message})`, err);
+      } finally {
+        clearTimeout(timer);
       }
       const location = res.headers.get('location');
       if (res.status < 300 || res.status >= 400 || !location) return res;
       await res.body?.cancel();
+      init.signal?.removeEventListener('abort', onAbort);
       if (hop >= MAX_REDIRECTS) throw upstream('the model hub redirected too many times');
       current = new URL(location, current);
     }

@@ -10,7 +10,7 @@
  *   <modelsDir>/.partial/stage-<random>/            a new model directory being assembled
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServiceError } from '../errors.ts';
 import type { Dtype } from './spec.ts';
@@ -25,6 +25,12 @@ export class ModelStoreLayout {
   blobPartial(key: string): string { return join(this.partialDir, 'blobs', `${key}.part`); }
   blobDone(key: string): string { return join(this.partialDir, 'blobs', key); }
   newStageDir(): string { return join(this.partialDir, `stage-${randomBytes(6).toString('hex')}`); }
+
+  /** Removes `stage-*` folders: only a process that died while installing leaves them. */
+  async sweepStages(): Promise<void> {
+    const names = await readdir(this.partialDir).catch(() => [] as string[]);
+    for (const n of names) if (n.startsWith('stage-')) await rm(join(this.partialDir, n), { recursive: true, force: true });
+  }
 
   /** Imports need a writable store; probe by writing, since permission bits lie to root. */
   async assertWritable(): Promise<void> {

@@ -37,6 +37,8 @@ export interface PullServiceOptions {
   /** Retries per file after a transient failure, each resuming with a Range request. Default 3. */
   retries?: number;
   retryDelayMs?: number;
+  /** A file transfer silent for this long is treated as interrupted and resumed. Default 60 s. */
+  idleTimeoutMs?: number;
 }
 
 export interface PulledModel {
@@ -85,6 +87,8 @@ export class PullService {
   readonly #jobs = new Map<string, Job>();
   readonly #retries: number;
   readonly #retryDelayMs: number;
+  readonly #idleTimeoutMs?: number;
+  #swept = false;
 
   constructor(opts: PullServiceOptions) {
     this.layout = new ModelStoreLayout(opts.modelsDir);
@@ -96,6 +100,7 @@ export class PullService {
     this.#pool = new BlobPool(this.layout);
     this.#retries = opts.retries ?? 3;
     this.#retryDelayMs = opts.retryDelayMs ?? 500;
+    this.#idleTimeoutMs = opts.idleTimeoutMs;
   }
 
   /**
@@ -120,6 +125,11 @@ export class PullService {
       displayName = spec.name;
     }
     await this.layout.assertWritable();
+    if (!this.#swept) {
+      // Staging folders of a previous process that died mid-install; blobs and partials stay for resume.
+      this.#swept = true;
+      await this.layout.sweepStages();
+    }
 
     const key = `${target.repo.toLowerCase()}@${target.revision ?? 'main'}#${target.dtype ?? 'auto'}`;
     let job = this.#jobs.get(key);
@@ -254,7 +264,7 @@ export class PullService {
     const url = this.hub.fileUrl(repo, revision, f.rfilename);
     for (let attempt = 0; ; attempt++) {
       try {
-        const got = await downloadFile({ hub: this.hub, url, file: f, partialPath, signal, onProgress });
+        const got = await downloadFile({ hub: this.hub, url, file: f, partialPath, signal, onProgress, idleTimeoutMs: this.#idleTimeoutMs });
         await rename(partialPath, done);
         return got;
       } catch (err) {

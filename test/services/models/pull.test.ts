@@ -140,6 +140,16 @@ describe('pull', () => {
     assert.equal(pulled.local.manifest.files.find((f) => f.path === ONNX)?.sha256, sha256(await readFile(join(repoDir, ONNX))));
   });
 
+  it('a transfer that goes silent is abandoned after the idle timeout and resumed', async () => {
+    const svc = await service({ idleTimeoutMs: 150 });
+    hub.stallAfter(REPO, ONNX, 64 * 1024);
+    const pulled = await (await svc.pull('tiny-chat')).done;
+    const reqs = hub.fileRequests(REPO, ONNX);
+    assert.equal(reqs.length, 2);
+    assert.match(reqs[1].range ?? '', /^bytes=[1-9][0-9]*-$/);
+    assert.equal(pulled.local.manifest.files.find((f) => f.path === ONNX)?.sha256, sha256(await readFile(join(repoDir, ONNX))));
+  });
+
   it('a partial file left by a failed pull is resumed by the next server start', async () => {
     const modelsDir = await tempDir('models');
     const first = await service({ modelsDir, retries: 0 });
