@@ -65,6 +65,8 @@ interface Entry {
   slots: Slots;
   loadedAt: number;
   lastUsed: number;
+  /** Monotonic use counter: LRU order even within one millisecond. */
+  useSeq: number;
   keepAliveMs: number;
   expiresAt: number;
   active: number;
@@ -79,6 +81,7 @@ const unref = (t: ReturnType<typeof setTimeout>) => ((t as { unref?: () => void 
 
 export function createResidency(settings: ResidencySettings, load: Loader = defaultLoader()) {
   const entries = new Map<string, Entry>();
+  let seq = 0;
   const loading = new Map<string, Promise<{ entry: Entry; loadNs: number }>>();
 
   const isIdle = (e: Entry) => e.active === 0 && e.slots.waiting === 0;
@@ -99,7 +102,7 @@ export function createResidency(settings: ResidencySettings, load: Loader = defa
       return all.length + 1 > settings.maxLoadedModels || (settings.memoryBudgetBytes > 0 && bytes + incomingBytes > settings.memoryBudgetBytes);
     };
     while (over()) {
-      const victim = [...entries.values()].filter(isIdle).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      const victim = [...entries.values()].filter(isIdle).sort((a, b) => a.useSeq - b.useSeq)[0];
       if (!victim) {
         if (entries.size === 0) return; // a single model larger than the budget still gets its chance
         throw new ServiceError(503, 'service_unavailable', 'memory pressure: every resident model is busy; retry shortly', {
@@ -126,6 +129,7 @@ export function createResidency(settings: ResidencySettings, load: Loader = defa
           slots: createSlots(settings.slotsPerModel, settings.saturationPolicy),
           loadedAt: t,
           lastUsed: t,
+          useSeq: ++seq,
           keepAliveMs: keepAliveDefault(),
           expiresAt: t + keepAliveDefault(),
           active: 0,
@@ -159,6 +163,7 @@ export function createResidency(settings: ResidencySettings, load: Loader = defa
 
   function touch(e: Entry, keepAliveMs: number | undefined) {
     e.lastUsed = Date.now();
+    e.useSeq = ++seq;
     if (keepAliveMs !== undefined) e.keepAliveMs = keepAliveMs;
     e.expiresAt = e.lastUsed + e.keepAliveMs;
   }
@@ -213,7 +218,7 @@ export function createResidency(settings: ResidencySettings, load: Loader = defa
 
     list(): ResidentInfo[] {
       return [...entries.values()]
-        .sort((a, b) => b.lastUsed - a.lastUsed)
+        .sort((a, b) => b.useSeq - a.useSeq)
         .map((e) => ({
           name: e.spec.name,
           dir: e.model.dir,
