@@ -25,6 +25,7 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
   const owner = c.get('owner').id;
   const body: MultipartBody = { fields: new Map(), files: [] };
   const saves: Promise<void>[] = [];
+  const streams: NodeJS.ReadableStream[] = [];
   let bb: busboy.Busboy;
   try {
     bb = busboy({ headers: { 'content-type': c.req.header('content-type') ?? '' }, limits: { fileSize: max, files: 100, fields: 1000, fieldSize: 1024 * 1024 } });
@@ -34,6 +35,7 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
   const done = new Promise<void>((resolve, reject) => {
     bb.on('field', (name, value) => body.fields.set(name, [...(body.fields.get(name) ?? []), value]));
     bb.on('file', (field, stream, info) => {
+      streams.push(stream);
       let truncated = false;
       stream.on('limit', () => { truncated = true; });
       saves.push(
@@ -50,13 +52,19 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
     bb.on('error', (e) => reject(isServiceError(e) ? e : invalidRequest(`malformed multipart request: ${(e as Error).message}`)));
   });
   const source = Readable.from(limitedChunks(c.req.raw.body, max));
-  source.on('error', (e) => bb.destroy(e));
+  source.on('error', (e) => {
+    // Over the limit or the client went away: stop every file being written, then the parser.
+    for (const st of streams) (st as unknown as { destroy(e: Error): void }).destroy(e);
+    bb.destroy(e);
+  });
   source.pipe(bb);
-  const results = await Promise.allSettled([done, ...saves]);
-  const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
-  if (failed) {
+  let failure: unknown = null;
+  await done.catch((e) => { failure = e; });
+  // Saves are pushed while parsing, so only now is the list complete.
+  for (const r of await Promise.allSettled(saves)) if (r.status === 'rejected' && !failure) failure = r.reason;
+  if (failure) {
     await Promise.all(body.files.map(({ file }) => store.delete(owner, file.id).catch(() => {})));
-    throw failed.reason;
+    throw failure;
   }
   body.files.sort((a, b) => Number(a.file.created_at) - Number(b.file.created_at));
   return body;
