@@ -80,7 +80,11 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   ort.env.wasm.numThreads = threads || undefined;
   ort.env.wasm.proxy = false;
   (globalThis as Record<symbol, unknown>)[ORT_SYMBOL] = ort;
-  const tf = await import('@huggingface/transformers');
+  // transformers.js' Node build still require()s onnxruntime-node when evaluated (its web build cannot read
+  // local files), so where the addon is absent a bundle must alias that module to a stub.
+  const tf = await import('@huggingface/transformers').catch((e) => {
+    throw new Error(`onnxruntime-web fallback: transformers.js failed to load (${firstLine(e)}); alias onnxruntime-node to a stub when bundling without it`);
+  });
   currentOrt = 'onnxruntime-web';
   const devices: Device[] = useWebGpu && gpu.adapter ? ['webgpu', 'wasm'] : ['wasm'];
   if (requested === 'webgpu' && !gpu.adapter) notes.push(`webgpu: ${gpu.description}; falling back to wasm`);

@@ -39,8 +39,12 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
       const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
       try {
         const gen = generateText(lease.model, input, o, lease.loadNs);
-        o.signal?.addEventListener('abort', lease.release, { once: true });
-        gen.result.then(lease.release, lease.release);
+        const release = () => {
+          o.signal?.removeEventListener('abort', release);
+          lease.release();
+        };
+        o.signal?.addEventListener('abort', release, { once: true });
+        gen.result.then(release, release);
         return gen;
       } catch (e) {
         lease.release();

@@ -99,7 +99,8 @@ export function createResidency(settings: ResidencySettings, load: Loader = defa
     const over = () => {
       const all = [...entries.values()];
       const bytes = all.reduce((n, e) => n + e.model.sizeBytes, 0);
-      return all.length + 1 > settings.maxLoadedModels || (settings.memoryBudgetBytes > 0 && bytes + incomingBytes > settings.memoryBudgetBytes);
+      // in-flight loads (this one included) count against the limit too
+      return all.length + loading.size > settings.maxLoadedModels || (settings.memoryBudgetBytes > 0 && bytes + incomingBytes > settings.memoryBudgetBytes);
     };
     while (over()) {
       const victim = [...entries.values()].filter(isIdle).sort((a, b) => a.useSeq - b.useSeq)[0];
