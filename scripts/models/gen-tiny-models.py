@@ -140,6 +140,12 @@ def decoder_model(out, c, vocab, merges, seed, dtypes=("fp32",), layers_note=Non
     export_decoder(model, c, fp32)
     m = onnx.load(fp32)
     big = sum(t.ByteSize() for t in m.graph.initializer) > 1_500_000_000
+    if big:  # >2 GB protobuf limit: one external data file, as the hub's big exports do
+        config["transformers.js_config"] = {"use_external_data_format": {"model.onnx": 1}}
+        save(m, fp32, external=True)  # also clears torch's one-file-per-tensor leftovers
+    else:
+        strip_doc(fp32)
+    del m
     for t in dtypes:
         if t == "fp32":
             continue
@@ -148,11 +154,6 @@ def decoder_model(out, c, vocab, merges, seed, dtypes=("fp32",), layers_note=Non
         q = quantize_gather_q8(q)
         name = {"q8": "model_quantized.onnx", "q4": "model_q4.onnx"}[t]
         save(q, os.path.join(out, "onnx", name))
-    if big:  # >2 GB protobuf limit: one external data file, as the hub's big exports do
-        config["transformers.js_config"] = {"use_external_data_format": {"model.onnx": 1}}
-        save(m, fp32, external=True)
-    else:
-        strip_doc(fp32)
     if "fp32" not in dtypes:
         for f in os.listdir(os.path.join(out, "onnx")):
             if f.startswith("model.onnx"):
