@@ -47,6 +47,22 @@ export interface CustomModelRecord extends ModelSpec {
   /** Hub host named in the reference (`hf.co`), for hub imports. */
   hub_host?: string;
   created_at: string;
+  /** What `/api/create` set (and `/api/copy` carried over): applied by the inference routes, shown by show. */
+  profile?: ModelProfile;
+}
+
+/** The Modelfile-style settings of a created model. */
+export interface ModelProfile {
+  /** The model it was created or copied from. */
+  parent?: string;
+  system?: string;
+  /** A chat template (Jinja, as in tokenizer_config.json) replacing the model's own. */
+  template?: string;
+  /** Default request options (temperature, top_p, num_ctx, stop, ...). */
+  parameters?: Record<string, unknown>;
+  license?: string[];
+  /** Digests of the files the model was created from (`files` and `adapters` of create). */
+  layers?: { path: string; digest: string }[];
 }
 
 export const isDtype = (s: string): s is Dtype => (DTYPES as readonly string[]).includes(s);

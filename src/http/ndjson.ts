@@ -1,0 +1,63 @@
+/**
+ * NDJSON streaming (application/x-ndjson): one JSON object per line, as dialect B streams chat, generate,
+ * pull and create. The first item is awaited before the response is committed, so a failure before
+ * anything was produced still answers with its HTTP status and the family's error body. A failure after
+ * the stream began can only be told in-band: it becomes a last line `{"error": "..."}` (Ollama's shape).
+ * A client that disconnects cancels the stream, which calls `return()` on the iterator: the producer
+ * decides whether its work goes on (a pull does).
+ */
+import { isServiceError } from '../services/errors.ts';
+
+export interface NdjsonOptions {
+  /** Logs a failure after the stream began that is not a ServiceError (its message is not shown). */
+  logError?: (msg: string, err: unknown) => void;
+  requestId?: string;
+}
+
+const encoder = new TextEncoder();
+const line = (v: unknown) => encoder.encode(`${JSON.stringify(v)}\n`);
+
+function errorLine(err: unknown, o: NdjsonOptions): Uint8Array {
+  if (isServiceError(err)) return line({ error: err.message });
+  o.logError?.(`stream failed rid=${o.requestId ?? 'unknown'}`, err);
+  return line({ error: `Internal server error (request id ${o.requestId ?? 'unknown'})` });
+}
+
+/** Streams `items` as NDJSON; throws (before any byte is sent) when the first item fails. */
+export async function ndjsonResponse(items: AsyncIterable<unknown>, o: NdjsonOptions = {}, status = 200): Promise<Response> {
+  const it = items[Symbol.asyncIterator]();
+  const first = await it.next(); // a failure here propagates: the caller answers with a status
+  let finished = first.done === true;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (!first.done) controller.enqueue(line(first.value));
+      if (finished) controller.close();
+    },
+    async pull(controller) {
+      if (finished) return;
+      try {
+        const r = await it.next();
+        if (r.done) {
+          finished = true;
+          controller.close();
+        } else controller.enqueue(line(r.value));
+      } catch (err) {
+        finished = true;
+        controller.enqueue(errorLine(err, o));
+        controller.close();
+      }
+    },
+    async cancel() {
+      finished = true;
+      await it.return?.();
+    },
+  });
+  return new Response(body, { status, headers: { 'Content-Type': 'application/x-ndjson' } });
+}
+
+/** Drains `items` and returns the last one (the `stream: false` form of a progress stream). */
+export async function lastOf<T>(items: AsyncIterable<T>): Promise<T | undefined> {
+  let last: T | undefined;
+  for await (const v of items) last = v;
+  return last;
+}

@@ -1,0 +1,331 @@
+/**
+ * Weight quantization of an fp32 ONNX graph, the way transformers.js' published variants are built
+ * (and as scripts/models/quantize.py does for the fixtures):
+ *
+ *  q8: every MatMul whose weight is a 2-D fp32 initializer becomes DynamicQuantizeLinear + MatMulInteger
+ *      (uint8 activations, int8 per-tensor weights), onnxruntime's `quantize_dynamic` shape; embedding
+ *      tables (Gather on a 2-D fp32 initializer, axis 0) become int8 rows + DequantizeLinear.
+ *      transformers.js loads it as dtype `q8` (onnx/model_quantized.onnx).
+ *  q4: every such MatMul becomes com.microsoft MatMulNBits (4 bits, blocks of 32 along K, one fp32 scale
+ *      per block, default zero point 8), as in transformers.js' `q4` (onnx/model_q4.onnx).
+ *
+ * The rewrite works on the protobuf wire format (onnx-wire.ts): untouched nodes, initializers and every
+ * other field are copied byte for byte. Weights stored as external data are read and inlined, so the
+ * output is one self-contained file (refused above protobuf's 2 GiB message limit).
+ */
+import { closeSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import { ServiceError, invalidArgument } from '../errors.ts';
+import { isSafeRepoPath } from './files.ts';
+import { ONNX, WireWriter, all, decodeFields, first, int64s, str, type WireField } from './onnx-wire.ts';
+
+export type QuantTarget = 'q8' | 'q4';
+
+/** Accepted spellings of `quantize` (Ollama's `q8_0`, `q4_0`, and transformers.js dtypes). */
+const TARGETS: Record<string, QuantTarget> = { q8: 'q8', q8_0: 'q8', quantized: 'q8', q4: 'q4', q4_0: 'q4' };
+
+/** 400 naming the supported targets for anything else (K-quants are GGUF formats, not ONNX). */
+export function parseQuantize(q: string): QuantTarget {
+  const t = TARGETS[q.trim().toLowerCase()];
+  if (!t) {
+    throw invalidArgument(`unsupported quantize target '${q}': supported are q8 (q8_0) and q4 (q4_0), applied to fp32 ONNX weights`);
+  }
+  return t;
+}
+
+export interface QuantizeOptions {
+  /** Directory of the graph file, for tensors stored as external data. */
+  dir: string;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface QuantizeResult {
+  bytes: Uint8Array;
+  /** Initializers rewritten (MatMul weights, plus Gather tables for q8). */
+  quantized: number;
+}
+
+const MAX_PROTO = 2 ** 31 - 1;
+
+interface Tensor { index: number; fields: WireField[]; name: string; dims: number[]; dataType: number }
+interface Node { index: number; raw: Uint8Array; fields: WireField[]; inputs: string[]; outputs: string[]; opType: string; domain: string }
+
+const unsupported = (m: string) => new ServiceError(400, 'invalid_argument', m);
+
+export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts: QuantizeOptions): Promise<QuantizeResult> {
+  let model: WireField[];
+  try {
+    model = decodeFields(input);
+  } catch (e) {
+    throw unsupported(`the ONNX graph cannot be read: ${(e as Error).message}`);
+  }
+  const graphField = first(model, ONNX.model.graph);
+  if (!graphField?.bytes) throw unsupported('the ONNX file has no graph');
+  const graph = decodeFields(graphField.bytes);
+
+  const opsets = all(model, ONNX.model.opsetImport).map((f) => {
+    const o = decodeFields(f.bytes!);
+    return { domain: str(first(o, ONNX.opset.domain)?.bytes), version: Number(first(o, ONNX.opset.version)?.int ?? 0n) };
+  });
+  const defaultOpset = opsets.find((o) => o.domain === '' || o.domain === 'ai.onnx')?.version ?? 0;
+  if (target === 'q8' && defaultOpset < 11) throw unsupported(`q8 quantization needs ONNX opset 11 or later; the graph has opset ${defaultOpset}`);
+
+  const inits = new Map<string, Tensor>();
+  const nodes: Node[] = [];
+  graph.forEach((f, index) => {
+    if (f.no === ONNX.graph.initializer) {
+      const fields = decodeFields(f.bytes!);
+      const name = str(first(fields, ONNX.tensor.name)?.bytes);
+      inits.set(name, { index, fields, name, dims: int64s(fields, ONNX.tensor.dims), dataType: Number(first(fields, ONNX.tensor.dataType)?.int ?? 0n) });
+    } else if (f.no === ONNX.graph.node) {
+      const fields = decodeFields(f.bytes!);
+      nodes.push({
+        index, raw: f.bytes!, fields,
+        inputs: all(fields, ONNX.node.input).map((x) => str(x.bytes)),
+        outputs: all(fields, ONNX.node.output).map((x) => str(x.bytes)),
+        opType: str(first(fields, ONNX.node.opType)?.bytes),
+        domain: str(first(fields, ONNX.node.domain)?.bytes),
+      });
+    }
+  });
+
+  const isFp32Matrix = (t: Tensor | undefined): t is Tensor => !!t && t.dims.length === 2 && t.dataType === ONNX.dtype.FLOAT;
+  const matmuls = nodes.filter((n) => n.opType === 'MatMul' && (n.domain === '' || n.domain === 'ai.onnx') && isFp32Matrix(inits.get(n.inputs[1])));
+  const gathers = target === 'q8'
+    ? nodes.filter((n) => n.opType === 'Gather' && (n.domain === '' || n.domain === 'ai.onnx') && isFp32Matrix(inits.get(n.inputs[0])) && gatherAxis(n) === 0)
+    : [];
+  const total = matmuls.length + gathers.length;
+  if (total === 0) throw unsupported('the graph has no fp32 MatMul weights to quantize (is it quantized already?)');
+
+  const replace = new Map<number, WireWriter[]>();
+  const newInits = new Map<string, WireWriter>();
+  const dropped = new Set<string>();
+  let done = 0;
+  const step = async () => {
+    opts.onProgress?.(++done, total);
+    await new Promise((r) => setImmediate(r)); // keep the server responsive and the progress flowing
+  };
+
+  for (const [i, n] of matmuls.entries()) {
+    const w = inits.get(n.inputs[1])!;
+    const W = floats(w, opts.dir);
+    const [K, N] = w.dims;
+    const p = `svc_${target}_${i}`;
+    if (target === 'q8') {
+      if (!newInits.has(`${w.name}_quantized`)) {
+        const { q, scale } = int8PerTensor(W);
+        newInits.set(`${w.name}_quantized`, tensor(`${w.name}_quantized`, [K, N], ONNX.dtype.INT8, new Uint8Array(q.buffer)));
+        newInits.set(`${w.name}_scale`, tensor(`${w.name}_scale`, [], ONNX.dtype.FLOAT, f32bytes([scale])));
+        newInits.set(`${w.name}_zero_point`, tensor(`${w.name}_zero_point`, [], ONNX.dtype.INT8, new Uint8Array([0])));
+      }
+      replace.set(n.index, [
+        node('DynamicQuantizeLinear', [n.inputs[0]], [`${p}_a`, `${p}_as`, `${p}_az`], `${p}_dql`),
+        node('MatMulInteger', [`${p}_a`, `${w.name}_quantized`, `${p}_az`, `${w.name}_zero_point`], [`${p}_i32`], `${p}_mmi`),
+        node('Cast', [`${p}_i32`], [`${p}_f`], `${p}_cast`, '', { to: ONNX.dtype.FLOAT }),
+        node('Mul', [`${p}_as`, `${w.name}_scale`], [`${p}_s`], `${p}_smul`),
+        node('Mul', [`${p}_f`, `${p}_s`], [n.outputs[0]], `${p}_out`),
+      ]);
+    } else {
+      const block = 32;
+      if (!newInits.has(`${w.name}_q4`)) {
+        const { packed, scales, blocks } = int4Blocks(W, K, N, block);
+        newInits.set(`${w.name}_q4`, tensor(`${w.name}_q4`, [N, blocks, block / 2], ONNX.dtype.UINT8, packed));
+        newInits.set(`${w.name}_q4_scales`, tensor(`${w.name}_q4_scales`, [N * blocks], ONNX.dtype.FLOAT, f32bytes(scales)));
+      }
+      replace.set(n.index, [
+        node('MatMulNBits', [n.inputs[0], `${w.name}_q4`, `${w.name}_q4_scales`], [n.outputs[0]], p, 'com.microsoft',
+          { K, N, bits: 4, block_size: block }),
+      ]);
+    }
+    dropped.add(w.name);
+    await step();
+  }
+
+  for (const [i, n] of gathers.entries()) {
+    const w = inits.get(n.inputs[0])!;
+    const W = floats(w, opts.dir);
+    const p = `svc_g8_${i}`;
+    if (!newInits.has(`${w.name}_g8`)) {
+      const { q, scale } = int8PerTensor(W);
+      newInits.set(`${w.name}_g8`, tensor(`${w.name}_g8`, w.dims, ONNX.dtype.INT8, new Uint8Array(q.buffer)));
+      newInits.set(`${w.name}_g8_scale`, tensor(`${w.name}_g8_scale`, [], ONNX.dtype.FLOAT, f32bytes([scale])));
+      newInits.set(`${w.name}_g8_zp`, tensor(`${w.name}_g8_zp`, [], ONNX.dtype.INT8, new Uint8Array([0])));
+    }
+    replace.set(n.index, [
+      node('Gather', [`${w.name}_g8`, n.inputs[1]], [`${p}_q`], p, '', { axis: 0 }),
+      node('DequantizeLinear', [`${p}_q`, `${w.name}_g8_scale`, `${w.name}_g8_zp`], [n.outputs[0]], `${p}_dq`),
+    ]);
+    dropped.add(w.name);
+    await step();
+  }
+
+  // A weight also read elsewhere (a tied embedding, a subgraph, a graph output) stays.
+  const enc = new TextEncoder();
+  const subgraphNodes = nodes.filter((n) => !replace.has(n.index) && hasSubgraph(n));
+  const outputs = all(graph, ONNX.graph.output).map((f) => f.bytes!);
+  for (const name of [...dropped]) {
+    const used = nodes.some((n) => !replace.has(n.index) && n.inputs.includes(name));
+    const nameBytes = enc.encode(name);
+    const mentioned = [...subgraphNodes.map((n) => n.raw), ...outputs].some((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).indexOf(nameBytes) >= 0);
+    if (used || mentioned) dropped.delete(name);
+  }
+
+  const g = new WireWriter();
+  graph.forEach((f, index) => {
+    if (f.no === ONNX.graph.node && replace.has(index)) {
+      for (const r of replace.get(index)!) g.message(ONNX.graph.node, r);
+    } else if (f.no === ONNX.graph.initializer) {
+      const t = [...inits.values()].find((x) => x.index === index)!;
+      if (dropped.has(t.name)) return;
+      if (isExternal(t)) g.message(ONNX.graph.initializer, tensor(t.name, t.dims, t.dataType, readExternal(t, opts.dir), t.fields));
+      else g.field(f);
+    } else g.field(f);
+  });
+  for (const t of newInits.values()) g.message(ONNX.graph.initializer, t);
+
+  const m = new WireWriter();
+  for (const f of model) {
+    if (f.no === ONNX.model.graph) m.message(ONNX.model.graph, g);
+    else m.field(f);
+  }
+  if (target === 'q4' && !opsets.some((o) => o.domain === 'com.microsoft')) {
+    m.message(ONNX.model.opsetImport, new WireWriter().string(ONNX.opset.domain, 'com.microsoft').varint(ONNX.opset.version, 1));
+  }
+  if (m.length > MAX_PROTO) throw unsupported(`the quantized graph would be ${m.length} bytes, above ONNX's 2 GiB single-file limit`);
+  return { bytes: m.finish(), quantized: total };
+}
+
+function gatherAxis(n: Node): number {
+  for (const a of all(n.fields, ONNX.node.attribute)) {
+    const af = decodeFields(a.bytes!);
+    if (str(first(af, ONNX.attr.name)?.bytes) === 'axis') return Number(BigInt.asIntN(64, first(af, ONNX.attr.i)?.int ?? 0n));
+  }
+  return 0;
+}
+
+function hasSubgraph(n: Node): boolean {
+  return all(n.fields, ONNX.node.attribute).some((a) => {
+    const t = Number(first(decodeFields(a.bytes!), ONNX.attr.type)?.int ?? 0n);
+    return t === ONNX.attrType.GRAPH || t === ONNX.attrType.GRAPHS;
+  });
+}
+
+function node(opType: string, inputs: string[], outputs: string[], name: string, domain = '', ints: Record<string, number> = {}): WireWriter {
+  const w = new WireWriter();
+  for (const i of inputs) w.string(ONNX.node.input, i);
+  for (const o of outputs) w.string(ONNX.node.output, o);
+  w.string(ONNX.node.name, name).string(ONNX.node.opType, opType);
+  for (const [k, v] of Object.entries(ints)) {
+    w.message(ONNX.node.attribute, new WireWriter().string(ONNX.attr.name, k).varint(ONNX.attr.i, v).varint(ONNX.attr.type, ONNX.attrType.INT));
+  }
+  if (domain) w.string(ONNX.node.domain, domain);
+  return w;
+}
+
+/** A TensorProto with inline raw data; `keep` carries over fields of the original other than data and shape. */
+function tensor(name: string, dims: number[], dataType: number, raw: Uint8Array, keep: WireField[] = []): WireWriter {
+  const w = new WireWriter();
+  for (const d of dims) w.varint(ONNX.tensor.dims, d);
+  w.varint(ONNX.tensor.dataType, dataType).string(ONNX.tensor.name, name).bytes(ONNX.tensor.rawData, raw);
+  const replaced = new Set<number>([ONNX.tensor.dims, ONNX.tensor.dataType, ONNX.tensor.name, ONNX.tensor.rawData,
+    ONNX.tensor.floatData, ONNX.tensor.externalData, ONNX.tensor.dataLocation]);
+  for (const f of keep) if (!replaced.has(f.no)) w.field(f);
+  return w;
+}
+
+const isExternal = (t: Tensor) => Number(first(t.fields, ONNX.tensor.dataLocation)?.int ?? 0n) === 1;
+
+function readExternal(t: Tensor, dir: string): Uint8Array {
+  const kv = new Map(all(t.fields, ONNX.tensor.externalData).map((f) => {
+    const e = decodeFields(f.bytes!);
+    return [str(first(e, ONNX.entry.key)?.bytes), str(first(e, ONNX.entry.value)?.bytes)] as const;
+  }));
+  const location = kv.get('location') ?? '';
+  if (!isSafeRepoPath(location)) throw unsupported(`tensor '${t.name}' points at external data outside the model folder ('${location}')`);
+  const offset = Number(kv.get('offset') ?? 0);
+  const expected = t.dims.reduce((a, b) => a * b, 1) * bytesPerElement(t.dataType);
+  const length = Number(kv.get('length') ?? expected);
+  const out = new Uint8Array(length);
+  let fd: number;
+  try {
+    fd = openSync(join(dir, location), 'r');
+  } catch {
+    throw unsupported(`tensor '${t.name}' needs the external data file onnx/${location}, which the model does not have`);
+  }
+  try {
+    let got = 0;
+    while (got < length) {
+      const n = readSync(fd, out, got, length - got, offset + got);
+      if (n === 0) throw unsupported(`external data file onnx/${location} is shorter than tensor '${t.name}' needs`);
+      got += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return out;
+}
+
+function bytesPerElement(dataType: number): number {
+  return ({ 1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2 } as Record<number, number>)[dataType] ?? 1;
+}
+
+function floats(t: Tensor, dir: string): Float32Array {
+  const count = t.dims.reduce((a, b) => a * b, 1);
+  let raw = isExternal(t) ? readExternal(t, dir) : first(t.fields, ONNX.tensor.rawData)?.bytes;
+  if (!raw) {
+    // float_data: packed (one length-delimited field) or one fixed32 field per value
+    const parts = all(t.fields, ONNX.tensor.floatData).map((f) => f.bytes!);
+    raw = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+    let off = 0;
+    for (const p of parts) { raw.set(p, off); off += p.byteLength; }
+  }
+  if (raw.byteLength !== count * 4) throw unsupported(`weight '${t.name}' holds ${raw.byteLength} bytes, expected ${count * 4}`);
+  const copy = new Uint8Array(raw); // aligned copy
+  const view = new DataView(copy.buffer);
+  const out = new Float32Array(count);
+  for (let i = 0; i < count; i++) out[i] = view.getFloat32(i * 4, true);
+  return out;
+}
+
+function int8PerTensor(W: Float32Array): { q: Int8Array; scale: number } {
+  let max = 0;
+  for (const v of W) max = Math.max(max, Math.abs(v));
+  const scale = Math.fround(Math.max(max, 1e-8) / 127);
+  const q = new Int8Array(W.length);
+  for (let i = 0; i < W.length; i++) q[i] = Math.max(-127, Math.min(127, Math.round(W[i] / scale)));
+  return { q, scale };
+}
+
+/** W is [K, N] row-major; MatMulNBits wants per output column n, K values in blocks, low nibble first. */
+function int4Blocks(W: Float32Array, K: number, N: number, block: number): { packed: Uint8Array; scales: number[]; blocks: number } {
+  const blocks = Math.ceil(K / block);
+  const packed = new Uint8Array(N * blocks * (block / 2));
+  const scales: number[] = new Array(N * blocks);
+  const vals = new Float32Array(block);
+  for (let n = 0; n < N; n++) {
+    for (let b = 0; b < blocks; b++) {
+      let max = 0;
+      for (let j = 0; j < block; j++) {
+        const k = b * block + j;
+        vals[j] = k < K ? W[k * N + n] : 0;
+        max = Math.max(max, Math.abs(vals[j]));
+      }
+      const scale = Math.fround(Math.max(max, 1e-8) / 7);
+      scales[n * blocks + b] = scale;
+      const base = (n * blocks + b) * (block / 2);
+      for (let j = 0; j < block; j += 2) {
+        const lo = Math.max(0, Math.min(15, Math.round(vals[j] / scale) + 8));
+        const hi = Math.max(0, Math.min(15, Math.round(vals[j + 1] / scale) + 8));
+        packed[base + j / 2] = lo | (hi << 4);
+      }
+    }
+  }
+  return { packed, scales, blocks };
+}
+
+function f32bytes(values: number[]): Uint8Array {
+  const out = new Uint8Array(values.length * 4);
+  const v = new DataView(out.buffer);
+  values.forEach((x, i) => v.setFloat32(i * 4, x, true));
+  return out;
+}

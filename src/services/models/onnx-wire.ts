@@ -1,0 +1,155 @@
+/**
+ * Just enough of the protobuf wire format to rewrite an ONNX model without a schema: a message is read as
+ * its list of fields (number, wire type, bytes), the few fields a rewrite touches are decoded, and every
+ * other field is written back byte for byte, so nothing the rewrite does not understand is lost (unknown
+ * fields, metadata, value infos, functions). Field numbers are those of onnx/onnx.proto (IR version 10).
+ */
+
+export interface WireField {
+  no: number;
+  /** 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32. */
+  wt: 0 | 1 | 2 | 5;
+  /** Varint value (wt 0). */
+  int?: bigint;
+  /** Payload bytes (wt 1, 2, 5). */
+  bytes?: Uint8Array;
+}
+
+export function readVarint(buf: Uint8Array, pos: number): [bigint, number] {
+  let result = 0n;
+  let shift = 0n;
+  for (;;) {
+    if (pos >= buf.length) throw new Error('truncated varint');
+    const b = buf[pos++];
+    result |= BigInt(b & 0x7f) << shift;
+    if (!(b & 0x80)) return [result, pos];
+    shift += 7n;
+    if (shift > 70n) throw new Error('varint too long');
+  }
+}
+
+export function decodeFields(buf: Uint8Array): WireField[] {
+  const out: WireField[] = [];
+  let pos = 0;
+  while (pos < buf.length) {
+    const [key, p1] = readVarint(buf, pos);
+    pos = p1;
+    const no = Number(key >> 3n);
+    const wt = Number(key & 7n);
+    if (wt === 0) {
+      const [v, p2] = readVarint(buf, pos);
+      pos = p2;
+      out.push({ no, wt, int: v });
+    } else if (wt === 1 || wt === 5) {
+      const n = wt === 1 ? 8 : 4;
+      if (pos + n > buf.length) throw new Error('truncated fixed field');
+      out.push({ no, wt, bytes: buf.subarray(pos, pos + n) });
+      pos += n;
+    } else if (wt === 2) {
+      const [len, p2] = readVarint(buf, pos);
+      const end = p2 + Number(len);
+      if (end > buf.length) throw new Error('truncated length-delimited field');
+      out.push({ no, wt, bytes: buf.subarray(p2, end) });
+      pos = end;
+    } else {
+      throw new Error(`unsupported wire type ${wt}`);
+    }
+  }
+  return out;
+}
+
+function varintBytes(v: bigint): number[] {
+  let x = BigInt.asUintN(64, v);
+  const out: number[] = [];
+  do {
+    let b = Number(x & 0x7fn);
+    x >>= 7n;
+    if (x) b |= 0x80;
+    out.push(b);
+  } while (x);
+  return out;
+}
+
+/** Collects encoded pieces without copying large payloads until the end. */
+export class WireWriter {
+  readonly parts: Uint8Array[] = [];
+  length = 0;
+
+  #push(p: Uint8Array) { this.parts.push(p); this.length += p.byteLength; }
+  #key(no: number, wt: number) { this.#push(Uint8Array.from(varintBytes(BigInt((no << 3) | wt)))); }
+
+  varint(no: number, v: number | bigint): this { this.#key(no, 0); this.#push(Uint8Array.from(varintBytes(BigInt(v)))); return this; }
+  bytes(no: number, b: Uint8Array): this {
+    this.#key(no, 2);
+    this.#push(Uint8Array.from(varintBytes(BigInt(b.byteLength))));
+    this.#push(b);
+    return this;
+  }
+  string(no: number, s: string): this { return this.bytes(no, new TextEncoder().encode(s)); }
+  message(no: number, w: WireWriter): this {
+    this.#key(no, 2);
+    this.#push(Uint8Array.from(varintBytes(BigInt(w.length))));
+    for (const p of w.parts) this.#push(p);
+    return this;
+  }
+  float(no: number, f: number): this {
+    this.#key(no, 5);
+    const b = new Uint8Array(4);
+    new DataView(b.buffer).setFloat32(0, f, true);
+    this.#push(b);
+    return this;
+  }
+  field(f: WireField): this {
+    if (f.wt === 0) return this.varint(f.no, f.int!);
+    if (f.wt === 2) return this.bytes(f.no, f.bytes!);
+    this.#key(f.no, f.wt);
+    this.#push(f.bytes!);
+    return this;
+  }
+
+  finish(): Uint8Array {
+    const out = new Uint8Array(this.length);
+    let off = 0;
+    for (const p of this.parts) { out.set(p, off); off += p.byteLength; }
+    return out;
+  }
+}
+
+const utf8 = new TextDecoder();
+export const str = (b: Uint8Array | undefined) => (b ? utf8.decode(b) : '');
+
+/** Repeated int64 field that may be packed (wt 2) or not (wt 0). */
+export function int64s(fields: WireField[], no: number): number[] {
+  const out: number[] = [];
+  for (const f of fields) {
+    if (f.no !== no) continue;
+    if (f.wt === 0) out.push(Number(BigInt.asIntN(64, f.int!)));
+    else if (f.wt === 2) {
+      let pos = 0;
+      while (pos < f.bytes!.length) {
+        const [v, p] = readVarint(f.bytes!, pos);
+        out.push(Number(BigInt.asIntN(64, v)));
+        pos = p;
+      }
+    }
+  }
+  return out;
+}
+
+export const first = (fields: WireField[], no: number) => fields.find((f) => f.no === no);
+export const all = (fields: WireField[], no: number) => fields.filter((f) => f.no === no);
+
+/** ONNX field numbers used by the rewrite. */
+export const ONNX = {
+  model: { opsetImport: 8, graph: 7 },
+  opset: { domain: 1, version: 2 },
+  graph: { node: 1, initializer: 5, output: 12 },
+  node: { input: 1, output: 2, name: 3, opType: 4, attribute: 5, domain: 7 },
+  attr: { name: 1, f: 2, i: 3, type: 20 },
+  tensor: { dims: 1, dataType: 2, floatData: 4, name: 8, rawData: 9, externalData: 13, dataLocation: 14 },
+  entry: { key: 1, value: 2 },
+  /** AttributeProto.AttributeType */
+  attrType: { FLOAT: 1, INT: 2, GRAPH: 5, GRAPHS: 10 },
+  /** TensorProto.DataType */
+  dtype: { FLOAT: 1, UINT8: 2, INT8: 3 },
+} as const;
