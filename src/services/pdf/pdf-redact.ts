@@ -11,7 +11,7 @@ import { invalidArgument } from '../errors.ts';
 import { assertPdf } from './open.ts';
 import type { Box } from './page-frame.ts';
 import { resolvePages, type PageSelection } from './page-ranges.ts';
-import { heap, loadPdfium, OBJ_IMAGE, openDoc, saveDoc, setF32, withScratch, getF32, type Pdfium } from './pdfium.ts';
+import { heap, loadPdfium, OBJ_IMAGE, openDoc, saveDoc, SAVE_FULL, SAVE_REMOVE_SECURITY, setF32, withScratch, getF32, type Pdfium } from './pdfium.ts';
 import { compileQuery, findOnPage } from './pdf-search.ts';
 import { pageFrame } from './text-page.ts';
 
@@ -77,7 +77,10 @@ export async function pdfRedact(bytes: Uint8Array, opts: RedactOptions): Promise
       }
       if (opts.flatten) flattenPage(m, d.doc, i, opts.flattenDpi ?? 150);
     }
-    return { pdf: saveDoc(m, d.doc), redactions };
+    // like every other operation, an encrypted input comes out decrypted (the caller proved the password)
+    const encrypted = m.EPDF_IsEncrypted(d.doc);
+    if (encrypted) m.EPDF_RemoveEncryption(d.doc);
+    return { pdf: saveDoc(m, d.doc, encrypted ? SAVE_REMOVE_SECURITY : SAVE_FULL), redactions };
   } finally {
     d.close();
   }

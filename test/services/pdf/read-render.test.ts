@@ -7,7 +7,7 @@ import { pdfSearch } from '../../../src/services/pdf/pdf-search.ts';
 import { pdfLayout } from '../../../src/services/pdf/pdf-layout.ts';
 import { pdfRedact } from '../../../src/services/pdf/pdf-redact.ts';
 import { zipFiles } from '../../../src/services/pdf/zip.ts';
-import { assertQpdfCheck, encrypt, magick, makePdf, pdftotext, rejects, tool, writeTmp } from './helpers.ts';
+import { assertQpdfCheck, encrypt, magick, makePdf, pdftotext, rejects, showEncryption, tool, writeTmp } from './helpers.ts';
 
 /** PNG/JPEG/WebP signatures */
 const isPng = (b: Uint8Array) => b[0] === 0x89 && b[1] === 0x50;
@@ -107,4 +107,14 @@ test('redaction over 50 pages of repeated text removes every occurrence', async 
   assert.doesNotMatch(text, /\d{3}-\d{2}-\d{4}/);
   assert.equal(text.match(/harmless/g)!.length, 50);
   assert.equal(out.redactions.length, 50);
+});
+
+test('pdfRedact on an encrypted input needs the password and writes a decrypted result', async () => {
+  const locked = encrypt(await makePdf(2, { lines: () => ['secret 12345'] }), 'pw', 'own', 256);
+  await rejects(pdfRedact(locked, { texts: ['12345'] }), 400, 'password_required');
+  const out = await pdfRedact(locked, { texts: ['12345'], password: 'pw' });
+  assertQpdfCheck(out.pdf);
+  assert.match(showEncryption(out.pdf), /File is not encrypted/);
+  assert.doesNotMatch(pdftotext(out.pdf), /12345/);
+  assert.match(pdftotext(out.pdf), /secret/);
 });
