@@ -10,6 +10,11 @@ import { embeddedPublic } from './generated-public.ts';
 import { findPublicDir, serveStatic } from './http/static.ts';
 import { openaiFileRoutes } from './routes/openai/files.ts';
 import { versionRoutes } from './routes/ollama/version.ts';
+import { ollamaBlobRoutes } from './routes/ollama/blobs.ts';
+import { ollamaCreateRoutes } from './routes/ollama/create.ts';
+import { ollamaModelRoutes } from './routes/ollama/models.ts';
+import { ollamaPullRoutes } from './routes/ollama/pull.ts';
+import { openaiModelRoutes } from './routes/openai/models.ts';
 import { rootRoutes } from './routes/root.ts';
 import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
@@ -35,8 +40,13 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', rootRoutes(nodeTag, publicDir !== null || '/index.html' in embeddedPublic));
   // dialect A
   app.route('/', openaiFileRoutes(deps.files));
+  app.route('/', openaiModelRoutes(deps.models));
   // dialect B
   app.route('/', versionRoutes());
+  app.route('/', ollamaModelRoutes(deps.models));
+  app.route('/', ollamaPullRoutes(deps.models, log));
+  app.route('/', ollamaCreateRoutes(deps.models, log));
+  app.route('/', ollamaBlobRoutes(deps.models));
   // native
   app.route('/', jobRoutes(deps.jobs));
   app.route('/', fileRoutes(deps.files));

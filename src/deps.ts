@@ -6,6 +6,7 @@ import type { FileStore } from './services/files/file-store.ts';
 import type { JobRecords } from './services/jobs/job-records.ts';
 import type { TaskRunner } from './services/jobs/task-runner.ts';
 import type { KeyService } from './services/keys/api-keys.ts';
+import type { ModelServices } from './services/models/model-services.ts';
 import type { OpenedStore } from './store/db.ts';
 
 export interface Deps {
@@ -18,4 +19,6 @@ export interface Deps {
   runner: TaskRunner;
   jobs: JobRecords;
   adminSettings: AdminSettings;
+  /** Catalog, pulls, blobs, create/copy/delete/show (src/services/models/). */
+  models: ModelServices;
 }

@@ -4,7 +4,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { createApp, type AppOptions } from './app.ts';
-import { dbUrl, uploadsDir, type Config } from './config.ts';
+import { dbUrl, modelsDir, uploadsDir, type Config } from './config.ts';
 import type { Deps } from './deps.ts';
 import { createLogger, type Logger } from './log.ts';
 import { unrefTimer } from './runtime/env.ts';
@@ -14,6 +14,7 @@ import { FileStore } from './services/files/file-store.ts';
 import { JobRecords } from './services/jobs/job-records.ts';
 import { TaskRunner } from './services/jobs/task-runner.ts';
 import { KeyService } from './services/keys/api-keys.ts';
+import { ModelServices } from './services/models/model-services.ts';
 import { openStore } from './store/db.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
@@ -35,6 +36,8 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const lost = await runner.recoverLostJobs();
   if (lost) log.warn(`${lost} job(s) of this node were still processing at the last stop: marked failed (job_lost)`);
   const jobs = new JobRecords(db, runner, nodeTag, config.jobRetentionSeconds);
+  // Model usage (loaded/serving) comes from the inference engine: set models.usage = residencyUsage(engine.residency).
+  const models = new ModelServices({ modelsDir: modelsDir(config), hubBaseUrl: config.hubUrl, allowedHosts: config.hubAllowedHosts });
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -45,9 +48,10 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models,
     close: async () => {
       clearInterval(upkeep);
+      await models.close();
       await store.close();
     },
   };

@@ -1,0 +1,75 @@
+/**
+ * Dialect B model management: GET /api/tags, POST /api/show, POST /api/copy, DELETE /api/delete,
+ * POST /api/push (always 501). Custom models carry `"unverified": true` (SPEC "Models").
+ */
+import { Hono } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from '../../http/context.ts';
+import { readJson } from '../../http/validate.ts';
+import { invalidArgument, ServiceError } from '../../services/errors.ts';
+import type { ListedModel } from '../../services/models/local.ts';
+import type { ModelServices } from '../../services/models/model-services.ts';
+import type { CustomModelRecord } from '../../services/models/spec.ts';
+
+const Named = v.object({ model: v.optional(v.string()), name: v.optional(v.string()), verbose: v.optional(v.boolean()) });
+const Copy = v.object({ source: v.string(), destination: v.string() });
+
+/** `model` (current clients) or `name` (older ones). */
+export function modelField(body: { model?: string; name?: string }): string {
+  const name = body.model ?? body.name;
+  if (!name?.trim()) throw invalidArgument('model is required', [{ field: 'model', message: 'required' }]);
+  return name;
+}
+
+export const tagsEntry = (m: ListedModel) => {
+  const family = m.spec.details?.family ?? '';
+  return {
+    name: m.name,
+    model: m.name,
+    ...(m.modified_at ? { modified_at: m.modified_at.toISOString() } : {}),
+    size: m.size,
+    digest: m.digest.replace(/^sha256:/, ''),
+    details: {
+      parent_model: (m.spec as Partial<CustomModelRecord>).profile?.parent ?? '',
+      format: 'onnx',
+      family,
+      families: family ? [family] : [],
+      parameter_size: m.spec.details?.parameter_size ?? '',
+      quantization_level: m.spec.details?.quantization_level ?? m.spec.dtype.toUpperCase(),
+    },
+    ...(m.unverified ? { unverified: true } : {}),
+  };
+};
+
+export function ollamaModelRoutes(models: ModelServices) {
+  const app = new Hono<AppEnv>();
+
+  app.get('/api/tags', async (c) => c.json({ models: (await models.list()).map(tagsEntry) }));
+
+  app.post('/api/show', async (c) => {
+    const s = await models.show(modelField(await readJson(c, Named)));
+    return c.json({
+      license: s.license, modelfile: s.modelfile, parameters: s.parameters, template: s.template, system: s.system,
+      details: s.details, model_info: s.model_info, capabilities: s.capabilities,
+      ...(s.modified_at ? { modified_at: s.modified_at.toISOString() } : {}),
+      ...(s.unverified ? { unverified: true } : {}),
+    });
+  });
+
+  app.post('/api/copy', async (c) => {
+    const body = await readJson(c, Copy);
+    await models.copy(body.source, body.destination);
+    return c.json({ status: 'success' });
+  });
+
+  app.delete('/api/delete', async (c) => {
+    await models.delete(modelField(await readJson(c, Named)));
+    return c.json({ status: 'success' });
+  });
+
+  app.post('/api/push', () => {
+    throw new ServiceError(501, 'not_implemented', 'pushing models is not supported: this server does not publish models to a registry');
+  });
+
+  return app;
+}

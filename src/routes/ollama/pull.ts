@@ -1,0 +1,27 @@
+/**
+ * POST /api/pull: NDJSON progress `{status, digest, total, completed}` ending with `{status:"success"}`,
+ * or with `stream: false` the terminal object once done. The download belongs to the server: a client
+ * that disconnects only stops reading.
+ */
+import { Hono } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from '../../http/context.ts';
+import { ndjsonResponse } from '../../http/ndjson.ts';
+import { readJson } from '../../http/validate.ts';
+import type { Logger } from '../../log.ts';
+import type { ModelServices } from '../../services/models/model-services.ts';
+import { modelField } from './models.ts';
+
+const Pull = v.object({ model: v.optional(v.string()), name: v.optional(v.string()), stream: v.optional(v.boolean()), insecure: v.optional(v.boolean()) });
+
+export function ollamaPullRoutes(models: ModelServices, log: Logger) {
+  return new Hono<AppEnv>().post('/api/pull', async (c) => {
+    const body = await readJson(c, Pull);
+    const handle = await models.pull(modelField(body));
+    if (body.stream === false) {
+      await handle.done;
+      return c.json({ status: 'success' });
+    }
+    return ndjsonResponse(handle.progress(), { logError: log.error, requestId: c.get('requestId') });
+  });
+}
