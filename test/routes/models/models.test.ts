@@ -30,7 +30,7 @@ const LLAMA_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 
 const sha = (b: Uint8Array) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
 async function pushBlob(bytes: Uint8Array, digest = sha(bytes)): Promise<Response> {
-  return fetch(`${srv.url}/api/blobs/${digest}`, { method: 'POST', body: bytes });
+  return fetch(`${srv.url}/api/blobs/${digest}`, { method: 'POST', body: bytes as Uint8Array<ArrayBuffer> });
 }
 
 /** Pushes the tiny-llama fixture's files; returns the `files` map of a create request. */
