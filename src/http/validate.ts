@@ -30,7 +30,8 @@ export async function readJsonBody(c: Context): Promise<unknown> {
   if (text.trim() === '') throw invalidRequest('request body is empty; a JSON object was expected', [{ field: '(body)', message: 'required' }]);
   try {
     return JSON.parse(text);
-  } catch (e) {
-    throw invalidRequest(`malformed JSON: ${(e as Error).message}`, [{ field: '(body)', message: 'malformed JSON' }]);
+  } catch {
+    // The engine's own parse message differs between V8 and JavaScriptCore: keep answers identical on every runtime.
+    throw invalidRequest('malformed JSON in the request body', [{ field: '(body)', message: 'malformed JSON' }]);
   }
 }

@@ -1,0 +1,137 @@
+/**
+ * The runtime suite: the real server started on Node (the built bundle), Deno and Bun, one after the
+ * other on the same data directory, must give the same answers; and the compiled single binary serves alone.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { copyFile, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { before, describe, test } from 'node:test';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
+
+const RUNTIMES: Record<string, (args: string[]) => [string, string[]]> = {
+  node: (args) => [process.execPath, [join(ROOT, 'dist/main.mjs'), ...args]],
+  deno: (args) => [bin('deno'), ['run', '-A', join(ROOT, 'src/main.ts'), ...args]],
+  bun: (args) => [bin('bun'), [join(ROOT, 'src/main.ts'), ...args]],
+};
+
+interface Running { child: ChildProcess; url: string; stop(): Promise<void> }
+
+function start(cmd: string, args: string[], cwd = ROOT): Promise<Running> {
+  const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SVC_LOG_LEVEL: 'info' } });
+  return new Promise((resolvePromise, reject) => {
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`no start within 60 s: ${err}`)), 60_000);
+    child.stderr!.on('data', (d) => {
+      err += d;
+      const m = /listening on (http:\/\/\S+)/.exec(err);
+      if (m) {
+        clearTimeout(timer);
+        resolvePromise({
+          child, url: m[1],
+          stop: () => new Promise((r) => { child.once('exit', () => r()); child.kill('SIGTERM'); }),
+        });
+      }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`exited ${code}: ${err}`)); });
+  });
+}
+
+interface Answer { status: number; body: string; node: string | null }
+
+async function probe(url: string, token: string): Promise<Record<string, Answer>> {
+  const ask = async (path: string, init?: RequestInit): Promise<Answer> => {
+    const r = await fetch(url + path, init);
+    return { status: r.status, body: await r.text(), node: r.headers.get('x-svc-node') };
+  };
+  const auth = { authorization: `Bearer ${token}` };
+  const fd = new FormData();
+  fd.append('file', new Blob(['same bytes everywhere'], { type: 'text/plain' }), 'same.txt');
+  const upload = await fetch(`${url}/svc/v1/files/upload`, { method: 'POST', body: fd, headers: auth });
+  const file = await upload.json();
+  return {
+    version: await ask('/api/version'),
+    health: await ask('/health'),
+    notFoundA: await ask('/v1/nope', { headers: auth }),
+    notFoundB: await ask('/api/nope', { headers: auth }),
+    notFoundN: await ask('/svc/v1/nope', { headers: auth }),
+    badJson: await ask('/svc/v1/admin/keys', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":' }),
+    invalid: await ask('/svc/v1/admin/keys', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":7}' }),
+    missingKey: await ask('/api/tags'),
+    badKey: await ask('/v1/models', { headers: { authorization: 'Bearer svc_unknown' } }),
+    uploaded: { status: upload.status, body: String(file.bytes), node: upload.headers.get('x-svc-node') },
+    content: await ask(`/svc/v1/files/${file.fileId}/content`, { headers: auth }),
+  };
+}
+
+describe('the same server on Node, Deno and Bun', () => {
+  let dataDir: string;
+  let token: string;
+  before(async () => {
+    const b = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
+    assert.equal(b.status, 0, 'the Node bundle builds');
+    dataDir = await mkdtemp(join(tmpdir(), 'svc-rt-'));
+    const k = spawnSync(process.execPath, [join(ROOT, 'dist/main.mjs'), 'keys', 'create', '--name', 'rt', '--data-dir', dataDir], { encoding: 'utf8' });
+    assert.equal(k.status, 0, k.stderr);
+    token = JSON.parse(k.stdout).token;
+  });
+
+  test('same status, body and X-Svc-Node for the same requests', async () => {
+    const answers: Record<string, Record<string, Answer>> = {};
+    for (const [name, cmd] of Object.entries(RUNTIMES)) {
+      const [c, a] = cmd(['--port', '0', '--data-dir', dataDir]);
+      const srv = await start(c, a);
+      try {
+        answers[name] = await probe(srv.url, token);
+      } finally {
+        await srv.stop();
+      }
+    }
+    const node = answers.node;
+    assert.equal(node.version.status, 200);
+    assert.equal(node.badJson.status, 400);
+    assert.equal(node.invalid.status, 400);
+    assert.equal(node.missingKey.status, 401);
+    assert.equal(node.badKey.status, 401);
+    assert.equal(node.notFoundA.status, 404);
+    assert.equal(node.content.body, 'same bytes everywhere');
+    assert.match(node.version.node ?? '', /^[a-z0-9]{6}$/);
+    for (const rt of ['deno', 'bun']) {
+      for (const [k, v] of Object.entries(answers[rt])) {
+        const body = (s: string) => s.replace(/"instance":"[^"]*"/, '');
+        assert.deepEqual({ ...v, body: body(v.body) }, { ...node[k], body: body(node[k].body) }, `${rt} ${k}`);
+      }
+    }
+  });
+});
+
+test('the compiled single binary serves alone from an empty folder', async () => {
+  const c = spawnSync(process.execPath, ['scripts/compile.mjs', 'dist/svc-test'], { cwd: ROOT, stdio: 'inherit' });
+  assert.equal(c.status, 0, 'bun build --compile works');
+  const dir = await mkdtemp(join(tmpdir(), 'svc-bin-'));
+  const exe = join(dir, 'svc');
+  await copyFile(join(ROOT, 'dist/svc-test'), exe);
+  spawnSync('chmod', ['+x', exe]);
+  const data = join(dir, 'data');
+  const k = spawnSync(exe, ['keys', 'create', '--name', 'bin', '--data-dir', data], { cwd: dir, encoding: 'utf8' });
+  assert.equal(k.status, 0, k.stderr);
+  const key = JSON.parse(k.stdout);
+  const list = spawnSync(exe, ['keys', 'list', '--data-dir', data], { cwd: dir, encoding: 'utf8' });
+  assert.equal(JSON.parse(list.stdout)[0].id, key.id, 'the key is stored and read back');
+  const srv = await start(exe, ['--port', '0', '--data-dir', data], dir);
+  try {
+    const v = await fetch(`${srv.url}/api/version`);
+    assert.equal(v.status, 200);
+    assert.match((await v.json()).version, /^\d{4}\.\d+\.\d+$/);
+    assert.equal((await fetch(`${srv.url}/svc/v1/admin/keys`)).status, 401, 'the stored key is required');
+    const ok = await fetch(`${srv.url}/svc/v1/admin/keys`, { headers: { authorization: `Bearer ${key.token}` } });
+    assert.equal(ok.status, 200);
+    const page = await fetch(`${srv.url}/`, { headers: { accept: 'text/html' } });
+    assert.match(await page.text(), /<title>svc/);
+  } finally {
+    await srv.stop();
+  }
+});
