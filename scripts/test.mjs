@@ -7,6 +7,8 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 const args = process.argv.slice(2);
+const tools = spawnSync(process.execPath, ['scripts/check-tools.mjs'], { stdio: 'inherit' });
+if (tools.status !== 0) process.exit(1);
 const roots = args.includes('--runtimes') ? ['test/runtimes'] : args.filter((a) => !a.startsWith('--'));
 const walk = (p) => (statSync(p).isDirectory() ? readdirSync(p).sort().flatMap((n) => (n === 'fixtures' || n === 'support' ? [] : walk(join(p, n)))) : p.endsWith('.test.ts') ? [p] : []);
 const files = (roots.length ? roots : ['test']).flatMap(walk);
