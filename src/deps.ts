@@ -6,6 +6,7 @@ import type { FileStore } from './services/files/file-store.ts';
 import type { JobRecords } from './services/jobs/job-records.ts';
 import type { TaskRunner } from './services/jobs/task-runner.ts';
 import type { KeyService } from './services/keys/api-keys.ts';
+import type { InferenceEngine } from './services/inference/engine.ts';
 import type { ModelServices } from './services/models/model-services.ts';
 import type { OpenedStore } from './store/db.ts';
 
@@ -21,4 +22,6 @@ export interface Deps {
   adminSettings: AdminSettings;
   /** Catalog, pulls, blobs, create/copy/delete/show (src/services/models/). */
   models: ModelServices;
+  /** Inference engine (src/services/inference/): residency, slots, generate/embed/rerank. Its backend binds on the first model load. */
+  engine: InferenceEngine;
 }

@@ -15,6 +15,9 @@ import { JobRecords } from './services/jobs/job-records.ts';
 import { TaskRunner } from './services/jobs/task-runner.ts';
 import { KeyService } from './services/keys/api-keys.ts';
 import { ModelServices } from './services/models/model-services.ts';
+import { residencyUsage } from './services/models/usage.ts';
+import { createInferenceEngine } from './services/inference/engine.ts';
+import { loggingLoader } from './services/inference/logging-loader.ts';
 import { openStore } from './store/db.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
@@ -36,8 +39,10 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const lost = await runner.recoverLostJobs();
   if (lost) log.warn(`${lost} job(s) of this node were still processing at the last stop: marked failed (job_lost)`);
   const jobs = new JobRecords(db, runner, nodeTag, config.jobRetentionSeconds);
-  // Model usage (loaded/serving) comes from the inference engine: set models.usage = residencyUsage(engine.residency).
   const models = new ModelServices({ modelsDir: modelsDir(config), hubBaseUrl: config.hubUrl, allowedHosts: config.hubAllowedHosts });
+  // Cheap to construct: ONNX Runtime and transformers.js are imported when the first model loads (logged there).
+  const engine = createInferenceEngine(config, loggingLoader(config, log));
+  models.usage = residencyUsage(engine.residency);
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -48,10 +53,11 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine,
     close: async () => {
       clearInterval(upkeep);
       await models.close();
+      await engine.close();
       await store.close();
     },
   };
