@@ -20,6 +20,13 @@ export interface GenerateOptions extends SamplingOptions, PenaltyOptions {
   signal?: AbortSignal;
   /** Extra processors (e.g. JSON-schema constraint), run after penalties and before sampling. */
   logitsProcessors?: LogitsProcessorLike[];
+  /**
+   * Extra processors built once the model and prompt are known (a JSON-schema constraint needs the
+   * tokenizer and the token budget); run after `logitsProcessors`.
+   */
+  processorsFor?: (ctx: { model: LoadedModel; promptTokens: number; maxNewTokens: number }) => LogitsProcessorLike[];
+  /** Context window requested by the caller (Ollama num_ctx): bounds prompt + output below the model's own. */
+  contextTokens?: number;
 }
 
 export type FinishReason = 'stop' | 'length';
@@ -47,7 +54,9 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
   const prompt = 'prompt' in input ? input.prompt : renderChatPrompt(tok, input);
   const encoded = tok(prompt, { add_special_tokens: 'prompt' in input }) as unknown as { input_ids: { dims: number[] }; attention_mask: unknown };
   const promptTokens = encoded.input_ids.dims[1];
-  const room = m.maxTokens - promptTokens;
+  // num_ctx bounds prompt + output; it never cuts the prompt (a prompt longer than it gets the model's window)
+  const window = opts.contextTokens && opts.contextTokens > promptTokens ? Math.min(m.maxTokens, opts.contextTokens) : m.maxTokens;
+  const room = window - promptTokens;
   if (room <= 0) throw inputTooLarge(`prompt has ${promptTokens} tokens; the model's context is ${m.maxTokens}`);
   const maxNew = Math.min(opts.maxTokens ?? room, room);
 
@@ -91,6 +100,7 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
   const penalties = createPenaltyProcessor(promptTokens, opts);
   if (penalties) processors.push(penalties);
   processors.push(...(opts.logitsProcessors ?? []));
+  processors.push(...(opts.processorsFor?.({ model: m, promptTokens, maxNewTokens: maxNew }) ?? []));
   const sampler = createSamplerProcessor(opts);
   if (sampler) processors.push(sampler);
 
