@@ -52,7 +52,9 @@ async function serveNode(fetch: FetchHandler, { port, hostname }: ServeOptions):
         port: info.port,
         close: () =>
           new Promise<void>((done) => {
-            server.close(() => done());
+            // Keep-alive sockets become idle when their request ends: close them as they do, not after 5 s.
+            const sweep = setInterval(() => (server as Any).closeIdleConnections?.(), 100);
+            server.close(() => { clearInterval(sweep); done(); });
             (server as Any).closeIdleConnections?.();
           }),
       });
