@@ -25,6 +25,7 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
   const owner = c.get('owner').id;
   const body: MultipartBody = { fields: new Map(), files: [] };
   const saves: Promise<void>[] = [];
+  const arrival = new Map<StoredFile, number>();
   const streams: NodeJS.ReadableStream[] = [];
   let bb: busboy.Busboy;
   try {
@@ -35,6 +36,7 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
   const done = new Promise<void>((resolve, reject) => {
     bb.on('field', (name, value) => body.fields.set(name, [...(body.fields.get(name) ?? []), value]));
     bb.on('file', (field, stream, info) => {
+      const index = streams.length; // arrival position: saves may finish out of order
       streams.push(stream);
       let truncated = false;
       stream.on('limit', () => { truncated = true; });
@@ -45,6 +47,7 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
             throw tooLarge(max);
           }
           body.files.push({ field, file });
+          arrival.set(file, index);
         }),
       );
     });
@@ -66,6 +69,6 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
     await Promise.all(body.files.map(({ file }) => store.delete(owner, file.id).catch(() => {})));
     throw failure;
   }
-  body.files.sort((a, b) => Number(a.file.created_at) - Number(b.file.created_at));
+  body.files.sort((a, b) => arrival.get(a.file)! - arrival.get(b.file)!);
   return body;
 }
