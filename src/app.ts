@@ -19,6 +19,7 @@ import { rootRoutes } from './routes/root.ts';
 import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
 import { adminSettingsRoutes } from './routes/svc/admin-settings.ts';
+import { pdfRoutes } from './routes/svc/pdf/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
 import { ServiceError } from './services/errors.ts';
@@ -53,6 +54,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', adminKeyRoutes(keys));
   app.route('/', adminJobRoutes(deps.runner));
   app.route('/', adminSettingsRoutes(deps.adminSettings));
+  app.route('/', pdfRoutes(deps));
   opts.extraRoutes?.(app, deps);
   app.use('*', serveStatic(publicDir, embeddedPublic));
 

@@ -17,6 +17,8 @@ export interface TaskInput {
   files: InputFile[];
   /** Options: the JSON body less the document fields, or the multipart text fields (JSON values parsed). */
   options: Record<string, unknown>;
+  /** Multipart file parts sent in other fields than the document field (e.g. a watermark `logo`), by field name. */
+  otherFiles: Record<string, InputFile[]>;
   cleanup(): Promise<void>;
 }
 
@@ -50,8 +52,11 @@ export async function readTaskInput(c: Context<AppEnv>, store: FileStore, opts: 
     created.push(...mp.files.map((f) => f.file.id));
     const options: Record<string, unknown> = {};
     for (const [k, vals] of mp.fields) options[k] = vals.length === 1 ? parseField(vals[0]) : vals.map(parseField);
-    const files = mp.files.filter((f) => f.field === fileField || f.field === `${fileField}s` || f.field === `${fileField}[]`).map((f) => toInput(f.file));
-    return { files, options, cleanup };
+    const isDoc = (field: string) => field === fileField || field === `${fileField}s` || field === `${fileField}[]`;
+    const files = mp.files.filter((f) => isDoc(f.field)).map((f) => toInput(f.file));
+    const otherFiles: Record<string, InputFile[]> = {};
+    for (const f of mp.files) if (!isDoc(f.field)) (otherFiles[f.field] ??= []).push(toInput(f.file));
+    return { files, options, otherFiles, cleanup };
   }
 
   const body = await readJsonBody(c);
@@ -90,5 +95,5 @@ export async function readTaskInput(c: Context<AppEnv>, store: FileStore, opts: 
     await cleanup();
     throw err;
   }
-  return { files: out, options, cleanup };
+  return { files: out, options, otherFiles: {}, cleanup };
 }

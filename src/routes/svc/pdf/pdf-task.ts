@@ -1,0 +1,126 @@
+/**
+ * What every PDF task route shares: read the documents (three input forms, src/http/task-input.ts),
+ * validate the options, run the service on the bytes, and deliver the output inline or as new file ids.
+ * The routes themselves only name their options and call one service.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Handler } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from '../../../http/context.ts';
+import { readTaskInput, type InputFile } from '../../../http/task-input.ts';
+import { taskHandler } from '../../../http/task-route.ts';
+import { invalidRequest, validate } from '../../../http/validate.ts';
+import type { FileStore } from '../../../services/files/file-store.ts';
+import { BinaryResult, type TaskContext } from '../../../services/jobs/task.ts';
+import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
+import { zipFiles } from '../../../services/pdf/index.ts';
+
+export interface PdfRouteDeps { runner: TaskRunner; files: FileStore }
+
+/** A string option; multipart fields that look like JSON numbers/booleans arrive parsed, so take them back as text. */
+export const text = v.pipe(v.union([v.string(), v.number(), v.boolean()]), v.transform(String));
+/** 1-based page selection: "1-3,5,8-", "all", "last", a page number, or an array of page numbers. */
+export const pages = v.union([v.string(), v.pipe(v.number(), v.integer(), v.transform((n) => [n])), v.array(v.pipe(v.number(), v.integer()))]);
+/** One or several strings (a single multipart field arrives as a string, a repeated one as an array). */
+export const strings = v.pipe(v.union([text, v.array(text)]), v.transform((x) => (Array.isArray(x) ? x : [x])));
+export const delivery = v.optional(v.picklist(['inline', 'file_id']), 'inline');
+export const password = v.optional(text);
+
+export interface PdfTaskInput<O> {
+  files: InputFile[];
+  otherFiles: Record<string, InputFile[]>;
+  options: O;
+  cleanup(): Promise<void>;
+}
+
+export interface PdfTaskDef<S extends v.GenericSchema> {
+  name: string;
+  options: S;
+  /** how many documents the route takes (default exactly one) */
+  files?: { min: number; max: number };
+  run(docs: Uint8Array[], options: v.InferOutput<S>, ctx: TaskContext, input: PdfTaskInput<v.InferOutput<S>>): Promise<unknown>;
+}
+
+const one = { min: 1, max: 1 };
+
+export function pdfTask<S extends v.GenericSchema>(deps: PdfRouteDeps, def: PdfTaskDef<S>): Handler<AppEnv> {
+  const count = def.files ?? one;
+  return taskHandler<PdfTaskInput<v.InferOutput<S>>>(deps.runner, {
+    name: def.name,
+    async input(c) {
+      const ti = await readTaskInput(c, deps.files);
+      try {
+        const n = ti.files.length;
+        if (n < count.min || n > count.max) {
+          const want = count.max === 1 ? 'one document' : `${count.min} to ${count.max} documents`;
+          throw invalidRequest(`${def.name} takes ${want} (got ${n}): multipart field "file", or "file"/"file_id"/"files" in JSON`, [{ field: 'file', message: n ? 'too many' : 'required' }]);
+        }
+        return { files: ti.files, otherFiles: ti.otherFiles, options: validate(def.options, ti.options), cleanup: ti.cleanup };
+      } catch (e) {
+        await ti.cleanup();
+        throw e;
+      }
+    },
+    async run(input, ctx) {
+      const docs = await Promise.all(input.files.map(async (f) => new Uint8Array(await readFile(f.path))));
+      return def.run(docs, input.options, ctx, input);
+    },
+    cleanup: (input) => input.cleanup(),
+  });
+}
+
+export const readInput = async (f: { path: string }) => new Uint8Array(await readFile(f.path));
+
+/** The input's name without extension, safe for a filename ("document" when it has none). */
+export const baseName = (input: InputFile | undefined) =>
+  (input?.filename ?? '').replace(/\.[A-Za-z0-9]{1,5}$/, '').replace(/[^\p{L}\p{N}._ -]+/gu, '_').slice(0, 100) || 'document';
+
+/** Name of an output derived from the input's: report.pdf → report-merged.pdf. */
+export const outName = (input: InputFile | undefined, suffix: string, ext = 'pdf') => `${baseName(input)}-${suffix}.${ext}`;
+
+/** Service answers use camelCase; the native family answers in snake_case like the rest of SPEC's bodies. */
+export function snakeKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(snakeKeys);
+  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(value)) out[k.replace(/[A-Z]/g, (m) => `_${m.toLowerCase()}`)] = snakeKeys(x);
+  return out;
+}
+
+/** Base64 (or a data: URL) of an option such as a watermark logo; 400 when it is not base64. */
+export function decodeBase64Option(value: string, field: string): Uint8Array {
+  const clean = value.replace(/^data:[^,]*,/, '').replace(/\s+/g, '');
+  if (!clean || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean)) throw invalidRequest(`${field} is not valid base64`, [{ field, message: 'not base64' }]);
+  const bin = atob(clean.replace(/-/g, '+').replace(/_/g, '/'));
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+export interface Output { bytes: Uint8Array; filename: string; contentType: string; extra?: Record<string, unknown> }
+
+async function saved(ctx: TaskContext, o: Output) {
+  const file_id = await ctx.saveFile(o.bytes, { filename: o.filename, contentType: o.contentType });
+  return { file_id, filename: o.filename, bytes: o.bytes.byteLength, content_type: o.contentType, ...o.extra };
+}
+
+/** One output: the bytes inline, or `{file_id, filename, bytes, content_type, ...extra}`. */
+export async function deliverOne(ctx: TaskContext, how: 'inline' | 'file_id', o: Output): Promise<unknown> {
+  ctx.signal.throwIfAborted();
+  return how === 'file_id' ? saved(ctx, o) : new BinaryResult(o.bytes, o.contentType, o.filename);
+}
+
+/**
+ * Several outputs: a stored zip inline (a single output is returned as itself when `singleAsItself`),
+ * or `{files: [{file_id, filename, bytes, content_type, ...extra}]}`, one new file each, in order.
+ */
+export async function deliverMany(ctx: TaskContext, how: 'inline' | 'file_id', outputs: Output[], zipName: string, singleAsItself = false): Promise<unknown> {
+  ctx.signal.throwIfAborted();
+  if (how === 'file_id') {
+    const files = [];
+    for (const o of outputs) files.push(await saved(ctx, o));
+    return { files };
+  }
+  if (singleAsItself && outputs.length === 1) return new BinaryResult(outputs[0]!.bytes, outputs[0]!.contentType, outputs[0]!.filename);
+  return new BinaryResult(zipFiles(outputs.map((o) => ({ name: o.filename, bytes: o.bytes }))), 'application/zip', zipName);
+}

@@ -1,0 +1,45 @@
+/** POST /svc/v1/pdf-info, /pdf-layout, /pdf-search: JSON answers about a document. */
+import { Hono } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from '../../../http/context.ts';
+import { pdfInfo, pdfLayout, pdfSearch } from '../../../services/pdf/index.ts';
+import { pages, password, pdfTask, snakeKeys, text, type PdfRouteDeps } from './pdf-task.ts';
+
+const Info = v.object({ password });
+const Layout = v.object({ pages: v.optional(pages), password });
+const Search = v.object({
+  query: v.pipe(text, v.minLength(1, 'give a non-empty query')),
+  regex: v.optional(v.boolean(), false),
+  case_sensitive: v.optional(v.boolean(), false),
+  pages: v.optional(pages),
+  limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100_000))),
+  password,
+});
+
+export function pdfReadRoutes(deps: PdfRouteDeps) {
+  const app = new Hono<AppEnv>();
+  app.post('/svc/v1/pdf-info', pdfTask(deps, {
+    name: 'pdf-info',
+    options: Info,
+    async run([doc], o, ctx) {
+      const info = await pdfInfo(doc!, { password: o.password });
+      ctx.progress(info.pageCount, info.pageCount);
+      return snakeKeys(info);
+    },
+  }));
+  app.post('/svc/v1/pdf-layout', pdfTask(deps, {
+    name: 'pdf-layout',
+    options: Layout,
+    async run([doc], o, ctx) {
+      const layout = await pdfLayout(doc!, { pages: o.pages, password: o.password });
+      ctx.progress(layout.pages.length, layout.pages.length);
+      return snakeKeys(layout);
+    },
+  }));
+  app.post('/svc/v1/pdf-search', pdfTask(deps, {
+    name: 'pdf-search',
+    options: Search,
+    run: async ([doc], o) => snakeKeys(await pdfSearch(doc!, { query: o.query, regex: o.regex, caseSensitive: o.case_sensitive, pages: o.pages, limit: o.limit, password: o.password })),
+  }));
+  return app;
+}

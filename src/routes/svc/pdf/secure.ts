@@ -1,0 +1,49 @@
+/** POST /svc/v1/pdf-unlock, /pdf-redact: decrypt a document; remove text and image areas from it. */
+import { Hono } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from '../../../http/context.ts';
+import { pdfRedact, pdfUnlock } from '../../../services/pdf/index.ts';
+import { deliverOne, delivery, outName, pages, password, pdfTask, strings, type PdfRouteDeps } from './pdf-task.ts';
+
+const PDF = 'application/pdf';
+
+const Unlock = v.object({ password, delivery });
+
+const num = v.number();
+const rect = v.object({ page: v.pipe(num, v.integer()), x: num, y: num, width: num, height: num });
+const Redact = v.object({
+  texts: v.optional(strings),
+  regex: v.optional(strings),
+  case_sensitive: v.optional(v.boolean(), false),
+  rects: v.optional(v.union([v.array(rect), v.pipe(rect, v.transform((r) => [r]))])),
+  pages: v.optional(pages),
+  flatten: v.optional(v.boolean(), false),
+  flatten_dpi: v.optional(v.pipe(num, v.minValue(36), v.maxValue(600))),
+  password,
+  delivery,
+});
+
+export function pdfSecureRoutes(deps: PdfRouteDeps) {
+  const app = new Hono<AppEnv>();
+  app.post('/svc/v1/pdf-unlock', pdfTask(deps, {
+    name: 'pdf-unlock',
+    options: Unlock,
+    async run([doc], o, ctx, input) {
+      const r = await pdfUnlock(doc!, { password: o.password });
+      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'unlocked'), contentType: PDF, extra: { was_encrypted: r.wasEncrypted } });
+    },
+  }));
+  app.post('/svc/v1/pdf-redact', pdfTask(deps, {
+    name: 'pdf-redact',
+    options: Redact,
+    async run([doc], o, ctx, input) {
+      const r = await pdfRedact(doc!, {
+        texts: o.texts, regex: o.regex, caseSensitive: o.case_sensitive, rects: o.rects, pages: o.pages,
+        flatten: o.flatten, flattenDpi: o.flatten_dpi, password: o.password,
+      });
+      ctx.progress(r.redactions.length, r.redactions.length);
+      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'redacted'), contentType: PDF, extra: { redactions: r.redactions } });
+    },
+  }));
+  return app;
+}

@@ -1,0 +1,61 @@
+/** POST /svc/v1/pdf-watermark, /pdf-remove-watermark; GET /svc/v1/pdf-watermark/capabilities. */
+import { Hono } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from '../../../http/context.ts';
+import { invalidRequest } from '../../../http/validate.ts';
+import { pdfRemoveWatermark, pdfWatermark, watermarkCapabilities } from '../../../services/pdf/index.ts';
+import { decodeBase64Option, deliverOne, delivery, outName, pages, password, pdfTask, readInput, snakeKeys, text, type PdfRouteDeps } from './pdf-task.ts';
+
+const PDF = 'application/pdf';
+const num = v.number();
+
+const Watermark = v.object({
+  text: v.optional(text),
+  /** base64 PNG/JPEG; or the multipart file field `logo`; or `logo_file_id` */
+  logo: v.optional(v.string()),
+  logo_file_id: v.optional(v.string()),
+  layout: v.optional(v.picklist(['tiled', 'centered', 'corner'])),
+  corner: v.optional(v.picklist(['top-left', 'top-right', 'bottom-left', 'bottom-right'])),
+  opacity: v.optional(num),
+  rotation: v.optional(num),
+  font_size: v.optional(num),
+  color: v.optional(text),
+  logo_width: v.optional(num),
+  pages: v.optional(pages),
+  password,
+  delivery,
+});
+
+const Remove = v.object({ pages: v.optional(pages), password, delivery });
+
+export function pdfWatermarkRoutes(deps: PdfRouteDeps) {
+  const app = new Hono<AppEnv>();
+  app.get('/svc/v1/pdf-watermark/capabilities', async (c) => c.json(snakeKeys(await watermarkCapabilities())));
+  app.post('/svc/v1/pdf-watermark', pdfTask(deps, {
+    name: 'pdf-watermark',
+    options: Watermark,
+    async run([doc], o, ctx, input) {
+      const part = input.otherFiles.logo?.[0];
+      if ([part, o.logo, o.logo_file_id].filter((x) => x !== undefined).length > 1)
+        throw invalidRequest('give the logo once: a "logo" file part, "logo" in base64, or "logo_file_id"', [{ field: 'logo', message: 'given more than once' }]);
+      let logo: Uint8Array | undefined;
+      if (part) logo = await readInput(part);
+      else if (o.logo !== undefined) logo = decodeBase64Option(o.logo, 'logo');
+      else if (o.logo_file_id !== undefined) logo = await readInput(await deps.files.get(ctx.owner.id, o.logo_file_id));
+      const pdf = await pdfWatermark(doc!, {
+        text: o.text, logo, layout: o.layout, corner: o.corner, opacity: o.opacity, rotation: o.rotation,
+        fontSize: o.font_size, color: o.color, logoWidth: o.logo_width, pages: o.pages, password: o.password,
+      });
+      return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'watermarked'), contentType: PDF });
+    },
+  }));
+  app.post('/svc/v1/pdf-remove-watermark', pdfTask(deps, {
+    name: 'pdf-remove-watermark',
+    options: Remove,
+    async run([doc], o, ctx, input) {
+      const r = await pdfRemoveWatermark(doc!, { pages: o.pages, password: o.password });
+      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'unmarked'), contentType: PDF, extra: { removed: r.removed } });
+    },
+  }));
+  return app;
+}
