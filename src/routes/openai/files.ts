@@ -1,10 +1,10 @@
 /** Dialect A files: POST /v1/files (multipart file + purpose), GET /v1/files[/{id}[/content]], DELETE. */
 import { Hono } from 'hono';
 import type { AppEnv } from '../../http/context.ts';
+import { fileContent } from '../../http/file-content.ts';
 import { isMultipart, readMultipart } from '../../http/multipart.ts';
 import { invalidRequest } from '../../http/validate.ts';
 import type { FileStore, StoredFile } from '../../services/files/file-store.ts';
-import { fileStream } from '../../services/files/file-stream.ts';
 
 const secs = (ms: number) => Math.floor(Number(ms) / 1000);
 
@@ -30,10 +30,7 @@ export function openaiFileRoutes(files: FileStore) {
   });
   app.get('/v1/files', async (c) => c.json({ object: 'list', data: (await files.list(c.get('owner').id)).map(openaiFile), has_more: false }));
   app.get('/v1/files/:id', async (c) => c.json(openaiFile(await files.get(c.get('owner').id, c.req.param('id')))));
-  app.get('/v1/files/:id/content', async (c) => {
-    const f = await files.get(c.get('owner').id, c.req.param('id'));
-    return c.body(fileStream(f.path), 200, { 'Content-Type': f.content_type, 'Content-Length': String(f.bytes) });
-  });
+  app.get('/v1/files/:id/content', (c) => fileContent(c, files));
   app.delete('/v1/files/:id', async (c) => {
     await files.delete(c.get('owner').id, c.req.param('id'));
     return c.json({ id: c.req.param('id'), object: 'file', deleted: true });

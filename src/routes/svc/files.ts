@@ -1,10 +1,10 @@
 /** POST /svc/v1/files/upload (multipart `file`, streamed to disk) → { fileId }; metadata, content, delete. */
 import { Hono } from 'hono';
 import type { AppEnv } from '../../http/context.ts';
+import { fileContent } from '../../http/file-content.ts';
 import { isMultipart, readMultipart } from '../../http/multipart.ts';
 import { invalidRequest } from '../../http/validate.ts';
 import type { FileStore, StoredFile } from '../../services/files/file-store.ts';
-import { fileStream } from '../../services/files/file-stream.ts';
 
 export const fileView = (f: StoredFile) => ({
   fileId: f.id, filename: f.filename, bytes: Number(f.bytes), content_type: f.content_type, purpose: f.purpose,
@@ -21,10 +21,7 @@ export function fileRoutes(files: FileStore) {
     return c.json({ ...fileView(first.file), files: rest.length ? mp.files.map((f) => fileView(f.file)) : undefined });
   });
   app.get('/svc/v1/files/:id', async (c) => c.json(fileView(await files.get(c.get('owner').id, c.req.param('id')))));
-  app.get('/svc/v1/files/:id/content', async (c) => {
-    const f = await files.get(c.get('owner').id, c.req.param('id'));
-    return c.body(fileStream(f.path), 200, { 'Content-Type': f.content_type, 'Content-Length': String(f.bytes) });
-  });
+  app.get('/svc/v1/files/:id/content', (c) => fileContent(c, files));
   app.delete('/svc/v1/files/:id', async (c) => {
     await files.delete(c.get('owner').id, c.req.param('id'));
     return c.json({ fileId: c.req.param('id'), deleted: true });
