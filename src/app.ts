@@ -13,6 +13,10 @@ import { versionRoutes } from './routes/ollama/version.ts';
 import { ollamaBlobRoutes } from './routes/ollama/blobs.ts';
 import { ollamaCreateRoutes } from './routes/ollama/create.ts';
 import { ollamaModelRoutes } from './routes/ollama/models.ts';
+import { ollamaChatRoutes } from './routes/ollama/chat.ts';
+import { ollamaEmbedRoutes } from './routes/ollama/embed.ts';
+import { ollamaPsRoutes } from './routes/ollama/ps.ts';
+import { adminMemoryRoutes } from './routes/svc/admin-memory.ts';
 import { ollamaPullRoutes } from './routes/ollama/pull.ts';
 import { openaiModelRoutes } from './routes/openai/models.ts';
 import { rootRoutes } from './routes/root.ts';
@@ -44,7 +48,10 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', openaiModelRoutes(deps.models));
   // dialect B
   app.route('/', versionRoutes());
-  app.route('/', ollamaModelRoutes(deps.models));
+  app.route('/', ollamaModelRoutes(deps.models, deps.engine));
+  app.route('/', ollamaChatRoutes(deps.chat, log));
+  app.route('/', ollamaEmbedRoutes(deps.chat));
+  app.route('/', ollamaPsRoutes(deps.engine, deps.models));
   app.route('/', ollamaPullRoutes(deps.models, log));
   app.route('/', ollamaCreateRoutes(deps.models, log));
   app.route('/', ollamaBlobRoutes(deps.models));
@@ -54,6 +61,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', adminKeyRoutes(keys));
   app.route('/', adminJobRoutes(deps.runner));
   app.route('/', adminSettingsRoutes(deps.adminSettings));
+  app.route('/', adminMemoryRoutes(deps.engine));
   app.route('/', pdfRoutes(deps));
   opts.extraRoutes?.(app, deps);
   app.use('*', serveStatic(publicDir, embeddedPublic));

@@ -6,6 +6,7 @@ import type { FileStore } from './services/files/file-store.ts';
 import type { JobRecords } from './services/jobs/job-records.ts';
 import type { TaskRunner } from './services/jobs/task-runner.ts';
 import type { KeyService } from './services/keys/api-keys.ts';
+import type { ChatService } from './services/chat/chat-service.ts';
 import type { InferenceEngine } from './services/inference/engine.ts';
 import type { ModelServices } from './services/models/model-services.ts';
 import type { OpenedStore } from './store/db.ts';
@@ -24,4 +25,6 @@ export interface Deps {
   models: ModelServices;
   /** Inference engine (src/services/inference/): residency, slots, generate/embed/rerank. Its backend binds on the first model load. */
   engine: InferenceEngine;
+  /** Chat/generate/embed over the engine for both dialects: templates, profiles, tool calls, thinking (src/services/chat/). */
+  chat: ChatService;
 }

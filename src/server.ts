@@ -18,6 +18,7 @@ import { ModelServices } from './services/models/model-services.ts';
 import { residencyUsage } from './services/models/usage.ts';
 import { createInferenceEngine } from './services/inference/engine.ts';
 import { loggingLoader } from './services/inference/logging-loader.ts';
+import { ChatService } from './services/chat/chat-service.ts';
 import { openStore } from './store/db.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
@@ -43,6 +44,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   // Cheap to construct: ONNX Runtime and transformers.js are imported when the first model loads (logged there).
   const engine = createInferenceEngine(config, loggingLoader(config, log));
   models.usage = residencyUsage(engine.residency);
+  const chat = new ChatService({ models, engine });
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -53,7 +55,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat,
     close: async () => {
       clearInterval(upkeep);
       await models.close();

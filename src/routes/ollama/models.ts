@@ -10,6 +10,7 @@ import { invalidArgument, ServiceError } from '../../services/errors.ts';
 import type { ListedModel } from '../../services/models/local.ts';
 import type { ModelServices } from '../../services/models/model-services.ts';
 import type { CustomModelRecord } from '../../services/models/spec.ts';
+import type { InferenceEngine } from '../../services/inference/engine.ts';
 
 const Named = v.object({ model: v.optional(v.string()), name: v.optional(v.string()), verbose: v.optional(v.boolean()) });
 const Copy = v.object({ source: v.string(), destination: v.string() });
@@ -19,6 +20,12 @@ export function modelField(body: { model?: string; name?: string }): string {
   const name = body.model ?? body.name;
   if (!name?.trim()) throw invalidArgument('model is required', [{ field: 'model', message: 'required' }]);
   return name;
+}
+
+/** Where the model runs, when it is loaded (device, ONNX Runtime package, dtype, fallbacks taken). */
+function backendIfLoaded(engine: InferenceEngine | undefined, name: string) {
+  const r = engine?.list().find((m) => m.name === name);
+  return r ? { backend: { device: r.device, runtime: r.ort, dtype: r.dtype, ...(r.notes.length ? { notes: r.notes } : {}) } } : {};
 }
 
 export const tagsEntry = (m: ListedModel) => {
@@ -41,7 +48,7 @@ export const tagsEntry = (m: ListedModel) => {
   };
 };
 
-export function ollamaModelRoutes(models: ModelServices) {
+export function ollamaModelRoutes(models: ModelServices, engine?: InferenceEngine) {
   const app = new Hono<AppEnv>();
 
   app.get('/api/tags', async (c) => c.json({ models: (await models.list()).map(tagsEntry) }));
@@ -53,6 +60,7 @@ export function ollamaModelRoutes(models: ModelServices) {
       details: s.details, model_info: s.model_info, capabilities: s.capabilities,
       ...(s.modified_at ? { modified_at: s.modified_at.toISOString() } : {}),
       ...(s.unverified ? { unverified: true } : {}),
+      ...backendIfLoaded(engine, s.name),
     });
   });
 

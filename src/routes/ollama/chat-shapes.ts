@@ -1,0 +1,82 @@
+/**
+ * Dialect B answer objects for chat and generate: stream lines, the final object with Ollama's duration
+ * fields (nanoseconds), preload/unload answers, and the request fields shared by both routes.
+ */
+import * as v from 'valibot';
+import type { ChatResult, OutputDelta, OutputFormat, ParsedToolCall } from '../../services/chat/index.ts';
+import { invalidArgument } from '../../services/errors.ts';
+
+export const KeepAlive = v.optional(v.union([v.string(), v.number()]));
+export const Options = v.optional(v.record(v.string(), v.unknown()));
+export const Format = v.optional(v.union([v.string(), v.record(v.string(), v.unknown())]));
+export const Think = v.optional(v.union([v.boolean(), v.string()]));
+export const Images = v.optional(v.array(v.string()));
+
+/** `"json"`, a JSON schema, or nothing (`""` too). */
+export function formatOf(f: string | Record<string, unknown> | undefined): OutputFormat | undefined {
+  if (f === undefined || f === '') return undefined;
+  if (f === 'json') return 'json';
+  if (typeof f === 'string') throw invalidArgument(`format must be "json" or a JSON schema object, not "${f}"`, [{ field: 'format', message: 'invalid' }]);
+  return f;
+}
+
+/** `think`: a boolean, or an effort level ("high", "medium", "low"), which turns thinking on. */
+export const thinkOf = (t: boolean | string | undefined): boolean | undefined => (typeof t === 'string' ? t !== 'false' && t !== '' : t);
+
+const createdAt = () => new Date().toISOString();
+
+export const toolCallsOut = (calls: ParsedToolCall[]) => calls.map((c, index) => ({ function: { index, name: c.name, arguments: c.arguments } }));
+
+function assistantMessage(d: { content: string; thinking: string; toolCalls: ParsedToolCall[] }) {
+  return {
+    role: 'assistant',
+    content: d.content,
+    ...(d.thinking ? { thinking: d.thinking } : {}),
+    ...(d.toolCalls.length ? { tool_calls: toolCallsOut(d.toolCalls) } : {}),
+  };
+}
+
+export function finalFields(r: ChatResult) {
+  return {
+    done: true,
+    done_reason: r.finishReason,
+    total_duration: r.timings.totalNs,
+    load_duration: r.timings.loadNs,
+    prompt_eval_count: r.promptTokens,
+    prompt_eval_duration: r.timings.promptEvalNs,
+    eval_count: r.completionTokens,
+    eval_duration: r.timings.evalNs,
+  };
+}
+
+export const chatLine = (model: string, d: OutputDelta) => ({ model, created_at: createdAt(), message: assistantMessage(d), done: false });
+export const chatFinal = (r: ChatResult, whole: boolean) => ({
+  model: r.model, created_at: createdAt(),
+  message: whole ? assistantMessage(r.message) : { role: 'assistant', content: '' },
+  ...finalFields(r),
+});
+
+/** Generate carries thinking beside `response`; tool calls cannot be asked for there. */
+export const generateLine = (model: string, d: OutputDelta) => ({
+  model, created_at: createdAt(), response: d.content, ...(d.thinking ? { thinking: d.thinking } : {}), done: false,
+});
+export const generateFinal = (r: ChatResult, whole: boolean) => ({
+  model: r.model, created_at: createdAt(),
+  response: whole ? r.message.content : '',
+  ...(whole && r.message.thinking ? { thinking: r.message.thinking } : {}),
+  ...finalFields(r),
+});
+
+/** An empty chat/generate: the model was loaded or unloaded, nothing generated. */
+export const preloadAnswer = (p: { model: string; action: 'load' | 'unload' }, route: 'chat' | 'generate') => ({
+  model: p.model, created_at: createdAt(),
+  ...(route === 'chat' ? { message: { role: 'assistant', content: '' } } : { response: '' }),
+  done: true, done_reason: p.action,
+});
+
+/** Stream lines: one per delta, then the final object. */
+export async function* streamLines(s: AsyncIterable<OutputDelta> & { model: string; result: Promise<ChatResult> }, route: 'chat' | 'generate') {
+  for await (const d of s) yield route === 'chat' ? chatLine(s.model, d) : generateLine(s.model, d);
+  const r = await s.result;
+  yield route === 'chat' ? chatFinal(r, false) : generateFinal(r, false);
+}

@@ -1,0 +1,43 @@
+/**
+ * POST /api/embed (one vector per input; over-long inputs chunked and mean-pooled; `truncate` accepted
+ * and ignored; an empty input list loads the model) and POST /api/embeddings (legacy: one prompt, one
+ * vector; an empty prompt gives an empty vector).
+ */
+import { Hono } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from '../../http/context.ts';
+import { readJson } from '../../http/validate.ts';
+import type { ChatService } from '../../services/chat/index.ts';
+import { invalidArgument } from '../../services/errors.ts';
+import { KeepAlive, Options } from './chat-shapes.ts';
+
+const model = v.pipe(v.string(), v.minLength(1, 'model is required'));
+const Embed = v.looseObject({
+  model, input: v.optional(v.union([v.string(), v.array(v.string())])), truncate: v.optional(v.boolean()),
+  keep_alive: KeepAlive, options: Options, dimensions: v.optional(v.number()),
+});
+const Embeddings = v.looseObject({ model, prompt: v.optional(v.string()), keep_alive: KeepAlive, options: Options });
+
+export function ollamaEmbedRoutes(chat: ChatService) {
+  const app = new Hono<AppEnv>();
+
+  app.post('/api/embed', async (c) => {
+    const b = await readJson(c, Embed);
+    if (b.dimensions !== undefined) throw invalidArgument('dimensions is not supported: vectors have the model\'s own size', [{ field: 'dimensions', message: 'not supported' }]);
+    const inputs = b.input === undefined ? [] : typeof b.input === 'string' ? [b.input] : b.input;
+    const r = await chat.embed(b.model, inputs, { keepAlive: b.keep_alive, signal: c.req.raw.signal });
+    return c.json({ model: r.model, embeddings: r.vectors, total_duration: r.totalNs, load_duration: r.loadNs, prompt_eval_count: r.promptTokens });
+  });
+
+  app.post('/api/embeddings', async (c) => {
+    const b = await readJson(c, Embeddings);
+    if (!b.prompt) {
+      await chat.resolve(b.model, 'embedding'); // 404 / 400 still apply
+      return c.json({ embedding: [] });
+    }
+    const r = await chat.embed(b.model, [b.prompt], { keepAlive: b.keep_alive, signal: c.req.raw.signal });
+    return c.json({ embedding: r.vectors[0] });
+  });
+
+  return app;
+}

@@ -1,0 +1,299 @@
+/**
+ * Chat for every dialect, free of HTTP: name → model (downloaded on demand) → a generation rendered with
+ * the model's own chat template (or a custom model's), the custom model's system prompt and parameters
+ * applied, and the output split into content, thinking and tool calls as it streams.
+ */
+import { join } from 'node:path';
+import { ServiceError, invalidArgument } from '../errors.ts';
+import type { InferenceEngine } from '../inference/engine.ts';
+import type { GenerationResult } from '../inference/generate.ts';
+import type { LoadedModel } from '../inference/load.ts';
+import type { ModelSpec as EngineSpec } from '../inference/residency.ts';
+import { parseKeepAlive } from '../inference/keep-alive.ts';
+import type { LogitsProcessorLike } from '../inference/sampling.ts';
+import type { ChatMessage } from '../inference/chat-prompt.ts';
+import type { ModelServices } from '../models/model-services.ts';
+import { deriveCapabilities, ownChatTemplate, readJsonFile } from '../models/show.ts';
+import type { Capability, CustomModelRecord, ModelKind, ModelSpec } from '../models/spec.ts';
+import { createOutputParser, emptyDelta, isEmptyDelta, type OutputDelta } from './output-parser.ts';
+import { fromGenerationConfig, fromOllamaOptions, mergeParams, type GenerationParams } from './params.ts';
+import { toolFormatOf, type ParsedToolCall, type ToolFormat } from './tool-calls.ts';
+
+export interface ChatMessageIn {
+  role: string;
+  content?: string | null;
+  /** Base64 images (refused unless the model has vision). */
+  images?: string[];
+  /** Earlier assistant turns' calls: `{function: {name, arguments}}` (arguments an object or JSON text). */
+  tool_calls?: unknown[];
+  /** Earlier assistant turns' reasoning (given to the template as `reasoning_content` too). */
+  thinking?: string;
+  /** Tool results: the tool's name. */
+  tool_name?: string;
+  [key: string]: unknown;
+}
+
+/** `format`: "json" or a JSON schema object. */
+export type OutputFormat = 'json' | Record<string, unknown>;
+
+/** Builds the processors that keep the output inside `format` (the structured-output module). */
+export type FormatConstraint = (format: OutputFormat, ctx: { model: LoadedModel; promptTokens: number; maxNewTokens: number }) => LogitsProcessorLike[];
+
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessageIn[];
+  tools?: unknown[];
+  /** true/false switch the template's thinking; undefined = the template's default. */
+  think?: boolean;
+  format?: OutputFormat;
+  /** Request parameters (override the custom model's and the model's defaults). */
+  params?: GenerationParams;
+  keepAlive?: unknown;
+  signal?: AbortSignal;
+  /** Extra processors passed straight to the engine. */
+  logitsProcessors?: LogitsProcessorLike[];
+  /** Template variables beyond tools and thinking. */
+  templateKwargs?: Record<string, unknown>;
+}
+
+export interface ChatResult {
+  model: string;
+  message: { content: string; thinking: string; toolCalls: ParsedToolCall[] };
+  finishReason: GenerationResult['finishReason'];
+  promptTokens: number;
+  completionTokens: number;
+  timings: GenerationResult['timings'];
+}
+
+export interface ChatStream extends AsyncIterable<OutputDelta> {
+  /** The model's display name. */
+  model: string;
+  /** The rendered prompt. */
+  prompt: string;
+  /** Settles once the stream has been read to its end (or failed / was cancelled). */
+  result: Promise<ChatResult>;
+  /** Reads the whole stream and returns the result (non-streaming answers). */
+  complete(): Promise<ChatResult>;
+}
+
+export interface ResolvedChatModel {
+  name: string;
+  spec: ModelSpec;
+  engineSpec: EngineSpec;
+  capabilities: Capability[];
+  template: string;
+  profile?: CustomModelRecord['profile'];
+  defaults: GenerationParams;
+}
+
+const TASK: Record<ModelKind, EngineSpec['task'] | undefined> = {
+  generation: 'text-generation',
+  embedding: 'feature-extraction',
+  reranker: 'text-classification',
+  speech: undefined,
+};
+
+const KIND_WORD: Record<ModelKind, string> = { generation: 'generate', embedding: 'embed', reranker: 'rerank', speech: 'transcribe' };
+
+export class ChatService {
+  readonly #models: ModelServices;
+  readonly #engine: InferenceEngine;
+  readonly #constrain?: FormatConstraint;
+
+  constructor(o: { models: ModelServices; engine: InferenceEngine; constrain?: FormatConstraint }) {
+    this.#models = o.models;
+    this.#engine = o.engine;
+    this.#constrain = o.constrain;
+  }
+
+  /** Name → local model of the wanted kind (downloaded first when absent). 404 unknown, 400 wrong kind. */
+  async resolve(name: string, kind: ModelKind): Promise<ResolvedChatModel> {
+    const { spec, local } = await this.#models.pulls.ensure(name);
+    if (spec.kind !== kind) {
+      throw invalidArgument(`"${spec.name}" does not support ${kind === 'generation' ? 'chat or generate' : KIND_WORD[kind] === 'embed' ? 'embeddings' : KIND_WORD[kind]}`);
+    }
+    const task = TASK[kind];
+    if (!task) throw new ServiceError(501, 'not_implemented', `${kind} models are not served by this route`);
+    const profile = (spec as Partial<CustomModelRecord>).profile;
+    const config = await readJsonFile(join(local.dir, 'config.json'));
+    const template = profile?.template ?? (kind === 'generation' ? await ownChatTemplate(local.dir) : '');
+    const generationConfig = kind === 'generation' ? await readJsonFile(join(local.dir, 'generation_config.json')) : undefined;
+    return {
+      name: spec.name,
+      spec,
+      engineSpec: { name: spec.name, dir: local.dir, task, dtype: spec.dtype },
+      capabilities: deriveCapabilities(spec.kind, config, template, spec.capabilities),
+      template,
+      profile,
+      defaults: mergeParams(fromGenerationConfig(generationConfig), fromOllamaOptions(profile?.parameters, 'parameters')),
+    };
+  }
+
+  /**
+   * Empty chat / generate: load the model, or with keep_alive 0 unload it (without downloading anything).
+   * Returns what happened: Ollama's done_reason `load` or `unload`.
+   */
+  async preload(name: string, keepAlive?: unknown): Promise<{ model: string; action: 'load' | 'unload' }> {
+    if (keepAlive !== undefined && parseKeepAlive(keepAlive, 0) === 0) {
+      const { spec } = await this.#models.pulls.resolve(name);
+      await this.#engine.unload(spec.name);
+      return { model: spec.name, action: 'unload' };
+    }
+    const m = await this.resolve(name, (await this.#models.pulls.resolve(name)).spec.kind);
+    await this.#engine.preload(m.engineSpec, keepAlive);
+    return { model: m.name, action: 'load' };
+  }
+
+  /** Starts a chat generation; throws (before anything streams) for bad requests, unknown models, busy slots. */
+  async chat(req: ChatRequest): Promise<ChatStream> {
+    const m = await this.resolve(req.model, 'generation');
+    const has = (c: Capability) => m.capabilities.includes(c);
+    if (req.messages.some((x) => x.images?.length)) {
+      if (!has('vision')) throw invalidArgument(`"${m.name}" does not support images (no vision capability)`);
+      throw new ServiceError(501, 'not_implemented', `image input is not implemented by this server's engine yet ("${m.name}")`);
+    }
+    if (req.tools?.length && !has('tools')) throw invalidArgument(`"${m.name}" does not support tools`);
+    if (req.think === true && !has('thinking')) throw invalidArgument(`"${m.name}" does not support thinking`);
+    if (req.format !== undefined && !this.#constrain) {
+      throw new ServiceError(501, 'not_implemented', 'structured output (format) is not available in this build');
+    }
+
+    const messages = templateMessages(req.messages, m.profile?.system);
+    const params = mergeParams(m.defaults, req.params);
+    const format = req.format;
+    const constrain = this.#constrain;
+    const signal = req.signal;
+    const gen = await this.#engine.generate(
+      m.engineSpec,
+      {
+        messages,
+        tools: req.tools?.length ? req.tools : undefined,
+        enableThinking: req.think,
+        templateKwargs: { ...req.templateKwargs, ...(m.profile?.template ? { chat_template: m.profile.template } : {}) },
+      },
+      {
+        ...params,
+        keepAlive: req.keepAlive,
+        signal,
+        logitsProcessors: req.logitsProcessors,
+        processorsFor: format !== undefined && constrain ? (ctx) => constrain(format, ctx) : undefined,
+      },
+    );
+
+    const toolFormat: ToolFormat | undefined = req.tools?.length ? toolFormatOf(m.template) : undefined;
+    const thinking = has('thinking') || /<think>/.test(m.template);
+    const parser = createOutputParser({ thinking, startInThinking: thinking && opensThinking(gen.prompt), tools: toolFormat });
+    return chatStream(m.name, gen, parser);
+  }
+
+  /** Embeddings, one vector per input (over-long inputs chunked and mean-pooled); [] preloads. */
+  async embed(name: string, inputs: string[], o: { keepAlive?: unknown; signal?: AbortSignal } = {}) {
+    const m = await this.resolve(name, 'embedding');
+    const t0 = process.hrtime.bigint();
+    if (inputs.length === 0) {
+      const { loadNs } = await this.#engine.residency.preload(m.engineSpec, o.keepAlive === undefined ? undefined : parseKeepAlive(o.keepAlive, 0));
+      return { model: m.name, vectors: [] as number[][], promptTokens: 0, loadNs, totalNs: Number(process.hrtime.bigint() - t0) };
+    }
+    const r = await this.#engine.embed(m.engineSpec, inputs, { keepAlive: o.keepAlive, signal: o.signal });
+    return {
+      model: m.name, vectors: r.vectors, promptTokens: r.tokens.reduce((a, b) => a + b, 0),
+      loadNs: r.loadNs, totalNs: Number(process.hrtime.bigint() - t0),
+    };
+  }
+}
+
+/** The prompt ends inside an open `<think>` block (the template opened it for the model). */
+export function opensThinking(prompt: string): boolean {
+  return prompt.lastIndexOf('<think>') > prompt.lastIndexOf('</think>');
+}
+
+/**
+ * Messages as chat templates read them: a custom model's system prompt first unless the request brings
+ * one, `thinking` also as `reasoning_content`, tool results named, call arguments as objects.
+ */
+export function templateMessages(messages: ChatMessageIn[], system?: string): ChatMessage[] {
+  const out = messages.map((msg) => {
+    const { images: _images, thinking, tool_name, tool_calls, ...rest } = msg;
+    const m: ChatMessage = { ...rest, content: msg.content ?? '' };
+    if (thinking) (m.thinking = thinking), (m.reasoning_content = thinking);
+    if (tool_name) (m.tool_name = tool_name), (m.name ??= tool_name);
+    if (tool_calls?.length) m.tool_calls = tool_calls.map(normaliseCall);
+    return m;
+  });
+  if (system && !messages.some((x) => x.role === 'system')) out.unshift({ role: 'system', content: system });
+  return out;
+}
+
+function normaliseCall(c: unknown): unknown {
+  const fn = (c as { function?: { name?: unknown; arguments?: unknown } })?.function;
+  if (!fn || typeof fn !== 'object') return c;
+  let args = fn.arguments;
+  if (typeof args === 'string') {
+    try {
+      args = JSON.parse(args);
+    } catch {
+      /* left as text: the template prints it as is */
+    }
+  }
+  return { ...(c as object), type: 'function', function: { ...fn, arguments: args ?? {} } };
+}
+
+function chatStream(model: string, gen: Awaited<ReturnType<InferenceEngine['generate']>>, parser: ReturnType<typeof createOutputParser>): ChatStream {
+  let settle!: { resolve: (r: ChatResult) => void; reject: (e: unknown) => void };
+  const result = new Promise<ChatResult>((resolve, reject) => (settle = { resolve, reject }));
+  result.catch(() => {});
+  const acc = emptyDelta();
+  const add = (d: OutputDelta) => {
+    acc.content += d.content;
+    acc.thinking += d.thinking;
+    acc.toolCalls.push(...d.toolCalls);
+  };
+  let started = false;
+
+  async function* run(): AsyncGenerator<OutputDelta> {
+    if (started) throw new Error('a chat stream can be read once');
+    started = true;
+    let finished = false;
+    try {
+      for await (const text of gen) {
+        const d = parser.push(text);
+        add(d);
+        if (!isEmptyDelta(d)) yield d;
+      }
+      const r = await gen.result;
+      const tail = parser.flush();
+      add(tail);
+      if (!isEmptyDelta(tail)) yield tail;
+      finished = true;
+      settle.resolve({
+        model,
+        message: { content: acc.content, thinking: acc.thinking, toolCalls: acc.toolCalls },
+        finishReason: r.finishReason,
+        promptTokens: r.promptTokens,
+        completionTokens: r.completionTokens,
+        timings: r.timings,
+      });
+    } catch (e) {
+      finished = true;
+      settle.reject(e);
+      throw e;
+    } finally {
+      // the reader stopped early (client gone): the engine's stream closes with the loop, which aborts it
+      if (!finished) settle.reject(new DOMException('chat stream closed before the end', 'AbortError'));
+    }
+  }
+
+  const stream: ChatStream = {
+    model,
+    prompt: gen.prompt,
+    result,
+    [Symbol.asyncIterator]: () => run(),
+    async complete() {
+      for await (const _ of stream) {
+        /* accumulated in result */
+      }
+      return result;
+    },
+  };
+  return stream;
+}
