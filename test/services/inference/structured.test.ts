@@ -1,0 +1,148 @@
+/**
+ * Constrained decoding, without a model: random logits (many seeds) pushed through the processor over the
+ * tiny-llama vocabulary. Every output must parse, validate against its schema (ajv), and end within the
+ * token budget; refused schema features are 400s naming the feature.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { Ajv } from 'ajv';
+import { AutoTokenizer, type PreTrainedTokenizer } from '@huggingface/transformers';
+import { createConstrainedProcessor, grammarOf, vocabOf, type OutputConstraint } from '../../../src/services/inference/structured/index.ts';
+import { seededRandom } from '../../../src/services/inference/sampling.ts';
+import { ServiceError } from '../../../src/services/errors.ts';
+import { FIXTURE_MODELS_DIR } from '../../support/hub-stand-in.ts';
+
+const EOS = [478, 476];
+let tok: PreTrainedTokenizer;
+
+before(async () => {
+  tok = await AutoTokenizer.from_pretrained(join(FIXTURE_MODELS_DIR, 'tiny-llama'), { local_files_only: true } as never);
+});
+
+/** Decode under the constraint with random logits; returns the text and token count. */
+function run(c: OutputConstraint, seed: number, maxNew: number, opts: { peaky?: boolean } = {}) {
+  const grammar = grammarOf(c);
+  const vocab = vocabOf(tok);
+  const rand = seededRandom(seed);
+  const prompt = [1n, 2n, 3n];
+  const proc = createConstrainedProcessor(grammar, vocab, EOS, prompt.length, maxNew);
+  const ids = [...prompt];
+  const out: number[] = [];
+  // A weak-model stand-in: random scores, sometimes strongly preferring one token (e.g. a quote that
+  // never closes, or EOS far too early).
+  const favourite = Math.floor(rand() * 485);
+  for (let step = 0; step < maxNew; step++) {
+    const data = new Float32Array(485);
+    for (let i = 0; i < data.length; i++) data[i] = rand() * 4;
+    if (opts.peaky) data[favourite] = 50;
+    if (rand() < 0.05) for (const e of EOS) data[e] = 100;
+    proc([ids], { data, dims: [1, 485] });
+    let best = 0;
+    for (let i = 1; i < data.length; i++) if (data[i] > data[best]) best = i;
+    ids.push(BigInt(best));
+    out.push(best);
+    if (EOS.includes(best)) break;
+  }
+  const text = tok.decode(out, { skip_special_tokens: true });
+  return { text, tokens: out.length, ended: EOS.includes(out.at(-1)!) };
+}
+
+const ajv = new Ajv({ strict: false });
+
+const SCHEMAS: Record<string, unknown> = {
+  nested: {
+    type: 'object',
+    properties: {
+      name: { type: 'string', maxLength: 12 },
+      age: { type: 'integer', minimum: 0 },
+      tags: { type: 'array', items: { type: 'string', enum: ['red', 'green', 'blue'] }, minItems: 1, maxItems: 3 },
+      address: {
+        type: 'object',
+        properties: { city: { type: 'string' }, zip: { type: 'string', minLength: 5, maxLength: 5 } },
+        required: ['city', 'zip'],
+        additionalProperties: false,
+      },
+      active: { type: 'boolean' },
+      note: { type: ['string', 'null'] },
+      score: { type: 'number' },
+    },
+    required: ['name', 'age', 'tags', 'address', 'active'],
+    additionalProperties: false,
+  },
+  refs: {
+    $defs: { item: { type: 'object', properties: { id: { type: 'integer', minimum: 1, maximum: 9 }, kids: { type: 'array', items: { $ref: '#/$defs/item' }, maxItems: 2 } }, required: ['id'] } },
+    type: 'object',
+    properties: { root: { $ref: '#/$defs/item' } },
+    required: ['root'],
+  },
+  union: {
+    type: 'object',
+    properties: { v: { anyOf: [{ type: 'number' }, { type: 'string', enum: ['a', 'b'] }, { type: 'array', items: { type: 'boolean' } }] }, c: { const: 'x"y' } },
+    required: ['v', 'c'],
+  },
+  array: { type: 'array', items: { type: 'object', properties: { k: { enum: [1, 12, 'k', null] } }, required: ['k'] }, minItems: 2 },
+};
+
+describe('constrained decoding over random logits', () => {
+  for (const [name, schema] of Object.entries(SCHEMAS)) {
+    it(`${name}: always parses, validates and ends within max_tokens (60 seeds × 3 budgets)`, () => {
+      const validate = ajv.compile(schema as object);
+      for (let seed = 1; seed <= 60; seed++) {
+        for (const maxNew of [90, 150, 300]) {
+          const { text, tokens, ended } = run({ type: 'json_schema', schema }, seed * 7919 + maxNew, maxNew, { peaky: seed % 3 === 0 });
+          assert.ok(tokens <= maxNew);
+          let v: unknown;
+          assert.doesNotThrow(() => (v = JSON.parse(text)), `seed ${seed} max ${maxNew}: ${text}`);
+          assert.ok(validate(v), `seed ${seed} max ${maxNew}: ${text} ${JSON.stringify(validate.errors)}`);
+          assert.ok(ended, `ends with EOS: ${text}`);
+        }
+      }
+    });
+  }
+
+  it('json_object: any object, valid within tight budgets', () => {
+    for (let seed = 1; seed <= 80; seed++) {
+      const { text } = run({ type: 'json_object' }, seed, 10 + (seed % 40), { peaky: seed % 2 === 0 });
+      const v = JSON.parse(text);
+      assert.ok(v && typeof v === 'object' && !Array.isArray(v), text);
+    }
+  });
+
+  it('a forced hermes tool call: wrapper, a known name, arguments valid for that tool', () => {
+    const tools = [
+      { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { enum: ['c', 'f'] } }, required: ['city', 'unit'] } },
+      { name: 'add', parameters: { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a', 'b'] } },
+    ];
+    const validators = Object.fromEntries(tools.map((t) => [t.name, ajv.compile(t.parameters)]));
+    for (let seed = 1; seed <= 60; seed++) {
+      const { text } = run({ type: 'tool_call', format: 'hermes', tools }, seed, 80, { peaky: seed % 2 === 0 });
+      const m = /^<tool_call>\n(.*)\n<\/tool_call>$/s.exec(text);
+      assert.ok(m, text);
+      const call = JSON.parse(m[1]);
+      assert.ok(call.name in validators, text);
+      assert.ok(validators[call.name](call.arguments), text);
+    }
+  });
+
+  it('refuses a budget smaller than the shortest valid output', () => {
+    assert.throws(() => run({ type: 'json_schema', schema: SCHEMAS.nested }, 1, 20), (e: unknown) => e instanceof ServiceError && e.status === 400 && /max_tokens/.test(e.message));
+  });
+
+  it('refuses unsupported features by name', () => {
+    const cases: [unknown, RegExp][] = [
+      [{ type: 'string', pattern: '^a' }, /"pattern"/],
+      [{ type: 'string', format: 'date-time' }, /"format"/],
+      [{ type: 'number', maximum: 3 }, /"maximum"/],
+      [{ type: 'array', items: {}, uniqueItems: true }, /uniqueItems/],
+      [{ type: 'object', patternProperties: {} }, /patternProperties/],
+      [{ oneOf: [{ type: 'object' }, { type: 'object', properties: { a: { type: 'string' } } }] }, /oneOf/],
+      [{ allOf: [{ type: 'string' }, { minLength: 2 }] }, /allOf/],
+      [{ not: { type: 'string' } }, /"not"/],
+      [{ $ref: 'http://example.com/s.json' }, /\$ref/],
+    ];
+    for (const [schema, re] of cases) {
+      assert.throws(() => grammarOf({ type: 'json_schema', schema }), (e: unknown) => e instanceof ServiceError && e.status === 400 && re.test(e.message), JSON.stringify(schema));
+    }
+  });
+});
