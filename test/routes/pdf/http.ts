@@ -11,7 +11,7 @@ export type Req = Pick<InProcess, 'request'>;
 /** multipart/form-data: every document in the field `file` (in order), options as further fields. */
 export function multipart(files: { bytes: Uint8Array; name?: string; field?: string }[], fields: Record<string, string | string[]> = {}, headers: Record<string, string> = {}): RequestInit {
   const fd = new FormData();
-  for (const f of files) fd.append(f.field ?? 'file', new Blob([f.bytes]), f.name ?? 'doc.pdf');
+  for (const f of files) fd.append(f.field ?? 'file', new Blob([f.bytes as Uint8Array<ArrayBuffer>]), f.name ?? 'doc.pdf');
   for (const [k, v] of Object.entries(fields)) for (const x of Array.isArray(v) ? v : [v]) fd.append(k, x);
   return { method: 'POST', body: fd, headers };
 }
