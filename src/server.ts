@@ -17,6 +17,7 @@ import { KeyService } from './services/keys/api-keys.ts';
 import { ModelServices } from './services/models/model-services.ts';
 import { residencyUsage } from './services/models/usage.ts';
 import { createInferenceEngine } from './services/inference/engine.ts';
+import { formatConstraint } from './services/chat/format-constraint.ts';
 import { loggingLoader } from './services/inference/logging-loader.ts';
 import { ChatService } from './services/chat/chat-service.ts';
 import { openStore } from './store/db.ts';
@@ -44,7 +45,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   // Cheap to construct: ONNX Runtime and transformers.js are imported when the first model loads (logged there).
   const engine = createInferenceEngine(config, loggingLoader(config, log));
   models.usage = residencyUsage(engine.residency);
-  const chat = new ChatService({ models, engine });
+  const chat = new ChatService({ models, engine, constrain: formatConstraint });
 
   let ticks = 0;
   const upkeep = setInterval(() => {

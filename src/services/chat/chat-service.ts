@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { ServiceError, invalidArgument } from '../errors.ts';
 import type { InferenceEngine } from '../inference/engine.ts';
-import type { GenerationResult } from '../inference/generate.ts';
+import type { GenerateOptions, GenerationResult } from '../inference/generate.ts';
 import type { LoadedModel } from '../inference/load.ts';
 import type { ModelSpec as EngineSpec } from '../inference/residency.ts';
 import { parseKeepAlive } from '../inference/keep-alive.ts';
@@ -54,6 +54,10 @@ export interface ChatRequest {
   logitsProcessors?: LogitsProcessorLike[];
   /** Template variables beyond tools and thinking. */
   templateKwargs?: Record<string, unknown>;
+  /** Processors built once the model and budget are known (used when `format` is absent: forced tool calls). */
+  processorsFor?: GenerateOptions['processorsFor'];
+  /** No thinking/tool-call parsing: every output character is content (constrained output parsed by the caller). */
+  raw?: boolean;
 }
 
 export interface ChatResult {
@@ -176,13 +180,16 @@ export class ChatService {
         keepAlive: req.keepAlive,
         signal,
         logitsProcessors: req.logitsProcessors,
-        processorsFor: format !== undefined && constrain ? (ctx) => constrain(format, ctx) : undefined,
+        processorsFor: format !== undefined && constrain ? (ctx) => constrain(format, ctx) : req.processorsFor,
       },
     );
 
     const toolFormat: ToolFormat | undefined = req.tools?.length ? toolFormatOf(m.template) : undefined;
     const thinking = has('thinking') || /<think>/.test(m.template);
-    const parser = createOutputParser({ thinking, startInThinking: thinking && opensThinking(gen.prompt), tools: toolFormat });
+    // constrained output (format) is JSON from its first character: nothing in it is thinking or a call
+    const parser = req.raw || format !== undefined
+      ? { push: (text: string): OutputDelta => ({ ...emptyDelta(), content: text }), flush: emptyDelta }
+      : createOutputParser({ thinking, startInThinking: thinking && opensThinking(gen.prompt), tools: toolFormat });
     return chatStream(m.name, gen, parser);
   }
 
