@@ -6,7 +6,7 @@ import { bodyLimit } from './http/body-limit.ts';
 import type { AppEnv } from './http/context.ts';
 import { toErrorResponse } from './http/errors.ts';
 import { requestMeta } from './http/request-meta.ts';
-import { embeddedPublic } from './generated-public.ts';
+import { embeddedPublic } from './runtime/embedded.ts';
 import { findPublicDir, serveStatic } from './http/static.ts';
 import { openaiFileRoutes } from './routes/openai/files.ts';
 import { versionRoutes } from './routes/ollama/version.ts';

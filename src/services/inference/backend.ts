@@ -6,6 +6,8 @@
  * here, before anything imports transformers.js; this module is the only one that imports it (dynamically).
  */
 import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { embeddedOrtWasmPath } from '../../runtime/embedded.ts';
 import { probeWebGpu } from '../../runtime/gpu.ts';
 
 export type BackendSetting = 'auto' | 'cpu' | 'wasm' | 'webgpu' | 'cuda';
@@ -76,10 +78,16 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   }
   const useWebGpu = requested === 'webgpu' || (requested === 'auto' && gpu.adapter && !gpu.software);
   const ort = (useWebGpu ? await import('onnxruntime-web/webgpu') : await import('onnxruntime-web')) as typeof import('onnxruntime-web');
-  ort.env.wasm.wasmPaths = opts.wasmPaths ?? defaultWasmPaths();
+  // Inside the compiled binary the .wasm is embedded: hand ORT the bytes instead of a path to look in.
+  // (A wasm-only wasmPaths also stops transformers.js from pointing ORT at a CDN for the glue: the bundle inlines it.)
+  if (embeddedOrtWasmPath && !opts.wasmPaths) {
+    ort.env.wasm.wasmBinary = readFileSync(embeddedOrtWasmPath);
+    ort.env.wasm.wasmPaths = {};
+  }
+  else ort.env.wasm.wasmPaths = opts.wasmPaths ?? defaultWasmPaths();
   ort.env.wasm.numThreads = threads || undefined;
   ort.env.wasm.proxy = false;
-  (globalThis as Record<symbol, unknown>)[ORT_SYMBOL] = ort;
+  (globalThis as Record<symbol, unknown>)[ORT_SYMBOL] = embeddedOrtWasmPath ? readingPaths(ort) : ort;
   // transformers.js' Node build still require()s onnxruntime-node when evaluated (its web build cannot read
   // local files), so where the addon is absent a bundle must alias that module to a stub.
   const tf = await import('@huggingface/transformers').catch((e) => {
@@ -89,6 +97,21 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   const devices: Device[] = useWebGpu && gpu.adapter ? ['webgpu', 'wasm'] : ['wasm'];
   if (requested === 'webgpu' && !gpu.adapter) notes.push(`webgpu: ${gpu.description}; falling back to wasm`);
   return { requested, ort: 'onnxruntime-web', tf, devices, threads, notes };
+}
+
+/**
+ * The browser bundle of onnxruntime-web (the one a compiled binary carries) can only fetch() a string model
+ * path, and transformers.js passes paths under Node-like runtimes: read them into bytes first.
+ */
+function readingPaths(ort: typeof import('onnxruntime-web')): typeof import('onnxruntime-web') {
+  type Opts = { externalData?: { path: string; data: unknown }[] } & Record<string, unknown>;
+  const bytes = (v: unknown) => (typeof v === 'string' ? new Uint8Array(readFileSync(v)) : v);
+  const create = (model: unknown, opts?: Opts) => {
+    const externalData = opts?.externalData?.map((d) => ({ ...d, data: bytes(d.data) }));
+    // deno-lint-ignore no-explicit-any
+    return ort.InferenceSession.create(bytes(model) as any, { ...opts, ...(externalData ? { externalData } : {}) } as any);
+  };
+  return { ...ort, InferenceSession: { ...ort.InferenceSession, create } } as unknown as typeof import('onnxruntime-web');
 }
 
 function devicesFor(requested: BackendSetting, ort: OrtPackage): Device[] {
