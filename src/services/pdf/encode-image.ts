@@ -26,7 +26,10 @@ let sharpLoading: Promise<SharpFn | null> | undefined;
 
 /** sharp, or null where its native addon does not load. */
 export function loadSharp(): Promise<SharpFn | null> {
-  sharpLoading ??= import('sharp').then((m) => (m.default ?? m) as unknown as SharpFn).catch(() => null);
+  sharpLoading ??= import('sharp')
+    .then((m) => (m.default ?? m) as unknown as SharpFn & { unavailable?: boolean })
+    .then((fn) => (fn.unavailable ? null : fn)) // the single binary's stub: take the WASM codecs
+    .catch(() => null);
   return sharpLoading;
 }
 
