@@ -19,6 +19,9 @@ import { ollamaPsRoutes } from './routes/ollama/ps.ts';
 import { adminMemoryRoutes } from './routes/svc/admin-memory.ts';
 import { ollamaPullRoutes } from './routes/ollama/pull.ts';
 import { openaiModelRoutes } from './routes/openai/models.ts';
+import { openaiChatRoutes } from './routes/openai/chat.ts';
+import { openaiCompletionRoutes } from './routes/openai/completions.ts';
+import { openaiEmbeddingRoutes } from './routes/openai/embeddings.ts';
 import { rootRoutes } from './routes/root.ts';
 import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
@@ -46,6 +49,9 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   // dialect A
   app.route('/', openaiFileRoutes(deps.files));
   app.route('/', openaiModelRoutes(deps.models));
+  app.route('/', openaiChatRoutes(deps.chat, log));
+  app.route('/', openaiCompletionRoutes(deps.chat, deps.engine, log));
+  app.route('/', openaiEmbeddingRoutes(deps.chat, deps.runner));
   // dialect B
   app.route('/', versionRoutes());
   app.route('/', ollamaModelRoutes(deps.models, deps.engine));

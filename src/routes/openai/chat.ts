@@ -1,0 +1,27 @@
+/**
+ * POST /v1/chat/completions. The request is planned by the chat service's dialect A module (refusals,
+ * extensions, structured output, forced tool calls); the answer is one chat.completion, or SSE chunks
+ * ending with [DONE]. Failures before the first chunk are statuses; after, an error event. A client that
+ * disconnects aborts the generation (the request's signal), which frees its slot.
+ */
+import { Hono } from 'hono';
+import type { AppEnv } from '../../http/context.ts';
+import { sseResponse } from '../../http/sse.ts';
+import { readJsonBody } from '../../http/validate.ts';
+import type { Logger } from '../../log.ts';
+import type { ChatService } from '../../services/chat/chat-service.ts';
+import { chatChunks, chatCompletion, planChat } from '../../services/chat/openai-chat.ts';
+import { ServiceError } from '../../services/errors.ts';
+
+export function openaiChatRoutes(chat: ChatService, log: Logger) {
+  const app = new Hono<AppEnv>();
+  app.post('/v1/chat/completions', async (c) => {
+    const body = await readJsonBody(c);
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
+    const plan = planChat(body as Record<string, unknown>, c.req.raw.signal);
+    if (!plan.stream) return c.json(await chatCompletion(chat, plan));
+    const s = await chat.chat(plan.request);
+    return sseResponse(chatChunks(s, plan), { logError: log.error, requestId: c.get('requestId') });
+  });
+  return app;
+}

@@ -1,0 +1,145 @@
+/**
+ * Dialect A legacy completions and embeddings, free of HTTP.
+ *
+ * Completions: the prompt is given to the model as raw text (no chat template); a prompt array gives one
+ * choice per prompt (times n); `echo` puts the prompt before the text; streaming with usage last.
+ * Embeddings: one vector per input; `dimensions` truncates and renormalises (any size up to the model's
+ * own); `encoding_format: base64` packs little-endian float32.
+ */
+import { ServiceError } from '../errors.ts';
+import type { InferenceEngine } from '../inference/engine.ts';
+import type { GenerationResult } from '../inference/generate.ts';
+import type { ChatService } from './chat-service.ts';
+import { checkExtensions, choicesCount, completionId, refuseFields, samplingParams, usageOf } from './openai-chat.ts';
+import { mergeParams } from './params.ts';
+
+type Body = Record<string, unknown>;
+const bad = (field: string, message: string) => new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
+
+export const REFUSED_COMPLETION_FIELDS: Record<string, (v: unknown) => boolean> = {
+  logprobs: (v) => v !== undefined && v !== null && v !== false && v !== 0,
+  suffix: (v) => typeof v === 'string' && v !== '',
+  best_of: (v) => typeof v === 'number' && v > 1,
+  logit_bias: (v) => !!v && typeof v === 'object' && Object.keys(v).length > 0,
+};
+
+export interface CompletionPlan {
+  model: string;
+  prompts: string[];
+  n: number;
+  echo: boolean;
+  stream: boolean;
+  includeUsage: boolean;
+  params: ReturnType<typeof samplingParams>;
+}
+
+export function planCompletion(body: Body): CompletionPlan {
+  if (typeof body.model !== 'string' || !body.model) throw bad('model', 'required');
+  refuseFields(body, REFUSED_COMPLETION_FIELDS, 'completions');
+  checkExtensions(body);
+  const p = body.prompt ?? '';
+  const prompts = typeof p === 'string' ? [p] : Array.isArray(p) && p.length && p.every((x) => typeof x === 'string') ? (p as string[]) : undefined;
+  if (!prompts) throw bad('prompt', 'must be a string or a non-empty array of strings (token arrays are not supported)');
+  const stream = body.stream === true;
+  if (stream && prompts.length > 1) throw bad('prompt', 'an array of prompts is not supported with stream');
+  const so = body.stream_options as { include_usage?: unknown } | undefined | null;
+  const params = samplingParams(body);
+  if (params.maxTokens === undefined) params.maxTokens = 16; // OpenAI's default for completions
+  return { model: body.model, prompts, n: choicesCount(body, stream), echo: body.echo === true, stream, includeUsage: stream && so?.include_usage === true, params };
+}
+
+async function generation(chat: ChatService, engine: InferenceEngine, plan: CompletionPlan, prompt: string, i: number, signal?: AbortSignal) {
+  const m = await chat.resolve(plan.model, 'generation');
+  const params = mergeParams(m.defaults, plan.params);
+  if (params.seed !== undefined) params.seed = (params.seed + i) >>> 0;
+  const gen = await engine.generate(m.engineSpec, { prompt }, { ...params, signal });
+  return { model: m.name, gen };
+}
+
+export async function completion(chat: ChatService, engine: InferenceEngine, plan: CompletionPlan, signal?: AbortSignal) {
+  const results: GenerationResult[] = [];
+  const choices = [];
+  let model = plan.model;
+  for (const [pi, prompt] of plan.prompts.entries()) {
+    for (let k = 0; k < plan.n; k++) {
+      const g = await generation(chat, engine, plan, prompt, k, signal);
+      model = g.model;
+      for await (const _ of g.gen) {
+        /* text collected in result */
+      }
+      const r = await g.gen.result;
+      results.push(r);
+      choices.push({ index: pi * plan.n + k, text: (plan.echo ? prompt : '') + r.text, logprobs: null, finish_reason: r.finishReason });
+    }
+  }
+  const usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+  for (const [pi] of plan.prompts.entries()) usage.prompt_tokens += results[pi * plan.n].promptTokens;
+  usage.completion_tokens = results.reduce((a, r) => a + r.completionTokens, 0);
+  usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+  return { id: completionId('cmpl'), object: 'text_completion' as const, created: Math.floor(Date.now() / 1000), model, choices, usage, system_fingerprint: null };
+}
+
+/** Starts the streamed completion (throws before anything streams) and returns its chunks. */
+export async function completionChunks(chat: ChatService, engine: InferenceEngine, plan: CompletionPlan, signal?: AbortSignal): Promise<AsyncGenerator<unknown>> {
+  const { model, gen } = await generation(chat, engine, plan, plan.prompts[0], 0, signal);
+  const id = completionId('cmpl');
+  const created = Math.floor(Date.now() / 1000);
+  const chunk = (text: string, finish: string | null = null) => ({
+    id, object: 'text_completion', created, model, system_fingerprint: null,
+    choices: [{ index: 0, text, logprobs: null, finish_reason: finish }], ...(plan.includeUsage ? { usage: null } : {}),
+  });
+  return (async function* () {
+    if (plan.echo) yield chunk(plan.prompts[0]);
+    for await (const t of gen) yield chunk(t);
+    const r = await gen.result;
+    yield chunk('', r.finishReason);
+    if (plan.includeUsage) yield { id, object: 'text_completion', created, model, system_fingerprint: null, choices: [], usage: usageOf([r]) };
+  })();
+}
+
+export interface EmbeddingPlan {
+  model: string;
+  inputs: string[];
+  base64: boolean;
+  dimensions?: number;
+}
+
+export function planEmbeddings(body: Body): EmbeddingPlan {
+  if (typeof body.model !== 'string' || !body.model) throw bad('model', 'required');
+  const input = body.input;
+  const inputs = typeof input === 'string' ? [input] : Array.isArray(input) && input.length && input.every((x) => typeof x === 'string') ? (input as string[]) : undefined;
+  if (!inputs) throw bad('input', 'must be a string or a non-empty array of strings (token arrays are not supported)');
+  if (inputs.some((s) => s === '')) throw bad('input', 'must not contain empty strings');
+  const fmt = body.encoding_format ?? 'float';
+  if (fmt !== 'float' && fmt !== 'base64') throw bad('encoding_format', 'must be float or base64');
+  const d = body.dimensions;
+  if (d !== undefined && d !== null && (typeof d !== 'number' || !Number.isInteger(d) || d < 1)) throw bad('dimensions', 'must be a positive integer');
+  return { model: body.model, inputs, base64: fmt === 'base64', dimensions: (d as number | undefined) ?? undefined };
+}
+
+function shape(vec: number[], dims: number | undefined): number[] {
+  if (dims === undefined || dims === vec.length) return vec;
+  if (dims > vec.length) throw bad('dimensions', `the model's embeddings have ${vec.length} dimensions; ${dims} is more`);
+  const cut = vec.slice(0, dims);
+  const norm = Math.hypot(...cut) || 1;
+  return cut.map((x) => x / norm);
+}
+
+function toBase64(vec: number[]): string {
+  const buf = Buffer.alloc(vec.length * 4);
+  vec.forEach((x, i) => buf.writeFloatLE(x, i * 4));
+  return buf.toString('base64');
+}
+
+export async function embeddings(chat: ChatService, plan: EmbeddingPlan, signal?: AbortSignal) {
+  const r = await chat.embed(plan.model, plan.inputs, { signal });
+  return {
+    object: 'list' as const,
+    data: r.vectors.map((v, index) => {
+      const vec = shape(v, plan.dimensions);
+      return { object: 'embedding' as const, index, embedding: plan.base64 ? toBase64(vec) : vec };
+    }),
+    model: r.model,
+    usage: { prompt_tokens: r.promptTokens, total_tokens: r.promptTokens },
+  };
+}
