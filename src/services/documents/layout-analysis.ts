@@ -1,0 +1,373 @@
+/**
+ * Layout analysis of positioned text (a PDF text layer from pdfLayout, or OCR lines) into typed elements
+ * in reading order. Rules, in the order they run (docs/api/documents.md explains each choice):
+ *
+ * 1. Segments: a line is cut where two words are more than one em apart (columns, table cells); a list
+ *    marker stays with its text.
+ * 2. Page headers/footers: segments in the top or bottom 9% of a page whose text (digits masked) repeats on
+ *    at least half of the pages (two or more), and lone page numbers there.
+ * 3. Tables from aligned text: consecutive rows of two or more short segments (≤ 5 words on average,
+ *    none over 12) whose x-ranges fall into the same two-or-more columns, unless the segments fill their
+ *    columns like lines of running text do.
+ * 4. Reading order: recursive cuts. A region with a vertical gutter (a free x-band at least 0.9 em wide
+ *    with content on both sides) is read column by column, left to right; otherwise it is cut into
+ *    horizontal strips, and consecutive strips are grouped while they share a gutter and follow each other
+ *    closely (so a multi-column section under a full-width title is read column by column, and a line
+ *    after a wide gap below it is not pulled into one of its columns).
+ * 5. Blocks: consecutive lines of one column with the same size and weight and a small vertical gap form a
+ *    paragraph; a list marker starts a new item; a hyphen at a line end before a lowercase word is removed.
+ * 6. Types: the body size is the most common size (by characters). Larger (≥ 1.15×) or bold short blocks
+ *    are headings, levelled by size (the largest on the first page is the title); blocks starting with a
+ *    bullet or enumerator are list items; "Figure n"/"Table n" next to an image or table is its caption;
+ *    math-dense short lines are formulas; images are figures.
+ */
+import type { BBox, DocElement, PageMeta, TableCell } from './elements.ts';
+
+export interface InWord { text: string; box: BBox; font?: string; fontSize: number; bold?: boolean }
+export interface InLine { text: string; box: BBox; words: InWord[] }
+export interface InPage { page: number; width: number; height: number; lines: InLine[]; images: { box: BBox }[]; source: 'text' | 'ocr'; rotation?: number; deskew?: number }
+
+interface Seg { text: string; box: BBox; size: number; bold: boolean; chars: number; words: InWord[]; page: number }
+type Unit = { kind: 'seg'; seg: Seg; box: BBox } | { kind: 'table'; el: DocElement; box: BBox } | { kind: 'image'; box: BBox };
+
+const BULLET = /^([•◦▪▫●○■□‣⁃∙·*–—-])(\s+|$)/;
+const ENUM = /^(\(?(\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)])(\s+|$)/;
+const isBoldFont = (f = '') => /bold|black|heavy|semibold|demi/i.test(f);
+const right = (b: BBox) => b.x + b.width;
+const bottom = (b: BBox) => b.y + b.height;
+const unionBox = (bs: BBox[]): BBox => {
+  const x0 = Math.min(...bs.map((b) => b.x)), y0 = Math.min(...bs.map((b) => b.y));
+  const x1 = Math.max(...bs.map(right)), y1 = Math.max(...bs.map(bottom));
+  return { x: r2(x0), y: r2(y0), width: r2(x1 - x0), height: r2(y1 - y0) };
+};
+const r2 = (n: number) => Math.round(n * 100) / 100;
+
+// ---------------------------------------------------------------- 1. segments
+
+function segmentsOf(p: InPage): Seg[] {
+  const out: Seg[] = [];
+  for (const line of p.lines) {
+    const words = [...line.words].filter((w) => w.text.trim()).sort((a, b) => a.box.x - b.box.x);
+    let cur: InWord[] = [];
+    const flush = () => { if (cur.length) out.push(makeSeg(cur, p.page)); cur = []; };
+    for (const w of words) {
+      const prev = cur[cur.length - 1];
+      if (prev) {
+        const gap = w.box.x - right(prev.box);
+        const em = Math.max(prev.fontSize, w.fontSize, 4);
+        const markerOnly = cur.length === 1 && (BULLET.test(prev.text) || ENUM.test(prev.text));
+        const vertical = Math.abs(w.box.y + w.box.height / 2 - (prev.box.y + prev.box.height / 2)) > Math.max(prev.box.height, w.box.height) * 0.7;
+        if (vertical || (gap > em * 1.0 && !(markerOnly && gap < em * 3))) flush();
+      }
+      cur.push(w);
+    }
+    flush();
+  }
+  return out;
+}
+
+function makeSeg(words: InWord[], page: number): Seg {
+  const text = words.map((w) => w.text).join(' ');
+  const chars = words.reduce((s, w) => s + w.text.length, 0);
+  const sizes = words.map((w) => w.fontSize).sort((a, b) => a - b);
+  const boldChars = words.reduce((s, w) => s + (w.bold ?? isBoldFont(w.font) ? w.text.length : 0), 0);
+  return { text, box: unionBox(words.map((w) => w.box)), size: sizes[sizes.length >> 1]!, bold: boldChars > chars * 0.6, chars, words, page };
+}
+
+// ---------------------------------------------------------------- 2. headers and footers
+
+const maskDigits = (s: string) => s.toLowerCase().replace(/\d+/g, '#').replace(/\s+/g, ' ').trim();
+const PAGE_NUMBER = /^(page\s*)?[#\d]+(\s*(of|\/)\s*[#\d]+)?$|^[-–]\s*\d+\s*[-–]$/i;
+
+function markMargins(pages: InPage[], segs: Seg[][]): Set<Seg> {
+  const marginal = new Set<Seg>();
+  const zone = (p: InPage, s: Seg) => (bottom(s.box) <= p.height * 0.09 ? 'top' : s.box.y >= p.height * 0.91 ? 'bottom' : null);
+  const counts = new Map<string, Set<number>>();
+  pages.forEach((p, i) => {
+    for (const s of segs[i]!) {
+      const z = zone(p, s);
+      if (!z) continue;
+      const key = `${z}:${maskDigits(s.text)}`;
+      if (!counts.has(key)) counts.set(key, new Set());
+      counts.get(key)!.add(p.page);
+    }
+  });
+  pages.forEach((p, i) => {
+    for (const s of segs[i]!) {
+      const z = zone(p, s);
+      if (!z) continue;
+      const repeated = pages.length >= 2 && counts.get(`${z}:${maskDigits(s.text)}`)!.size >= Math.max(2, pages.length * 0.5);
+      if (repeated || PAGE_NUMBER.test(s.text.trim())) marginal.add(s);
+    }
+  });
+  return marginal;
+}
+
+// ---------------------------------------------------------------- 3. tables
+
+function rowsOf(segs: Seg[]): Seg[][] {
+  const sorted = [...segs].sort((a, b) => a.box.y - b.box.y || a.box.x - b.box.x);
+  const rows: Seg[][] = [];
+  for (const s of sorted) {
+    const row = rows[rows.length - 1];
+    const mid = s.box.y + s.box.height / 2;
+    if (row && row.some((r) => Math.abs(r.box.y + r.box.height / 2 - mid) < Math.min(r.box.height, s.box.height) * 0.5)) row.push(s);
+    else rows.push([s]);
+  }
+  return rows.map((r) => r.sort((a, b) => a.box.x - b.box.x));
+}
+
+/** Column x-ranges: union of the segments' x-ranges over all rows. */
+function columnsOf(rows: Seg[][]): { x0: number; x1: number }[] {
+  const ivs = rows.flat().map((s) => ({ x0: s.box.x, x1: right(s.box) })).sort((a, b) => a.x0 - b.x0);
+  const cols: { x0: number; x1: number }[] = [];
+  for (const iv of ivs) {
+    const last = cols[cols.length - 1];
+    if (last && iv.x0 <= last.x1 + 1) last.x1 = Math.max(last.x1, iv.x1);
+    else cols.push({ ...iv });
+  }
+  return cols;
+}
+
+function findTables(segs: Seg[], page: number, body: number): { tables: { el: DocElement; segs: Set<Seg> }[] } {
+  const rows = rowsOf(segs);
+  const tables: { el: DocElement; segs: Set<Seg> }[] = [];
+  const wordsPer = (r: Seg[]) => r.reduce((s, x) => s + x.words.length, 0) / r.length;
+  let i = 0;
+  while (i < rows.length) {
+    if (rows[i]!.length < 2) { i++; continue; }
+    let j = i + 1;
+    while (j < rows.length && rows[j]!.length >= 2) {
+      const prev = rows[j - 1]!, cur = rows[j]!;
+      const gap = Math.min(...cur.map((s) => s.box.y)) - Math.max(...prev.map((s) => bottom(s.box)));
+      if (gap > Math.max(body, 6) * 2.5) break;
+      const cols = columnsOf(rows.slice(i, j + 1));
+      if (cols.length < 2) break;
+      j++;
+    }
+    const run = rows.slice(i, j);
+    const cols = columnsOf(run);
+    const avgWords = run.reduce((s, r) => s + wordsPer(r), 0) / run.length;
+    const longest = Math.max(...run.flat().map((s) => s.words.length));
+    // columns of running text look like a two-column table; their lines fill the column width
+    const segsOfRun = run.flat();
+    const filling = segsOfRun.filter((sg) => {
+      const c = cols.find((cc) => sg.box.x >= cc.x0 - 1 && sg.box.x <= cc.x1);
+      return c && sg.box.width >= (c.x1 - c.x0) * 0.8;
+    }).length;
+    const prose = avgWords >= 3 && filling >= segsOfRun.length * 0.6;
+    if (run.length >= 2 && cols.length >= 2 && avgWords <= 5 && longest <= 12 && !prose) {
+      const cells: TableCell[] = [];
+      run.forEach((r, ri) => {
+        for (const s of r) {
+          const ci = cols.findIndex((c) => s.box.x >= c.x0 - 1 && s.box.x <= c.x1);
+          const at = cells.find((c) => c.row === ri && c.col === ci);
+          if (at) { at.text += ` ${s.text}`; at.bbox = unionBox([at.bbox!, s.box]); }
+          else cells.push({ row: ri, col: ci, text: s.text, bbox: s.box, header: ri === 0 });
+        }
+      });
+      const set = new Set(run.flat());
+      const box = unionBox([...set].map((s) => s.box));
+      const grid = run.map((_, ri) => cols.map((__, ci) => cells.find((c) => c.row === ri && c.col === ci)?.text ?? ''));
+      tables.push({
+        el: { type: 'table', text: grid.map((r) => r.join(' | ')).join('\n'), page, bbox: box, rows: run.length, cols: cols.length, cells: cells.sort((a, b) => a.row - b.row || a.col - b.col) },
+        segs: set,
+      });
+      i = j;
+    } else i++;
+  }
+  return { tables };
+}
+
+// ---------------------------------------------------------------- 4. reading order
+
+function gutters(units: Unit[], minGap: number): number[] {
+  const ivs = units.map((u) => [u.box.x, right(u.box)] as const).sort((a, b) => a[0] - b[0]);
+  const cuts: number[] = [];
+  let reach = ivs[0]![1];
+  for (let k = 1; k < ivs.length; k++) {
+    const [x0, x1] = ivs[k]!;
+    if (x0 - reach >= minGap) cuts.push((x0 + reach) / 2);
+    reach = Math.max(reach, x1);
+  }
+  return cuts;
+}
+
+function order(units: Unit[], minGap: number, depth = 0): Unit[] {
+  if (units.length <= 1 || depth > 40) return units;
+  const cuts = gutters(units, minGap);
+  if (cuts.length) {
+    const cols: Unit[][] = Array.from({ length: cuts.length + 1 }, () => []);
+    for (const u of units) {
+      const cx = u.box.x + u.box.width / 2;
+      let k = 0;
+      while (k < cuts.length && cx > cuts[k]!) k++;
+      cols[k]!.push(u);
+    }
+    return cols.flatMap((c) => order(c, minGap, depth + 1));
+  }
+  // horizontal strips
+  const sorted = [...units].sort((a, b) => a.box.y - b.box.y || a.box.x - b.box.x);
+  const strips: Unit[][] = [];
+  let reach = -Infinity;
+  for (const u of sorted) {
+    const tol = Math.min(u.box.height, 6) * 0.3;
+    if (!strips.length || u.box.y >= reach - tol) { strips.push([u]); reach = bottom(u.box); }
+    else { strips[strips.length - 1]!.push(u); reach = Math.max(reach, bottom(u.box)); }
+  }
+  if (strips.length === 1) return sorted; // overlapping in both directions: top-to-bottom
+  const groups: Unit[][] = [];
+  let prevBottom = -Infinity;
+  for (const s of strips) {
+    const g = groups[groups.length - 1];
+    const top = Math.min(...s.map((u) => u.box.y));
+    const close = top - prevBottom < minGap * 2.5; // a wide vertical gap ends a multi-column section
+    if (g && close && gutters([...g, ...s], minGap).length && (gutters(g, minGap).length || gutters(s, minGap).length)) g.push(...s);
+    else groups.push([...s]);
+    prevBottom = Math.max(...s.map((u) => bottom(u.box)));
+  }
+  return groups.flatMap((g) => (g.length === units.length ? g.sort((a, b) => a.box.y - b.box.y || a.box.x - b.box.x) : order(g, minGap, depth + 1)));
+}
+
+// ---------------------------------------------------------------- 5 & 6. blocks and types
+
+interface Block { segs: Seg[]; list: { marker: string; ordered: boolean } | null }
+
+function listMarker(text: string): { marker: string; ordered: boolean } | null {
+  const b = BULLET.exec(text);
+  if (b && text.length > b[0].length) return { marker: b[1]!, ordered: false };
+  const e = ENUM.exec(text);
+  if (e && text.length > e[0].length && !/^\d+\.\d/.test(text)) return { marker: e[1]!, ordered: true };
+  return null;
+}
+
+function blocksOf(segs: Seg[], body: number): Block[] {
+  const blocks: Block[] = [];
+  for (const s of segs) {
+    const cur = blocks[blocks.length - 1];
+    const last = cur?.segs[cur.segs.length - 1];
+    const marker = listMarker(s.text);
+    let join = false;
+    if (cur && last && !marker) {
+      const gap = s.box.y - bottom(last.box);
+      const sameStyle = Math.abs(s.size - last.size) <= Math.max(0.6, last.size * 0.08) && s.bold === last.bold;
+      const overlapX = Math.min(right(s.box), right(last.box)) - Math.max(s.box.x, last.box.x) > 0;
+      const lineGap = gap > -last.box.height * 0.5 && gap < Math.max(last.size, body) * 0.75;
+      const listCont = !cur.list || s.box.x > cur.segs[0]!.box.x + 2;
+      join = sameStyle && overlapX && lineGap && listCont;
+    }
+    if (join) cur!.segs.push(s);
+    else blocks.push({ segs: [s], list: marker });
+  }
+  return blocks;
+}
+
+function joinLines(segs: Seg[]): string {
+  let text = '';
+  for (const s of segs) {
+    const t = s.text.trim();
+    if (!text) text = t;
+    else if (/[\p{L}]-$/u.test(text) && /^\p{Ll}/u.test(t)) text = text.slice(0, -1) + t;
+    else text += ` ${t}`;
+  }
+  return text;
+}
+
+const MATH = /[=∑∫√±×÷≤≥≈≠∞∂∇∈∉⊂⊆∀∃→⇒αβγδεθλμπσφωΣΠΔΩ^]/gu;
+function isFormula(text: string): boolean {
+  if (text.length > 120 || !/[=≤≥≈<>]/.test(text)) return false;
+  const math = (text.match(MATH) ?? []).length;
+  const words = text.split(/\s+/).filter((w) => /^\p{L}{3,}$/u.test(w)).length;
+  return math >= 2 && words <= 3;
+}
+
+const CAPTION = /^(fig(ure)?|image|chart|plate|table|tab)\.?\s*[\dIVX]+[a-z]?\s*[.:—–-]?/i;
+
+/** Analyses pages of positioned text into typed elements in reading order. */
+export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages: PageMeta[] } {
+  const segsByPage = pages.map(segmentsOf);
+  // body size: the most common size, by characters
+  const bySize = new Map<number, number>();
+  for (const s of segsByPage.flat()) bySize.set(Math.round(s.size * 2) / 2, (bySize.get(Math.round(s.size * 2) / 2) ?? 0) + s.chars);
+  const body = [...bySize.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 10;
+  const marginal = markMargins(pages, segsByPage);
+
+  interface Pending { el: DocElement; size: number; bold: boolean; headingCandidate: boolean }
+  const pending: Pending[] = [];
+  pages.forEach((p, pi) => {
+    const segs = segsByPage[pi]!;
+    const margins = segs.filter((s) => marginal.has(s));
+    const rest = segs.filter((s) => !marginal.has(s));
+    const { tables } = findTables(rest, p.page, body);
+    const inTable = new Set(tables.flatMap((t) => [...t.segs]));
+    const units: Unit[] = [
+      ...rest.filter((s) => !inTable.has(s)).map((s): Unit => ({ kind: 'seg', seg: s, box: s.box })),
+      ...tables.map((t): Unit => ({ kind: 'table', el: t.el, box: t.el.bbox! })),
+      ...p.images.filter((im) => im.box.width > 8 && im.box.height > 8).map((im): Unit => ({ kind: 'image', box: im.box })),
+    ];
+    const ordered = order(units, Math.max(body, 6) * 0.9);
+    for (const m of margins.filter((s) => bottom(s.box) <= p.height * 0.5)) pending.push({ el: { type: 'page_header', text: m.text, page: p.page, bbox: m.box, source: p.source }, size: m.size, bold: m.bold, headingCandidate: false });
+    // runs of consecutive segments form blocks; tables and images stand alone
+    let run: Seg[] = [];
+    const flushRun = () => {
+      for (const b of blocksOf(run, body)) {
+        const text = joinLines(b.segs);
+        const size = Math.max(...b.segs.map((s) => s.size));
+        const bold = b.segs.every((s) => s.bold);
+        const el: DocElement = { type: 'paragraph', text, page: p.page, bbox: unionBox(b.segs.map((s) => s.box)), source: p.source };
+        if (b.list) {
+          el.type = 'list_item';
+          el.ordered = b.list.ordered;
+          el.marker = b.list.marker;
+          el.text = text.replace(b.list.ordered ? ENUM : BULLET, '').trim();
+        } else if (isFormula(text)) el.type = 'formula';
+        const words = text.split(/\s+/).length;
+        const headingCandidate = !b.list && el.type === 'paragraph' && words <= 20 && b.segs.length <= 3 && !/[.:;,]$/.test(text) && /\p{L}/u.test(text) &&
+          (size >= body * 1.15 || (bold && words <= 12));
+        pending.push({ el, size, bold, headingCandidate });
+      }
+      run = [];
+    };
+    for (const u of ordered) {
+      if (u.kind === 'seg') { run.push(u.seg); continue; }
+      flushRun();
+      if (u.kind === 'table') pending.push({ el: u.el, size: body, bold: false, headingCandidate: false });
+      else pending.push({ el: { type: 'figure', text: '', page: p.page, bbox: { x: r2(u.box.x), y: r2(u.box.y), width: r2(u.box.width), height: r2(u.box.height) }, source: p.source }, size: body, bold: false, headingCandidate: false });
+    }
+    flushRun();
+    for (const m of margins.filter((s) => bottom(s.box) > p.height * 0.5)) pending.push({ el: { type: 'page_footer', text: m.text, page: p.page, bbox: m.box, source: p.source }, size: m.size, bold: m.bold, headingCandidate: false });
+  });
+
+  // heading levels by size (larger = higher), bold body-size headings last
+  const headSizes = [...new Set(pending.filter((x) => x.headingCandidate).map((x) => Math.round(x.size * 2) / 2))].sort((a, b) => b - a);
+  const firstPage = pages[0]?.page;
+  const titleSize = headSizes[0];
+  let titled = false;
+  for (const x of pending) {
+    if (!x.headingCandidate) continue;
+    const sz = Math.round(x.size * 2) / 2;
+    const rank = headSizes.indexOf(sz);
+    if (!titled && x.el.page === firstPage && sz === titleSize && headSizes.length > 1 && sz >= body * 1.3) {
+      x.el.type = 'title'; x.el.level = 1; titled = true; continue;
+    }
+    x.el.type = 'section_header';
+    x.el.level = Math.min(6, 2 + rank - (titleSize !== undefined && headSizes.length > 1 && titleSize >= body * 1.3 && rank > 0 ? 1 : 0));
+  }
+
+  // captions next to figures and tables
+  const elements = pending.map((x) => x.el);
+  for (let i = 0; i < elements.length; i++) {
+    const e = elements[i]!;
+    if (e.type !== 'figure' && e.type !== 'table') continue;
+    const near = (c: DocElement | undefined) => c && c.page === e.page && (c.type === 'paragraph' || c.type === 'section_header') && CAPTION.test(c.text) && c.bbox && e.bbox &&
+      Math.min(Math.abs(c.bbox.y - bottom(e.bbox)), Math.abs(e.bbox.y - bottom(c.bbox))) < body * 3;
+    const after = elements[i + 1], before = elements[i - 1];
+    const cap = near(after) ? after! : near(before) ? before! : undefined;
+    if (!cap) continue;
+    cap.type = 'caption';
+    delete cap.level;
+    e.caption = cap.text;
+  }
+  const meta: PageMeta[] = pages.map((p) => ({ page: p.page, width: p.width, height: p.height, source: p.source, ...(p.rotation !== undefined ? { rotation: p.rotation, deskew: p.deskew ?? 0 } : {}) }));
+  return { elements, pages: meta };
+}

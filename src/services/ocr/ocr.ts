@@ -1,0 +1,98 @@
+/**
+ * OCR of images and PDF pages: each page is decoded (or rendered) to gray, turned upright and levelled
+ * (orient.ts), then read by one engine. Progress is reported per page.
+ */
+import { invalidArgument } from '../errors.ts';
+import { resolvePages, type PageSelection } from '../pdf/page-ranges.ts';
+import { loadPdfium, openDoc } from '../pdf/pdfium.ts';
+import { renderPage } from '../pdf/pdf-to-images.ts';
+import { orientPage } from './orient.ts';
+import { paddleEngine } from './paddle-engine.ts';
+import { decodeGrayFrames, grayFromRgba, type Gray } from './raster.ts';
+import { tesseractEngine } from './tesseract-engine.ts';
+import type { OcrEngine, OcrEngineName, OcrPage } from './types.ts';
+
+export type EngineChoice = OcrEngineName | 'auto';
+
+export interface OcrOptions {
+  engine?: EngineChoice;
+  /** language hint: `eng`/`en` (default) or `chi_sim`/`zh`; auto picks tesseract for English, paddle for Chinese */
+  language?: string;
+  pages?: PageSelection;
+  /** render resolution for PDF pages (default 300) */
+  dpi?: number;
+  detectOrientation?: boolean;
+  deskew?: boolean;
+  password?: string;
+  signal?: AbortSignal;
+  progress?: (done: number, total: number) => void;
+}
+
+const CHINESE = /^(zh|chi|chi_sim|chi_tra|zh-.*|chinese)$/i;
+
+export function pickEngine(choice: EngineChoice = 'auto', language = 'eng'): OcrEngine {
+  if (choice === 'tesseract') {
+    if (CHINESE.test(language)) throw invalidArgument(`language: the tesseract engine ships English data only; use engine "paddle" for ${language}.`);
+    return tesseractEngine;
+  }
+  if (choice === 'paddle') return paddleEngine;
+  if (choice !== 'auto') throw invalidArgument('engine: tesseract, paddle or auto.');
+  if (!/^(eng?|english|zh|chi.*|chinese|zh-.*)$/i.test(language)) throw invalidArgument(`language: ${language} is not available (eng, chi_sim).`);
+  return CHINESE.test(language) ? paddleEngine : tesseractEngine;
+}
+
+/** OCR of one upright-or-not gray page. */
+export async function ocrGray(g: Gray, page: number, engine: OcrEngine, opts: Pick<OcrOptions, 'detectOrientation' | 'deskew' | 'signal'> = {}): Promise<OcrPage> {
+  const o = await orientPage(g, opts);
+  opts.signal?.throwIfAborted();
+  const r = await engine.recognize(o.image, opts.signal);
+  const words = r.lines.flatMap((l) => l.words);
+  const conf = words.length ? words.reduce((s, w) => s + w.confidence, 0) / words.length : 0;
+  return {
+    page, engine: engine.name, width: o.image.width, height: o.image.height, rotation: o.rotation, deskew: o.deskew,
+    text: r.lines.map((l) => l.text).join('\n'), confidence: Math.round(conf * 1000) / 1000, lines: r.lines,
+  };
+}
+
+/** Rasterises selected PDF pages to gray at `dpi` (PDFium), one at a time through `each`. */
+export async function forEachPdfPage(bytes: Uint8Array, opts: { pages?: PageSelection; dpi?: number; password?: string; only?: (index: number) => boolean }, each: (g: Gray, page: number, total: number) => Promise<void>): Promise<number> {
+  const dpi = opts.dpi ?? 300;
+  if (!(dpi >= 50 && dpi <= 600)) throw invalidArgument('dpi: 50 to 600.');
+  const m = await loadPdfium();
+  const d = openDoc(m, bytes, opts.password);
+  try {
+    const count = m.FPDF_GetPageCount(d.doc);
+    const pages = resolvePages(opts.pages, count).filter((i) => opts.only?.(i) ?? true);
+    let n = 0;
+    for (const i of pages) {
+      const rgba = renderPage(m, d.doc, i, dpi, false);
+      await each(await grayFromRgba(rgba), i + 1, pages.length);
+      n++;
+    }
+    return n;
+  } finally {
+    d.close();
+  }
+}
+
+/** OCR of an image file (every TIFF page) or of PDF pages. */
+export async function ocrDocument(bytes: Uint8Array, kind: 'pdf' | 'image', opts: OcrOptions = {}): Promise<OcrPage[]> {
+  const engine = pickEngine(opts.engine, opts.language);
+  const out: OcrPage[] = [];
+  if (kind === 'pdf') {
+    await forEachPdfPage(bytes, opts, async (g, page, total) => {
+      opts.signal?.throwIfAborted();
+      out.push(await ocrGray(g, page, engine, opts));
+      opts.progress?.(out.length, total);
+    });
+    return out;
+  }
+  const frames = await decodeGrayFrames(bytes);
+  const wanted = resolvePages(opts.pages, frames.length);
+  for (const i of wanted) {
+    opts.signal?.throwIfAborted();
+    out.push(await ocrGray(frames[i]!, i + 1, engine, opts));
+    opts.progress?.(out.length, wanted.length);
+  }
+  return out;
+}
