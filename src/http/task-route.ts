@@ -16,6 +16,14 @@ export interface TaskRouteDef<I> extends Task<I> {
   cleanup?(input: I): Promise<void>;
 }
 
+/** RFC 6266: an ASCII `filename` for old clients plus `filename*` in UTF-8 (a header cannot carry other characters). */
+export function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  if (ascii === filename) return `attachment; filename="${ascii}"`;
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
 export const prefersAsync = (c: Context) => /(^|[\s,;])respond-async([\s,;]|$)/i.test(c.req.header('prefer') ?? '');
 
 export function taskHandler<I>(runner: TaskRunner, def: TaskRouteDef<I>): Handler<AppEnv> {
@@ -54,7 +62,7 @@ export function taskHandler<I>(runner: TaskRunner, def: TaskRouteDef<I>): Handle
         if (!o.ok) throw o.error;
         if ('json' in o) return c.body(o.json, 200, { 'Content-Type': 'application/json' });
         const headers: Record<string, string> = { 'Content-Type': o.binary.contentType };
-        if (o.binary.filename) headers['Content-Disposition'] = `attachment; filename="${o.binary.filename.replace(/["\\\r\n]/g, '_')}"`;
+        if (o.binary.filename) headers['Content-Disposition'] = contentDisposition(o.binary.filename);
         return c.body(o.binary.bytes as Uint8Array<ArrayBuffer>, 200, headers);
       }
     }
