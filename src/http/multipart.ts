@@ -26,10 +26,11 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
   const body: MultipartBody = { fields: new Map(), files: [] };
   const saves: Promise<void>[] = [];
   const arrival = new Map<StoredFile, number>();
+  let overLimit: string | undefined;
   const streams: NodeJS.ReadableStream[] = [];
   let bb: busboy.Busboy;
   try {
-    bb = busboy({ headers: { 'content-type': c.req.header('content-type') ?? '' }, limits: { fileSize: max, files: 100, fields: 1000, fieldSize: 1024 * 1024 } });
+    bb = busboy({ headers: { 'content-type': c.req.header('content-type') ?? '' }, defParamCharset: 'utf8', limits: { fileSize: max, files: 100, fields: 1000, fieldSize: 1024 * 1024 } });
   } catch (e) {
     throw invalidRequest(`malformed multipart request: ${(e as Error).message}`);
   }
@@ -51,6 +52,9 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
         }),
       );
     });
+    // busboy drops parts past its limits silently: refuse the request instead of losing inputs
+    bb.on('filesLimit', () => { overLimit ??= 'more than 100 file parts'; });
+    bb.on('fieldsLimit', () => { overLimit ??= 'more than 1000 fields'; });
     bb.on('close', resolve);
     bb.on('error', (e) => reject(isServiceError(e) ? e : invalidRequest(`malformed multipart request: ${(e as Error).message}`)));
   });
@@ -65,6 +69,7 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
   await done.catch((e) => { failure = e; });
   // Saves are pushed while parsing, so only now is the list complete.
   for (const r of await Promise.allSettled(saves)) if (r.status === 'rejected' && !failure) failure = r.reason;
+  if (!failure && overLimit) failure = invalidRequest(`malformed multipart request: ${overLimit}`);
   if (failure) {
     await Promise.all(body.files.map(({ file }) => store.delete(owner, file.id).catch(() => {})));
     throw failure;
