@@ -52,6 +52,19 @@ describe('pdf routes on the job contract', () => {
     await expectReason(await t.request('/svc/v1/pdf-info', multipart([{ bytes: new Uint8Array(10) }])), 415, 'unsupported_file_type');
     assert.equal(await countFiles(), before);
   });
+
+  test('a non-ASCII file name is kept: RFC 6266 filename* for inline answers, UTF-8 multipart names', async () => {
+    const viaJson = await t.request('/svc/v1/pdf-merge', json({ file: b64(a), filename: 'отчёт "Q3".pdf' }));
+    await pdfOf(viaJson.clone());
+    assert.equal(viaJson.headers.get('content-disposition'), `attachment; filename="_____ _Q3_-merged.pdf"; filename*=UTF-8''${encodeURIComponent('отчёт _Q3_-merged.pdf')}`);
+    const viaForm = await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a, name: 'Überblick.pdf' }]));
+    assert.match(viaForm.headers.get('content-disposition')!, /filename\*=UTF-8''%C3%9Cberblick-merged\.pdf$/);
+  });
+
+  test('more file parts than multipart admits (100) is a 400, never a silently shorter merge', async () => {
+    const many = Array.from({ length: 101 }, () => ({ bytes: a }));
+    await expectReason(await t.request('/svc/v1/pdf-merge', multipart(many)), 400, 'invalid_request');
+  });
 });
 
 describe('pdf routes: over the maximum request size', () => {

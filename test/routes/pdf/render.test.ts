@@ -76,5 +76,7 @@ describe('pdf render routes', () => {
     assert.match(pdfinfo(pdf)['Page size']!, /^841\.89 x 595\.28 pts/, 'landscape A4 for a landscape image');
     await expectReasonBoth(t, '/svc/v1/image-to-pdf', () => multipart([{ bytes: png }, { bytes: doc, name: 'x.png' }]), 415, 'unsupported_file_type');
     await expectReason(await t.request('/svc/v1/image-to-pdf', multipart([{ bytes: png }], { page_size: 'Napkin' })), 400, 'invalid_argument');
+    const broken = png.slice(0, 60); // a PNG signature and header, then nothing
+    await expectReasonBoth(t, '/svc/v1/image-to-pdf', () => multipart([{ bytes: broken, name: 'broken.png' }]), 422, 'image_corrupt');
   });
 });

@@ -50,7 +50,7 @@ export function pdfAssembleRoutes(deps: PdfRouteDeps) {
   app.post('/svc/v1/pdf-merge', pdfTask(deps, {
     name: 'pdf-merge',
     options: Merge,
-    files: { min: 1, max: 500 },
+    files: { min: 1, max: 100 },
     async run(docs, o, ctx, input) {
       for (const [field, list] of [['ranges', o.ranges], ['passwords', o.passwords]] as const)
         if (list && list.length !== docs.length) throw invalidRequest(`${field}: one entry per input document (${docs.length}), null for the default`, [{ field, message: 'length differs from the number of documents' }]);

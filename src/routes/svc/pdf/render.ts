@@ -38,7 +38,7 @@ export function pdfRenderRoutes(deps: PdfRouteDeps) {
   app.post('/svc/v1/image-to-pdf', pdfTask(deps, {
     name: 'image-to-pdf',
     options: ImageToPdf,
-    files: { min: 1, max: 500 },
+    files: { min: 1, max: 100 },
     async run(images, o, ctx, input) {
       const pdf = await imageToPdf(images.map((bytes) => ({ bytes })), { pageSize: o.page_size as ImageToPdfOptions['pageSize'], margin: o.margin, orientation: o.orientation });
       ctx.progress(images.length, images.length);
