@@ -1,0 +1,195 @@
+/**
+ * Text-generation benchmark: decode tokens/s and time to first token per available backend, on a model of
+ * Qwen2.5-0.5B's shape with random weights (q8 and q4), against this machine's physical limit:
+ * measured memory bandwidth / bytes read per decoded token (every weight a MatMul reads, one embedding
+ * row, the KV cache at the mean context length).
+ *
+ * Run: node --import tsx scripts/bench/generate.ts        (writes the "Text generation" section of BENCHMARKS.md)
+ *   BENCH_TOKENS=32 BENCH_BACKENDS=cpu,wasm BENCH_DTYPES=q8,q4 BENCH_THREADS=1,2 to change the defaults.
+ * The model is generated once into .models-cache/qwen2.5-0.5b (git-ignored) by
+ *   /usr/bin/python3 scripts/models/gen-tiny-models.py --shape qwen2.5-0.5b .models-cache/qwen2.5-0.5b
+ * Each backend runs in its own child process: transformers.js binds one ONNX Runtime per process.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { decodeFields, all, first, int64s, str, ONNX } from '../../src/services/models/onnx-wire.ts';
+
+const MODEL_DIR = resolve('.models-cache/qwen2.5-0.5b');
+const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
+/** Intra-op thread counts tried on the native CPU backend (WASM runs single-threaded, as the server does). */
+const THREADS = (process.env.BENCH_THREADS ?? '1,2').split(',').map(Number);
+const BACKENDS = (process.env.BENCH_BACKENDS ?? 'cpu,wasm').split(',');
+const DTYPES = (process.env.BENCH_DTYPES ?? 'q8,q4').split(',');
+const FILE: Record<string, string> = { q8: 'model_quantized.onnx', q4: 'model_q4.onnx', fp32: 'model.onnx' };
+const PROMPT = 'Write a short story about a lighthouse keeper who finds a message in a bottle on a stormy night.';
+
+interface ChildResult {
+  backend: string;
+  dtype: string;
+  threads: number;
+  device?: string;
+  ort?: string;
+  loadMs?: number;
+  promptTokens?: number;
+  ttftMs?: number;
+  decodeTps?: number;
+  tokens?: number;
+  error?: string;
+}
+
+// ---------------------------------------------------------------- child: one backend, one dtype
+async function child(backend: string, dtype: string, threads: number): Promise<ChildResult> {
+  const { loadModel } = await import('../../src/services/inference/load.ts');
+  const { generateText } = await import('../../src/services/inference/generate.ts');
+  const m = await loadModel(MODEL_DIR, 'text-generation', { backend: backend as never, dtype: dtype as never, threads });
+  // a random model may pick EOS at any step: mask it so every run decodes exactly TOKENS tokens
+  const eos = [m.model.generation_config?.eos_token_id ?? [], m.config.eos_token_id ?? []].flat().map(Number);
+  const noEos = (_ids: bigint[][], logits: { data: Float32Array }) => {
+    for (const id of eos) logits.data[id] = -Infinity;
+    return logits;
+  };
+  const run = async (maxTokens: number) => {
+    const g = generateText(m, { messages: [{ role: 'user', content: PROMPT }] }, { maxTokens, temperature: 0, logitsProcessors: [noEos as never] });
+    for await (const _ of g) {
+      /* drain */
+    }
+    return g.result;
+  };
+  await run(2); // warm-up: first-run allocations and kernel selection
+  const r = await run(TOKENS);
+  await m.dispose();
+  return {
+    backend, dtype, threads, device: m.device, ort: m.ort, loadMs: m.loadNs / 1e6, promptTokens: r.promptTokens,
+    ttftMs: r.timings.promptEvalNs / 1e6, tokens: r.completionTokens,
+    decodeTps: (r.completionTokens - 1) / (r.timings.evalNs / 1e9),
+  };
+}
+
+// ---------------------------------------------------------------- bytes read per decoded token
+/** Initializer bytes every decode step reads: all of them, except tables only Gathered (one row each). */
+function bytesPerToken(file: string): { weights: number; gathered: number } {
+  const buf = readFileSync(file);
+  const graph = decodeFields(first(decodeFields(buf), ONNX.model.graph)!.bytes!);
+  const consumers = new Map<string, string[]>();
+  for (const n of all(graph, ONNX.graph.node)) {
+    const nf = decodeFields(n.bytes!);
+    const op = str(first(nf, ONNX.node.opType)?.bytes);
+    all(nf, ONNX.node.input).forEach((f, k) => {
+      const name = str(f.bytes);
+      consumers.set(name, [...(consumers.get(name) ?? []), `${op}#${k}`]);
+    });
+  }
+  let weights = 0;
+  let gathered = 0;
+  for (const t of all(graph, ONNX.graph.initializer)) {
+    const tf = decodeFields(t.bytes!);
+    const name = str(first(tf, ONNX.tensor.name)?.bytes);
+    const bytes = first(tf, ONNX.tensor.rawData)?.bytes?.length ?? 0;
+    const dims = int64s(tf, ONNX.tensor.dims);
+    const uses = consumers.get(name) ?? [];
+    if (uses.length && uses.every((u) => u.startsWith('Gather') && u.endsWith('#0')) && dims.length >= 2) {
+      gathered += bytes;
+      weights += bytes / dims[0]; // one row per token
+    } else weights += bytes;
+  }
+  return { weights, gathered };
+}
+
+function kvBytesPerToken(contextTokens: number): number {
+  const c = JSON.parse(readFileSync(join(MODEL_DIR, 'config.json'), 'utf8'));
+  const headDim = c.head_dim ?? c.hidden_size / c.num_attention_heads;
+  return c.num_hidden_layers * 2 * c.num_key_value_heads * headDim * 4 * contextTokens; // fp32 cache
+}
+
+// ---------------------------------------------------------------- memory bandwidth
+/** STREAM-style copy bandwidth ((read + write) / time) with `threads` workers copying 256 MiB each. */
+async function copyBandwidth(threads: number): Promise<number> {
+  const code = `
+    const { parentPort } = require('node:worker_threads');
+    const n = 32 * 1024 * 1024; // 256 MiB of float64
+    const a = new Float64Array(n).fill(1), b = new Float64Array(n);
+    parentPort.on('message', (reps) => {
+      b.set(a);
+      const t = process.hrtime.bigint();
+      for (let i = 0; i < reps; i++) (i & 1 ? a : b).set(i & 1 ? b : a);
+      parentPort.postMessage({ bytes: 2 * 8 * n * reps, ns: Number(process.hrtime.bigint() - t) });
+    });`;
+  const workers = Array.from({ length: threads }, () => new Worker(code, { eval: true }));
+  try {
+    const runs = await Promise.all(workers.map((w) => new Promise<{ bytes: number; ns: number }>((r) => (w.once('message', r), w.postMessage(8)))));
+    const ns = Math.max(...runs.map((r) => r.ns));
+    return runs.reduce((s, r) => s + r.bytes, 0) / (ns / 1e9);
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+}
+
+// ---------------------------------------------------------------- parent
+const gb = (b: number) => (b / 1e9).toFixed(2);
+const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
+
+async function main() {
+  if (process.argv[2] === '--child') {
+    const [backend, dtype, threads] = [process.argv[3], process.argv[4], Number(process.argv[5])];
+    const r = await child(backend, dtype, threads).catch((e): ChildResult => ({ backend, dtype, threads, error: String(e?.message ?? e).split('\n')[0] }));
+    process.stdout.write(`@@RESULT ${JSON.stringify(r)}\n`);
+    return;
+  }
+  if (!existsSync(join(MODEL_DIR, 'config.json'))) {
+    console.error(`generating the benchmark model into ${MODEL_DIR} (heavy: several GB of writes, minutes)`);
+    const g = spawnSync('/usr/bin/python3', ['scripts/models/gen-tiny-models.py', '--shape', 'qwen2.5-0.5b', MODEL_DIR, '--dtypes', `fp32,${DTYPES.join(',')}`], { stdio: 'inherit' });
+    if (g.status !== 0) throw new Error('model generation failed');
+  }
+
+  const bw1 = await copyBandwidth(1);
+  const bwN = cpus().length > 1 ? await copyBandwidth(cpus().length) : bw1;
+  const bandwidth = Math.max(bw1, bwN);
+  console.error(`memory copy bandwidth: ${gb(bw1)} GB/s (1 thread), ${gb(bwN)} GB/s (${cpus().length} threads)`);
+
+  const rows: string[] = [];
+  const results: ChildResult[] = [];
+  for (const dtype of DTYPES) {
+    const file = join(MODEL_DIR, 'onnx', FILE[dtype]);
+    const { weights } = bytesPerToken(file);
+    for (const [backend, threads] of BACKENDS.flatMap((b) => (b === 'cpu' ? THREADS : [1]).map((t) => [b, t] as const))) {
+      console.error(`running ${backend} ${dtype} threads=${threads} ...`);
+      const p = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bench/generate.ts', '--child', backend, dtype, String(threads)], {
+        encoding: 'utf8', env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' }, maxBuffer: 64 << 20, timeout: 20 * 60_000,
+      });
+      const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('@@RESULT '));
+      const r: ChildResult = line ? JSON.parse(line.slice(9)) : { backend, dtype, threads, error: `child failed (${p.status}): ${(p.stderr ?? '').trim().split('\n').at(-1)}` };
+      results.push(r);
+      const ctx = (r.promptTokens ?? 30) + TOKENS / 2;
+      const perToken = weights + kvBytesPerToken(ctx);
+      const limit = bandwidth / perToken;
+      console.error(JSON.stringify(r));
+      rows.push(
+        r.error
+          ? `| ${backend} | ${dtype} | ${threads} | – | – | – | ${gb(perToken)} | ${f1(limit)} | – | failed: ${r.error.replace(/\|/g, '/')} |`
+          : `| ${backend} | ${dtype} | ${threads} | ${r.device} (${r.ort}) | ${f1(r.ttftMs)} | ${f1(r.decodeTps)} | ${gb(perToken)} | ${f1(limit)} | ${((100 * r.decodeTps!) / limit).toFixed(0)} % | load ${(r.loadMs! / 1000).toFixed(1)} s, prompt ${r.promptTokens} tokens |`,
+      );
+    }
+  }
+
+  const sizes = DTYPES.map((d) => `${d} ${gb(statSync(join(MODEL_DIR, 'onnx', FILE[d])).size)} GB`).join(', ');
+  const body = [
+    `Model: Qwen2.5-0.5B's shape with random weights (24 layers, hidden 896, 14/2 heads, MLP 4864, vocab 151936, tied embeddings), files ${sizes}; generated by \`scripts/models/gen-tiny-models.py --shape qwen2.5-0.5b\`.`,
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${gb(totalmem())} GB RAM, Node ${process.version}. Engine: \`src/services/inference\` (transformers.js, KV cache, greedy, EOS masked so every run decodes ${TOKENS} tokens), intra-op threads as listed (the server default is 1), one warm-up generation first.`,
+    `Physical limit = memory bandwidth / bytes read per decoded token. Bandwidth: STREAM-style copy of 256 MiB Float64Arrays, (read + write) / time: ${gb(bw1)} GB/s with 1 thread, ${gb(bwN)} GB/s with ${cpus().length}; the larger is used. Bytes per token: every initializer a MatMul reads (the tied LM head in full), one row of the Gather-only embedding table, and the fp32 KV cache at the mean context length.`,
+    '',
+    '| backend | dtype | threads | ran on | time to first token (ms) | decode (tokens/s) | bytes read / token (GB) | limit (tokens/s) | of limit | notes |',
+    '|---|---|---:|---|---:|---:|---:|---:|---:|---|',
+    ...rows,
+    '',
+    'Time to first token covers prompt evaluation (prefill of the chat-templated prompt) and the first sampled token, with the model already loaded. Decode tokens/s excludes the first token. WebGPU is not listed: Node has no `navigator.gpu`, and onnxruntime-node\'s Dawn provider finds no adapter on this machine (see DESIGN.md); a software adapter would be slower than the CPU path.',
+  ].join('\n');
+  const writer = './write-benchmarks.mjs';
+  const { writeSection } = (await import(writer)) as { writeSection: (title: string, body: string) => void };
+  writeSection('Text generation (decode tokens/s, time to first token)', body);
+  console.log(body);
+}
+
+await main();
