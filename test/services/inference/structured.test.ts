@@ -126,7 +126,7 @@ describe('constrained decoding over random logits', () => {
   });
 
   it('refuses a budget smaller than the shortest valid output', () => {
-    assert.throws(() => run({ type: 'json_schema', schema: SCHEMAS.nested }, 1, 20), (e: unknown) => e instanceof ServiceError && e.status === 400 && /max_tokens/.test(e.message));
+    assert.throws(() => run({ type: 'json_schema', schema: SCHEMAS.nested }, 1, 20), (e: unknown) => e instanceof ServiceError && e.status === 400 && /budget of 20 tokens/.test(e.message));
   });
 
   it('refuses unsupported features by name', () => {

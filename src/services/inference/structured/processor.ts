@@ -36,7 +36,7 @@ export interface ConstrainedProcessor extends LogitsProcessorFn {
 const MAX_CACHE = 4096;
 
 export function budgetTooSmall(needed: number, budget: number) {
-  return new ServiceError(400, 'invalid_request', `max_tokens ${budget} is too small for the requested format: the shortest valid output needs about ${needed} tokens`);
+  return new ServiceError(400, 'invalid_request', `a budget of ${budget} tokens (max_tokens, or what the prompt leaves of the model's context) is too small for the requested format: the shortest valid output needs up to ${needed} tokens`);
 }
 
 export function createConstrainedProcessor(grammar: Grammar, vocab: Vocab, eosIds: number[], promptTokens: number, maxNewTokens: number): ConstrainedProcessor {
