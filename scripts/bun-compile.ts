@@ -6,6 +6,16 @@
 //  - @libsql/client stays out and the store falls back to bun:sqlite.
 import { resolve } from 'node:path';
 
+// Only this script runs under Bun's own API; a minimal shape keeps `tsc` (Node types) honest without @types/bun.
+interface PluginBuild {
+  onResolve(o: { filter: RegExp }, cb: (a: { path: string }) => { path: string }): void;
+  onLoad(o: { filter: RegExp }, cb: (a: { path: string }) => Promise<{ contents: string; loader: string }>): void;
+}
+declare const Bun: {
+  build(o: Record<string, unknown> & { plugins: { name: string; setup(b: PluginBuild): void }[] }): Promise<{ success: boolean; logs: unknown[] }>;
+  file(path: string): { text(): Promise<string> };
+};
+
 const [entry = 'src/main.ts', outfile = 'dist/svc'] = process.argv.slice(2);
 const ortDist = resolve('node_modules/onnxruntime-web/dist');
 
