@@ -8,6 +8,8 @@ import { copyFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { before, describe, test } from 'node:test';
+import { startFixtureHub } from '../support/hub-stand-in.ts';
+import { listening } from '../support/server.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
@@ -133,5 +135,42 @@ test('the compiled single binary serves alone from an empty folder', async () =>
     assert.match(await page.text(), /<title>svc/);
   } finally {
     await srv.stop();
+  }
+});
+
+test('the compiled binary pulls a model and generates on WASM the same greedy text as native Node', async () => {
+  const hub = await startFixtureHub();
+  const dir = await mkdtemp(join(tmpdir(), 'svc-bin-gen-'));
+  const exe = join(dir, 'svc');
+  await copyFile(join(ROOT, 'dist/svc-test'), exe);
+  spawnSync('chmod', ['+x', exe]);
+  const hubArgs = ['--hub-url', hub.url, '--hub-allowed-hosts', 'hf.co'];
+  // fp32: quantized kernels round differently on native and WASM, and a random model's flat logits flip on that.
+  const model = 'hf.co/svc-test/tiny-llama:fp32';
+  const ask = async (url: string) => {
+    const auth = { authorization: 'Bearer none', 'content-type': 'application/json' };
+    const pulled = await fetch(`${url}/api/pull`, { method: 'POST', headers: auth, body: JSON.stringify({ model, stream: false }) });
+    assert.deepEqual(await pulled.json(), { status: 'success' });
+    const r = await fetch(`${url}/api/generate`, {
+      method: 'POST', headers: auth,
+      body: JSON.stringify({ model, prompt: 'Hello there', stream: false, options: { temperature: 0, num_predict: 12 } }),
+    });
+    assert.equal(r.status, 200);
+    const ps = await (await fetch(`${url}/api/ps`)).json();
+    return { text: (await r.json()).response as string, device: ps.models[0].backend.device as string };
+  };
+  const bin = await start(exe, ['--port', '0', '--data-dir', join(dir, 'data'), ...hubArgs], dir);
+  const native = await listening({ hubUrl: hub.url, hubAllowedHosts: ['hf.co'] });
+  try {
+    const fromBinary = await ask(bin.url);
+    const fromNode = await ask(native.url);
+    assert.equal(fromBinary.device, 'wasm');
+    assert.equal(fromNode.device, 'cpu');
+    assert.ok(fromBinary.text.length > 0);
+    assert.equal(fromBinary.text, fromNode.text);
+  } finally {
+    await bin.stop();
+    await native.stop();
+    await hub.close();
   }
 });
