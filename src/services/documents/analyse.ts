@@ -88,8 +88,8 @@ export function ocrToIn(o: OcrPage, scale: number): InPage {
   return {
     page: o.page, width: o.width * scale, height: o.height * scale, source: 'ocr', images: [], rotation: o.rotation, deskew: o.deskew,
     lines: o.lines.map((l) => {
-      const size = (l.box.height * scale) / 1.2;
-      return { text: l.text, box: s(l.box), words: l.words.map((w) => ({ text: w.text, box: s(w.box), fontSize: size })) };
+      const size = ((l.fontSize ?? l.box.height / 1.2) * scale);
+      return { text: l.text, box: s(l.box), words: l.words.map((w) => ({ text: w.text, box: s(w.box), fontSize: size, bold: l.bold ?? false })) };
     }),
   };
 }
@@ -103,11 +103,11 @@ async function analysePdf(bytes: Uint8Array, opts: AnalyseOptions): Promise<Anal
   const scans = ocrWanted ? layout.pages.filter(isScan).map((p) => p.page - 1) : [];
   let done = 0;
   const ocrIn = new Map<number, InPage>();
-  const dpi = opts.dpi ?? 300;
   if (scans.length) {
     const engine = pickEngine(opts.engine, opts.language);
     const want = new Set(scans);
-    await forEachPdfPage(bytes, { pages: scans.map((i) => i + 1), dpi, password: opts.password, only: (i) => want.has(i) }, async (g, page) => {
+    const byIndex = new Map(layout.pages.map((p) => [p.page - 1, p]));
+    await forEachPdfPage(bytes, { pages: scans.map((i) => i + 1), dpi: (i) => opts.dpi ?? scanDpi(byIndex.get(i)!), password: opts.password, only: (i) => want.has(i) }, async (g, page, _n, dpi) => {
       opts.signal?.throwIfAborted();
       const o = await ocrGray(g, page, engine, { signal: opts.signal });
       ocrIn.set(page, ocrToIn(o, 72 / dpi));
@@ -120,6 +120,13 @@ async function analysePdf(bytes: Uint8Array, opts: AnalyseOptions): Promise<Anal
   if (effort === 'High' || opts.includeFigureImages) await figures(bytes, elements, opts, effort === 'High');
   elements = elements.filter((e) => e.type !== 'figure' || (e.bbox && e.bbox.width > 8));
   return { format: 'pdf', pages, elements, markdown: elementsToMarkdown(elements), ocrPages: [...ocrIn.keys()] };
+}
+
+/** A scan is rendered at the resolution of its largest image (150–400 dpi), else 300 dpi. */
+export function scanDpi(p: LayoutPage): number {
+  const big = [...p.images].sort((a, b) => b.box.width * b.box.height - a.box.width * a.box.height)[0];
+  if (!big || big.box.width < p.width * 0.5) return 300;
+  return Math.round(Math.max(150, Math.min(400, big.pixelWidth / (big.box.width / 72))));
 }
 
 /** Effort Low: the text layer as it comes, one paragraph per run of close lines; no tables, headings or order changes. */

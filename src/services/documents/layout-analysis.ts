@@ -30,7 +30,7 @@ export interface InPage { page: number; width: number; height: number; lines: In
 interface Seg { text: string; box: BBox; size: number; bold: boolean; chars: number; words: InWord[]; page: number }
 type Unit = { kind: 'seg'; seg: Seg; box: BBox } | { kind: 'table'; el: DocElement; box: BBox } | { kind: 'image'; box: BBox };
 
-const BULLET = /^([•◦▪▫●○■□‣⁃∙·*–—-])(\s+|$)/;
+const BULLET = /^([•◦▪▫●○■□‣⁃∙·*+–—-])(\s+|$)/;
 const ENUM = /^(\(?(\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)])(\s+|$)/;
 const isBoldFont = (f = '') => /bold|black|heavy|semibold|demi/i.test(f);
 const right = (b: BBox) => b.x + b.width;
@@ -250,7 +250,8 @@ function blocksOf(segs: Seg[], body: number): Block[] {
     let join = false;
     if (cur && last && !marker) {
       const gap = s.box.y - bottom(last.box);
-      const sameStyle = Math.abs(s.size - last.size) <= Math.max(0.6, last.size * 0.08) && s.bold === last.bold;
+      const tol = s.words[0]?.font === undefined ? 0.15 : 0.08; // OCR sizes are estimates
+      const sameStyle = Math.abs(s.size - last.size) <= Math.max(0.6, last.size * tol) && s.bold === last.bold;
       const overlapX = Math.min(right(s.box), right(last.box)) - Math.max(s.box.x, last.box.x) > 0;
       const lineGap = gap > -last.box.height * 0.5 && gap < Math.max(last.size, body) * 0.75;
       const listCont = !cur.list || s.box.x > cur.segs[0]!.box.x + 2;

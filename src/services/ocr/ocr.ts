@@ -46,6 +46,7 @@ export async function ocrGray(g: Gray, page: number, engine: OcrEngine, opts: Pi
   const o = await orientPage(g, opts);
   opts.signal?.throwIfAborted();
   const r = await engine.recognize(o.image, opts.signal);
+  for (const l of r.lines) Object.assign(l, lineMetrics(o.image, l.box));
   const words = r.lines.flatMap((l) => l.words);
   const conf = words.length ? words.reduce((s, w) => s + w.confidence, 0) / words.length : 0;
   return {
@@ -54,10 +55,42 @@ export async function ocrGray(g: Gray, page: number, engine: OcrEngine, opts: Pi
   };
 }
 
+/**
+ * Font size and weight of a line from its pixels: the x-height is the band of rows holding at least half
+ * of the busiest row's ink (font size ≈ x-height / 0.52); the stroke width is the median horizontal run
+ * of ink in that band, and a stroke over 17% of the x-height reads as bold.
+ */
+export function lineMetrics(g: Gray, b: { x: number; y: number; width: number; height: number }): { fontSize: number; bold: boolean } {
+  const x0 = Math.max(0, Math.floor(b.x)), y0 = Math.max(0, Math.floor(b.y));
+  const x1 = Math.min(g.width, Math.ceil(b.x + b.width)), y1 = Math.min(g.height, Math.ceil(b.y + b.height));
+  const rows: number[] = [];
+  for (let y = y0; y < y1; y++) {
+    let c = 0;
+    for (let x = x0, o = y * g.width; x < x1; x++) if (g.data[o + x]! < 128) c++;
+    rows.push(c);
+  }
+  const max = Math.max(0, ...rows);
+  if (!max) return { fontSize: b.height / 1.2, bold: false };
+  let top = -1, bot = -1;
+  rows.forEach((c, i) => { if (c >= max * 0.5) { if (top < 0) top = i; bot = i; } });
+  const xh = Math.max(2, bot - top + 1);
+  const runs: number[] = [];
+  for (let y = y0 + top; y <= y0 + bot; y++) {
+    let run = 0;
+    for (let x = x0, o = y * g.width; x <= x1; x++) {
+      if (x < x1 && g.data[o + x]! < 128) run++;
+      else if (run) { runs.push(run); run = 0; }
+    }
+  }
+  runs.sort((a, c) => a - c);
+  const stroke = runs.length ? runs[runs.length >> 1]! : 0;
+  return { fontSize: Math.round((xh / 0.52) * 10) / 10, bold: stroke / xh > 0.17 };
+}
+
 /** Rasterises selected PDF pages to gray at `dpi` (PDFium), one at a time through `each`. */
-export async function forEachPdfPage(bytes: Uint8Array, opts: { pages?: PageSelection; dpi?: number; password?: string; only?: (index: number) => boolean }, each: (g: Gray, page: number, total: number) => Promise<void>): Promise<number> {
-  const dpi = opts.dpi ?? 300;
-  if (!(dpi >= 50 && dpi <= 600)) throw invalidArgument('dpi: 50 to 600.');
+export async function forEachPdfPage(bytes: Uint8Array, opts: { pages?: PageSelection; dpi?: number | ((index: number) => number); password?: string; only?: (index: number) => boolean }, each: (g: Gray, page: number, total: number, dpi: number) => Promise<void>): Promise<number> {
+  const dpiOf = typeof opts.dpi === 'function' ? opts.dpi : () => (opts.dpi as number | undefined) ?? 300;
+  if (typeof opts.dpi === 'number' && !(opts.dpi >= 50 && opts.dpi <= 600)) throw invalidArgument('dpi: 50 to 600.');
   const m = await loadPdfium();
   const d = openDoc(m, bytes, opts.password);
   try {
@@ -65,8 +98,9 @@ export async function forEachPdfPage(bytes: Uint8Array, opts: { pages?: PageSele
     const pages = resolvePages(opts.pages, count).filter((i) => opts.only?.(i) ?? true);
     let n = 0;
     for (const i of pages) {
+      const dpi = dpiOf(i);
       const rgba = renderPage(m, d.doc, i, dpi, false);
-      await each(await grayFromRgba(rgba), i + 1, pages.length);
+      await each(await grayFromRgba(rgba), i + 1, pages.length, dpi);
       n++;
     }
     return n;

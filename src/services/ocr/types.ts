@@ -4,7 +4,13 @@ import type { Gray } from './raster.ts';
 export interface PixelBox { x: number; y: number; width: number; height: number }
 
 export interface OcrWord { text: string; box: PixelBox; confidence: number }
-export interface OcrLine { text: string; box: PixelBox; confidence: number; words: OcrWord[] }
+export interface OcrLine {
+  text: string; box: PixelBox; confidence: number; words: OcrWord[];
+  /** estimated font size in pixels (from the x-height measured in the image) */
+  fontSize?: number;
+  /** strokes thick for their size */
+  bold?: boolean;
+}
 
 export type OcrEngineName = 'tesseract' | 'paddle';
 

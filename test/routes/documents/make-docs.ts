@@ -114,14 +114,19 @@ export function paragraphPng(dir: string, text = PARAGRAPH, name = 'paragraph.pn
 }
 
 /** A PDF page rendered at 150 dpi, rotated 90° and skewed 3°, wrapped back into a PDF (a scan). */
-export function scannedPdf(dir: string, pdfPath: string, page = 1): { png: string; pdf: string } {
+export async function scannedPdf(dir: string, pdfPath: string, page = 1): Promise<{ png: string; pdf: Uint8Array }> {
   const base = join(dir, 'scan');
   execFileSync('pdftoppm', ['-r', '200', '-f', String(page), '-l', String(page), '-gray', '-png', '-singlefile', pdfPath, base]);
   const png = join(dir, 'scan-rotated.png');
   execFileSync('convert', [`${base}.png`, '-background', 'white', '-rotate', '93', '-attenuate', '0.3', '+noise', 'Gaussian', '-colorspace', 'Gray', png]);
-  const pdf = join(dir, 'scan.pdf');
-  execFileSync('convert', [png, '-density', '200', '-units', 'PixelsPerInch', '-compress', 'jpeg', '-quality', '85', pdf]);
-  return { png, pdf };
+  // ImageMagick's policy forbids writing PDF here: wrap the JPEG with pdf-lib at 200 dpi instead
+  const jpg = join(dir, 'scan-rotated.jpg');
+  execFileSync('convert', [png, '-quality', '85', jpg]);
+  const doc = await PDFDocument.create();
+  const img = await doc.embedJpg(readFileSync(jpg));
+  const w = (img.width * 72) / 200, h = (img.height * 72) / 200;
+  doc.addPage([w, h]).drawImage(img, { x: 0, y: 0, width: w, height: h });
+  return { png, pdf: await doc.save() };
 }
 
 // ---------------------------------------------------------------- office documents
