@@ -1,5 +1,5 @@
 /**
- * Documents given to a task route, in the three accepted forms (docs/api/inputs.md):
+ * Documents given to a task route, in the three accepted forms (docs/jobs.md, "Inputs and uploads"):
  *  - multipart/form-data: field `file` (repeated, in order, for several), options as further fields;
  *  - JSON with `input_format: "Base64EncodedFile"` and `file` (base64), or `files: [{file, filename?}]`;
  *  - JSON with `input_format: "FileIdentifier"` and `file_id` (or `file` / `file_ids` / `files: [{file_id}]`).
