@@ -1,0 +1,73 @@
+/** The playground, driven for real in headless Chromium (Debian's chromium, through playwright-core). */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
+import { chromium, type Browser } from 'playwright-core';
+import { FIXTURE_CATALOG, startFixtureHub, type HubStandIn } from '../support/hub-stand-in.ts';
+import { listening } from '../support/server.ts';
+
+let hub: HubStandIn;
+let srv: Awaited<ReturnType<typeof listening>>;
+let browser: Browser;
+
+before(async () => {
+  hub = await startFixtureHub();
+  srv = await listening({ hubUrl: hub.url, hubAllowedHosts: ['127.0.0.1'] });
+  for (const e of FIXTURE_CATALOG) srv.models.catalog.register(e);
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await srv?.stop();
+  await hub?.close();
+});
+
+test('the index page links the playground and shows the version', async () => {
+  const page = await browser.newPage();
+  await page.goto(`${srv.url}/`);
+  await page.waitForFunction(() => /\d{4}\.\d+\.\d+/.test(document.getElementById('version')?.textContent ?? ''));
+  await page.click('text=Open the playground');
+  await page.waitForURL(/playground\.html$/);
+  await page.close();
+});
+
+test('chat: pull a model, send a message, the reply streams in with stats', async () => {
+  const page = await browser.newPage();
+  await page.goto(`${srv.url}/playground.html`);
+  await page.waitForSelector('#model option[value="tiny-llama:test"]', { state: 'attached' });
+  await page.selectOption('#model', 'tiny-llama:test');
+  await page.click('#pull');
+  await page.waitForFunction(() => document.getElementById('pull-status')?.textContent === 'success', undefined, { timeout: 30_000 });
+  await page.fill('#prompt', 'Hello there');
+  await page.click('#send');
+  await page.waitForFunction(() => /tokens\/s/.test(document.getElementById('chat-stats')?.textContent ?? ''), undefined, { timeout: 60_000 });
+  const reply = await page.textContent('.msg.assistant');
+  assert.ok(reply && reply.length > 0, 'the model replied');
+  assert.equal(await page.locator('.msg.error').count(), 0);
+  assert.equal(await page.textContent('.msg.user'), 'Hello there');
+  await page.screenshot({ path: '/tmp/svc-playground.png', fullPage: true });
+  await page.close();
+});
+
+test('PDF: info of an uploaded PDF, and a server error shown as text', async () => {
+  const doc = await PDFDocument.create();
+  const font = await doc.embedFont(StandardFonts.Helvetica);
+  for (let i = 0; i < 2; i++) doc.addPage([300, 400]).drawText(`page ${i + 1}`, { x: 40, y: 300, font, size: 18 });
+  const pdf = Buffer.from(await doc.save());
+  const page = await browser.newPage();
+  await page.goto(`${srv.url}/playground.html`);
+  await page.setInputFiles('#pdf-file', { name: 'two.pdf', mimeType: 'application/pdf', buffer: pdf });
+  await page.click('#pdf-form button[type=submit]');
+  await page.waitForSelector('#pdf-result pre');
+  const info = JSON.parse((await page.textContent('#pdf-result pre')) ?? '{}');
+  assert.equal(info.page_count, 2);
+  await page.setInputFiles('#pdf-file', { name: 'not.pdf', mimeType: 'application/pdf', buffer: Buffer.from('hello, not a pdf') });
+  await page.click('#pdf-form button[type=submit]');
+  await page.waitForFunction(() => !/working/.test(document.getElementById('pdf-result')?.textContent ?? 'working'));
+  assert.match((await page.textContent('#pdf-result')) ?? '', /PDF|supported/i);
+  await page.close();
+});
