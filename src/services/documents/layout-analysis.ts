@@ -233,7 +233,14 @@ function order(units: Unit[], minGap: number, depth = 0): Unit[] {
 
 interface Block { segs: Seg[]; list: { marker: string; ordered: boolean } | null }
 
-function listMarker(text: string): { marker: string; ordered: boolean } | null {
+/** OCR often reads a bullet as another lone symbol (», ©, ., °): any lone symbol before text counts there. */
+const OCR_BULLET = /^([^\p{L}\p{N}\s(])(\s+)(?=\p{L})/u;
+
+function listMarker(text: string, ocr = false): { marker: string; ordered: boolean } | null {
+  if (ocr) {
+    const o = OCR_BULLET.exec(text);
+    if (o) return { marker: o[1]!, ordered: false };
+  }
   const b = BULLET.exec(text);
   if (b && text.length > b[0].length) return { marker: b[1]!, ordered: false };
   const e = ENUM.exec(text);
@@ -246,7 +253,7 @@ function blocksOf(segs: Seg[], body: number): Block[] {
   for (const s of segs) {
     const cur = blocks[blocks.length - 1];
     const last = cur?.segs[cur.segs.length - 1];
-    const marker = listMarker(s.text);
+    const marker = listMarker(s.text, s.words[0]?.font === undefined);
     let join = false;
     if (cur && last && !marker) {
       const gap = s.box.y - bottom(last.box);
@@ -320,7 +327,8 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
           el.type = 'list_item';
           el.ordered = b.list.ordered;
           el.marker = b.list.marker;
-          el.text = text.replace(b.list.ordered ? ENUM : BULLET, '').trim();
+          el.text = text.replace(b.list.ordered ? ENUM : BULLET, '').replace(OCR_BULLET, '').trim();
+          if (!b.list.ordered) el.marker = '•';
         } else if (isFormula(text)) el.type = 'formula';
         const words = text.split(/\s+/).length;
         const headingCandidate = !b.list && el.type === 'paragraph' && words <= 20 && b.segs.length <= 3 && !/[.:;,]$/.test(text) && /\p{L}/u.test(text) &&

@@ -28,7 +28,20 @@ async function turndown(): Promise<TurndownService> {
   turndownCtor ??= import('turndown').then((m) => ((m as { default?: unknown }).default ?? m) as new (opts: object) => TurndownService);
   const Ctor = await turndownCtor;
   const td = new Ctor({ headingStyle: 'atx', bulletListMarker: '-', codeBlockStyle: 'fenced', emDelimiter: '*' });
-  td.remove(['script', 'style', 'head', 'noscript', 'template']);
+  td.remove(['script', 'style', 'head', 'title', 'noscript', 'template']);
+  td.addRule('listItem', {
+    filter: 'li',
+    replacement: (content, node) => {
+      const parent = node.parentNode as HTMLElement | null;
+      let prefix = '- ';
+      if (parent?.nodeName === 'OL') {
+        const start = Number(parent.getAttribute('start') ?? 1);
+        prefix = `${start + Array.prototype.indexOf.call(parent.children, node)}. `;
+      }
+      const body = content.replace(/^\n+/, '').replace(/\n+$/, '\n').replace(/\n/gm, `\n${' '.repeat(prefix.length)}`);
+      return prefix + body + (node.nextSibling && !/\n$/.test(body) ? '\n' : '');
+    },
+  });
   td.addRule('table', {
     filter: 'table',
     replacement: (_content, node) => {

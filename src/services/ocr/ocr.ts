@@ -130,3 +130,9 @@ export async function ocrDocument(bytes: Uint8Array, kind: 'pdf' | 'image', opts
   }
   return out;
 }
+
+/** Releases both engines now (tesseract workers, ONNX sessions); they load again on the next use. */
+export async function releaseOcrEngines(): Promise<void> {
+  const [{ releaseTesseract }, { releasePaddle }] = await Promise.all([import('./tesseract-engine.ts'), import('./paddle-engine.ts')]);
+  await Promise.all([releaseTesseract(), releasePaddle()]);
+}

@@ -118,7 +118,7 @@ export async function scannedPdf(dir: string, pdfPath: string, page = 1): Promis
   const base = join(dir, 'scan');
   execFileSync('pdftoppm', ['-r', '200', '-f', String(page), '-l', String(page), '-gray', '-png', '-singlefile', pdfPath, base]);
   const png = join(dir, 'scan-rotated.png');
-  execFileSync('convert', [`${base}.png`, '-background', 'white', '-rotate', '93', '-attenuate', '0.3', '+noise', 'Gaussian', '-colorspace', 'Gray', png]);
+  execFileSync('convert', [`${base}.png`, '-seed', '7', '-background', 'white', '-rotate', '93', '-attenuate', '0.3', '+noise', 'Gaussian', '-colorspace', 'Gray', png]);
   // ImageMagick's policy forbids writing PDF here: wrap the JPEG with pdf-lib at 200 dpi instead
   const jpg = join(dir, 'scan-rotated.jpg');
   execFileSync('convert', [png, '-quality', '85', jpg]);
@@ -140,9 +140,15 @@ export function docx(): Uint8Array {
   const table = `<w:tbl><w:tblPr><w:tblStyle w:val="TableGrid"/></w:tblPr>${TABLE.map((r) => `<w:tr>${r.map(cell).join('')}</w:tr>`).join('')}</w:tbl>`;
   const body = [p(TITLE, 'Title'), p('1 Introduction', 'Heading1'), p(INTRO), p('2 Methods', 'Heading1'), p(METHODS), ...LIST.map(li), table, p(CONCLUSION)].join('');
   const files: Record<string, Uint8Array> = {
-    '[Content_Types].xml': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/><Override PartName="/word/numbering.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.numbering+xml"/></Types>'),
+    '[Content_Types].xml': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/><Override PartName="/word/numbering.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.numbering+xml"/><Override PartName="/word/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"/></Types>'),
     '_rels/.rels': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>'),
-    'word/_rels/document.xml.rels': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/numbering" Target="numbering.xml"/></Relationships>'),
+    'word/_rels/document.xml.rels': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/numbering" Target="numbering.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/></Relationships>'),
+    'word/styles.xml': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">' +
+      '<w:style w:type="paragraph" w:default="1" w:styleId="Normal"><w:name w:val="Normal"/></w:style>' +
+      '<w:style w:type="paragraph" w:styleId="Title"><w:name w:val="Title"/></w:style>' +
+      '<w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/></w:style>' +
+      '<w:style w:type="paragraph" w:styleId="ListParagraph"><w:name w:val="List Paragraph"/></w:style>' +
+      '<w:style w:type="table" w:styleId="TableGrid"><w:name w:val="Table Grid"/></w:style></w:styles>'),
     'word/numbering.xml': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:numbering xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:abstractNum w:abstractNumId="0"><w:lvl w:ilvl="0"><w:numFmt w:val="bullet"/><w:lvlText w:val="\u2022"/></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num></w:numbering>'),
     'word/document.xml': strToU8(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${body}</w:body></w:document>`),
   };
@@ -196,4 +202,12 @@ export function cer(hyp: string, ref: string): number {
     prev = cur;
   }
   return prev[b.length]! / b.length;
+}
+
+/** POST one document as multipart (field `file`) with options as further fields. */
+export async function post(request: (path: string, init?: RequestInit) => Promise<Response>, path: string, bytes: Uint8Array, filename: string, options: Record<string, unknown> = {}): Promise<Response> {
+  const form = new FormData();
+  form.append('file', new Blob([bytes as Uint8Array<ArrayBuffer>]), filename);
+  for (const [k, v] of Object.entries(options)) form.append(k, typeof v === 'string' ? v : JSON.stringify(v));
+  return request(path, { method: 'POST', body: form });
 }
