@@ -8,7 +8,7 @@ import { copyFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { startFixtureHub } from '../support/hub-stand-in.ts';
+import { startFixtureHub, type HubStandIn } from '../support/hub-stand-in.ts';
 import { listening } from '../support/server.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -44,6 +44,9 @@ function start(cmd: string, args: string[], cwd = ROOT): Promise<Running> {
 
 interface Answer { status: number; body: string; node: string | null }
 
+// A one-page PDF, small enough to keep inline.
+const PDF = new TextEncoder().encode('%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 200 200]/Parent 2 0 R>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
+
 async function probe(url: string, token: string): Promise<Record<string, Answer>> {
   const ask = async (path: string, init?: RequestInit): Promise<Answer> => {
     const r = await fetch(url + path, init);
@@ -66,13 +69,29 @@ async function probe(url: string, token: string): Promise<Record<string, Answer>
     badKey: await ask('/v1/models', { headers: { authorization: 'Bearer svc_unknown' } }),
     uploaded: { status: upload.status, body: String(file.bytes), node: upload.headers.get('x-svc-node') },
     content: await ask(`/svc/v1/files/${file.fileId}/content`, { headers: auth }),
+    pdfInfo: await ask('/svc/v1/pdf-info', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ input_format: 'Base64EncodedFile', file: Buffer.from(PDF).toString('base64') }) }),
+    pull: await ask('/api/pull', { method: 'POST', headers: auth, body: JSON.stringify({ model: MODEL, stream: false }) }),
+    generate: await generated(url, auth),
   };
+}
+
+const MODEL = 'hf.co/svc-test/tiny-llama:fp32';
+
+/** Greedy text only: the timing fields of the answer differ from run to run. */
+async function generated(url: string, auth: Record<string, string>): Promise<Answer> {
+  const r = await fetch(`${url}/api/generate`, {
+    method: 'POST', headers: auth, body: JSON.stringify({ model: MODEL, prompt: 'Hello there', stream: false, options: { temperature: 0, num_predict: 12 } }),
+  });
+  const body = await r.json();
+  return { status: r.status, body: JSON.stringify([body.response, body.eval_count, body.done_reason]), node: r.headers.get('x-svc-node') };
 }
 
 describe('the same server on Node, Deno and Bun', () => {
   let dataDir: string;
   let token: string;
+  let hub: HubStandIn;
   before(async () => {
+    hub = await startFixtureHub();
     const b = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
     assert.equal(b.status, 0, 'the Node bundle builds');
     dataDir = await mkdtemp(join(tmpdir(), 'svc-rt-'));
@@ -84,7 +103,7 @@ describe('the same server on Node, Deno and Bun', () => {
   test('same status, body and X-Svc-Node for the same requests', async () => {
     const answers: Record<string, Record<string, Answer>> = {};
     for (const [name, cmd] of Object.entries(RUNTIMES)) {
-      const [c, a] = cmd(['--port', '0', '--data-dir', dataDir]);
+      const [c, a] = cmd(['--port', '0', '--data-dir', dataDir, '--hub-url', hub.url, '--hub-allowed-hosts', 'hf.co']);
       const srv = await start(c, a);
       try {
         answers[name] = await probe(srv.url, token);
@@ -101,12 +120,16 @@ describe('the same server on Node, Deno and Bun', () => {
     assert.equal(node.notFoundA.status, 404);
     assert.equal(node.content.body, 'same bytes everywhere');
     assert.match(node.version.node ?? '', /^[a-z0-9]{6}$/);
+    assert.equal(JSON.parse(node.pdfInfo.body).page_count, 1);
+    assert.equal(node.generate.status, 200);
+    assert.equal(JSON.parse(node.generate.body)[1], 12, 'twelve tokens generated');
     for (const rt of ['deno', 'bun']) {
       for (const [k, v] of Object.entries(answers[rt])) {
         const body = (s: string) => s.replace(/"instance":"[^"]*"/, '');
         assert.deepEqual({ ...v, body: body(v.body) }, { ...node[k], body: body(node[k].body) }, `${rt} ${k}`);
       }
     }
+    await hub.close();
   });
 });
 
