@@ -88,7 +88,7 @@ export function ocrToIn(o: OcrPage, scale: number): InPage {
   return {
     page: o.page, width: o.width * scale, height: o.height * scale, source: 'ocr', images: [], rotation: o.rotation, deskew: o.deskew,
     lines: o.lines.map((l) => {
-      const size = ((l.fontSize ?? l.box.height / 1.2) * scale);
+      const size = (l.font_size ?? l.box.height / 1.2) * scale;
       return { text: l.text, box: s(l.box), words: l.words.map((w) => ({ text: w.text, box: s(w.box), fontSize: size, bold: l.bold ?? false })) };
     }),
   };

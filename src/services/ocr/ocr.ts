@@ -60,7 +60,7 @@ export async function ocrGray(g: Gray, page: number, engine: OcrEngine, opts: Pi
  * of the busiest row's ink (font size ≈ x-height / 0.52); the stroke width is the median horizontal run
  * of ink in that band, and a stroke over 17% of the x-height reads as bold.
  */
-export function lineMetrics(g: Gray, b: { x: number; y: number; width: number; height: number }): { fontSize: number; bold: boolean } {
+export function lineMetrics(g: Gray, b: { x: number; y: number; width: number; height: number }): { font_size: number; bold: boolean } {
   const x0 = Math.max(0, Math.floor(b.x)), y0 = Math.max(0, Math.floor(b.y));
   const x1 = Math.min(g.width, Math.ceil(b.x + b.width)), y1 = Math.min(g.height, Math.ceil(b.y + b.height));
   const rows: number[] = [];
@@ -70,7 +70,7 @@ export function lineMetrics(g: Gray, b: { x: number; y: number; width: number; h
     rows.push(c);
   }
   const max = Math.max(0, ...rows);
-  if (!max) return { fontSize: b.height / 1.2, bold: false };
+  if (!max) return { font_size: b.height / 1.2, bold: false };
   let top = -1, bot = -1;
   rows.forEach((c, i) => { if (c >= max * 0.5) { if (top < 0) top = i; bot = i; } });
   const xh = Math.max(2, bot - top + 1);
@@ -84,7 +84,7 @@ export function lineMetrics(g: Gray, b: { x: number; y: number; width: number; h
   }
   runs.sort((a, c) => a - c);
   const stroke = runs.length ? runs[runs.length >> 1]! : 0;
-  return { fontSize: Math.round((xh / 0.52) * 10) / 10, bold: stroke / xh > 0.17 };
+  return { font_size: Math.round((xh / 0.52) * 10) / 10, bold: stroke / xh > 0.17 };
 }
 
 /** Rasterises selected PDF pages to gray at `dpi` (PDFium), one at a time through `each`. */

@@ -7,7 +7,7 @@ export interface OcrWord { text: string; box: PixelBox; confidence: number }
 export interface OcrLine {
   text: string; box: PixelBox; confidence: number; words: OcrWord[];
   /** estimated font size in pixels (from the x-height measured in the image) */
-  fontSize?: number;
+  font_size?: number;
   /** strokes thick for their size */
   bold?: boolean;
 }
