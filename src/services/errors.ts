@@ -33,3 +33,5 @@ export const unsupportedFileType = (message: string) => new ServiceError(415, 'u
 export const inputTooLarge = (message: string) => new ServiceError(413, 'input_too_large', message);
 export const serviceUnavailable = (message: string, retryAfterSeconds: number) =>
   new ServiceError(503, 'service_unavailable', message, { headers: { 'Retry-After': String(retryAfterSeconds) } });
+/** A capability this build or machine lacks (a native addon, an external tool): 501, as SPEC does for a missing media tool. */
+export const capabilityUnavailable = (message: string) => new ServiceError(501, 'capability_unavailable', message);

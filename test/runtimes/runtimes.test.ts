@@ -76,6 +76,8 @@ async function probe(url: string, token: string): Promise<Record<string, Answer>
 }
 
 const MODEL = 'hf.co/svc-test/tiny-llama:fp32';
+// A 1×1 PNG.
+const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==';
 
 /** Greedy text only: the timing fields of the answer differ from run to run. */
 async function generated(url: string, auth: Record<string, string>): Promise<Answer> {
@@ -156,6 +158,17 @@ test('the compiled single binary serves alone from an empty folder', async () =>
     assert.equal(ok.status, 200);
     const page = await fetch(`${srv.url}/`, { headers: { accept: 'text/html' } });
     assert.match(await page.text(), /<title>svc/);
+    // PDF tasks run on the embedded WASM codecs; what needs a native addon answers 501, never 500.
+    const auth = { authorization: `Bearer ${key.token}`, 'content-type': 'application/json' };
+    const pdf = { input_format: 'Base64EncodedFile', file: Buffer.from(PDF).toString('base64') };
+    const info = await fetch(`${srv.url}/svc/v1/pdf-info`, { method: 'POST', headers: auth, body: JSON.stringify(pdf) });
+    assert.equal((await info.json()).page_count, 1);
+    const png = await fetch(`${srv.url}/svc/v1/pdf-to-images`, { method: 'POST', headers: auth, body: JSON.stringify({ ...pdf, format: 'png' }) });
+    assert.equal(png.headers.get('content-type'), 'image/png');
+    assert.deepEqual([...new Uint8Array(await png.arrayBuffer()).slice(1, 4)], [0x50, 0x4e, 0x47]);
+    const ocr = await fetch(`${srv.url}/svc/v1/ocr`, { method: 'POST', headers: auth, body: JSON.stringify({ ...pdf, file: PNG_1PX }) });
+    assert.equal(ocr.status, 501);
+    assert.equal((await ocr.json()).error, 'capability_unavailable');
   } finally {
     await srv.stop();
   }

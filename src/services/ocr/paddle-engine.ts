@@ -19,7 +19,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type * as Ort from 'onnxruntime-node';
-import { ServiceError } from '../errors.ts';
+import { capabilityUnavailable, ServiceError } from '../errors.ts';
 import { IdleResource } from './idle-pool.ts';
 import { cropGray, resizeGray, type Gray } from './raster.ts';
 import type { EngineResult, OcrLine, OcrWord, PixelBox } from './types.ts';
@@ -43,7 +43,7 @@ const engine = new IdleResource<Paddle>(
     try {
       ort = (await import('onnxruntime-node')) as typeof Ort;
     } catch (e) {
-      throw new ServiceError(503, 'service_unavailable', `the paddle OCR engine needs onnxruntime-node, which does not load here (${(e as Error).message}); use engine "tesseract"`, { headers: { 'Retry-After': '5' } });
+      throw capabilityUnavailable(`the paddle OCR engine needs onnxruntime-node, which does not load here (${(e as Error).message}); use engine "tesseract"`);
     }
     const dir = paddleModelDir();
     const opts: Ort.InferenceSession.SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, executionProviders: ['cpu'], graphOptimizationLevel: 'all' };

@@ -2,7 +2,8 @@
  * Grayscale rasters for OCR: decoding (sharp; BMP by hand since libvips has no BMP loader), rotation,
  * cropping, resizing, and PGM encoding (the cheapest format tesseract's Leptonica reads).
  */
-import { ServiceError } from '../errors.ts';
+import { loadSharp } from '../../runtime/sharp.ts';
+import { capabilityUnavailable, ServiceError } from '../errors.ts';
 
 export interface Gray {
   data: Uint8Array;
@@ -11,14 +12,11 @@ export interface Gray {
 }
 
 type SharpModule = (typeof import('sharp'))['default'];
-let sharpLoad: Promise<SharpModule | null> | undefined;
-export function sharpLib(): Promise<SharpModule | null> {
-  sharpLoad ??= import('sharp').then((m) => ((m as unknown as { default?: SharpModule }).default ?? m) as SharpModule).catch(() => null);
-  return sharpLoad;
-}
+export const sharpLib = (): Promise<SharpModule | null> => loadSharp();
 async function needSharp(): Promise<SharpModule> {
   const s = await sharpLib();
-  if (!s) throw new ServiceError(503, 'service_unavailable', 'image decoding for OCR needs the sharp library, which does not load in this runtime', { headers: { 'Retry-After': '5' } });
+  // Not the client's fault and not transient: this build lacks the capability (SPEC's 501 precedent).
+  if (!s) throw capabilityUnavailable('image decoding for OCR and thumbnails needs sharp (libvips), which this build (for example the single binary) does not carry');
   return s;
 }
 

@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import type Tesseract from 'tesseract.js';
+import { capabilityUnavailable } from '../errors.ts';
 import { IdleResource } from './idle-pool.ts';
 import { toPgm, type Gray } from './raster.ts';
 import type { EngineResult, OcrEngine, OcrLine } from './types.ts';
@@ -43,8 +44,12 @@ const pool = new IdleResource<WorkerPool>(
       await w.setParameters({ tessedit_pageseg_mode: '3' as Tesseract.PSM, user_defined_dpi: '300' });
       return w;
     };
-    const workers = await Promise.all(Array.from({ length: tesseractWorkers() }, make));
-    return new WorkerPool(workers);
+    try {
+      return new WorkerPool(await Promise.all(Array.from({ length: tesseractWorkers() }, make)));
+    } catch (e) {
+      // Its worker script and language data live in node_modules: absent from the single binary.
+      throw capabilityUnavailable(`the tesseract OCR engine cannot start here (${(e as Error).message})`);
+    }
   },
   async (p) => { await Promise.all(p.workers.map((w) => w.terminate())); },
 );

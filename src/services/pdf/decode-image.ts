@@ -4,7 +4,7 @@
  * WASM decoder; TIFF with utif2 (every page); AVIF with sharp only (no WASM AVIF decoder is shipped).
  */
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { packageFile } from '../../runtime/assets.ts';
 import UTIF from 'utif2';
 import { ServiceError } from '../errors.ts';
 import { loadSharp, type Rgba } from './encode-image.ts';
@@ -21,7 +21,6 @@ export function sniffImage(b: Uint8Array): ImageKind | null {
   return null;
 }
 
-const require = createRequire(import.meta.url);
 let webpDec: Promise<(b: ArrayBuffer) => Promise<ImageData>> | undefined;
 
 async function decodeWebp(bytes: Uint8Array): Promise<Rgba> {
@@ -29,7 +28,7 @@ async function decodeWebp(bytes: Uint8Array): Promise<Rgba> {
   if (sharp) return viaSharp(bytes);
   webpDec ??= (async () => {
     const mod = await import('@jsquash/webp/decode.js');
-    await mod.init(await WebAssembly.compile(await readFile(require.resolve('@jsquash/webp/codec/dec/webp_dec.wasm'))));
+    await mod.init(await WebAssembly.compile(await readFile(packageFile('@jsquash/webp/codec/dec/webp_dec.wasm'))));
     return (b: ArrayBuffer) => mod.default(b);
   })();
   const img = await (await webpDec)(bytes.slice().buffer as ArrayBuffer);

@@ -4,7 +4,8 @@
  * sharp when it loads, else WASM. Each engine is loaded once, on first use.
  */
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { packageFile } from '../../runtime/assets.ts';
+import { loadSharp as loadNativeSharp } from '../../runtime/sharp.ts';
 
 export type ImageFormat = 'png' | 'jpeg' | 'webp';
 export type Engine = 'auto' | 'sharp' | 'wasm';
@@ -15,25 +16,16 @@ export interface Rgba {
   height: number;
 }
 
-const require = createRequire(import.meta.url);
 
 type SharpFn = (input: Uint8Array | Uint8ClampedArray, opts: object) => {
   png(o?: object): { toBuffer(): Promise<Buffer> };
   jpeg(o?: object): { toBuffer(): Promise<Buffer> };
   webp(o?: object): { toBuffer(): Promise<Buffer> };
 };
-let sharpLoading: Promise<SharpFn | null> | undefined;
+/** sharp, or null where its native addon does not load (the single binary among them). */
+export const loadSharp = (): Promise<SharpFn | null> => loadNativeSharp();
 
-/** sharp, or null where its native addon does not load. */
-export function loadSharp(): Promise<SharpFn | null> {
-  sharpLoading ??= import('sharp')
-    .then((m) => (m.default ?? m) as unknown as SharpFn & { unavailable?: boolean })
-    .then((fn) => (fn.unavailable ? null : fn)) // the single binary's stub: take the WASM codecs
-    .catch(() => null);
-  return sharpLoading;
-}
-
-const wasmFile = (spec: string) => readFile(require.resolve(spec));
+const wasmFile = (spec: string) => readFile(packageFile(spec));
 
 let png: Promise<(d: ImageData) => Promise<ArrayBuffer>> | undefined;
 let jpeg: Promise<(d: ImageData, o: object) => Promise<ArrayBuffer>> | undefined;

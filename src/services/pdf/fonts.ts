@@ -5,7 +5,7 @@
  */
 import fontkit from '@cantoo/fontkit';
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { packageFile } from '../../runtime/assets.ts';
 
 export interface ShippedFont {
   family: string;
@@ -25,7 +25,6 @@ export interface LoadedFont {
   has(cp: number): boolean;
 }
 
-const require = createRequire(import.meta.url);
 const cache = new Map<string, Promise<LoadedFont | null>>();
 
 function load(f: ShippedFont): Promise<LoadedFont | null> {
@@ -33,7 +32,7 @@ function load(f: ShippedFont): Promise<LoadedFont | null> {
   if (!p) {
     p = (async () => {
       try {
-        const bytes = new Uint8Array(await readFile(require.resolve(f.spec)));
+        const bytes = new Uint8Array(await readFile(packageFile(f.spec)));
         const font = fontkit.create(bytes) as unknown as { hasGlyphForCodePoint(cp: number): boolean };
         return { family: f.family, bytes, has: (cp: number) => font.hasGlyphForCodePoint(cp) };
       } catch {

@@ -5,7 +5,7 @@
  */
 import { init, type WrappedPdfiumModule } from '@embedpdf/pdfium';
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { packageFile } from '../../runtime/assets.ts';
 import { ServiceError } from '../errors.ts';
 import { pdfCorrupt, passwordIncorrect, passwordRequired } from './reasons.ts';
 
@@ -20,7 +20,7 @@ let loading: Promise<Pdfium> | undefined;
 /** The shared PDFium instance; the 4 MB wasm is read and compiled on first use only. */
 export function loadPdfium(): Promise<Pdfium> {
   loading ??= (async () => {
-    const wasmPath = createRequire(import.meta.url).resolve('@embedpdf/pdfium/pdfium.wasm');
+    const wasmPath = packageFile('@embedpdf/pdfium/pdfium.wasm');
     const wasmBinary = await readFile(wasmPath);
     const m = await init({ wasmBinary: wasmBinary.buffer.slice(wasmBinary.byteOffset, wasmBinary.byteOffset + wasmBinary.byteLength) as ArrayBuffer });
     m.PDFiumExt_Init();
