@@ -14,27 +14,29 @@ import { listening } from '../support/server.ts';
 const ROOT = resolve(import.meta.dirname, '../..');
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 
+// The README's start commands, exactly: each must run the server on its own runtime.
 const RUNTIMES: Record<string, (args: string[]) => [string, string[]]> = {
-  node: (args) => [process.execPath, [join(ROOT, 'dist/main.mjs'), ...args]],
-  deno: (args) => [bin('deno'), ['run', '-A', join(ROOT, 'src/main.ts'), ...args]],
-  bun: (args) => [bin('bun'), [join(ROOT, 'src/main.ts'), ...args]],
+  node: (args) => ['npm', ['start', '--', ...args]],
+  deno: (args) => [bin('deno'), ['task', 'start', '--', ...args]],
+  bun: (args) => [bin('bun'), ['run', 'start', '--', ...args]],
 };
 
-interface Running { child: ChildProcess; url: string; stop(): Promise<void> }
+interface Running { child: ChildProcess; url: string; runtime: string; stop(): Promise<void> }
 
 function start(cmd: string, args: string[], cwd = ROOT): Promise<Running> {
-  const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SVC_LOG_LEVEL: 'info' } });
+  // Its own process group: npm/bun/deno launchers sit between us and the server.
+  const child = spawn(cmd, args, { cwd, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SVC_LOG_LEVEL: 'info' } });
   return new Promise((resolvePromise, reject) => {
     let err = '';
     const timer = setTimeout(() => reject(new Error(`no start within 60 s: ${err}`)), 60_000);
     child.stderr!.on('data', (d) => {
       err += d;
-      const m = /listening on (http:\/\/\S+)/.exec(err);
+      const m = /on \w+ \S+ \((\w+)\) node \w+ listening on (http:\/\/\S+)/.exec(err);
       if (m) {
         clearTimeout(timer);
         resolvePromise({
-          child, url: m[1],
-          stop: () => new Promise((r) => { child.once('exit', () => r()); child.kill('SIGTERM'); }),
+          child, url: m[2], runtime: m[1],
+          stop: () => new Promise((r) => { child.once('exit', () => r()); process.kill(-child.pid!, 'SIGTERM'); }),
         });
       }
     });
@@ -104,15 +106,18 @@ describe('the same server on Node, Deno and Bun', () => {
 
   test('same status, body and X-Svc-Node for the same requests', async () => {
     const answers: Record<string, Record<string, Answer>> = {};
+    const runtimeOf: Record<string, string> = {};
     for (const [name, cmd] of Object.entries(RUNTIMES)) {
       const [c, a] = cmd(['--port', '0', '--data-dir', dataDir, '--hub-url', hub.url, '--hub-allowed-hosts', 'hf.co']);
       const srv = await start(c, a);
       try {
+        runtimeOf[name] = srv.runtime;
         answers[name] = await probe(srv.url, token);
       } finally {
         await srv.stop();
       }
     }
+    assert.deepEqual(runtimeOf, { node: 'node', deno: 'deno', bun: 'bun' }, 'each start command runs its own runtime');
     const node = answers.node;
     assert.equal(node.version.status, 200);
     assert.equal(node.badJson.status, 400);
