@@ -17,6 +17,7 @@ import { deriveCapabilities, ownChatTemplate, readJsonFile } from '../models/sho
 import type { Capability, CustomModelRecord, ModelKind, ModelSpec } from '../models/spec.ts';
 import { createOutputParser, emptyDelta, isEmptyDelta, type OutputDelta } from './output-parser.ts';
 import { fromGenerationConfig, fromOllamaOptions, mergeParams, type GenerationParams } from './params.ts';
+import { ResolvedModelMemo } from './resolved-models.ts';
 import { toolFormatOf, type ParsedToolCall, type ToolFormat } from './tool-calls.ts';
 
 export interface ChatMessageIn {
@@ -103,15 +104,24 @@ export class ChatService {
   readonly #models: ModelServices;
   readonly #engine: InferenceEngine;
   readonly #constrain?: FormatConstraint;
+  readonly #resolved: ResolvedModelMemo<ResolvedChatModel>;
 
   constructor(o: { models: ModelServices; engine: InferenceEngine; constrain?: FormatConstraint }) {
     this.#models = o.models;
     this.#engine = o.engine;
     this.#constrain = o.constrain;
+    this.#resolved = new ResolvedModelMemo((name) => this.#models.pulls.localStamp(name), (name, kind) => this.#resolveFresh(name, kind));
   }
 
-  /** Name → local model of the wanted kind (downloaded first when absent). 404 unknown, 400 wrong kind. */
-  async resolve(name: string, kind: ModelKind): Promise<ResolvedChatModel> {
+  /**
+   * Name → local model of the wanted kind (downloaded first when absent). 404 unknown, 400 wrong kind.
+   * Remembered per name until the model changes on disk (see resolved-models.ts); the result is shared.
+   */
+  resolve(name: string, kind: ModelKind): Promise<ResolvedChatModel> {
+    return this.#resolved.get(name, kind);
+  }
+
+  async #resolveFresh(name: string, kind: ModelKind): Promise<ResolvedChatModel> {
     const { spec, local } = await this.#models.pulls.ensure(name);
     if (spec.kind !== kind) {
       throw invalidArgument(`"${spec.name}" does not support ${kind === 'generation' ? 'chat or generate' : KIND_WORD[kind] === 'embed' ? 'embeddings' : KIND_WORD[kind]}`);

@@ -45,6 +45,17 @@ export async function writeManifest(layout: ModelStoreLayout, m: ArtifactManifes
   await rename(tmp, file);
 }
 
+/**
+ * A cheap fingerprint of the variant's manifest (inode, size, mtime; one stat, no read), undefined when
+ * there is none. The manifest is written last and replaced by rename on every pull or create, and removed
+ * on delete, so the fingerprint changes whenever the variant's files do: caches of what was read from the
+ * model directory key on it.
+ */
+export async function manifestStamp(layout: ModelStoreLayout, repo: string, dtype: Dtype): Promise<string | undefined> {
+  const st = await stat(layout.manifestPath(repo, dtype)).catch(() => undefined);
+  return st?.isFile() ? `${st.ino}:${st.size}:${st.mtimeMs}` : undefined;
+}
+
 /** The variant's local copy, or undefined when it is absent or no longer complete on disk. */
 export async function readLocalCopy(layout: ModelStoreLayout, repo: string, dtype: Dtype): Promise<LocalCopy | undefined> {
   let bytes: Buffer;

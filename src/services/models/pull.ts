@@ -16,7 +16,7 @@ import { EgressPolicy } from './egress.ts';
 import { detectComponents, pickDefaultDtype, selectFiles } from './files.ts';
 import { HubClient, type HubModelInfo, type HubSibling } from './hub.ts';
 import { ModelStoreLayout, readOnlyError } from './layout.ts';
-import { readLocalCopy, writeManifest, type LocalCopy, type ManifestFile } from './manifest.ts';
+import { manifestStamp, readLocalCopy, writeManifest, type LocalCopy, type ManifestFile } from './manifest.ts';
 import { inferProfile } from './profile.ts';
 import { ProgressChannel, type PullProgress } from './progress.ts';
 import { JsonFileRegistryStore, type ModelRegistryStore } from './registry-store.ts';
@@ -167,6 +167,18 @@ export class PullService {
       if (local) return { spec: resolved.spec, local, unverified: resolved.source === 'custom' };
     }
     return (await this.pull(name)).done;
+  }
+
+  /**
+   * What a cache of a local model's derived data keys on: the name's spec (a custom model's record, so a
+   * re-created or edited model differs) and its manifest's stamp (changes on every pull, create and
+   * delete). Undefined when the name is not a local model yet (nothing to cache). Reads no model file.
+   */
+  async localStamp(name: string): Promise<string | undefined> {
+    const r = await resolveModel(name, this.catalog, this.registry);
+    if (r.source === 'hub') return undefined;
+    const manifest = await manifestStamp(this.layout, r.spec.repo, r.spec.dtype);
+    return manifest && `${manifest}|${JSON.stringify(r.spec)}`;
   }
 
   /** Catalog entry or custom model; 404 for anything else (hub references must be pulled first). */

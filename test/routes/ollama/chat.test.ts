@@ -147,6 +147,11 @@ describe('chat', () => {
     assert.ok(r.prompt_eval_count > plain.prompt_eval_count, 'system prompt rendered');
     const overridden = await h.ollama.chat({ model: 'thinker', messages: user('hi'), stream: false, options: { num_predict: 2 } });
     assert.equal(overridden.eval_count, 2, 'request options win over the model parameters');
+    // re-created with other parameters: the next request sees them (resolutions are remembered per model version)
+    await h.ollama.create({ model: 'thinker', from: 'tiny-llama', system: 'You think a lot before answering.', template, parameters: { num_predict: 3, temperature: 0 } });
+    assert.equal((await h.ollama.chat({ model: 'thinker', messages: user('hi'), think: true, stream: false })).eval_count, 3, 'no stale parameters after re-create');
+    await h.ollama.delete({ model: 'thinker' });
+    await rejects(h.ollama.chat({ model: 'thinker', messages: user('hi'), stream: false }), 404, /not found/);
   });
 
   it('errors before the stream: 404 unknown model, 400 images without vision, 400 bad format', async () => {
