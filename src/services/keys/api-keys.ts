@@ -79,6 +79,9 @@ export class KeyService {
 
   /** The owner of a token, or null when the token is unknown or revoked. */
   async verify(token: string): Promise<Owner | null> {
+    // Every key we issue starts with the prefix: a foreign token (an OpenAI client's placeholder) is no key
+    // of ours, known without hashing it or asking the database.
+    if (!token.startsWith(TOKEN_PREFIX)) return null;
     const now = Date.now();
     const hit = this.#verified.get(token);
     if (hit && now - hit.at < CACHE_MS) return hit.owner;
