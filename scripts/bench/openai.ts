@@ -137,8 +137,12 @@ Constrained decoding (response_format json_schema with nested object, enum, arra
 
 Constrained/unconstrained per-token ratio: **${f(cMs / uMs)}×**. The processor's cost is mostly the vocabulary-trie
 walk, run once per distinct automaton state (free strings repeat one state, so it is cached) and growing with the
-vocabulary size; the model step grows with the weights. The HTTP path's extra time to first token is the per-request
-model resolution (local manifest and template files read) plus request parsing and SSE; decode speed is unaffected.
+vocabulary size; the model step grows with the weights. The HTTP path's extra time to first token is no longer the
+model's resolution (remembered per model until its manifest or record changes) nor the key check (a client's placeholder
+token is neither hashed nor looked up); what remains is the HTTP stack (the openai client, a fresh connection, node:http,
+Hono, the body read: about 15 ms) and garbage collection of the previous generation's tensors, paid in the request's
+event-loop turns where the direct call defers it past its first ONNX run; it varies with the machine's load.
+Decode speed is unaffected.
 `;
 console.log(body);
 const { writeSection } = (await import(new URL('./write-benchmarks.mjs', import.meta.url).href)) as { writeSection: (t: string, b: string) => void };
