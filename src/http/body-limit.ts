@@ -14,8 +14,11 @@ export const maxBytesOf = (c: Context): number => c.get('maxUploadBytes') as num
 export function bodyLimit(maxBytes: number): MiddlewareHandler {
   return async (c, next) => {
     c.set('maxUploadBytes', maxBytes);
-    const len = c.req.header('content-length');
-    if (len !== undefined && Number(len) > maxBytes) throw tooLarge(maxBytes);
+    // GET and HEAD carry no body: skip the header read (on Deno the first header access is costly).
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
+      const len = c.req.header('content-length');
+      if (len !== undefined && Number(len) > maxBytes) throw tooLarge(maxBytes);
+    }
     await next();
   };
 }

@@ -58,16 +58,17 @@ export function errorPayload(err: ServiceError, family: Family, instance?: strin
   return { status: err.status, headers, body };
 }
 
-export function errorResponse(err: ServiceError, family: Family, instance?: string): Response {
+/** The error answer, built through the context so the headers prepared for every response stay on it. */
+export function errorResponse(c: Context, err: ServiceError, family: Family, instance?: string): Response {
   const p = errorPayload(err, family, instance);
-  return new Response(JSON.stringify(p.body), { status: p.status, headers: p.headers });
+  return c.body(JSON.stringify(p.body), p.status as 400, p.headers);
 }
 
 /** Turns anything thrown into a response; unknown faults become a sanitized 500 whose id is in the log. */
 export function toErrorResponse(err: unknown, c: Context, logError: (msg: string, err: unknown) => void): Response {
   const path = c.req.path;
-  if (isServiceError(err)) return errorResponse(err, familyOf(path), path);
+  if (isServiceError(err)) return errorResponse(c, err, familyOf(path), path);
   const id = (c.get('requestId') as string | undefined) ?? 'unknown';
   logError(`unhandled error rid=${id} ${c.req.method} ${path}`, err);
-  return errorResponse(new ServiceError(500, 'internal_error', `Internal server error (request id ${id})`), familyOf(path), path);
+  return errorResponse(c, new ServiceError(500, 'internal_error', `Internal server error (request id ${id})`), familyOf(path), path);
 }

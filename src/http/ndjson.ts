@@ -6,6 +6,7 @@
  * A client that disconnects cancels the stream, which calls `return()` on the iterator: the producer
  * decides whether its work goes on (a pull does).
  */
+import type { Context } from 'hono';
 import { isServiceError } from '../services/errors.ts';
 
 export interface NdjsonOptions {
@@ -24,7 +25,7 @@ function errorLine(err: unknown, o: NdjsonOptions): Uint8Array {
 }
 
 /** Streams `items` as NDJSON; throws (before any byte is sent) when the first item fails. */
-export async function ndjsonResponse(items: AsyncIterable<unknown>, o: NdjsonOptions = {}, status = 200): Promise<Response> {
+export async function ndjsonResponse(c: Context, items: AsyncIterable<unknown>, o: NdjsonOptions = {}, status = 200): Promise<Response> {
   const it = items[Symbol.asyncIterator]();
   const first = await it.next(); // a failure here propagates: the caller answers with a status
   let finished = first.done === true;
@@ -52,7 +53,8 @@ export async function ndjsonResponse(items: AsyncIterable<unknown>, o: NdjsonOpt
       await it.return?.();
     },
   });
-  return new Response(body, { status, headers: { 'Content-Type': 'application/x-ndjson' } });
+  // Through the context: the headers prepared for every response (X-Svc-Node) stay on it.
+  return c.body(body, status as 200, { 'Content-Type': 'application/x-ndjson' });
 }
 
 /** Drains `items` and returns the last one (the `stream: false` form of a progress stream). */

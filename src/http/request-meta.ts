@@ -1,22 +1,37 @@
-/** Request id, X-Svc-Node on every response (errors and 404s included), and the one-line access log. */
+/**
+ * Request id, X-Svc-Node on every response (errors and 404s included), and the one-line access log.
+ * Where the runtime makes it cheaper (src/runtime/http-tuning.ts), the headers are prepared on the context
+ * before the handler runs: every response built through the context carries them (routes, errors, streams
+ * and static files all answer through `c`). Elsewhere they are set on the finished response.
+ */
 import type { MiddlewareHandler } from 'hono';
+import { randomId } from '../ids.ts';
 import type { Logger } from '../log.ts';
+import { setHeadersAfterResponse } from '../runtime/http-tuning.ts';
 import type { AppEnv } from './context.ts';
 
-const hex = () => Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, '0')).join('');
-
 export function requestMeta(nodeTag: string, log: Logger): MiddlewareHandler<AppEnv> {
+  // Unique per process: a random boot prefix and a counter (cheaper than random bytes per request).
+  const boot = randomId(6);
+  let seq = 0;
   return async (c, next) => {
-    const started = performance.now();
-    const rid = hex();
+    const logging = log.level === 'debug' || log.level === 'info';
+    const started = logging ? performance.now() : 0; // a clock read is an op call on Deno: only when logged
+    const rid = boot + (seq++).toString(36).padStart(6, '0');
     c.set('requestId', rid);
-    await next();
-    c.res.headers.set('X-Svc-Node', nodeTag);
-    c.res.headers.set('X-Request-Id', rid);
-    if (log.level === 'debug' || log.level === 'info') {
+    if (setHeadersAfterResponse) {
+      await next();
+      c.res.headers.set('X-Svc-Node', nodeTag);
+      c.res.headers.set('X-Request-Id', rid);
+    } else {
+      c.header('X-Svc-Node', nodeTag);
+      c.header('X-Request-Id', rid);
+      await next();
+    }
+    if (logging) {
       const status = c.get('clientClosed' as never) ? 499 : c.res.status;
       const owner = (c.get('owner') as { id?: string } | undefined)?.id ?? '-';
-      log.info(`${c.req.method} ${c.req.path} ${status} ${(performance.now() - started).toFixed(1)}ms owner=${owner} rid=${rid}`);
+      log.access(`${c.req.method} ${c.req.path} ${status} ${(performance.now() - started).toFixed(1)}ms owner=${owner} rid=${rid}`);
     }
   };
 }

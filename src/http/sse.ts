@@ -6,6 +6,7 @@
  * clients raise it as an API error). A client that disconnects cancels the stream: `return()` is called on
  * the iterator, which ends the producer (a generation is aborted and its slot freed).
  */
+import type { Context } from 'hono';
 import { isServiceError, ServiceError } from '../services/errors.ts';
 import { errorPayload } from './errors.ts';
 
@@ -28,7 +29,7 @@ function errorEvent(err: unknown, o: SseOptions): Uint8Array {
   return event(errorPayload(e, 'openai').body);
 }
 
-export async function sseResponse(chunks: AsyncIterable<unknown>, o: SseOptions = {}): Promise<Response> {
+export async function sseResponse(c: Context, chunks: AsyncIterable<unknown>, o: SseOptions = {}): Promise<Response> {
   const it = chunks[Symbol.asyncIterator]();
   const first = await it.next(); // a failure here propagates: the caller answers with a status
   let finished = false;
@@ -60,8 +61,6 @@ export async function sseResponse(chunks: AsyncIterable<unknown>, o: SseOptions 
       await it.return?.();
     },
   });
-  return new Response(body, {
-    status: 200,
-    headers: { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive' },
-  });
+  // Through the context: the headers prepared for every response (X-Svc-Node) stay on it.
+  return c.body(body, 200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
 }

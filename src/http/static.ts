@@ -34,11 +34,13 @@ export function serveStatic(dir: string | null, embedded: Record<string, string>
       if (file.startsWith(dir)) {
         try {
           const body = await readFile(file);
-          return new Response(c.req.method === 'HEAD' ? null : body, { headers: { 'Content-Type': type } });
+          return c.req.method === 'HEAD' ? c.body(null, 200, { 'Content-Type': type }) : c.body(new Uint8Array(body), 200, { 'Content-Type': type });
         } catch { /* fall through */ }
       }
     }
-    if (embedded[clean] !== undefined) return new Response(c.req.method === 'HEAD' ? null : embedded[clean], { headers: { 'Content-Type': type } });
+    if (embedded[clean] !== undefined) {
+      return c.req.method === 'HEAD' ? c.body(null, 200, { 'Content-Type': type }) : c.body(embedded[clean], 200, { 'Content-Type': type });
+    }
     return next();
   };
 }

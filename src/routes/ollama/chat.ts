@@ -3,7 +3,7 @@
  * An empty message list / prompt preloads the model (with keep_alive 0 it unloads). A client that
  * disconnects cancels the generation (the request's signal), which frees its inference slot.
  */
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
 import { ndjsonResponse } from '../../http/ndjson.ts';
@@ -41,8 +41,8 @@ function refuseGenerateFields(b: Record<string, unknown>) {
 
 export function ollamaChatRoutes(chat: ChatService, log: Logger) {
   const app = new Hono<AppEnv>();
-  const answer = (c: { get(k: 'requestId'): string }, s: Awaited<ReturnType<ChatService['chat']>>, route: 'chat' | 'generate') =>
-    ndjsonResponse(streamLines(s, route), { logError: log.error, requestId: c.get('requestId') });
+  const answer = (c: Context<AppEnv>, s: Awaited<ReturnType<ChatService['chat']>>, route: 'chat' | 'generate') =>
+    ndjsonResponse(c, streamLines(s, route), { logError: log.error, requestId: c.get('requestId') });
 
   app.post('/api/chat', async (c) => {
     const b = await readJson(c, Chat);

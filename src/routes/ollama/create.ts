@@ -36,6 +36,6 @@ export function ollamaCreateRoutes(models: ModelServices, log: Logger) {
     }
     const progress = await models.create({ ...body, name: modelField(body) });
     if (body.stream === false) return c.json((await lastOf(progress)) ?? { status: 'success' });
-    return ndjsonResponse(progress, { logError: log.error, requestId: c.get('requestId') });
+    return ndjsonResponse(c, progress, { logError: log.error, requestId: c.get('requestId') });
   });
 }

@@ -22,6 +22,6 @@ export function ollamaPullRoutes(models: ModelServices, log: Logger) {
       await handle.done;
       return c.json({ status: 'success' });
     }
-    return ndjsonResponse(handle.progress(), { logError: log.error, requestId: c.get('requestId') });
+    return ndjsonResponse(c, handle.progress(), { logError: log.error, requestId: c.get('requestId') });
   });
 }

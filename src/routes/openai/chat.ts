@@ -21,7 +21,7 @@ export function openaiChatRoutes(chat: ChatService, log: Logger) {
     const plan = planChat(body as Record<string, unknown>, c.req.raw.signal);
     if (!plan.stream) return c.json(await chatCompletion(chat, plan));
     const s = await chat.chat(plan.request);
-    return sseResponse(chatChunks(s, plan), { logError: log.error, requestId: c.get('requestId') });
+    return sseResponse(c, chatChunks(s, plan), { logError: log.error, requestId: c.get('requestId') });
   });
   return app;
 }

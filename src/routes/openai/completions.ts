@@ -17,7 +17,7 @@ export function openaiCompletionRoutes(chat: ChatService, engine: InferenceEngin
     const plan = planCompletion(body as Record<string, unknown>);
     const signal = c.req.raw.signal;
     if (!plan.stream) return c.json(await completion(chat, engine, plan, signal));
-    return sseResponse(await completionChunks(chat, engine, plan, signal), { logError: log.error, requestId: c.get('requestId') });
+    return sseResponse(c, await completionChunks(chat, engine, plan, signal), { logError: log.error, requestId: c.get('requestId') });
   });
   return app;
 }

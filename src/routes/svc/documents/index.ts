@@ -10,17 +10,14 @@ import type { AppEnv } from '../../../http/context.ts';
 import { readTaskInput, type InputFile } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
-import { analyseBytes } from '../../../services/documents/analyse.ts';
+import { analyseBytes, documentThumbnails, highlightDocument, validateDocument } from '../../../services/documents/lazy.ts';
 import { detectFile, requireFormat, isImage, MIME, type DocFormat } from '../../../services/documents/detect.ts';
 import { elementsToDocTags, elementsToHtml } from '../../../services/documents/elements.ts';
-import { highlightDocument } from '../../../services/documents/highlight.ts';
 import { splitElements } from '../../../services/documents/split.ts';
-import { documentThumbnails } from '../../../services/documents/thumbnails.ts';
-import { validateDocument } from '../../../services/documents/validate.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
 import { BinaryResult, type TaskContext } from '../../../services/jobs/task.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
-import { ocrDocument } from '../../../services/ocr/ocr.ts';
+import { ocrDocument } from '../../../services/ocr/lazy.ts';
 
 export interface DocumentRouteDeps { runner: TaskRunner; files: FileStore }
 

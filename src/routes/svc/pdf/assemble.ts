@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { invalidRequest } from '../../../http/validate.ts';
-import { numberedNames, pdfEdit, pdfMerge, pdfSplit, type EditOperation, type SplitOptions } from '../../../services/pdf/index.ts';
+import { numberedNames, pdfEdit, pdfMerge, pdfSplit, type EditOperation, type SplitOptions } from '../../../services/pdf/lazy.ts';
 import { baseName, deliverMany, deliverOne, delivery, outName, pages, password, pdfTask, text, type PdfRouteDeps } from './pdf-task.ts';
 
 const PDF = 'application/pdf';

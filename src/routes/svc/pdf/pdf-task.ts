@@ -13,7 +13,7 @@ import { invalidRequest, validate } from '../../../http/validate.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
 import { BinaryResult, type TaskContext } from '../../../services/jobs/task.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
-import { zipFiles } from '../../../services/pdf/index.ts';
+import { zipFiles } from '../../../services/pdf/lazy.ts';
 
 export interface PdfRouteDeps { runner: TaskRunner; files: FileStore }
 

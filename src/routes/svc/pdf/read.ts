@@ -2,7 +2,7 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { pdfInfo, pdfLayout, pdfSearch } from '../../../services/pdf/index.ts';
+import { pdfInfo, pdfLayout, pdfSearch } from '../../../services/pdf/lazy.ts';
 import { pages, password, pdfTask, snakeKeys, text, type PdfRouteDeps } from './pdf-task.ts';
 
 const Info = v.object({ password });

@@ -2,7 +2,7 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { imageToPdf, numberedNames, pdfToImages, type ImageToPdfOptions } from '../../../services/pdf/index.ts';
+import { imageToPdf, numberedNames, pdfToImages, type ImageToPdfOptions } from '../../../services/pdf/lazy.ts';
 import { baseName, deliverMany, deliverOne, delivery, outName, pages, password, pdfTask, text, type PdfRouteDeps } from './pdf-task.ts';
 
 const ToImages = v.object({

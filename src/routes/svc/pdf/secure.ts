@@ -2,7 +2,7 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { pdfRedact, pdfUnlock } from '../../../services/pdf/index.ts';
+import { pdfRedact, pdfUnlock } from '../../../services/pdf/lazy.ts';
 import { deliverOne, delivery, outName, pages, password, pdfTask, strings, type PdfRouteDeps } from './pdf-task.ts';
 
 const PDF = 'application/pdf';

@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { invalidRequest } from '../../../http/validate.ts';
-import { pdfRemoveWatermark, pdfWatermark, watermarkCapabilities } from '../../../services/pdf/index.ts';
+import { pdfRemoveWatermark, pdfWatermark, watermarkCapabilities } from '../../../services/pdf/lazy.ts';
 import { decodeBase64Option, deliverOne, delivery, outName, pages, password, pdfTask, readInput, snakeKeys, text, type PdfRouteDeps } from './pdf-task.ts';
 
 const PDF = 'application/pdf';

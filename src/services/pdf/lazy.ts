@@ -1,0 +1,27 @@
+/**
+ * The PDF services, loaded on first use: pdf-lib, pdf.js, PDFium and fontkit weigh about 20 MB of heap and
+ * most of the start-up time, which a server that never touches a PDF should not pay (DESIGN.md rule 5).
+ * Same signatures as ./index.ts; the light helpers (zip) stay eager.
+ */
+type Pdf = typeof import('./index.ts');
+type Fn<K extends keyof Pdf> = Pdf[K] extends (...a: infer A) => infer R ? (...a: A) => Promise<Awaited<R>> : never;
+
+let loading: Promise<Pdf> | undefined;
+const load = () => (loading ??= import('./index.ts'));
+const lazy = <K extends keyof Pdf>(name: K): Fn<K> => (async (...args: unknown[]) => ((await load())[name] as (...a: unknown[]) => unknown)(...args)) as Fn<K>;
+
+export const pdfInfo = lazy('pdfInfo');
+export const pdfLayout = lazy('pdfLayout');
+export const pdfMerge = lazy('pdfMerge');
+export const pdfSplit = lazy('pdfSplit');
+export const pdfEdit = lazy('pdfEdit');
+export const pdfUnlock = lazy('pdfUnlock');
+export const pdfRedact = lazy('pdfRedact');
+export const pdfToImages = lazy('pdfToImages');
+export const pdfSearch = lazy('pdfSearch');
+export const pdfWatermark = lazy('pdfWatermark');
+export const watermarkCapabilities = lazy('watermarkCapabilities');
+export const pdfRemoveWatermark = lazy('pdfRemoveWatermark');
+export const imageToPdf = lazy('imageToPdf');
+export { numberedNames, zipFiles } from './zip.ts';
+export type { EditOperation, ImageToPdfOptions, SplitOptions } from './index.ts';
