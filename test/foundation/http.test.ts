@@ -1,17 +1,38 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { ndjsonResponse } from '../../src/http/ndjson.ts';
+import { sseResponse } from '../../src/http/sse.ts';
 import { inProcess, json, type InProcess } from '../support/server.ts';
 
 describe('envelopes, node tag, validation', () => {
   let t: InProcess;
-  before(async () => { t = await inProcess(); });
+  async function* items() { yield { a: 1 }; yield { b: 2 }; }
+  before(async () => {
+    t = await inProcess({}, {
+      extraRoutes: (app) => {
+        app.get('/svc/v1/test/ndjson', (c) => ndjsonResponse(c, items()));
+        app.get('/svc/v1/test/sse', (c) => sseResponse(c, items()));
+      },
+    });
+  });
   after(() => t.close());
 
-  test('every response carries X-Svc-Node, errors and 404s included', async () => {
-    for (const path of ['/api/version', '/health', '/nope', '/v1/nope', '/api/nope', '/svc/v1/nope']) {
-      const r = await t.request(path);
-      assert.equal(r.headers.get('x-svc-node'), t.s.nodeTag, path);
+  test('every response carries X-Svc-Node and X-Request-Id: routes, errors, 404s, static files, streams', async () => {
+    const html = { headers: { accept: 'text/html' } };
+    const cases: [string, RequestInit?][] = [
+      ['/api/version'], ['/health'], ['/nope'], ['/v1/nope'], ['/api/nope'], ['/svc/v1/nope'], ['/'], ['/', html],
+      ['/playground.html'], ['/playground.js'], ['/api/version', { method: 'HEAD' }], ['/svc/v1/test/ndjson'], ['/svc/v1/test/sse'],
+      ['/svc/v1/admin/keys', { method: 'POST', body: '{' }],
+    ];
+    for (const [path, init] of cases) {
+      const r = await t.request(path, init);
+      assert.equal(r.headers.get('x-svc-node'), t.s.nodeTag, `${init?.method ?? 'GET'} ${path}`);
+      assert.match(r.headers.get('x-request-id') ?? '', /^[a-z0-9]{12}$/, path);
+      await r.arrayBuffer();
     }
+    const s = await t.request('/svc/v1/test/sse');
+    assert.match(s.headers.get('content-type') ?? '', /text\/event-stream/);
+    assert.match(await s.text(), /data: \{"a":1\}/);
   });
 
   test('GET /api/version reports the package version as YYYY.M.PATCH', async () => {
