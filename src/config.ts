@@ -31,7 +31,7 @@ export const settings = {
   jobRetentionSeconds: s('int', int(1), 3600, 'how long a finished job record is kept'),
   maxJobsPerOwner: s('int', int(1), 100, 'in-flight task ceiling per API key (MaxJobsPerOwner); 429 above it'),
   modelsDir: s('string', v.string(), '', 'model directory; empty = <data-dir>/models'),
-  modelWorkDir: s('string', v.string(), '', 'writable work directory used when the model directory is read-only'),
+  modelWorkDir: s('string', v.string(), '', 'writable work directory: when the model directory is read-only, models run from here (its files mirrored as symlinks) and imports land here'),
   backend: s('string', v.picklist(['auto', 'cpu', 'wasm', 'webgpu', 'cuda']), 'auto', 'inference backend'),
   threads: s('int', int(0, 256), 1, 'intra-op threads per inference session (0 = runtime default)'),
   hubUrl: s('string', v.pipe(v.string(), v.url()), 'https://huggingface.co', 'model hub base URL (a mirror or a local stand-in)'),

@@ -20,6 +20,7 @@ import { createInferenceEngine } from './services/inference/engine.ts';
 import { formatConstraint } from './services/chat/format-constraint.ts';
 import { loggingLoader } from './services/inference/logging-loader.ts';
 import { ChatService } from './services/chat/chat-service.ts';
+import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
@@ -41,7 +42,9 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const lost = await runner.recoverLostJobs();
   if (lost) log.warn(`${lost} job(s) of this node were still processing at the last stop: marked failed (job_lost)`);
   const jobs = new JobRecords(db, runner, nodeTag, config.jobRetentionSeconds);
-  const models = new ModelServices({ modelsDir: modelsDir(config), hubBaseUrl: config.hubUrl, allowedHosts: config.hubAllowedHosts });
+  const modelRoot = await modelStoreRoot(modelsDir(config), config.modelWorkDir);
+  if (modelRoot.usingWorkDir) log.warn(`model directory ${modelsDir(config)} is read-only: models run from the work directory ${modelRoot.root} (${modelRoot.mirrored} file(s) mirrored)`);
+  const models = new ModelServices({ modelsDir: modelRoot.root, hubBaseUrl: config.hubUrl, allowedHosts: config.hubAllowedHosts });
   // Cheap to construct: ONNX Runtime and transformers.js are imported when the first model loads (logged there).
   const engine = createInferenceEngine(config, loggingLoader(config, log));
   models.usage = residencyUsage(engine.residency);
