@@ -1,15 +1,17 @@
 /**
  * `/api/create`: a custom model from a base model (`from`: a catalog model or a downloaded custom model)
- * and/or `files` (hub-style relative paths → digests of pushed blobs), optionally quantized (q8/q4 of fp32
- * ONNX weights), with Modelfile-style settings (system, template, parameters, license).
+ * and/or `files` (hub-style relative paths → digests of pushed blobs), optionally with a PEFT LoRA adapter
+ * (`adapters`) merged into the fp32 weights, optionally quantized (q8/q4 of fp32 ONNX weights, after the
+ * merge), with Modelfile-style settings (system, template, parameters, license).
  *
  * `prepare` checks everything that can be checked without work (names, paths, digests, the file set,
  * quantize target, base model) and throws: those failures answer with their HTTP status. The returned
  * progress stream then does the work: a download of a catalog base model not local yet, assembly by hard
- * links, quantization (progress per weight), manifest, record. A failure there removes the assembly.
+ * links, the adapter merge (progress per module), quantization (progress per weight), manifest, record.
+ * A failure there removes the assembly.
  */
 import { createHash } from 'node:crypto';
-import { readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServiceError, invalidArgument } from '../errors.ts';
 import { blobNotFound, parseBlobDigest } from './blobs.ts';
@@ -17,6 +19,7 @@ import { installCustom, linkOrCopy, newCustomRepo } from './custom-store.ts';
 import { DEFAULT_DTYPE_ORDER, REQUIRED_FILES, isSafeRepoPath, onnxPath } from './files.ts';
 import { readLocalCopy, type LocalCopy, type ManifestFile } from './manifest.ts';
 import { modelInUse, derivedRecord, destinationName, newAssemblyDir, retireReplaced, type ModelAdminContext, type NameLocks } from './manage.ts';
+import { mergeLoraOnnx, readLoraAdapter, type LoraAdapter } from './onnx-lora.ts';
 import { parseQuantize, quantizeOnnx, type QuantTarget } from './onnx-quantize.ts';
 import type { PullProgress } from './progress.ts';
 import { modelNotFound, resolveModel } from './resolve.ts';
@@ -45,6 +48,8 @@ interface Plan {
   dtype: Dtype;
   components: string[];
   quantize?: QuantTarget;
+  /** A PEFT LoRA adapter merged into the fp32 weights before any quantization. */
+  adapter?: LoraAdapter;
   profile: ModelProfile;
   kind: ModelKind;
   config: Record<string, any>;
@@ -81,12 +86,19 @@ export async function prepareCreate(ctx: ModelAdminContext, req: CreateRequest):
     files.set(path, { path, digest: `sha256:${parseBlobDigest(digest)}` });
     layers.push({ path, digest: `sha256:${parseBlobDigest(digest)}` });
   }
-  for (const [path, digest] of Object.entries(req.adapters ?? {})) {
-    parseBlobDigest(String(digest));
-    if (!(await ctx.blobs.has(String(digest)))) throw blobNotFound(String(digest));
-    // Merging a low-rank adapter needs the adapter's tensor names mapped onto the exported graph's
-    // initializers, which ONNX exports do not keep reliably; refused rather than stored and ignored.
-    throw bad(`adapters are not supported: low-rank adapter '${path}' cannot be merged into ONNX weights by this server; merge it before exporting the model`, `adapters.${path}`);
+  // A PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors), read and checked now; merged
+  // into the fp32 graph during the assembly (onnx-lora.ts).
+  let adapter: LoraAdapter | undefined;
+  const adapterFiles = Object.entries(req.adapters ?? {});
+  if (adapterFiles.length) {
+    const bytes = new Map<string, Uint8Array>();
+    for (const [path, digest] of adapterFiles) {
+      if (typeof digest !== 'string') throw bad(`adapters.${path} must be a digest string`, `adapters.${path}`);
+      parseBlobDigest(digest);
+      if (!(await ctx.blobs.has(digest))) throw blobNotFound(digest);
+      bytes.set(path, await readFile(ctx.blobs.path(`sha256:${parseBlobDigest(digest)}`)));
+    }
+    adapter = readLoraAdapter(bytes);
   }
 
   let base: Plan['base'];
@@ -127,7 +139,14 @@ export async function prepareCreate(ctx: ModelAdminContext, req: CreateRequest):
     const missing = REQUIRED_FILES.filter((f) => !files.has(f));
     if (missing.length) throw bad(`missing file(s) ${missing.join(', ')}: a model needs config.json, tokenizer.json and tokenizer_config.json`, 'files');
   }
+  if (adapter && dtype !== 'fp32') {
+    throw bad(`adapters can only be merged into fp32 weights (onnx/model.onnx); this model's weights are ${dtype}, already quantized. `
+      + 'Create from an fp32 model with adapters and quantize (q8/q4) to get a quantized model with the adapter merged', 'adapters');
+  }
   if (quantize && dtype !== 'fp32') throw bad(`quantize needs fp32 weights (onnx/model.onnx); this model's weights are ${dtype}`, 'quantize');
+  // With every graph at hand (a local base, or pushed files), the adapter's modules are matched now so
+  // that a module no MatMul has, or a shape mismatch, answers 400 before any work.
+  if (adapter && (base?.local || !base)) await matchAdapter(ctx, files, components, adapter);
 
   const config = files.has('config.json') ? await readConfig(ctx, files.get('config.json')!) : {};
   const kind = base && !userGraphs.length ? base.spec.kind : kindOf(config);
@@ -141,7 +160,29 @@ export async function prepareCreate(ctx: ModelAdminContext, req: CreateRequest):
     ...(license ? { license } : {}),
     ...(layers.length ? { layers } : {}),
   };
-  return { name, base, files, dtype, components, quantize, profile, kind, config };
+  return { name, base, files, dtype, components, quantize, adapter, profile, kind, config };
+}
+
+/**
+ * Matches the adapter's modules to the components' fp32 graphs without merging; 400 naming any module that
+ * no graph has (and, from onnx-lora.ts, any shape mismatch). Returns how many modules each component merges.
+ */
+async function matchAdapter(ctx: ModelAdminContext, files: Map<string, Source>, components: string[], adapter: LoraAdapter): Promise<Map<string, number>> {
+  const found = new Set<string>();
+  const counts = new Map<string, number>();
+  for (const c of components) {
+    const s = files.get(onnxPath(c, 'fp32'));
+    if (!s) throw bad(`adapters need the fp32 graph ${onnxPath(c, 'fp32')}, which the model does not have`, 'adapters');
+    const path = s.digest ? ctx.blobs.path(s.digest) : join(s.from!.dir, s.path);
+    const { matched } = await mergeLoraOnnx(await readFile(path), adapter, { dir: '', dryRun: true });
+    for (const m of matched.keys()) found.add(m);
+    counts.set(c, matched.size);
+  }
+  const missing = adapter.modules.filter((m) => !found.has(m.path)).map((m) => m.path);
+  if (missing.length) {
+    throw bad(`adapter module(s) ${missing.map((m) => `'${m}'`).join(', ')} match no MatMul weight of the model's ONNX graph (node names are matched by module path, e.g. /model/layers.0/self_attn/q_proj/MatMul); the adapter was trained for a different architecture`, 'adapters');
+  }
+  return counts;
 }
 
 async function readConfig(ctx: ModelAdminContext, s: Source): Promise<Record<string, any>> {
@@ -215,6 +256,26 @@ async function assemble(ctx: ModelAdminContext, plan: Plan, emit: (ev: PullProgr
       manifest.set(s.path, { path: s.path, size, sha256: s.digest ? s.digest.slice(7) : s.from!.sha256 });
     }
     let dtype = plan.dtype;
+    if (plan.adapter) {
+      // Merged into the staged fp32 graphs. Staged files are hard links to blobs and to the base model:
+      // the merged graph is written beside and renamed over its link, never written through it.
+      const sources = new Map([...manifest.values()].map((f) => [f.path, { path: f.path, from: { dir: stage, sha256: f.sha256 } }]));
+      const counts = await matchAdapter(ctx, sources, plan.components, plan.adapter);
+      const total = [...counts.values()].reduce((a, b) => a + b, 0);
+      let completed = 0;
+      for (const c of plan.components) {
+        if (!counts.get(c)) continue;
+        const input = onnxPath(c, 'fp32');
+        const r = await mergeLoraOnnx(await readFile(join(stage, input)), plan.adapter, {
+          dir: join(stage, 'onnx'),
+          onModule: () => emit({ status: 'applying adapter', total, completed: ++completed }),
+        });
+        const tmp = join(stage, `${input}.svc-lora`);
+        await writeFile(tmp, r.bytes!);
+        await rename(tmp, join(stage, input));
+        manifest.set(input, { path: input, size: r.bytes!.byteLength, sha256: createHash('sha256').update(r.bytes!).digest('hex') });
+      }
+    }
     if (plan.quantize) {
       const target = plan.quantize;
       for (const c of plan.components) {

@@ -47,7 +47,7 @@ export interface QuantizeResult {
 
 const MAX_PROTO = 2 ** 31 - 1;
 
-interface Tensor { index: number; fields: WireField[]; name: string; dims: number[]; dataType: number }
+export interface Tensor { index: number; fields: WireField[]; name: string; dims: number[]; dataType: number }
 interface Node { index: number; raw: Uint8Array; fields: WireField[]; inputs: string[]; outputs: string[]; opType: string; domain: string }
 
 const unsupported = (m: string) => new ServiceError(400, 'invalid_argument', m);
@@ -223,7 +223,7 @@ function node(opType: string, inputs: string[], outputs: string[], name: string,
 }
 
 /** A TensorProto with inline raw data; `keep` carries over fields of the original other than data and shape. */
-function tensor(name: string, dims: number[], dataType: number, raw: Uint8Array, keep: WireField[] = []): WireWriter {
+export function tensor(name: string, dims: number[], dataType: number, raw: Uint8Array, keep: WireField[] = []): WireWriter {
   const w = new WireWriter();
   for (const d of dims) w.varint(ONNX.tensor.dims, d);
   w.varint(ONNX.tensor.dataType, dataType).string(ONNX.tensor.name, name).bytes(ONNX.tensor.rawData, raw);
@@ -233,7 +233,7 @@ function tensor(name: string, dims: number[], dataType: number, raw: Uint8Array,
   return w;
 }
 
-const isExternal = (t: Tensor) => Number(first(t.fields, ONNX.tensor.dataLocation)?.int ?? 0n) === 1;
+export const isExternal = (t: Tensor) => Number(first(t.fields, ONNX.tensor.dataLocation)?.int ?? 0n) === 1;
 
 function readExternal(t: Tensor, dir: string): Uint8Array {
   const kv = new Map(all(t.fields, ONNX.tensor.externalData).map((f) => {
@@ -269,7 +269,7 @@ function bytesPerElement(dataType: number): number {
   return ({ 1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2 } as Record<number, number>)[dataType] ?? 1;
 }
 
-function floats(t: Tensor, dir: string): Float32Array {
+export function floats(t: Tensor, dir: string): Float32Array {
   const count = t.dims.reduce((a, b) => a * b, 1);
   let raw = isExternal(t) ? readExternal(t, dir) : first(t.fields, ONNX.tensor.rawData)?.bytes;
   if (!raw) {

@@ -274,7 +274,7 @@ describe('create, copy, delete', () => {
     assert.match(await errorOf(await post('/api/create', { model: 'x3', files, quantize: 'q4_K_M' }), 400), /unsupported quantize target 'q4_K_M'/);
     const { 'tokenizer.json': _t, ...withoutTokenizer } = files;
     assert.match(await errorOf(await post('/api/create', { model: 'x4', files: withoutTokenizer }), 400), /tokenizer\.json/);
-    assert.match(await errorOf(await post('/api/create', { model: 'x5', from: 'tiny-llama:test', adapters: { 'adapter.safetensors': files['config.json'] } }), 400), /adapters are not supported/);
+    assert.match(await errorOf(await post('/api/create', { model: 'x5', from: 'tiny-llama:test', adapters: { 'adapter.safetensors': files['config.json'] } }), 400), /adapter_config\.json/);
     assert.match(await errorOf(await post('/api/create', { model: 'tiny-llama:test', from: 'tiny-llama:test' }), 400), /catalog/);
     assert.match(await errorOf(await post('/api/create', { model: 'x6' }), 400), /from/);
     assert.equal((await ollama.list()).models.some((m) => /^x\d/.test(m.name)), false, 'nothing created');
