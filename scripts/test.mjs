@@ -16,7 +16,7 @@ if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', ...files], {
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', '--test-force-exit', '--test-timeout=300000', ...files], {
   stdio: 'inherit',
   env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
 });
