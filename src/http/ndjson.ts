@@ -8,6 +8,7 @@
  */
 import type { Context } from 'hono';
 import { isServiceError } from '../services/errors.ts';
+import { streamBody } from './stream-body.ts';
 
 export interface NdjsonOptions {
   /** Logs a failure after the stream began that is not a ServiceError (its message is not shown). */
@@ -26,33 +27,7 @@ function errorLine(err: unknown, o: NdjsonOptions): Uint8Array {
 
 /** Streams `items` as NDJSON; throws (before any byte is sent) when the first item fails. */
 export async function ndjsonResponse(c: Context, items: AsyncIterable<unknown>, o: NdjsonOptions = {}, status = 200): Promise<Response> {
-  const it = items[Symbol.asyncIterator]();
-  const first = await it.next(); // a failure here propagates: the caller answers with a status
-  let finished = first.done === true;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      if (!first.done) controller.enqueue(line(first.value));
-      if (finished) controller.close();
-    },
-    async pull(controller) {
-      if (finished) return;
-      try {
-        const r = await it.next();
-        if (r.done) {
-          finished = true;
-          controller.close();
-        } else controller.enqueue(line(r.value));
-      } catch (err) {
-        finished = true;
-        controller.enqueue(errorLine(err, o));
-        controller.close();
-      }
-    },
-    async cancel() {
-      finished = true;
-      await it.return?.();
-    },
-  });
+  const body = await streamBody(items, { item: line, error: (err) => errorLine(err, o) });
   // Through the context: the headers prepared for every response (X-Svc-Node) stay on it.
   return c.body(body, status as 200, { 'Content-Type': 'application/x-ndjson' });
 }

@@ -9,6 +9,7 @@
 import type { Context } from 'hono';
 import { isServiceError, ServiceError } from '../services/errors.ts';
 import { errorPayload } from './errors.ts';
+import { streamBody } from './stream-body.ts';
 
 export interface SseOptions {
   logError?: (msg: string, err: unknown) => void;
@@ -30,37 +31,7 @@ function errorEvent(err: unknown, o: SseOptions): Uint8Array {
 }
 
 export async function sseResponse(c: Context, chunks: AsyncIterable<unknown>, o: SseOptions = {}): Promise<Response> {
-  const it = chunks[Symbol.asyncIterator]();
-  const first = await it.next(); // a failure here propagates: the caller answers with a status
-  let finished = false;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      if (first.done) {
-        finished = true;
-        controller.enqueue(DONE);
-        controller.close();
-      } else controller.enqueue(event(first.value));
-    },
-    async pull(controller) {
-      if (finished) return;
-      try {
-        const r = await it.next();
-        if (r.done) {
-          finished = true;
-          controller.enqueue(DONE);
-          controller.close();
-        } else controller.enqueue(event(r.value));
-      } catch (err) {
-        finished = true;
-        controller.enqueue(errorEvent(err, o));
-        controller.close();
-      }
-    },
-    async cancel() {
-      finished = true;
-      await it.return?.();
-    },
-  });
+  const body = await streamBody(chunks, { item: event, error: (err) => errorEvent(err, o), end: DONE });
   // Through the context: the headers prepared for every response (X-Svc-Node) stay on it.
   return c.body(body, 200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
 }
