@@ -17,8 +17,8 @@
  * Everything here fails with 400 errors naming what is wrong; nothing is written.
  */
 import { ServiceError } from '../errors.ts';
-import { floats, tensor, type Tensor } from './onnx-quantize.ts';
-import { ONNX, WireWriter, all, decodeFields, first, int64s, str, type WireField } from './onnx-wire.ts';
+import { floats, tensor } from './onnx-quantize.ts';
+import { ONNX, WireWriter, all, decodeFields, first, indexGraph, type GraphNode, type Tensor, type WireField } from './onnx-wire.ts';
 
 export interface LoraModule {
   /** Module path inside the model, e.g. `model.layers.0.self_attn.q_proj`. */
@@ -172,7 +172,7 @@ export function readLoraAdapter(files: Map<string, Uint8Array>): LoraAdapter {
   return { modules, rslora };
 }
 
-interface Node { index: number; name: string; inputs: string[]; opType: string; domain: string }
+type Node = GraphNode;
 
 /** Atoms of a node name's module path: `/model/layers.0/self_attn/q_proj/MatMul` → model layers 0 self_attn q_proj. */
 function nodeAtoms(name: string): string[] | undefined {
@@ -221,24 +221,7 @@ export async function mergeLoraOnnx(input: Uint8Array, adapter: LoraAdapter, opt
   } catch (e) {
     throw refuse(`the ONNX graph cannot be read: ${(e as Error).message}`);
   }
-  const inits = new Map<string, Tensor>();
-  const nodes: Node[] = [];
-  graph.forEach((f, index) => {
-    if (f.no === ONNX.graph.initializer) {
-      const fields = decodeFields(f.bytes!);
-      const name = str(first(fields, ONNX.tensor.name)?.bytes);
-      inits.set(name, { index, fields, name, dims: int64s(fields, ONNX.tensor.dims), dataType: Number(first(fields, ONNX.tensor.dataType)?.int ?? 0n) });
-    } else if (f.no === ONNX.graph.node) {
-      const fields = decodeFields(f.bytes!);
-      nodes.push({
-        index,
-        name: str(first(fields, ONNX.node.name)?.bytes),
-        inputs: all(fields, ONNX.node.input).map((x) => str(x.bytes)),
-        opType: str(first(fields, ONNX.node.opType)?.bytes),
-        domain: str(first(fields, ONNX.node.domain)?.bytes),
-      });
-    }
-  });
+  const { inits, nodes } = indexGraph(graph);
   const candidates = nodes
     .filter((n) => n.opType === 'MatMul' && (n.domain === '' || n.domain === 'ai.onnx') && inits.has(n.inputs[1]))
     .map((n) => ({ n, atoms: nodeAtoms(n.name) }))

@@ -17,7 +17,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { ServiceError, invalidArgument } from '../errors.ts';
 import { isSafeRepoPath } from './files.ts';
-import { ONNX, WireWriter, all, decodeFields, first, int64s, str, type WireField } from './onnx-wire.ts';
+import { ONNX, WireWriter, all, decodeFields, first, indexGraph, str, type GraphNode, type Tensor, type WireField } from './onnx-wire.ts';
 
 export type QuantTarget = 'q8' | 'q4';
 
@@ -47,8 +47,8 @@ export interface QuantizeResult {
 
 const MAX_PROTO = 2 ** 31 - 1;
 
-export interface Tensor { index: number; fields: WireField[]; name: string; dims: number[]; dataType: number }
-interface Node { index: number; raw: Uint8Array; fields: WireField[]; inputs: string[]; outputs: string[]; opType: string; domain: string }
+type Node = GraphNode;
+export type { Tensor };
 
 const unsupported = (m: string) => new ServiceError(400, 'invalid_argument', m);
 
@@ -70,24 +70,7 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
   const defaultOpset = opsets.find((o) => o.domain === '' || o.domain === 'ai.onnx')?.version ?? 0;
   if (target === 'q8' && defaultOpset < 11) throw unsupported(`q8 quantization needs ONNX opset 11 or later; the graph has opset ${defaultOpset}`);
 
-  const inits = new Map<string, Tensor>();
-  const nodes: Node[] = [];
-  graph.forEach((f, index) => {
-    if (f.no === ONNX.graph.initializer) {
-      const fields = decodeFields(f.bytes!);
-      const name = str(first(fields, ONNX.tensor.name)?.bytes);
-      inits.set(name, { index, fields, name, dims: int64s(fields, ONNX.tensor.dims), dataType: Number(first(fields, ONNX.tensor.dataType)?.int ?? 0n) });
-    } else if (f.no === ONNX.graph.node) {
-      const fields = decodeFields(f.bytes!);
-      nodes.push({
-        index, raw: f.bytes!, fields,
-        inputs: all(fields, ONNX.node.input).map((x) => str(x.bytes)),
-        outputs: all(fields, ONNX.node.output).map((x) => str(x.bytes)),
-        opType: str(first(fields, ONNX.node.opType)?.bytes),
-        domain: str(first(fields, ONNX.node.domain)?.bytes),
-      });
-    }
-  });
+  const { inits, nodes } = indexGraph(graph);
 
   const isFp32Matrix = (t: Tensor | undefined): t is Tensor => !!t && t.dims.length === 2 && t.dataType === ONNX.dtype.FLOAT;
   const matmuls = nodes.filter((n) => n.opType === 'MatMul' && (n.domain === '' || n.domain === 'ai.onnx') && isFp32Matrix(inits.get(n.inputs[1])));

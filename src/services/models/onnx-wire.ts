@@ -153,3 +153,35 @@ export const ONNX = {
   /** TensorProto.DataType */
   dtype: { FLOAT: 1, UINT8: 2, INT8: 3 },
 } as const;
+
+/** An initializer of a graph, with its position among the graph's fields. */
+export interface Tensor { index: number; fields: WireField[]; name: string; dims: number[]; dataType: number }
+/** A node of a graph, with its raw bytes and position among the graph's fields. */
+export interface GraphNode { index: number; raw: Uint8Array; fields: WireField[]; name: string; inputs: string[]; outputs: string[]; opType: string; domain: string }
+
+/** Initializers by name and nodes in order, from a decoded GraphProto. */
+export function indexGraph(graph: WireField[]): { inits: Map<string, Tensor>; nodes: GraphNode[] } {
+  const inits = new Map<string, Tensor>();
+  const nodes: GraphNode[] = [];
+  graph.forEach((f, index) => {
+    if (f.no === ONNX.graph.initializer) {
+      const fields = decodeFields(f.bytes!);
+      const name = str(first(fields, ONNX.tensor.name)?.bytes);
+      inits.set(name, { index, fields, name, dims: int64s(fields, ONNX.tensor.dims), dataType: Number(first(fields, ONNX.tensor.dataType)?.int ?? 0n) });
+    } else if (f.no === ONNX.graph.node) {
+      const fields = decodeFields(f.bytes!);
+      nodes.push({
+        index, raw: f.bytes!, fields,
+        name: str(first(fields, ONNX.node.name)?.bytes),
+        inputs: all(fields, ONNX.node.input).map((x) => str(x.bytes)),
+        outputs: all(fields, ONNX.node.output).map((x) => str(x.bytes)),
+        opType: str(first(fields, ONNX.node.opType)?.bytes),
+        domain: str(first(fields, ONNX.node.domain)?.bytes),
+      });
+    }
+  });
+  return { inits, nodes };
+}
+
+/** A node of the default ONNX domain with the given operator. */
+export const isOnnxOp = (n: GraphNode, opType: string) => n.opType === opType && (n.domain === '' || n.domain === 'ai.onnx');
