@@ -14,19 +14,12 @@ import { ocrGray, pickEngine, releaseOcrEngines } from '../../src/services/ocr/o
 import { decodeGrayFrames } from '../../src/services/ocr/raster.ts';
 import { scannedPdf, twoColumnGhostscript, twoColumnPdfLib } from '../../test/routes/documents/make-docs.ts';
 import { writeSection } from './write-benchmarks.mjs';
+import { medianTime } from './median-time.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-docs-'));
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 
-async function median(fn: () => Promise<unknown> | unknown, runs = RUNS): Promise<number> {
-  const t: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const s = performance.now();
-    await fn();
-    t.push(performance.now() - s);
-  }
-  return t.sort((a, b) => a - b)[Math.floor(t.length / 2)]!;
-}
+const median = (fn: () => unknown | Promise<unknown>, runs = RUNS) => medianTime(fn, runs);
 
 /** n copies of the two-column first page (headings, list, table, header/footer) in one PDF. */
 async function repeated(src: Uint8Array, n: number): Promise<Uint8Array> {

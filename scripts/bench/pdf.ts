@@ -14,6 +14,7 @@ import { pdfToImages, renderPage } from '../../src/services/pdf/pdf-to-images.ts
 import { loadPdfium, openDoc } from '../../src/services/pdf/pdfium.ts';
 import { pdfRedact } from '../../src/services/pdf/pdf-redact.ts';
 import { writeSection } from './write-benchmarks.mjs';
+import { medianTime } from './median-time.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-pdf-'));
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -29,15 +30,7 @@ async function makeDoc(pages: number, tag: number): Promise<Uint8Array> {
   return doc.save();
 }
 
-async function time(fn: () => unknown | Promise<unknown>): Promise<number> {
-  const t: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const s = performance.now();
-    await fn();
-    t.push(performance.now() - s);
-  }
-  return t.sort((a, b) => a - b)[Math.floor(t.length / 2)]!;
-}
+const time = (fn: () => unknown | Promise<unknown>) => medianTime(fn, RUNS);
 const sh = (cmd: string, args: string[]) => () => execFileSync(cmd, args, { stdio: 'ignore' });
 
 const files: { path: string; bytes: Uint8Array }[] = [];
