@@ -6,5 +6,7 @@ export type AppEnv = {
     requestId: string;
     owner: Owner;
     maxUploadBytes: number;
+    /** Set when the caller went away before a synchronous task finished (logged as 499). */
+    clientClosed?: boolean;
   };
 };

@@ -29,7 +29,7 @@ export function requestMeta(nodeTag: string, log: Logger): MiddlewareHandler<App
       await next();
     }
     if (logging) {
-      const status = c.get('clientClosed' as never) ? 499 : c.res.status;
+      const status = c.get('clientClosed') ? 499 : c.res.status;
       const owner = (c.get('owner') as { id?: string } | undefined)?.id ?? '-';
       log.access(`${c.req.method} ${c.req.path} ${status} ${(performance.now() - started).toFixed(1)}ms owner=${owner} rid=${rid}`);
     }

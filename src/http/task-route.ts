@@ -55,7 +55,7 @@ export function taskHandler<I>(runner: TaskRunner, def: TaskRouteDef<I>): Handle
         }, 202, { Location: location });
       }
       case 'closed':
-        if (submission.by === 'client') c.set('clientClosed' as never, true as never);
+        if (submission.by === 'client') c.set('clientClosed', true);
         throw new ServiceError(499, 'cancelled', submission.by === 'cancel' ? 'the task was cancelled' : 'the client closed the connection');
       case 'inline': {
         const o = submission.outcome;

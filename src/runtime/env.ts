@@ -18,12 +18,6 @@ export const envVars = (): Record<string, string | undefined> => ({ ...process.e
 
 export const homeDir = (): string => homedir();
 
-/** True inside a `bun build --compile` / `deno compile` executable, where native addons are not embedded. */
-export const isCompiledBinary = (): boolean => {
-  const main = (import.meta as { main?: boolean; url: string }).url;
-  return main.startsWith('file:///$bunfs/') || main.includes('/deno-compile-') || main.startsWith('file:///B:/~BUN/');
-};
-
 export const exit = (code: number): never => process.exit(code);
 
 /** Runs `fn` once on SIGINT or SIGTERM. */
