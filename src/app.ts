@@ -22,6 +22,8 @@ import { openaiModelRoutes } from './routes/openai/models.ts';
 import { openaiChatRoutes } from './routes/openai/chat.ts';
 import { openaiCompletionRoutes } from './routes/openai/completions.ts';
 import { openaiEmbeddingRoutes } from './routes/openai/embeddings.ts';
+import { openaiResponsesRoutes } from './routes/openai/responses.ts';
+import { openaiVectorStoreRoutes } from './routes/openai/vector-stores.ts';
 import { rootRoutes } from './routes/root.ts';
 import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
@@ -53,6 +55,8 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', openaiChatRoutes(deps.chat, log));
   app.route('/', openaiCompletionRoutes(deps.chat, deps.engine, log));
   app.route('/', openaiEmbeddingRoutes(deps.chat, deps.runner));
+  app.route('/', openaiResponsesRoutes(deps.responses, log));
+  app.route('/', openaiVectorStoreRoutes(deps.vectorStores));
   // dialect B
   app.route('/', versionRoutes());
   app.route('/', ollamaModelRoutes(deps.models, deps.engine));

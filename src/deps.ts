@@ -10,6 +10,8 @@ import type { ChatService } from './services/chat/chat-service.ts';
 import type { InferenceEngine } from './services/inference/engine.ts';
 import type { ModelServices } from './services/models/model-services.ts';
 import type { OpenedStore } from './store/db.ts';
+import type { ResponsesService } from './services/responses/responses-service.ts';
+import type { VectorStores } from './services/retrieval/vector-stores.ts';
 
 export interface Deps {
   config: Config;
@@ -27,4 +29,8 @@ export interface Deps {
   engine: InferenceEngine;
   /** Chat/generate/embed over the engine for both dialects: templates, profiles, tool calls, thinking (src/services/chat/). */
   chat: ChatService;
+  /** Vector stores over the retrieval engine (src/services/retrieval/). */
+  vectorStores: VectorStores;
+  /** The Responses API with stored responses (src/services/responses/). */
+  responses: ResponsesService;
 }

@@ -22,6 +22,9 @@ import { loggingLoader } from './services/inference/logging-loader.ts';
 import { ChatService } from './services/chat/chat-service.ts';
 import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
+import { RetrievalEngine } from './services/retrieval/engine.ts';
+import { VectorStores } from './services/retrieval/vector-stores.ts';
+import { ResponsesService } from './services/responses/responses-service.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
 export interface Services extends Deps {
@@ -37,7 +40,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const keys = new KeyService(db, config.requireKeys);
   const files = new FileStore(db, uploadsDir(config), config.fileRetentionSeconds);
   await files.init();
-  const adminSettings = new AdminSettings(db);
+  const adminSettings = new AdminSettings(db, config.defaultEmbeddingModel);
   const runner = new TaskRunner({ db, nodeTag, files, log, maxJobsPerOwner: config.maxJobsPerOwner, syncTimeoutSeconds: () => adminSettings.syncTimeoutSeconds() });
   const lost = await runner.recoverLostJobs();
   if (lost) log.warn(`${lost} job(s) of this node were still processing at the last stop: marked failed (job_lost)`);
@@ -49,6 +52,9 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const engine = createInferenceEngine(config, loggingLoader(config, log));
   models.usage = residencyUsage(engine.residency);
   const chat = new ChatService({ models, engine, constrain: formatConstraint });
+  const retrieval = new RetrievalEngine(db, async (model, texts, signal) => (await chat.embed(model, texts, { signal })).vectors.map((v) => Float32Array.from(v)));
+  const vectorStores = new VectorStores(db, files, retrieval, () => adminSettings.defaultEmbeddingModel(), log);
+  const responses = new ResponsesService(db, chat, files, vectorStores);
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -59,9 +65,10 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, vectorStores, responses,
     close: async () => {
       clearInterval(upkeep);
+      await vectorStores.close();
       await models.close();
       await engine.close();
       await store.close();
