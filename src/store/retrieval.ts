@@ -108,6 +108,12 @@ async function vectorTableExists(db: Db, dims: number): Promise<boolean> {
   return Number(r.rows[0]?.n ?? 0) > 0;
 }
 
+/** Whether any chunk of these indexes has a vector yet (the query is embedded only then). */
+export async function anyEmbedded(db: Db, indexIds: string[]): Promise<boolean> {
+  const r = await db.selectFrom('retrieval_chunks').select('id').where('index_id', 'in', indexIds).where('embedded_dims', 'is not', null).limit(1).executeTakeFirst();
+  return r !== undefined;
+}
+
 export type VectorHit = { id: number; distance: number };
 
 /** Exact cosine ranking of every vector in scope: in SQL where libSQL's functions exist, else here. */

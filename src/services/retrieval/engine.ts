@@ -6,7 +6,7 @@
  */
 import type { Db } from '../../store/schema.ts';
 import {
-  annVectorSearch, chunksByIds, deleteChunks, exactVectorSearch, ftsSearch, insertChunks, pendingChunks, storeVectors, vectorCounts,
+  annVectorSearch, anyEmbedded, chunksByIds, deleteChunks, exactVectorSearch, ftsSearch, insertChunks, pendingChunks, storeVectors, vectorCounts,
   type ChunkIn, type ChunkRow, type VectorHit,
 } from '../../store/retrieval.ts';
 import { reciprocalRankFusion } from './fusion.ts';
@@ -88,7 +88,7 @@ export class RetrievalEngine {
     const pool = Math.max(o.limit * 4, 40);
     const keywordHits = mode === 'semantic' ? [] : await this.keyword(indexIds, query, pool);
     let semanticHits: { id: number }[] = [];
-    if (mode !== 'keyword' && o.model) {
+    if (mode !== 'keyword' && o.model && (await anyEmbedded(this.db, indexIds))) {
       const [q] = await this.embedder(o.model, [query], o.signal);
       semanticHits = await this.semantic(indexIds, q!, pool, o.vectorStrategy);
     }
