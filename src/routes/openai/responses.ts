@@ -1,7 +1,7 @@
 /**
  * Dialect A Responses API: POST /v1/responses (JSON, or SSE `event:`/`data:` frames with a monotonic
  * sequence_number, no [DONE]), POST /v1/responses/compact, GET/DELETE /v1/responses/{id},
- * GET /v1/responses/{id}/input_items. A client that disconnects from a stream aborts the generation.
+ * GET /v1/responses/{id}/input_items, and WebSocket mode on GET /v1/responses. A client that disconnects from a stream aborts the generation.
  */
 import { Hono } from 'hono';
 import type { Context } from 'hono';
@@ -11,8 +11,10 @@ import { errorPayload } from '../../http/errors.ts';
 import { streamBody } from '../../http/stream-body.ts';
 import { readJsonBody, validate } from '../../http/validate.ts';
 import type { Logger } from '../../log.ts';
-import { isServiceError, ServiceError } from '../../services/errors.ts';
+import { isWebSocketUpgrade } from '../../runtime/websocket.ts';
+import { isServiceError, notFound, ServiceError } from '../../services/errors.ts';
 import type { ResponsesService } from '../../services/responses/responses-service.ts';
+import { responsesWebSocket } from './responses-ws.ts';
 
 const encoder = new TextEncoder();
 const frame = (e: unknown) => encoder.encode(`event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`);
@@ -46,6 +48,11 @@ export function openaiResponsesRoutes(responses: ResponsesService, log: Logger) 
       },
     });
     return c.body(stream, 200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+  });
+  // WebSocket mode (responses-ws.ts); a plain GET has nothing to answer
+  app.get('/v1/responses', (c) => {
+    if (!isWebSocketUpgrade(c.req.raw)) throw notFound('GET /v1/responses answers only WebSocket upgrades (WebSocket mode); create responses with POST');
+    return responsesWebSocket(c, responses, log);
   });
   app.post('/v1/responses/compact', async (c) => c.json(await responses.compact(c.get('owner').id, await objectBody(c))));
   app.get('/v1/responses/:id', async (c) => c.json(await responses.get(c.get('owner').id, c.req.param('id'))));

@@ -56,7 +56,7 @@ export class OutputBuilder {
     const o = this.#open!;
     o.text += delta;
     const at = { item_id: o.item.id, output_index: this.output.length - 1, content_index: 0 };
-    out.push(kind === 'message' ? this.ev('response.output_text.delta', { ...at, delta, logprobs: [] }) : this.ev('response.reasoning_text.delta', { ...at, delta }));
+    out.push(kind === 'message' ? this.ev('response.output_text.delta', { ...at, delta, logprobs: [] }) : this.ev('response.reasoning.delta', { ...at, delta }));
     return out;
   }
 
@@ -90,7 +90,7 @@ export class OutputBuilder {
       Object.assign(o.item, { status: 'completed', content: [part] });
     } else {
       const part = { type: 'reasoning_text', text: o.text };
-      out.push(this.ev('response.reasoning_text.done', { ...at, text: o.text }));
+      out.push(this.ev('response.reasoning.done', { ...at, text: o.text }));
       out.push(this.ev('response.content_part.done', { ...at, part }));
       Object.assign(o.item, { content: [part] });
     }

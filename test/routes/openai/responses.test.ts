@@ -72,7 +72,7 @@ describe('responses: create, retrieve, delete', () => {
         { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'one' }, { type: 'input_text', text: 'two' }] },
       ],
     });
-    assert.ok(['completed', 'incomplete'].includes(r.status));
+    assert.ok(['completed', 'incomplete'].includes(r.status!));
     assert.ok(r.usage!.input_tokens > 5);
   });
 
@@ -93,7 +93,7 @@ describe('responses: create, retrieve, delete', () => {
 
   it('store: false is not retrievable', async () => {
     const r = await openai.responses.create({ model: MODEL, input: 'x', max_output_tokens: 2, store: false });
-    assert.equal(r.store, false);
+    assert.equal((r as unknown as { store: boolean }).store, false);
     await assert.rejects(openai.responses.retrieve(r.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
   });
 });
@@ -219,7 +219,7 @@ describe('responses: tools and structured output', () => {
       model: MODEL, previous_response_id: r.id, tools: [WEATHER], max_output_tokens: 3,
       input: [{ type: 'function_call_output', call_id: call.call_id, output: '{"temp": 21}' }],
     });
-    assert.ok(['completed', 'incomplete'].includes(next.status));
+    assert.ok(['completed', 'incomplete'].includes(next.status!));
     const items = await openai.responses.inputItems.list(next.id, { order: 'asc' });
     assert.deepEqual(items.data.map((i) => i.type), ['message', 'function_call', 'function_call_output']);
     assert.ok(next.usage!.input_tokens > r.usage!.input_tokens, 'the call and its result are in the prompt');
