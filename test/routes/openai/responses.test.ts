@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import OpenAI, { toFile } from 'openai';
+import { ResponsesWS } from 'openai/resources/responses/ws';
 import { startHarness, tinyLlamaIds, forceTokens, type Harness } from '../ollama/harness.ts';
 import { makePdf } from '../../services/pdf/helpers.ts';
 
@@ -408,5 +409,68 @@ describe('vector stores and file_search', () => {
     const vs = await openai.vectorStores.create({ name: 'x' });
     await assert.rejects(openai.vectorStores.files.create(vs.id, { file_id: file.id }), (e: unknown) => e instanceof OpenAI.APIError && e.status === 415);
     assert.equal((await openai.vectorStores.files.list(vs.id)).data.length, 0);
+  });
+});
+
+/** One turn on a WebSocket: its events up to the terminal one (or the error message). */
+function wsTurn(ws: ResponsesWS, body: Record<string, unknown>): Promise<{ events: Record<string, any>[]; error?: Record<string, any> }> {
+  return new Promise((resolve) => {
+    const events: Record<string, any>[] = [];
+    const onEvent = (e: Record<string, any>) => {
+      events.push(e);
+      if (e.type === 'error' || ['response.completed', 'response.incomplete', 'response.failed'].includes(e.type)) {
+        ws.off('event', onEvent as never);
+        resolve({ events, error: e.type === 'error' ? e : undefined });
+      }
+    };
+    ws.on('event', onEvent as never);
+    ws.send({ type: 'response.create', ...body } as never);
+  });
+}
+
+describe('responses: WebSocket mode and compaction', () => {
+  it('several responses on one connection; store:false continuation there; previous_response_not_found once the connection is gone', async () => {
+    const ws = new ResponsesWS(openai);
+    ws.on('error', () => {});
+    const first = await steered('OK', () => wsTurn(ws, { model: MODEL, store: false, input: 'Remember the code word cobalt.', max_output_tokens: 5 }));
+    const types = first.events.map((e) => e.type);
+    assert.deepEqual(types.slice(0, 4), ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    assert.equal(types.at(-1), 'response.completed');
+    first.events.forEach((e, i) => assert.equal(e.sequence_number, i));
+    const id = first.events.at(-1)!.response.id as string;
+    const second = await wsTurn(ws, { model: MODEL, store: false, previous_response_id: id, input: 'What was the code word?', max_output_tokens: 2 });
+    assert.equal(second.error, undefined, JSON.stringify(second.error));
+    const whole = await openai.responses.create({ model: MODEL, max_output_tokens: 2, input: [{ role: 'user', content: 'Remember the code word cobalt.' }, { role: 'assistant', content: 'OK' }, { role: 'user', content: 'What was the code word?' }] });
+    assert.equal(second.events.at(-1)!.response.usage.input_tokens, whole.usage!.input_tokens, 'the first turn was continued from the connection');
+    // store:false responses live only on their connection
+    await assert.rejects(openai.responses.retrieve(id), (e: unknown) => e instanceof OpenAI.NotFoundError);
+    ws.close();
+    const ws2 = new ResponsesWS(openai);
+    ws2.on('error', () => {});
+    const again = await wsTurn(ws2, { model: MODEL, store: false, previous_response_id: id, input: 'x' });
+    assert.equal(again.error?.error?.code, 'previous_response_not_found');
+    assert.equal(again.error?.status, 400);
+    // a failed continuation forgets the response it continued
+    const base = await wsTurn(ws2, { model: MODEL, store: false, input: 'y', max_output_tokens: 2 });
+    const baseId = base.events.at(-1)!.response.id;
+    const bad = await wsTurn(ws2, { model: MODEL, store: false, previous_response_id: baseId, input: [{ type: 'function_call_output', call_id: 'call_missing', output: 'z' }] });
+    assert.equal(bad.error?.status, 400);
+    const stale = await wsTurn(ws2, { model: MODEL, store: false, previous_response_id: baseId, input: 'z' });
+    assert.equal(stale.error?.error?.code, 'previous_response_not_found');
+    ws2.close();
+  });
+
+  it('compact: a compaction item that starts a new chain holding the whole conversation; model is required', async () => {
+    const input = [{ role: 'user' as const, content: 'We launch on Tuesday.' }, { role: 'assistant' as const, content: 'Understood.' }];
+    const c = await openai.responses.compact({ model: MODEL, input });
+    assert.equal(c.object, 'response.compaction');
+    const item = c.output.find((o) => o.type === 'compaction')!;
+    assert.ok(item);
+    const next = await openai.responses.create({ model: MODEL, max_output_tokens: 2, input: [...c.output, { role: 'user', content: 'When?' }] as never });
+    const whole = await openai.responses.create({ model: MODEL, max_output_tokens: 2, input: [...input, { role: 'user', content: 'When?' }] });
+    assert.equal(next.usage!.input_tokens, whole.usage!.input_tokens);
+    const res = await post('/v1/responses/compact', { input });
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error.param, 'model');
   });
 });
