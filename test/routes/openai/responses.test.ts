@@ -84,6 +84,19 @@ describe('responses: create, retrieve, delete', () => {
     assert.equal(r.usage!.output_tokens, 3);
   });
 
+  it('a thinking model: a reasoning item with the reasoning text before the message; reasoning tokens in usage', async () => {
+    const r = await steered('<think>\nThe user greets me.\n</think>\n\nHi!', () => openai.responses.create({ model: MODEL, input: 'hello', max_output_tokens: 40 }));
+    assert.deepEqual(r.output.map((o) => o.type), ['reasoning', 'message']);
+    const rs = r.output[0] as OpenAI.Responses.ResponseReasoningItem;
+    assert.match(rs.content![0]!.text, /The user greets me\./);
+    assert.equal(r.output_text.trim(), 'Hi!');
+    const u = r.usage!;
+    assert.ok(u.output_tokens_details.reasoning_tokens > 0 && u.output_tokens_details.reasoning_tokens < u.output_tokens, JSON.stringify(u));
+    // fed back as input, the reasoning item is accepted (passthrough)
+    const next = await openai.responses.create({ model: MODEL, max_output_tokens: 2, input: [{ role: 'user', content: 'hello' }, rs as never, { role: 'assistant', content: 'Hi!' }, { role: 'user', content: 'again' }] });
+    assert.ok(['completed', 'incomplete'].includes(next.status!));
+  });
+
   it('delete, then retrieve and input_items are 404; delete again is 404', async () => {
     const r = await openai.responses.create({ model: MODEL, input: 'x', max_output_tokens: 2 });
     assert.deepEqual(await openai.responses.delete(r.id), { id: r.id, object: 'response', deleted: true });
