@@ -139,21 +139,24 @@ export class MediaService {
     const times = [0.1, 0.25, 0.5, 0.75, 0.9].map((f) => round3(f * duration));
     const side = 32;
     const inputs = times.flatMap((t) => ['-ss', String(t), '-i', '']);
-    const graph = times.map((_, k) => `[${k}:v:0]trim=end_frame=1,scale=${side}:${side},format=gray,setsar=1[c${k}]`).join(';')
-      + `;${times.map((_, k) => `[c${k}]`).join('')}concat=n=${times.length}:v=1:a=0[out]`;
+    // The five frames side by side in one 32·5 × 32 grey image: one decoder run for all candidates.
+    const graph = times.map((_, k) => `[${k}:v:0]scale=${side}:${side},format=gray,setsar=1,setpts=PTS-STARTPTS[c${k}]`).join(';')
+      + `;${times.map((_, k) => `[c${k}]`).join('')}hstack=inputs=${times.length}[out]`;
     let r;
     try {
-      r = await tool.exec(path, (i, out) => ['-v', 'error', ...inputs.map((a) => (a === '' ? i : a)), '-filter_complex', graph, '-map', '[out]', '-f', 'rawvideo', out], { signal });
+      r = await tool.exec(path, (i, out) => ['-v', 'error', ...inputs.map((a) => (a === '' ? i : a)), '-filter_complex', graph, '-map', '[out]', '-frames:v', '1', '-f', 'rawvideo', out], { signal });
     } catch {
       return times[2]!; // a candidate failed to decode: fall back to the middle of the clip
     }
-    const px = side * side;
+    const row = side * times.length;
+    if (r.output.byteLength < row * side) return times[2]!;
     let best = times[2]!, bestScore = -1;
-    for (let k = 0; k * px < r.output.byteLength && k < times.length; k++) {
-      const f = r.output.subarray(k * px, (k + 1) * px);
+    for (let k = 0; k < times.length; k++) {
       let sum = 0, sq = 0;
-      for (const x of f) { sum += x; sq += x * x; }
-      const mean = sum / f.length, sd = Math.sqrt(Math.max(0, sq / f.length - mean * mean));
+      for (let y = 0; y < side; y++) {
+        for (let x = 0; x < side; x++) { const v = r.output[y * row + k * side + x]!; sum += v; sq += v * v; }
+      }
+      const n = side * side, mean = sum / n, sd = Math.sqrt(Math.max(0, sq / n - mean * mean));
       const score = mean < 16 ? sd / 100 : sd + 1; // black frames only win when every candidate is black
       if (score > bestScore) { bestScore = score; best = times[k]!; }
     }

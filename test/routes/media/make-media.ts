@@ -50,7 +50,7 @@ export function transcode(src: string, name: string, ...extra: string[]): string
 export function video(name: string, seconds: number, audio?: string): string {
   const out = at(name);
   const v = ['-f', 'lavfi', '-i', `testsrc=duration=${seconds}:size=320x240:rate=25`];
-  if (audio) ffmpeg(...v, '-i', audio, '-t', String(seconds), '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', out);
+  if (audio) ffmpeg(...v, '-i', audio, '-t', String(seconds), '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-af', 'apad', '-c:a', 'aac', out);
   else ffmpeg(...v, '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-an', out);
   return out;
 }
