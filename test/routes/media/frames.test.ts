@@ -11,7 +11,7 @@ import { blackThenPattern, bytes, ffmpegFrame, meanAbsDiff, rgbPixels, speech, v
 let app: InProcess;
 let clip: string, clipId: string, silentId: string, blackId: string, audioId: string, textId: string;
 
-async function upload(t: InProcess, path: string | Uint8Array, name: string): Promise<string> {
+async function upload(t: InProcess, path: string | Uint8Array<ArrayBuffer>, name: string): Promise<string> {
   const form = new FormData();
   form.set('file', new Blob([typeof path === 'string' ? bytes(path) : path]), name);
   const r = await t.request('/svc/v1/files/upload', { method: 'POST', body: form });
