@@ -12,6 +12,7 @@ import { dirname } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import type * as Ort from 'onnxruntime-common';
 import { packageFile } from '../../runtime/assets.ts';
+import { capabilityUnavailable } from '../errors.ts';
 import { IdleResource } from '../ocr/idle-pool.ts';
 
 export const VAD_SAMPLE_RATE = 16_000;
@@ -34,7 +35,12 @@ async function loadOrt(): Promise<{ ort: typeof Ort; runtime: Silero['runtime'] 
 
 const engine = new IdleResource<Silero>(async () => {
   const { ort, runtime } = await loadOrt();
-  const model = new Uint8Array(await readFile(packageFile('@ricky0123/vad-web/dist/silero_vad_v5.onnx')));
+  let model: Uint8Array;
+  try {
+    model = new Uint8Array(await readFile(packageFile('@ricky0123/vad-web/dist/silero_vad_v5.onnx')));
+  } catch (e) {
+    throw capabilityUnavailable(`the Silero VAD model is not installed here (${(e as Error).message.split('\n')[0]})`);
+  }
   const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
   return { ort, session, runtime };
 }, (s) => s.session.release());
