@@ -1,6 +1,6 @@
 /**
  * API key authentication. A token is read from `Authorization: Bearer` (all families) or `x-api-key`
- * (native family). Policy (docs/auth.md): keys are required once an active key exists or when the
+ * (native family and the Anthropic gateway, whose clients send it). Policy (docs/auth.md): keys are required once an active key exists or when the
  * server requires them; a token of ours (svc_...) that is unknown or revoked is always 401, never anonymous.
  * While keys are not required, foreign tokens (the "required but unused" placeholders OpenAI clients send)
  * are ignored, as a local Ollama does.
@@ -29,8 +29,9 @@ export function tokenOf(authorization: string | undefined, apiKeyHeader: string 
 export function auth(keys: KeyService): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const path = c.req.path;
-    const native = familyOf(path) === 'svc';
-    const token = tokenOf(c.req.header('authorization'), native ? c.req.header('x-api-key') : undefined);
+    const family = familyOf(path, c.req.header('anthropic-version'));
+    const apiKeyHeader = family === 'svc' || family === 'anthropic' ? c.req.header('x-api-key') : undefined;
+    const token = tokenOf(c.req.header('authorization'), apiKeyHeader);
     if (token) {
       const owner = await keys.verify(token);
       if (owner) {
