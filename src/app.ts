@@ -32,6 +32,7 @@ import { pdfRoutes } from './routes/svc/pdf/index.ts';
 import { documentRoutes } from './routes/svc/documents/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
+import { trainingRoutes } from './routes/svc/training.ts';
 import { ServiceError } from './services/errors.ts';
 
 export interface AppOptions {
@@ -76,6 +77,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', adminMemoryRoutes(deps.engine));
   app.route('/', pdfRoutes(deps));
   app.route('/', documentRoutes(deps));
+  app.route('/', trainingRoutes(deps));
   opts.extraRoutes?.(app, deps);
   app.use('*', serveStatic(publicDir, embeddedPublic));
 

@@ -20,6 +20,7 @@ import { createInferenceEngine } from './services/inference/engine.ts';
 import { formatConstraint } from './services/chat/format-constraint.ts';
 import { loggingLoader } from './services/inference/logging-loader.ts';
 import { ChatService } from './services/chat/chat-service.ts';
+import { TrainingService } from './services/training/training-service.ts';
 import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
 import { loadNodeTag } from './store/node-tag.ts';
@@ -49,6 +50,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const engine = createInferenceEngine(config, loggingLoader(config, log));
   models.usage = residencyUsage(engine.residency);
   const chat = new ChatService({ models, engine, constrain: formatConstraint });
+  const training = new TrainingService({ chat, models, memoryWaitSeconds: config.trainingMemoryWaitSeconds });
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -59,7 +61,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, training,
     close: async () => {
       clearInterval(upkeep);
       await models.close();

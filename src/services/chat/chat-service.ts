@@ -100,9 +100,10 @@ const TASK: Record<ModelKind, EngineSpec['task'] | undefined> = {
   embedding: 'feature-extraction',
   reranker: 'text-classification',
   speech: undefined,
+  classifier: undefined,
 };
 
-const KIND_WORD: Record<ModelKind, string> = { generation: 'generate', embedding: 'embed', reranker: 'rerank', speech: 'transcribe' };
+const KIND_WORD: Record<ModelKind, string> = { generation: 'generate', embedding: 'embed', reranker: 'rerank', speech: 'transcribe', classifier: 'classify' };
 
 export class ChatService {
   readonly #models: ModelServices;
