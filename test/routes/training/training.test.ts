@@ -219,3 +219,57 @@ describe('read-only model directory', () => {
     }
   });
 });
+
+describe('device memory refusal', () => {
+  /** A server holding one model at most, with tiny-llama resident and busy (a real engine lease). */
+  async function busyServer(waitSeconds: number) {
+    const hs = await startHarness({ maxLoadedModels: 1, trainingMemoryWaitSeconds: waitSeconds });
+    const llama = await hs.srv.chat.resolve('tiny-llama:test', 'generation');
+    const lease = await hs.srv.engine.residency.acquire(llama.engineSpec);
+    // the refusal the engine gives any other caller now: immediate 503
+    const direct = await hs.post('/api/embed', { model: EMB, input: 'dog' });
+    assert.equal(direct.status, 503);
+    assert.match((await direct.json()).error, /memory pressure/);
+    return { hs, lease };
+  }
+  const trainBody = { name: 'waited', embedding_model: EMB, examples: generate(10, 2), epochs: 5 };
+
+  it('training waits while the engine refuses for memory, and runs once memory is free', async () => {
+    const { hs, lease } = await busyServer(600);
+    try {
+      const res = await hs.post('/svc/v1/training/classifier', trainBody, { headers: { 'content-type': 'application/json', prefer: 'respond-async' } });
+      assert.equal(res.status, 202);
+      const { job_id } = await res.json();
+      await new Promise((r) => setTimeout(r, 1500));
+      const poll = async () => (await fetch(`${hs.srv.url}/svc/v1/jobs/${job_id}`)).json();
+      assert.equal((await poll()).status, 'processing', 'still waiting, not failed');
+      lease.release();
+      let job = await poll();
+      for (let i = 0; i < 200 && job.status === 'processing'; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        job = await poll();
+      }
+      assert.equal(job.status, 'completed', JSON.stringify(job));
+      assert.equal(job.result.model, 'waited:latest');
+    } finally {
+      lease.release();
+      await hs.close();
+    }
+  });
+
+  it('past the wait limit the refusal is the answer (503 with Retry-After)', async () => {
+    const { hs, lease } = await busyServer(1);
+    try {
+      const t0 = performance.now();
+      const res = await hs.post('/svc/v1/training/classifier', trainBody);
+      const waited = performance.now() - t0;
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get('retry-after'), '5');
+      assert.equal((await res.json()).error, 'service_unavailable');
+      assert.ok(waited >= 1000 && waited < 4000, `answered after ${Math.round(waited)} ms`);
+    } finally {
+      lease.release();
+      await hs.close();
+    }
+  });
+});
