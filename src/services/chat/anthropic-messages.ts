@@ -37,9 +37,13 @@ const UNSUPPORTED: Record<string, string> = {
 
 const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 
+/** context_management asking for no edits changes nothing: accepted, so clients that always send it work. */
+const noEdits = (v: unknown) => v === null || (isObj(v) && Object.keys(v).every((k) => k === 'edits') && (v.edits === undefined || (Array.isArray(v.edits) && v.edits.length === 0)));
+
 function checkFields(body: Body, allowed: Set<string>) {
   for (const k of Object.keys(body)) {
     if (allowed.has(k) || body[k] === undefined) continue;
+    if (k === 'context_management' && noEdits(body[k])) continue;
     throw bad(k, UNSUPPORTED[k] ?? 'unknown field; not supported by this server');
   }
 }

@@ -248,12 +248,17 @@ describe('errors', () => {
     await assert.rejects(client.messages.create({ model: MODEL, max_tokens: 5, messages: user('x'), ...sampling({ temperature: 1.5 }) }), (e: unknown) => e instanceof Anthropic.BadRequestError && /temperature/.test(e.message));
   });
 
-  for (const [field, value] of [['mcp_servers', [{ type: 'url', url: 'http://x', name: 'x' }]], ['container', 'c1'], ['context_management', { edits: [] }], ['frobnicate', 1]] as const) {
+  for (const [field, value] of [['mcp_servers', [{ type: 'url', url: 'http://x', name: 'x' }]], ['container', 'c1'], ['context_management', { edits: [{ type: 'clear_tool_uses_20250919' }] }], ['frobnicate', 1]] as const) {
     it(`refuses ${field} by name`, async () => {
       const msg = await envelope(await h.post('/v1/messages', { model: MODEL, max_tokens: 5, messages: user('x'), [field]: value }), 400, 'invalid_request_error');
       assert.match(msg, new RegExp(`^${field}:`));
     });
   }
+
+  it('context_management without edits changes nothing and is accepted', async () => {
+    const res = await h.post('/v1/messages/count_tokens', { model: MODEL, messages: user('x'), context_management: { edits: [] } });
+    assert.equal(res.status, 200);
+  });
 
   it('refuses server tools, document blocks and prefill by name', async () => {
     assert.match(await envelope(await h.post('/v1/messages', { model: MODEL, max_tokens: 5, messages: user('x'), tools: [{ type: 'web_search_20250305', name: 'web_search' }] }), 400, 'invalid_request_error'), /web_search_20250305/);
