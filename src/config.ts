@@ -44,6 +44,7 @@ export const settings = {
   keepAliveSeconds: s('int', int(-1), 300, 'default keep_alive of a loaded model (-1 forever)'),
   ffmpegPath: s('string', v.string(), 'ffmpeg', 'system ffmpeg for audio/video (ffprobe is looked up beside it); empty = never use a system ffmpeg'),
   ffmpegWasm: s('bool', v.boolean(), true, 'decode media with ffmpeg\'s WASM build when no system ffmpeg is found'),
+  trainingMemoryWaitSeconds: s('int', int(0), 600, 'a training job refused for device memory waits this long before failing'),
 } as const;
 
 export type Settings = typeof settings;

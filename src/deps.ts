@@ -7,6 +7,7 @@ import type { JobRecords } from './services/jobs/job-records.ts';
 import type { TaskRunner } from './services/jobs/task-runner.ts';
 import type { KeyService } from './services/keys/api-keys.ts';
 import type { ChatService } from './services/chat/chat-service.ts';
+import type { TrainingService } from './services/training/training-service.ts';
 import type { InferenceEngine } from './services/inference/engine.ts';
 import type { ModelServices } from './services/models/model-services.ts';
 import type { OpenedStore } from './store/db.ts';
@@ -30,4 +31,6 @@ export interface Deps {
   chat: ChatService;
   /** Audio/video decoding, voice activity detection, video frames (src/services/media/). */
   media: MediaService;
+  /** Training jobs (classifier heads over embeddings) and classify (src/services/training/). */
+  training: TrainingService;
 }
