@@ -2,6 +2,8 @@
 import { Hono } from 'hono';
 import type { Deps } from './deps.ts';
 import { auth } from './http/auth.ts';
+import { areaTicketAuth } from './http/area-ticket.ts';
+import { securityHeaders } from './http/security-headers.ts';
 import { bodyLimit } from './http/body-limit.ts';
 import type { AppEnv } from './http/context.ts';
 import { toErrorResponse } from './http/errors.ts';
@@ -28,6 +30,7 @@ import { rootRoutes } from './routes/root.ts';
 import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
 import { adminSettingsRoutes } from './routes/svc/admin-settings.ts';
+import { adminConsoleRoutes } from './routes/svc/admin-console.ts';
 import { pdfRoutes } from './routes/svc/pdf/index.ts';
 import { documentRoutes } from './routes/svc/documents/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
@@ -47,6 +50,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   const publicDir = findPublicDir();
 
   app.use('*', requestMeta(nodeTag, log));
+  app.use('*', areaTicketAuth(deps.adminConsole.tickets));
   app.use('*', auth(keys));
   app.use('*', bodyLimit(config.maxUploadBytes));
 
@@ -76,11 +80,13 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', adminJobRoutes(deps.runner));
   app.route('/', adminSettingsRoutes(deps.adminSettings));
   app.route('/', adminMemoryRoutes(deps.engine));
+  app.route('/', adminConsoleRoutes(deps.adminConsole));
   app.route('/', pdfRoutes(deps));
   app.route('/', documentRoutes(deps));
   app.route('/', mediaRoutes(deps));
   app.route('/', trainingRoutes(deps));
   opts.extraRoutes?.(app, deps);
+  app.use('*', securityHeaders());
   app.use('*', serveStatic(publicDir, embeddedPublic));
 
   app.notFound((c) => toErrorResponse(new ServiceError(404, 'not_found', `route ${c.req.method} ${c.req.path} not found`), c, log.error));

@@ -2,6 +2,7 @@
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import type { AdminSettings } from './services/admin/settings.ts';
+import type { AdminConsole } from './services/admin/console.ts';
 import type { FileStore } from './services/files/file-store.ts';
 import type { JobRecords } from './services/jobs/job-records.ts';
 import type { TaskRunner } from './services/jobs/task-runner.ts';
@@ -33,4 +34,6 @@ export interface Deps {
   media: MediaService;
   /** Training jobs (classifier heads over embeddings) and classify (src/services/training/). */
   training: TrainingService;
+  /** Admin console: area tickets, two-factor sign-in, dashboard, recent errors (src/services/admin/). */
+  adminConsole: AdminConsole;
 }
