@@ -42,6 +42,8 @@ export const settings = {
   saturationPolicy: s('string', v.picklist(['Queue', 'Reject']), 'Queue', 'when every slot is busy: Queue waits, Reject answers 503 with Retry-After: 1'),
   idleDeviceMemoryReleaseSeconds: s('int', int(0), 300, 'Inference:IdleDeviceMemoryReleaseSeconds; 0 never'),
   keepAliveSeconds: s('int', int(-1), 300, 'default keep_alive of a loaded model (-1 forever)'),
+  pdfTrustAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of PDF signing and verification: hosts that TSA, OCSP and CRL requests may reach (comma separated; empty = none)'),
+  pdfTrustAnchors: s('string', v.string(), '', 'PEM file of certificates that pdf-verify trusts in addition to those a request gives'),
 } as const;
 
 export type Settings = typeof settings;

@@ -12,7 +12,7 @@ import { pdfCorrupt } from '../reasons.ts';
 import { buildCms, digest } from './cms.ts';
 import { commonName, type SigningIdentity } from './identity.ts';
 import type { TrustNet } from './net.ts';
-import { acroForm, commitWithPlaceholder, fillHole, freeFieldName, num, placeholderEntries, PlaceholderTooSmall } from './placeholder.ts';
+import { acroForm, addAnnotation, commitWithPlaceholder, fillHole, freeFieldName, num, placeholderEntries, PlaceholderTooSmall } from './placeholder.ts';
 import { requestTimestamp } from './tsa.ts';
 import { pdfLtv } from './pdf-ltv.ts';
 import { pdfTimestamp } from './pdf-timestamp.ts';
@@ -180,9 +180,7 @@ async function addSignatureField(doc: PDFDocument, o: SignOptions, size: number,
   const widgetRef = ctx.register(widget);
   fields.push(widgetRef);
   form.set(PDFName.of('SigFlags'), PDFNumber.of(3));
-  const annots = page.node.lookupMaybe(PDFName.of('Annots'), PDFArray);
-  if (annots) annots.push(widgetRef);
-  else page.node.set(PDFName.of('Annots'), ctx.obj([widgetRef]));
+  addAnnotation(doc, page.node, widgetRef);
   return { sigRef, field };
 }
 

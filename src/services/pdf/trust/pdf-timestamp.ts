@@ -8,7 +8,7 @@ import { assertPdf } from '../open.ts';
 import { pdfCorrupt } from '../reasons.ts';
 import { digest } from './cms.ts';
 import type { TrustNet } from './net.ts';
-import { acroForm, commitWithPlaceholder, fillHole, freeFieldName, placeholderEntries, PlaceholderTooSmall } from './placeholder.ts';
+import { acroForm, addAnnotation, commitWithPlaceholder, fillHole, freeFieldName, placeholderEntries, PlaceholderTooSmall } from './placeholder.ts';
 import { requestTimestamp } from './tsa.ts';
 
 export interface TimestampOptions {
@@ -50,7 +50,7 @@ export async function pdfTimestamp(bytes: Uint8Array, o: TimestampOptions): Prom
     const widgetRef = ctx.register(ctx.obj({ Type: 'Annot', Subtype: 'Widget', FT: 'Sig', T: PDFHexString.fromText(field), V: sigRef, F: 132, P: page.ref, Rect: [0, 0, 0, 0], AP: { N: ap } }));
     fields.push(widgetRef);
     form.set(PDFName.of('SigFlags'), PDFNumber.of(3));
-    page.node.addAnnot(widgetRef);
+    addAnnotation(doc, page.node, widgetRef);
     const prepared = await commitWithPlaceholder(doc, bytes, sigRef);
     const t = await requestTimestamp(o.net, o.tsaUrl, 'SHA-256', await digest('SHA-256', prepared.signedBytes()), o.signal);
     try {

@@ -104,3 +104,13 @@ export function freeFieldName(doc: PDFDocument, fields: PDFArray, wanted?: strin
 }
 
 export const num = (n: number) => PDFNumber.of(Math.round(n * 1000) / 1000);
+
+/**
+ * Adds an annotation to a page touching only /Annots (pdf-lib's addAnnot also normalizes /Contents,
+ * which a verifier rightly reports as a change to the signed page).
+ */
+export function addAnnotation(doc: PDFDocument, page: PDFDict, ref: PDFRef): void {
+  const annots = page.lookupMaybe(PDFName.of('Annots'), PDFArray);
+  if (annots) annots.push(ref);
+  else page.set(PDFName.of('Annots'), doc.context.obj([ref]));
+}
