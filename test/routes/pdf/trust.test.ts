@@ -238,3 +238,31 @@ describe('pdf trust routes: sign, verify, timestamp, LTV', () => {
     await expectReason(await signPem(cert, {}, 'ec'), 422, 'certified_no_changes');
   });
 });
+
+describe('signed documents: watermark, edit and redact refuse them unless drop_signatures', () => {
+  let t: InProcess;
+  let pki: Pki;
+  before(async () => {
+    pki = await makePki();
+    t = await inProcess();
+  });
+  after(async () => {
+    await t?.close();
+    await pki?.close();
+  });
+
+  test('422 signed_document; with drop_signatures the output has no signature (pdfsig) and redact says how many were dropped', async () => {
+    const doc = await makePdf(2, { lines: () => ['Secret 4711'] });
+    const signed = await pdfOf(await t.request('/svc/v1/pdf-sign', base64Json(doc, { key: pki.signerKeyPem, chain: pki.signerCertPem })));
+    await expectReasonBoth(t, '/svc/v1/pdf-watermark', () => base64Json(signed, { text: 'DRAFT' }), 422, 'signed_document');
+    await expectReason(await t.request('/svc/v1/pdf-edit', base64Json(signed, { operations: [{ op: 'rotate', degrees: 90 }] })), 422, 'signed_document');
+    await expectReason(await t.request('/svc/v1/pdf-redact', base64Json(signed, { texts: ['4711'] })), 422, 'signed_document');
+    await expectReason(await t.request('/svc/v1/pdf-to-pdfa', base64Json(signed)), 422, 'signed_document');
+    await expectReason(await t.request('/svc/v1/pdf-ocr', base64Json(signed)), 422, 'signed_document');
+    const noSig = (pdf: Uint8Array) => assert.match(tool('pdfsig', ['-nocert', writeTmp(pdf)]).stdout + tool('pdfsig', ['-nocert', writeTmp(pdf)]).stderr, /does not contain any signatures/);
+    noSig(await pdfOf(await t.request('/svc/v1/pdf-watermark', base64Json(signed, { text: 'DRAFT', drop_signatures: true }))));
+    noSig(await pdfOf(await t.request('/svc/v1/pdf-edit', base64Json(signed, { operations: [{ op: 'rotate', degrees: 90 }], drop_signatures: true }))));
+    const r = await jsonOf(await t.request('/svc/v1/pdf-redact', base64Json(signed, { texts: ['4711'], drop_signatures: true, delivery: 'file_id' })));
+    assert.equal(r.signatures_dropped, 1);
+  });
+});
