@@ -75,9 +75,12 @@ export async function identityFromPkcs12(p12: Uint8Array, password: string): Pro
     ...(parsed.getBags({ bagType: forge.pki.oids.keyBag })[forge.pki.oids.keyBag] ?? []),
   ];
   const certBags = parsed.getBags({ bagType: forge.pki.oids.certBag })[forge.pki.oids.certBag] ?? [];
-  const keyBag = keyBags.find((b) => b.key);
-  if (!keyBag?.key) throw badIdentity('The PKCS#12 file holds no RSA private key (EC keys: pass them as PEM in "key" and "chain").');
-  const keyDer = fromLatin1(forge.asn1.toDer(forge.pki.wrapRsaPrivateKey(forge.pki.privateKeyToAsn1(keyBag.key))).getBytes());
+  // node-forge decodes RSA keys; other keys (EC) come back as the undecoded PrivateKeyInfo
+  const keyBag = keyBags.find((b) => b.key || b.asn1);
+  if (!keyBag) throw badIdentity('The PKCS#12 file holds no private key.');
+  const keyDer = keyBag.key
+    ? fromLatin1(forge.asn1.toDer(forge.pki.wrapRsaPrivateKey(forge.pki.privateKeyToAsn1(keyBag.key))).getBytes())
+    : fromLatin1(forge.asn1.toDer(keyBag.asn1!).getBytes());
   const certs = certBags.filter((b) => b.cert).map((b) => parseCertificate(fromLatin1(forge.asn1.toDer(forge.pki.certificateToAsn1(b.cert!)).getBytes())));
   if (!certs.length) throw badIdentity('The PKCS#12 file holds no certificate.');
   return assemble(keyDer, certs, keyBag.attributes?.localKeyId?.[0] as string | undefined, certBags.map((b) => b.attributes?.localKeyId?.[0] as string | undefined));
