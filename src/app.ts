@@ -32,6 +32,7 @@ import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
 import { adminSettingsRoutes } from './routes/svc/admin-settings.ts';
 import { adminConsoleRoutes } from './routes/svc/admin-console.ts';
 import { pdfRoutes } from './routes/svc/pdf/index.ts';
+import { pdfTrustRoutes } from './routes/svc/pdf/trust.ts';
 import { documentRoutes } from './routes/svc/documents/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
@@ -82,6 +83,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', adminMemoryRoutes(deps.engine));
   app.route('/', adminConsoleRoutes(deps.adminConsole));
   app.route('/', pdfRoutes(deps));
+  app.route('/', pdfTrustRoutes(deps));
   app.route('/', documentRoutes(deps));
   app.route('/', mediaRoutes(deps));
   app.route('/', trainingRoutes(deps));
