@@ -12,6 +12,7 @@ import type { InferenceEngine } from './services/inference/engine.ts';
 import type { ModelServices } from './services/models/model-services.ts';
 import type { OpenedStore } from './store/db.ts';
 import type { MediaService } from './services/media/media-service.ts';
+import type { TextService } from './services/text/text-service.ts';
 
 export interface Deps {
   config: Config;
@@ -33,4 +34,6 @@ export interface Deps {
   media: MediaService;
   /** Training jobs (classifier heads over embeddings) and classify (src/services/training/). */
   training: TrainingService;
+  /** Text tasks: summarise, translate, rewrite, correct, analyse, extract (src/services/text/). */
+  text: TextService;
 }
