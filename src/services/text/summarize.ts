@@ -51,16 +51,17 @@ export async function summarize(text: string, o: SummarizeOptions) {
   }
   // map
   const mapSystem = `You summarise one part of a longer document in a few sentences. Keep facts, names and numbers exact; add nothing. ${o.language ? `Write in ${o.language}.` : ''} Answer with the summary only.`.trim();
+  // a partial summary is kept well under a chunk, so that two of them always fit one reduce call
+  const partialTokens = Math.min(MAX_TOKENS.short, Math.max(16, Math.floor(o.chunkTokens / 2)));
   let partials: string[] = [];
-  for (let i = 0; i < chunks.length; i++) partials.push(await call(mapSystem, `Part ${i + 1} of ${chunks.length}:\n\n${chunks[i]}`, MAX_TOKENS.short));
+  for (let i = 0; i < chunks.length; i++) partials.push(await call(mapSystem, `Part ${i + 1} of ${chunks.length}:\n\n${chunks[i]}`, partialTokens));
   // reduce, level by level, while the partial summaries do not fit one chunk together
   let levels = 1;
-  while (countTokens(partials.join('\n\n')) > o.chunkTokens && partials.length > 1) {
+  while (partials.length > 1 && countTokens(partials.join('\n\n')) > o.chunkTokens) {
     const groups = groupToFit(partials, o.chunkTokens);
-    if (groups.length === partials.length) break; // each partial alone fills a chunk: combine what there is
     total += groups.length;
     const next: string[] = [];
-    for (const g of groups) next.push(await call(mapSystem, g.join('\n\n'), MAX_TOKENS.short));
+    for (const g of groups) next.push(await call(mapSystem, g.join('\n\n'), partialTokens));
     partials = next;
     levels++;
   }
@@ -74,7 +75,8 @@ function groupToFit(items: string[], maxTokens: number): string[][] {
   let size = 0;
   for (const it of items) {
     const t = countTokens(it);
-    if (cur.length && size + t > maxTokens) (groups.push(cur), (cur = []), (size = 0));
+    // at least two per group, so every level shrinks even when one partial alone fills a chunk
+    if (cur.length >= 2 && size + t > maxTokens) (groups.push(cur), (cur = []), (size = 0));
     cur.push(it);
     size += t;
   }
