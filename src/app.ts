@@ -29,6 +29,7 @@ import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
 import { adminSettingsRoutes } from './routes/svc/admin-settings.ts';
 import { pdfRoutes } from './routes/svc/pdf/index.ts';
+import { pdfTrustRoutes } from './routes/svc/pdf/trust.ts';
 import { documentRoutes } from './routes/svc/documents/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
@@ -78,6 +79,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', adminSettingsRoutes(deps.adminSettings));
   app.route('/', adminMemoryRoutes(deps.engine));
   app.route('/', pdfRoutes(deps));
+  app.route('/', pdfTrustRoutes(deps));
   app.route('/', documentRoutes(deps));
   app.route('/', mediaRoutes(deps));
   app.route('/', trainingRoutes(deps));
