@@ -417,6 +417,27 @@ describe('vector stores and file_search', () => {
     await assert.rejects(other.responses.create({ model: MODEL, input: 'x', tools: [{ type: 'file_search', vector_store_ids: [vs.id] }] }), (e: unknown) => e instanceof OpenAI.NotFoundError);
   });
 
+  it('default_embedding_model is an admin setting: without a model a file stays full-text searchable and fails with the reason', async () => {
+    const admin = await h.srv.keys.create({ name: 'admin', role: 'admin' });
+    const patch = (model: string) => fetch(`${h.srv.url}/svc/v1/admin/settings`, { method: 'PATCH', headers: { 'content-type': 'application/json', authorization: `Bearer ${admin.token}` }, body: JSON.stringify({ default_embedding_model: model }) });
+    assert.equal((await (await patch('')).json()).default_embedding_model, '');
+    try {
+      const file = await openai.files.create({ file: await toFile(Buffer.from('Walruses sleep on ice floes.'), 'w.txt'), purpose: 'assistants' });
+      const vs = await openai.vectorStores.create({ name: 'no-model', file_ids: [file.id] });
+      await h.srv.vectorStores.settle();
+      const f = await openai.vectorStores.files.retrieve(file.id, { vector_store_id: vs.id });
+      assert.equal(f.status, 'failed');
+      assert.match(f.last_error!.message, /default_embedding_model/);
+      assert.equal((await openai.vectorStores.search(vs.id, { query: 'walruses' })).data.length, 1);
+      // a store naming its own model embeds with it
+      const own = await openai.vectorStores.create({ name: 'own', file_ids: [file.id], embedding_model: EMB } as never);
+      await h.srv.vectorStores.settle();
+      assert.equal((await openai.vectorStores.files.retrieve(file.id, { vector_store_id: own.id })).status, 'completed');
+    } finally {
+      assert.equal((await (await patch(EMB)).json()).default_embedding_model, EMB);
+    }
+  });
+
   it('attaching an unsupported file is a 415 and leaves nothing', async () => {
     const file = await openai.files.create({ file: await toFile(Buffer.from([0, 1, 2, 3, 255, 254, 0, 9]), 'blob.bin'), purpose: 'assistants' });
     const vs = await openai.vectorStores.create({ name: 'x' });
