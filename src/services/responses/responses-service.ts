@@ -32,7 +32,12 @@ const previousNotFound = (id: string) =>
 
 export interface CreateOptions { signal?: AbortSignal; cache?: ConnectionCache }
 
-export interface Started { stream: boolean; events: AsyncGenerator<Event> }
+export interface Started {
+  stream: boolean;
+  events: AsyncGenerator<Event>;
+  /** The error a failed response ended with (after its response.failed event). */
+  failure(): unknown;
+}
 
 export class ResponsesService {
   constructor(private db: Db, private chat: ChatService, private files: FileStore, private vectorStores: VectorStores) {}
@@ -161,6 +166,7 @@ export class ResponsesService {
     const builder = new OutputBuilder(() => structuredClone(snapshot()));
     const db = this.db;
     const cache = o.cache;
+    let failure: unknown;
 
     async function* run(): AsyncGenerator<Event> {
       yield* builder.start();
@@ -205,6 +211,7 @@ export class ResponsesService {
         yield builder.ev(cutShort ? 'response.incomplete' : 'response.completed', { response: final });
       } catch (e) {
         if (o.signal?.aborted) throw e;
+        failure = e;
         state.status = 'failed';
         state.error = { code: 'server_error', message: e instanceof ServiceError ? e.message : 'the generation failed on the server' };
         state.completed_at = secs();
@@ -212,7 +219,7 @@ export class ResponsesService {
         if (!(e instanceof ServiceError)) throw e;
       }
     }
-    return { stream: body.stream === true, events: run() };
+    return { stream: body.stream === true, events: run(), failure: () => failure };
   }
 
   /** Runs a non-streamed response to its end; returns the final response object. */
@@ -220,7 +227,8 @@ export class ResponsesService {
     let last: Event | undefined;
     for await (const e of started.events) last = e;
     const r = (last?.response ?? {}) as Record<string, unknown>;
-    if (last?.type === 'response.failed') throw new ServiceError(500, 'internal_error', String((r.error as { message?: string })?.message ?? 'the response failed'));
+    // a non-streamed failure answers with its own status (the event stream could only tell it in-band)
+    if (last?.type === 'response.failed') throw started.failure() ?? new ServiceError(500, 'internal_error', String((r.error as { message?: string })?.message ?? 'the response failed'));
     return r;
   }
 

@@ -149,6 +149,28 @@ describe('responses: streaming', () => {
     assert.ok(!frames.some((f) => f.includes('[DONE]')));
   });
 
+  it('a failure after the stream began: response.failed with the error, then an error event the client raises', async () => {
+    let calls = 0;
+    h.steer(() => [(_ids: bigint[][], logits: unknown) => {
+      if (++calls > 3) throw new Error('boom in the middle');
+      return logits;
+    }]);
+    try {
+      const s = await openai.responses.create({ model: MODEL, input: 'x', stream: true, max_output_tokens: 20 });
+      const got: { type: string; response?: { status?: string; error?: unknown } }[] = [];
+      await assert.rejects(async () => {
+        for await (const e of s) got.push(e);
+      }, (e: unknown) => e instanceof OpenAI.APIError && /Internal server error/.test(e.message));
+      const failed = got.at(-1)!;
+      assert.equal(failed.type, 'response.failed');
+      assert.equal(failed.response!.status, 'failed');
+      assert.ok(failed.response!.error);
+      assert.ok(got.some((e) => e.type === 'response.output_text.delta'), 'text came before the failure');
+    } finally {
+      h.steer(undefined);
+    }
+  });
+
   it('an unknown model fails before the stream with 404', async () => {
     const res = await post('/v1/responses', { model: 'no-such-model', input: 'x', stream: true });
     assert.equal(res.status, 404);
