@@ -38,6 +38,7 @@ import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
 import { trainingRoutes } from './routes/svc/training.ts';
+import { mcpRoutes } from './routes/mcp/index.ts';
 import { ServiceError } from './services/errors.ts';
 
 export interface AppOptions {
@@ -87,6 +88,8 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', documentRoutes(deps));
   app.route('/', mediaRoutes(deps));
   app.route('/', trainingRoutes(deps));
+  // the tool-protocol server: its tools call the routes above in-process, under the caller's key
+  app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init))));
   opts.extraRoutes?.(app, deps);
   app.use('*', securityHeaders());
   app.use('*', serveStatic(publicDir, embeddedPublic));
