@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { PDFDocument } from '@cantoo/pdf-lib';
 import { startHarness, type Harness } from '../ollama/harness.ts';
 
@@ -147,5 +148,29 @@ describe('MCP server over Streamable HTTP', () => {
     const { stdout: out } = await promisify(execFile)('npx', ['--no-install', 'mcp-inspector', '--cli', `${h.srv.url}/mcp`, '--transport', 'http', '--method', 'tools/list', '--header', `Authorization: Bearer ${keyA}`], { encoding: 'utf8', timeout: 120_000 });
     const names = (JSON.parse(out) as { tools: { name: string }[] }).tools.map((t) => t.name);
     assert.ok(names.includes('pdf_merge') && names.includes('ocr'), out.slice(0, 300));
+  });
+});
+
+describe('svc mcp (stdio)', () => {
+  it('the MCP client SDK starts `svc mcp`, lists the tools and calls pdf_info on the running server under the key', async () => {
+    const root = join(import.meta.dirname, '../../..');
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['--import', join(root, 'node_modules/tsx/dist/esm/index.mjs'), join(root, 'src/main.ts'), 'mcp', '--port', new URL(h.srv.url).port, '--no-start'],
+      env: { ...process.env as Record<string, string>, SVC_API_KEY: keyA },
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'svc-stdio-test', version: '1.0.0' });
+    await client.connect(transport);
+    const { tools } = await client.listTools();
+    assert.ok(tools.some((t) => t.name === 'pdf_split'));
+    const id = await upload(keyA, await makePdf(2), 'two.pdf');
+    const r = await client.callTool({ name: 'pdf_info', arguments: { file_id: id } });
+    assert.equal((r.structuredContent as { page_count: number }).page_count, 2);
+    // the key travelled: a file of key B is not found
+    const other = await upload(keyB, await makePdf(1), 'b.pdf');
+    const denied = await client.callTool({ name: 'pdf_info', arguments: { file_id: other } });
+    assert.equal(denied.isError, true);
+    await client.close();
   });
 });
