@@ -24,6 +24,7 @@ import { ChatService } from './services/chat/chat-service.ts';
 import { TrainingService } from './services/training/training-service.ts';
 import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
+import { AgentService } from './services/agents/agent-service.ts';
 import { MediaService } from './services/media/media-service.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
@@ -55,6 +56,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const media = new MediaService({ ffmpegPath: config.ffmpegPath, wasm: config.ffmpegWasm });
   const training = new TrainingService({ chat, models, memoryWaitSeconds: config.trainingMemoryWaitSeconds });
   const adminConsole = new AdminConsole({ db, keys, log, config, runner, engine, nodeTag });
+  const agents = new AgentService(db);
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -65,7 +67,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents,
     close: async () => {
       clearInterval(upkeep);
       await models.close();

@@ -9,6 +9,7 @@ import type { AppEnv } from '../../http/context.ts';
 import type { Dispatch } from '../../http/tool-call.ts';
 import { createMcpServer, type PromptSource } from './mcp-server.ts';
 import type { Owner } from '../../services/keys/api-keys.ts';
+import type { AgentService } from '../../services/agents/agent-service.ts';
 
 export function mcpRoutes(dispatch: Dispatch, promptsFor?: (owner: Owner) => PromptSource) {
   const app = new Hono<AppEnv>();
@@ -24,4 +25,32 @@ export function mcpRoutes(dispatch: Dispatch, promptsFor?: (owner: Owner) => Pro
     return transport.handleRequest(c.req.raw);
   });
   return app;
+}
+
+/** A key's skills as MCP prompts: the latest versions, arguments from each input schema's properties. */
+export function skillPrompts(agents: AgentService, owner: string): PromptSource {
+  return {
+    async list() {
+      return (await agents.listSkills(owner)).map((s) => {
+        const schema = s.input_schema as { properties?: Record<string, { description?: string }>; required?: string[] };
+        return {
+          name: s.name,
+          ...(s.description ? { description: s.description } : {}),
+          arguments: Object.entries(schema.properties ?? {}).map(([name, p]) => ({ name, ...(p?.description ? { description: p.description } : {}), required: schema.required?.includes(name) ?? false })),
+        };
+      });
+    },
+    async get(name, args) {
+      // prompt arguments arrive as strings; a skill's typed inputs are parsed back where they are JSON
+      const inputs: Record<string, unknown> = {};
+      const skill = await agents.getSkill(owner, name);
+      const props = (skill.input_schema as { properties?: Record<string, { type?: string }> }).properties ?? {};
+      for (const [k, val] of Object.entries(args)) {
+        const t = props[k]?.type;
+        inputs[k] = t && t !== 'string' ? (() => { try { return JSON.parse(val); } catch { return val; } })() : val;
+      }
+      const r = await agents.renderSkill(owner, name, inputs);
+      return { ...(r.description ? { description: r.description } : {}), messages: [{ role: 'user', text: r.text }] };
+    },
+  };
 }
