@@ -38,6 +38,7 @@ import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
 import { trainingRoutes } from './routes/svc/training.ts';
+import { textRoutes } from './routes/svc/text/index.ts';
 import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
 import { agentRoutes } from './routes/svc/agents.ts';
 import { ServiceError } from './services/errors.ts';
@@ -89,6 +90,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', documentRoutes(deps));
   app.route('/', mediaRoutes(deps));
   app.route('/', trainingRoutes(deps));
+  app.route('/', textRoutes(deps));
   app.route('/', agentRoutes(deps.agents));
   // the tool-protocol server: its tools call the routes above in-process, under the caller's key
   app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init)), (owner) => skillPrompts(deps.agents, owner.id)));

@@ -14,6 +14,7 @@ import type { ModelServices } from './services/models/model-services.ts';
 import type { OpenedStore } from './store/db.ts';
 import type { MediaService } from './services/media/media-service.ts';
 import type { AgentService } from './services/agents/agent-service.ts';
+import type { TextService } from './services/text/text-service.ts';
 
 export interface Deps {
   config: Config;
@@ -39,4 +40,6 @@ export interface Deps {
   adminConsole: AdminConsole;
   /** Agents and versioned skills per key, applied to chat requests (src/services/agents/). */
   agents: AgentService;
+  /** Text tasks: summarise, translate, rewrite, correct, analyse, extract (src/services/text/). */
+  text: TextService;
 }
