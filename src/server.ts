@@ -25,6 +25,7 @@ import { TrainingService } from './services/training/training-service.ts';
 import { TextService } from './services/text/text-service.ts';
 import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
+import { AgentService } from './services/agents/agent-service.ts';
 import { MediaService } from './services/media/media-service.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
@@ -56,6 +57,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const media = new MediaService({ ffmpegPath: config.ffmpegPath, wasm: config.ffmpegWasm });
   const training = new TrainingService({ chat, models, memoryWaitSeconds: config.trainingMemoryWaitSeconds });
   const adminConsole = new AdminConsole({ db, keys, log, config, runner, engine, nodeTag });
+  const agents = new AgentService(db);
   const text = new TextService({ chat, models, training, defaultModel: config.textModel });
 
   let ticks = 0;
@@ -67,7 +69,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, text,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents, text,
     close: async () => {
       clearInterval(upkeep);
       await models.close();
