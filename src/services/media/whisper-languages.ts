@@ -16,7 +16,7 @@ export const WHISPER_LANGUAGES: ReadonlyMap<string, string> = new Map([
   ['uz', 'uzbek'], ['fo', 'faroese'], ['ht', 'haitian creole'], ['ps', 'pashto'], ['tk', 'turkmen'], ['nn', 'nynorsk'],
   ['mt', 'maltese'], ['sa', 'sanskrit'], ['lb', 'luxembourgish'], ['my', 'myanmar'], ['bo', 'tibetan'], ['tl', 'tagalog'],
   ['mg', 'malagasy'], ['as', 'assamese'], ['tt', 'tatar'], ['haw', 'hawaiian'], ['ln', 'lingala'], ['ha', 'hausa'],
-  ['ba', 'bashkir'], ['jw', 'javanese'], ['su', 'sundanese'], 
+  ['ba', 'bashkir'], ['jw', 'javanese'], ['su', 'sundanese'],
 ]);
 
 /** Other English names users pass for the same languages. */
