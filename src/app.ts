@@ -26,6 +26,7 @@ import { openaiModelRoutes } from './routes/openai/models.ts';
 import { openaiChatRoutes } from './routes/openai/chat.ts';
 import { openaiCompletionRoutes } from './routes/openai/completions.ts';
 import { openaiEmbeddingRoutes } from './routes/openai/embeddings.ts';
+import { openaiAudioRoutes } from './routes/openai/audio.ts';
 import { rootRoutes } from './routes/root.ts';
 import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
@@ -68,6 +69,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', openaiChatRoutes(deps.chat, log, deps.agents));
   app.route('/', openaiCompletionRoutes(deps.chat, deps.engine, log));
   app.route('/', openaiEmbeddingRoutes(deps.chat, deps.runner));
+  app.route('/', openaiAudioRoutes(deps));
   // dialect B
   app.route('/', versionRoutes());
   app.route('/', ollamaModelRoutes(deps.models, deps.engine));

@@ -99,7 +99,7 @@ const TASK: Record<ModelKind, EngineSpec['task'] | undefined> = {
   generation: 'text-generation',
   embedding: 'feature-extraction',
   reranker: 'text-classification',
-  speech: undefined,
+  speech: 'automatic-speech-recognition',
   classifier: undefined,
 };
 

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { initBackend, sessionPlacement, firstLine, type BackendSetting, type Device, type OrtPackage, type Transformers } from './backend.ts';
 import { availableDtypes, modelSizeBytes, readJson, readPooling, type Dtype, type PoolingConfig } from './model-files.ts';
 
-export type Task = 'text-generation' | 'feature-extraction' | 'text-classification';
+export type Task = 'text-generation' | 'feature-extraction' | 'text-classification' | 'automatic-speech-recognition';
 
 export interface LoadOptions {
   backend?: BackendSetting;
@@ -33,6 +33,8 @@ export interface LoadedModel {
   model: PreTrainedModel;
   /** The transformers.js module bound to this model's runtime (Tensor constructors etc.). */
   tf: Transformers;
+  /** Set for speech models: the feature extractor (log-mel spectrogram). */
+  processor?: import('@huggingface/transformers').Processor;
   /** Set for feature-extraction models. */
   pooling?: PoolingConfig;
   /** Largest sequence the model accepts (position embeddings / tokenizer limit). */
@@ -44,7 +46,14 @@ const AUTO_CLASS = {
   'text-generation': 'AutoModelForCausalLM',
   'feature-extraction': 'AutoModel',
   'text-classification': 'AutoModelForSequenceClassification',
+  'automatic-speech-recognition': 'AutoModelForSpeechSeq2Seq',
 } as const;
+
+/** ONNX graph whose presence names the dtypes a model has: speech models split into encoder and decoder. */
+const MAIN_GRAPH: Record<Task, string> = {
+  'text-generation': 'model', 'feature-extraction': 'model', 'text-classification': 'model',
+  'automatic-speech-recognition': 'encoder_model',
+};
 
 export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {}): Promise<LoadedModel> {
   const t0 = process.hrtime.bigint();
@@ -52,7 +61,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
   const rt = await initBackend(opts.backend ?? 'auto', { threads: opts.threads, wasmPaths: opts.wasmPaths });
   rt.tf.env.allowRemoteModels = false;
   rt.tf.env.allowLocalModels = true;
-  const present = await availableDtypes(dir);
+  const present = await availableDtypes(dir, MAIN_GRAPH[task]);
   const dtype = opts.dtype ?? present[0];
   if (!dtype || !present.includes(dtype)) {
     throw new Error(`no onnx/model file for dtype ${opts.dtype ?? '(any)'} in ${dir} (have: ${present.join(', ') || 'none'})`);
@@ -85,13 +94,16 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
     ort: rt.ort,
     fallbacks,
     notes,
-    sizeBytes: await modelSizeBytes(dir, dtype),
+    sizeBytes: task === 'automatic-speech-recognition'
+      ? (await modelSizeBytes(dir, dtype, 'encoder_model')) + (await modelSizeBytes(dir, dtype, 'decoder_model_merged'))
+      : await modelSizeBytes(dir, dtype),
     loadNs: Number(process.hrtime.bigint() - t0),
     config,
     tokenizer,
     model: m,
     tf: rt.tf,
     pooling: task === 'feature-extraction' ? await readPooling(dir) : undefined,
+    processor: task === 'automatic-speech-recognition' ? await rt.tf.AutoProcessor.from_pretrained(dir) : undefined,
     maxTokens,
     dispose: () => m.dispose().then(() => undefined),
   };

@@ -25,7 +25,7 @@ describe('pulling the tiny fixture models through the hub stand-in', () => {
       for (const f of pulled.local.manifest.files) {
         assert.deepEqual(await readFile(join(pulled.local.dir, f.path)), await readFile(join(FIXTURE_MODELS_DIR, name, f.path)), f.path);
       }
-      assert.ok(pulled.local.manifest.files.some((f) => f.path === 'onnx/model.onnx'));
+      for (const c of entry.components) assert.ok(pulled.local.manifest.files.some((f) => f.path === `onnx/${c}.onnx`), `onnx/${c}.onnx pulled`);
     });
   }
 
