@@ -7,6 +7,11 @@
  *
  * The allowed set for a state is computed by walking the vocabulary trie through the automaton, then
  * cached by the state's key (inside a free string every step has the same key, so the walk runs once).
+ *
+ * Why our own and not `@huggingface/transformers-structured-output`: that processor keeps every token inside
+ * the JSON grammar but does not make the output complete — with a weak model a string never closes and
+ * `max_tokens` cuts the JSON mid-way. "Always parses" needs the budget-aware close above, which needs the
+ * shortest-completion length of every state (automaton.ts `closeLen`), which that library does not expose.
  */
 import type { LogitsLike, LogitsProcessorFn } from '../sampling.ts';
 import { Grammar, stackKey, type Stack } from './automaton.ts';
