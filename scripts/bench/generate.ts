@@ -184,7 +184,7 @@ async function main() {
     '|---|---|---:|---|---:|---:|---:|---:|---:|---|',
     ...rows,
     '',
-    'Time to first token covers prompt evaluation (prefill of the chat-templated prompt) and the first sampled token, with the model already loaded. Decode tokens/s excludes the first token. WebGPU is not listed: Node has no `navigator.gpu`, and onnxruntime-node\'s Dawn provider finds no adapter on this machine (see DESIGN.md); a software adapter would be slower than the CPU path.',
+    'Time to first token covers prompt evaluation (prefill of the chat-templated prompt) and the first sampled token, with the model already loaded. Decode tokens/s excludes the first token. WebGPU is not listed: Node has no `navigator.gpu`, and onnxruntime-node\'s Dawn provider finds no adapter with the Mesa lavapipe installed here; a software adapter would be slower than the CPU path.',
   ].join('\n');
   const writer = './write-benchmarks.mjs';
   const { writeSection } = (await import(writer)) as { writeSection: (title: string, body: string) => void };

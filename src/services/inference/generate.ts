@@ -47,7 +47,8 @@ export interface TextGeneration extends AsyncIterable<string> {
   prompt: string;
 }
 
-const now = () => process.hrtime.bigint();
+/** Monotonic time in nanoseconds (performance.now has microsecond resolution). */
+const now = () => performance.now() * 1e6;
 
 export function generateText(m: LoadedModel, input: GenerationInput, opts: GenerateOptions = {}, loadNs = 0): TextGeneration {
   const tok = m.tokenizer;
@@ -135,9 +136,9 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
       finishReason,
       timings: {
         loadNs,
-        promptEvalNs: Number((completionTokens ? tFirst : tEnd) - t0),
-        evalNs: completionTokens ? Number(tEnd - tFirst) : 0,
-        totalNs: Number(tEnd - t0) + loadNs,
+        promptEvalNs: Math.round((completionTokens ? tFirst : tEnd) - t0),
+        evalNs: completionTokens ? Math.round(tEnd - tFirst) : 0,
+        totalNs: Math.round(tEnd - t0) + loadNs,
       },
     };
   };

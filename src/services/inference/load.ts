@@ -4,6 +4,7 @@
  */
 import type { PreTrainedModel, PreTrainedTokenizer } from '@huggingface/transformers';
 import { join, resolve } from 'node:path';
+import { ServiceError } from '../errors.ts';
 import { initBackend, sessionPlacement, firstLine, type BackendSetting, type Device, type OrtPackage, type Transformers } from './backend.ts';
 import { availableDtypes, modelSizeBytes, readJson, readPooling, type Dtype, type PoolingConfig } from './model-files.ts';
 
@@ -40,6 +41,9 @@ export interface LoadedModel {
   dispose(): Promise<void>;
 }
 
+/** The model's files are there but no runtime could open them (corrupt, truncated, an unsupported operator). */
+export const modelLoadFailed = (message: string) => new ServiceError(500, 'model_load_failed', message);
+
 const AUTO_CLASS = {
   'text-generation': 'AutoModelForCausalLM',
   'feature-extraction': 'AutoModel',
@@ -47,7 +51,7 @@ const AUTO_CLASS = {
 } as const;
 
 export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {}): Promise<LoadedModel> {
-  const t0 = process.hrtime.bigint();
+  const t0 = performance.now();
   const dir = resolve(dirIn);
   const rt = await initBackend(opts.backend ?? 'auto', { threads: opts.threads, wasmPaths: opts.wasmPaths });
   rt.tf.env.allowRemoteModels = false;
@@ -55,7 +59,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
   const present = await availableDtypes(dir);
   const dtype = opts.dtype ?? present[0];
   if (!dtype || !present.includes(dtype)) {
-    throw new Error(`no onnx/model file for dtype ${opts.dtype ?? '(any)'} in ${dir} (have: ${present.join(', ') || 'none'})`);
+    throw modelLoadFailed(`no onnx/model file for dtype ${opts.dtype ?? '(any)'} in ${dir} (have: ${present.join(', ') || 'none'})`);
   }
   const config = (await readJson(join(dir, 'config.json'))) ?? {};
   const tokenizer = await rt.tf.AutoTokenizer.from_pretrained(dir);
@@ -71,7 +75,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
       fallbacks.push({ device: d, error: firstLine(e) });
     }
   }
-  if (!model || !device) throw new Error(`could not load ${dir}: ${fallbacks.map((f) => `${f.device}: ${f.error}`).join('; ')}`);
+  if (!model || !device) throw modelLoadFailed(`could not load ${dir}: ${fallbacks.map((f) => `${f.device}: ${f.error}`).join('; ')}`);
   const notes = [...rt.notes, ...fallbacks.map((f) => `${f.device} failed (${f.error}); fell back`)];
   const tokMax = Number((tokenizer as unknown as { model_max_length?: number }).model_max_length);
   const posMax = Number(config.max_position_embeddings);
@@ -86,7 +90,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
     fallbacks,
     notes,
     sizeBytes: await modelSizeBytes(dir, dtype),
-    loadNs: Number(process.hrtime.bigint() - t0),
+    loadNs: Math.round((performance.now() - t0) * 1e6),
     config,
     tokenizer,
     model: m,

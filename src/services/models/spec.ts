@@ -9,7 +9,7 @@ export type Dtype = (typeof DTYPES)[number];
 
 export type ModelKind = 'generation' | 'embedding' | 'reranker' | 'speech';
 
-/** SPEC's capability vocabulary of `show`. */
+/** The capability vocabulary of Ollama's `show`. */
 export type Capability = 'completion' | 'tools' | 'vision' | 'embedding' | 'thinking';
 
 export interface ModelDetails {

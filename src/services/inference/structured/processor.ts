@@ -64,7 +64,7 @@ export function createConstrainedProcessor(grammar: Grammar, vocab: Vocab, eosId
   };
 
   const fn = ((inputIds: bigint[][], logits: LogitsLike) => {
-    const t0 = process.hrtime.bigint();
+    const t0 = performance.now();
     const ids = inputIds[0];
     for (; promptTokens + consumed < ids.length; consumed++) advance(Number(ids[promptTokens + consumed]));
     const remaining = maxNewTokens - consumed; // tokens still allowed, this one included
@@ -72,9 +72,9 @@ export function createConstrainedProcessor(grammar: Grammar, vocab: Vocab, eosId
     let allowed = cache.get(key);
     if (allowed) stats.cacheHits++;
     else {
-      const tw = process.hrtime.bigint();
+      const tw = performance.now();
       allowed = computeAllowed(grammar, vocab, state);
-      stats.walkNs += Number(process.hrtime.bigint() - tw);
+      stats.walkNs += Math.round((performance.now() - tw) * 1e6);
       if (cache.size >= MAX_CACHE) cache.delete(cache.keys().next().value!);
       cache.set(key, allowed);
     }
@@ -100,7 +100,7 @@ export function createConstrainedProcessor(grammar: Grammar, vocab: Vocab, eosId
     data.fill(-Infinity);
     for (let i = 0; i < keep.length; i++) data[keep[i]] = finite ? vals[i] : 0;
     stats.steps++;
-    stats.totalNs += Number(process.hrtime.bigint() - t0);
+    stats.totalNs += Math.round((performance.now() - t0) * 1e6);
     return logits;
   }) as ConstrainedProcessor;
   fn.stats = stats;
