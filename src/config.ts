@@ -42,6 +42,12 @@ export const settings = {
   saturationPolicy: s('string', v.picklist(['Queue', 'Reject']), 'Queue', 'when every slot is busy: Queue waits, Reject answers 503 with Retry-After: 1'),
   idleDeviceMemoryReleaseSeconds: s('int', int(0), 300, 'Inference:IdleDeviceMemoryReleaseSeconds; 0 never'),
   keepAliveSeconds: s('int', int(-1), 300, 'default keep_alive of a loaded model (-1 forever)'),
+  ffmpegPath: s('string', v.string(), 'ffmpeg', 'system ffmpeg for audio/video (ffprobe is looked up beside it); empty = never use a system ffmpeg'),
+  ffmpegWasm: s('bool', v.boolean(), true, 'decode media with ffmpeg\'s WASM build when no system ffmpeg is found'),
+  trainingMemoryWaitSeconds: s('int', int(0), 600, 'a training job refused for device memory waits this long before failing'),
+  pdfTrustAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of PDF signing and verification: hosts that TSA, OCSP and CRL requests may reach (comma separated; empty = none)'),
+  pdfTrustAnchors: s('string', v.string(), '', 'PEM file of certificates that pdf-verify trusts in addition to those a request gives'),
+  textModel: s('string', v.pipe(v.string(), v.minLength(1)), 'qwen2.5:0.5b', 'chat model of the text tasks (summarize, translate, rewrite, correct, extract, categorize) when a request names none'),
 } as const;
 
 export type Settings = typeof settings;
