@@ -81,8 +81,6 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   };
 }
 
-export const appOf = (s: Services, opts?: AppOptions) => createApp(s, opts);
-
 export interface StartedServer extends Services {
   server: RunningServer;
   url: string;

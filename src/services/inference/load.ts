@@ -4,6 +4,7 @@
  */
 import type { PreTrainedModel, PreTrainedTokenizer } from '@huggingface/transformers';
 import { join, resolve } from 'node:path';
+import { ServiceError } from '../errors.ts';
 import { initBackend, sessionPlacement, firstLine, type BackendSetting, type Device, type OrtPackage, type Transformers } from './backend.ts';
 import { availableDtypes, modelSizeBytes, readJson, readPooling, type Dtype, type PoolingConfig } from './model-files.ts';
 
@@ -42,6 +43,9 @@ export interface LoadedModel {
   dispose(): Promise<void>;
 }
 
+/** The model's files are there but no runtime could open them (corrupt, truncated, an unsupported operator). */
+export const modelLoadFailed = (message: string) => new ServiceError(500, 'model_load_failed', message);
+
 const AUTO_CLASS = {
   'text-generation': 'AutoModelForCausalLM',
   'feature-extraction': 'AutoModel',
@@ -56,7 +60,7 @@ const MAIN_GRAPH: Record<Task, string> = {
 };
 
 export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {}): Promise<LoadedModel> {
-  const t0 = process.hrtime.bigint();
+  const t0 = performance.now();
   const dir = resolve(dirIn);
   const rt = await initBackend(opts.backend ?? 'auto', { threads: opts.threads, wasmPaths: opts.wasmPaths });
   rt.tf.env.allowRemoteModels = false;
@@ -64,7 +68,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
   const present = await availableDtypes(dir, MAIN_GRAPH[task]);
   const dtype = opts.dtype ?? present[0];
   if (!dtype || !present.includes(dtype)) {
-    throw new Error(`no onnx/model file for dtype ${opts.dtype ?? '(any)'} in ${dir} (have: ${present.join(', ') || 'none'})`);
+    throw modelLoadFailed(`no onnx/model file for dtype ${opts.dtype ?? '(any)'} in ${dir} (have: ${present.join(', ') || 'none'})`);
   }
   const config = (await readJson(join(dir, 'config.json'))) ?? {};
   const tokenizer = await rt.tf.AutoTokenizer.from_pretrained(dir);
@@ -80,7 +84,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
       fallbacks.push({ device: d, error: firstLine(e) });
     }
   }
-  if (!model || !device) throw new Error(`could not load ${dir}: ${fallbacks.map((f) => `${f.device}: ${f.error}`).join('; ')}`);
+  if (!model || !device) throw modelLoadFailed(`could not load ${dir}: ${fallbacks.map((f) => `${f.device}: ${f.error}`).join('; ')}`);
   const notes = [...rt.notes, ...fallbacks.map((f) => `${f.device} failed (${f.error}); fell back`)];
   const tokMax = Number((tokenizer as unknown as { model_max_length?: number }).model_max_length);
   const posMax = Number(config.max_position_embeddings);
@@ -97,7 +101,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
     sizeBytes: task === 'automatic-speech-recognition'
       ? (await modelSizeBytes(dir, dtype, 'encoder_model')) + (await modelSizeBytes(dir, dtype, 'decoder_model_merged'))
       : await modelSizeBytes(dir, dtype),
-    loadNs: Number(process.hrtime.bigint() - t0),
+    loadNs: Math.round((performance.now() - t0) * 1e6),
     config,
     tokenizer,
     model: m,
