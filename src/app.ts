@@ -28,6 +28,7 @@ import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
 import { adminSettingsRoutes } from './routes/svc/admin-settings.ts';
 import { pdfRoutes } from './routes/svc/pdf/index.ts';
 import { documentRoutes } from './routes/svc/documents/index.ts';
+import { imageRoutes } from './routes/svc/images/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
 import { ServiceError } from './services/errors.ts';
@@ -71,6 +72,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', adminMemoryRoutes(deps.engine));
   app.route('/', pdfRoutes(deps));
   app.route('/', documentRoutes(deps));
+  app.route('/', imageRoutes(deps));
   opts.extraRoutes?.(app, deps);
   app.use('*', serveStatic(publicDir, embeddedPublic));
 

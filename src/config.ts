@@ -42,6 +42,7 @@ export const settings = {
   saturationPolicy: s('string', v.picklist(['Queue', 'Reject']), 'Queue', 'when every slot is busy: Queue waits, Reject answers 503 with Retry-After: 1'),
   idleDeviceMemoryReleaseSeconds: s('int', int(0), 300, 'Inference:IdleDeviceMemoryReleaseSeconds; 0 never'),
   keepAliveSeconds: s('int', int(-1), 300, 'default keep_alive of a loaded model (-1 forever)'),
+  maxImagePixels: s('int', int(1), 268_402_689, 'most pixels an image page may declare (width × height, read from its header before decoding); 413 input_too_large above it'),
 } as const;
 
 export type Settings = typeof settings;

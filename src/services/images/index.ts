@@ -1,0 +1,6 @@
+/** The image services (docs/api/images.md); loaded on first use through ./lazy.ts. */
+export { imageConvert, type ConvertOptions, type ConvertResult } from './convert.ts';
+export { imageWatermark } from './image-watermark.ts';
+export { imageCapabilities } from './capabilities.ts';
+export { imageWatermarkCapabilities } from './watermark.ts';
+export { decodeForLogo } from './logo.ts';
