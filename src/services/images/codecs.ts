@@ -129,6 +129,7 @@ export async function encodeImage(img: Rgba, format: OutputFormat, opts: EncodeO
   if (sharp) {
     let s = sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } });
     if (format === 'jpeg') s = s.flatten({ background: '#ffffff' });
+    else if (isOpaque(img)) s = s.removeAlpha(); // no alpha channel where every pixel is opaque
     if (opts.gray) s = s.toColourspace('b-w');
     if (format === 'avif' && opts.xmp) s = s.withXmp(new TextDecoder().decode(opts.xmp));
     s = format === 'png' ? s.png({ compressionLevel: 6 }) : format === 'jpeg' ? s.jpeg({ quality }) : format === 'webp' ? s.webp({ quality }) : format === 'avif' ? s.avif({ quality }) : s.gif();
@@ -140,6 +141,12 @@ export async function encodeImage(img: Rgba, format: OutputFormat, opts: EncodeO
   if (format === 'jpeg' || opts.gray) data = flattenForWasm(img, format === 'jpeg', !!opts.gray);
   const out = await (await enc())({ data, width: img.width, height: img.height, colorSpace: 'srgb' } as ImageData, { quality });
   return new Uint8Array(out);
+}
+
+export function isOpaque(img: Rgba): boolean {
+  const d = img.data;
+  for (let i = 3; i < d.length; i += 4) if (d[i] !== 255) return false;
+  return true;
 }
 
 function flattenForWasm(img: Rgba, white: boolean, gray: boolean): Uint8ClampedArray {

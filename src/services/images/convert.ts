@@ -5,7 +5,7 @@
  */
 import { loadSharp } from '../../runtime/sharp.ts';
 import { capabilityUnavailable, invalidArgument } from '../errors.ts';
-import { CONTENT_TYPES, decodeImage, encodeImage, EXTENSIONS, OUTPUT_FORMATS, sharpFor, type Engine, type OutputFormat, type Rgba } from './codecs.ts';
+import { CONTENT_TYPES, decodeImage, encodeImage, isOpaque, EXTENSIONS, OUTPUT_FORMATS, sharpFor, type Engine, type OutputFormat, type Rgba } from './codecs.ts';
 import { cmykProfile, cmykProfilePath, srgbToCmyk } from './icc.ts';
 import { exifUpright, hasRights, rightsXmp, writeMetadata, type ImageMetadata, type MetadataBlocks, type Rights } from './metadata.ts';
 import { fitSize, grayOf, resize, toGrayRgba } from './pixels.ts';
@@ -87,8 +87,8 @@ export async function imageConvert(bytes: Uint8Array, o: ConvertOptions): Promis
     const tiffPages: TiffPage[] = [];
     for (const img of rendered) {
       if (colour === 'cmyk') tiffPages.push({ kind: 'cmyk', data: await srgbToCmyk(img), width: img.width, height: img.height });
-      else if (colour === 'gray' && opaque(img)) tiffPages.push({ kind: 'gray', data: grayOf(img), width: img.width, height: img.height });
-      else tiffPages.push({ kind: 'rgba', ...img });
+      else if (colour === 'gray' && isOpaque(img)) tiffPages.push({ kind: 'gray', data: grayOf(img), width: img.width, height: img.height });
+      else tiffPages.push({ kind: 'rgba', ...img }); // RGBA pages; an opaque one costs a constant alpha plane, deflated to almost nothing
     }
     outputs.push({ bytes: encodeTiff(tiffPages, { xmp: meta.xmp, icc: meta.icc }), width: rendered[0]!.width, height: rendered[0]!.height, page: pages[0]! });
   } else {
@@ -104,10 +104,6 @@ export async function imageConvert(bytes: Uint8Array, o: ConvertOptions): Promis
   return { format, contentType: CONTENT_TYPES[format], extension: EXTENSIONS[format], inputFormat: probe.format, outputs, pageCount };
 }
 
-function opaque(img: Rgba): boolean {
-  for (let i = 3; i < img.data.length; i += 4) if (img.data[i] !== 255) return false;
-  return true;
-}
 
 /** The blocks the output carries: rights always; EXIF/XMP/ICC of the input only with keep_metadata. */
 async function metadataFor(input: ImageMetadata, o: ConvertOptions, colour: ColourSpace): Promise<MetadataBlocks> {
