@@ -63,6 +63,7 @@ export function rotate(img: Rgba, degrees: number, fill: [number, number, number
   const W = Math.ceil(Math.abs(w * c) + Math.abs(h * s) - 1e-6), H = Math.ceil(Math.abs(w * s) + Math.abs(h * c) - 1e-6);
   const out = new Uint8ClampedArray(W * H * 4);
   const cx = w / 2, cy = h / 2, CX = W / 2, CY = H / 2;
+  const px = (xx: number, yy: number, k: number) => (xx >= 0 && yy >= 0 && xx < w && yy < h ? data[(yy * w + xx) * 4 + k]! : fill[k]!);
   for (let y = 0; y < H; y++) {
     for (let x = 0; x < W; x++) {
       // inverse map: destination -> source (rotate by -t)
@@ -70,9 +71,11 @@ export function rotate(img: Rgba, degrees: number, fill: [number, number, number
       const sx = c * dx + s * dy + cx - 0.5, sy = -s * dx + c * dy + cy - 0.5;
       const o = (y * W + x) * 4;
       const x0 = Math.floor(sx), y0 = Math.floor(sy), fx = sx - x0, fy = sy - y0;
-      for (let k = 0; k < 4; k++) {
-        const px = (xx: number, yy: number) => (xx >= 0 && yy >= 0 && xx < w && yy < h ? data[(yy * w + xx) * 4 + k]! : fill[k]!);
-        out[o + k] = (px(x0, y0) * (1 - fx) + px(x0 + 1, y0) * fx) * (1 - fy) + (px(x0, y0 + 1) * (1 - fx) + px(x0 + 1, y0 + 1) * fx) * fy;
+      if (x0 >= 0 && y0 >= 0 && x0 + 1 < w && y0 + 1 < h) {
+        const i00 = (y0 * w + x0) * 4, i10 = i00 + 4, i01 = i00 + w * 4, i11 = i01 + 4;
+        for (let k = 0; k < 4; k++) out[o + k] = (data[i00 + k]! * (1 - fx) + data[i10 + k]! * fx) * (1 - fy) + (data[i01 + k]! * (1 - fx) + data[i11 + k]! * fx) * fy;
+      } else {
+        for (let k = 0; k < 4; k++) out[o + k] = (px(x0, y0, k) * (1 - fx) + px(x0 + 1, y0, k) * fx) * (1 - fy) + (px(x0, y0 + 1, k) * (1 - fx) + px(x0 + 1, y0 + 1, k) * fx) * fy;
       }
     }
   }
