@@ -53,6 +53,8 @@ export interface Decoded {
   pages: Rgba[];
   /** how many pages the input has */
   pageCount: number;
+  /** the pages were resized to opts.size while decoding */
+  resized?: boolean;
   metadata: ImageMetadata;
 }
 
@@ -60,7 +62,7 @@ export interface Decoded {
  * Decodes the chosen pages (0-based; default all) to upright sRGB RGBA. The caller has already checked the
  * declared pixel count (probe.ts), so decoders never meet a bomb.
  */
-export async function decodeImage(bytes: Uint8Array, format: ImageFormat, pageCount: number, opts: { pages?: number[]; engine?: Engine; maxPixels: number }): Promise<Decoded> {
+export async function decodeImage(bytes: Uint8Array, format: ImageFormat, pageCount: number, opts: { pages?: number[]; engine?: Engine; maxPixels: number; size?: (width: number, height: number) => { width: number; height: number } }): Promise<Decoded> {
   const want = opts.pages ?? [...Array(pageCount).keys()];
   for (const p of want) if (p < 0 || p >= pageCount) throw invalidArgument(`page_index ${p} is past the last page (the image has ${pageCount}).`);
   const metadata = await readMetadata(bytes, format);
@@ -72,11 +74,18 @@ export async function decodeImage(bytes: Uint8Array, format: ImageFormat, pageCo
       const pages: Rgba[] = [];
       for (const p of want) {
         // autoOrient applies EXIF orientation; the default pipeline converts an embedded profile to sRGB
-        const { data, info } = await sharp(bytes, { page: p, limitInputPixels: opts.maxPixels, failOn: 'error' })
-          .autoOrient().toColourspace('srgb').ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+        let s = sharp(bytes, { page: p, limitInputPixels: opts.maxPixels, failOn: 'error' }).autoOrient();
+        if (opts.size) {
+          // resizing inside the decode pipeline lets libvips shrink on load (JPEG DCT scaling, WebP)
+          const m = await sharp(bytes, { page: p }).metadata();
+          const turned = (m.orientation ?? 1) >= 5;
+          const t = opts.size(turned ? m.height : m.width, turned ? m.width : m.height);
+          s = s.resize(t.width, t.height, { fit: 'fill', kernel: 'lanczos3' });
+        }
+        const { data, info } = await s.toColourspace('srgb').ensureAlpha().raw().toBuffer({ resolveWithObject: true });
         pages.push({ data: new Uint8ClampedArray(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height });
       }
-      return { pages, pageCount, metadata };
+      return { pages, pageCount, metadata, resized: !!opts.size };
     }
     let pages: Rgba[];
     if (format === 'tiff') pages = decodeTiffPages(bytes, want);

@@ -68,11 +68,16 @@ export async function imageConvert(bytes: Uint8Array, o: ConvertOptions): Promis
   checkPixels(probe, o.maxPixels, pages);
   const wm = o.watermark ? await prepareWatermark(o.watermark) : undefined; // refuse bad text before decoding
 
-  const decoded = await decodeImage(bytes, probe.format, pageCount, { pages, engine: o.engine, maxPixels: o.maxPixels });
+  const target = (w: number, h: number) => {
+    const size = fitSize(w, h, { width: o.width, height: o.height }, o.fit ?? 'inside', !!o.allowUpscale);
+    if (size.width * size.height > o.maxPixels) throw invalidArgument(`the output would have ${size.width}×${size.height} pixels, more than the limit of ${o.maxPixels}.`);
+    return size;
+  };
+  const decoded = await decodeImage(bytes, probe.format, pageCount, { pages, engine: o.engine, maxPixels: o.maxPixels, size: o.width || o.height ? target : undefined });
   const rendered: Rgba[] = [];
   for (const page of decoded.pages) {
-    const size = fitSize(page.width, page.height, { width: o.width, height: o.height }, o.fit ?? 'inside', !!o.allowUpscale);
-    if (size.width * size.height > o.maxPixels) throw invalidArgument(`the output would have ${size.width}×${size.height} pixels, more than the limit of ${o.maxPixels}.`);
+    // the sharp path resized while decoding already; the WASM path resizes here
+    const size = o.width || o.height ? (decoded.resized ? { width: page.width, height: page.height } : target(page.width, page.height)) : { width: page.width, height: page.height };
     let img = await resize(page, size.width, size.height, o.engine);
     if (wm) img = await burnWatermark(img, wm, o.engine);
     if (colour === 'gray') img = toGrayRgba(img);
