@@ -43,6 +43,7 @@ export const settings = {
   idleDeviceMemoryReleaseSeconds: s('int', int(0), 300, 'Inference:IdleDeviceMemoryReleaseSeconds; 0 never'),
   keepAliveSeconds: s('int', int(-1), 300, 'default keep_alive of a loaded model (-1 forever)'),
   maxImagePixels: s('int', int(1), 268_402_689, 'most pixels an image page may declare (width × height, read from its header before decoding); 413 input_too_large above it'),
+  imageBackgroundModel: s('string', v.string(), '', 'background-removal model: a local hub-layout ONNX directory (MODNet, ISNet, BiRefNet); empty = the route answers 501'),
 } as const;
 
 export type Settings = typeof settings;

@@ -10,3 +10,4 @@ export { imageEnhance } from './enhance.ts';
 export { imageDeskew } from './deskew.ts';
 export { imageNormalization } from './normalize.ts';
 export { imageRedact } from './redact.ts';
+export { imageBackgroundRemoval } from './background.ts';

@@ -21,3 +21,4 @@ export const imageEnhance = lazy('imageEnhance');
 export const imageDeskew = lazy('imageDeskew');
 export const imageNormalization = lazy('imageNormalization');
 export const imageRedact = lazy('imageRedact');
+export const imageBackgroundRemoval = lazy('imageBackgroundRemoval');

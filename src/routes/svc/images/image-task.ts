@@ -10,7 +10,11 @@ import { decodeForLogo } from '../../../services/images/lazy.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import { decodeBase64Option, readInput, text, type PdfTaskInput } from '../pdf/pdf-task.ts';
 
-export interface ImageRouteDeps { runner: TaskRunner; files: FileStore; config: { maxImagePixels: number } }
+export interface ImageRouteDeps {
+  runner: TaskRunner;
+  files: FileStore;
+  config: { maxImagePixels: number; imageBackgroundModel: string; backend: 'auto' | 'cpu' | 'wasm' | 'webgpu' | 'cuda'; threads: number };
+}
 
 export const num = v.number();
 export const int = v.pipe(v.number(), v.integer());

@@ -5,7 +5,7 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { imageAnalysis, imageColorPalette, imageDeskew, imageEnhance, imageNormalization, imageRedact } from '../../../services/images/lazy.ts';
+import { imageAnalysis, imageBackgroundRemoval, imageColorPalette, imageDeskew, imageEnhance, imageNormalization, imageRedact } from '../../../services/images/lazy.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import { deliverOne, delivery, pdfTask, text } from '../pdf/pdf-task.ts';
 import { bool, engine, imageName, int, num, outputFormat, type ImageRouteDeps } from './image-task.ts';
@@ -73,6 +73,18 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
     async run([img], o, ctx, input) {
       const r = await imageRedact(img!, { boxes: o.boxes, text: o.text, color: o.color, language: o.language, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels(), signal: ctx.signal });
       return deliverImage(ctx, o.delivery, r, input.files[0], 'redacted', { boxes: r.boxes, text_matches: r.textMatches });
+    },
+  }));
+
+  app.post('/svc/v1/image-background-removal', pdfTask(deps, {
+    name: 'image-background-removal',
+    options: v.object({ ...common, ...imageOut, background: v.optional(text) }),
+    async run([img], o, ctx, input) {
+      const r = await imageBackgroundRemoval(img!, {
+        modelDir: deps.config.imageBackgroundModel, backend: deps.config.backend, threads: deps.config.threads,
+        background: o.background, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels(),
+      });
+      return deliverImage(ctx, o.delivery, r, input.files[0], 'cutout', { foreground: r.foreground });
     },
   }));
   return app;
