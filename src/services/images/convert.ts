@@ -6,14 +6,13 @@
 import { loadSharp } from '../../runtime/sharp.ts';
 import { capabilityUnavailable, invalidArgument } from '../errors.ts';
 import { CONTENT_TYPES, decodeImage, encodeImage, isOpaque, EXTENSIONS, OUTPUT_FORMATS, sharpFor, type Engine, type OutputFormat, type Rgba } from './codecs.ts';
-import { cmykProfile, cmykProfilePath, srgbToCmyk } from './icc.ts';
+import { cmykProfile, cmykProfilePath, profileFile, srgbToCmyk } from './icc.ts';
 import { exifUpright, hasRights, rightsXmp, writeMetadata, type ImageMetadata, type MetadataBlocks, type Rights } from './metadata.ts';
 import { fitSize, grayOf, resize, toGrayRgba } from './pixels.ts';
 import { checkPixels, probeImage, type ImageFormat } from './probe.ts';
 import { encodeTiff, type TiffPage } from './tiff.ts';
 import { burnWatermark, prepareWatermark, type ImageWatermark } from './watermark.ts';
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 
 export type ColourSpace = 'srgb' | 'gray' | 'cmyk';
 
@@ -51,7 +50,7 @@ export interface ConvertResult {
 const defaultOutput = (f: ImageFormat): OutputFormat => (f === 'heic' ? 'jpeg' : f);
 
 let srgbIcc: Promise<Uint8Array> | undefined;
-const srgbProfile = () => (srgbIcc ??= readFile(fileURLToPath(new URL('./profiles/srgb.icc', import.meta.url))).then((b) => new Uint8Array(b)));
+const srgbProfile = () => (srgbIcc ??= readFile(profileFile('srgb.icc')).then((b) => new Uint8Array(b)));
 
 export async function imageConvert(bytes: Uint8Array, o: ConvertOptions): Promise<ConvertResult> {
   const probe = probeImage(bytes);

@@ -8,6 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { packageFile } from '../../runtime/assets.ts';
+import { embeddedAssets } from '../../runtime/embedded.ts';
 import type { Rgba } from './codecs.ts';
 
 // deno-lint-ignore no-explicit-any
@@ -28,7 +29,8 @@ function engine(): Promise<Lcms> {
   })());
 }
 
-const profileFile = (name: string) => fileURLToPath(new URL(`./profiles/${name}`, import.meta.url));
+/** A shipped profile: embedded in the single binary (scripts/compile.mjs), else read beside this module. */
+export const profileFile = (name: string) => embeddedAssets[`./src/services/images/profiles/${name}`] ?? fileURLToPath(new URL(`./profiles/${name}`, import.meta.url));
 let cmykBytes: Promise<Uint8Array> | undefined;
 /** The shipped CMYK output profile (embedded into every CMYK image written). */
 export const cmykProfile = () => (cmykBytes ??= readFile(profileFile('cmyk-fogra39.icc')).then((b) => new Uint8Array(b)));
