@@ -2,6 +2,8 @@
 import { Hono } from 'hono';
 import type { Deps } from './deps.ts';
 import { auth } from './http/auth.ts';
+import { areaTicketAuth } from './http/area-ticket.ts';
+import { securityHeaders } from './http/security-headers.ts';
 import { bodyLimit } from './http/body-limit.ts';
 import type { AppEnv } from './http/context.ts';
 import { toErrorResponse } from './http/errors.ts';
@@ -9,6 +11,8 @@ import { requestMeta } from './http/request-meta.ts';
 import { embeddedPublic } from './runtime/embedded.ts';
 import { findPublicDir, serveStatic } from './http/static.ts';
 import { openaiFileRoutes } from './routes/openai/files.ts';
+import { anthropicMessageRoutes } from './routes/anthropic/messages.ts';
+import { anthropicModelRoutes } from './routes/anthropic/models.ts';
 import { versionRoutes } from './routes/ollama/version.ts';
 import { ollamaBlobRoutes } from './routes/ollama/blobs.ts';
 import { ollamaCreateRoutes } from './routes/ollama/create.ts';
@@ -26,11 +30,15 @@ import { rootRoutes } from './routes/root.ts';
 import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
 import { adminSettingsRoutes } from './routes/svc/admin-settings.ts';
+import { adminConsoleRoutes } from './routes/svc/admin-console.ts';
 import { pdfRoutes } from './routes/svc/pdf/index.ts';
+import { pdfTrustRoutes } from './routes/svc/pdf/trust.ts';
 import { documentRoutes } from './routes/svc/documents/index.ts';
 import { imageRoutes } from './routes/svc/images/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
+import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
+import { trainingRoutes } from './routes/svc/training.ts';
 import { ServiceError } from './services/errors.ts';
 
 export interface AppOptions {
@@ -44,10 +52,14 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   const publicDir = findPublicDir();
 
   app.use('*', requestMeta(nodeTag, log));
+  app.use('*', areaTicketAuth(deps.adminConsole.tickets));
   app.use('*', auth(keys));
   app.use('*', bodyLimit(config.maxUploadBytes));
 
   app.route('/', rootRoutes(nodeTag, publicDir !== null || '/index.html' in embeddedPublic));
+  // Anthropic Messages gateway (its /v1/models answers only with anthropic-version, so it comes first)
+  app.route('/', anthropicModelRoutes(deps.models));
+  app.route('/', anthropicMessageRoutes(deps.chat, deps.log));
   // dialect A
   app.route('/', openaiFileRoutes(deps.files));
   app.route('/', openaiModelRoutes(deps.models));
@@ -70,10 +82,15 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', adminJobRoutes(deps.runner));
   app.route('/', adminSettingsRoutes(deps.adminSettings));
   app.route('/', adminMemoryRoutes(deps.engine));
+  app.route('/', adminConsoleRoutes(deps.adminConsole));
   app.route('/', pdfRoutes(deps));
+  app.route('/', pdfTrustRoutes(deps));
   app.route('/', documentRoutes(deps));
+  app.route('/', mediaRoutes(deps));
+  app.route('/', trainingRoutes(deps));
   app.route('/', imageRoutes(deps));
   opts.extraRoutes?.(app, deps);
+  app.use('*', securityHeaders());
   app.use('*', serveStatic(publicDir, embeddedPublic));
 
   app.notFound((c) => toErrorResponse(new ServiceError(404, 'not_found', `route ${c.req.method} ${c.req.path} not found`), c, log.error));

@@ -42,6 +42,11 @@ export const settings = {
   saturationPolicy: s('string', v.picklist(['Queue', 'Reject']), 'Queue', 'when every slot is busy: Queue waits, Reject answers 503 with Retry-After: 1'),
   idleDeviceMemoryReleaseSeconds: s('int', int(0), 300, 'Inference:IdleDeviceMemoryReleaseSeconds; 0 never'),
   keepAliveSeconds: s('int', int(-1), 300, 'default keep_alive of a loaded model (-1 forever)'),
+  ffmpegPath: s('string', v.string(), 'ffmpeg', 'system ffmpeg for audio/video (ffprobe is looked up beside it); empty = never use a system ffmpeg'),
+  ffmpegWasm: s('bool', v.boolean(), true, 'decode media with ffmpeg\'s WASM build when no system ffmpeg is found'),
+  trainingMemoryWaitSeconds: s('int', int(0), 600, 'a training job refused for device memory waits this long before failing'),
+  pdfTrustAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of PDF signing and verification: hosts that TSA, OCSP and CRL requests may reach (comma separated; empty = none)'),
+  pdfTrustAnchors: s('string', v.string(), '', 'PEM file of certificates that pdf-verify trusts in addition to those a request gives'),
   maxImagePixels: s('int', int(1), 268_402_689, 'most pixels an image page may declare (width × height, read from its header before decoding); 413 input_too_large above it'),
   imageBackgroundModel: s('string', v.string(), '', 'background-removal model: a local hub-layout ONNX directory (MODNet, ISNet, BiRefNet); empty = the route answers 501'),
 } as const;

@@ -10,6 +10,7 @@ import { createLogger, type Logger } from './log.ts';
 import { unrefTimer } from './runtime/env.ts';
 import { serve, type RunningServer } from './runtime/serve.ts';
 import { AdminSettings } from './services/admin/settings.ts';
+import { AdminConsole } from './services/admin/console.ts';
 import { FileStore } from './services/files/file-store.ts';
 import { JobRecords } from './services/jobs/job-records.ts';
 import { TaskRunner } from './services/jobs/task-runner.ts';
@@ -20,8 +21,10 @@ import { createInferenceEngine } from './services/inference/engine.ts';
 import { formatConstraint } from './services/chat/format-constraint.ts';
 import { loggingLoader } from './services/inference/logging-loader.ts';
 import { ChatService } from './services/chat/chat-service.ts';
+import { TrainingService } from './services/training/training-service.ts';
 import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
+import { MediaService } from './services/media/media-service.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
 export interface Services extends Deps {
@@ -49,6 +52,9 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const engine = createInferenceEngine(config, loggingLoader(config, log));
   models.usage = residencyUsage(engine.residency);
   const chat = new ChatService({ models, engine, constrain: formatConstraint });
+  const media = new MediaService({ ffmpegPath: config.ffmpegPath, wasm: config.ffmpegWasm });
+  const training = new TrainingService({ chat, models, memoryWaitSeconds: config.trainingMemoryWaitSeconds });
+  const adminConsole = new AdminConsole({ db, keys, log, config, runner, engine, nodeTag });
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -59,7 +65,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole,
     close: async () => {
       clearInterval(upkeep);
       await models.close();

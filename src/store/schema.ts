@@ -48,12 +48,36 @@ export interface FileTable {
   expires_at: number;
 }
 
+/** A console sign-in: only the SHA-256 of the ticket is stored. */
+export interface AreaTicketTable {
+  id_hash: string;
+  key_id: string;
+  csrf_token: string;
+  persist: number;
+  created_at: number;
+  expires_at: number;
+}
+
+/** TOTP second factor of an admin key; `confirmed_at` null while enrollment is pending. */
+export interface AdminTwoFactorTable {
+  key_id: string;
+  secret: string;
+  confirmed_at: number | null;
+  /** JSON array of SHA-256 hex digests of the unused recovery codes. */
+  recovery_hashes: string;
+  /** Last accepted TOTP time step (a code is accepted once). */
+  last_step: number | null;
+  created_at: number;
+}
+
 export interface Database {
   meta: MetaTable;
   api_keys: ApiKeyTable;
   settings: SettingTable;
   jobs: JobTable;
   files: FileTable;
+  area_tickets: AreaTicketTable;
+  admin_two_factor: AdminTwoFactorTable;
 }
 
 export type Db = Kysely<Database>;
