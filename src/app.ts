@@ -39,6 +39,7 @@ import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
 import { trainingRoutes } from './routes/svc/training.ts';
+import { textRoutes } from './routes/svc/text/index.ts';
 import { ServiceError } from './services/errors.ts';
 
 export interface AppOptions {
@@ -88,6 +89,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', documentRoutes(deps));
   app.route('/', mediaRoutes(deps));
   app.route('/', trainingRoutes(deps));
+  app.route('/', textRoutes(deps));
   app.route('/', imageRoutes(deps));
   opts.extraRoutes?.(app, deps);
   app.use('*', securityHeaders());

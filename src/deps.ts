@@ -13,6 +13,7 @@ import type { InferenceEngine } from './services/inference/engine.ts';
 import type { ModelServices } from './services/models/model-services.ts';
 import type { OpenedStore } from './store/db.ts';
 import type { MediaService } from './services/media/media-service.ts';
+import type { TextService } from './services/text/text-service.ts';
 
 export interface Deps {
   config: Config;
@@ -36,4 +37,6 @@ export interface Deps {
   training: TrainingService;
   /** Admin console: area tickets, two-factor sign-in, dashboard, recent errors (src/services/admin/). */
   adminConsole: AdminConsole;
+  /** Text tasks: summarise, translate, rewrite, correct, analyse, extract (src/services/text/). */
+  text: TextService;
 }

@@ -22,6 +22,7 @@ import { formatConstraint } from './services/chat/format-constraint.ts';
 import { loggingLoader } from './services/inference/logging-loader.ts';
 import { ChatService } from './services/chat/chat-service.ts';
 import { TrainingService } from './services/training/training-service.ts';
+import { TextService } from './services/text/text-service.ts';
 import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
 import { MediaService } from './services/media/media-service.ts';
@@ -55,6 +56,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const media = new MediaService({ ffmpegPath: config.ffmpegPath, wasm: config.ffmpegWasm });
   const training = new TrainingService({ chat, models, memoryWaitSeconds: config.trainingMemoryWaitSeconds });
   const adminConsole = new AdminConsole({ db, keys, log, config, runner, engine, nodeTag });
+  const text = new TextService({ chat, models, training, defaultModel: config.textModel });
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -65,7 +67,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, text,
     close: async () => {
       clearInterval(upkeep);
       await models.close();
