@@ -88,9 +88,11 @@ export async function decodeImage(bytes: Uint8Array, format: ImageFormat, pageCo
       return { pages, pageCount, metadata, resized: !!opts.size };
     }
     let pages: Rgba[];
-    if (format === 'tiff') pages = decodeTiffPages(bytes, want);
+    if (format === 'tiff') pages = await decodeTiffPages(bytes, want);
     else if (format === 'bmp') pages = [toRgba(decodeBmp(bytes))];
     else {
+      // mozjpeg's WASM build aborts on 4-component (CMYK/YCCK) JPEGs
+      if (format === 'jpeg' && jpegComponents(bytes) === 4) throw capabilityUnavailable('CMYK JPEG decoding needs the sharp image library, which this build does not carry; send the image as TIFF');
       const dec = wasmDecoders[format];
       if (!dec) throw capabilityUnavailable(`decoding ${format.toUpperCase()} needs the sharp image library, which this build does not carry`);
       const img = await (await dec())(bytes.slice().buffer as ArrayBuffer);
@@ -102,6 +104,18 @@ export async function decodeImage(bytes: Uint8Array, format: ImageFormat, pageCo
   } catch (e) {
     throw corrupt(e);
   }
+}
+
+/** Components in the JPEG frame header (3 = YCbCr, 4 = CMYK/YCCK, 1 = gray). */
+function jpegComponents(b: Uint8Array): number {
+  for (let i = 2; i + 9 < b.length;) {
+    if (b[i] !== 0xff) { i++; continue; }
+    const m = b[i + 1]!;
+    if (m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc) return b[i + 9]!;
+    if (m === 0xd8 || m === 0xff || m === 0x01 || (m >= 0xd0 && m <= 0xd7)) { i += m === 0xff ? 1 : 2; continue; }
+    i += 2 + ((b[i + 2]! << 8) | b[i + 3]!);
+  }
+  return 3;
 }
 
 const toRgba = (x: { data: Uint8Array; width: number; height: number }): Rgba => ({ data: new Uint8ClampedArray(x.data.buffer, x.data.byteOffset, x.data.byteLength), width: x.width, height: x.height });

@@ -66,6 +66,31 @@ export async function srgbToCmyk(img: Rgba): Promise<Uint8Array> {
   }
 }
 
+/** sRGB RGBA of CMYK samples (0 = no ink), through their own profile or, without one, the shipped CMYK profile. */
+export async function cmykToSrgb(cmyk: Uint8Array, width: number, height: number, icc?: Uint8Array): Promise<Rgba> {
+  const m = await engine();
+  const prof = icc ?? (await cmykProfile());
+  let src = m.cmsOpenProfileFromMem(prof, prof.byteLength);
+  if (!src || m.cmsGetColorSpaceASCII(src) !== 'CMYK') {
+    if (src) m.cmsCloseProfile(src);
+    const own = await cmykProfile();
+    src = m.cmsOpenProfileFromMem(own, own.byteLength);
+  }
+  const dst = m.cmsCreate_sRGBProfile();
+  const t = m.cmsCreateTransform(src, TYPE_CMYK_8, dst, TYPE_RGB_8, INTENT_RELATIVE_COLORIMETRIC, cmsFLAGS_BLACKPOINTCOMPENSATION);
+  try {
+    const n = width * height;
+    const rgb = chunked(m, t, cmyk, 4, 3, n);
+    const data = new Uint8ClampedArray(n * 4);
+    for (let i = 0, j = 0; i < n; i++, j += 3) { data[i * 4] = rgb[j]!; data[i * 4 + 1] = rgb[j + 1]!; data[i * 4 + 2] = rgb[j + 2]!; data[i * 4 + 3] = 255; }
+    return { data, width, height };
+  } finally {
+    m.cmsDeleteTransform(t);
+    m.cmsCloseProfile(src);
+    m.cmsCloseProfile(dst);
+  }
+}
+
 /** Converts pixels described by an embedded RGB profile to sRGB; other profiles leave the pixels as they are. */
 export async function iccToSrgb(img: Rgba, icc: Uint8Array): Promise<Rgba> {
   const m = await engine();

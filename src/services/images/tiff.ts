@@ -6,15 +6,24 @@
 import { zlibSync } from 'fflate';
 import UTIF from 'utif2';
 import type { Rgba } from './codecs.ts';
+import { cmykToSrgb } from './icc.ts';
 
-export function decodeTiffPages(bytes: Uint8Array, pages: number[]): Rgba[] {
+/** The chosen pages as sRGB RGBA; 8-bit CMYK pages go through Little CMS with their embedded profile (else the shipped one). */
+export async function decodeTiffPages(bytes: Uint8Array, pages: number[]): Promise<Rgba[]> {
   const buf = bytes.slice().buffer as ArrayBuffer;
   const ifds = UTIF.decode(buf).filter((ifd) => ifd['t256'] && ifd['t257']);
-  return pages.map((p) => {
+  const out: Rgba[] = [];
+  for (const p of pages) {
     const ifd = ifds[p]!;
     UTIF.decodeImage(buf, ifd);
-    return { data: new Uint8ClampedArray(UTIF.toRGBA8(ifd).buffer), width: ifd.width as number, height: ifd.height as number };
-  });
+    const w = ifd.width as number, h = ifd.height as number;
+    const tag = (t: number) => (ifd[`t${t}`] as number[] | undefined)?.[0];
+    if (tag(262) === 5 && tag(277) === 4 && tag(258) === 8 && (tag(284) ?? 1) === 1) {
+      const icc = ifd['t34675'] as number[] | Uint8Array | undefined;
+      out.push(await cmykToSrgb(new Uint8Array((ifd.data as Uint8Array).buffer, (ifd.data as Uint8Array).byteOffset, w * h * 4), w, h, icc ? new Uint8Array(icc) : undefined));
+    } else out.push({ data: new Uint8ClampedArray(UTIF.toRGBA8(ifd).buffer), width: w, height: h });
+  }
+  return out;
 }
 
 export type TiffPage =

@@ -100,6 +100,17 @@ describe('image-convert', () => {
       }
     }
     await expectReason(await t.request(convert, base64Json(swatch, { format: 'png', colour_space: 'cmyk' })), 400, 'invalid_argument');
+    // CMYK input: our own CMYK TIFF read back by both engines (libvips; utif2 + lcms-wasm) gives the colours again
+    const cmykTiff = await imageOf(await t.request(convert, base64Json(swatch, { format: 'tiff', colour_space: 'cmyk' })), 'image/tiff');
+    for (const engine of ['sharp', 'wasm']) {
+      const back = await imageOf(await t.request(convert, base64Json(cmykTiff, { format: 'png', engine })), 'image/png');
+      for (let i = 0; i < colours.length; i++) {
+        const a = lab(swatch, i * 40 + 20), b = lab(back, i * 40 + 20);
+        assert.ok(Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]) < 2, `${engine} reads CMYK TIFF: ${colours[i]}`);
+      }
+    }
+    const cmykJpeg = await imageOf(await t.request(convert, base64Json(swatch, { format: 'jpeg', colour_space: 'cmyk' })), 'image/jpeg');
+    await expectReason(await t.request(convert, base64Json(cmykJpeg, { format: 'png', engine: 'wasm' })), 501, 'capability_unavailable');
   });
 
   test('gray: one channel where the format has one', async () => {
@@ -196,6 +207,11 @@ describe('image-convert', () => {
     assert.equal(rec.result.width, 64);
     await expectReasonBoth(t, convert, () => base64Json(new TextEncoder().encode('%PDF-1.4 not an image at all'), {}), 415, 'unsupported_file_type');
     await expectReason(await t.request(convert, base64Json(photo, { format: 'jxl' })), 400, 'invalid_request');
+    // HEIC (HEVC) is recognised, and no decoder for it exists in this build
+    const heic = new Uint8Array(64);
+    heic.set([0, 0, 0, 24, ...new TextEncoder().encode('ftypheic'), 0, 0, 0, 0, ...new TextEncoder().encode('mif1heic')]);
+    heic.set([...new TextEncoder().encode('ispe'), 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 3, 0], 30);
+    await expectReason(await t.request(convert, base64Json(heic, {})), 501, 'capability_unavailable');
     await expectReason(await t.request(convert, base64Json(photo, { format: 'bmp', rights: { notice: 'x' } })), 400, 'invalid_argument');
   });
 });
