@@ -207,6 +207,9 @@ describe('image-convert', () => {
     assert.equal(rec.result.width, 64);
     await expectReasonBoth(t, convert, () => base64Json(new TextEncoder().encode('%PDF-1.4 not an image at all'), {}), 415, 'unsupported_file_type');
     await expectReason(await t.request(convert, base64Json(photo, { format: 'jxl' })), 400, 'invalid_request');
+    // a PNG whose data stops short of what its header declares does not decode: 422 image_corrupt, same as a job
+    await expectReasonBoth(t, convert, () => base64Json(pngHeader(100, 100), { format: 'jpeg' }), 422, 'image_corrupt');
+    await expectReason(await t.request(convert, base64Json(photo, { watermark: { text: 'x', font_size: 1 } })), 400, 'invalid_argument');
     // HEIC (HEVC) is recognised, and no decoder for it exists in this build
     const heic = new Uint8Array(64);
     heic.set([0, 0, 0, 24, ...new TextEncoder().encode('ftypheic'), 0, 0, 0, 0, ...new TextEncoder().encode('mif1heic')]);
