@@ -151,12 +151,8 @@ export async function encodeImage(img: Rgba, format: OutputFormat, opts: EncodeO
   const sharp = await sharpFor(opts.engine ?? 'auto');
   if (sharp) {
     let s = sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } });
-    if (format === 'jpeg') s = s.flatten({ background: '#ffffff' });
-    else if (isOpaque(img)) s = s.removeAlpha(); // no alpha channel where every pixel is opaque
-    if (opts.gray) s = s.toColourspace('b-w');
-    if (format === 'avif' && opts.xmp) s = s.withXmp(new TextDecoder().decode(opts.xmp));
-    s = format === 'png' ? s.png({ compressionLevel: 6 }) : format === 'jpeg' ? s.jpeg({ quality }) : format === 'webp' ? s.webp({ quality }) : format === 'avif' ? s.avif({ quality }) : s.gif();
-    return new Uint8Array(await s.toBuffer());
+    if (format !== 'jpeg' && isOpaque(img)) s = s.removeAlpha(); // no alpha channel where every pixel is opaque
+    return new Uint8Array(await sharpEncode(s, format, quality, opts).toBuffer());
   }
   const enc = wasmEncoders[format];
   if (!enc) throw capabilityUnavailable(`encoding ${format.toUpperCase()} needs the sharp image library, which this build does not carry`);
@@ -170,6 +166,37 @@ export function isOpaque(img: Rgba): boolean {
   const d = img.data;
   for (let i = 3; i < d.length; i += 4) if (d[i] !== 255) return false;
   return true;
+}
+
+/** The encoder settings both sharp paths share (raw pixels in, or the one-pipeline transcode). */
+function sharpEncode(s: Sharp, format: OutputFormat, quality: number, opts: { gray?: boolean; xmp?: Uint8Array }): Sharp {
+  if (format === 'jpeg') s = s.flatten({ background: '#ffffff' });
+  if (opts.gray) s = s.toColourspace('b-w');
+  if (format === 'avif' && opts.xmp) s = s.withXmp(new TextDecoder().decode(opts.xmp));
+  return format === 'png' ? s.png({ compressionLevel: 6 }) : format === 'jpeg' ? s.jpeg({ quality }) : format === 'webp' ? s.webp({ quality }) : format === 'avif' ? s.avif({ quality }) : s.gif();
+}
+
+/**
+ * One libvips pipeline from input bytes to output bytes (decode, orient, resize, colour, encode), for
+ * conversions that need no pixel work of ours: the pixels never cross into JavaScript.
+ */
+export async function transcodeWithSharp(bytes: Uint8Array, page: number, o: EncodeOptions & { format: OutputFormat; maxPixels: number; size?: (width: number, height: number) => { width: number; height: number } }): Promise<{ bytes: Uint8Array; width: number; height: number }> {
+  const sharp = await sharpFor(o.engine ?? 'auto');
+  const quality = Math.round(o.quality ?? (o.format === 'webp' ? 80 : o.format === 'avif' ? 50 : 85));
+  try {
+    let s = sharp(bytes, { page, limitInputPixels: o.maxPixels, failOn: 'error' }).autoOrient();
+    if (o.size) {
+      const m = await sharp(bytes, { page }).metadata();
+      const turned = (m.orientation ?? 1) >= 5;
+      const t = o.size(turned ? m.height : m.width, turned ? m.width : m.height);
+      s = s.resize(t.width, t.height, { fit: 'fill', kernel: 'lanczos3' });
+    }
+    s = sharpEncode(s.toColourspace('srgb'), o.format, quality, o);
+    const { data, info } = await s.toBuffer({ resolveWithObject: true });
+    return { bytes: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height };
+  } catch (e) {
+    throw corrupt(e);
+  }
 }
 
 function flattenForWasm(img: Rgba, white: boolean, gray: boolean): Uint8ClampedArray {

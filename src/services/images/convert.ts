@@ -5,9 +5,9 @@
  */
 import { loadSharp } from '../../runtime/sharp.ts';
 import { capabilityUnavailable, invalidArgument } from '../errors.ts';
-import { CONTENT_TYPES, decodeImage, encodeImage, isOpaque, EXTENSIONS, OUTPUT_FORMATS, sharpFor, type Engine, type OutputFormat, type Rgba } from './codecs.ts';
+import { CONTENT_TYPES, decodeImage, encodeImage, isOpaque, transcodeWithSharp, EXTENSIONS, OUTPUT_FORMATS, sharpFor, type Engine, type OutputFormat, type Rgba } from './codecs.ts';
 import { cmykProfile, cmykProfilePath, profileFile, srgbToCmyk } from './icc.ts';
-import { exifUpright, hasRights, rightsXmp, writeMetadata, type ImageMetadata, type MetadataBlocks, type Rights } from './metadata.ts';
+import { exifUpright, hasRights, readMetadata, rightsXmp, writeMetadata, type ImageMetadata, type MetadataBlocks, type Rights } from './metadata.ts';
 import { fitSize, grayOf, resize, toGrayRgba } from './pixels.ts';
 import { checkPixels, probeImage, type ImageFormat } from './probe.ts';
 import { encodeTiff, type TiffPage } from './tiff.ts';
@@ -72,7 +72,18 @@ export async function imageConvert(bytes: Uint8Array, o: ConvertOptions): Promis
     if (size.width * size.height > o.maxPixels) throw invalidArgument(`the output would have ${size.width}×${size.height} pixels, more than the limit of ${o.maxPixels}.`);
     return size;
   };
-  const decoded = await decodeImage(bytes, probe.format, pageCount, { pages, engine: o.engine, maxPixels: o.maxPixels, size: o.width || o.height ? target : undefined });
+  const size = o.width || o.height ? target : undefined;
+  // no pixel work of ours (watermark, CMYK, our TIFF/BMP writers): one libvips pipeline, bytes to bytes
+  if (!wm && colour !== 'cmyk' && format !== 'tiff' && format !== 'bmp' && probe.format !== 'bmp' && probe.format !== 'heic' && (await sharpFor(o.engine ?? 'auto'))) {
+    const meta = await metadataFor(await readMetadata(bytes, probe.format), o, colour);
+    const outputs: ConvertedPage[] = [];
+    for (const p of pages) {
+      const r = await transcodeWithSharp(bytes, p, { format, quality: o.quality, gray: colour === 'gray', xmp: meta.xmp, engine: o.engine, maxPixels: o.maxPixels, size });
+      outputs.push({ bytes: writeMetadata(r.bytes, format, meta), width: r.width, height: r.height, page: p });
+    }
+    return { format, contentType: CONTENT_TYPES[format], extension: EXTENSIONS[format], inputFormat: probe.format, outputs, pageCount };
+  }
+  const decoded = await decodeImage(bytes, probe.format, pageCount, { pages, engine: o.engine, maxPixels: o.maxPixels, size });
   const rendered: Rgba[] = [];
   for (const page of decoded.pages) {
     // the sharp path resized while decoding already; the WASM path resizes here
