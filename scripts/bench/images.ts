@@ -74,7 +74,7 @@ const body = [
   `svc's image-convert service (\`imageConvert\` in \`src/services/images\`, the code behind \`POST /svc/v1/image-convert\`) against sharp ${sharp.versions.sharp} (libvips ${sharp.versions.vips}) called directly and ${imVersion} (\`convert\`, one process per image), on the same files with the same output size (Lanczos3 resize) and quality, in the same run (\`node --import tsx scripts/bench/images.ts\`).`,
   '',
   `Median wall time in ms over ${RUNS} interleaved runs, one image at a time, after one warm-up call per side; ${cpus().length} cores (${cpus()[0]?.model.trim()}), a machine shared with other engineers' work, so figures are noisy.`,
-  '"svc" decodes through sharp, resizes through sharp, encodes through sharp, and adds its own work on the pixels (EXIF orientation, header pixel check, metadata at byte level); "svc wasm" uses the @jsquash WASM codecs and photon\'s resize (the path of the single binary, Deno and Bun without the sharp addon). ImageMagick times include its process start.',
+  '"svc" runs these conversions as one libvips pipeline (no watermark, CMYK or TIFF/BMP writer asked, so no pixels cross into JavaScript) plus its own header pixel check and metadata written at byte level; "svc wasm" uses the @jsquash WASM codecs and photon\'s resize (the path of the single binary, Deno and Bun without the sharp addon). ImageMagick times include its process start.',
   '',
   '| work | svc | svc wasm | sharp | ImageMagick | svc / sharp | svc / ImageMagick | output KiB |',
   '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
