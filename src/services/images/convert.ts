@@ -3,7 +3,6 @@
  * space, with its metadata kept or stripped, rights written as XMP, and an optional watermark.
  * Pure over bytes and plain options: the pixel limit is checked on the declared size before decoding.
  */
-import { loadSharp } from '../../runtime/sharp.ts';
 import { capabilityUnavailable, invalidArgument } from '../errors.ts';
 import { CONTENT_TYPES, decodeImage, encodeImage, isOpaque, transcodeWithSharp, EXTENSIONS, OUTPUT_FORMATS, sharpFor, type Engine, type OutputFormat, type Rgba } from './codecs.ts';
 import { cmykProfile, cmykProfilePath, profileFile, srgbToCmyk } from './icc.ts';
@@ -140,7 +139,7 @@ async function metadataFor(input: ImageMetadata, o: ConvertOptions, colour: Colo
  */
 async function cmykJpeg(img: Rgba, o: ConvertOptions): Promise<Uint8Array> {
   const sharp = await sharpFor(o.engine ?? 'auto');
-  if (!sharp || !(await loadSharp())) throw invalidArgument('colour_space cmyk as JPEG needs the sharp image library in this build; ask for format tiff.');
+  if (!sharp) throw capabilityUnavailable('colour_space cmyk as JPEG needs the sharp image library, which this build does not carry; ask for format tiff.');
   const out = await sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } })
     .flatten({ background: '#ffffff' }).toColourspace('cmyk').withIccProfile(cmykProfilePath()).jpeg({ quality: Math.round(o.quality ?? 85) }).toBuffer();
   return new Uint8Array(out);

@@ -52,7 +52,7 @@ export const Rights = v.object({
 /** `size`: a longest edge (number), "WxH", or {width, height}; `width`/`height` may also be given alone. */
 export const size = v.optional(v.union([num, v.string(), v.object({ width: v.optional(num), height: v.optional(num) })]));
 
-export function boxOf(o: { size?: number | string | { width?: number; height?: number }; width?: number; height?: number }, w0?: number): { width?: number; height?: number } {
+export function boxOf(o: { size?: number | string | { width?: number; height?: number }; width?: number; height?: number }): { width?: number; height?: number } {
   let box: { width?: number; height?: number } = { width: o.width, height: o.height };
   if (typeof o.size === 'number') box = { width: o.size, height: o.size };
   else if (typeof o.size === 'string') {
@@ -61,7 +61,6 @@ export function boxOf(o: { size?: number | string | { width?: number; height?: n
     box = { width: m[1] ? Number(m[1]) : undefined, height: m[2] ? Number(m[2]) : undefined };
   } else if (o.size) box = o.size;
   for (const [k, x] of Object.entries(box)) if (x !== undefined && !(Number.isInteger(x) && x >= 1 && x <= 1_000_000)) throw invalidRequest(`size ${k}: a whole number of pixels, at least 1`, [{ field: 'size', message: 'out of range' }]);
-  void w0;
   return box;
 }
 
