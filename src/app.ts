@@ -26,6 +26,7 @@ import { openaiModelRoutes } from './routes/openai/models.ts';
 import { openaiChatRoutes } from './routes/openai/chat.ts';
 import { openaiCompletionRoutes } from './routes/openai/completions.ts';
 import { openaiEmbeddingRoutes } from './routes/openai/embeddings.ts';
+import { openaiAudioRoutes } from './routes/openai/audio.ts';
 import { rootRoutes } from './routes/root.ts';
 import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
@@ -40,6 +41,8 @@ import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
 import { trainingRoutes } from './routes/svc/training.ts';
 import { textRoutes } from './routes/svc/text/index.ts';
+import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
+import { agentRoutes } from './routes/svc/agents.ts';
 import { ServiceError } from './services/errors.ts';
 
 export interface AppOptions {
@@ -64,9 +67,10 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   // dialect A
   app.route('/', openaiFileRoutes(deps.files));
   app.route('/', openaiModelRoutes(deps.models));
-  app.route('/', openaiChatRoutes(deps.chat, log));
+  app.route('/', openaiChatRoutes(deps.chat, log, deps.agents));
   app.route('/', openaiCompletionRoutes(deps.chat, deps.engine, log));
   app.route('/', openaiEmbeddingRoutes(deps.chat, deps.runner));
+  app.route('/', openaiAudioRoutes(deps));
   // dialect B
   app.route('/', versionRoutes());
   app.route('/', ollamaModelRoutes(deps.models, deps.engine));
@@ -91,6 +95,9 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', trainingRoutes(deps));
   app.route('/', textRoutes(deps));
   app.route('/', imageRoutes(deps));
+  app.route('/', agentRoutes(deps.agents));
+  // the tool-protocol server: its tools call the routes above in-process, under the caller's key
+  app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init)), (owner) => skillPrompts(deps.agents, owner.id)));
   opts.extraRoutes?.(app, deps);
   app.use('*', securityHeaders());
   app.use('*', serveStatic(publicDir, embeddedPublic));

@@ -13,9 +13,10 @@ import { cp, list, ps, pull, rm, show, stop, type CommandContext } from './model
 import { printError } from './output.ts';
 import { run } from './run.ts';
 import { md, ocr, pdf, transcribe } from './tasks.ts';
+import { mcp } from './mcp.ts';
 
 const COMMANDS: Record<string, (ctx: CommandContext) => Promise<number>> = {
-  pull, run, list, ls: list, ps, show, rm, cp, create, stop, ocr, md, pdf, transcribe,
+  pull, run, list, ls: list, ps, show, rm, cp, create, stop, ocr, md, pdf, transcribe, mcp,
 };
 
 export const isClientCommand = (word: string | undefined): boolean => word !== undefined && word in COMMANDS;
@@ -33,6 +34,7 @@ and start one in the background when none answers):
   svc ocr <file> [-o out.txt]          svc md <document> [-o out.md]
   svc pdf <operation> <files…> [--option value …] -o <out>   (merge, split, info, to-images, …)
   svc transcribe <audio> [--model whisper:tiny] [--response-format text|srt|vtt|json]
+  svc mcp                              the MCP server on stdio (tools run on the server, under SVC_API_KEY)
   --json prints the server's raw answer; --no-start never starts a server.`;
 
 export async function runClientCommand(argv: string[]): Promise<number> {

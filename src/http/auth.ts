@@ -16,7 +16,7 @@ export const unauthorized = (message: string) =>
 
 /** Routes a liveness probe or a first-time visitor needs without a key. */
 const isPublic = (method: string, path: string) =>
-  path === '/health' || path === '/svc/v1/admin/area-ticket' || path === '/svc/v1/admin/logout' || path === '/api/version' || ((method === 'GET' || method === 'HEAD') && !/^\/(v1|api|svc)(\/|$)/.test(path));
+  path === '/health' || path === '/svc/v1/admin/area-ticket' || path === '/svc/v1/admin/logout' || path === '/api/version' || ((method === 'GET' || method === 'HEAD') && !/^\/(v1|api|svc|mcp)(\/|$)/.test(path));
 
 export function tokenOf(authorization: string | undefined, apiKeyHeader: string | undefined): string | null {
   if (authorization) {

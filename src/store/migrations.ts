@@ -83,6 +83,29 @@ export const migrations: Migration[] = [
         .addColumn('created_at', 'bigint', (c) => c.notNull()).execute();
     },
   },
+  {
+    version: 5,
+    name: 'agents and versioned skills, per key',
+    async up(db) {
+      await db.schema.createTable('agents').ifNotExists()
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('config', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('agents_pk', ['owner', 'name']).execute();
+      await db.schema.createTable('skills').ifNotExists()
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('prompt', 'text', (c) => c.notNull())
+        .addColumn('input_schema', 'text', (c) => c.notNull())
+        .addColumn('output_schema', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('skills_pk', ['owner', 'name', 'version']).execute();
+    },
+  },
 ];
 
 /** Applies the pending migrations; returns the versions applied now. */

@@ -78,6 +78,29 @@ export interface Database {
   files: FileTable;
   area_tickets: AreaTicketTable;
   admin_two_factor: AdminTwoFactorTable;
+  agents: AgentTable;
+  skills: SkillTable;
 }
 
 export type Db = Kysely<Database>;
+
+/** A named agent configuration of one key; `config` is JSON text (docs/api/agents.md). */
+export interface AgentTable {
+  owner: string;
+  name: string;
+  config: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One version of a named skill of one key; schemas are JSON text. */
+export interface SkillTable {
+  owner: string;
+  name: string;
+  version: number;
+  description: string | null;
+  prompt: string;
+  input_schema: string;
+  output_schema: string | null;
+  created_at: number;
+}
