@@ -37,6 +37,7 @@ import { adminConsoleRoutes } from './routes/svc/admin-console.ts';
 import { pdfRoutes } from './routes/svc/pdf/index.ts';
 import { pdfTrustRoutes } from './routes/svc/pdf/trust.ts';
 import { documentRoutes } from './routes/svc/documents/index.ts';
+import { imageRoutes } from './routes/svc/images/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
@@ -97,6 +98,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', mediaRoutes(deps));
   app.route('/', trainingRoutes(deps));
   app.route('/', textRoutes(deps));
+  app.route('/', imageRoutes(deps));
   app.route('/', agentRoutes(deps.agents));
   // the tool-protocol server: its tools call the routes above in-process, under the caller's key
   app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init)), (owner) => skillPrompts(deps.agents, owner.id)));
