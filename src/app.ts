@@ -45,6 +45,7 @@ import { trainingRoutes } from './routes/svc/training.ts';
 import { textRoutes } from './routes/svc/text/index.ts';
 import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
 import { agentRoutes } from './routes/svc/agents.ts';
+import { searchRoutes } from './routes/svc/search/index.ts';
 import { ServiceError } from './services/errors.ts';
 
 export interface AppOptions {
@@ -87,7 +88,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   // native
   app.route('/', jobRoutes(deps.jobs));
   app.route('/', fileRoutes(deps.files));
-  app.route('/', adminKeyRoutes(keys));
+  app.route('/', adminKeyRoutes(keys, deps.search.resources));
   app.route('/', adminJobRoutes(deps.runner));
   app.route('/', adminSettingsRoutes(deps.adminSettings));
   app.route('/', adminMemoryRoutes(deps.engine));
@@ -100,6 +101,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', textRoutes(deps));
   app.route('/', imageRoutes(deps));
   app.route('/', agentRoutes(deps.agents));
+  app.route('/', searchRoutes(deps));
   // the tool-protocol server: its tools call the routes above in-process, under the caller's key
   app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init)), (owner) => skillPrompts(deps.agents, owner.id)));
   opts.extraRoutes?.(app, deps);

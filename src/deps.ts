@@ -18,6 +18,7 @@ import type { TranscriptionService } from './services/media/transcription.ts';
 import type { TextService } from './services/text/text-service.ts';
 import type { ResponsesService } from './services/responses/responses-service.ts';
 import type { VectorStores } from './services/retrieval/vector-stores.ts';
+import type { Search } from './services/search/index.ts';
 
 export interface Deps {
   config: Config;
@@ -51,4 +52,6 @@ export interface Deps {
   vectorStores: VectorStores;
   /** The Responses API with stored responses (src/services/responses/). */
   responses: ResponsesService;
+  /** Search clusters, tenants, collections, queries, rerank and chat with documents (src/services/search/). */
+  search: Search;
 }

@@ -32,6 +32,7 @@ import { RetrievalEngine } from './services/retrieval/engine.ts';
 import { VectorStores } from './services/retrieval/vector-stores.ts';
 import { ResponsesService } from './services/responses/responses-service.ts';
 import { loadNodeTag } from './store/node-tag.ts';
+import { createSearch } from './services/search/index.ts';
 
 export interface Services extends Deps {
   close(): Promise<void>;
@@ -67,6 +68,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const retrieval = new RetrievalEngine(db, async (model, texts, signal) => (await chat.embed(model, texts, { signal })).vectors.map((v) => Float32Array.from(v)));
   const vectorStores = new VectorStores(db, files, retrieval, () => adminSettings.defaultEmbeddingModel(), log);
   const responses = new ResponsesService(db, chat, files, vectorStores);
+  const search = createSearch({ db, chat, engine, embedder: async (model, texts, signal) => (await chat.embed(model, texts, { signal })).vectors.map((v) => Float32Array.from(v)), defaultEmbeddingModel: () => adminSettings.defaultEmbeddingModel() });
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -77,10 +79,11 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents, text, transcription, vectorStores, responses,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents, text, transcription, vectorStores, responses, search,
     close: async () => {
       clearInterval(upkeep);
       await vectorStores.close();
+      await search.close();
       await models.close();
       await engine.close();
       await store.close();

@@ -6,7 +6,7 @@
  * F32_BLOB layout, so the same rows serve an exact scan where the vector functions are missing (the
  * runtime's built-in SQLite in the compiled binary).
  */
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from './schema.ts';
 
 export interface ChunkIn { position: number; text: string; meta: Record<string, unknown> }
@@ -83,14 +83,20 @@ export function ftsQuery(text: string): string | null {
   return uniq.length ? uniq.map((w) => `"${w}"`).join(' OR ') : null;
 }
 
+/**
+ * A metadata filter as SQL over the chunk row aliased `c`, starting with ` and ` (search/filter-sql.ts
+ * builds them); absent = no filter.
+ */
+export type ChunkFilter = RawBuilder<unknown>;
+
 /** BM25 ranking over the chunks of the given indexes; higher score = better. */
-export async function ftsSearch(db: Db, indexIds: string[], query: string, limit: number): Promise<{ id: number; score: number }[]> {
+export async function ftsSearch(db: Db, indexIds: string[], query: string, limit: number, filter?: ChunkFilter): Promise<{ id: number; score: number }[]> {
   const q = ftsQuery(query);
   if (!q || indexIds.length === 0) return [];
   const r = await sql<{ id: number; rank: number }>`
     select c.id as id, bm25(retrieval_fts) as rank from retrieval_fts
     join retrieval_chunks c on c.id = retrieval_fts.rowid
-    where retrieval_fts match ${q} and c.index_id in (${sql.join(indexIds)})
+    where retrieval_fts match ${q} and c.index_id in (${sql.join(indexIds)})${filter ?? sql``}
     order by rank limit ${limit}`.execute(db);
   // FTS5's bm25() is negative, smaller = better
   return r.rows.map((x) => ({ id: Number(x.id), score: -Number(x.rank) }));
@@ -119,16 +125,17 @@ export async function anyEmbedded(db: Db, indexIds: string[]): Promise<boolean> 
 export type VectorHit = { id: number; distance: number };
 
 /** Exact cosine ranking of every vector in scope: in SQL where libSQL's functions exist, else here. */
-export async function exactVectorSearch(db: Db, dims: number, indexIds: string[], query: Float32Array, limit: number): Promise<VectorHit[]> {
+export async function exactVectorSearch(db: Db, dims: number, indexIds: string[], query: Float32Array, limit: number, filter?: ChunkFilter): Promise<VectorHit[]> {
   if (!(await vectorTableExists(db, dims)) || indexIds.length === 0) return [];
   const t = sql.table(vectorTable(dims));
+  const join = filter ? sql` join retrieval_chunks c on c.id = v.chunk_id` : sql``;
   if (await hasVectorFunctions(db)) {
     const r = await sql<{ id: number; d: number }>`
-      select chunk_id as id, vector_distance_cos(embedding, vector32(${toBytes(query)})) as d from ${t}
-      where index_id in (${sql.join(indexIds)}) order by d limit ${limit}`.execute(db);
+      select v.chunk_id as id, vector_distance_cos(v.embedding, vector32(${toBytes(query)})) as d from ${t} v${join}
+      where v.index_id in (${sql.join(indexIds)})${filter ?? sql``} order by d limit ${limit}`.execute(db);
     return r.rows.map((x) => ({ id: Number(x.id), distance: Number(x.d) }));
   }
-  const r = await sql<{ id: number; e: ArrayBuffer | Uint8Array }>`select chunk_id as id, embedding as e from ${t} where index_id in (${sql.join(indexIds)})`.execute(db);
+  const r = await sql<{ id: number; e: ArrayBuffer | Uint8Array }>`select v.chunk_id as id, v.embedding as e from ${t} v${join} where v.index_id in (${sql.join(indexIds)})${filter ?? sql``}`.execute(db);
   const qn = norm(query);
   const hits = r.rows.map((x) => ({ id: Number(x.id), distance: 1 - dot(asFloats(x.e), query) / (norm(asFloats(x.e)) * qn || 1) }));
   return hits.sort((a, b) => a.distance - b.distance).slice(0, limit);
