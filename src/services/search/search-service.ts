@@ -8,8 +8,7 @@ import type { ChunkIn, ChunkRow } from '../../store/retrieval.ts';
 import type { Owner } from '../keys/api-keys.ts';
 import { invalidArgument, notFound } from '../errors.ts';
 import type { DocFormat } from '../documents/detect.ts';
-import { chunkDocument, type ChunkingOptions } from '../retrieval/chunk-document.ts';
-import { splitElements } from '../documents/split.ts';
+import { chunkForSearch, DEFAULT_SEARCH_CHUNKING } from './chunking.ts';
 import type { SearchMode } from '../retrieval/engine.ts';
 import type { BackendHit } from './backend.ts';
 import type { Filter } from './filter.ts';
@@ -54,7 +53,6 @@ export interface QueryHit {
 
 /** How many candidates a query draws before pagination, facets and reranking (Meilisearch's default maxTotalHits is 1000). */
 export const MAX_CANDIDATES = 1000;
-export const DEFAULT_SEARCH_CHUNKING: ChunkingOptions = { maxTokens: 400, overlap: 60 };
 
 export class SearchService {
   constructor(
@@ -165,13 +163,12 @@ export class SearchService {
 
 async function toChunks(doc: DocumentIn, signal?: AbortSignal): Promise<ChunkIn[]> {
   const meta = { metadata: doc.metadata, ...(doc.filename ? { filename: doc.filename } : {}) };
-  if (doc.bytes && doc.format) return chunkDocument(doc.bytes, doc.format, meta, DEFAULT_SEARCH_CHUNKING, signal);
-  const text = doc.text ?? '';
-  if (!text.trim()) throw invalidArgument(`document '${doc.id}': text is empty`, [{ field: 'text', message: 'empty' }]);
-  // plain text: paragraphs as elements, so the token splitter cuts at paragraph ends with overlap
-  const elements = text.split(/\n\s*\n/).map((p) => p.trim()).filter(Boolean).map((p) => ({ type: 'paragraph', text: p, page: null }));
-  const chunks = splitElements(elements as never, { strategy: 'tokens', maxTokens: DEFAULT_SEARCH_CHUNKING.maxTokens, overlap: DEFAULT_SEARCH_CHUNKING.overlap });
-  return chunks.filter((c) => c.text.trim()).map((c) => ({ position: c.index, text: c.text, meta: { ...meta, pages: c.pages, heading_path: c.heading_path } }));
+  // text is read as Markdown: its headings and paragraphs are the structure the chunks follow
+  const chunks = doc.bytes && doc.format
+    ? await chunkForSearch(doc.bytes, doc.format, meta, DEFAULT_SEARCH_CHUNKING, signal)
+    : await chunkForSearch(new TextEncoder().encode(doc.text ?? ''), 'markdown', meta, DEFAULT_SEARCH_CHUNKING, signal);
+  if (!chunks.length) throw invalidArgument(`document '${doc.id}' has no text to index`, [{ field: doc.bytes ? 'file' : 'text', message: 'no text' }]);
+  return chunks;
 }
 
 function toHit(h: BackendHit, col: CollectionOut | undefined, rerank: number | undefined, highlightQuery?: string): QueryHit {
