@@ -54,10 +54,18 @@ export async function startPostgres(): Promise<TestPostgres> {
   };
 }
 
+function pgCtl(args: string[]): void {
+  const bin = postgresBinDir()!;
+  const r = process.getuid?.() === 0 ? spawnSync('runuser', ['-u', 'postgres', '--', join(bin, 'pg_ctl'), ...args], { encoding: 'utf8' }) : spawnSync(join(bin, 'pg_ctl'), args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`pg_ctl failed: ${r.stderr || r.stdout}`);
+}
+
 /** Stops the server without removing it (tests of an unreachable cluster). */
 export function stopPostgresOnly(pg: TestPostgres): void {
-  const bin = postgresBinDir()!;
-  const args = ['-D', join(pg.dir, 'data'), '-m', 'immediate', '-w', 'stop'];
-  if (process.getuid?.() === 0) spawnSync('runuser', ['-u', 'postgres', '--', join(bin, 'pg_ctl'), ...args]);
-  else spawnSync(join(bin, 'pg_ctl'), args);
+  pgCtl(['-D', join(pg.dir, 'data'), '-m', 'immediate', '-w', 'stop']);
+}
+
+/** Starts a stopped server again on its port, with its data. */
+export function restartPostgres(pg: TestPostgres): void {
+  pgCtl(['-D', join(pg.dir, 'data'), '-l', join(pg.dir, 'log'), '-w', '-t', '60', '-o', `-p ${pg.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c shared_buffers=64MB`, 'start']);
 }

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { startHarness, tinyLlamaIds, forceTokens, type Harness } from '../ollama/harness.ts';
 import { makePdf } from '../../services/pdf/helpers.ts';
-import { startPostgres, stopPostgresOnly, type TestPostgres } from '../../support/postgres-search.ts';
+import { restartPostgres, startPostgres, stopPostgresOnly, type TestPostgres } from '../../support/postgres-search.ts';
 
 const EMB = 'tiny-bert-embed:test';
 const RERANKER = 'tiny-bert-reranker:test';
@@ -394,7 +394,7 @@ describe('chat with documents', () => {
 });
 
 describe('an unreachable cluster', () => {
-  it('answers 503 service_unavailable with Retry-After, never 500; acknowledged writes survive a restart of the server', async () => {
+  it('answers 503 service_unavailable with Retry-After, never 500; an acknowledged write is there when the cluster is back, a refused one is not', async () => {
     await call('POST', '/svc/v1/search/clusters', admin, { id: 'down', kind: 'postgres', url: 'postgres://svc@127.0.0.1:1/postgres' });
     await call('POST', '/svc/v1/search/clusters/down/tenants', admin, { name: 't' });
     await call('POST', '/svc/v1/search/clusters/down/tenants/t/collections', admin, { name: 'c' });
@@ -420,6 +420,16 @@ describe('an unreachable cluster', () => {
       assert.ok(w.headers.get('retry-after'));
       const r = await call('POST', '/svc/v1/search/tenants/t/collections/c/query', f.token, { q: 'quasar', mode: 'keyword' });
       assert.equal(r.status, 503);
+      // back again: the acknowledged document is there, the refused one is not
+      restartPostgres(pg2);
+      let back: Awaited<ReturnType<typeof call>> | undefined;
+      for (let i = 0; i < 20; i++) {
+        back = await call('POST', '/svc/v1/search/tenants/t/collections/c/query', f.token, { q: 'quasar acknowledged never', mode: 'keyword' });
+        if (back.status === 200) break;
+        await new Promise((res) => setTimeout(res, 250));
+      }
+      assert.equal(back!.status, 200, JSON.stringify(back!.body));
+      assert.deepEqual(back!.body.data.map((d: Body) => d.document_id), ['kept']);
     } finally {
       await pg2.stop();
     }
