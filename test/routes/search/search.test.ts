@@ -256,7 +256,7 @@ for (const kind of ['libsql', 'postgres'] as const) {
     it('a PDF through the document pipeline: chunks per page, the hit names its page', async () => {
       const pdf = await makePdf(3, { lines: (p) => [['Introduction to the harbour survey.'], ['The lighthouse keeper logged a walrus sighting.'], ['Appendix with tide tables.']][p - 1]! });
       const form = new FormData();
-      form.append('file', new Blob([pdf], { type: 'application/pdf' }), 'survey.pdf');
+      form.append('file', new Blob([pdf as Uint8Array<ArrayBuffer>], { type: 'application/pdf' }), 'survey.pdf');
       form.append('id', 'survey');
       form.append('metadata', JSON.stringify({ topic: 'sailing', year: 2024 }));
       const r = await fetch(`${h.srv.url}${base()}/documents`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
