@@ -16,6 +16,8 @@ export interface BackendSearch {
   /** Weight of the semantic list in hybrid fusion, 0..1. */
   semanticWeight: number;
   filter?: Filter;
+  /** libSQL: force an exact scan of the vectors (benchmarks; the index is chosen by size otherwise). */
+  exactVectors?: boolean;
   signal?: AbortSignal;
 }
 

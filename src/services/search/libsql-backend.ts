@@ -62,7 +62,7 @@ export class LibsqlBackend implements SearchBackend {
   }
 
   search(indexIds: string[], query: string, o: BackendSearch): Promise<BackendHit[]> {
-    return this.engine.search(indexIds, query, { limit: o.limit, pool: o.limit, mode: o.mode, model: o.model, semanticWeight: o.semanticWeight, filter: sqliteFilter(o.filter), signal: o.signal });
+    return this.engine.search(indexIds, query, { limit: o.limit, pool: o.limit, mode: o.mode, model: o.model, semanticWeight: o.semanticWeight, filter: sqliteFilter(o.filter), vectorStrategy: o.exactVectors ? 'exact' : 'auto', signal: o.signal });
   }
 
   async #deleteIds(ids: number[]): Promise<void> {
