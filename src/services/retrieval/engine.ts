@@ -81,7 +81,8 @@ export class RetrievalEngine {
     if (scope === 0) return [];
     if (strategy === 'auto' && scope <= EXACT_SCAN_MAX) return exactVectorSearch(this.db, dims, indexIds, query, limit);
     // over-fetch in proportion to how much of the table is outside the scope
-    const candidates = Math.min(total, Math.max(limit * 4, Math.ceil((limit * 2 * total) / scope)), 2000);
+    // 10 × the limit (at least 100): with 4 × the cheap index's recall@10 was 0.80 at 10k vectors
+    const candidates = Math.min(total, Math.max(limit * 10, 100, Math.ceil((limit * 2 * total) / scope)), 2000);
     const hits = await annVectorSearch(this.db, dims, indexIds, query, limit, candidates);
     if (hits && (hits.length >= limit || hits.length >= scope || strategy === 'ann')) return hits;
     return exactVectorSearch(this.db, dims, indexIds, query, limit);

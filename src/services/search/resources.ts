@@ -270,7 +270,7 @@ export class SearchResources {
   async close(): Promise<void> {
     const all = [...this.#backends.values()];
     this.#backends.clear();
-    for (const p of all) await p.then((b) => (b instanceof LibsqlBackend ? b.close() : b.close())).catch(() => {});
+    for (const p of all) await p.then((b) => b.close()).catch(() => {});
   }
 }
 
