@@ -59,6 +59,8 @@ export interface ChatRequest {
   processorsFor?: GenerateOptions['processorsFor'];
   /** No thinking/tool-call parsing: every output character is content (constrained output parsed by the caller). */
   raw?: boolean;
+  /** Record token log-probabilities with this many alternatives (0–20). */
+  logprobs?: number;
 }
 
 export interface ChatResult {
@@ -68,6 +70,7 @@ export interface ChatResult {
   promptTokens: number;
   completionTokens: number;
   timings: GenerationResult['timings'];
+  logprobs?: GenerationResult['logprobs'];
 }
 
 export interface ChatStream extends AsyncIterable<OutputDelta> {
@@ -79,6 +82,8 @@ export interface ChatStream extends AsyncIterable<OutputDelta> {
   result: Promise<ChatResult>;
   /** Reads the whole stream and returns the result (non-streaming answers). */
   complete(): Promise<ChatResult>;
+  /** Token log-probabilities generated since the last call (when asked for). */
+  takeLogprobs(): NonNullable<GenerationResult['logprobs']>;
 }
 
 export interface ResolvedChatModel {
@@ -190,6 +195,7 @@ export class ChatService {
         keepAlive: req.keepAlive,
         signal,
         logitsProcessors: req.logitsProcessors,
+        logprobs: req.logprobs,
         processorsFor: format !== undefined && constrain ? (ctx) => constrain(format, ctx) : req.processorsFor,
       },
     );
@@ -289,6 +295,7 @@ function chatStream(model: string, gen: Awaited<ReturnType<InferenceEngine['gene
         promptTokens: r.promptTokens,
         completionTokens: r.completionTokens,
         timings: r.timings,
+        ...(r.logprobs ? { logprobs: r.logprobs } : {}),
       });
     } catch (e) {
       finished = true;
@@ -304,6 +311,7 @@ function chatStream(model: string, gen: Awaited<ReturnType<InferenceEngine['gene
     model,
     prompt: gen.prompt,
     result,
+    takeLogprobs: () => gen.takeLogprobs(),
     [Symbol.asyncIterator]: () => run(),
     async complete() {
       for await (const _ of stream) {
