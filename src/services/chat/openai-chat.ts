@@ -9,6 +9,7 @@ import { ServiceError } from '../errors.ts';
 import { prepareConstraint, type OutputConstraint, type PreparedConstraint, type ToolSpec } from '../inference/structured/index.ts';
 import type { ChatMessageIn, ChatRequest, ChatResult, ChatService, ChatStream } from './chat-service.ts';
 import type { GenerationParams } from './params.ts';
+import { createCallFragmenter } from './call-fragments.ts';
 import { toolFormatOf, toToolCall, type ParsedToolCall, type ToolFormat } from './tool-calls.ts';
 
 type Body = Record<string, unknown>;
@@ -342,9 +343,13 @@ export async function* chatChunks(s: ChatStream, plan: ChatPlan): AsyncGenerator
   const forced = plan.forcedFormat;
   let calls = 0;
   let raw = '';
+  const fragment = createCallFragmenter();
   for await (const d of s) {
     if (forced()) {
-      raw += d.content; // a forced call is sent whole once it is complete
+      // a forced call streams as OpenAI's do: id and name first, then the arguments in fragments
+      raw += d.content;
+      const frags = fragment(d.content);
+      if (frags.length) yield chunk({ tool_calls: frags.map((f) => (f.name !== undefined ? { ...toolCallOut({ name: f.name, arguments: {} }, 0), function: { name: f.name, arguments: f.arguments } } : { index: 0, function: { arguments: f.arguments } })) });
       continue;
     }
     if (d.thinking) yield chunk({ reasoning_content: d.thinking });
@@ -354,7 +359,8 @@ export async function* chatChunks(s: ChatStream, plan: ChatPlan): AsyncGenerator
   const r = await s.result;
   const format = forced();
   if (format) {
-    yield chunk({ tool_calls: [toolCallOut(forcedCall(raw, format), calls++)] });
+    forcedCall(raw, format); // parses (constrained output): the fragments sent form its arguments
+    calls++;
   }
   yield chunk({}, calls ? 'tool_calls' : r.finishReason);
   if (plan.includeUsage) {
