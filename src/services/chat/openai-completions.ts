@@ -148,6 +148,11 @@ export function planEmbeddings(body: Body): EmbeddingPlan {
   return { model: body.model, inputs, base64: fmt === 'base64', dimensions: (d as number | undefined) ?? undefined };
 }
 
+/** The first `dims` components, renormalised to unit length (Matryoshka-style truncation). */
+export function truncateEmbedding(vec: number[], dims: number): number[] {
+  return shape(vec, dims);
+}
+
 function shape(vec: number[], dims: number | undefined): number[] {
   if (dims === undefined || dims === vec.length) return vec;
   if (dims > vec.length) throw bad('dimensions', `the model's embeddings have ${vec.length} dimensions; ${dims} is more`);
