@@ -68,7 +68,7 @@ describe('client libraries, structured output on the random model', () => {
   it('LangChain withStructuredOutput (jsonSchema) and bindTools with a forced zod tool', async () => {
     const llm = new ChatOpenAI({ model: MODEL, apiKey: 'x', configuration: { baseURL: `${h.srv.url}/v1` }, temperature: 1, maxTokens: 400, maxRetries: 0 });
     for (const seed of SEEDS) {
-      const structured = llm.withConfig({ seed } as never).withStructuredOutput(Order, { method: 'jsonSchema' });
+      const structured = (llm.withConfig({ seed } as never) as unknown as ChatOpenAI).withStructuredOutput(Order, { method: 'jsonSchema' });
       check(await structured.invoke('Make an order.'));
     }
     // the tool's schema is printed into the prompt: a small one fits the tiny model's 512-token context
