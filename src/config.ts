@@ -42,6 +42,9 @@ export const settings = {
   saturationPolicy: s('string', v.picklist(['Queue', 'Reject']), 'Queue', 'when every slot is busy: Queue waits, Reject answers 503 with Retry-After: 1'),
   idleDeviceMemoryReleaseSeconds: s('int', int(0), 300, 'Inference:IdleDeviceMemoryReleaseSeconds; 0 never'),
   keepAliveSeconds: s('int', int(-1), 300, 'default keep_alive of a loaded model (-1 forever)'),
+  ffmpegPath: s('string', v.string(), 'ffmpeg', 'system ffmpeg for audio/video (ffprobe is looked up beside it); empty = never use a system ffmpeg'),
+  ffmpegWasm: s('bool', v.boolean(), true, 'decode media with ffmpeg\'s WASM build when no system ffmpeg is found'),
+  trainingMemoryWaitSeconds: s('int', int(0), 600, 'a training job refused for device memory waits this long before failing'),
 } as const;
 
 export type Settings = typeof settings;

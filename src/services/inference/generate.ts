@@ -42,6 +42,8 @@ export interface GenerationResult {
   finishReason: FinishReason;
   /** Per generated token (end-of-sequence excluded), when asked for. */
   logprobs?: TokenLogprob[];
+  /** The stop string that ended the output (finishReason stop), when one did. */
+  stopSequence?: string;
   /** Nanoseconds: model load (0 when already resident), prompt eval (until the first token), eval (the rest). */
   timings: { loadNs: number; promptEvalNs: number; evalNs: number; totalNs: number };
 }
@@ -53,9 +55,18 @@ export interface TextGeneration extends AsyncIterable<string> {
   prompt: string;
   /** Log-probabilities of the tokens generated since the last call (empty unless asked for). */
   takeLogprobs(): TokenLogprob[];
+  /** Tokens of the rendered prompt. */
+  promptTokens: number;
 }
 
 const now = () => process.hrtime.bigint();
+
+/** Tokens of a prompt exactly as generateText would feed it (count_tokens-style answers). */
+export function countPromptTokens(m: LoadedModel, input: GenerationInput): number {
+  const prompt = 'prompt' in input ? input.prompt : renderChatPrompt(m.tokenizer, input);
+  const encoded = m.tokenizer(prompt, { add_special_tokens: 'prompt' in input }) as unknown as { input_ids: { dims: number[] } };
+  return encoded.input_ids.dims[1];
+}
 
 export function generateText(m: LoadedModel, input: GenerationInput, opts: GenerateOptions = {}, loadNs = 0): TextGeneration {
   const tok = m.tokenizer;
@@ -150,6 +161,7 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
       completionTokens,
       finishReason,
       ...(recorder ? { logprobs: recorder.all } : {}),
+      ...(stopped && stops.matched !== undefined ? { stopSequence: stops.matched } : {}),
       timings: {
         loadNs,
         promptEvalNs: Number((completionTokens ? tFirst : tEnd) - t0),
@@ -170,5 +182,5 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
     () => queue.end(),
     (e) => queue.fail(e),
   );
-  return { result, prompt, takeLogprobs: () => recorder?.take() ?? [], [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator]() };
+  return { result, prompt, promptTokens, takeLogprobs: () => recorder?.take() ?? [], [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator]() };
 }
