@@ -156,6 +156,7 @@ describe('constrained decoding of client-generated schemas (ajv + ajv-formats ju
       [{ type: 'string', pattern: '\\p{L}+' }, /Unicode property/],
       [{ type: 'string', pattern: '^é$' }, /printable ASCII/],
       [{ type: 'integer', minimum: 5, maximum: 4 }, /numeric range/],
+      [{ type: 'object', properties: { Bad: { type: 'string' } }, propertyNames: { pattern: '^[a-z]+$' } }, /"Bad" that "propertyNames" refuses/],
       [{ oneOf: [{ type: 'object', properties: { k: { const: 'a' } } }, { type: 'object', properties: { k: { const: 'b' } } }] }, /oneOf/],
     ];
     for (const [schema, re] of cases) {

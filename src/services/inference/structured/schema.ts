@@ -6,7 +6,7 @@
  */
 import { ServiceError } from '../../errors.ts';
 import { unsupportedSchema } from './schema-error.ts';
-import { patternDfa, prune, shortestAtLeast, type Dfa } from './regex.ts';
+import { patternDfa, prune, shortestAtLeast, stepDfa, type Dfa } from './regex.ts';
 import { FORMAT_PATTERNS } from './formats.ts';
 import { restLen, scaled, type NumRange } from './number-range.ts';
 
@@ -141,7 +141,11 @@ function compile(s: unknown, ctx: Ctx, path: string): Node {
   const types = o.type === undefined ? undefined : Array.isArray(o.type) ? (o.type as string[]) : [o.type as string];
   if (!types) {
     if ('properties' in o || 'required' in o || 'additionalProperties' in o) return compileType('object', o, ctx, path);
-    if ('items' in o) return compileType('array', o, ctx, path);
+    if ('items' in o || 'prefixItems' in o || 'minItems' in o || 'maxItems' in o) return compileType('array', o, ctx, path);
+    // Type-specific keywords without a type: generate that type (valid, and the keywords stay enforced).
+    if (['pattern', 'format', 'minLength', 'maxLength'].some((k) => k in o)) return compileType('string', o, ctx, path);
+    if (['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'].some((k) => k in o)) return compileType('number', o, ctx, path);
+    if ('propertyNames' in o) return compileType('object', o, ctx, path);
     return anyValue(ctx);
   }
   if (types.length === 1) return compileType(types[0], o, ctx, path);
@@ -217,6 +221,11 @@ function compileType(t: string, o: Record<string, unknown>, ctx: Ctx, path: stri
       }));
       // Declared properties: only they are generated (valid whatever additionalProperties says).
       // No properties: free keys, valued by additionalProperties (a schema, or any value when absent/true).
+      if (props.length && o.propertyNames !== undefined) {
+        // declared keys are generated: each must satisfy propertyNames
+        const kn = keyNode(o.propertyNames, ctx, `${path}/propertyNames`);
+        for (const p of props) if (!keyAccepted(kn, p.key)) throw unsupportedSchema(`a declared property "${p.key}" that "propertyNames" refuses (at ${path})`);
+      }
       let free: Node | undefined;
       let keys: (Node & { k: 'str' }) | undefined;
       if (props.length === 0 && o.additionalProperties !== false) {
@@ -299,6 +308,18 @@ function keyNode(s: unknown, ctx: Ctx, path: string): Node & { k: 'str' } {
   const node = compile(s, ctx, path);
   if (node.k !== 'str') throw unsupportedSchema(`this "propertyNames" (only string schemas, at ${path})`);
   return node;
+}
+
+function keyAccepted(kn: Node & { k: 'str' }, key: string): boolean {
+  const len = [...key].length;
+  if (len < kn.min || len > kn.max) return false;
+  if (!kn.dfa) return true;
+  let q = 0;
+  for (const ch of new TextEncoder().encode(key)) {
+    q = stepDfa(kn.dfa, q, ch);
+    if (q < 0) return false;
+  }
+  return kn.dfa.accept[q] === 1;
 }
 
 function keyMatches(names: unknown, key: string, path: string): boolean {
