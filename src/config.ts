@@ -45,6 +45,12 @@ export const settings = {
   ffmpegPath: s('string', v.string(), 'ffmpeg', 'system ffmpeg for audio/video (ffprobe is looked up beside it); empty = never use a system ffmpeg'),
   ffmpegWasm: s('bool', v.boolean(), true, 'decode media with ffmpeg\'s WASM build when no system ffmpeg is found'),
   trainingMemoryWaitSeconds: s('int', int(0), 600, 'a training job refused for device memory waits this long before failing'),
+  pdfTrustAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of PDF signing and verification: hosts that TSA, OCSP and CRL requests may reach (comma separated; empty = none)'),
+  pdfTrustAnchors: s('string', v.string(), '', 'PEM file of certificates that pdf-verify trusts in addition to those a request gives'),
+  textModel: s('string', v.pipe(v.string(), v.minLength(1)), 'qwen2.5:0.5b', 'chat model of the text tasks (summarize, translate, rewrite, correct, extract, categorize) when a request names none'),
+  defaultEmbeddingModel: s('string', v.string(), '', 'embedding model of vector stores that name none (admin setting default_embedding_model overrides it); empty = none'),
+  maxImagePixels: s('int', int(1), 268_402_689, 'most pixels an image page may declare (width × height, read from its header before decoding); 413 input_too_large above it'),
+  imageBackgroundModel: s('string', v.string(), '', 'background-removal model: a local hub-layout ONNX directory (MODNet, ISNet, BiRefNet); empty = the route answers 501'),
 } as const;
 
 export type Settings = typeof settings;

@@ -42,6 +42,7 @@ const Operation = v.variant('op', [
 const Edit = v.object({
   operations: v.pipe(v.union([v.array(Operation), v.pipe(Operation, v.transform((o) => [o]))]), v.minLength(1, 'give at least one operation')),
   password,
+  drop_signatures: v.optional(v.boolean()),
   delivery,
 });
 
@@ -79,7 +80,7 @@ export function pdfAssembleRoutes(deps: PdfRouteDeps) {
     name: 'pdf-edit',
     options: Edit,
     async run([doc], o, ctx, input) {
-      const pdf = await pdfEdit(doc!, o.operations as EditOperation[], { password: o.password });
+      const pdf = await pdfEdit(doc!, o.operations as EditOperation[], { password: o.password, dropSignatures: o.drop_signatures });
       return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'edited'), contentType: PDF });
     },
   }));
