@@ -59,6 +59,8 @@ export interface ChatRequest {
   processorsFor?: GenerateOptions['processorsFor'];
   /** No thinking/tool-call parsing: every output character is content (constrained output parsed by the caller). */
   raw?: boolean;
+  /** Record token log-probabilities with this many alternatives (0–20). */
+  logprobs?: number;
 }
 
 export interface ChatResult {
@@ -70,6 +72,7 @@ export interface ChatResult {
   promptTokens: number;
   completionTokens: number;
   timings: GenerationResult['timings'];
+  logprobs?: GenerationResult['logprobs'];
 }
 
 export interface ChatStream extends AsyncIterable<OutputDelta> {
@@ -83,6 +86,8 @@ export interface ChatStream extends AsyncIterable<OutputDelta> {
   result: Promise<ChatResult>;
   /** Reads the whole stream and returns the result (non-streaming answers). */
   complete(): Promise<ChatResult>;
+  /** Token log-probabilities generated since the last call (when asked for). */
+  takeLogprobs(): NonNullable<GenerationResult['logprobs']>;
 }
 
 export interface ResolvedChatModel {
@@ -214,6 +219,7 @@ export class ChatService {
         keepAlive: req.keepAlive,
         signal,
         logitsProcessors: req.logitsProcessors,
+        logprobs: req.logprobs,
         processorsFor: format !== undefined && constrain ? (ctx) => constrain(format, ctx) : req.processorsFor,
       },
     );
@@ -314,6 +320,7 @@ function chatStream(model: string, gen: Awaited<ReturnType<InferenceEngine['gene
         promptTokens: r.promptTokens,
         completionTokens: r.completionTokens,
         timings: r.timings,
+        ...(r.logprobs ? { logprobs: r.logprobs } : {}),
       });
     } catch (e) {
       finished = true;
@@ -330,6 +337,7 @@ function chatStream(model: string, gen: Awaited<ReturnType<InferenceEngine['gene
     prompt: gen.prompt,
     promptTokens: gen.promptTokens,
     result,
+    takeLogprobs: () => gen.takeLogprobs(),
     [Symbol.asyncIterator]: () => run(),
     async complete() {
       for await (const _ of stream) {

@@ -9,6 +9,8 @@ import { renderChatPrompt, type ChatInput } from './chat-prompt.ts';
 import { createAsyncQueue } from './async-queue.ts';
 import { createDetokenizer } from './detokenizer.ts';
 import { createStopMatcher } from './stop-strings.ts';
+import { createLogprobRecorder, type TokenLogprob } from './logprobs.ts';
+import { vocabOf } from './structured/vocab.ts';
 import { createPenaltyProcessor, createSamplerProcessor, type LogitsProcessorLike, type PenaltyOptions, type SamplingOptions } from './sampling.ts';
 
 export type GenerationInput = { prompt: string } | ChatInput;
@@ -27,6 +29,8 @@ export interface GenerateOptions extends SamplingOptions, PenaltyOptions {
   processorsFor?: (ctx: { model: LoadedModel; promptTokens: number; maxNewTokens: number }) => LogitsProcessorLike[];
   /** Context window requested by the caller (Ollama num_ctx): bounds prompt + output below the model's own. */
   contextTokens?: number;
+  /** Record each generated token's log-probability with this many alternatives (0–20); undefined = off. */
+  logprobs?: number;
 }
 
 export type FinishReason = 'stop' | 'length';
@@ -36,6 +40,8 @@ export interface GenerationResult {
   promptTokens: number;
   completionTokens: number;
   finishReason: FinishReason;
+  /** Per generated token (end-of-sequence excluded), when asked for. */
+  logprobs?: TokenLogprob[];
   /** The stop string that ended the output (finishReason stop), when one did. */
   stopSequence?: string;
   /** Nanoseconds: model load (0 when already resident), prompt eval (until the first token), eval (the rest). */
@@ -47,6 +53,8 @@ export interface TextGeneration extends AsyncIterable<string> {
   result: Promise<GenerationResult>;
   /** The rendered prompt (what the model saw). */
   prompt: string;
+  /** Log-probabilities of the tokens generated since the last call (empty unless asked for). */
+  takeLogprobs(): TokenLogprob[];
   /** Tokens of the rendered prompt. */
   promptTokens: number;
 }
@@ -102,6 +110,7 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
       if (completionTokens === 0) tFirst = now();
       completionTokens++;
       lastToken = Number(value[0][0]);
+      recorder?.chosen(lastToken);
       emit(detok.push(lastToken));
     },
     end() {},
@@ -113,6 +122,13 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
   if (penalties) processors.push(penalties);
   processors.push(...(opts.logitsProcessors ?? []));
   processors.push(...(opts.processorsFor?.({ model: m, promptTokens, maxNewTokens: maxNew }) ?? []));
+  let recorder: ReturnType<typeof createLogprobRecorder> | undefined;
+  if (opts.logprobs !== undefined) {
+    const vocab = vocabOf(tok);
+    const bytesOf = (id: number) => vocab.bytes[id] ?? new TextEncoder().encode(tok.decode([id]));
+    recorder = createLogprobRecorder(opts.logprobs, opts.temperature ?? 1, bytesOf, eos);
+    processors.push(recorder.processor);
+  }
   const sampler = createSamplerProcessor(opts);
   if (sampler) processors.push(sampler);
 
@@ -145,6 +161,7 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
       promptTokens,
       completionTokens,
       finishReason,
+      ...(recorder ? { logprobs: recorder.all } : {}),
       ...(stopped && stops.matched !== undefined ? { stopSequence: stops.matched } : {}),
       timings: {
         loadNs,
@@ -166,5 +183,5 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
     () => queue.end(),
     (e) => queue.fail(e),
   );
-  return { result, prompt, promptTokens, [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator]() };
+  return { result, prompt, promptTokens, takeLogprobs: () => recorder?.take() ?? [], [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator]() };
 }
