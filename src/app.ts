@@ -1,6 +1,7 @@
 /** createApp(deps): middleware and the three route families mounted. */
 import { Hono } from 'hono';
 import type { Deps } from './deps.ts';
+import { isLoopbackHost } from './config.ts';
 import { auth } from './http/auth.ts';
 import { bodyLimit } from './http/body-limit.ts';
 import type { AppEnv } from './http/context.ts';
@@ -43,7 +44,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   const publicDir = findPublicDir();
 
   app.use('*', requestMeta(nodeTag, log));
-  app.use('*', auth(keys));
+  app.use('*', auth(keys, isLoopbackHost(config.host)));
   app.use('*', bodyLimit(config.maxUploadBytes));
 
   app.route('/', rootRoutes(nodeTag, publicDir !== null || '/index.html' in embeddedPublic));

@@ -4,7 +4,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { createApp, type AppOptions } from './app.ts';
-import { dbUrl, modelsDir, uploadsDir, type Config } from './config.ts';
+import { dbUrl, isLoopbackHost, keysRequiredByConfig, modelsDir, uploadsDir, type Config } from './config.ts';
 import type { Deps } from './deps.ts';
 import { createLogger, type Logger } from './log.ts';
 import { unrefTimer } from './runtime/env.ts';
@@ -22,6 +22,8 @@ import { loggingLoader } from './services/inference/logging-loader.ts';
 import { ChatService } from './services/chat/chat-service.ts';
 import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
+import { setLimits } from './services/limits.ts';
+import { closeWorkers, configureWorkers } from './services/workers/index.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
 export interface Services extends Deps {
@@ -31,10 +33,13 @@ export interface Services extends Deps {
 /** Opens everything the app needs, without listening. */
 export async function openServices(config: Config, log: Logger = createLogger(config.logLevel)): Promise<Services> {
   await mkdir(config.dataDir, { recursive: true });
+  setLimits(limitsOf(config));
+  configureWorkers({ size: config.workers, maxHeapMb: config.workerHeapMb, recycleBytes: config.workerRecycleMb * 1024 * 1024 });
   const nodeTag = await loadNodeTag(config.dataDir);
   const store = await openStore(dbUrl(config), config.databaseAuthToken);
   const db = store.db;
-  const keys = new KeyService(db, config.requireKeys);
+  const keys = new KeyService(db, keysRequiredByConfig(config));
+  if (!isLoopbackHost(config.host) && config.allowAnonymousRemote) log.warn(`listening on ${config.host} without required keys (--allow-anonymous-remote): anyone who reaches it can use it; anonymous callers are not admins`);
   const files = new FileStore(db, uploadsDir(config), config.fileRetentionSeconds);
   await files.init();
   const adminSettings = new AdminSettings(db);
@@ -64,10 +69,17 @@ export async function openServices(config: Config, log: Logger = createLogger(co
       clearInterval(upkeep);
       await models.close();
       await engine.close();
+      await closeWorkers();
       await store.close();
     },
   };
 }
+
+const limitsOf = (c: Config) => ({
+  maxImagePixels: c.maxImagePixels, maxPdfStreamBytes: c.maxPdfStreamBytes, maxPdfDecompressedBytes: c.maxPdfDecompressedBytes,
+  maxPages: c.maxPages, maxFieldChars: c.maxFieldChars, maxJsonDepth: c.maxJsonDepth, maxPromptChars: c.maxPromptChars,
+  taskDeadlineMs: c.taskDeadlineSeconds * 1000,
+});
 
 export const appOf = (s: Services, opts?: AppOptions) => createApp(s, opts);
 

@@ -68,12 +68,13 @@ export function checkPages(count: number, l: Limits = current): void {
 }
 
 /** Every string inside `value` (a request's options) against maxFieldChars; names the field. */
-export function checkFieldLengths(value: unknown, l: Limits = current, path = ''): void {
+export function checkFieldLengths(value: unknown, opts: { skip?: ReadonlySet<string>; limits?: Limits } = {}, path = ''): void {
+  const l = opts.limits ?? current;
   if (typeof value === 'string') {
     if (value.length > l.maxFieldChars) throw limitExceeded('maxFieldChars', 413, 'field_too_long', `field ${path || 'value'} has ${value.length} characters`, l);
-  } else if (Array.isArray(value)) value.forEach((x, i) => checkFieldLengths(x, l, `${path}[${i}]`));
+  } else if (Array.isArray(value)) value.forEach((x, i) => checkFieldLengths(x, opts, `${path}[${i}]`));
   else if (value && typeof value === 'object' && !(value instanceof Uint8Array)) {
-    for (const [k, x] of Object.entries(value)) checkFieldLengths(x, l, path ? `${path}.${k}` : k);
+    for (const [k, x] of Object.entries(value)) if (!opts.skip?.has(k)) checkFieldLengths(x, opts, path ? `${path}.${k}` : k);
   }
 }
 
@@ -98,4 +99,16 @@ export function checkJsonDepth(value: unknown, field: string, l: Limits = curren
 /** Characters of a prompt, counted before any tokenization: 413 input_too_large at once. */
 export function checkPromptChars(chars: number, l: Limits = current): void {
   if (chars > l.maxPromptChars) throw limitExceeded('maxPromptChars', 413, 'input_too_large', `the input has ${chars} characters`, l);
+}
+
+/** Characters of every string inside a value (messages, parts, tool definitions), without recursion. */
+export function textChars(value: unknown): number {
+  let n = 0;
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') n += v.length;
+    else if (v !== null && typeof v === 'object' && !ArrayBuffer.isView(v)) for (const x of Array.isArray(v) ? v : Object.values(v)) stack.push(x);
+  }
+  return n;
 }

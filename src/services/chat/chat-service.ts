@@ -3,6 +3,7 @@
  * the model's own chat template (or a custom model's), the custom model's system prompt and parameters
  * applied, and the output split into content, thinking and tool calls as it streams.
  */
+import { checkJsonDepth } from '../limits.ts';
 import { join } from 'node:path';
 import { ServiceError, invalidArgument } from '../errors.ts';
 import type { InferenceEngine } from '../inference/engine.ts';
@@ -168,6 +169,8 @@ export class ChatService {
     }
     if (req.tools?.length && !has('tools')) throw invalidArgument(`"${m.name}" does not support tools`);
     if (req.think === true && !has('thinking')) throw invalidArgument(`"${m.name}" does not support thinking`);
+    if (req.format !== undefined && req.format !== 'json') checkJsonDepth(req.format, 'format');
+    if (req.tools?.length) checkJsonDepth(req.tools, 'tools');
     if (req.format !== undefined && !this.#constrain) {
       throw new ServiceError(501, 'not_implemented', 'structured output (format) is not available in this build');
     }

@@ -7,6 +7,7 @@ import { embedTexts, type EmbedOptions, type EmbedResult } from './embed.ts';
 import { scorePairs, type PairScore } from './rerank.ts';
 import { createResidency, defaultLoader, type Loader, type ModelSpec, type ResidencySettings } from './residency.ts';
 import { parseKeepAlive } from './keep-alive.ts';
+import { checkPromptChars, textChars } from '../limits.ts';
 import type { BackendSetting } from './backend.ts';
 
 export interface EngineSettings extends ResidencySettings {
@@ -36,6 +37,7 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
      * step in flight is discarded) or when the consumer stops reading.
      */
     async generate(spec: ModelSpec, input: GenerationInput, o: GenerateOptions & RequestOptions = {}): Promise<TextGeneration> {
+      checkPromptChars(textChars(input)); // before loading or tokenizing anything
       const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
       try {
         const gen = generateText(lease.model, input, o, lease.loadNs);
@@ -53,6 +55,7 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
     },
 
     async embed(spec: ModelSpec, texts: string[], o: EmbedOptions & RequestOptions = {}): Promise<EmbedResult & { loadNs: number }> {
+      checkPromptChars(textChars(texts));
       const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
       try {
         return { ...(await embedTexts(lease.model, texts, o)), loadNs: lease.loadNs };

@@ -21,6 +21,7 @@ export const workers = {
 
 /** Sets the pool's size and recycling (before first use; a running pool is replaced, its threads stopped). */
 export function configureWorkers(opts: PoolOptions): void {
+  if (JSON.stringify(opts) === JSON.stringify(options)) return;
   options = opts;
   const old = pool;
   pool = undefined;
