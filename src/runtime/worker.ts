@@ -52,7 +52,11 @@ export const cpuCount = (): number => Math.max(1, availableParallelism());
  */
 export function workerEntry(): URL {
   const bundled = typeof __SVC_WORKER_ENTRY__ === 'string' ? __SVC_WORKER_ENTRY__ : g.__SVC_WORKER_ENTRY__;
-  return bundled ? new URL(bundled, import.meta.url) : new URL('../services/workers/worker-entry.ts', import.meta.url);
+  if (bundled) return new URL(bundled, import.meta.url);
+  // Bun's single binary: every module is bundled into the main entry at the root of its embedded files,
+  // and the worker entry (a second entry point of the build) sits at its source path below that root.
+  if (import.meta.url.includes('$bunfs')) return new URL('./services/workers/worker-entry.ts', import.meta.url);
+  return new URL('../services/workers/worker-entry.ts', import.meta.url);
 }
 
 export async function startThread(entry: URL, opts: ThreadOptions = {}): Promise<Thread> {

@@ -52,6 +52,8 @@ interface Slot {
   idleTimer?: ReturnType<typeof setTimeout>;
   dead: boolean;
   tasks: number;
+  /** the entry module loaded and said so */
+  started: boolean;
 }
 
 export interface PoolStats {
@@ -126,7 +128,7 @@ export class WorkerPool {
 
   private spawn(): Slot {
     const threadP = startThread(this.opts.entry ?? workerEntry(), { maxHeapMb: this.opts.maxHeapMb, name: 'svc-worker' });
-    const slot: Slot = { thread: undefined as unknown as Thread, ready: undefined as unknown as Promise<void>, job: null, dead: false, tasks: 0 };
+    const slot: Slot = { thread: undefined as unknown as Thread, ready: undefined as unknown as Promise<void>, job: null, dead: false, tasks: 0, started: false };
     slot.ready = threadP.then((thread) => {
       slot.thread = thread;
       thread.keepAlive(false);
@@ -165,7 +167,8 @@ export class WorkerPool {
 
   private onMessage(slot: Slot, m: FromWorker): void {
     const job = slot.job;
-    if (m.type === 'ready' || !job || m.id !== job.id) return;
+    if (m.type === 'ready') return void (slot.started = true);
+    if (!job || m.id !== job.id) return;
     if (m.type === 'progress') return void job.opts.progress?.(m.done, m.total);
     slot.tasks++;
     if (m.type === 'done') this.finish(job, true, m.value);
@@ -185,6 +188,8 @@ export class WorkerPool {
     clearTimeout(slot.idleTimer);
     this.remove(slot);
     if (slot.job) {
+      // A worker that never loaded its entry is the server's fault, not the input's.
+      if (!slot.started) this.finish(slot.job, false, new Error(`a worker thread failed to start: ${err?.message ?? 'it exited'}`));
       const oom = err && /out of memory|ERR_WORKER_OUT_OF_MEMORY|allocation failed/i.test(`${(err as { code?: string }).code ?? ''} ${err.message}`);
       this.finish(slot.job, false, oom
         ? new ServiceError(422, 'memory_limit_exceeded', `the ${slot.job.op} task ran out of memory on this input (worker heap limit ${this.opts.maxHeapMb} MiB, setting --worker-heap-mb)`, { fields: { limit: 'worker-heap-mb' } })
