@@ -46,6 +46,8 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const runner = new TaskRunner({ db, nodeTag, files, log, maxJobsPerOwner: config.maxJobsPerOwner, syncTimeoutSeconds: () => adminSettings.syncTimeoutSeconds() });
   const lost = await runner.recoverLostJobs();
   if (lost) log.warn(`${lost} job(s) of this node were still processing at the last stop: marked failed (job_lost)`);
+  const orphans = await files.sweepOrphanInputs();
+  if (orphans) log.warn(`${orphans} inline task input(s) left by the last stop were removed`);
   const jobs = new JobRecords(db, runner, nodeTag, config.jobRetentionSeconds);
   const modelRoot = await modelStoreRoot(modelsDir(config), config.modelWorkDir);
   if (modelRoot.usingWorkDir) log.warn(`model directory ${modelsDir(config)} is read-only: models run from the work directory ${modelRoot.root} (${modelRoot.mirrored} file(s) mirrored)`);

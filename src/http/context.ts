@@ -1,6 +1,8 @@
 /** Per-request values every handler can read. */
 import type { Owner } from '../services/keys/api-keys.ts';
 
+export type StreamEnd = 'done' | 'cancelled';
+
 export type AppEnv = {
   Variables: {
     requestId: string;
@@ -8,5 +10,7 @@ export type AppEnv = {
     maxUploadBytes: number;
     /** Set when the caller went away before a synchronous task finished (logged as 499). */
     clientClosed?: boolean;
+    /** For a streamed answer: settles when the stream ends, `cancelled` when the client went away (logged as 499). */
+    streamEnded?: Promise<StreamEnd>;
   };
 };

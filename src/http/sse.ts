@@ -10,6 +10,7 @@ import type { Context } from 'hono';
 import { isServiceError, ServiceError } from '../services/errors.ts';
 import { errorPayload } from './errors.ts';
 import { streamBody } from './stream-body.ts';
+import { streamEnd } from './stream-end.ts';
 
 export interface SseOptions {
   logError?: (msg: string, err: unknown) => void;
@@ -31,7 +32,7 @@ function errorEvent(err: unknown, o: SseOptions): Uint8Array {
 }
 
 export async function sseResponse(c: Context, chunks: AsyncIterable<unknown>, o: SseOptions = {}): Promise<Response> {
-  const body = await streamBody(chunks, { item: event, error: (err) => errorEvent(err, o), end: DONE });
+  const body = await streamBody(chunks, { item: event, error: (err) => errorEvent(err, o), end: DONE, onEnd: streamEnd(c) });
   // Through the context: the headers prepared for every response (X-Svc-Node) stay on it.
   return c.body(body, 200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
 }
