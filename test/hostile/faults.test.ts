@@ -159,6 +159,26 @@ describe('document routes', () => {
   });
 });
 
+describe('page limit', () => {
+  it('a document over --max-pages is 422 too_many_pages on pdf-lib and PDFium paths alike', async () => {
+    const t = await inProcess({ maxPages: 3 });
+    try {
+      const doc = await PDFDocument.create();
+      for (let i = 0; i < 5; i++) doc.addPage([200, 200]);
+      const file = Buffer.from(await doc.save()).toString('base64');
+      for (const route of ['pdf-info', 'pdf-to-images', 'pdf-search']) {
+        const r = await t.request(`/svc/v1/${route}`, json({ input_format: 'Base64EncodedFile', file, query: 'x' }));
+        const e = await r.json();
+        assert.equal(r.status, 422, `${route}: ${JSON.stringify(e)}`);
+        assert.equal(e.error, 'too_many_pages');
+        assert.match(e.message, /max-pages/);
+      }
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('a killed server', () => {
   it('inline inputs of its running tasks are removed when it starts again', async () => {
     const doc = await PDFDocument.create();

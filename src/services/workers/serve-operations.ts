@@ -4,7 +4,7 @@
  */
 import { parentChannel, threadMemoryBytes } from '../../runtime/worker.ts';
 import { ServiceError } from '../errors.ts';
-import type { Limits } from '../limits.ts';
+import { setLimits, type Limits } from '../limits.ts';
 import { isPoisoning, toWire, type FromWorker, type ToWorker } from './protocol.ts';
 
 export interface OpContext {
@@ -38,6 +38,7 @@ export async function serveOperations(ops: Record<string, Operation>): Promise<v
     try {
       const op = ops[m.op];
       if (!op) throw new ServiceError(500, 'internal_error', `no worker operation named ${m.op}`);
+      setLimits(m.limits); // module-level checks (page counts in the PDF engines) read the same values
       const ctx: OpContext = { signal: ac.signal, limits: m.limits, progress: (done, total) => send({ type: 'progress', id: m.id, done, total: total ?? null }) };
       const value = await op(m.args, ctx);
       const memory = await threadMemoryBytes();
