@@ -10,6 +10,8 @@ import { requestMeta } from './http/request-meta.ts';
 import { embeddedPublic } from './runtime/embedded.ts';
 import { findPublicDir, serveStatic } from './http/static.ts';
 import { openaiFileRoutes } from './routes/openai/files.ts';
+import { anthropicMessageRoutes } from './routes/anthropic/messages.ts';
+import { anthropicModelRoutes } from './routes/anthropic/models.ts';
 import { versionRoutes } from './routes/ollama/version.ts';
 import { ollamaBlobRoutes } from './routes/ollama/blobs.ts';
 import { ollamaCreateRoutes } from './routes/ollama/create.ts';
@@ -28,9 +30,12 @@ import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
 import { adminSettingsRoutes } from './routes/svc/admin-settings.ts';
 import { pdfRoutes } from './routes/svc/pdf/index.ts';
+import { pdfTrustRoutes } from './routes/svc/pdf/trust.ts';
 import { documentRoutes } from './routes/svc/documents/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
+import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
+import { trainingRoutes } from './routes/svc/training.ts';
 import { ServiceError } from './services/errors.ts';
 
 export interface AppOptions {
@@ -48,6 +53,9 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.use('*', bodyLimit(config.maxUploadBytes));
 
   app.route('/', rootRoutes(nodeTag, publicDir !== null || '/index.html' in embeddedPublic));
+  // Anthropic Messages gateway (its /v1/models answers only with anthropic-version, so it comes first)
+  app.route('/', anthropicModelRoutes(deps.models));
+  app.route('/', anthropicMessageRoutes(deps.chat, deps.log));
   // dialect A
   app.route('/', openaiFileRoutes(deps.files));
   app.route('/', openaiModelRoutes(deps.models));
@@ -71,7 +79,10 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', adminSettingsRoutes(deps.adminSettings));
   app.route('/', adminMemoryRoutes(deps.engine));
   app.route('/', pdfRoutes(deps));
+  app.route('/', pdfTrustRoutes(deps));
   app.route('/', documentRoutes(deps));
+  app.route('/', mediaRoutes(deps));
+  app.route('/', trainingRoutes(deps));
   opts.extraRoutes?.(app, deps);
   app.use('*', serveStatic(publicDir, embeddedPublic));
 

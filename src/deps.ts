@@ -7,9 +7,11 @@ import type { JobRecords } from './services/jobs/job-records.ts';
 import type { TaskRunner } from './services/jobs/task-runner.ts';
 import type { KeyService } from './services/keys/api-keys.ts';
 import type { ChatService } from './services/chat/chat-service.ts';
+import type { TrainingService } from './services/training/training-service.ts';
 import type { InferenceEngine } from './services/inference/engine.ts';
 import type { ModelServices } from './services/models/model-services.ts';
 import type { OpenedStore } from './store/db.ts';
+import type { MediaService } from './services/media/media-service.ts';
 
 export interface Deps {
   config: Config;
@@ -27,4 +29,8 @@ export interface Deps {
   engine: InferenceEngine;
   /** Chat/generate/embed over the engine for both dialects: templates, profiles, tool calls, thinking (src/services/chat/). */
   chat: ChatService;
+  /** Audio/video decoding, voice activity detection, video frames (src/services/media/). */
+  media: MediaService;
+  /** Training jobs (classifier heads over embeddings) and classify (src/services/training/). */
+  training: TrainingService;
 }

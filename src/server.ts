@@ -20,10 +20,12 @@ import { createInferenceEngine } from './services/inference/engine.ts';
 import { formatConstraint } from './services/chat/format-constraint.ts';
 import { loggingLoader } from './services/inference/logging-loader.ts';
 import { ChatService } from './services/chat/chat-service.ts';
+import { TrainingService } from './services/training/training-service.ts';
 import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
 import { setLimits } from './services/limits.ts';
 import { closeWorkers, configureWorkers } from './services/workers/index.ts';
+import { MediaService } from './services/media/media-service.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
 export interface Services extends Deps {
@@ -56,6 +58,8 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const engine = createInferenceEngine(config, loggingLoader(config, log));
   models.usage = residencyUsage(engine.residency);
   const chat = new ChatService({ models, engine, constrain: formatConstraint });
+  const media = new MediaService({ ffmpegPath: config.ffmpegPath, wasm: config.ffmpegWasm });
+  const training = new TrainingService({ chat, models, memoryWaitSeconds: config.trainingMemoryWaitSeconds });
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -66,7 +70,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training,
     close: async () => {
       clearInterval(upkeep);
       await models.close();

@@ -1,6 +1,6 @@
 /**
  * API key authentication. A token is read from `Authorization: Bearer` (all families) or `x-api-key`
- * (native family). Policy (docs/auth.md): keys are required once an active key exists or when the
+ * (native family and the Anthropic gateway, whose clients send it). Policy (docs/auth.md): keys are required once an active key exists or when the
  * server requires them; a token of ours (svc_...) that is unknown or revoked is always 401, never anonymous.
  * While keys are not required, foreign tokens (the "required but unused" placeholders OpenAI clients send)
  * are ignored, as a local Ollama does.
@@ -34,8 +34,11 @@ export function auth(keys: KeyService, anonymousAdmin = true): MiddlewareHandler
   const anonymous = anonymousAdmin ? LOCAL_OWNER : REMOTE_ANONYMOUS;
   return async (c, next) => {
     const path = c.req.path;
-    const native = familyOf(path) === 'svc';
-    const token = tokenOf(c.req.header('authorization'), native ? c.req.header('x-api-key') : undefined);
+    // the header is read only where it can matter (each header read costs on the hot path)
+    const family = familyOf(path, path.startsWith('/v1/') ? c.req.header('anthropic-version') : undefined);
+    const takesApiKeyHeader = family === 'svc' || family === 'anthropic';
+    const apiKeyHeader = takesApiKeyHeader ? c.req.header('x-api-key') : undefined;
+    const token = tokenOf(c.req.header('authorization'), apiKeyHeader);
     if (token) {
       const owner = await keys.verify(token);
       if (owner) {
@@ -44,7 +47,9 @@ export function auth(keys: KeyService, anonymousAdmin = true): MiddlewareHandler
       }
       if (token.startsWith(TOKEN_PREFIX) || (await keys.keysRequired())) throw unauthorized('invalid or revoked API key');
     }
-    if (!isPublic(c.req.method, path) && (await keys.keysRequired())) throw unauthorized('an API key is required: send Authorization: Bearer <token>');
+    if (!isPublic(c.req.method, path) && (await keys.keysRequired())) {
+      throw unauthorized(takesApiKeyHeader ? 'an API key is required: send x-api-key: <token> or Authorization: Bearer <token>' : 'an API key is required: send Authorization: Bearer <token>');
+    }
     c.set('owner', anonymous);
     return next();
   };

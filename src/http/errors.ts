@@ -2,6 +2,7 @@
  * The one mapper from ServiceError to each family's envelope:
  *  dialect A (/v1)  { error: { message, type, code, param } }
  *  dialect B (/api) { error: "message" }
+ *  Anthropic        { type: "error", error: { type, message } }
  *  native           { error: reason, message }, as RFC 9457 problem details for 400/404/413/415/422.
  * No route builds an error body by hand.
  */
@@ -31,6 +32,18 @@ function paramOf(details: unknown): string | null {
   return null;
 }
 
+/** Anthropic's error types by status (docs/api/anthropic.md). */
+function anthropicType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 413) return 'request_too_large';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 503) return 'overloaded_error';
+  if (status >= 500 || status === 499) return 'api_error';
+  return 'invalid_request_error';
+}
+
 export interface ErrorPayload { status: number; body: unknown; headers: Record<string, string> }
 
 export function errorPayload(err: ServiceError, family: Family, instance?: string): ErrorPayload {
@@ -38,6 +51,10 @@ export function errorPayload(err: ServiceError, family: Family, instance?: strin
   if (family === 'openai') {
     headers['Content-Type'] = 'application/json';
     return { status: err.status, headers, body: { error: { message: err.message, type: openaiType(err.status), code: err.reason, param: paramOf(err.details) } } };
+  }
+  if (family === 'anthropic') {
+    headers['Content-Type'] = 'application/json';
+    return { status: err.status, headers, body: { type: 'error', error: { type: anthropicType(err.status), message: err.message } } };
   }
   if (family === 'ollama') {
     headers['Content-Type'] = 'application/json';
@@ -67,8 +84,9 @@ export function errorResponse(c: Context, err: ServiceError, family: Family, ins
 /** Turns anything thrown into a response; unknown faults become a sanitized 500 whose id is in the log. */
 export function toErrorResponse(err: unknown, c: Context, logError: (msg: string, err: unknown) => void): Response {
   const path = c.req.path;
-  if (isServiceError(err)) return errorResponse(c, err, familyOf(path), path);
+  const family = familyOf(path, c.req.header('anthropic-version'));
+  if (isServiceError(err)) return errorResponse(c, err, family, path);
   const id = (c.get('requestId') as string | undefined) ?? 'unknown';
   logError(`unhandled error rid=${id} ${c.req.method} ${path}`, err);
-  return errorResponse(c, new ServiceError(500, 'internal_error', `Internal server error (request id ${id})`), familyOf(path), path);
+  return errorResponse(c, new ServiceError(500, 'internal_error', `Internal server error (request id ${id})`), family, path);
 }

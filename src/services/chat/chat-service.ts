@@ -66,6 +66,8 @@ export interface ChatResult {
   model: string;
   message: { content: string; thinking: string; toolCalls: ParsedToolCall[] };
   finishReason: GenerationResult['finishReason'];
+  /** The stop string that ended the output, when one did. */
+  stopSequence?: string;
   promptTokens: number;
   completionTokens: number;
   timings: GenerationResult['timings'];
@@ -76,6 +78,8 @@ export interface ChatStream extends AsyncIterable<OutputDelta> {
   model: string;
   /** The rendered prompt. */
   prompt: string;
+  /** Tokens of the rendered prompt (known before the first output token). */
+  promptTokens: number;
   /** Settles once the stream has been read to its end (or failed / was cancelled). */
   result: Promise<ChatResult>;
   /** Reads the whole stream and returns the result (non-streaming answers). */
@@ -97,9 +101,10 @@ const TASK: Record<ModelKind, EngineSpec['task'] | undefined> = {
   embedding: 'feature-extraction',
   reranker: 'text-classification',
   speech: undefined,
+  classifier: undefined,
 };
 
-const KIND_WORD: Record<ModelKind, string> = { generation: 'generate', embedding: 'embed', reranker: 'rerank', speech: 'transcribe' };
+const KIND_WORD: Record<ModelKind, string> = { generation: 'generate', embedding: 'embed', reranker: 'rerank', speech: 'transcribe', classifier: 'classify' };
 
 export class ChatService {
   readonly #models: ModelServices;
@@ -159,8 +164,8 @@ export class ChatService {
     return { model: m.name, action: 'load' };
   }
 
-  /** Starts a chat generation; throws (before anything streams) for bad requests, unknown models, busy slots. */
-  async chat(req: ChatRequest): Promise<ChatStream> {
+  /** The model of a chat request, checked against what the request needs (images, tools, thinking). */
+  async #chatModel(req: ChatRequest): Promise<ResolvedChatModel> {
     const m = await this.resolve(req.model, 'generation');
     const has = (c: Capability) => m.capabilities.includes(c);
     if (req.messages.some((x) => x.images?.length)) {
@@ -169,8 +174,28 @@ export class ChatService {
     }
     if (req.tools?.length && !has('tools')) throw invalidArgument(`"${m.name}" does not support tools`);
     if (req.think === true && !has('thinking')) throw invalidArgument(`"${m.name}" does not support thinking`);
+    // a hostile schema nested thousands deep is refused before any compiler or template walks it
     if (req.format !== undefined && req.format !== 'json') checkJsonDepth(req.format, 'format');
     if (req.tools?.length) checkJsonDepth(req.tools, 'tools');
+    return m;
+  }
+
+  /** Tokens the request's prompt takes, rendered exactly as chat() renders it; nothing is generated. */
+  async countTokens(req: ChatRequest): Promise<{ model: string; promptTokens: number }> {
+    const m = await this.#chatModel(req);
+    const promptTokens = await this.#engine.countTokens(m.engineSpec, {
+      messages: templateMessages(req.messages, m.profile?.system),
+      tools: req.tools?.length ? req.tools : undefined,
+      enableThinking: req.think,
+      templateKwargs: { ...req.templateKwargs, ...(m.profile?.template ? { chat_template: m.profile.template } : {}) },
+    }, { keepAlive: req.keepAlive, signal: req.signal });
+    return { model: m.name, promptTokens };
+  }
+
+  /** Starts a chat generation; throws (before anything streams) for bad requests, unknown models, busy slots. */
+  async chat(req: ChatRequest): Promise<ChatStream> {
+    const m = await this.#chatModel(req);
+    const has = (c: Capability) => m.capabilities.includes(c);
     if (req.format !== undefined && !this.#constrain) {
       throw new ServiceError(501, 'not_implemented', 'structured output (format) is not available in this build');
     }
@@ -289,6 +314,7 @@ function chatStream(model: string, gen: Awaited<ReturnType<InferenceEngine['gene
         model,
         message: { content: acc.content, thinking: acc.thinking, toolCalls: acc.toolCalls },
         finishReason: r.finishReason,
+        ...(r.stopSequence !== undefined ? { stopSequence: r.stopSequence } : {}),
         promptTokens: r.promptTokens,
         completionTokens: r.completionTokens,
         timings: r.timings,
@@ -306,6 +332,7 @@ function chatStream(model: string, gen: Awaited<ReturnType<InferenceEngine['gene
   const stream: ChatStream = {
     model,
     prompt: gen.prompt,
+    promptTokens: gen.promptTokens,
     result,
     [Symbol.asyncIterator]: () => run(),
     async complete() {

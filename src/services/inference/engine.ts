@@ -2,7 +2,7 @@
  * The inference service's front: residency + slots + the task functions, so a caller (route, job, agent)
  * names a model and gets a result without handling leases. Knows nothing of HTTP.
  */
-import { generateText, type GenerateOptions, type GenerationInput, type TextGeneration } from './generate.ts';
+import { countPromptTokens, generateText, type GenerateOptions, type GenerationInput, type TextGeneration } from './generate.ts';
 import { embedTexts, type EmbedOptions, type EmbedResult } from './embed.ts';
 import { scorePairs, type PairScore } from './rerank.ts';
 import { createResidency, defaultLoader, type Loader, type ModelSpec, type ResidencySettings } from './residency.ts';
@@ -51,6 +51,17 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
       } catch (e) {
         lease.release();
         throw e;
+      }
+    },
+
+    /** Tokens the prompt of `input` takes on this model (loads the model; generates nothing). */
+    async countTokens(spec: ModelSpec, input: GenerationInput, o: RequestOptions = {}): Promise<number> {
+      checkPromptChars(textChars(input));
+      const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
+      try {
+        return countPromptTokens(lease.model, input);
+      } finally {
+        lease.release();
       }
     },
 

@@ -36,6 +36,8 @@ export interface GenerationResult {
   promptTokens: number;
   completionTokens: number;
   finishReason: FinishReason;
+  /** The stop string that ended the output (finishReason stop), when one did. */
+  stopSequence?: string;
   /** Nanoseconds: model load (0 when already resident), prompt eval (until the first token), eval (the rest). */
   timings: { loadNs: number; promptEvalNs: number; evalNs: number; totalNs: number };
 }
@@ -45,9 +47,18 @@ export interface TextGeneration extends AsyncIterable<string> {
   result: Promise<GenerationResult>;
   /** The rendered prompt (what the model saw). */
   prompt: string;
+  /** Tokens of the rendered prompt. */
+  promptTokens: number;
 }
 
 const now = () => process.hrtime.bigint();
+
+/** Tokens of a prompt exactly as generateText would feed it (count_tokens-style answers). */
+export function countPromptTokens(m: LoadedModel, input: GenerationInput): number {
+  const prompt = 'prompt' in input ? input.prompt : renderChatPrompt(m.tokenizer, input);
+  const encoded = m.tokenizer(prompt, { add_special_tokens: 'prompt' in input }) as unknown as { input_ids: { dims: number[] } };
+  return encoded.input_ids.dims[1];
+}
 
 export function generateText(m: LoadedModel, input: GenerationInput, opts: GenerateOptions = {}, loadNs = 0): TextGeneration {
   const tok = m.tokenizer;
@@ -133,6 +144,7 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
       promptTokens,
       completionTokens,
       finishReason,
+      ...(stopped && stops.matched !== undefined ? { stopSequence: stops.matched } : {}),
       timings: {
         loadNs,
         promptEvalNs: Number((completionTokens ? tFirst : tEnd) - t0),
@@ -153,5 +165,5 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
     () => queue.end(),
     (e) => queue.fail(e),
   );
-  return { result, prompt, [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator]() };
+  return { result, prompt, promptTokens, [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator]() };
 }

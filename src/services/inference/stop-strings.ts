@@ -9,6 +9,8 @@ export interface StopMatcher {
   flush(): string;
   /** All text emitted so far. */
   readonly text: string;
+  /** The stop string that ended the text, once one did. */
+  readonly matched: string | undefined;
 }
 
 export function createStopMatcher(stops: readonly string[] = []): StopMatcher {
@@ -17,6 +19,7 @@ export function createStopMatcher(stops: readonly string[] = []): StopMatcher {
   let all = '';
   let sent = 0;
   let stopped = false;
+  let matched: string | undefined;
   const take = (end: number) => {
     const out = all.slice(sent, end);
     sent = end;
@@ -30,7 +33,7 @@ export function createStopMatcher(stops: readonly string[] = []): StopMatcher {
       let hit = -1;
       for (const s of list) {
         const i = all.indexOf(s, from);
-        if (i >= 0 && (hit < 0 || i < hit)) hit = i;
+        if (i >= 0 && (hit < 0 || i < hit)) (hit = i), (matched = s);
       }
       if (hit >= 0) {
         stopped = true;
@@ -54,6 +57,9 @@ export function createStopMatcher(stops: readonly string[] = []): StopMatcher {
     },
     get text() {
       return all.slice(0, sent);
+    },
+    get matched() {
+      return matched;
     },
   };
 }

@@ -11,6 +11,7 @@ import { prepareCreate, runCreate, type CreateRequest } from './create.ts';
 import { isCustomRepo } from './custom-store.ts';
 import { ModelStoreLayout } from './layout.ts';
 import { listModels, type ListedModel } from './local.ts';
+import { installClassifier, readClassifier, type ClassifierFile } from './classifier-model.ts';
 import { copyModel, deleteModel, NameLocks, sweepAssemblyDirs, type ModelAdminContext } from './manage.ts';
 import { readLocalCopy } from './manifest.ts';
 import type { PullProgress } from './progress.ts';
@@ -94,6 +95,14 @@ export class ModelServices implements ModelAdminContext {
     await this.#sweep();
     return copyModel(this, this.#locks, source, destination);
   }
+
+  /** Stores a trained classifier head as the custom model `name` (503 model_store_read_only on a read-only store). */
+  async installClassifier(name: string, file: ClassifierFile): Promise<CustomModelRecord> {
+    await this.#sweep();
+    return installClassifier(this, this.#locks, name, file);
+  }
+
+  readClassifier(name: string): Promise<{ name: string; file: ClassifierFile }> { return readClassifier(this, name); }
 
   delete(name: string): Promise<{ name: string; removedFiles: boolean }> {
     return deleteModel(this, this.#locks, name);

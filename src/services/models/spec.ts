@@ -7,7 +7,8 @@
 export const DTYPES = ['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4'] as const;
 export type Dtype = (typeof DTYPES)[number];
 
-export type ModelKind = 'generation' | 'embedding' | 'reranker' | 'speech';
+/** `classifier`: a trained head over an embedding model (see classifier-model.ts). */
+export type ModelKind = 'generation' | 'embedding' | 'reranker' | 'speech' | 'classifier';
 
 /** SPEC's capability vocabulary of `show`. */
 export type Capability = 'completion' | 'tools' | 'vision' | 'embedding' | 'thinking';

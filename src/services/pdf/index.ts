@@ -11,6 +11,8 @@ export { pdfSearch, type SearchOptions, type SearchMatch } from './pdf-search.ts
 export { pdfWatermark, watermarkCapabilities, type WatermarkOptions } from './pdf-watermark.ts';
 export { pdfRemoveWatermark } from './pdf-remove-watermark.ts';
 export { imageToPdf, type ImageToPdfOptions } from './image-to-pdf.ts';
+export { pdfToPdfa, pdfaCheck, type PdfaLevel, type PdfaCheck } from './pdfa.ts';
+export { pdfOcr, type PdfOcrOptions } from './pdf-ocr.ts';
 export { zipFiles, numberedNames } from './zip.ts';
 export { isPdf } from './open.ts';
 export type { Box } from './page-frame.ts';

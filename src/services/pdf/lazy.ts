@@ -23,5 +23,8 @@ export const pdfWatermark = lazy('pdfWatermark');
 export const watermarkCapabilities = lazy('watermarkCapabilities');
 export const pdfRemoveWatermark = lazy('pdfRemoveWatermark');
 export const imageToPdf = lazy('imageToPdf');
+export const pdfToPdfa = lazy('pdfToPdfa');
+export const pdfaCheck = lazy('pdfaCheck');
+export const pdfOcr = lazy('pdfOcr');
 export { numberedNames, zipFiles } from './zip.ts';
 export type { EditOperation, ImageToPdfOptions, SplitOptions } from './index.ts';

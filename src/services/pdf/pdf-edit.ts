@@ -5,6 +5,7 @@
 import { degrees, PDFArray, PDFDocument, PDFName, PDFNumber, type PDFPage } from '@cantoo/pdf-lib';
 import { invalidArgument } from '../errors.ts';
 import { openPdf } from './open.ts';
+import { guardSigned } from './signed-guard.ts';
 import { PageFrame, type Box } from './page-frame.ts';
 import { resolvePages, type PageSelection } from './page-ranges.ts';
 
@@ -20,9 +21,10 @@ export type EditOperation =
   | { op: 'crop'; pages?: PageSelection; box: Box }
   | { op: 'set_metadata'; title?: string; author?: string; subject?: string; keywords?: string[] | string; creator?: string; producer?: string };
 
-export async function pdfEdit(bytes: Uint8Array, operations: EditOperation[], opts: { password?: string } = {}): Promise<Uint8Array> {
+export async function pdfEdit(bytes: Uint8Array, operations: EditOperation[], opts: { password?: string; dropSignatures?: boolean } = {}): Promise<Uint8Array> {
   if (!Array.isArray(operations) || !operations.length) throw invalidArgument('operations: give at least one operation.');
   const { doc } = await openPdf(bytes, opts);
+  guardSigned(doc, opts.dropSignatures, 'editing it');
   operations.forEach((op, i) => apply(doc, op, `operations[${i}]`));
   return doc.save({ useObjectStreams: true });
 }

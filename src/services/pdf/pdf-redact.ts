@@ -7,6 +7,7 @@
  * - annotations meeting a box are deleted.
  * `flatten` additionally replaces each redacted page by a picture of itself (no text layer left).
  */
+import { withoutSignatures } from './signed-guard.ts';
 import { invalidArgument } from '../errors.ts';
 import { assertPdf } from './open.ts';
 import type { Box } from './page-frame.ts';
@@ -30,12 +31,16 @@ export interface RedactOptions {
   /** resolution of flattened pages (default 150) */
   flattenDpi?: number;
   password?: string;
+  /** remove the signatures of a signed input instead of refusing it */
+  dropSignatures?: boolean;
 }
 
 export interface RedactResult {
   pdf: Uint8Array;
   /** areas redacted per page (1-based page numbers) */
   redactions: { page: number; boxes: Box[] }[];
+  /** signatures removed (drop_signatures on a signed input) */
+  signaturesDropped: number;
 }
 
 type URect = { left: number; bottom: number; right: number; top: number };
@@ -47,6 +52,9 @@ export async function pdfRedact(bytes: Uint8Array, opts: RedactOptions): Promise
   ];
   if (!queries.length && !opts.rects?.length) throw invalidArgument('redact needs texts, regex or rects.');
   assertPdf(bytes);
+  const unsigned = await withoutSignatures(bytes, opts.password, opts.dropSignatures, 'redaction');
+  const signaturesDropped = unsigned.dropped;
+  bytes = unsigned.bytes;
   const m = await loadPdfium();
   const d = openDoc(m, bytes, opts.password);
   try {
@@ -80,7 +88,7 @@ export async function pdfRedact(bytes: Uint8Array, opts: RedactOptions): Promise
     // like every other operation, an encrypted input comes out decrypted (the caller proved the password)
     const encrypted = m.EPDF_IsEncrypted(d.doc);
     if (encrypted) m.EPDF_RemoveEncryption(d.doc);
-    return { pdf: saveDoc(m, d.doc, encrypted ? SAVE_REMOVE_SECURITY : SAVE_FULL), redactions };
+    return { pdf: saveDoc(m, d.doc, encrypted ? SAVE_REMOVE_SECURITY : SAVE_FULL), redactions, signaturesDropped };
   } finally {
     d.close();
   }

@@ -9,7 +9,8 @@ import { fontRuns, installedFonts, type TextRun } from './fonts.ts';
 import { openPdf } from './open.ts';
 import { PageFrame } from './page-frame.ts';
 import { resolvePages, type PageSelection } from './page-ranges.ts';
-import { countSignatures, pdfaClaim } from './pdf-structure.ts';
+import { pdfaClaim } from './pdf-structure.ts';
+import { guardSigned } from './signed-guard.ts';
 import { removeMarks, TAG } from './watermark-tag.ts';
 
 export type WatermarkLayout = 'tiled' | 'centered' | 'corner';
@@ -33,6 +34,8 @@ export interface WatermarkOptions {
   logoWidth?: number;
   pages?: PageSelection;
   password?: string;
+  /** remove the signatures of a signed input instead of refusing it */
+  dropSignatures?: boolean;
 }
 
 export const MAX_TEXT_LENGTH = 500;
@@ -54,8 +57,7 @@ export async function pdfWatermark(bytes: Uint8Array, opts: WatermarkOptions): P
   const color = parseColor(opts.color ?? '#808080');
 
   const { doc } = await openPdf(bytes, { password: opts.password });
-  if (countSignatures(doc) > 0)
-    throw new ServiceError(422, 'signed_document', 'The PDF is digitally signed; a watermark would invalidate the signature.');
+  guardSigned(doc, opts.dropSignatures, 'a watermark');
   if (opacity < 1 && pdfaClaim(doc).claimed)
     throw new ServiceError(422, 'pdfa_forbids_transparency', 'The PDF claims PDF/A conformance, which forbids transparency: use opacity 1.');
   let runs: TextRun[] = [];

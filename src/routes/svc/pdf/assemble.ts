@@ -43,6 +43,7 @@ const Operation = v.variant('op', [
 const Edit = v.object({
   operations: v.pipe(v.union([v.array(Operation), v.pipe(Operation, v.transform((o) => [o]))]), v.minLength(1, 'give at least one operation')),
   password,
+  drop_signatures: v.optional(v.boolean()),
   delivery,
 });
 
@@ -79,7 +80,7 @@ export function pdfAssembleRoutes(deps: PdfRouteDeps) {
     name: 'pdf-edit',
     options: Edit,
     async run([doc], o, ctx, input) {
-      const pdf = await workers.run('pdf.edit', [doc!, o.operations as EditOperation[], { password: o.password }], ctx);
+      const pdf = await workers.run('pdf.edit', [doc!, o.operations as EditOperation[], { password: o.password, dropSignatures: o.drop_signatures }], ctx);
       return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'edited'), contentType: PDF });
     },
   }));

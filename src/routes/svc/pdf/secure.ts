@@ -20,6 +20,7 @@ const Redact = v.object({
   flatten: v.optional(v.boolean(), false),
   flatten_dpi: v.optional(v.pipe(num, v.minValue(36), v.maxValue(600))),
   password,
+  drop_signatures: v.optional(v.boolean()),
   delivery,
 });
 
@@ -39,10 +40,10 @@ export function pdfSecureRoutes(deps: PdfRouteDeps) {
     async run([doc], o, ctx, input) {
       const r = await workers.run('pdf.redact', [doc!, {
         texts: o.texts, regex: o.regex, caseSensitive: o.case_sensitive, rects: o.rects, pages: o.pages,
-        flatten: o.flatten, flattenDpi: o.flatten_dpi, password: o.password,
+        flatten: o.flatten, flattenDpi: o.flatten_dpi, password: o.password, dropSignatures: o.drop_signatures,
       }], ctx);
       ctx.progress(r.redactions.length, r.redactions.length);
-      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'redacted'), contentType: PDF, extra: { redactions: r.redactions } });
+      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'redacted'), contentType: PDF, extra: { redactions: r.redactions, signatures_dropped: r.signaturesDropped } });
     },
   }));
   return app;

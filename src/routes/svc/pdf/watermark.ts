@@ -24,6 +24,7 @@ const Watermark = v.object({
   logo_width: v.optional(num),
   pages: v.optional(pages),
   password,
+  drop_signatures: v.optional(v.boolean()),
   delivery,
 });
 
@@ -45,7 +46,7 @@ export function pdfWatermarkRoutes(deps: PdfRouteDeps) {
       else if (o.logo_file_id !== undefined) logo = await readInput(await deps.files.get(ctx.owner.id, o.logo_file_id));
       const pdf = await workers.run('pdf.watermark', [doc!, {
         text: o.text, logo, layout: o.layout, corner: o.corner, opacity: o.opacity, rotation: o.rotation,
-        fontSize: o.font_size, color: o.color, logoWidth: o.logo_width, pages: o.pages, password: o.password,
+        fontSize: o.font_size, color: o.color, logoWidth: o.logo_width, pages: o.pages, password: o.password, dropSignatures: o.drop_signatures,
       }], ctx);
       return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'watermarked'), contentType: PDF });
     },

@@ -1,0 +1,102 @@
+/**
+ * Media routes (docs/api/media.md): voice activity detection (JSON and multipart forms, job contract),
+ * video frames and their capabilities, and the decodable formats of audio transcription.
+ */
+import { Hono, type Context } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from '../../../http/context.ts';
+import { isMultipart } from '../../../http/multipart.ts';
+import { readTaskInput, type InputFile } from '../../../http/task-input.ts';
+import { taskHandler } from '../../../http/task-route.ts';
+import { invalidRequest, validate } from '../../../http/validate.ts';
+import type { FileStore } from '../../../services/files/file-store.ts';
+import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
+import type { MediaService } from '../../../services/media/media-service.ts';
+import type { VadOptions } from '../../../services/media/speech-ranges.ts';
+
+export interface MediaRouteDeps { runner: TaskRunner; files: FileStore; media: MediaService }
+
+const ms = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(max));
+const Vad = v.strictObject({
+  threshold: v.optional(v.pipe(v.number(), v.minValue(0.02), v.maxValue(1))),
+  min_speech_duration_ms: v.optional(ms(600_000)),
+  min_silence_duration_ms: v.optional(ms(600_000)),
+  speech_pad_ms: v.optional(ms(10_000)),
+  max_speech_duration_s: v.optional(v.pipe(v.number(), v.minValue(1))),
+});
+const VadRequest = v.object({ vad: v.optional(Vad) });
+
+interface VadInput { file: InputFile; vad: Partial<VadOptions>; cleanup(): Promise<void> }
+
+function vadHandler(deps: MediaRouteDeps, form: 'json' | 'file') {
+  return taskHandler<VadInput>(deps.runner, {
+    name: 'voice-activity-detection',
+    async input(c) {
+      if (form === 'file' && !isMultipart(c)) throw invalidRequest('this route takes multipart/form-data with the audio in field "file"', [{ field: 'file', message: 'required' }]);
+      const ti = await readTaskInput(c, deps.files);
+      try {
+        if (ti.files.length !== 1) throw invalidRequest(`voice activity detection takes one audio or video file (got ${ti.files.length})`, [{ field: 'file', message: ti.files.length ? 'too many' : 'required' }]);
+        const o = validate(VadRequest, ti.options);
+        return { file: ti.files[0]!, vad: o.vad ?? {}, cleanup: ti.cleanup };
+      } catch (e) {
+        await ti.cleanup();
+        throw e;
+      }
+    },
+    run: (input, ctx) => deps.media.detectSpeech(input.file.path, input.vad, ctx.signal),
+    cleanup: (input) => input.cleanup(),
+  });
+}
+
+const num = v.pipe(v.string(), v.transform(Number), v.number('must be a number'));
+const FrameQuery = v.object({
+  at: v.optional(v.pipe(num, v.minValue(0))),
+  format: v.optional(v.pipe(v.string(), v.transform((s) => (s.toLowerCase() === 'jpg' ? 'jpeg' : s.toLowerCase())), v.picklist(['png', 'jpeg', 'webp'])), 'png'),
+  width: v.optional(v.pipe(num, v.integer(), v.minValue(1), v.maxValue(8192))),
+  height: v.optional(v.pipe(num, v.integer(), v.minValue(1), v.maxValue(8192))),
+  quality: v.optional(v.pipe(num, v.integer(), v.minValue(1), v.maxValue(100))),
+});
+
+const header = (x: number | null) => (x === null ? 'unknown' : String(x));
+
+export function mediaRoutes(deps: MediaRouteDeps) {
+  const app = new Hono<AppEnv>();
+
+  app.post('/svc/v1/voice-activity-detection', vadHandler(deps, 'json'));
+  app.post('/svc/v1/voice-activity-detection/file', vadHandler(deps, 'file'));
+
+  app.get('/svc/v1/video-frames/capabilities', async (c) => {
+    const caps = await deps.media.capabilities();
+    return c.json({
+      media_tool_available: caps.media_tool !== null, media_tool: caps.media_tool,
+      accepted_containers: caps.video_formats, video_codecs: caps.video_codecs, image_formats: caps.image_formats,
+      query_parameters: ['at', 'format', 'width', 'height', 'quality'],
+    });
+  });
+
+  app.get('/svc/v1/video-frames/:fileId', async (c: Context<AppEnv>) => {
+    const q = validate(FrameQuery, c.req.query());
+    const file = await deps.files.get(c.get('owner').id, c.req.param('fileId')!);
+    const f = await deps.media.frame(file.path, q, c.req.raw.signal);
+    return c.body(f.bytes as Uint8Array<ArrayBuffer>, 200, {
+      'Content-Type': f.contentType,
+      'X-Video-Duration-Seconds': header(f.info.duration),
+      'X-Video-Width': String(f.info.video.width),
+      'X-Video-Height': String(f.info.video.height),
+      'X-Video-Codec': f.info.video.codec,
+      'X-Video-Has-Audio': String(f.info.audio !== null),
+      'X-Frame-Timestamp-Seconds': String(f.timestamp),
+      'X-Frame-Timestamp-Mode': f.mode,
+    });
+  });
+
+  app.get('/svc/v1/audio-transcription/capabilities', async (c) => {
+    const caps = await deps.media.capabilities();
+    return c.json({
+      media_tool_available: caps.media_tool !== null, media_tool: caps.media_tool,
+      audio_formats: caps.audio_formats, video_formats: caps.video_formats, audio_codecs: caps.audio_codecs,
+    });
+  });
+
+  return app;
+}

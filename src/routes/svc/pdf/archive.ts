@@ -1,0 +1,45 @@
+/** POST /svc/v1/pdf-to-pdfa, /pdf-pdfa-check, /pdf-ocr (docs/api/pdf-trust.md). */
+import { Hono } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from '../../../http/context.ts';
+import { pdfaCheck, pdfOcr, pdfToPdfa } from '../../../services/pdf/lazy.ts';
+import { deliverOne, delivery, outName, pages, password, pdfTask, snakeKeys, text, type PdfRouteDeps } from './pdf-task.ts';
+
+const PDF = 'application/pdf';
+const ToPdfa = v.object({ level: v.optional(v.picklist(['2b', '3b', '2B', '3B'])), password, delivery });
+const Check = v.object({ password });
+const Ocr = v.object({
+  pages: v.optional(pages),
+  force: v.optional(v.boolean()),
+  engine: v.optional(v.picklist(['auto', 'tesseract', 'paddle'])),
+  language: v.optional(text),
+  dpi: v.optional(v.pipe(v.number(), v.integer(), v.minValue(72), v.maxValue(600))),
+  password,
+  delivery,
+});
+
+export function pdfArchiveRoutes(deps: PdfRouteDeps) {
+  const app = new Hono<AppEnv>();
+  app.post('/svc/v1/pdf-to-pdfa', pdfTask(deps, {
+    name: 'pdf-to-pdfa',
+    options: ToPdfa,
+    async run([doc], o, ctx, input) {
+      const r = await pdfToPdfa(doc!, { level: o.level?.toLowerCase() as '2b' | '3b' | undefined, password: o.password });
+      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'pdfa'), contentType: PDF, extra: snakeKeys({ changes: r.changes, check: r.check }) as Record<string, unknown> });
+    },
+  }));
+  app.post('/svc/v1/pdf-pdfa-check', pdfTask(deps, {
+    name: 'pdf-pdfa-check',
+    options: Check,
+    run: async ([doc], o) => snakeKeys(await pdfaCheck(doc!, { password: o.password })),
+  }));
+  app.post('/svc/v1/pdf-ocr', pdfTask(deps, {
+    name: 'pdf-ocr',
+    options: Ocr,
+    async run([doc], o, ctx, input) {
+      const r = await pdfOcr(doc!, { pages: o.pages, force: o.force, engine: o.engine, language: o.language, dpi: o.dpi, password: o.password, signal: ctx.signal, progress: (d, t) => ctx.progress(d, t) });
+      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'ocr'), contentType: PDF, extra: { pages: r.pages } });
+    },
+  }));
+  return app;
+}

@@ -1,0 +1,63 @@
+/**
+ * pdfTimestamp: an RFC 3161 document timestamp (/Type /DocTimeStamp, /SubFilter /ETSI.RFC3161) appended
+ * as an incremental update: the TSA's token over the digest of every byte but the token itself.
+ */
+import { PDFDocument, PDFHexString, PDFName, PDFNumber } from '@cantoo/pdf-lib';
+import { ServiceError } from '../../errors.ts';
+import { assertPdf } from '../open.ts';
+import { pdfCorrupt } from '../reasons.ts';
+import { digest } from './cms.ts';
+import type { TrustNet } from './net.ts';
+import { acroForm, addAnnotation, commitWithPlaceholder, fillHole, freeFieldName, placeholderEntries, PlaceholderTooSmall } from './placeholder.ts';
+import { requestTimestamp } from './tsa.ts';
+
+export interface TimestampOptions {
+  tsaUrl: string;
+  net: TrustNet;
+  fieldName?: string;
+  signal?: AbortSignal;
+}
+
+export interface TimestampResult {
+  pdf: Uint8Array;
+  field: string;
+  time: string;
+}
+
+export async function loadForUpdate(bytes: Uint8Array): Promise<PDFDocument> {
+  assertPdf(bytes);
+  let doc: PDFDocument;
+  try {
+    doc = await PDFDocument.load(bytes, { ignoreEncryption: true, updateMetadata: false, forIncrementalUpdate: true });
+    doc.getPages();
+  } catch (e) {
+    throw pdfCorrupt((e as Error).message);
+  }
+  if (doc.isEncrypted) throw new ServiceError(422, 'encrypted_document', 'The PDF is encrypted: unlock it first (pdf-unlock); an incremental update to it would have to be encrypted too.');
+  return doc;
+}
+
+export async function pdfTimestamp(bytes: Uint8Array, o: TimestampOptions): Promise<TimestampResult> {
+  let size = 12_288;
+  for (let attempt = 0; ; attempt++) {
+    const doc = await loadForUpdate(bytes);
+    const ctx = doc.context;
+    const sigRef = ctx.register(ctx.obj({ Type: 'DocTimeStamp', Filter: 'Adobe.PPKLite', SubFilter: 'ETSI.RFC3161', ...placeholderEntries(doc, size) } as never));
+    const { form, fields } = acroForm(doc);
+    const field = freeFieldName(doc, fields, o.fieldName);
+    const page = doc.getPage(0);
+    const ap = ctx.register(ctx.flateStream('', { Type: 'XObject', Subtype: 'Form', BBox: [0, 0, 0, 0], Resources: {} }));
+    const widgetRef = ctx.register(ctx.obj({ Type: 'Annot', Subtype: 'Widget', FT: 'Sig', T: PDFHexString.fromText(field), V: sigRef, F: 132, P: page.ref, Rect: [0, 0, 0, 0], AP: { N: ap } }));
+    fields.push(widgetRef);
+    form.set(PDFName.of('SigFlags'), PDFNumber.of(3));
+    addAnnotation(doc, page.node, widgetRef);
+    const prepared = await commitWithPlaceholder(doc, bytes, sigRef);
+    const t = await requestTimestamp(o.net, o.tsaUrl, 'SHA-256', await digest('SHA-256', prepared.signedBytes()), o.signal);
+    try {
+      return { pdf: fillHole(prepared, t.token), field, time: t.time.toISOString() };
+    } catch (e) {
+      if (!(e instanceof PlaceholderTooSmall) || attempt > 0) throw e;
+      size = e.needed + 2048;
+    }
+  }
+}
