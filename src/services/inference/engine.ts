@@ -2,11 +2,13 @@
  * The inference service's front: residency + slots + the task functions, so a caller (route, job, agent)
  * names a model and gets a result without handling leases. Knows nothing of HTTP.
  */
-import { countPromptTokens, generateText, type GenerateOptions, type GenerationInput, type TextGeneration } from './generate.ts';
+import { countPromptTokens, generateText, renderPrompt, type GenerateOptions, type GenerationInput, type PreparedPrompt, type TextGeneration } from './generate.ts';
+import type { LoadedModel } from './load.ts';
 import { embedTexts, type EmbedOptions, type EmbedResult } from './embed.ts';
 import { scorePairs, type PairScore } from './rerank.ts';
 import { createResidency, defaultLoader, type Loader, type ModelSpec, type ResidencySettings } from './residency.ts';
 import { parseKeepAlive } from './keep-alive.ts';
+import { tokenizeOffLoop } from './tokenize-off-loop.ts';
 import { checkPromptChars, textChars } from '../limits.ts';
 import type { BackendSetting } from './backend.ts';
 
@@ -40,7 +42,7 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
       checkPromptChars(textChars(input)); // before loading or tokenizing anything
       const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
       try {
-        const gen = generateText(lease.model, input, o, lease.loadNs);
+        const gen = generateText(lease.model, input, o, lease.loadNs, await prepareLarge(lease.model, input, o.signal));
         const release = () => {
           o.signal?.removeEventListener('abort', release);
           lease.release();
@@ -59,7 +61,7 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
       checkPromptChars(textChars(input));
       const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
       try {
-        return countPromptTokens(lease.model, input);
+        return (await prepareLarge(lease.model, input, o.signal)).ids?.length ?? countPromptTokens(lease.model, input);
       } finally {
         lease.release();
       }
@@ -94,3 +96,10 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
 }
 
 export type InferenceEngine = ReturnType<typeof createInferenceEngine>;
+
+/** The prompt rendered once; a large one is also tokenized, in the worker pool. */
+async function prepareLarge(m: LoadedModel, input: GenerationInput, signal?: AbortSignal): Promise<PreparedPrompt> {
+  const { prompt, addSpecialTokens } = renderPrompt(m, input);
+  const ids = (await tokenizeOffLoop(m, [prompt], addSpecialTokens, signal))?.[0];
+  return { prompt, addSpecialTokens, ids };
+}

@@ -21,6 +21,7 @@ type OcrOpts = NoCallbacks<NonNullable<Parameters<typeof import('../ocr/ocr.ts')
 const cb = (ctx: OpContext) => ({ signal: ctx.signal, progress: (d: number, t: number) => ctx.progress(d, t) });
 
 export const operations = {
+  'text.tokenize': async ([dir, texts, addSpecial]: [string, string[], boolean]) => (await import('./tokenizer.ts')).tokenize(dir, texts, addSpecial),
   'pdf.info': async ([b, o]: P<'pdfInfo'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfInfo(b, o)),
   'pdf.layout': async ([b, o]: P<'pdfLayout'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfLayout(b, o)),
   'pdf.search': async ([b, o]: P<'pdfSearch'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfSearch(b, o)),
