@@ -17,6 +17,8 @@ import { loadConfig } from '../../src/config.ts';
 import { startServer } from '../../src/server.ts';
 import { pdfInfo, pdfToImages } from '../../src/services/pdf/index.ts';
 import { WorkerPool } from '../../src/services/workers/pool.ts';
+import { guardPdf } from '../../src/services/workers/guards.ts';
+import { defaultLimits } from '../../src/services/limits.ts';
 import { writeSection } from './write-benchmarks.mjs';
 
 const seconds = Number(process.argv[2] ?? 8);
@@ -86,12 +88,20 @@ const N = 25;
 const direct = async () => {
   for (let i = 0; i < N; i++) await pdfInfo(small);
 };
+const guarded = async () => {
+  for (let i = 0; i < N; i++) {
+    await guardPdf(small, { limits: defaultLimits });
+    await pdfInfo(small);
+  }
+};
 const hopped = async () => {
   for (let i = 0; i < N; i++) await pool.run('pdf.info', [small, {}]);
 };
 await direct();
+await guarded();
 await hopped();
 const tDirect: number[] = [];
+const tGuarded: number[] = [];
 const tPool: number[] = [];
 // Many short interleaved rounds: on a shared machine the load drifts within seconds.
 for (let r = 0; r < runs * 8; r++) {
@@ -99,12 +109,16 @@ for (let r = 0; r < runs * 8; r++) {
   await direct();
   tDirect.push(performance.now() - t);
   t = performance.now();
+  await guarded();
+  tGuarded.push(performance.now() - t);
+  t = performance.now();
   await hopped();
   tPool.push(performance.now() - t);
 }
 await pool.close();
 const perSec = (ms: number) => (N / ms) * 1000;
 const cost = median(tPool.map((p, i) => 1 - tDirect[i]! / p));
+const hopOnly = median(tPool.map((p, i) => 1 - tGuarded[i]! / p));
 
 const f = (x: number) => x.toFixed(1);
 const row = (name: string, r: { lat: number[]; tasks: number }) => `| ${name} | ${f(median(r.lat))} | ${f(pct(r.lat, 0.99))} | ${f(Math.max(...r.lat))} | ${r.lat.length} | ${r.tasks} |`;
@@ -123,7 +137,8 @@ const table = [
   '| path | calls/s | cost |',
   '| --- | --- | --- |',
   `| on the event loop | ${f(perSec(median(tDirect)))} | — |`,
-  `| through the pool (1 worker, limit guard included) | ${f(perSec(median(tPool)))} | ${(cost * 100).toFixed(1)} % |`,
+  `| on the event loop, with the same limit guard | ${f(perSec(median(tGuarded)))} | — |`,
+  `| through the pool (1 worker, limit guard included) | ${f(perSec(median(tPool)))} | ${(cost * 100).toFixed(1)} % against the first row; the hop alone ${(hopOnly * 100).toFixed(1)} % against the second |`,
 ].join('\n');
 console.log(table);
 writeSection('Isolation: /health under heavy load, worker hop cost', table);

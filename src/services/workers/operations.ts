@@ -21,6 +21,8 @@ type OcrOpts = NoCallbacks<NonNullable<Parameters<typeof import('../ocr/ocr.ts')
 const cb = (ctx: OpContext) => ({ signal: ctx.signal, progress: (d: number, t: number) => ctx.progress(d, t) });
 
 export const operations = {
+  /** Only the limit checks of a PDF, for work that must stay on the loop (it needs the network, say). */
+  'pdf.guard': async ([b]: [Uint8Array], c: OpContext) => void (await guardPdf(b, c)),
   'text.tokenize': async ([dir, texts, addSpecial]: [string, string[], boolean]) => (await import('./tokenizer.ts')).tokenize(dir, texts, addSpecial),
   'pdf.info': async ([b, o]: P<'pdfInfo'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfInfo(b, o)),
   'pdf.layout': async ([b, o]: P<'pdfLayout'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfLayout(b, o)),
@@ -38,6 +40,9 @@ export const operations = {
   },
   'pdf.remove-watermark': async ([b, o]: P<'pdfRemoveWatermark'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfRemoveWatermark(b, o)),
   'pdf.from-images': async ([ins, o]: P<'imageToPdf'>, c: OpContext) => { for (const i of ins) guardImage(i.bytes, c); return (await pdf()).imageToPdf(ins, o); },
+  'pdf.to-pdfa': async ([b, o]: P<'pdfToPdfa'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfToPdfa(b, o)),
+  'pdf.pdfa-check': async ([b, o]: P<'pdfaCheck'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfaCheck(b, o)),
+  'pdf.ocr': async ([b, o]: [Uint8Array, NoCallbacks<NonNullable<P<'pdfOcr'>[1]>>], c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfOcr(b, { ...o, ...cb(c) })),
   'document.analyse': async ([b, f, o]: [Uint8Array, DocFormat, AnalyseOpts?], c: OpContext) => (await guardDocument(b, f, c), (await analyse()).analyseBytes(b, f, { ...o, ...cb(c) })),
   'document.highlight': async ([b, f, o]: [Uint8Array, DocFormat, HighlightOpts], c: OpContext) =>
     (await guardDocument(b, f, c), (await import('../documents/highlight.ts')).highlightDocument(b, f, { ...o, ...cb(c) } as Parameters<typeof import('../documents/highlight.ts')['highlightDocument']>[2])),
