@@ -93,12 +93,12 @@ put('pixel-bomb.jpg', Buffer.concat([Buffer.from([0xff, 0xd8]), sof, Buffer.from
 
 const vp8x = Buffer.alloc(10);
 vp8x[0] = 0;
-vp8x.writeUIntLE(16383, 4, 3);
-vp8x.writeUIntLE(16383, 7, 3);
+vp8x.writeUIntLE(29999, 4, 3);
+vp8x.writeUIntLE(29999, 7, 3);
 const riffBody = Buffer.concat([enc('WEBP'), enc('VP8X'), Buffer.from([10, 0, 0, 0]), vp8x]);
 const riffLen = Buffer.alloc(4);
 riffLen.writeUInt32LE(riffBody.length);
-put('pixel-bomb.webp', Buffer.concat([enc('RIFF'), riffLen, riffBody]), 'WebP declaring 16384x16384');
+put('pixel-bomb.webp', Buffer.concat([enc('RIFF'), riffLen, riffBody]), 'WebP declaring 30000x30000');
 
 const tiff = Buffer.alloc(8 + 2 + 5 * 12 + 4);
 tiff.write('II*\0', 0, 'latin1');

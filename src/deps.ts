@@ -2,6 +2,7 @@
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import type { AdminSettings } from './services/admin/settings.ts';
+import type { AdminConsole } from './services/admin/console.ts';
 import type { FileStore } from './services/files/file-store.ts';
 import type { JobRecords } from './services/jobs/job-records.ts';
 import type { TaskRunner } from './services/jobs/task-runner.ts';
@@ -12,6 +13,11 @@ import type { InferenceEngine } from './services/inference/engine.ts';
 import type { ModelServices } from './services/models/model-services.ts';
 import type { OpenedStore } from './store/db.ts';
 import type { MediaService } from './services/media/media-service.ts';
+import type { AgentService } from './services/agents/agent-service.ts';
+import type { TranscriptionService } from './services/media/transcription.ts';
+import type { TextService } from './services/text/text-service.ts';
+import type { ResponsesService } from './services/responses/responses-service.ts';
+import type { VectorStores } from './services/retrieval/vector-stores.ts';
 
 export interface Deps {
   config: Config;
@@ -31,6 +37,18 @@ export interface Deps {
   chat: ChatService;
   /** Audio/video decoding, voice activity detection, video frames (src/services/media/). */
   media: MediaService;
+  /** Whisper transcription and translation, chunked at VAD silences (src/services/media/transcription.ts). */
+  transcription: TranscriptionService;
   /** Training jobs (classifier heads over embeddings) and classify (src/services/training/). */
   training: TrainingService;
+  /** Admin console: area tickets, two-factor sign-in, dashboard, recent errors (src/services/admin/). */
+  adminConsole: AdminConsole;
+  /** Agents and versioned skills per key, applied to chat requests (src/services/agents/). */
+  agents: AgentService;
+  /** Text tasks: summarise, translate, rewrite, correct, analyse, extract (src/services/text/). */
+  text: TextService;
+  /** Vector stores over the retrieval engine (src/services/retrieval/). */
+  vectorStores: VectorStores;
+  /** The Responses API with stored responses (src/services/responses/). */
+  responses: ResponsesService;
 }

@@ -10,6 +10,7 @@ import { createLogger, type Logger } from './log.ts';
 import { unrefTimer } from './runtime/env.ts';
 import { serve, type RunningServer } from './runtime/serve.ts';
 import { AdminSettings } from './services/admin/settings.ts';
+import { AdminConsole } from './services/admin/console.ts';
 import { FileStore } from './services/files/file-store.ts';
 import { JobRecords } from './services/jobs/job-records.ts';
 import { TaskRunner } from './services/jobs/task-runner.ts';
@@ -21,11 +22,17 @@ import { formatConstraint } from './services/chat/format-constraint.ts';
 import { loggingLoader } from './services/inference/logging-loader.ts';
 import { ChatService } from './services/chat/chat-service.ts';
 import { TrainingService } from './services/training/training-service.ts';
+import { TextService } from './services/text/text-service.ts';
 import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
 import { setLimits } from './services/limits.ts';
 import { closeWorkers, configureWorkers } from './services/workers/index.ts';
+import { AgentService } from './services/agents/agent-service.ts';
 import { MediaService } from './services/media/media-service.ts';
+import { TranscriptionService } from './services/media/transcription.ts';
+import { RetrievalEngine } from './services/retrieval/engine.ts';
+import { VectorStores } from './services/retrieval/vector-stores.ts';
+import { ResponsesService } from './services/responses/responses-service.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
 export interface Services extends Deps {
@@ -44,7 +51,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   if (!isLoopbackHost(config.host) && config.allowAnonymousRemote) log.warn(`listening on ${config.host} without required keys (--allow-anonymous-remote): anyone who reaches it can use it; anonymous callers are not admins`);
   const files = new FileStore(db, uploadsDir(config), config.fileRetentionSeconds);
   await files.init();
-  const adminSettings = new AdminSettings(db);
+  const adminSettings = new AdminSettings(db, config.defaultEmbeddingModel);
   const runner = new TaskRunner({ db, nodeTag, files, log, maxJobsPerOwner: config.maxJobsPerOwner, syncTimeoutSeconds: () => adminSettings.syncTimeoutSeconds() });
   const lost = await runner.recoverLostJobs();
   if (lost) log.warn(`${lost} job(s) of this node were still processing at the last stop: marked failed (job_lost)`);
@@ -59,7 +66,14 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   models.usage = residencyUsage(engine.residency);
   const chat = new ChatService({ models, engine, constrain: formatConstraint });
   const media = new MediaService({ ffmpegPath: config.ffmpegPath, wasm: config.ffmpegWasm });
+  const transcription = new TranscriptionService({ media, chat, engine });
   const training = new TrainingService({ chat, models, memoryWaitSeconds: config.trainingMemoryWaitSeconds });
+  const adminConsole = new AdminConsole({ db, keys, log, config, runner, engine, nodeTag });
+  const agents = new AgentService(db);
+  const text = new TextService({ chat, models, training, defaultModel: config.textModel });
+  const retrieval = new RetrievalEngine(db, async (model, texts, signal) => (await chat.embed(model, texts, { signal })).vectors.map((v) => Float32Array.from(v)));
+  const vectorStores = new VectorStores(db, files, retrieval, () => adminSettings.defaultEmbeddingModel(), log);
+  const responses = new ResponsesService(db, chat, files, vectorStores);
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -70,9 +84,10 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents, text, transcription, vectorStores, responses,
     close: async () => {
       clearInterval(upkeep);
+      await vectorStores.close();
       await models.close();
       await engine.close();
       await closeWorkers();
@@ -86,8 +101,6 @@ const limitsOf = (c: Config) => ({
   maxPages: c.maxPages, maxFieldChars: c.maxFieldChars, maxJsonDepth: c.maxJsonDepth, maxPromptChars: c.maxPromptChars,
   taskDeadlineMs: c.taskDeadlineSeconds * 1000,
 });
-
-export const appOf = (s: Services, opts?: AppOptions) => createApp(s, opts);
 
 export interface StartedServer extends Services {
   server: RunningServer;

@@ -1,4 +1,5 @@
 /** Per-request values every handler can read. */
+import type { TicketSession } from '../services/admin/area-tickets.ts';
 import type { Owner } from '../services/keys/api-keys.ts';
 
 export type StreamEnd = 'done' | 'cancelled';
@@ -10,6 +11,8 @@ export type AppEnv = {
     maxUploadBytes: number;
     /** Set when the caller went away before a synchronous task finished (logged as 499). */
     clientClosed?: boolean;
+    /** Set when the request was authenticated by an admin console area ticket. */
+    areaTicket?: TicketSession;
     /** For a streamed answer: settles when the stream ends, `cancelled` when the client went away (logged as 499). */
     streamEnded?: Promise<StreamEnd>;
   };

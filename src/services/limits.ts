@@ -25,7 +25,7 @@ export interface Limits {
 }
 
 export const defaultLimits: Limits = {
-  maxImagePixels: 100_000_000,
+  maxImagePixels: 268_402_689,
   maxPdfStreamBytes: 256 * 1024 * 1024,
   maxPdfDecompressedBytes: 1024 * 1024 * 1024,
   maxPages: 5000,
@@ -60,7 +60,8 @@ export function limitExceeded(limit: keyof Limits, status: 413 | 422, reason: st
 
 export function checkPixels(width: number, height: number, l: Limits = current): void {
   const px = width * height;
-  if (!(px <= l.maxImagePixels)) throw limitExceeded('maxImagePixels', 422, 'image_too_large', `the image declares ${width}×${height} = ${px} pixels`, l);
+  // 413 input_too_large, as the image routes answer for the same cause (src/services/images/probe.ts)
+  if (!(px <= l.maxImagePixels)) throw limitExceeded('maxImagePixels', 413, 'input_too_large', `the image declares ${width}×${height} = ${px} pixels`, l);
 }
 
 export function checkPages(count: number, l: Limits = current): void {

@@ -1,5 +1,5 @@
 /** Table shapes, shared by every store module. Timestamps are integer milliseconds since the epoch. */
-import type { Kysely } from 'kysely';
+import type { Generated, Kysely } from 'kysely';
 
 export interface MetaTable { key: string; value: string }
 
@@ -48,12 +48,100 @@ export interface FileTable {
   expires_at: number;
 }
 
+/** A console sign-in: only the SHA-256 of the ticket is stored. */
+export interface AreaTicketTable {
+  id_hash: string;
+  key_id: string;
+  csrf_token: string;
+  persist: number;
+  created_at: number;
+  expires_at: number;
+}
+
+/** TOTP second factor of an admin key; `confirmed_at` null while enrollment is pending. */
+export interface AdminTwoFactorTable {
+  key_id: string;
+  secret: string;
+  confirmed_at: number | null;
+  /** JSON array of SHA-256 hex digests of the unused recovery codes. */
+  recovery_hashes: string;
+  /** Last accepted TOTP time step (a code is accepted once). */
+  last_step: number | null;
+  created_at: number;
+}
+
+export interface ResponseTable { id: string; owner_id: string; created_at: number; body: string }
+
+export interface ResponseInputItemTable { response_id: string; position: number; item_id: string; item: string }
+
+export interface VectorStoreTable {
+  id: string;
+  owner_id: string;
+  name: string;
+  embedding_model: string | null;
+  metadata: string;
+  created_at: number;
+  last_active_at: number;
+}
+
+export interface VectorStoreFileTable {
+  vector_store_id: string;
+  file_id: string;
+  filename: string;
+  status: 'in_progress' | 'completed' | 'failed' | 'cancelled';
+  last_error: string | null;
+  usage_bytes: number;
+  attributes: string;
+  created_at: number;
+}
+
+export interface RetrievalChunkTable {
+  id: Generated<number>;
+  index_id: string;
+  doc_id: string;
+  position: number;
+  text: string;
+  meta: string;
+  /** Dimensions of the stored vector; null until the chunk is embedded. */
+  embedded_dims: number | null;
+}
+
 export interface Database {
   meta: MetaTable;
   api_keys: ApiKeyTable;
   settings: SettingTable;
   jobs: JobTable;
   files: FileTable;
+  area_tickets: AreaTicketTable;
+  admin_two_factor: AdminTwoFactorTable;
+  agents: AgentTable;
+  skills: SkillTable;
+  responses: ResponseTable;
+  response_input_items: ResponseInputItemTable;
+  vector_stores: VectorStoreTable;
+  vector_store_files: VectorStoreFileTable;
+  retrieval_chunks: RetrievalChunkTable;
 }
 
 export type Db = Kysely<Database>;
+
+/** A named agent configuration of one key; `config` is JSON text (docs/api/agents.md). */
+export interface AgentTable {
+  owner: string;
+  name: string;
+  config: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One version of a named skill of one key; schemas are JSON text. */
+export interface SkillTable {
+  owner: string;
+  name: string;
+  version: number;
+  description: string | null;
+  prompt: string;
+  input_schema: string;
+  output_schema: string | null;
+  created_at: number;
+}

@@ -25,9 +25,9 @@ const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 
 // [route, body, expected status, expected reason]
 const CASES: [string, Record<string, unknown>, number, string | null][] = [
   ['pdf-info', { file: hostile('flate-bomb.pdf') }, 422, 'decompressed_size_limit_exceeded'],
-  ['pdf-to-images', { file: hostile('huge-image.pdf') }, 422, 'image_too_large'],
-  ['image-to-pdf', { file: hostile('pixel-bomb.png') }, 422, 'image_too_large'],
-  ['pdf-watermark', { file: PDF, logo: hostile('pixel-bomb.png') }, 422, 'image_too_large'],
+  ['pdf-to-images', { file: hostile('huge-image.pdf') }, 413, 'input_too_large'],
+  ['image-to-pdf', { file: hostile('pixel-bomb.png') }, 413, 'input_too_large'],
+  ['pdf-watermark', { file: PDF, logo: hostile('pixel-bomb.png') }, 413, 'input_too_large'],
   ['pdf-unlock', { file: PDF, password: 'x'.repeat(66_000) }, 413, 'field_too_long'],
   ['pdf-info', { file: hostile('truncated.pdf') }, 0, null],
   ['pdf-info', { file: hostile('recursive-pages.pdf') }, 0, null],

@@ -52,7 +52,30 @@ async function probe(url: string, token: string): Promise<Record<string, Answer>
     pdfInfo: await ask('/svc/v1/pdf-info', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ input_format: 'Base64EncodedFile', file: Buffer.from(PDF).toString('base64') }) }),
     pull: await ask('/api/pull', { method: 'POST', headers: auth, body: JSON.stringify({ model: MODEL, stream: false }) }),
     generate: await generated(url, auth),
+    responsesWs: await responsesOverWebSocket(url, token),
+    responsesWsNoKey: await responsesOverWebSocket(url, ''),
   };
+}
+
+/** WebSocket mode of /v1/responses: the upgrade status, then each event type and the greedy text. */
+async function responsesOverWebSocket(url: string, token: string): Promise<Answer> {
+  const { WebSocket } = await import('ws');
+  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  return new Promise((resolve) => {
+    const types: string[] = [];
+    ws.on('unexpected-response', (_req, res) => resolve({ status: res.statusCode ?? 0, body: '', node: String(res.headers['x-svc-node'] ?? '') || null }));
+    ws.on('open', () => ws.send(JSON.stringify({ type: 'response.create', model: MODEL, input: 'Hello there', temperature: 0, max_output_tokens: 6, store: false })));
+    ws.on('message', (data) => {
+      const e = JSON.parse(String(data));
+      types.push(e.type);
+      if (e.type === 'response.completed' || e.type === 'response.incomplete' || e.type === 'error') {
+        ws.close();
+        const text = e.response?.output?.[0]?.content?.[0]?.text ?? e.error?.message;
+        resolve({ status: 101, body: JSON.stringify([types, text]), node: null });
+      }
+    });
+    ws.on('error', () => {});
+  });
 }
 
 const MODEL = 'hf.co/svc-test/tiny-llama:fp32';
@@ -110,6 +133,10 @@ describe('the same server on Node, Deno and Bun', () => {
     assert.equal(JSON.parse(node.pdfInfo.body).page_count, 1);
     assert.equal(node.generate.status, 200);
     assert.equal(JSON.parse(node.generate.body)[1], 12, 'twelve tokens generated');
+    const [wsTypes] = JSON.parse(node.responsesWs.body);
+    assert.equal(wsTypes[0], 'response.created');
+    assert.equal(wsTypes.at(-1), 'response.incomplete', 'six tokens, cut by max_output_tokens');
+    assert.equal(node.responsesWsNoKey.status, 401, 'the upgrade needs a key like any route');
     for (const rt of ['deno', 'bun']) {
       for (const [k, v] of Object.entries(answers[rt])) {
         const body = (s: string) => s.replace(/"instance":"[^"]*"/, '');

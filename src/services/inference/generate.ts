@@ -51,7 +51,8 @@ export interface TextGeneration extends AsyncIterable<string> {
   promptTokens: number;
 }
 
-const now = () => process.hrtime.bigint();
+/** Monotonic time in nanoseconds (performance.now has microsecond resolution). */
+const now = () => performance.now() * 1e6;
 
 /** The prompt text the model sees, and whether the tokenizer adds its special tokens to it. */
 export function renderPrompt(m: LoadedModel, input: GenerationInput): { prompt: string; addSpecialTokens: boolean } {
@@ -162,9 +163,9 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
       ...(stopped && stops.matched !== undefined ? { stopSequence: stops.matched } : {}),
       timings: {
         loadNs,
-        promptEvalNs: Number((completionTokens ? tFirst : tEnd) - t0),
-        evalNs: completionTokens ? Number(tEnd - tFirst) : 0,
-        totalNs: Number(tEnd - t0) + loadNs,
+        promptEvalNs: Math.round((completionTokens ? tFirst : tEnd) - t0),
+        evalNs: completionTokens ? Math.round(tEnd - tFirst) : 0,
+        totalNs: Math.round(tEnd - t0) + loadNs,
       },
     };
   };
