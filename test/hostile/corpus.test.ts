@@ -23,9 +23,13 @@ export const ROUTES: Record<string, Record<string, unknown>> = {
   ocr: { dpi: 72 }, 'document-to-markdown': {}, 'document-parsing': { effort: 'Low' }, 'document-split': {},
   'document-validate': {}, 'document-thumbnails': {}, 'document-highlight': { query: 'hello', ocr: false },
   'pdf-verify': {}, 'pdf-pdfa-check': {}, 'pdf-to-pdfa': {}, 'pdf-ocr': {}, 'voice-activity-detection': {},
+  'image-convert': { format: 'png' }, 'image-analysis': {}, 'image-color-palette': {}, 'image-enhance': {}, 'image-deskew': {},
+  'image-normalization': {}, 'image-redact': { boxes: [{ x: 0, y: 0, width: 2, height: 2 }] }, 'image-watermark': { text: 'X' },
 };
-/** Routes whose valid input is not a PDF (checked separately at the end). */
-const NOT_PDF = new Set(['image-to-pdf', 'voice-activity-detection']);
+/** Routes whose valid input is an image (checked with a real PNG at the end). */
+const IMAGE_ROUTES = new Set(['image-to-pdf', 'image-convert', 'image-analysis', 'image-color-palette', 'image-enhance', 'image-deskew', 'image-normalization', 'image-redact', 'image-watermark']);
+/** Routes whose valid input is neither (audio); covered for refusals only. */
+const NOT_PDF = new Set([...IMAGE_ROUTES, 'voice-activity-detection']);
 
 async function validPdf(): Promise<Uint8Array> {
   const d = await PDFDocument.create();
@@ -148,9 +152,11 @@ describe('hostile corpus', () => {
       await r.arrayBuffer();
     }
     const png = await (await post('pdf-to-images', { input_format: 'Base64EncodedFile', file: b64(valid), dpi: 72, format: 'png' })).arrayBuffer();
-    const r = await post('image-to-pdf', { input_format: 'Base64EncodedFile', file: b64(new Uint8Array(png)), filename: 'page.png' });
-    assert.equal(r.status, 200);
-    await r.arrayBuffer();
+    for (const route of IMAGE_ROUTES) {
+      const r = await post(route, { input_format: 'Base64EncodedFile', file: b64(new Uint8Array(png)), filename: 'page.png', ...ROUTES[route] });
+      assert.equal(r.status, 200, `${route} after the corpus: ${r.status} ${(await r.clone().text()).slice(0, 300)}`);
+      await r.arrayBuffer();
+    }
   });
 
   it('RSS comes back near its baseline once the workers are recycled', async () => {
