@@ -3,6 +3,7 @@
  * the model's own chat template (or a custom model's), the custom model's system prompt and parameters
  * applied, and the output split into content, thinking and tool calls as it streams.
  */
+import { checkJsonDepth } from '../limits.ts';
 import { join } from 'node:path';
 import { ServiceError, invalidArgument } from '../errors.ts';
 import type { InferenceEngine } from '../inference/engine.ts';
@@ -178,6 +179,9 @@ export class ChatService {
     }
     if (req.tools?.length && !has('tools')) throw invalidArgument(`"${m.name}" does not support tools`);
     if (req.think === true && !has('thinking')) throw invalidArgument(`"${m.name}" does not support thinking`);
+    // a hostile schema nested thousands deep is refused before any compiler or template walks it
+    if (req.format !== undefined && req.format !== 'json') checkJsonDepth(req.format, 'format');
+    if (req.tools?.length) checkJsonDepth(req.tools, 'tools');
     return m;
   }
 

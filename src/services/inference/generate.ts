@@ -62,17 +62,32 @@ export interface TextGeneration extends AsyncIterable<string> {
 /** Monotonic time in nanoseconds (performance.now has microsecond resolution). */
 const now = () => performance.now() * 1e6;
 
+/** The prompt text the model sees, and whether the tokenizer adds its special tokens to it. */
+export function renderPrompt(m: LoadedModel, input: GenerationInput): { prompt: string; addSpecialTokens: boolean } {
+  return 'prompt' in input ? { prompt: input.prompt, addSpecialTokens: true } : { prompt: renderChatPrompt(m.tokenizer, input), addSpecialTokens: false };
+}
+
+/** A prompt rendered ahead; `ids` when it was tokenized ahead too (large prompts, in the worker pool). */
+export interface PreparedPrompt { prompt: string; addSpecialTokens: boolean; ids?: number[] }
+
 /** Tokens of a prompt exactly as generateText would feed it (count_tokens-style answers). */
 export function countPromptTokens(m: LoadedModel, input: GenerationInput): number {
-  const prompt = 'prompt' in input ? input.prompt : renderChatPrompt(m.tokenizer, input);
-  const encoded = m.tokenizer(prompt, { add_special_tokens: 'prompt' in input }) as unknown as { input_ids: { dims: number[] } };
+  const { prompt, addSpecialTokens } = renderPrompt(m, input);
+  const encoded = m.tokenizer(prompt, { add_special_tokens: addSpecialTokens }) as unknown as { input_ids: { dims: number[] } };
   return encoded.input_ids.dims[1];
 }
 
-export function generateText(m: LoadedModel, input: GenerationInput, opts: GenerateOptions = {}, loadNs = 0): TextGeneration {
+function encodedOf(m: LoadedModel, ids: number[]): { input_ids: { dims: number[] }; attention_mask: unknown } {
+  const Tensor = (m.tf as unknown as { Tensor: new (type: string, data: BigInt64Array, dims: number[]) => { dims: number[] } }).Tensor;
+  const n = ids.length;
+  return { input_ids: new Tensor('int64', BigInt64Array.from(ids, BigInt), [1, n]), attention_mask: new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]) };
+}
+
+export function generateText(m: LoadedModel, input: GenerationInput, opts: GenerateOptions = {}, loadNs = 0, prepared?: PreparedPrompt): TextGeneration {
   const tok = m.tokenizer;
-  const prompt = 'prompt' in input ? input.prompt : renderChatPrompt(tok, input);
-  const encoded = tok(prompt, { add_special_tokens: 'prompt' in input }) as unknown as { input_ids: { dims: number[] }; attention_mask: unknown };
+  const rendered = prepared ?? renderPrompt(m, input);
+  const prompt = rendered.prompt;
+  const encoded = prepared?.ids ? encodedOf(m, prepared.ids) : (tok(prompt, { add_special_tokens: rendered.addSpecialTokens }) as unknown as { input_ids: { dims: number[] }; attention_mask: unknown });
   const promptTokens = encoded.input_ids.dims[1];
   // num_ctx bounds prompt + output; it never cuts the prompt (a prompt longer than it gets the model's window)
   const window = opts.contextTokens && opts.contextTokens > promptTokens ? Math.min(m.maxTokens, opts.contextTokens) : m.maxTokens;
