@@ -27,12 +27,15 @@ export interface InWord { text: string; box: BBox; font?: string; fontSize: numb
 export interface InLine { text: string; box: BBox; words: InWord[] }
 export interface InPage { page: number; width: number; height: number; lines: InLine[]; images: { box: BBox }[]; source: 'text' | 'ocr'; rotation?: number; deskew?: number }
 
-interface Seg { text: string; box: BBox; size: number; bold: boolean; chars: number; words: InWord[]; page: number }
+interface Seg { text: string; box: BBox; size: number; bold: boolean; mono: boolean; chars: number; words: InWord[]; page: number }
 type Unit = { kind: 'seg'; seg: Seg; box: BBox } | { kind: 'table'; el: DocElement; box: BBox } | { kind: 'image'; box: BBox };
 
 const BULLET = /^([•◦▪▫●○■□‣⁃∙·*+–—-])(\s+|$)/;
 const ENUM = /^(\(?(\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)])(\s+|$)/;
 const isBoldFont = (f = '') => /bold|black|heavy|semibold|demi/i.test(f);
+/** Monospaced font names as producers write them (Courier, DejaVu Sans Mono, Consolas, TeX's cmtt, …). */
+const MONO_FONT = /mono|courier|consol|menlo|inconsolata|typewriter|cmtt|lmtt|sfmono|code|fixed/i;
+const isMono = (w: InWord) => !!w.font && MONO_FONT.test(w.font);
 const right = (b: BBox) => b.x + b.width;
 const bottom = (b: BBox) => b.y + b.height;
 const unionBox = (bs: BBox[]): BBox => {
@@ -50,6 +53,10 @@ function segmentsOf(p: InPage): Seg[] {
     const words = [...line.words].filter((w) => w.text.trim()).sort((a, b) => a.box.x - b.box.x);
     let cur: InWord[] = [];
     const flush = () => { if (cur.length) out.push(makeSeg(cur, p.page)); cur = []; };
+    // justified text spreads every gap of a line alike; a column gutter or a table cell boundary is a gap
+    // far wider than the line's usual one, or wider than justification ever stretches a space
+    const gaps = words.slice(1).map((w, k) => w.box.x - right(words[k]!.box)).filter((g) => g > 0).sort((a, b) => a - b);
+    const usual = gaps.length >= 5 ? gaps[(gaps.length - 1) >> 1]! : 0;
     for (const w of words) {
       const prev = cur[cur.length - 1];
       if (prev) {
@@ -57,7 +64,8 @@ function segmentsOf(p: InPage): Seg[] {
         const em = Math.max(prev.fontSize, w.fontSize, 4);
         const markerOnly = cur.length === 1 && (BULLET.test(prev.text) || ENUM.test(prev.text));
         const vertical = Math.abs(w.box.y + w.box.height / 2 - (prev.box.y + prev.box.height / 2)) > Math.max(prev.box.height, w.box.height) * 0.7;
-        if (vertical || (gap > em * 1.0 && !(markerOnly && gap < em * 3))) flush();
+        const wide = gap > em * 1.0 && (gap > em * 2.5 || gap > usual * 2.2 || isMono(prev) !== isMono(w));
+        if (vertical || (wide && !(markerOnly && gap < em * 3))) flush();
       }
       cur.push(w);
     }
@@ -71,7 +79,8 @@ function makeSeg(words: InWord[], page: number): Seg {
   const chars = words.reduce((s, w) => s + w.text.length, 0);
   const sizes = words.map((w) => w.fontSize).sort((a, b) => a - b);
   const boldChars = words.reduce((s, w) => s + (w.bold ?? isBoldFont(w.font) ? w.text.length : 0), 0);
-  return { text, box: unionBox(words.map((w) => w.box)), size: sizes[sizes.length >> 1]!, bold: boldChars > chars * 0.6, chars, words, page };
+  const monoChars = words.reduce((s, w) => s + (isMono(w) ? w.text.length : 0), 0);
+  return { text, box: unionBox(words.map((w) => w.box)), size: sizes[sizes.length >> 1]!, bold: boldChars > chars * 0.6, mono: monoChars > chars * 0.6, chars, words, page };
 }
 
 // ---------------------------------------------------------------- 2. headers and footers
@@ -253,9 +262,13 @@ function blocksOf(segs: Seg[], body: number): Block[] {
   for (const s of segs) {
     const cur = blocks[blocks.length - 1];
     const last = cur?.segs[cur.segs.length - 1];
-    const marker = listMarker(s.text, s.words[0]?.font === undefined);
+    const marker = s.mono ? null : listMarker(s.text, s.words[0]?.font === undefined);
     let join = false;
-    if (cur && last && !marker) {
+    if (cur && last && (s.mono || last.mono)) {
+      // a code block: monospaced lines that follow each other, blank lines inside allowed
+      const gap = s.box.y - bottom(last.box);
+      join = s.mono && last.mono && gap > -last.box.height * 0.5 && gap < Math.max(last.box.height, 4) * 2.6 && Math.abs(s.size - last.size) <= 0.6;
+    } else if (cur && last && !marker) {
       const gap = s.box.y - bottom(last.box);
       const tol = s.words[0]?.font === undefined ? 0.15 : 0.08; // OCR sizes are estimates
       const sameStyle = Math.abs(s.size - last.size) <= Math.max(0.6, last.size * tol) && s.bold === last.bold;
@@ -270,15 +283,50 @@ function blocksOf(segs: Seg[], body: number): Block[] {
   return blocks;
 }
 
-function joinLines(segs: Seg[]): string {
+/**
+ * Lines of a block joined with spaces. A hyphen that ends a line before a lowercase word is taken out
+ * (hyphenation), unless the document also writes that word with its hyphen inside a line ("machine-readable").
+ */
+function joinLines(segs: Seg[], hyphenated: Set<string>): string {
   let text = '';
   for (const s of segs) {
     const t = s.text.trim();
     if (!text) text = t;
-    else if (/[\p{L}]-$/u.test(text) && /^\p{Ll}/u.test(t)) text = text.slice(0, -1) + t;
-    else text += ` ${t}`;
+    else if (/[\p{L}]-$/u.test(text) && /^\p{Ll}/u.test(t)) {
+      const head = /[\p{L}-]+-$/u.exec(text)![0], tail = /^[\p{L}-]+/u.exec(t)![0];
+      text = hyphenated.has(`${head}${tail}`.toLowerCase()) ? text + t : text.slice(0, -1) + t;
+    } else text += ` ${t}`;
   }
   return text;
+}
+
+/** A code block's text: one line per segment, indentation from its offset in character widths, blank lines kept. */
+function codeText(segs: Seg[]): string {
+  const x0 = Math.min(...segs.map((s) => s.box.x));
+  const widths = segs.flatMap((s) => s.words.map((w) => w.box.width / Math.max(1, [...w.text].length))).sort((a, b) => a - b);
+  const cw = widths[widths.length >> 1] || 1;
+  const lines: string[] = [];
+  segs.forEach((s, i) => {
+    const prev = segs[i - 1];
+    if (prev && s.box.y - bottom(prev.box) > prev.box.height * 0.8) lines.push('');
+    // words of a code line keep their spacing: gaps wider than one character become runs of spaces
+    let line = ' '.repeat(Math.max(0, Math.round((s.box.x - x0) / cw)));
+    s.words.forEach((w, k) => {
+      if (k) line += ' '.repeat(Math.max(1, Math.round((w.box.x - right(s.words[k - 1]!.box)) / cw - 0.4))); // less the glyphs' side bearings
+      line += w.text;
+    });
+    lines.push(line);
+  });
+  return lines.join('\n');
+}
+
+/** The language of a code block when it is evident from its first lines. */
+function codeLanguage(code: string): string | undefined {
+  if (/^\$ \S/m.test(code) && code.split('\n').every((l) => !l.trim() || /^\$ /.test(l) || !/[;{}]$/.test(l))) return 'console';
+  if (/^#include\s*[<"]|\bint main\s*\(/m.test(code)) return 'c';
+  if (/^(def |import |from \S+ import )/m.test(code) && !/[;{]$/m.test(code)) return 'python';
+  if (/\b(const|let|function)\b.*[=({]/.test(code) && /[;{}]$/m.test(code)) return 'javascript';
+  return undefined;
 }
 
 const MATH = /[=∑∫√±×÷≤≥≈≠∞∂∇∈∉⊂⊆∀∃→⇒αβγδεθλμπσφωΣΠΔΩ^]/gu;
@@ -288,6 +336,14 @@ function isFormula(text: string): boolean {
   const words = text.split(/\s+/).filter((w) => /^\p{L}{3,}$/u.test(w)).length;
   return math >= 2 && words <= 3;
 }
+
+/** A section number that opens a heading: "2", "2.", "2.1", "2.1.3", "A.2" (then a space and a capital). */
+const SECTION_NUMBER = /^((?:\d{1,2}(?:\.\d{1,2}){0,4}|[A-Z](?:\.\d{1,2}){1,4})\.?)\s+\p{Lu}/u;
+const mode = (xs: number[]) => {
+  const c = new Map<number, number>();
+  for (const x of xs) c.set(x, (c.get(x) ?? 0) + 1);
+  return [...c.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]![0];
+};
 
 const CAPTION = /^(fig(ure)?|image|chart|plate|table|tab)\.?\s*[\dIVX]+[a-z]?\s*[.:—–-]?/i;
 
@@ -299,6 +355,7 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
   for (const s of segsByPage.flat()) bySize.set(Math.round(s.size * 2) / 2, (bySize.get(Math.round(s.size * 2) / 2) ?? 0) + s.chars);
   const body = [...bySize.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 10;
   const marginal = markMargins(pages, segsByPage);
+  const hyphenated = new Set(segsByPage.flat().flatMap((s) => s.words.map((w) => w.text.toLowerCase().replace(/^[^\p{L}]+|[^\p{L}]+$/gu, ''))).filter((w) => /\p{L}-\p{L}/u.test(w)));
 
   interface Pending { el: DocElement; size: number; bold: boolean; headingCandidate: boolean }
   const pending: Pending[] = [];
@@ -319,10 +376,17 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
     let run: Seg[] = [];
     const flushRun = () => {
       for (const b of blocksOf(run, body)) {
-        const text = joinLines(b.segs);
+        if (b.segs.every((s) => s.mono)) {
+          const code = codeText(b.segs), language = codeLanguage(code);
+          pending.push({ el: { type: 'code', text: code, page: p.page, bbox: unionBox(b.segs.map((s) => s.box)), source: p.source, ...(language ? { language } : {}) }, size: body, bold: false, headingCandidate: false });
+          continue;
+        }
+        const text = joinLines(b.segs, hyphenated);
         const size = Math.max(...b.segs.map((s) => s.size));
         const bold = b.segs.every((s) => s.bold);
         const el: DocElement = { type: 'paragraph', text, page: p.page, bbox: unionBox(b.segs.map((s) => s.box)), source: p.source };
+        // "1. Introduction" set larger or bold is a numbered section heading, not an enumerated list item
+        if (b.list?.ordered && b.segs.length <= 2 && (size >= body * 1.15 || bold) && SECTION_NUMBER.test(text)) b.list = null;
         if (b.list) {
           el.type = 'list_item';
           el.ordered = b.list.ordered;
@@ -347,7 +411,8 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
     for (const m of margins.filter((s) => bottom(s.box) > p.height * 0.5)) pending.push({ el: { type: 'page_footer', text: m.text, page: p.page, bbox: m.box, source: p.source }, size: m.size, bold: m.bold, headingCandidate: false });
   });
 
-  // heading levels by size (larger = higher), bold body-size headings last
+  // heading levels by size (larger = higher), bold body-size headings last; then section numbering, where
+  // present, decides: "2." and "2" are one level, "2.1" the next below, whatever sizes the author chose
   const headSizes = [...new Set(pending.filter((x) => x.headingCandidate).map((x) => Math.round(x.size * 2) / 2))].sort((a, b) => b - a);
   const firstPage = pages[0]?.page;
   const titleSize = headSizes[0];
@@ -362,6 +427,30 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
     x.el.type = 'section_header';
     x.el.level = Math.min(6, 2 + rank - (titleSize !== undefined && headSizes.length > 1 && titleSize >= body * 1.3 && rank > 0 ? 1 : 0));
   }
+
+  const numbered = pending.filter((x) => x.el.type === 'section_header' && SECTION_NUMBER.test(x.el.text));
+  if (numbered.length >= 2) {
+    const depth = (t: string) => SECTION_NUMBER.exec(t)![1]!.split('.').filter(Boolean).length;
+    // the level the author's top-level sections got from their size (the most common among depth 1)
+    const tops = numbered.filter((x) => depth(x.el.text) === 1).map((x) => x.el.level!);
+    const base = tops.length ? mode(tops) : Math.max(2, mode(numbered.map((x) => x.el.level! - depth(x.el.text) + 1)));
+    for (const x of numbered) x.el.level = Math.min(6, base + depth(x.el.text) - 1);
+  }
+
+  // a paragraph cut by a page break continues on the next page: it ends without closing punctuation and
+  // the next page's first body element is a paragraph of the same size
+  const joined: Pending[] = [];
+  let open: Pending | null = null;
+  for (const x of pending) {
+    if (x.el.type === 'page_header' || x.el.type === 'page_footer') { joined.push(x); continue; }
+    if (open && x.el.type === 'paragraph' && x.el.page !== open.el.page && Math.abs(x.size - open.size) <= 0.6 && !/[.!?:;]["”’)]?$/.test(open.el.text) && /^[\p{Ll}\p{N}(]/u.test(x.el.text)) {
+      open.el.text = joinLines([{ text: open.el.text } as Seg, { text: x.el.text } as Seg], hyphenated);
+      continue;
+    }
+    open = x.el.type === 'paragraph' ? x : null;
+    joined.push(x);
+  }
+  pending.splice(0, pending.length, ...joined);
 
   // captions next to figures and tables
   const elements = pending.map((x) => x.el);
