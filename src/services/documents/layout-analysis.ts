@@ -164,7 +164,14 @@ function findTables(segs: Seg[], page: number, body: number): { tables: { el: Do
       const c = cols.find((cc) => sg.box.x >= cc.x0 - 1 && sg.box.x <= cc.x1);
       return c && sg.box.width >= (c.x1 - c.x0) * 0.8;
     }).length;
-    const prose = avgWords >= 3 && filling >= segsOfRun.length * 0.6;
+    // ... and they continue above or below it: a line of five or more words right next to the run, starting
+    // where one of its columns starts, means the run is a few lines of side-by-side columns of text
+    const inRun = new Set(segsOfRun);
+    const top = Math.min(...segsOfRun.map((sg) => sg.box.y)), foot = Math.max(...segsOfRun.map((sg) => bottom(sg.box)));
+    const lead = Math.max(body, 6) * 0.8;
+    const continues = segs.some((sg) => !inRun.has(sg) && sg.words.length >= 5 && cols.some((c) => Math.abs(sg.box.x - c.x0) <= 3) &&
+      ((top - bottom(sg.box) >= -1 && top - bottom(sg.box) < lead) || (sg.box.y - foot >= -1 && sg.box.y - foot < lead)));
+    const prose = (avgWords >= 3 && filling >= segsOfRun.length * 0.6) || continues;
     if (run.length >= 2 && cols.length >= 2 && avgWords <= 5 && longest <= 12 && !prose) {
       const cells: TableCell[] = [];
       run.forEach((r, ri) => {
@@ -284,6 +291,33 @@ function blocksOf(segs: Seg[], body: number): Block[] {
 }
 
 /**
+ * Lists whose bullets are drawn as shapes (no marker in the text layer): a block indented from the
+ * paragraph before it in the same column, none of whose lines reaches that paragraph's right edge, is a
+ * list; each of its lines that starts with a capital (or digit) starts an item.
+ */
+function splitGraphicLists(blocks: Block[], body: number, last: { para: { x0: number; x1: number } | null }): Block[] {
+  const out: Block[] = [];
+  let para = last.para;
+  const em = Math.max(body, 6);
+  for (const b of blocks) {
+    const x0 = Math.min(...b.segs.map((s) => s.box.x)), x1 = Math.max(...b.segs.map((s) => right(s.box)));
+    const plain = !b.list && !b.segs.some((s) => s.mono) && b.segs.every((s) => Math.abs(s.size - body) <= 0.6 && !s.bold);
+    if (plain && para && b.segs.length >= 2 && x0 >= para.x0 + em * 1.2 && x0 < para.x0 + em * 6 && x1 < para.x1 - em * 2) {
+      for (const s of b.segs) {
+        const last = out[out.length - 1];
+        if (/^[\p{Lu}\p{N}]/u.test(s.text) || !last?.list) out.push({ segs: [s], list: { marker: '•', ordered: false } });
+        else last.segs.push(s);
+      }
+      continue;
+    }
+    if (plain && b.segs.length >= 2) para = { x0, x1 };
+    out.push(b);
+  }
+  last.para = para;
+  return out;
+}
+
+/**
  * Lines of a block joined with spaces. A hyphen that ends a line before a lowercase word is taken out
  * (hyphenation), unless the document also writes that word with its hyphen inside a line ("machine-readable").
  */
@@ -359,6 +393,7 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
 
   interface Pending { el: DocElement; size: number; bold: boolean; headingCandidate: boolean }
   const pending: Pending[] = [];
+  const lastPara: { para: { x0: number; x1: number } | null } = { para: null }; // the paragraph before, across pages
   pages.forEach((p, pi) => {
     const segs = segsByPage[pi]!;
     const margins = segs.filter((s) => marginal.has(s));
@@ -375,7 +410,7 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
     // runs of consecutive segments form blocks; tables and images stand alone
     let run: Seg[] = [];
     const flushRun = () => {
-      for (const b of blocksOf(run, body)) {
+      for (const b of splitGraphicLists(blocksOf(run, body), body, lastPara)) {
         if (b.segs.every((s) => s.mono)) {
           const code = codeText(b.segs), language = codeLanguage(code);
           pending.push({ el: { type: 'code', text: code, page: p.page, bbox: unionBox(b.segs.map((s) => s.box)), source: p.source, ...(language ? { language } : {}) }, size: body, bold: false, headingCandidate: false });
@@ -437,13 +472,14 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
     for (const x of numbered) x.el.level = Math.min(6, base + depth(x.el.text) - 1);
   }
 
-  // a paragraph cut by a page break continues on the next page: it ends without closing punctuation and
-  // the next page's first body element is a paragraph of the same size
+  // a paragraph cut by a page or column break continues on the next page or column: it ends without closing
+  // punctuation and the next element is a paragraph of the same size that starts in lowercase
   const joined: Pending[] = [];
   let open: Pending | null = null;
   for (const x of pending) {
     if (x.el.type === 'page_header' || x.el.type === 'page_footer') { joined.push(x); continue; }
-    if (open && x.el.type === 'paragraph' && x.el.page !== open.el.page && Math.abs(x.size - open.size) <= 0.6 && !/[.!?:;]["”’)]?$/.test(open.el.text) && /^[\p{Ll}\p{N}(]/u.test(x.el.text)) {
+    const moved = open && (x.el.page !== open.el.page || (x.el.bbox && open.el.bbox && (x.el.bbox.y < open.el.bbox.y || Math.abs(x.el.bbox.x - open.el.bbox.x) > open.el.bbox.width * 0.5)));
+    if (open && moved && x.el.type === 'paragraph' && Math.abs(x.size - open.size) <= 0.6 && !/[.!?:;]["”’)]?$/.test(open.el.text) && /^[\p{Ll}\p{N}(]/u.test(x.el.text)) {
       open.el.text = joinLines([{ text: open.el.text } as Seg, { text: x.el.text } as Seg], hyphenated);
       continue;
     }
