@@ -57,6 +57,8 @@ function segmentsOf(p: InPage): Seg[] {
     // far wider than the line's usual one, or wider than justification ever stretches a space
     const gaps = words.slice(1).map((w, k) => w.box.x - right(words[k]!.box)).filter((g) => g > 0).sort((a, b) => a - b);
     const usual = gaps.length >= 5 ? gaps[(gaps.length - 1) >> 1]! : 0;
+    // a justified line stretches every space by the same amount: equal gaps (to the glyphs' side bearings)
+    const even = gaps.length >= 3 && gaps[gaps.length - 1]! - gaps[0]! <= Math.max(1.2, gaps[(gaps.length - 1) >> 1]! * 0.15);
     for (const w of words) {
       const prev = cur[cur.length - 1];
       if (prev) {
@@ -64,7 +66,7 @@ function segmentsOf(p: InPage): Seg[] {
         const em = Math.max(prev.fontSize, w.fontSize, 4);
         const markerOnly = cur.length === 1 && (BULLET.test(prev.text) || ENUM.test(prev.text));
         const vertical = Math.abs(w.box.y + w.box.height / 2 - (prev.box.y + prev.box.height / 2)) > Math.max(prev.box.height, w.box.height) * 0.7;
-        const wide = gap > em * 1.0 && (gap > em * 2.5 || gap > usual * 2.2 || isMono(prev) !== isMono(w));
+        const wide = even ? gap > em * 6 : gap > em * 1.0 && (gap > em * 2.5 || gap > usual * 2.2 || isMono(prev) !== isMono(w));
         if (vertical || (wide && !(markerOnly && gap < em * 3))) flush();
       }
       cur.push(w);
@@ -90,7 +92,15 @@ const PAGE_NUMBER = /^(page\s*)?[#\d]+(\s*(of|\/)\s*[#\d]+)?$|^[-–]\s*\d+\s*[-
 
 function markMargins(pages: InPage[], segs: Seg[][]): Set<Seg> {
   const marginal = new Set<Seg>();
-  const zone = (p: InPage, s: Seg) => (bottom(s.box) <= p.height * 0.09 ? 'top' : s.box.y >= p.height * 0.91 ? 'bottom' : null);
+  // the band: the top or bottom 12% of the page, and the first or last line there (a book's running head
+  // sits a little lower than a letter's, and body text never comes above it)
+  const edges = pages.map((_, i) => ({ top: Math.min(...segs[i]!.map((s) => s.box.y)), foot: Math.max(...segs[i]!.map((s) => bottom(s.box))) }));
+  const zone = (p: InPage, s: Seg) => {
+    const e = edges[pages.indexOf(p)]!;
+    if (bottom(s.box) <= p.height * 0.09 || (bottom(s.box) <= p.height * 0.12 && s.box.y <= e.top + s.box.height * 0.5)) return 'top';
+    if (s.box.y >= p.height * 0.91 || (s.box.y >= p.height * 0.88 && bottom(s.box) >= e.foot - s.box.height * 0.5)) return 'bottom';
+    return null;
+  };
   const counts = new Map<string, Set<number>>();
   pages.forEach((p, i) => {
     for (const s of segs[i]!) {
@@ -101,11 +111,19 @@ function markMargins(pages: InPage[], segs: Seg[][]): Set<Seg> {
       counts.get(key)!.add(p.page);
     }
   });
+  // a band line that carries the page's printed number at one end ("12 Chapter 3", "3.1 Scope 13"): the
+  // printed numbers follow the page index at one offset through the document
+  const folio = (s: Seg) => { const m = /^(\d{1,4})\s+\D.*$|^.*\D\s+(\d{1,4})$/.exec(s.text.trim()); return m && s.words.length <= 12 ? Number(m[1] ?? m[2]) : null; };
+  const offsets = new Map<number, number>();
+  pages.forEach((p, i) => { for (const s of segs[i]!) { const n = zone(p, s) ? folio(s) : null; if (n !== null) offsets.set(n - p.page, (offsets.get(n - p.page) ?? 0) + 1); } });
+  const [offset, seen] = [...offsets.entries()].sort((a, b) => b[1] - a[1])[0] ?? [0, 0];
   pages.forEach((p, i) => {
     for (const s of segs[i]!) {
       const z = zone(p, s);
       if (!z) continue;
-      const repeated = pages.length >= 2 && counts.get(`${z}:${maskDigits(s.text)}`)!.size >= Math.max(2, pages.length * 0.5);
+      if (seen >= 3 && folio(s) === p.page + offset) { marginal.add(s); continue; }
+      // repeated on half the pages, or on three or more (a chapter's running head in a long book)
+      const repeated = pages.length >= 2 && counts.get(`${z}:${maskDigits(s.text)}`)!.size >= Math.max(2, Math.min(pages.length * 0.5, 3));
       if (repeated || PAGE_NUMBER.test(s.text.trim())) marginal.add(s);
     }
   });
@@ -337,7 +355,9 @@ function joinLines(segs: Seg[], hyphenated: Set<string>): string {
 /** A code block's text: one line per segment, indentation from its offset in character widths, blank lines kept. */
 function codeText(segs: Seg[]): string {
   const x0 = Math.min(...segs.map((s) => s.box.x));
-  const widths = segs.flatMap((s) => s.words.map((w) => w.box.width / Math.max(1, [...w.text].length))).sort((a, b) => a - b);
+  // the character pitch: a word's ink is its advances less about half a character of side bearings
+  const long = segs.flatMap((s) => s.words).filter((w) => [...w.text].length >= 3);
+  const widths = (long.length ? long : segs.flatMap((s) => s.words)).map((w) => w.box.width / Math.max(1, [...w.text].length - 0.4)).sort((a, b) => a - b);
   const cw = widths[widths.length >> 1] || 1;
   const lines: string[] = [];
   segs.forEach((s, i) => {
@@ -346,7 +366,7 @@ function codeText(segs: Seg[]): string {
     // words of a code line keep their spacing: gaps wider than one character become runs of spaces
     let line = ' '.repeat(Math.max(0, Math.round((s.box.x - x0) / cw)));
     s.words.forEach((w, k) => {
-      if (k) line += ' '.repeat(Math.max(1, Math.round((w.box.x - right(s.words[k - 1]!.box)) / cw - 0.4))); // less the glyphs' side bearings
+      if (k) line += ' '.repeat(Math.max(1, Math.round((w.box.x - right(s.words[k - 1]!.box)) / cw - 0.4))); // less the side bearings
       line += w.text;
     });
     lines.push(line);
@@ -373,6 +393,8 @@ function isFormula(text: string): boolean {
 
 /** A section number that opens a heading: "2", "2.", "2.1", "2.1.3", "A.2" (then a space and a capital). */
 const SECTION_NUMBER = /^((?:\d{1,2}(?:\.\d{1,2}){0,4}|[A-Z](?:\.\d{1,2}){1,4})\.?)\s+\p{Lu}/u;
+/** One to four people's names ("Ada Lovelace", "J. R. Smith and Mary Jones"). */
+const PERSON_NAMES = /^(\p{Lu}[\p{Ll}'’-]*\.?(\s+\p{Lu}[\p{Ll}'’-]*\.?){1,3})(\s*(,|and|&)\s*\p{Lu}[\p{Ll}'’-]*\.?(\s+\p{Lu}[\p{Ll}'’-]*\.?){1,3}){0,3}$/u;
 const mode = (xs: number[]) => {
   const c = new Map<number, number>();
   for (const x of xs) c.set(x, (c.get(x) ?? 0) + 1);
@@ -465,6 +487,11 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
 
   const numbered = pending.filter((x) => x.el.type === 'section_header' && SECTION_NUMBER.test(x.el.text));
   if (numbered.length >= 2) {
+    // between the title and the first numbered section, a short run of capitalised names is a byline
+    for (const x of pending) {
+      if (x === numbered[0]) break;
+      if (x.el.type === 'section_header' && x.el.page === firstPage && PERSON_NAMES.test(x.el.text)) { x.el.type = 'paragraph'; delete x.el.level; }
+    }
     const depth = (t: string) => SECTION_NUMBER.exec(t)![1]!.split('.').filter(Boolean).length;
     // the level the author's top-level sections got from their size (the most common among depth 1)
     const tops = numbered.filter((x) => depth(x.el.text) === 1).map((x) => x.el.level!);
