@@ -36,6 +36,8 @@ const isBoldFont = (f = '') => /bold|black|heavy|semibold|demi/i.test(f);
 /** Monospaced font names as producers write them (Courier, DejaVu Sans Mono, Consolas, TeX's cmtt, …). */
 const MONO_FONT = /mono|courier|consol|menlo|inconsolata|typewriter|cmtt|lmtt|sfmono|code|fixed/i;
 const isMono = (w: InWord) => !!w.font && MONO_FONT.test(w.font);
+/** A line that reads as code or a shell command: braces, statement ends, calls, preprocessor lines, a prompt. */
+const CODE_LINE = /^\s*([{}]|#\s*(include|define|if|endif)\b|\$ [a-z]|(return|if|for|while|int|void|char|const|let|var|def|import|from)\b.*[;:{(]|\w+\s*\([^)]*\)\s*[;{])|[;{}]\s*$/;
 const right = (b: BBox) => b.x + b.width;
 const bottom = (b: BBox) => b.y + b.height;
 const unionBox = (bs: BBox[]): BBox => {
@@ -82,7 +84,9 @@ function makeSeg(words: InWord[], page: number): Seg {
   const sizes = words.map((w) => w.fontSize).sort((a, b) => a - b);
   const boldChars = words.reduce((s, w) => s + (w.bold ?? isBoldFont(w.font) ? w.text.length : 0), 0);
   const monoChars = words.reduce((s, w) => s + (isMono(w) ? w.text.length : 0), 0);
-  return { text, box: unionBox(words.map((w) => w.box)), size: sizes[sizes.length >> 1]!, bold: boldChars > chars * 0.6, mono: monoChars > chars * 0.6, chars, words, page };
+  // OCR knows no fonts: there a line of code is known by its text
+  const mono = words[0]?.font === undefined ? CODE_LINE.test(text) : monoChars > chars * 0.6;
+  return { text, box: unionBox(words.map((w) => w.box)), size: sizes[sizes.length >> 1]!, bold: boldChars > chars * 0.6, mono, chars, words, page };
 }
 
 // ---------------------------------------------------------------- 2. headers and footers
@@ -292,7 +296,7 @@ function blocksOf(segs: Seg[], body: number): Block[] {
     if (cur && last && (s.mono || last.mono)) {
       // a code block: monospaced lines that follow each other, blank lines inside allowed
       const gap = s.box.y - bottom(last.box);
-      join = s.mono && last.mono && gap > -last.box.height * 0.5 && gap < Math.max(last.box.height, 4) * 2.6 && Math.abs(s.size - last.size) <= 0.6;
+      join = s.mono && last.mono && gap > -last.box.height * 0.5 && gap < Math.max(last.box.height, 4) * 2.6 && (s.words[0]?.font === undefined || Math.abs(s.size - last.size) <= 0.6); // OCR sizes come from ink heights
     } else if (cur && last && !marker) {
       const gap = s.box.y - bottom(last.box);
       const tol = s.words[0]?.font === undefined ? 0.15 : 0.08; // OCR sizes are estimates
@@ -452,8 +456,10 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
           if (!b.list.ordered) el.marker = '•';
         } else if (isFormula(text)) el.type = 'formula';
         const words = text.split(/\s+/).length;
+        // OCR sizes and weights are estimates: there only a clearly larger line is a heading
+        const ocr = p.source === 'ocr';
         const headingCandidate = !b.list && el.type === 'paragraph' && words <= 20 && b.segs.length <= 3 && !/[.:;,]$/.test(text) && /\p{L}/u.test(text) &&
-          (size >= body * 1.15 || (bold && words <= 12));
+          (ocr ? size >= body * 1.25 || (SECTION_NUMBER.test(text) && size >= body * 1.1) : size >= body * 1.15 || (bold && words <= 12));
         pending.push({ el, size, bold, headingCandidate });
       }
       run = [];
