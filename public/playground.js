@@ -4,7 +4,9 @@ const keyInput = $('api-key');
 keyInput.value = localStorage.getItem('svc-key') ?? '';
 keyInput.addEventListener('change', () => { localStorage.setItem('svc-key', keyInput.value.trim()); loadModels(); });
 
-const headers = (extra = {}) => (keyInput.value.trim() ? { ...extra, authorization: `Bearer ${keyInput.value.trim()}` } : extra);
+// Signed in to the admin console? Its area ticket works here too, with the CSRF token echoed in a header.
+const csrf = () => document.cookie.split(';').map((s) => s.trim()).find((s) => s.startsWith('svc-csrf='))?.slice(9);
+const headers = (extra = {}) => (keyInput.value.trim() ? { ...extra, authorization: `Bearer ${keyInput.value.trim()}` } : csrf() ? { ...extra, 'x-svc-csrf': csrf() } : extra);
 
 async function errorText(res) {
   const body = await res.json().catch(() => null);
@@ -25,6 +27,10 @@ async function loadModels() {
   const chosen = select.value; // a refresh (after a pull) keeps the user's choice
   select.replaceChildren(...models.map((m) => new Option(`${m.name}${m.modified_at ? '' : ' (not downloaded)'}`, m.name)));
   if (models.some((m) => m.name === chosen)) select.value = chosen;
+  const embed = $('embed-model');
+  const chosenEmbed = embed.value;
+  embed.replaceChildren(...models.filter((m) => m.modified_at).map((m) => new Option(m.name, m.name)));
+  if (models.some((m) => m.name === chosenEmbed)) embed.value = chosenEmbed;
 }
 
 function addMessage(role, text = '') {
@@ -64,6 +70,13 @@ $('chat-form').addEventListener('submit', async (ev) => {
   $('prompt').value = '';
   addMessage('user', text);
   history.push({ role: 'user', content: text });
+  let request;
+  try {
+    request = chatRequest(model);
+  } catch (e) {
+    addMessage('assistant error', e.message);
+    return;
+  }
   const out = addMessage('assistant');
   controller = new AbortController();
   $('send').disabled = true;
@@ -72,13 +85,14 @@ $('chat-form').addEventListener('submit', async (ev) => {
   try {
     const res = await fetch('/api/chat', {
       method: 'POST', headers: headers({ 'content-type': 'application/json' }), signal: controller.signal,
-      body: JSON.stringify({ model, messages: history, stream: true, options: { num_predict: 128 } }),
+      body: JSON.stringify(request),
     });
     if (!res.ok) throw new Error(await errorText(res));
     for await (const chunk of ndjson(res)) {
       if (chunk.error) throw new Error(chunk.error);
       reply += chunk.message?.content ?? '';
       out.textContent = reply;
+      for (const call of chunk.message?.tool_calls ?? []) addMessage('tool', `${call.function?.name}(${JSON.stringify(call.function?.arguments ?? {})})`);
       if (chunk.done) {
         const tps = chunk.eval_count && chunk.eval_duration ? (chunk.eval_count / (chunk.eval_duration / 1e9)).toFixed(1) : '?';
         $('chat-stats').textContent = `${chunk.eval_count ?? 0} tokens, ${tps} tokens/s, stopped: ${chunk.done_reason}`;
@@ -94,6 +108,25 @@ $('chat-form').addEventListener('submit', async (ev) => {
   }
 });
 $('stop').addEventListener('click', () => controller?.abort());
+
+/** The /api/chat request from the form: system prompt, parameters, schema and tools (JSON checked here first). */
+function chatRequest(model) {
+  const num = (id) => ($(id).value.trim() === '' ? undefined : Number($(id).value));
+  const parse = (id, what) => {
+    const t = $(id).value.trim();
+    if (!t) return undefined;
+    try { return JSON.parse(t); } catch { throw new Error(`${what} is not valid JSON`); }
+  };
+  const system = $('system').value.trim();
+  const options = Object.fromEntries(Object.entries({ temperature: num('temperature'), top_p: num('top-p'), num_predict: num('max-tokens'), seed: num('seed') }).filter(([, v]) => v !== undefined));
+  const format = parse('schema', 'the schema');
+  const tools = parse('tools', 'the tools');
+  return {
+    model, stream: true, options,
+    messages: system ? [{ role: 'system', content: system }, ...history] : history,
+    ...(format ? { format } : {}), ...(tools ? { tools } : {}),
+  };
+}
 
 $('pull').addEventListener('click', async () => {
   const model = $('model').value;
@@ -133,6 +166,32 @@ $('pdf-form').addEventListener('submit', async (ev) => {
     pre.textContent = JSON.stringify(await res.json(), null, 2);
     result.replaceChildren(pre);
   }
+});
+
+$('doc-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const file = $('doc-file').files[0];
+  if (!file) return;
+  const form = new FormData();
+  form.append('file', file);
+  $('doc-status').textContent = 'converting…';
+  $('doc-result').hidden = true;
+  const res = await fetch('/svc/v1/document-to-markdown', { method: 'POST', headers: headers(), body: form });
+  if (!res.ok) { $('doc-status').textContent = await errorText(res); return; }
+  if (res.status === 202) { $('doc-status').textContent = `running as a job: ${(await res.json()).job_id}`; return; }
+  const r = await res.json();
+  $('doc-status').textContent = `${r.format}, ${r.page_count ?? '?'} page(s)${r.ocr_pages?.length ? `, OCR on ${r.ocr_pages.length}` : ''}`;
+  $('doc-result').textContent = r.markdown;
+  $('doc-result').hidden = false;
+});
+
+$('embed-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const res = await fetch('/api/embed', { method: 'POST', headers: headers({ 'content-type': 'application/json' }), body: JSON.stringify({ model: $('embed-model').value, input: $('embed-text').value }) });
+  $('embed-result').hidden = false;
+  if (!res.ok) { $('embed-result').textContent = await errorText(res); return; }
+  const v = (await res.json()).embeddings[0];
+  $('embed-result').textContent = `${v.length} dimensions: [${v.slice(0, 8).map((x) => x.toFixed(4)).join(', ')}, …]`;
 });
 
 loadVersion();

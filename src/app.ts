@@ -2,6 +2,8 @@
 import { Hono } from 'hono';
 import type { Deps } from './deps.ts';
 import { auth } from './http/auth.ts';
+import { areaTicketAuth } from './http/area-ticket.ts';
+import { securityHeaders } from './http/security-headers.ts';
 import { bodyLimit } from './http/body-limit.ts';
 import type { AppEnv } from './http/context.ts';
 import { toErrorResponse } from './http/errors.ts';
@@ -24,10 +26,12 @@ import { openaiModelRoutes } from './routes/openai/models.ts';
 import { openaiChatRoutes } from './routes/openai/chat.ts';
 import { openaiCompletionRoutes } from './routes/openai/completions.ts';
 import { openaiEmbeddingRoutes } from './routes/openai/embeddings.ts';
+import { openaiAudioRoutes } from './routes/openai/audio.ts';
 import { rootRoutes } from './routes/root.ts';
 import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
 import { adminSettingsRoutes } from './routes/svc/admin-settings.ts';
+import { adminConsoleRoutes } from './routes/svc/admin-console.ts';
 import { pdfRoutes } from './routes/svc/pdf/index.ts';
 import { pdfTrustRoutes } from './routes/svc/pdf/trust.ts';
 import { documentRoutes } from './routes/svc/documents/index.ts';
@@ -35,6 +39,9 @@ import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
 import { trainingRoutes } from './routes/svc/training.ts';
+import { textRoutes } from './routes/svc/text/index.ts';
+import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
+import { agentRoutes } from './routes/svc/agents.ts';
 import { ServiceError } from './services/errors.ts';
 
 export interface AppOptions {
@@ -48,6 +55,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   const publicDir = findPublicDir();
 
   app.use('*', requestMeta(nodeTag, log));
+  app.use('*', areaTicketAuth(deps.adminConsole.tickets));
   app.use('*', auth(keys));
   app.use('*', bodyLimit(config.maxUploadBytes));
 
@@ -58,9 +66,10 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   // dialect A
   app.route('/', openaiFileRoutes(deps.files));
   app.route('/', openaiModelRoutes(deps.models));
-  app.route('/', openaiChatRoutes(deps.chat, log));
+  app.route('/', openaiChatRoutes(deps.chat, log, deps.agents));
   app.route('/', openaiCompletionRoutes(deps.chat, deps.engine, log));
   app.route('/', openaiEmbeddingRoutes(deps.chat, deps.runner));
+  app.route('/', openaiAudioRoutes(deps));
   // dialect B
   app.route('/', versionRoutes());
   app.route('/', ollamaModelRoutes(deps.models, deps.engine));
@@ -77,12 +86,18 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', adminJobRoutes(deps.runner));
   app.route('/', adminSettingsRoutes(deps.adminSettings));
   app.route('/', adminMemoryRoutes(deps.engine));
+  app.route('/', adminConsoleRoutes(deps.adminConsole));
   app.route('/', pdfRoutes(deps));
   app.route('/', pdfTrustRoutes(deps));
   app.route('/', documentRoutes(deps));
   app.route('/', mediaRoutes(deps));
   app.route('/', trainingRoutes(deps));
+  app.route('/', textRoutes(deps));
+  app.route('/', agentRoutes(deps.agents));
+  // the tool-protocol server: its tools call the routes above in-process, under the caller's key
+  app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init)), (owner) => skillPrompts(deps.agents, owner.id)));
   opts.extraRoutes?.(app, deps);
+  app.use('*', securityHeaders());
   app.use('*', serveStatic(publicDir, embeddedPublic));
 
   app.notFound((c) => toErrorResponse(new ServiceError(404, 'not_found', `route ${c.req.method} ${c.req.path} not found`), c, log.error));

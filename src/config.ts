@@ -47,6 +47,7 @@ export const settings = {
   trainingMemoryWaitSeconds: s('int', int(0), 600, 'a training job refused for device memory waits this long before failing'),
   pdfTrustAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of PDF signing and verification: hosts that TSA, OCSP and CRL requests may reach (comma separated; empty = none)'),
   pdfTrustAnchors: s('string', v.string(), '', 'PEM file of certificates that pdf-verify trusts in addition to those a request gives'),
+  textModel: s('string', v.pipe(v.string(), v.minLength(1)), 'qwen2.5:0.5b', 'chat model of the text tasks (summarize, translate, rewrite, correct, extract, categorize) when a request names none'),
 } as const;
 
 export type Settings = typeof settings;

@@ -2,6 +2,7 @@
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import type { AdminSettings } from './services/admin/settings.ts';
+import type { AdminConsole } from './services/admin/console.ts';
 import type { FileStore } from './services/files/file-store.ts';
 import type { JobRecords } from './services/jobs/job-records.ts';
 import type { TaskRunner } from './services/jobs/task-runner.ts';
@@ -12,6 +13,9 @@ import type { InferenceEngine } from './services/inference/engine.ts';
 import type { ModelServices } from './services/models/model-services.ts';
 import type { OpenedStore } from './store/db.ts';
 import type { MediaService } from './services/media/media-service.ts';
+import type { AgentService } from './services/agents/agent-service.ts';
+import type { TranscriptionService } from './services/media/transcription.ts';
+import type { TextService } from './services/text/text-service.ts';
 
 export interface Deps {
   config: Config;
@@ -31,6 +35,14 @@ export interface Deps {
   chat: ChatService;
   /** Audio/video decoding, voice activity detection, video frames (src/services/media/). */
   media: MediaService;
+  /** Whisper transcription and translation, chunked at VAD silences (src/services/media/transcription.ts). */
+  transcription: TranscriptionService;
   /** Training jobs (classifier heads over embeddings) and classify (src/services/training/). */
   training: TrainingService;
+  /** Admin console: area tickets, two-factor sign-in, dashboard, recent errors (src/services/admin/). */
+  adminConsole: AdminConsole;
+  /** Agents and versioned skills per key, applied to chat requests (src/services/agents/). */
+  agents: AgentService;
+  /** Text tasks: summarise, translate, rewrite, correct, analyse, extract (src/services/text/). */
+  text: TextService;
 }

@@ -1,16 +1,19 @@
 /** Entry point: read config, open the store, build the app, serve. Nothing else. */
 import { ConfigError, helpText, loadConfig, parseArgs } from './config.ts';
 import { keysCommand } from './cli-keys.ts';
+import { CLIENT_HELP, isClientCommand, runClientCommand } from './cli/index.ts';
 import { cliArgs, envVars, exit, onShutdownSignal, runtimeName, runtimeVersion } from './runtime/env.ts';
 import { startServer } from './server.ts';
 import { VERSION } from './version.ts';
+
+if (isClientCommand(cliArgs()[0])) exit(await runClientCommand(cliArgs()));
 
 const { flags, positional } = parseArgs(cliArgs());
 const keyFlags = new Map([...flags].filter(([k]) => k === 'name' || k === 'role'));
 for (const k of keyFlags.keys()) if (positional[0] === 'keys') flags.delete(k);
 
 if (flags.has('help') || positional[0] === 'help') {
-  console.log(helpText());
+  console.log(`${helpText()}\n\n${CLIENT_HELP}`);
   exit(0);
 }
 

@@ -10,6 +10,7 @@ import { createLogger, type Logger } from './log.ts';
 import { unrefTimer } from './runtime/env.ts';
 import { serve, type RunningServer } from './runtime/serve.ts';
 import { AdminSettings } from './services/admin/settings.ts';
+import { AdminConsole } from './services/admin/console.ts';
 import { FileStore } from './services/files/file-store.ts';
 import { JobRecords } from './services/jobs/job-records.ts';
 import { TaskRunner } from './services/jobs/task-runner.ts';
@@ -21,9 +22,12 @@ import { formatConstraint } from './services/chat/format-constraint.ts';
 import { loggingLoader } from './services/inference/logging-loader.ts';
 import { ChatService } from './services/chat/chat-service.ts';
 import { TrainingService } from './services/training/training-service.ts';
+import { TextService } from './services/text/text-service.ts';
 import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
+import { AgentService } from './services/agents/agent-service.ts';
 import { MediaService } from './services/media/media-service.ts';
+import { TranscriptionService } from './services/media/transcription.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 
 export interface Services extends Deps {
@@ -52,7 +56,11 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   models.usage = residencyUsage(engine.residency);
   const chat = new ChatService({ models, engine, constrain: formatConstraint });
   const media = new MediaService({ ffmpegPath: config.ffmpegPath, wasm: config.ffmpegWasm });
+  const transcription = new TranscriptionService({ media, chat, engine });
   const training = new TrainingService({ chat, models, memoryWaitSeconds: config.trainingMemoryWaitSeconds });
+  const adminConsole = new AdminConsole({ db, keys, log, config, runner, engine, nodeTag });
+  const agents = new AgentService(db);
+  const text = new TextService({ chat, models, training, defaultModel: config.textModel });
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -63,7 +71,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training,
+    config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents, text, transcription,
     close: async () => {
       clearInterval(upkeep);
       await models.close();
@@ -72,8 +80,6 @@ export async function openServices(config: Config, log: Logger = createLogger(co
     },
   };
 }
-
-export const appOf = (s: Services, opts?: AppOptions) => createApp(s, opts);
 
 export interface StartedServer extends Services {
   server: RunningServer;

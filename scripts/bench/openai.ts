@@ -159,7 +159,7 @@ walk, run once per distinct automaton state (free strings repeat one state, so i
 vocabulary size; the model step grows with the weights. The HTTP path's extra time to first token is no longer the
 model's resolution (remembered per model until its manifest or record changes) nor the key check (a client's placeholder
 token is neither hashed nor looked up); what remains is the HTTP stack (the openai client, a fresh connection, node:http,
-Hono, the body read: about 15 ms) and garbage collection of the previous generation's tensors, paid in the request's
+Hono, the body read) and garbage collection of the previous generation's tensors, paid in the request's
 event-loop turns where the direct call defers it past its first ONNX run; it varies with the machine's load.
 With the client in the server's own process, the client's request building, SSE parsing and garbage also run on
 the server's event loop; the row with the client in its own process is what a real caller sees, and the one the

@@ -16,7 +16,7 @@ export const unauthorized = (message: string) =>
 
 /** Routes a liveness probe or a first-time visitor needs without a key. */
 const isPublic = (method: string, path: string) =>
-  path === '/health' || path === '/api/version' || ((method === 'GET' || method === 'HEAD') && !/^\/(v1|api|svc)(\/|$)/.test(path));
+  path === '/health' || path === '/svc/v1/admin/area-ticket' || path === '/svc/v1/admin/logout' || path === '/api/version' || ((method === 'GET' || method === 'HEAD') && !/^\/(v1|api|svc|mcp)(\/|$)/.test(path));
 
 export function tokenOf(authorization: string | undefined, apiKeyHeader: string | undefined): string | null {
   if (authorization) {
@@ -28,6 +28,7 @@ export function tokenOf(authorization: string | undefined, apiKeyHeader: string 
 
 export function auth(keys: KeyService): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
+    if (c.get('areaTicket')) return next(); // signed in to the admin console (src/http/area-ticket.ts)
     const path = c.req.path;
     // the header is read only where it can matter (each header read costs on the hot path)
     const family = familyOf(path, path.startsWith('/v1/') ? c.req.header('anthropic-version') : undefined);

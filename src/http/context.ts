@@ -1,4 +1,5 @@
 /** Per-request values every handler can read. */
+import type { TicketSession } from '../services/admin/area-tickets.ts';
 import type { Owner } from '../services/keys/api-keys.ts';
 
 export type AppEnv = {
@@ -8,5 +9,7 @@ export type AppEnv = {
     maxUploadBytes: number;
     /** Set when the caller went away before a synchronous task finished (logged as 499). */
     clientClosed?: boolean;
+    /** Set when the request was authenticated by an admin console area ticket. */
+    areaTicket?: TicketSession;
   };
 };

@@ -1,4 +1,4 @@
-/** The only place that asks which runtime we are on (DESIGN.md rule 4). */
+/** The only place that asks which runtime we are on. */
 import process from 'node:process';
 import { homedir } from 'node:os';
 

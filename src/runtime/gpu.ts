@@ -1,5 +1,5 @@
 /**
- * WebGPU adapter probe (DESIGN.md rule 4: runtime questions live in src/runtime/).
+ * WebGPU adapter probe (runtime questions live in src/runtime/ only).
  * Deno and browsers expose `navigator.gpu`; Node and Bun do not (there onnxruntime-node's own WebGPU
  * provider, Dawn, finds its adapter at session creation, so only trying tells).
  */

@@ -26,12 +26,10 @@ export class ServiceError extends Error {
 
 export const isServiceError = (e: unknown): e is ServiceError => e instanceof ServiceError;
 
-/** Shorthands for the reasons SPEC names. */
+/** Shorthands for the common reasons (docs/errors.md). */
 export const invalidArgument = (message: string, details?: unknown) => new ServiceError(400, 'invalid_argument', message, { details });
 export const notFound = (message: string) => new ServiceError(404, 'not_found', message);
 export const unsupportedFileType = (message: string) => new ServiceError(415, 'unsupported_file_type', message);
 export const inputTooLarge = (message: string) => new ServiceError(413, 'input_too_large', message);
-export const serviceUnavailable = (message: string, retryAfterSeconds: number) =>
-  new ServiceError(503, 'service_unavailable', message, { headers: { 'Retry-After': String(retryAfterSeconds) } });
-/** A capability this build or machine lacks (a native addon, an external tool): 501, as SPEC does for a missing media tool. */
+/** A capability this build or machine lacks (a native addon, an external tool): 501, as for a missing media tool. */
 export const capabilityUnavailable = (message: string) => new ServiceError(501, 'capability_unavailable', message);

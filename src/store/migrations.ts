@@ -62,6 +62,50 @@ export const migrations: Migration[] = [
       await db.schema.createIndex('files_expires').ifNotExists().on('files').column('expires_at').execute();
     },
   },
+  {
+    version: 6,
+    name: 'admin console: area tickets, two-factor enrollment',
+    async up(db) {
+      await db.schema.createTable('area_tickets').ifNotExists()
+        .addColumn('id_hash', 'text', (c) => c.primaryKey())
+        .addColumn('key_id', 'text', (c) => c.notNull())
+        .addColumn('csrf_token', 'text', (c) => c.notNull())
+        .addColumn('persist', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull()).execute();
+      await db.schema.createIndex('area_tickets_expires').ifNotExists().on('area_tickets').column('expires_at').execute();
+      await db.schema.createTable('admin_two_factor').ifNotExists()
+        .addColumn('key_id', 'text', (c) => c.primaryKey())
+        .addColumn('secret', 'text', (c) => c.notNull())
+        .addColumn('confirmed_at', 'bigint')
+        .addColumn('recovery_hashes', 'text', (c) => c.notNull())
+        .addColumn('last_step', 'bigint')
+        .addColumn('created_at', 'bigint', (c) => c.notNull()).execute();
+    },
+  },
+  {
+    version: 5,
+    name: 'agents and versioned skills, per key',
+    async up(db) {
+      await db.schema.createTable('agents').ifNotExists()
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('config', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('agents_pk', ['owner', 'name']).execute();
+      await db.schema.createTable('skills').ifNotExists()
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('description', 'text')
+        .addColumn('prompt', 'text', (c) => c.notNull())
+        .addColumn('input_schema', 'text', (c) => c.notNull())
+        .addColumn('output_schema', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('skills_pk', ['owner', 'name', 'version']).execute();
+    },
+  },
 ];
 
 /** Applies the pending migrations; returns the versions applied now. */

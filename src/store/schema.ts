@@ -48,12 +48,59 @@ export interface FileTable {
   expires_at: number;
 }
 
+/** A console sign-in: only the SHA-256 of the ticket is stored. */
+export interface AreaTicketTable {
+  id_hash: string;
+  key_id: string;
+  csrf_token: string;
+  persist: number;
+  created_at: number;
+  expires_at: number;
+}
+
+/** TOTP second factor of an admin key; `confirmed_at` null while enrollment is pending. */
+export interface AdminTwoFactorTable {
+  key_id: string;
+  secret: string;
+  confirmed_at: number | null;
+  /** JSON array of SHA-256 hex digests of the unused recovery codes. */
+  recovery_hashes: string;
+  /** Last accepted TOTP time step (a code is accepted once). */
+  last_step: number | null;
+  created_at: number;
+}
+
 export interface Database {
   meta: MetaTable;
   api_keys: ApiKeyTable;
   settings: SettingTable;
   jobs: JobTable;
   files: FileTable;
+  area_tickets: AreaTicketTable;
+  admin_two_factor: AdminTwoFactorTable;
+  agents: AgentTable;
+  skills: SkillTable;
 }
 
 export type Db = Kysely<Database>;
+
+/** A named agent configuration of one key; `config` is JSON text (docs/api/agents.md). */
+export interface AgentTable {
+  owner: string;
+  name: string;
+  config: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One version of a named skill of one key; schemas are JSON text. */
+export interface SkillTable {
+  owner: string;
+  name: string;
+  version: number;
+  description: string | null;
+  prompt: string;
+  input_schema: string;
+  output_schema: string | null;
+  created_at: number;
+}

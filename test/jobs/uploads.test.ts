@@ -52,30 +52,46 @@ describe('uploads', () => {
     assert.equal(noPurpose.status, 400);
   });
 
-  test('a 150 MB upload is refused with 413 at the door while memory stays flat', async () => {
-    const rssBefore = process.memoryUsage().rss;
-    const total = 150 * 1024 * 1024;
-    const chunk = new Uint8Array(1024 * 1024);
-    const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest(`${srv.url}/svc/v1/files/upload`, {
-        method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=XYZ', 'content-length': String(total) },
-      }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
-      req.on('error', () => {}); // the server may close the socket once it answered
+  test('a 150 MB chunked upload (no Content-Length) is counted as it streams: 413, memory flat, nothing left behind', async () => {
+    // Without Content-Length nothing can be refused at the door: the server must count while it reads.
+    const small = await listening({ maxUploadBytes: 100 * 1024 * 1024 });
+    try {
+      const before = await uploadFiles(small.files.dir);
+      const rssBefore = process.memoryUsage().rss;
+      let peak = rssBefore;
+      const sample = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 20);
+      const total = 150 * 1024 * 1024;
+      const chunk = new Uint8Array(1024 * 1024).fill(0x61);
+      const boundary = 'XYZ';
       let sent = 0;
-      const pump = () => {
-        while (sent < total) {
-          sent += chunk.length;
-          if (!req.write(chunk)) return req.once('drain', pump);
-        }
-        req.end();
-      };
-      pump();
-      setTimeout(() => reject(new Error('no answer')), 60_000).unref();
-    });
-    assert.equal(status, 413);
-    const grown = (process.memoryUsage().rss - rssBefore) / 1024 / 1024;
-    assert.ok(grown < 60, `RSS grew by ${grown.toFixed(1)} MB`);
-    assert.deepEqual(await uploadFiles(srv.files.dir), (await uploadFiles(srv.files.dir)).filter((n) => n.startsWith('file-')));
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${small.url}/svc/v1/files/upload`, {
+          method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
+        req.on('error', () => {}); // the server may close the socket once it answered
+        let closed = false;
+        req.on('close', () => { closed = true; });
+        req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+        const pump = () => {
+          while (sent < total && !closed) {
+            sent += chunk.length;
+            if (!req.write(chunk)) return req.once('drain', pump);
+          }
+          if (!closed) req.end(`\r\n--${boundary}--\r\n`);
+        };
+        pump();
+        setTimeout(() => reject(new Error('no answer')), 120_000).unref();
+      });
+      clearInterval(sample);
+      assert.equal(status, 413);
+      assert.ok(sent > 100 * 1024 * 1024, `the body streamed past the limit before the answer (${sent} bytes sent)`);
+      const grown = (peak - rssBefore) / 1024 / 1024;
+      assert.ok(grown < 60, `peak RSS grew by ${grown.toFixed(1)} MB for a ${total / 1024 / 1024} MB body`);
+      assert.deepEqual(await uploadFiles(small.files.dir), before);
+      assert.deepEqual(await partials(small.files.dir).catch(() => []), []);
+    } finally {
+      await small.stop();
+    }
   });
 
   test('a chunked body without Content-Length is counted while streaming: 413, nothing left behind', async () => {

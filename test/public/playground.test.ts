@@ -71,3 +71,53 @@ test('PDF: info of an uploaded PDF, and a server error shown as text', async () 
   assert.match((await page.textContent('#pdf-result')) ?? '', /PDF|supported/i);
   await page.close();
 });
+
+test('chat with a system prompt, parameters and a JSON schema: the streamed reply parses and matches', async () => {
+  const page = await browser.newPage();
+  await page.goto(`${srv.url}/playground.html`);
+  await page.waitForSelector('#model option[value="tiny-llama:test"]', { state: 'attached' });
+  await page.selectOption('#model', 'tiny-llama:test');
+  await page.click('#chat-options summary');
+  await page.fill('#system', 'Answer in JSON.');
+  await page.fill('#temperature', '0');
+  await page.fill('#max-tokens', '48');
+  await page.fill('#schema', JSON.stringify({ type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] }));
+  await page.fill('#prompt', 'Give me a number');
+  // count the streamed updates of the reply as they arrive
+  await page.evaluate(() => {
+    const w = window as unknown as { updates: number };
+    w.updates = 0;
+    new MutationObserver(() => { w.updates++; }).observe(document.getElementById('transcript')!, { subtree: true, childList: true, characterData: true });
+  });
+  await page.click('#send');
+  await page.waitForFunction(() => /tokens\/s/.test(document.getElementById('chat-stats')?.textContent ?? ''), undefined, { timeout: 60_000 });
+  const reply = JSON.parse((await page.textContent('.msg.assistant')) ?? '');
+  assert.equal(typeof reply.a, 'number');
+  assert.ok(await page.evaluate(() => (window as unknown as { updates: number }).updates) > 3, 'the reply streamed in pieces');
+  await page.fill('#schema', '{not json');
+  await page.fill('#prompt', 'again');
+  await page.click('#send');
+  await page.waitForSelector('.msg.error');
+  assert.match((await page.textContent('.msg.error')) ?? '', /schema is not valid JSON/);
+  await page.screenshot({ path: '/tmp/svc-playground-structured.png', fullPage: true });
+  await page.close();
+});
+
+test('document to Markdown: a dropped PDF comes back as Markdown', async () => {
+  const doc = await PDFDocument.create();
+  const font = await doc.embedFont(StandardFonts.Helvetica);
+  const p = doc.addPage([400, 500]);
+  p.drawText('Quarterly report', { x: 40, y: 440, font, size: 24 });
+  p.drawText('Sales grew in every region this quarter.', { x: 40, y: 400, font, size: 12 });
+  const page = await browser.newPage();
+  await page.goto(`${srv.url}/playground.html`);
+  await page.setInputFiles('#doc-file', { name: 'report.pdf', mimeType: 'application/pdf', buffer: Buffer.from(await doc.save()) });
+  await page.click('#doc-form button[type=submit]');
+  await page.waitForSelector('#doc-result:not([hidden])', { timeout: 60_000 });
+  const md = (await page.textContent('#doc-result')) ?? '';
+  assert.match(md, /Quarterly report/);
+  assert.match(md, /Sales grew in every region/);
+  assert.match((await page.textContent('#doc-status')) ?? '', /1 page/);
+  await page.screenshot({ path: '/tmp/svc-playground-markdown.png', fullPage: true });
+  await page.close();
+});

@@ -227,10 +227,12 @@ export const FIXTURE_CATALOG: readonly CatalogEntry[] = [
     capabilities: ['embedding'], components: ['model'], embedding: { pooling: 'mean', normalize: true }, details: { family: 'bert' } },
   { name: 'tiny-bert-reranker:test', aliases: ['tiny-bert-reranker'], repo: 'svc-test/tiny-bert-reranker', dtype: 'fp32', kind: 'reranker',
     capabilities: [], components: ['model'], details: { family: 'bert' } },
+  { name: 'tiny-whisper:test', aliases: ['tiny-whisper'], repo: 'svc-test/tiny-whisper', dtype: 'fp32', kind: 'speech',
+    capabilities: [], components: ['encoder_model', 'decoder_model_merged'], details: { family: 'whisper' } },
 ];
 
 /** A stand-in serving every fixture model; register FIXTURE_CATALOG in the catalog under test. */
 export async function startFixtureHub(): Promise<HubStandIn> {
-  const names = ['tiny-llama', 'tiny-bert-embed', 'tiny-bert-reranker'];
+  const names = ['tiny-llama', 'tiny-bert-embed', 'tiny-bert-reranker', 'tiny-whisper'];
   return HubStandIn.start(Object.fromEntries(names.map((n) => [`svc-test/${n}`, join(FIXTURE_MODELS_DIR, n)])));
 }

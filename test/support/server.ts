@@ -2,10 +2,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AppOptions } from '../../src/app.ts';
+import { createApp, type AppOptions } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { appOf, openServices, startServer, type Services, type StartedServer } from '../../src/server.ts';
+import { openServices, startServer, type Services, type StartedServer } from '../../src/server.ts';
 
 export async function tempDir(prefix = 'svc-test-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
@@ -26,7 +26,7 @@ export interface InProcess {
 export async function inProcess(overrides: Partial<Config> = {}, opts?: AppOptions): Promise<InProcess> {
   const dataDir = overrides.dataDir ?? (await tempDir());
   const s = await openServices(testConfig({ dataDir, ...overrides }), createLogger('silent'));
-  const app = appOf(s, opts);
+  const app = createApp(s, opts);
   return {
     s, dataDir,
     request: async (path, init) => app.request(path, init),

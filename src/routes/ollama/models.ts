@@ -1,6 +1,6 @@
 /**
  * Dialect B model management: GET /api/tags, POST /api/show, POST /api/copy, DELETE /api/delete,
- * POST /api/push (always 501). Custom models carry `"unverified": true` (SPEC "Models").
+ * POST /api/push (always 501). Custom models carry `"unverified": true` (docs/models.md).
  */
 import { Hono } from 'hono';
 import * as v from 'valibot';

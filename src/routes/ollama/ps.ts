@@ -1,6 +1,6 @@
 /**
- * GET /api/ps: the loaded models, most recently used first, without `expires_at` (SPEC "Models": residency
- * follows the memory-pressure policy). `size_vram` is the size when the model runs on a GPU device, else 0,
+ * GET /api/ps: the loaded models, most recently used first, without `expires_at` (residency
+ * follows the memory-pressure policy, not a timer). `size_vram` is the size when the model runs on a GPU device, else 0,
  * and `backend` says where it runs (device, ONNX Runtime package, dtype, fallbacks taken).
  */
 import { Hono } from 'hono';

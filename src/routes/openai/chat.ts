@@ -12,13 +12,16 @@ import type { Logger } from '../../log.ts';
 import type { ChatService } from '../../services/chat/chat-service.ts';
 import { chatChunks, chatCompletion, planChat } from '../../services/chat/openai-chat.ts';
 import { ServiceError } from '../../services/errors.ts';
+import type { AgentService } from '../../services/agents/agent-service.ts';
 
-export function openaiChatRoutes(chat: ChatService, log: Logger) {
+export function openaiChatRoutes(chat: ChatService, log: Logger, agents?: AgentService) {
   const app = new Hono<AppEnv>();
   app.post('/v1/chat/completions', async (c) => {
     const body = await readJsonBody(c);
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
-    const plan = planChat(body as Record<string, unknown>, c.req.raw.signal);
+    // an agent and a skill become plain chat fields first (unknown names: 400)
+    const applied = agents ? await agents.applyToChat(c.get('owner').id, body as Record<string, unknown>) : (body as Record<string, unknown>);
+    const plan = planChat(applied, c.req.raw.signal);
     if (!plan.stream) return c.json(await chatCompletion(chat, plan));
     const s = await chat.chat(plan.request);
     return sseResponse(c, chatChunks(s, plan), { logError: log.error, requestId: c.get('requestId') });

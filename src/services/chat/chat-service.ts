@@ -99,7 +99,7 @@ const TASK: Record<ModelKind, EngineSpec['task'] | undefined> = {
   generation: 'text-generation',
   embedding: 'feature-extraction',
   reranker: 'text-classification',
-  speech: undefined,
+  speech: 'automatic-speech-recognition',
   classifier: undefined,
 };
 
@@ -230,15 +230,15 @@ export class ChatService {
   /** Embeddings, one vector per input (over-long inputs chunked and mean-pooled); [] preloads. */
   async embed(name: string, inputs: string[], o: { keepAlive?: unknown; signal?: AbortSignal } = {}) {
     const m = await this.resolve(name, 'embedding');
-    const t0 = process.hrtime.bigint();
+    const t0 = performance.now();
     if (inputs.length === 0) {
       const { loadNs } = await this.#engine.residency.preload(m.engineSpec, o.keepAlive === undefined ? undefined : parseKeepAlive(o.keepAlive, 0));
-      return { model: m.name, vectors: [] as number[][], promptTokens: 0, loadNs, totalNs: Number(process.hrtime.bigint() - t0) };
+      return { model: m.name, vectors: [] as number[][], promptTokens: 0, loadNs, totalNs: Math.round((performance.now() - t0) * 1e6) };
     }
     const r = await this.#engine.embed(m.engineSpec, inputs, { keepAlive: o.keepAlive, signal: o.signal });
     return {
       model: m.name, vectors: r.vectors, promptTokens: r.tokens.reduce((a, b) => a + b, 0),
-      loadNs: r.loadNs, totalNs: Number(process.hrtime.bigint() - t0),
+      loadNs: r.loadNs, totalNs: Math.round((performance.now() - t0) * 1e6),
     };
   }
 }

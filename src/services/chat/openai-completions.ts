@@ -6,6 +6,7 @@
  * Embeddings: one vector per input; `dimensions` truncates and renormalises (any size up to the model's
  * own); `encoding_format: base64` packs little-endian float32.
  */
+import { bytesToBase64 } from '../base64.ts';
 import { ServiceError } from '../errors.ts';
 import type { InferenceEngine } from '../inference/engine.ts';
 import type { GenerationResult } from '../inference/generate.ts';
@@ -126,9 +127,9 @@ function shape(vec: number[], dims: number | undefined): number[] {
 }
 
 function toBase64(vec: number[]): string {
-  const buf = Buffer.alloc(vec.length * 4);
-  vec.forEach((x, i) => buf.writeFloatLE(x, i * 4));
-  return buf.toString('base64');
+  const view = new DataView(new ArrayBuffer(vec.length * 4));
+  vec.forEach((x, i) => view.setFloat32(i * 4, x, true));
+  return bytesToBase64(new Uint8Array(view.buffer));
 }
 
 export async function embeddings(chat: ChatService, plan: EmbeddingPlan, signal?: AbortSignal) {

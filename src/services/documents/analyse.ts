@@ -3,7 +3,7 @@
  * analysis; pages without text are rendered and OCR'd. Images: OCR then layout analysis. Other formats:
  * their converter's Markdown, read back into elements.
  */
-import { readFile } from 'node:fs/promises';
+import { bytesToBase64 } from '../base64.ts';
 import { invalidArgument } from '../errors.ts';
 import { pdfLayout, type LayoutPage } from '../pdf/pdf-layout.ts';
 import { resolvePages, type PageSelection } from '../pdf/page-ranges.ts';
@@ -43,11 +43,6 @@ export interface Analysed extends AnalysedDocument {
 }
 
 const SCAN_CHARS = 16; // a page with fewer text-layer characters is treated as a scan
-
-export async function analyseFile(path: string, format: DocFormat, opts: AnalyseOptions = {}): Promise<Analysed> {
-  const bytes = new Uint8Array(await readFile(path));
-  return analyseBytes(bytes, format, opts);
-}
 
 export async function analyseBytes(bytes: Uint8Array, format: DocFormat, opts: AnalyseOptions = {}): Promise<Analysed> {
   if (format === 'pdf') return analysePdf(bytes, opts);
@@ -171,7 +166,7 @@ async function figures(bytes: Uint8Array, elements: DocElement[], opts: AnalyseO
   for (const f of figs) {
     const g = renders.get(f.page!)!;
     const crop = cropGray(g, f.bbox!.x * k, f.bbox!.y * k, f.bbox!.width * k, f.bbox!.height * k);
-    if (opts.includeFigureImages) f.image = { mime_type: 'image/png', data: Buffer.from(await encodeGray(crop, 'png')).toString('base64') };
+    if (opts.includeFigureImages) f.image = { mime_type: 'image/png', data: bytesToBase64(await encodeGray(crop, 'png')) };
     if (engine && crop.width >= 32 && crop.height >= 16) {
       const o = await ocrGray(crop, f.page!, engine, { detectOrientation: false, deskew: false, signal: opts.signal });
       if (o.text.trim()) f.text = o.text.trim();

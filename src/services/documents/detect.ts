@@ -5,6 +5,7 @@
  * files, random bytes — is 415 unsupported_file_type.
  */
 import { open } from 'node:fs/promises';
+import { parse as parseCsv } from 'csv-parse/sync';
 import { unzipSync } from 'fflate';
 import { unsupportedFileType } from '../errors.ts';
 
@@ -131,25 +132,22 @@ function isEml(t: string): boolean {
   return mailish >= 2 && (names.has('from') || names.has('received') || names.has('message-id'));
 }
 
-function csvFields(line: string): number {
-  let n = 1, quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (c === '"') quoted = !quoted;
-    else if (c === ',' && !quoted) n++;
-  }
-  return n;
-}
-
+/** CSV when the first records (read by a CSV parser, so quoted commas and newlines count right) have one width of two or more. */
 function isCsv(t: string): boolean {
-  const lines = t.split(/\r?\n/).filter((l) => l.trim() !== '').slice(0, 50);
-  if (lines.length > 1 && t.length >= 4096) lines.pop(); // the head may cut the last line
-  if (lines.length < 2) return false;
-  const counts = lines.map(csvFields);
-  const first = counts[0]!;
+  let records: string[][];
+  try {
+    // The head may cut the last record: parse whole lines only, at most 50 records.
+    const text = t.length >= 4096 ? t.slice(0, t.lastIndexOf('\n') + 1) : t;
+    records = parseCsv(text, { relax_column_count: true, skip_empty_lines: true, to: 50 }) as string[][];
+  } catch {
+    return false;
+  }
+  if (records.length < 2) return false;
+  const first = records[0]!.length;
   if (first < 2) return false;
-  if (/^\s*[#>*-]|^\s*\d+\.\s/.test(lines[0]!) && !lines[0]!.includes('"')) return false;
-  return counts.filter((c) => c === first).length >= lines.length * 0.9;
+  const line0 = t.trimStart().split(/\r?\n/, 1)[0]!;
+  if (/^\s*[#>*-]|^\s*\d+\.\s/.test(line0) && !line0.includes('"')) return false;
+  return records.filter((r) => r.length === first).length >= records.length * 0.9;
 }
 
 function isMarkdown(t: string): boolean {

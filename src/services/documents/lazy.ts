@@ -1,6 +1,6 @@
 /**
  * The document services that pull in heavy libraries (PDF layout, mammoth, exceljs, turndown, OCR),
- * loaded on first use so start-up stays fast (DESIGN.md rule 5). Same signatures as their modules.
+ * loaded on first use so start-up stays fast. Same signatures as their modules.
  */
 type Analyse = typeof import('./analyse.ts');
 type Highlight = typeof import('./highlight.ts');

@@ -1,10 +1,13 @@
 /**
- * Formats without pages to Markdown: DOCX (mammoth → HTML → turndown), HTML (turndown; tables kept as
- * Markdown tables by our own rule, since turndown's core drops them), XLSX (exceljs; one table per sheet),
- * PPTX (the slide XML read from the zip; one section per slide), ODT (content.xml), EML (headers + body),
- * CSV (one table), Markdown and plain text (as they are).
+ * Formats without pages to Markdown: DOCX (mammoth → HTML → turndown), HTML (turndown with the GFM tables
+ * plugin), XLSX (exceljs; one table per sheet), PPTX (the slide XML read from the zip with an XML parser;
+ * one section per slide), ODT (content.xml, the same way), EML (postal-mime: headers + body), CSV
+ * (csv-parse; one table), Markdown and plain text (as they are).
  */
+import { parse as parseCsvSync } from 'csv-parse/sync';
+import { XMLParser } from 'fast-xml-parser';
 import { unzipSync } from 'fflate';
+import PostalMime from 'postal-mime';
 import { ServiceError } from '../errors.ts';
 import { decodeTextHead } from './detect.ts';
 import { markdownTable } from './elements.ts';
@@ -16,17 +19,17 @@ const corrupt = (what: string, e: unknown) => new ServiceError(422, 'document_co
 type TurndownService = {
   addRule(name: string, rule: { filter: string | string[] | ((node: HTMLElement) => boolean); replacement: (content: string, node: HTMLElement) => string }): void;
   remove(filter: string | string[]): void;
+  use(plugin: unknown): void;
   turndown(html: string): string;
 };
-let turndownCtor: Promise<new (opts: object) => TurndownService> | undefined;
-
-function cellText(node: Element): string {
-  return (node.textContent ?? '').replace(/\s+/g, ' ').trim();
-}
+let turndownCtor: Promise<{ Ctor: new (opts: object) => TurndownService; tables: unknown }> | undefined;
 
 async function turndown(): Promise<TurndownService> {
-  turndownCtor ??= import('turndown').then((m) => ((m as { default?: unknown }).default ?? m) as new (opts: object) => TurndownService);
-  const Ctor = await turndownCtor;
+  turndownCtor ??= Promise.all([import('turndown'), import('@joplin/turndown-plugin-gfm')]).then(([m, g]) => ({
+    Ctor: ((m as { default?: unknown }).default ?? m) as new (opts: object) => TurndownService,
+    tables: ((g as { default?: { tables: unknown } }).default ?? (g as { tables: unknown })).tables,
+  }));
+  const { Ctor, tables } = await turndownCtor;
   const td = new Ctor({ headingStyle: 'atx', bulletListMarker: '-', codeBlockStyle: 'fenced', emDelimiter: '*' });
   td.remove(['script', 'style', 'head', 'title', 'noscript', 'template']);
   td.addRule('listItem', {
@@ -42,26 +45,7 @@ async function turndown(): Promise<TurndownService> {
       return prefix + body + (node.nextSibling && !/\n$/.test(body) ? '\n' : '');
     },
   });
-  td.addRule('table', {
-    filter: 'table',
-    replacement: (_content, node) => {
-      const rows: string[][] = [];
-      for (const tr of Array.from(node.querySelectorAll('tr'))) {
-        if (tr.closest('table') !== node) continue; // rows of nested tables belong to them
-        const cells: string[] = [];
-        for (const c of Array.from(tr.children)) {
-          if (c.tagName !== 'TD' && c.tagName !== 'TH') continue;
-          cells.push(cellText(c));
-          const span = Number(c.getAttribute('colspan') ?? 1);
-          for (let k = 1; k < Math.min(span, 50); k++) cells.push('');
-        }
-        if (cells.length) rows.push(cells);
-      }
-      if (!rows.length) return '';
-      const caption = node.querySelector('caption');
-      return `\n\n${caption ? `*${cellText(caption)}*\n\n` : ''}${markdownTable(rows)}\n\n`;
-    },
-  });
+  td.use(tables);
   return td;
 }
 
@@ -74,16 +58,29 @@ const tidy = (md: string) => `${md.replace(/\r\n/g, '\n').replace(/[ \t]+\n/g, '
 
 // ---------------------------------------------------------------- DOCX
 
+type MammothNode = { type: string; children?: MammothNode[]; isHeader?: boolean };
+type Mammoth = { convertToHtml(i: { buffer: Buffer }, o?: { transformDocument?: (d: MammothNode) => MammothNode }): Promise<{ value: string }> };
+
+/**
+ * A GFM table needs a header row. Word marks one only when "repeat as header row" is set, so a table with
+ * no marked row gets its first row as the header (what a reader of the document sees it as).
+ */
+function firstRowsAsHeaders(node: MammothNode): MammothNode {
+  if (node.type === 'table' && node.children?.length && !node.children.some((r) => r.isHeader)) node.children[0]!.isHeader = true;
+  node.children?.forEach(firstRowsAsHeaders);
+  return node;
+}
+
 export async function docxToMarkdown(bytes: Uint8Array): Promise<string> {
-  const mammoth = (await import('mammoth')) as unknown as { convertToHtml(i: { buffer: Buffer }): Promise<{ value: string }>; default?: unknown };
-  const conv = ((mammoth as { default?: typeof mammoth }).default ?? mammoth).convertToHtml;
+  const m = (await import('mammoth')) as unknown as Mammoth & { default?: Mammoth };
+  const mammoth = m.default ?? m;
   let html: string;
   try {
-    html = (await conv({ buffer: Buffer.from(bytes) })).value;
+    // mammoth reads a Node Buffer (its zip reader wants one).
+    html = (await mammoth.convertToHtml({ buffer: Buffer.from(bytes) }, { transformDocument: firstRowsAsHeaders })).value;
   } catch (e) {
     throw corrupt('DOCX document', e);
   }
-  // mammoth writes table header rows as <td> inside the first <tr>; that is our header row too
   return htmlToMarkdown(html);
 }
 
@@ -130,9 +127,35 @@ function cellValue(v: unknown, text: string): string {
 
 // ---------------------------------------------------------------- PPTX / ODT (XML inside a zip)
 
-const xmlUnescape = (s: string) =>
-  s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&#(\d+);/g, (_, d) => String.fromCodePoint(Number(d)))
-    .replace(/&#x([0-9a-f]+);/gi, (_, h) => String.fromCodePoint(parseInt(h, 16))).replace(/&amp;/g, '&');
+/** One element of fast-xml-parser's ordered output: `{ tag: children, ':@': attributes }` or `{ '#text': s }`. */
+type XNode = Record<string, unknown>;
+
+const xml = new XMLParser({
+  preserveOrder: true, ignoreAttributes: false, attributeNamePrefix: '', parseTagValue: false, parseAttributeValue: false,
+  trimValues: false, processEntities: true, htmlEntities: false, ignoreDeclaration: true, ignorePiTags: true,
+});
+
+function parseXml(text: string, what: string): XNode[] {
+  try {
+    return xml.parse(text) as XNode[];
+  } catch (e) {
+    throw corrupt(what, e);
+  }
+}
+
+const tagOf = (n: XNode) => Object.keys(n).find((k) => k !== ':@') ?? '';
+const kids = (n: XNode): XNode[] => (Array.isArray(n[tagOf(n)]) ? (n[tagOf(n)] as XNode[]) : []);
+const attr = (n: XNode, name: string): string | undefined => (n[':@'] as Record<string, string> | undefined)?.[name];
+const child = (n: XNode, tag: string) => kids(n).find((k) => tagOf(k) === tag);
+
+/** Every element named `tag` below `nodes`, in document order, not looking inside a match. */
+function findAll(nodes: XNode[], tag: string, out: XNode[] = []): XNode[] {
+  for (const n of nodes) {
+    if (tagOf(n) === tag) out.push(n);
+    else findAll(kids(n), tag, out);
+  }
+  return out;
+}
 
 function unzip(bytes: Uint8Array, what: string, filter: (name: string) => boolean): Record<string, string> {
   try {
@@ -143,45 +166,70 @@ function unzip(bytes: Uint8Array, what: string, filter: (name: string) => boolea
   }
 }
 
-/** Paragraph texts of DrawingML (<a:p> with <a:t> runs, <a:br/> line breaks). */
-function drawingParagraphs(xml: string): { text: string; level: number; bullet: boolean }[] {
-  const out: { text: string; level: number; bullet: boolean }[] = [];
-  for (const m of xml.matchAll(/<a:p>([\s\S]*?)<\/a:p>|<a:p\s[^>]*>([\s\S]*?)<\/a:p>/g)) {
-    const body = m[1] ?? m[2] ?? '';
-    const text = [...body.matchAll(/<a:t>([\s\S]*?)<\/a:t>|<a:br\/>/g)].map((t) => (t[0] === '<a:br/>' ? '\n' : xmlUnescape(t[1] ?? ''))).join('').trim();
-    if (!text) continue;
-    const lvl = /<a:pPr[^>]*\blvl="(\d+)"/.exec(body);
-    out.push({ text, level: lvl ? Number(lvl[1]) : 0, bullet: /<a:buChar|<a:buAutoNum/.test(body) });
+/** Text of a DrawingML paragraph: runs and fields in order, `<a:br>` (with or without run properties) a line break. */
+function drawingText(p: XNode): string {
+  let s = '';
+  for (const k of kids(p)) {
+    const t = tagOf(k);
+    if (t === 'a:r' || t === 'a:fld') s += kids(child(k, 'a:t') ?? {}).map((x) => String(x['#text'] ?? '')).join('');
+    else if (t === 'a:br') s += '\n';
+  }
+  return s;
+}
+
+/** Paragraphs of a shape or table cell (<a:p>), with their list level and whether they carry a bullet. */
+function drawingParagraphs(nodes: XNode[]): { text: string; level: number; bullet: boolean }[] {
+  return findAll(nodes, 'a:p').flatMap((p) => {
+    const text = drawingText(p).trim();
+    if (!text) return [];
+    const pPr = child(p, 'a:pPr');
+    const bullet = !!pPr && kids(pPr).some((k) => tagOf(k) === 'a:buChar' || tagOf(k) === 'a:buAutoNum');
+    return [{ text, level: Number(pPr && attr(pPr, 'lvl') || 0), bullet }];
+  });
+}
+
+/** Shapes and graphic frames of a shape tree in document order, groups opened. */
+function shapes(nodes: XNode[], out: XNode[] = []): XNode[] {
+  for (const n of nodes) {
+    const t = tagOf(n);
+    if (t === 'p:sp' || t === 'p:graphicFrame') out.push(n);
+    else if (t === 'p:grpSp') shapes(kids(n), out);
   }
   return out;
 }
 
+const placeholderType = (sp: XNode): string | null | undefined => {
+  const ph = findAll(kids(child(sp, 'p:nvSpPr') ?? {}), 'p:ph')[0];
+  return ph ? (attr(ph, 'type') ?? null) : undefined; // undefined: no placeholder; null: a body placeholder
+};
+
 export function pptxToMarkdown(bytes: Uint8Array): string {
-  const files = unzip(bytes, 'PPTX presentation', (n) => n === 'ppt/presentation.xml' || n === 'ppt/_rels/presentation.xml.rels' || /^ppt\/slides\/slide\d+\.xml$/.test(n));
+  const what = 'PPTX presentation';
+  const files = unzip(bytes, what, (n) => n === 'ppt/presentation.xml' || n === 'ppt/_rels/presentation.xml.rels' || /^ppt\/slides\/slide\d+\.xml$/.test(n));
   // slide order: presentation.xml's sldIdLst → relationship ids → targets
-  const rels = new Map([...(files['ppt/_rels/presentation.xml.rels'] ?? '').matchAll(/<Relationship\b[^>]*>/g)].map((m) => [/Id="([^"]+)"/.exec(m[0])?.[1], /Target="([^"]+)"/.exec(m[0])?.[1]]));
-  let order = [...(files['ppt/presentation.xml'] ?? '').matchAll(/<p:sldId\b[^>]*r:id="([^"]+)"/g)].map((m) => `ppt/${(rels.get(m[1]) ?? '').replace(/^\/?ppt\//, '')}`).filter((n) => files[n]);
-  if (!order.length) order = Object.keys(files).filter((n) => /slides\/slide\d+\.xml$/.test(n)).sort((a, b) => Number(/(\d+)\.xml$/.exec(a)![1]) - Number(/(\d+)\.xml$/.exec(b)![1]));
+  const rels = new Map(findAll(parseXml(files['ppt/_rels/presentation.xml.rels'] ?? '', what), 'Relationship').map((r) => [attr(r, 'Id'), attr(r, 'Target')]));
+  let order = findAll(parseXml(files['ppt/presentation.xml'] ?? '', what), 'p:sldId')
+    .map((s) => `ppt/${(rels.get(attr(s, 'r:id')) ?? '').replace(/^\/?ppt\//, '')}`).filter((n) => files[n]);
+  const slideNo = (n: string) => Number(/(\d+)\.xml$/.exec(n)![1]);
+  if (!order.length) order = Object.keys(files).filter((n) => /slides\/slide\d+\.xml$/.test(n)).sort((a, b) => slideNo(a) - slideNo(b));
   const parts: string[] = [];
   order.forEach((name, i) => {
-    const xml = files[name]!;
     let title = '';
     const body: string[] = [];
-    // shapes (<p:sp>) and graphic frames (tables) in document order
-    for (const m of xml.matchAll(/<p:sp>[\s\S]*?<\/p:sp>|<p:sp\s[\s\S]*?<\/p:sp>|<p:graphicFrame[\s\S]*?<\/p:graphicFrame>/g)) {
-      const shape = m[0];
-      if (shape.startsWith('<p:graphicFrame')) {
-        const rows = [...shape.matchAll(/<a:tr\b[\s\S]*?<\/a:tr>/g)].map((tr) => [...tr[0].matchAll(/<a:tc\b[\s\S]*?<\/a:tc>/g)].map((tc) => drawingParagraphs(tc[0]).map((p) => p.text).join(' ')));
+    for (const shape of shapes(findAll(parseXml(files[name]!, what), 'p:spTree').flatMap(kids))) {
+      if (tagOf(shape) === 'p:graphicFrame') {
+        const rows = findAll(kids(shape), 'a:tr').map((tr) => findAll(kids(tr), 'a:tc').map((tc) => drawingParagraphs(kids(tc)).map((p) => p.text.replace(/\n/g, ' ')).join(' ')));
         if (rows.length) body.push(markdownTable(rows));
         continue;
       }
-      const ph = /<p:ph\b[^>]*type="(title|ctrTitle)"/.exec(shape);
-      const paras = drawingParagraphs(shape);
-      if (ph && !title) { title = paras.map((p) => p.text).join(' ').replace(/\s+/g, ' '); continue; }
-      const isBodyPh = /<p:ph\b(?![^>]*type="(title|ctrTitle|subTitle|dt|ftr|sldNum)")[^>]*>/.test(shape);
-      if (/<p:ph\b[^>]*type="(dt|ftr|sldNum)"/.test(shape)) continue;
+      const ph = placeholderType(shape);
+      const paras = drawingParagraphs(kids(shape));
+      if ((ph === 'title' || ph === 'ctrTitle') && !title) { title = paras.map((p) => p.text).join(' ').replace(/\s+/g, ' '); continue; }
+      if (ph === 'dt' || ph === 'ftr' || ph === 'sldNum') continue;
+      const isBodyPh = ph === null || ph === 'body' || ph === 'obj';
       for (const p of paras) {
         const bullet = p.bullet || (isBodyPh && paras.length > 1);
+        // A line break inside a list item would end the item: it becomes a space there; elsewhere it stays a line break.
         body.push(bullet ? `${'  '.repeat(p.level)}- ${p.text.replace(/\n/g, ' ')}` : p.text);
       }
     }
@@ -202,137 +250,130 @@ function joinListLines(lines: string[]): string[] {
   return out;
 }
 
-export function odtToMarkdown(bytes: Uint8Array): string {
-  const xml = unzip(bytes, 'ODT document', (n) => n === 'content.xml')['content.xml'] ?? '';
-  const text = (s: string) => xmlUnescape(s.replace(/<text:s\b[^>]*\/>/g, ' ').replace(/<text:tab\/>/g, '\t').replace(/<text:line-break\/>/g, '\n').replace(/<[^>]+>/g, '')).trim();
-  const office = /<office:text\b[^>]*>([\s\S]*)<\/office:text>/.exec(xml)?.[1] ?? xml;
-  const out: string[] = [];
-  for (const m of office.matchAll(/<text:h\b([^>]*)>([\s\S]*?)<\/text:h>|<text:list\b[^>]*>([\s\S]*?)<\/text:list>|<table:table\b[^>]*>([\s\S]*?)<\/table:table>|<text:p\b[^>]*>([\s\S]*?)<\/text:p>/g)) {
-    if (m[2] !== undefined) {
-      const level = Number(/text:outline-level="(\d+)"/.exec(m[1] ?? '')?.[1] ?? 1);
-      out.push(`${'#'.repeat(Math.min(6, level))} ${text(m[2])}`);
-    } else if (m[3] !== undefined) {
-      out.push([...m[3].matchAll(/<text:list-item\b[^>]*>([\s\S]*?)<\/text:list-item>/g)].map((li) => `- ${text(li[1]!)}`).join('\n'));
-    } else if (m[4] !== undefined) {
-      const rows = [...m[4].matchAll(/<table:table-row\b[^>]*>([\s\S]*?)<\/table:table-row>/g)].map((r) => [...r[1]!.matchAll(/<table:table-cell\b[^>]*?(?:\/>|>([\s\S]*?)<\/table:table-cell>)/g)].map((c) => text(c[1] ?? '')));
-      if (rows.length) out.push(markdownTable(rows));
-    } else if (m[5] !== undefined) {
-      const t = text(m[5]);
-      if (t) out.push(t);
-    } else if (m[0].endsWith('/>')) continue;
+/** Inline text of an ODF element: spans and links opened, `text:s` spaces, tabs and line breaks kept; notes' bodies and annotations left out. */
+function odfText(nodes: XNode[]): string {
+  let s = '';
+  for (const n of nodes) {
+    const t = tagOf(n);
+    if (t === '#text') s += String(n['#text']);
+    else if (t === 'text:s') s += ' '.repeat(Number(attr(n, 'text:c') ?? 1));
+    else if (t === 'text:tab') s += '\t';
+    else if (t === 'text:line-break') s += '\n';
+    else if (t === 'text:note' || t === 'office:annotation' || t === 'office:annotation-end') continue;
+    else s += odfText(kids(n));
   }
+  return s;
+}
+
+function odfList(list: XNode, depth: number, out: string[]): void {
+  for (const item of kids(list).filter((k) => tagOf(k) === 'text:list-item' || tagOf(k) === 'text:list-header')) {
+    for (const k of kids(item)) {
+      if (tagOf(k) === 'text:list') odfList(k, depth + 1, out);
+      else if (tagOf(k) === 'text:p' || tagOf(k) === 'text:h') {
+        const t = odfText(kids(k)).replace(/\s+/g, ' ').trim();
+        if (t) out.push(`${'  '.repeat(depth)}- ${t}`);
+      }
+    }
+  }
+}
+
+function odfTable(table: XNode): string[][] {
+  const rows: string[][] = [];
+  for (const row of findAll(kids(table), 'table:table-row')) {
+    const cells: string[] = [];
+    for (const c of kids(row)) {
+      if (tagOf(c) !== 'table:table-cell' && tagOf(c) !== 'table:covered-table-cell') continue;
+      const text = kids(c).map((k) => odfText(kids(k))).join(' ').replace(/\s+/g, ' ').trim();
+      // A repeated cell stands for several; trailing empty repeats are the sheet's unused width.
+      const repeat = Math.min(Number(attr(c, 'table:number-columns-repeated') ?? 1), text ? 50 : 1);
+      for (let r = 0; r < repeat; r++) cells.push(text);
+    }
+    while (cells.length && cells[cells.length - 1] === '') cells.pop();
+    if (cells.length) rows.push(cells);
+  }
+  return rows;
+}
+
+function odfBlocks(nodes: XNode[], out: string[]): void {
+  for (const n of nodes) {
+    const t = tagOf(n);
+    if (t === 'text:h') {
+      const level = Number(attr(n, 'text:outline-level') ?? 1);
+      const text = odfText(kids(n)).replace(/\s+/g, ' ').trim();
+      if (text) out.push(`${'#'.repeat(Math.min(6, Math.max(1, level)))} ${text}`);
+    } else if (t === 'text:p') {
+      const text = odfText(kids(n)).trim();
+      if (text) out.push(text.replace(/[ \t]*\n[ \t]*/g, '\n'));
+    } else if (t === 'text:list') {
+      const lines: string[] = [];
+      odfList(n, 0, lines);
+      if (lines.length) out.push(lines.join('\n'));
+    } else if (t === 'table:table') {
+      const rows = odfTable(n);
+      if (rows.length) out.push(markdownTable(rows));
+    } else if (t === 'text:section' || t === 'text:index-body' || t === 'text:table-of-content') {
+      odfBlocks(kids(n), out);
+    }
+  }
+}
+
+export function odtToMarkdown(bytes: Uint8Array): string {
+  const what = 'ODT document';
+  const content = unzip(bytes, what, (n) => n === 'content.xml')['content.xml'];
+  if (content === undefined) throw corrupt(what, new Error('no content.xml'));
+  const text = findAll(parseXml(content, what), 'office:text')[0];
+  const out: string[] = [];
+  odfBlocks(text ? kids(text) : [], out);
   return tidy(out.join('\n\n'));
 }
 
 // ---------------------------------------------------------------- EML
 
-interface MimePart { headers: Map<string, string>; body: string }
-
-function parseHeaders(block: string): Map<string, string> {
-  const h = new Map<string, string>();
-  for (const line of block.replace(/\r\n/g, '\n').replace(/\n[ \t]+/g, ' ').split('\n')) {
-    const i = line.indexOf(':');
-    if (i > 0) h.set(line.slice(0, i).trim().toLowerCase(), line.slice(i + 1).trim());
-  }
-  return h;
-}
-
-function splitPart(raw: string): MimePart {
-  const m = /\r?\n\r?\n/.exec(raw);
-  return m ? { headers: parseHeaders(raw.slice(0, m.index)), body: raw.slice(m.index + m[0].length) } : { headers: parseHeaders(raw), body: '' };
-}
-
-const param = (v: string | undefined, name: string) => new RegExp(`${name}\\s*=\\s*("([^"]*)"|[^;\\s]+)`, 'i').exec(v ?? '')?.[2] ?? new RegExp(`${name}\\s*=\\s*([^;\\s]+)`, 'i').exec(v ?? '')?.[1]?.replace(/"/g, '');
-
-function decodeBody(p: MimePart): string {
-  const enc = (p.headers.get('content-transfer-encoding') ?? '').toLowerCase();
-  const charset = (param(p.headers.get('content-type'), 'charset') ?? 'utf-8').toLowerCase();
-  let bytes: Uint8Array;
-  if (enc === 'base64') bytes = Uint8Array.from(Buffer.from(p.body.replace(/\s+/g, ''), 'base64'));
-  else if (enc === 'quoted-printable') {
-    const s = p.body.replace(/=\r?\n/g, '');
-    const arr: number[] = [];
-    for (let i = 0; i < s.length; i++) {
-      if (s[i] === '=' && /^[0-9A-Fa-f]{2}$/.test(s.slice(i + 1, i + 3))) { arr.push(parseInt(s.slice(i + 1, i + 3), 16)); i += 2; }
-      else arr.push(s.charCodeAt(i) & 0xff);
-    }
-    bytes = Uint8Array.from(arr);
-  } else return p.body;
-  try { return new TextDecoder(charset).decode(bytes); } catch { return new TextDecoder().decode(bytes); }
-}
-
-/** RFC 2047 encoded words in headers. */
-function decodeWords(s: string): string {
-  return s.replace(/=\?([^?]+)\?([BbQq])\?([^?]*)\?=/g, (_, cs: string, enc: string, data: string) => {
-    const bytes = enc.toUpperCase() === 'B' ? Buffer.from(data, 'base64') : Buffer.from(data.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (__, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1');
-    try { return new TextDecoder(cs).decode(bytes); } catch { return bytes.toString('utf8'); }
-  });
-}
-
-function leaves(p: MimePart, depth = 0): MimePart[] {
-  const ct = p.headers.get('content-type') ?? 'text/plain';
-  if (/^multipart\//i.test(ct) && depth < 10) {
-    const boundary = param(ct, 'boundary');
-    if (!boundary) return [];
-    const chunks = p.body.split(new RegExp(`\\r?\\n?--${boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:--)?[ \\t]*\\r?\\n?`));
-    return chunks.slice(1).filter((c) => c.trim()).flatMap((c) => leaves(splitPart(c), depth + 1));
-  }
-  return [p];
-}
+type Mailbox = { name?: string; address?: string; group?: Mailbox[] };
+const mailbox = (a: Mailbox): string =>
+  a.group ? `${a.name ? `${a.name}: ` : ''}${a.group.map(mailbox).join(', ')}` : a.name ? `${a.name} <${a.address ?? ''}>` : (a.address ?? '');
 
 export async function emlToMarkdown(bytes: Uint8Array): Promise<string> {
-  const raw = new TextDecoder('latin1').decode(bytes);
-  const msg = splitPart(raw);
-  const parts = leaves(msg);
-  const isAttachment = (p: MimePart) => /attachment/i.test(p.headers.get('content-disposition') ?? '');
-  const plain = parts.find((p) => /^text\/plain/i.test(p.headers.get('content-type') ?? 'text/plain') && !isAttachment(p));
-  const html = parts.find((p) => /^text\/html/i.test(p.headers.get('content-type') ?? '') && !isAttachment(p));
+  let mail: Awaited<ReturnType<typeof PostalMime.parse>>;
+  try {
+    mail = await PostalMime.parse(bytes);
+  } catch (e) {
+    throw corrupt('EML message', e);
+  }
   let body = '';
-  if (html) body = await htmlToMarkdown(decodeBody(html));
-  else if (plain) body = reencode(decodeBody(plain), plain);
-  const attachments = parts.filter(isAttachment).map((p) => param(p.headers.get('content-disposition'), 'filename') ?? param(p.headers.get('content-type'), 'name') ?? 'attachment');
-  const h = msg.headers;
-  const head = ['from', 'to', 'cc', 'date', 'subject'].filter((k) => h.get(k)).map((k) => `**${k[0]!.toUpperCase()}${k.slice(1)}:** ${decodeWords(h.get(k)!)}`);
-  const subject = h.get('subject') ? decodeWords(h.get('subject')!) : 'Message';
-  return tidy([`# ${subject}`, head.join('  \n'), body.trim(), attachments.length ? `**Attachments:** ${attachments.join(', ')}` : ''].filter(Boolean).join('\n\n'));
-}
-
-/** A plain part read as latin1 is re-read in its charset (UTF-8 by default) when it was not transfer-encoded. */
-function reencode(s: string, p: MimePart): string {
-  const enc = (p.headers.get('content-transfer-encoding') ?? '').toLowerCase();
-  if (enc === 'base64' || enc === 'quoted-printable') return s;
-  const charset = (param(p.headers.get('content-type'), 'charset') ?? 'utf-8').toLowerCase();
-  try { return new TextDecoder(charset).decode(Buffer.from(s, 'latin1')); } catch { return s; }
+  if (mail.html) body = await htmlToMarkdown(mail.html);
+  else if (mail.text) body = mail.text;
+  // The Date header as written (postal-mime normalises it to ISO 8601).
+  const rawDate = mail.headers.find((h) => h.key === 'date')?.value;
+  const head: [string, string | undefined][] = [
+    ['From', mail.from && mailbox(mail.from)],
+    ['To', mail.to?.map(mailbox).join(', ')],
+    ['Cc', mail.cc?.map(mailbox).join(', ')],
+    ['Date', rawDate ?? mail.date],
+    ['Subject', mail.subject],
+  ];
+  const attachments = mail.attachments.filter((a) => a.disposition !== 'inline' || !a.contentId).map((a) => a.filename ?? 'attachment');
+  return tidy([
+    `# ${mail.subject || 'Message'}`,
+    head.filter(([, v]) => v).map(([k, v]) => `**${k}:** ${v}`).join('  \n'),
+    body.trim(),
+    attachments.length ? `**Attachments:** ${attachments.join(', ')}` : '',
+  ].filter(Boolean).join('\n\n'));
 }
 
 // ---------------------------------------------------------------- CSV and text
-
-export function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [], field = '', quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { field += '"'; i++; }
-      else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(field); field = ''; }
-    else if (c === '\n' || c === '\r') {
-      if (c === '\r' && text[i + 1] === '\n') i++;
-      row.push(field); field = '';
-      if (row.some((f) => f !== '')) rows.push(row);
-      row = [];
-    } else field += c;
-  }
-  row.push(field);
-  if (row.some((f) => f !== '')) rows.push(row);
-  return rows;
-}
 
 export function decodeText(bytes: Uint8Array): string {
   const t = decodeTextHead(bytes);
   return (t ?? new TextDecoder().decode(bytes)).replace(/^\uFEFF/, '');
 }
 
-export const csvToMarkdown = (bytes: Uint8Array) => tidy(markdownTable(parseCsv(decodeText(bytes))));
+export function csvToMarkdown(bytes: Uint8Array): string {
+  let rows: string[][];
+  try {
+    rows = parseCsvSync(decodeText(bytes), { relax_column_count: true, skip_empty_lines: true }) as string[][];
+  } catch (e) {
+    throw corrupt('CSV file', e);
+  }
+  return tidy(markdownTable(rows.filter((r) => r.some((f) => f !== ''))));
+}

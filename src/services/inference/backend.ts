@@ -36,7 +36,6 @@ export interface BackendOptions {
 
 const ORT_SYMBOL = Symbol.for('onnxruntime');
 let current: Promise<BackendRuntime> | undefined;
-let currentOrt: OrtPackage | undefined;
 
 /**
  * Initialise the process-wide backend. Later calls return the same runtime; asking for the other ONNX
@@ -56,9 +55,6 @@ export function initBackend(requested: BackendSetting = 'auto', opts: BackendOpt
   return current;
 }
 
-/** The runtime bound so far, if any (for reporting). */
-export const boundOrt = (): OrtPackage | undefined => currentOrt;
-
 async function bind(requested: BackendSetting, opts: BackendOptions): Promise<BackendRuntime> {
   const threads = opts.threads ?? 1;
   const notes: string[] = [];
@@ -67,7 +63,6 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
     try {
       await import('onnxruntime-node'); // fails where the native addon cannot load (compiled binary, odd libc)
       const tf = await import('@huggingface/transformers');
-      currentOrt = 'onnxruntime-node';
       const devices = devicesFor(requested, 'onnxruntime-node');
       if (requested === 'auto' && gpu.adapter && !gpu.software) devices.unshift('webgpu');
       if (requested === 'auto' && gpu.software) notes.push(`auto: skipped software WebGPU adapter (${gpu.description})`);
@@ -93,7 +88,6 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   const tf = await import('@huggingface/transformers').catch((e) => {
     throw new Error(`onnxruntime-web fallback: transformers.js failed to load (${firstLine(e)}); alias onnxruntime-node to a stub when bundling without it`);
   });
-  currentOrt = 'onnxruntime-web';
   const devices: Device[] = useWebGpu && gpu.adapter ? ['webgpu', 'wasm'] : ['wasm'];
   if (requested === 'webgpu' && !gpu.adapter) notes.push(`webgpu: ${gpu.description}; falling back to wasm`);
   return { requested, ort: 'onnxruntime-web', tf, devices, threads, notes };

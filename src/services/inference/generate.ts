@@ -51,7 +51,8 @@ export interface TextGeneration extends AsyncIterable<string> {
   promptTokens: number;
 }
 
-const now = () => process.hrtime.bigint();
+/** Monotonic time in nanoseconds (performance.now has microsecond resolution). */
+const now = () => performance.now() * 1e6;
 
 /** Tokens of a prompt exactly as generateText would feed it (count_tokens-style answers). */
 export function countPromptTokens(m: LoadedModel, input: GenerationInput): number {
@@ -147,9 +148,9 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
       ...(stopped && stops.matched !== undefined ? { stopSequence: stops.matched } : {}),
       timings: {
         loadNs,
-        promptEvalNs: Number((completionTokens ? tFirst : tEnd) - t0),
-        evalNs: completionTokens ? Number(tEnd - tFirst) : 0,
-        totalNs: Number(tEnd - t0) + loadNs,
+        promptEvalNs: Math.round((completionTokens ? tFirst : tEnd) - t0),
+        evalNs: completionTokens ? Math.round(tEnd - tFirst) : 0,
+        totalNs: Math.round(tEnd - t0) + loadNs,
       },
     };
   };

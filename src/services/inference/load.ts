@@ -4,10 +4,11 @@
  */
 import type { PreTrainedModel, PreTrainedTokenizer } from '@huggingface/transformers';
 import { join, resolve } from 'node:path';
+import { ServiceError } from '../errors.ts';
 import { initBackend, sessionPlacement, firstLine, type BackendSetting, type Device, type OrtPackage, type Transformers } from './backend.ts';
 import { availableDtypes, modelSizeBytes, readJson, readPooling, type Dtype, type PoolingConfig } from './model-files.ts';
 
-export type Task = 'text-generation' | 'feature-extraction' | 'text-classification';
+export type Task = 'text-generation' | 'feature-extraction' | 'text-classification' | 'automatic-speech-recognition';
 
 export interface LoadOptions {
   backend?: BackendSetting;
@@ -33,6 +34,8 @@ export interface LoadedModel {
   model: PreTrainedModel;
   /** The transformers.js module bound to this model's runtime (Tensor constructors etc.). */
   tf: Transformers;
+  /** Set for speech models: the feature extractor (log-mel spectrogram). */
+  processor?: import('@huggingface/transformers').Processor;
   /** Set for feature-extraction models. */
   pooling?: PoolingConfig;
   /** Largest sequence the model accepts (position embeddings / tokenizer limit). */
@@ -40,22 +43,32 @@ export interface LoadedModel {
   dispose(): Promise<void>;
 }
 
+/** The model's files are there but no runtime could open them (corrupt, truncated, an unsupported operator). */
+export const modelLoadFailed = (message: string) => new ServiceError(500, 'model_load_failed', message);
+
 const AUTO_CLASS = {
   'text-generation': 'AutoModelForCausalLM',
   'feature-extraction': 'AutoModel',
   'text-classification': 'AutoModelForSequenceClassification',
+  'automatic-speech-recognition': 'AutoModelForSpeechSeq2Seq',
 } as const;
 
+/** ONNX graph whose presence names the dtypes a model has: speech models split into encoder and decoder. */
+const MAIN_GRAPH: Record<Task, string> = {
+  'text-generation': 'model', 'feature-extraction': 'model', 'text-classification': 'model',
+  'automatic-speech-recognition': 'encoder_model',
+};
+
 export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {}): Promise<LoadedModel> {
-  const t0 = process.hrtime.bigint();
+  const t0 = performance.now();
   const dir = resolve(dirIn);
   const rt = await initBackend(opts.backend ?? 'auto', { threads: opts.threads, wasmPaths: opts.wasmPaths });
   rt.tf.env.allowRemoteModels = false;
   rt.tf.env.allowLocalModels = true;
-  const present = await availableDtypes(dir);
+  const present = await availableDtypes(dir, MAIN_GRAPH[task]);
   const dtype = opts.dtype ?? present[0];
   if (!dtype || !present.includes(dtype)) {
-    throw new Error(`no onnx/model file for dtype ${opts.dtype ?? '(any)'} in ${dir} (have: ${present.join(', ') || 'none'})`);
+    throw modelLoadFailed(`no onnx/model file for dtype ${opts.dtype ?? '(any)'} in ${dir} (have: ${present.join(', ') || 'none'})`);
   }
   const config = (await readJson(join(dir, 'config.json'))) ?? {};
   const tokenizer = await rt.tf.AutoTokenizer.from_pretrained(dir);
@@ -71,7 +84,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
       fallbacks.push({ device: d, error: firstLine(e) });
     }
   }
-  if (!model || !device) throw new Error(`could not load ${dir}: ${fallbacks.map((f) => `${f.device}: ${f.error}`).join('; ')}`);
+  if (!model || !device) throw modelLoadFailed(`could not load ${dir}: ${fallbacks.map((f) => `${f.device}: ${f.error}`).join('; ')}`);
   const notes = [...rt.notes, ...fallbacks.map((f) => `${f.device} failed (${f.error}); fell back`)];
   const tokMax = Number((tokenizer as unknown as { model_max_length?: number }).model_max_length);
   const posMax = Number(config.max_position_embeddings);
@@ -85,13 +98,16 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
     ort: rt.ort,
     fallbacks,
     notes,
-    sizeBytes: await modelSizeBytes(dir, dtype),
-    loadNs: Number(process.hrtime.bigint() - t0),
+    sizeBytes: task === 'automatic-speech-recognition'
+      ? (await modelSizeBytes(dir, dtype, 'encoder_model')) + (await modelSizeBytes(dir, dtype, 'decoder_model_merged'))
+      : await modelSizeBytes(dir, dtype),
+    loadNs: Math.round((performance.now() - t0) * 1e6),
     config,
     tokenizer,
     model: m,
     tf: rt.tf,
     pooling: task === 'feature-extraction' ? await readPooling(dir) : undefined,
+    processor: task === 'automatic-speech-recognition' ? await rt.tf.AutoProcessor.from_pretrained(dir) : undefined,
     maxTokens,
     dispose: () => m.dispose().then(() => undefined),
   };

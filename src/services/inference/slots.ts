@@ -1,6 +1,6 @@
 /**
  * Inference slots: at most `limit` concurrent generations on one model. When all are busy, `Queue` waits
- * in arrival order and `Reject` sheds load with 503 + Retry-After: 1 (SPEC status map).
+ * in arrival order and `Reject` sheds load with 503 + Retry-After: 1 (docs/errors.md).
  */
 import { ServiceError } from '../errors.ts';
 

@@ -1,4 +1,4 @@
-/** Polling and cancelling job records, with the ownership, expiry and fleet rules of SPEC. */
+/** Polling and cancelling job records, with the ownership, expiry and fleet rules of docs/jobs.md. */
 import { deleteJobsEndedBefore, getJob, requestCancel, type JobRow } from '../../store/jobs.ts';
 import type { Db } from '../../store/schema.ts';
 import { notFound, ServiceError } from '../errors.ts';
@@ -17,9 +17,11 @@ export class JobRecords {
     let resultText = 'null';
     if (row.status === 'completed') {
       if (row.result_location === 'node') {
-        const held = row.node === this.nodeTag ? this.runner.nodeResults.get(row.id) : undefined;
-        if (held === undefined && row.node !== this.nodeTag) throw misdirected(row.node);
-        resultText = held ?? 'null';
+        if (row.node !== this.nodeTag) throw misdirected(row.node);
+        const held = this.runner.heldResult(row.id);
+        // Dropped to keep the node's memory bounded: gone, as an expired job is.
+        if (held === undefined) throw notFound(`job '${id}' not found (its result is no longer held)`);
+        resultText = held;
       } else resultText = row.result ?? 'null';
     }
     return render(row, resultText);
@@ -53,8 +55,8 @@ export class JobRecords {
   /** Removes records one retention period after they ended, and the node-held results with them. */
   async sweep(now = Date.now()): Promise<number> {
     const n = await deleteJobsEndedBefore(this.db, now - this.retentionSeconds * 1000);
-    for (const id of this.runner.nodeResults.keys()) {
-      if (!(await getJob(this.db, id))) this.runner.nodeResults.delete(id);
+    for (const id of this.runner.heldResultIds()) {
+      if (!(await getJob(this.db, id))) this.runner.dropHeldResult(id);
     }
     return n;
   }

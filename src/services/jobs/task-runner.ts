@@ -1,5 +1,5 @@
 /**
- * Runs tasks under the job contract (SPEC "States and transitions / Job"):
+ * Runs tasks under the job contract (docs/jobs.md):
  *  - Prefer: respond-async → a job record, 202 before any work runs;
  *  - sync timeout 0 → inline, never a job; positive → race the work against the timeout, job when it loses;
  *  - per-owner in-flight ceiling counted from admission until the work completes;
@@ -10,10 +10,11 @@ import { randomId } from '../../ids.ts';
 import type { Logger } from '../../log.ts';
 import { cancelRequestsFor, failLostJobs, finishJob, insertJob, setProgress, type JobRow } from '../../store/jobs.ts';
 import type { Db } from '../../store/schema.ts';
-import { isServiceError, ServiceError } from '../errors.ts';
+import { inputTooLarge, isServiceError, ServiceError } from '../errors.ts';
 import type { FileStore } from '../files/file-store.ts';
 import type { Owner } from '../keys/api-keys.ts';
 import { BinaryResult, CancelledError, type Task, type TaskContext } from './task.ts';
+import { NodeResults } from './node-results.ts';
 
 /** Results up to this size live in the shared record; larger ones stay in this node's memory. */
 export const SHARED_RESULT_LIMIT = 4 * 1024 * 1024;
@@ -65,10 +66,24 @@ export interface RunnerOptions {
 export class TaskRunner {
   #executions = new Map<string, Execution>();
   #inflight = new Map<string, number>();
-  /** Results over the shared-record limit, held by this node until retention ends. */
-  readonly nodeResults = new Map<string, string>();
+  /** Results over the shared-record limit, held by this node until retention ends (bounded by bytes). */
+  readonly #nodeResults = new NodeResults();
 
   constructor(private o: RunnerOptions) {}
+
+  /** A result this node holds because it was too large for the shared record. */
+  heldResult(id: string): string | undefined {
+    return this.#nodeResults.get(id);
+  }
+
+  /** Ids of the results this node holds. */
+  heldResultIds(): string[] {
+    return this.#nodeResults.ids();
+  }
+
+  dropHeldResult(id: string): void {
+    this.#nodeResults.delete(id);
+  }
 
   /** At start: this node's jobs left processing by a previous process are failed with job_lost. */
   recoverLostJobs(): Promise<number> {
@@ -242,7 +257,10 @@ export class TaskRunner {
     // A binary answer is recorded as a new file of the owner (docs/jobs.md): the record stays JSON.
     const json = 'json' in outcome ? outcome.json : JSON.stringify(await this.#binaryRecord(exec, outcome.binary));
     if (new TextEncoder().encode(json).byteLength > SHARED_RESULT_LIMIT) {
-      this.nodeResults.set(exec.id, json);
+      if (!this.#nodeResults.put(exec.id, json)) {
+        const e = inputTooLarge(`the result (${json.length} characters) is larger than this node can hold`);
+        return { status: 'failed', completed_at, error: e.message, error_code: e.status, error_reason: e.reason, ...progress };
+      }
       return { status: 'completed', completed_at, result: null, result_location: 'node', ...progress };
     }
     return { status: 'completed', completed_at, result: json, result_location: 'record', ...progress };

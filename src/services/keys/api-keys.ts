@@ -2,7 +2,7 @@
  * API keys: created with a token shown once, stored only as a SHA-256 hash, revocable.
  * Keys are required once an active key exists (or when the server is told to require them).
  */
-import { countActiveKeys, findKey, findKeyByHash, insertKey, listKeys, revokeKey, type ApiKeyRow } from '../../store/keys.ts';
+import { countActiveKeys, findKey, findKeyByHash, insertKey, listKeys, revokeKey, touchKey, type ApiKeyRow } from '../../store/keys.ts';
 import type { Db } from '../../store/schema.ts';
 import { invalidArgument, notFound } from '../errors.ts';
 
@@ -29,10 +29,14 @@ export async function hashToken(token: string): Promise<string> {
 }
 
 const CACHE_MS = 2000; // short, so a revocation on another node of a fleet is honoured quickly
+/** `last_used_at` is written at most this often per key: a use is recorded, not every request a DB write. */
+export const TOUCH_MS = 60_000;
 
 export class KeyService {
   #activeCount: { n: number; at: number } | null = null;
   #verified = new Map<string, { owner: Owner | null; at: number }>();
+  /** Key id → when this node last wrote its `last_used_at`. */
+  #touched = new Map<string, number>();
 
   constructor(private db: Db, private requireAlways: boolean) {}
 
@@ -84,11 +88,26 @@ export class KeyService {
     if (!token.startsWith(TOKEN_PREFIX)) return null;
     const now = Date.now();
     const hit = this.#verified.get(token);
-    if (hit && now - hit.at < CACHE_MS) return hit.owner;
+    if (hit && now - hit.at < CACHE_MS) {
+      if (hit.owner) await this.#touch(hit.owner.id, now);
+      return hit.owner;
+    }
     const row = await findKeyByHash(this.db, await hashToken(token));
     const owner = row && row.revoked_at == null ? { id: row.id, role: row.role, keyId: row.id, name: row.name } : null;
     if (this.#verified.size > 10_000) this.#verified.clear();
     this.#verified.set(token, { owner, at: now });
+    // Another node of a fleet may have recorded a use a moment ago: then this one need not.
+    if (row?.last_used_at != null && !this.#touched.has(row.id)) this.#touched.set(row.id, Number(row.last_used_at));
+    if (owner) await this.#touch(owner.id, now);
     return owner;
+  }
+
+  /** Records a use of the key, at most once per TOUCH_MS; a failed write never fails the request. */
+  async #touch(keyId: string, now: number): Promise<void> {
+    const last = this.#touched.get(keyId);
+    if (last !== undefined && now - last < TOUCH_MS) return;
+    if (this.#touched.size > 10_000) this.#touched.clear();
+    this.#touched.set(keyId, now);
+    await touchKey(this.db, keyId, now).catch(() => {});
   }
 }

@@ -59,6 +59,32 @@ export const BUILTIN_CATALOG: readonly CatalogEntry[] = Object.freeze([
     capabilities: [], components: ['encoder_model', 'decoder_model_merged'],
     details: { family: 'whisper', parameter_size: '39M', quantization_level: 'Q8_0' },
   },
+  {
+    // English-only: no language or task tokens, so no translation.
+    name: 'whisper:tiny.en', aliases: [],
+    repo: 'Xenova/whisper-tiny.en', dtype: 'q8', kind: 'speech',
+    capabilities: [], components: ['encoder_model', 'decoder_model_merged'],
+    details: { family: 'whisper', parameter_size: '39M', quantization_level: 'Q8_0' },
+  },
+  {
+    name: 'whisper:base', aliases: [],
+    repo: 'Xenova/whisper-base', dtype: 'q8', kind: 'speech',
+    capabilities: [], components: ['encoder_model', 'decoder_model_merged'],
+    details: { family: 'whisper', parameter_size: '74M', quantization_level: 'Q8_0' },
+  },
+  {
+    name: 'whisper:base.en', aliases: [],
+    repo: 'Xenova/whisper-base.en', dtype: 'q8', kind: 'speech',
+    capabilities: [], components: ['encoder_model', 'decoder_model_merged'],
+    details: { family: 'whisper', parameter_size: '74M', quantization_level: 'Q8_0' },
+  },
+  {
+    // Multilingual and markedly better at languages other than English than tiny/base.
+    name: 'whisper:small', aliases: [],
+    repo: 'Xenova/whisper-small', dtype: 'q8', kind: 'speech',
+    capabilities: [], components: ['encoder_model', 'decoder_model_merged'],
+    details: { family: 'whisper', parameter_size: '244M', quantization_level: 'Q8_0' },
+  },
 ] satisfies CatalogEntry[]);
 
 const REPO = /^[A-Za-z0-9][A-Za-z0-9_.-]*\/[A-Za-z0-9][A-Za-z0-9_.-]*$/;

@@ -93,7 +93,7 @@ export async function downloadFile(opts: DownloadFileOptions): Promise<Downloade
     : undefined;
   if (problem) {
     await rm(partialPath, { force: true });
-    // Not a client fault: the bytes the hub (or the path to it) delivered are wrong. 500 per SPEC's /api/pull.
+    // Not a client fault: the bytes the hub (or the path to it) delivered are wrong. 500, as Ollama's /api/pull answers.
     throw new ServiceError(500, 'digest_mismatch', `downloaded '${file.rfilename}' does not match the hub's digest (${problem})`);
   }
   return { sha256, size: hash.size };

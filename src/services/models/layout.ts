@@ -47,7 +47,7 @@ export class ModelStoreLayout {
 
 const READ_ONLY_CODES = new Set(['EROFS', 'EACCES', 'EPERM']);
 
-/** A filesystem error meaning "cannot write here" becomes SPEC's 503 model_store_read_only. */
+/** A filesystem error meaning "cannot write here" becomes 503 model_store_read_only (docs/models.md). */
 export function readOnlyError(err: unknown): ServiceError | undefined {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (!code || !READ_ONLY_CODES.has(code)) return undefined;

@@ -13,7 +13,7 @@ export interface ListedModel {
   name: string;
   spec: ModelSpec;
   source: 'catalog' | 'custom';
-  /** Custom models are marked Unverified (SPEC "Models"). */
+  /** Custom models are marked Unverified (docs/models.md). */
   unverified: boolean;
   /** Whether a complete local copy exists. */
   local: boolean;

@@ -149,7 +149,7 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
   for (const name of [...dropped]) {
     const used = nodes.some((n) => !replace.has(n.index) && n.inputs.includes(name));
     const nameBytes = enc.encode(name);
-    const mentioned = [...subgraphNodes.map((n) => n.raw), ...outputs].some((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).indexOf(nameBytes) >= 0);
+    const mentioned = [...subgraphNodes.map((n) => n.raw), ...outputs].some((b) => containsBytes(b, nameBytes));
     if (used || mentioned) dropped.delete(name);
   }
 
@@ -311,4 +311,15 @@ function f32bytes(values: number[]): Uint8Array {
   const v = new DataView(out.buffer);
   values.forEach((x, i) => v.setFloat32(i * 4, x, true));
   return out;
+}
+
+/** Whether `needle` occurs in `hay` (a tensor name inside a serialized node or graph output). */
+function containsBytes(hay: Uint8Array, needle: Uint8Array): boolean {
+  if (!needle.length) return true;
+  const first = needle[0];
+  outer: for (let i = hay.indexOf(first!); i >= 0 && i + needle.length <= hay.length; i = hay.indexOf(first!, i + 1)) {
+    for (let k = 1; k < needle.length; k++) if (hay[i + k] !== needle[k]) continue outer;
+    return true;
+  }
+  return false;
 }

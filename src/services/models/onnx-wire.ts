@@ -182,6 +182,3 @@ export function indexGraph(graph: WireField[]): { inits: Map<string, Tensor>; no
   });
   return { inits, nodes };
 }
-
-/** A node of the default ONNX domain with the given operator. */
-export const isOnnxOp = (n: GraphNode, opType: string) => n.opType === opType && (n.domain === '' || n.domain === 'ai.onnx');

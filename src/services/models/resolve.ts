@@ -1,6 +1,6 @@
 /**
  * Name → model: a catalog entry, a recorded custom model, or a hub reference not imported yet.
- * Anything else is SPEC's 404 `model 'x' not found`.
+ * Anything else is a 404 `model 'x' not found`.
  */
 import { ServiceError, invalidArgument } from '../errors.ts';
 import type { Catalog } from './catalog.ts';

@@ -10,7 +10,7 @@ export type Dtype = (typeof DTYPES)[number];
 /** `classifier`: a trained head over an embedding model (see classifier-model.ts). */
 export type ModelKind = 'generation' | 'embedding' | 'reranker' | 'speech' | 'classifier';
 
-/** SPEC's capability vocabulary of `show`. */
+/** The capability vocabulary of Ollama's `show`. */
 export type Capability = 'completion' | 'tools' | 'vision' | 'embedding' | 'thinking';
 
 export interface ModelDetails {

@@ -15,7 +15,7 @@ type SharpModule = (typeof import('sharp'))['default'];
 export const sharpLib = (): Promise<SharpModule | null> => loadSharp();
 async function needSharp(): Promise<SharpModule> {
   const s = await sharpLib();
-  // Not the client's fault and not transient: this build lacks the capability (SPEC's 501 precedent).
+  // Not the client's fault and not transient: this build lacks the capability: 501 capability_unavailable (docs/errors.md).
   if (!s) throw capabilityUnavailable('image decoding for OCR and thumbnails needs sharp (libvips), which this build (for example the single binary) does not carry');
   return s;
 }

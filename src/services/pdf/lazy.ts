@@ -1,6 +1,6 @@
 /**
  * The PDF services, loaded on first use: pdf-lib, pdf.js, PDFium and fontkit weigh about 20 MB of heap and
- * most of the start-up time, which a server that never touches a PDF should not pay (DESIGN.md rule 5).
+ * most of the start-up time, which a server that never touches a PDF should not pay.
  * Same signatures as ./index.ts; the light helpers (zip) stay eager.
  */
 type Pdf = typeof import('./index.ts');

@@ -2,7 +2,7 @@
  * Facts read from the object graph with pdf-lib: signatures, the PDF/A claim in XMP, fonts.
  * Shared by info (reports them) and watermark (refuses signed / PDF/A-with-transparency inputs).
  */
-import { decodePDFRawStream, PDFArray, PDFDict, PDFDocument, PDFName, PDFRawStream, PDFRef, PDFStream } from '@cantoo/pdf-lib';
+import { decodePDFRawStream, PDFArray, PDFDict, PDFDocument, PDFName, PDFRawStream, PDFStream } from '@cantoo/pdf-lib';
 
 /** Number of signature dictionaries (/Type /Sig, or a /ByteRange + /Contents pair) in the file. */
 export function countSignatures(doc: PDFDocument): number {
@@ -91,5 +91,3 @@ export function listFonts(doc: PDFDocument): FontInfo[] {
 
 /** PDF names escape bytes as #xx. */
 const decodeName = (s: string) => s.replace(/#([0-9a-fA-F]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16)));
-
-export const isRef = (v: unknown): v is PDFRef => v instanceof PDFRef;

@@ -112,29 +112,5 @@ export const setF32 = (m: Pdfium, p: number, v: number) => {
   heap(m).HEAPF32[p >> 2] = v;
 };
 
-/** Read a UTF-16LE string written by a PDFium "get text into buffer of n bytes" call. */
-export function readUtf16(m: Pdfium, call: (buf: number, bytes: number) => number): string {
-  const need = call(0, 0);
-  if (need <= 2) return '';
-  const p = m.pdfium.wasmExports.malloc(need);
-  try {
-    call(p, need);
-    return m.pdfium.UTF16ToString(p);
-  } finally {
-    m.pdfium.wasmExports.free(p);
-  }
-}
-
-/** Allocate a NUL-terminated UTF-16LE string (FPDF_WIDESTRING); free it with m.pdfium.wasmExports.free. */
-export function allocUtf16(m: Pdfium, s: string): number {
-  const bytes = (s.length + 1) * 2;
-  const p = m.pdfium.wasmExports.malloc(bytes);
-  m.pdfium.stringToUTF16(s, p, bytes);
-  return p;
-}
-
-// FPDFPageObj_GetType values
-export const OBJ_TEXT = 1;
-export const OBJ_PATH = 2;
+/** FPDFPageObj_GetType of an image object. */
 export const OBJ_IMAGE = 3;
-export const OBJ_FORM = 5;

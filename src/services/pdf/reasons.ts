@@ -1,6 +1,6 @@
 /**
  * The PDF failure reasons this service answers with, in one place so every operation gives the same
- * answer for the same cause (SPEC Errors rule 2). Statuses: a fault of the request is 400, a document
+ * answer for the same cause. Statuses: a fault of the request is 400, a document
  * whose content cannot be processed is 422, bytes that are not a PDF at all are 415.
  */
 import { ServiceError } from '../errors.ts';

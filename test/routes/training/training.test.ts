@@ -171,10 +171,12 @@ describe('classifier training', () => {
       assert.equal(job.status, 'processing');
       assert.equal(job.progress_total, 10_000);
       assert.ok(job.progress_current >= 2, `progress ${job.progress_current}`);
-      const later = await (async () => {
-        await new Promise((r) => setTimeout(r, 300));
-        return poll();
-      })();
+      // Progress is written as epochs end; on a loaded machine an epoch can take a while, so wait for the next one.
+      let later = await poll();
+      for (let i = 0; i < 100 && !(later.progress_current > job.progress_current); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        later = await poll();
+      }
       assert.ok(later.progress_current > job.progress_current, 'progress moves epoch by epoch');
       const cancelledAt = performance.now();
       const del = await fetch(`${h.srv.url}/svc/v1/jobs/${job_id}`, { method: 'DELETE' });

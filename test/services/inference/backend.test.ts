@@ -5,23 +5,27 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { loadModel } from '../../../src/services/inference/load.ts';
 import { initBackend } from '../../../src/services/inference/backend.ts';
-import { greedyIds } from './greedy.ts';
+import { greedyIds, PROMPT } from './greedy.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 
 const run = promisify(execFile);
 
 // This file binds the native runtime with backend "webgpu": node --test gives each file its own process.
-test('webgpu requested without an adapter falls back to the CPU and says so', async () => {
+test('webgpu requested: runs on an adapter when there is one, else falls back to the CPU and says so', async () => {
   const m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'webgpu' });
   assert.equal(m.ort, 'onnxruntime-node');
   if (m.device === 'webgpu') {
-    assert.ok(true, 'this machine has a WebGPU adapter: nothing to fall back from');
-    return;
+    // An adapter exists: nothing was tried before it, and it computes what the CPU computes.
+    assert.deepEqual(m.fallbacks, []);
+    const cpu = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu' });
+    assert.deepEqual(await greedyIds(m, PROMPT, 8), await greedyIds(cpu, PROMPT, 8));
+    await cpu.dispose();
+  } else {
+    assert.equal(m.device, 'cpu');
+    assert.equal(m.fallbacks[0].device, 'webgpu');
+    assert.match(m.fallbacks[0].error, /adapter|webgpu/i);
+    assert.ok(m.notes.some((n) => /webgpu failed .*fell back/.test(n)), m.notes.join('\n'));
   }
-  assert.equal(m.device, 'cpu');
-  assert.equal(m.fallbacks[0].device, 'webgpu');
-  assert.match(m.fallbacks[0].error, /adapter|webgpu/i);
-  assert.ok(m.notes.some((n) => /webgpu failed .*fell back/.test(n)), m.notes.join('\n'));
   await m.dispose();
 });
 

@@ -1,57 +1,59 @@
+/** Embeddings and cross-encoder scores of the tiny fixture models against torch's (reference-outputs.json). */
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadModel, type LoadedModel } from '../../../src/services/inference/load.ts';
-import { embedTexts, meanPoolNormalize, chunkTokenIds } from '../../../src/services/inference/embed.ts';
+import { embedTexts } from '../../../src/services/inference/embed.ts';
 import { scorePairs } from '../../../src/services/inference/rerank.ts';
 import { TINY_EMBED, TINY_RERANKER } from './fixtures.ts';
+import { maxDiff, REF } from './reference.ts';
+
+// fp32 ONNX Runtime against fp32 torch: the same graph, a different kernel order.
+const TOL = 1e-4;
 
 let e: LoadedModel;
 let r: LoadedModel;
 before(async () => {
-  e = await loadModel(TINY_EMBED, 'feature-extraction', { backend: 'cpu' });
-  r = await loadModel(TINY_RERANKER, 'text-classification', { backend: 'cpu' });
+  e = await loadModel(TINY_EMBED, 'feature-extraction', { backend: 'cpu', dtype: 'fp32' });
+  r = await loadModel(TINY_RERANKER, 'text-classification', { backend: 'cpu', dtype: 'fp32' });
 });
-
-const norm = (v: number[]) => Math.hypot(...v);
-const close = (a: number[], b: number[], eps = 1e-5) => a.length === b.length && a.every((x, i) => Math.abs(x - b[i]) < eps);
 
 test('pooling and normalisation come from the sentence-transformers files', () => {
   assert.deepEqual(e.pooling, { pooling: 'mean', normalize: true });
   assert.equal(e.maxTokens, 64);
 });
 
-test('embeddings are unit vectors, one per input, and differ by text', async () => {
-  const { vectors, chunks } = await embedTexts(e, ['hello world', 'the capital of france', 'hello world']);
-  assert.equal(vectors.length, 3);
-  assert.deepEqual(chunks, [1, 1, 1]);
-  for (const v of vectors) assert.ok(Math.abs(norm(v) - 1) < 1e-6);
-  assert.ok(close(vectors[0], vectors[2]));
-  assert.ok(!close(vectors[0], vectors[1]));
+test('the tokenizer gives the token ids of a WordPiece tokenizer written from the algorithm', () => {
+  for (const { text, ids } of REF.embed.inputs) {
+    const got = (e.tokenizer as unknown as (t: string) => { input_ids: { tolist(): bigint[][] } })(text).input_ids.tolist()[0]!.map(Number);
+    assert.deepEqual(got, ids, text);
+  }
 });
 
-test('an over-long input is chunked: its vector is the normalised mean of its chunk vectors', async () => {
-  // one letter = one WordPiece token; window = 64 - [CLS] - [SEP] = 62 tokens
-  const letters = 'abcdefghijklmnopqrstuvwxyz';
-  const words = Array.from({ length: 150 }, (_, i) => letters[(i * 7) % 26]);
-  const parts = chunkTokenIds(words.map((_, i) => i), 62).map((p) => p.map((i) => words[i]).join(' '));
-  assert.equal(parts.length, 3);
-  const whole = await embedTexts(e, [words.join(' ')]);
-  assert.deepEqual(whole.chunks, [3]);
-  assert.equal(whole.tokens[0], 150 + 3 * 2);
-  const each = await embedTexts(e, parts);
-  assert.deepEqual(each.chunks, [1, 1, 1]);
-  assert.ok(close(whole.vectors[0], meanPoolNormalize(each.vectors)));
-  assert.ok(Math.abs(norm(whole.vectors[0]) - 1) < 1e-6);
-  const cut = await embedTexts(e, [words.join(' ')], { truncate: true });
-  assert.ok(close(cut.vectors[0], each.vectors[0]), 'truncate keeps only the first window');
+test('embeddings equal torch mean pooling + L2 normalisation', async () => {
+  const { vectors, chunks, tokens } = await embedTexts(e, REF.embed.inputs.map((x) => x.text));
+  assert.deepEqual(chunks, REF.embed.inputs.map(() => 1));
+  assert.deepEqual(tokens, REF.embed.inputs.map((x) => x.ids.length));
+  REF.embed.inputs.forEach((want, i) => {
+    const d = maxDiff(vectors[i]!, want.embedding);
+    assert.ok(d < TOL, `${want.text}: max |svc - torch| = ${d}`);
+  });
 });
 
-test('the cross-encoder scores pairs, and order within a pair matters', async () => {
-  const q = 'what is the capital of france';
-  const s = await scorePairs(r, q, ['paris is the capital of france', 'the quick brown fox jumps', q]);
-  assert.equal(s.length, 3);
-  for (const x of s) assert.ok(x.score > 0 && x.score < 1 && Number.isFinite(x.logit));
-  assert.notEqual(s[0].logit, s[1].logit);
-  const swapped = await scorePairs(r, 'paris is the capital of france', [q]);
-  assert.notEqual(swapped[0].logit, s[0].logit, 'a cross-encoder reads the pair jointly, not two embeddings');
+test('an over-long input is embedded window by window and averaged, as torch computes it', async () => {
+  const { long } = REF.embed;
+  const whole = await embedTexts(e, [long.text]);
+  assert.deepEqual(whole.chunks, [long.windows]);
+  assert.equal(whole.tokens[0], long.tokens);
+  assert.ok(maxDiff(whole.vectors[0]!, long.embedding) < TOL, `max diff ${maxDiff(whole.vectors[0]!, long.embedding)}`);
+  const cut = await embedTexts(e, [long.text], { truncate: true });
+  assert.deepEqual(cut.chunks, [1]);
+  assert.ok(maxDiff(cut.vectors[0]!, long.first_window) < TOL, 'truncate keeps only the first window');
+});
+
+test('the cross-encoder logits equal torch on the jointly read pair (token types 0/1)', async () => {
+  for (const p of REF.rerank.pairs) {
+    const [s] = await scorePairs(r, p.query, [p.passage]);
+    assert.ok(Math.abs(s!.logit - p.logit) < TOL, `${p.query} / ${p.passage}: svc ${s!.logit}, torch ${p.logit}`);
+    assert.ok(Math.abs(s!.score - 1 / (1 + Math.exp(-p.logit))) < TOL, 'score is the sigmoid of the logit');
+  }
 });

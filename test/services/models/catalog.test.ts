@@ -1,10 +1,19 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { Catalog } from '../../../src/services/models/catalog.ts';
-import { detectComponents, pickDefaultDtype, selectFiles } from '../../../src/services/models/files.ts';
+import { after, before, describe, it } from 'node:test';
+import { BUILTIN_CATALOG, Catalog } from '../../../src/services/models/catalog.ts';
+import { detectComponents, onnxPath, pickDefaultDtype, selectFiles } from '../../../src/services/models/files.ts';
 import { asHubReference, nameKey, parseModelName } from '../../../src/services/models/names.ts';
 import { quantToDtype } from '../../../src/services/models/resolve.ts';
 import { isServiceError } from '../../../src/services/errors.ts';
+import { HubClient } from '../../../src/services/models/hub.ts';
+import { inferProfile } from '../../../src/services/models/profile.ts';
+import { DTYPES } from '../../../src/services/models/spec.ts';
+import { HubStandIn } from '../../support/hub-stand-in.ts';
+import { HUB_FACTS } from './hub-metadata.ts';
+import { tempDir } from './repos.ts';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+
 
 describe('catalog name resolution (Ollama rules)', () => {
   const catalog = new Catalog();
@@ -17,24 +26,11 @@ describe('catalog name resolution (Ollama rules)', () => {
     assert.equal(nameKey('Qwen3'), 'qwen3:latest');
   });
 
-  it('maps friendly names to ONNX repos, dtypes, kinds and capabilities', () => {
-    assert.deepEqual(
-      ['qwen2.5:0.5b', 'qwen3:0.6b', 'smollm2:360m', 'all-minilm:l6', 'ms-marco-minilm:l6', 'whisper:tiny'].map((n) => {
-        const e = catalog.resolve(n)!;
-        return [e.repo, e.dtype, e.kind];
-      }),
-      [
-        ['onnx-community/Qwen2.5-0.5B-Instruct', 'q4', 'generation'],
-        ['onnx-community/Qwen3-0.6B-ONNX', 'q4', 'generation'],
-        ['HuggingFaceTB/SmolLM2-360M-Instruct', 'q4', 'generation'],
-        ['Xenova/all-MiniLM-L6-v2', 'q8', 'embedding'],
-        ['Xenova/ms-marco-MiniLM-L-6-v2', 'q8', 'reranker'],
-        ['Xenova/whisper-tiny', 'q8', 'speech'],
-      ],
-    );
-    assert.ok(catalog.resolve('qwen3:0.6b')!.capabilities.includes('thinking'));
-    assert.ok(catalog.resolve('nomic-embed-text')!.capabilities.includes('embedding'));
-    assert.deepEqual(catalog.resolve('whisper')!.components, ['encoder_model', 'decoder_model_merged']);
+  it('pins a few entries: the names Ollama users type reach the repositories they mean', () => {
+    assert.equal(catalog.resolve('qwen3')?.repo, 'onnx-community/Qwen3-0.6B-ONNX');
+    assert.equal(catalog.resolve('all-minilm')?.repo, 'Xenova/all-MiniLM-L6-v2');
+    assert.equal(catalog.resolve('whisper')?.repo, 'Xenova/whisper-tiny');
+    assert.equal(catalog.resolve('qwen2.5:0.5b-q4f16')?.dtype, 'q4f16');
   });
 
   it('returns nothing for unknown names, 400 for malformed ones', () => {
@@ -91,4 +87,63 @@ describe('file selection', () => {
     assert.deepEqual(detectComponents(whisper), ['encoder_model', 'decoder_model_merged']);
     assert.equal(pickDefaultDtype(whisper, detectComponents(whisper)), 'q8');
   });
+});
+
+describe('every built-in catalog entry holds against the hub\'s own metadata', () => {
+  let hub: HubStandIn;
+  let client: HubClient;
+  const dirs: Record<string, string> = {};
+  before(async () => {
+    // Each repository served by the stand-in with the hub's file names, pipeline tag, config and template.
+    const root = await tempDir('catalog-hub');
+    const repos: Record<string, { dir: string; pipelineTag: string }> = {};
+    for (const [repo, f] of Object.entries(HUB_FACTS)) {
+      const dir = join(root, repo);
+      for (const file of f.files) {
+        await mkdir(dirname(join(dir, file)), { recursive: true });
+        const body = file === 'config.json' ? JSON.stringify(f.config)
+          : file === 'tokenizer_config.json' ? JSON.stringify(f.template ? { chat_template: f.template } : {}) : '{}';
+        await writeFile(join(dir, file), body);
+      }
+      repos[repo] = { dir, pipelineTag: f.pipeline_tag };
+      dirs[repo] = dir;
+    }
+    hub = await HubStandIn.start(repos);
+    client = new HubClient({ baseUrl: hub.url });
+  });
+  after(() => hub.close());
+
+  it('names, aliases and repositories are well formed and unambiguous', () => {
+    const seen = new Map<string, string>();
+    for (const e of BUILTIN_CATALOG) {
+      assert.match(e.name, /^[a-z0-9][a-z0-9._-]*:[a-z0-9][a-z0-9._-]*$/, e.name);
+      assert.ok((DTYPES as readonly string[]).includes(e.dtype), `${e.name}: dtype ${e.dtype}`);
+      for (const n of [e.name, ...(e.aliases ?? [])]) {
+        const key = nameKey(n);
+        assert.ok(!seen.has(key), `${n} names both ${seen.get(key)} and ${e.name}`);
+        seen.set(key, e.name);
+        assert.equal(new Catalog().resolve(n)?.name, e.name);
+      }
+    }
+  });
+
+  for (const e of BUILTIN_CATALOG) {
+    it(`${e.name}: the repository has the dtype's graphs, and kind and capabilities agree with what the hub says`, async () => {
+      const facts = HUB_FACTS[e.repo];
+      assert.ok(facts, `no hub facts transcribed for ${e.repo}`);
+      const info = await client.modelInfo(e.repo);
+      // The files a pull of this entry would fetch all exist (selectFiles throws 404 for any missing).
+      const picked = selectFiles(info.siblings, e).map((s) => s.rfilename);
+      for (const c of e.components) assert.ok(picked.includes(onnxPath(c, e.dtype)), `${e.name}: ${onnxPath(c, e.dtype)}`);
+      assert.deepEqual(e.components, detectComponents(info.siblings.map((s) => s.rfilename)));
+      // What an import of the same repository would infer is what the entry declares (show and tags agree).
+      const profile = await inferProfile(dirs[e.repo]!, info.pipeline_tag);
+      assert.equal(e.kind, profile.kind, `${e.name}: kind`);
+      assert.deepEqual([...e.capabilities].sort(), [...profile.capabilities].sort(), `${e.name}: capabilities`);
+      assert.equal(!!e.embedding, e.kind === 'embedding', `${e.name}: pooling given exactly for embedding models`);
+      // The quantization level shown is the dtype's.
+      const level = { q4: 'Q4', q4f16: 'Q4F16', q8: 'Q8_0', fp32: 'F32', fp16: 'F16', int8: 'Q8_0', uint8: 'Q8_0', bnb4: 'Q4' }[e.dtype];
+      assert.equal(e.details?.quantization_level, level, `${e.name}: quantization level`);
+    });
+  }
 });

@@ -6,6 +6,7 @@ import { Catalog } from '../../../src/services/models/catalog.ts';
 import { PullService } from '../../../src/services/models/pull.ts';
 import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, startFixtureHub, type HubStandIn } from '../../support/hub-stand-in.ts';
 import { tempDir } from './repos.ts';
+import { REF } from '../inference/reference.ts';
 
 describe('pulling the tiny fixture models through the hub stand-in', () => {
   let hub: HubStandIn;
@@ -25,19 +26,21 @@ describe('pulling the tiny fixture models through the hub stand-in', () => {
       for (const f of pulled.local.manifest.files) {
         assert.deepEqual(await readFile(join(pulled.local.dir, f.path)), await readFile(join(FIXTURE_MODELS_DIR, name, f.path)), f.path);
       }
-      assert.ok(pulled.local.manifest.files.some((f) => f.path === 'onnx/model.onnx'));
+      for (const c of entry.components) assert.ok(pulled.local.manifest.files.some((f) => f.path === `onnx/${c}.onnx`), `onnx/${c}.onnx pulled`);
     });
   }
 
-  it('leaves a layout transformers.js loads offline (localModelPath = modelsDir, id = owner/repo)', async () => {
+  it('leaves a layout transformers.js loads offline (localModelPath = modelsDir, id = owner/repo), giving torch\'s tokens', async () => {
     const pulled = await svc.ensure('tiny-llama');
-    const { env, AutoTokenizer, AutoModelForCausalLM } = await import('@huggingface/transformers');
+    const { env, AutoModelForCausalLM, Tensor } = await import('@huggingface/transformers');
     env.localModelPath = `${svc.layout.root}/`;
     env.allowRemoteModels = false;
-    const tokenizer = await AutoTokenizer.from_pretrained(pulled.spec.repo);
     const model = await AutoModelForCausalLM.from_pretrained(pulled.spec.repo, { dtype: pulled.spec.dtype });
-    const out = (await model.generate({ ...tokenizer('hello'), max_new_tokens: 3, do_sample: false })) as { dims: number[] };
-    assert.equal(out.dims[0], 1);
+    const ids = REF.generate.prompt_ids;
+    const t = (xs: number[]) => new Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
+    const n = REF.generate.greedy_ids.length;
+    const out = (await model.generate({ input_ids: t(ids), attention_mask: t(ids.map(() => 1)), max_new_tokens: n, min_new_tokens: n, do_sample: false, repetition_penalty: 1 } as never)) as unknown as { tolist(): bigint[][] };
+    assert.deepEqual(out.tolist()[0]!.slice(ids.length).map(Number), REF.generate.greedy_ids);
     await model.dispose();
   });
 

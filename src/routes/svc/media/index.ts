@@ -13,8 +13,11 @@ import type { FileStore } from '../../../services/files/file-store.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import type { MediaService } from '../../../services/media/media-service.ts';
 import type { VadOptions } from '../../../services/media/speech-ranges.ts';
+import type { TranscriptionService } from '../../../services/media/transcription.ts';
+import { nativeTranscription } from './transcription-task.ts';
+import { RESPONSE_FORMATS } from '../../../services/media/transcript-formats.ts';
 
-export interface MediaRouteDeps { runner: TaskRunner; files: FileStore; media: MediaService }
+export interface MediaRouteDeps { runner: TaskRunner; files: FileStore; media: MediaService; transcription: TranscriptionService }
 
 const ms = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(max));
 const Vad = v.strictObject({
@@ -90,11 +93,15 @@ export function mediaRoutes(deps: MediaRouteDeps) {
     });
   });
 
+  app.post('/svc/v1/audio-transcription', nativeTranscription(deps));
+
   app.get('/svc/v1/audio-transcription/capabilities', async (c) => {
     const caps = await deps.media.capabilities();
     return c.json({
       media_tool_available: caps.media_tool !== null, media_tool: caps.media_tool,
       audio_formats: caps.audio_formats, video_formats: caps.video_formats, audio_codecs: caps.audio_codecs,
+      tasks: ['transcribe', 'translate'], response_formats: RESPONSE_FORMATS, timestamp_granularities: ['segment'],
+      language_detection: true, chunking: 'voice-activity-detection', max_window_seconds: 30,
     });
   });
 

@@ -78,7 +78,7 @@ export const baseName = (input: InputFile | undefined) =>
 /** Name of an output derived from the input's: report.pdf → report-merged.pdf. */
 export const outName = (input: InputFile | undefined, suffix: string, ext = 'pdf') => `${baseName(input)}-${suffix}.${ext}`;
 
-/** Service answers use camelCase; the native family answers in snake_case like the rest of SPEC's bodies. */
+/** Service answers use camelCase; the native family answers in snake_case like the rest of its bodies. */
 export function snakeKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(snakeKeys);
   if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return value;

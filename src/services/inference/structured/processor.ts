@@ -7,6 +7,11 @@
  *
  * The allowed set for a state is computed by walking the vocabulary trie through the automaton, then
  * cached by the state's key (inside a free string every step has the same key, so the walk runs once).
+ *
+ * Why our own and not `@huggingface/transformers-structured-output`: that processor keeps every token inside
+ * the JSON grammar but does not make the output complete — with a weak model a string never closes and
+ * `max_tokens` cuts the JSON mid-way. "Always parses" needs the budget-aware close above, which needs the
+ * shortest-completion length of every state (automaton.ts `closeLen`), which that library does not expose.
  */
 import type { LogitsLike, LogitsProcessorFn } from '../sampling.ts';
 import { Grammar, stackKey, type Stack } from './automaton.ts';
@@ -59,7 +64,7 @@ export function createConstrainedProcessor(grammar: Grammar, vocab: Vocab, eosId
   };
 
   const fn = ((inputIds: bigint[][], logits: LogitsLike) => {
-    const t0 = process.hrtime.bigint();
+    const t0 = performance.now();
     const ids = inputIds[0];
     for (; promptTokens + consumed < ids.length; consumed++) advance(Number(ids[promptTokens + consumed]));
     const remaining = maxNewTokens - consumed; // tokens still allowed, this one included
@@ -67,9 +72,9 @@ export function createConstrainedProcessor(grammar: Grammar, vocab: Vocab, eosId
     let allowed = cache.get(key);
     if (allowed) stats.cacheHits++;
     else {
-      const tw = process.hrtime.bigint();
+      const tw = performance.now();
       allowed = computeAllowed(grammar, vocab, state);
-      stats.walkNs += Number(process.hrtime.bigint() - tw);
+      stats.walkNs += Math.round((performance.now() - tw) * 1e6);
       if (cache.size >= MAX_CACHE) cache.delete(cache.keys().next().value!);
       cache.set(key, allowed);
     }
@@ -95,7 +100,7 @@ export function createConstrainedProcessor(grammar: Grammar, vocab: Vocab, eosId
     data.fill(-Infinity);
     for (let i = 0; i < keep.length; i++) data[keep[i]] = finite ? vals[i] : 0;
     stats.steps++;
-    stats.totalNs += Number(process.hrtime.bigint() - t0);
+    stats.totalNs += Math.round((performance.now() - t0) * 1e6);
     return logits;
   }) as ConstrainedProcessor;
   fn.stats = stats;

@@ -1,0 +1,77 @@
+/**
+ * Transcription requests in both dialects: the native task (three input forms, JSON answer) and
+ * OpenAI's multipart `/v1/audio/transcriptions` and `/v1/audio/translations` (docs/api/media.md).
+ */
+import type { Context } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from '../../../http/context.ts';
+import { isMultipart } from '../../../http/multipart.ts';
+import { readTaskInput, type InputFile } from '../../../http/task-input.ts';
+import { taskHandler } from '../../../http/task-route.ts';
+import { invalidRequest, validate } from '../../../http/validate.ts';
+import type { FileStore } from '../../../services/files/file-store.ts';
+import { BinaryResult } from '../../../services/jobs/task.ts';
+import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
+import { formatTranscription, RESPONSE_FORMATS } from '../../../services/media/transcript-formats.ts';
+import type { TranscriptionService, TranscriptionTask } from '../../../services/media/transcription.ts';
+
+export interface TranscriptionRouteDeps { runner: TaskRunner; files: FileStore; transcription: TranscriptionService }
+
+const DEFAULT_MODEL = 'whisper:tiny';
+// Multipart fields that look like numbers arrive parsed: text fields are taken back as text.
+const text = v.pipe(v.union([v.string(), v.number(), v.boolean()]), v.transform(String));
+const Granularity = v.picklist(['segment', 'word']);
+const Options = v.object({
+  model: v.optional(v.pipe(text, v.minLength(1)), DEFAULT_MODEL),
+  language: v.optional(v.pipe(text, v.maxLength(40))),
+  prompt: v.optional(v.pipe(text, v.maxLength(10_000))),
+  response_format: v.optional(v.picklist(RESPONSE_FORMATS), 'json'),
+  temperature: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))),
+  timestamp_granularities: v.optional(v.union([Granularity, v.array(Granularity)])),
+  'timestamp_granularities[]': v.optional(v.union([Granularity, v.array(Granularity)])),
+  task: v.optional(v.picklist(['transcribe', 'translate'])),
+});
+
+interface Input { file: InputFile; o: v.InferOutput<typeof Options>; task: TranscriptionTask; cleanup(): Promise<void> }
+
+async function readInput(c: Context<AppEnv>, deps: TranscriptionRouteDeps, task: TranscriptionTask | undefined, multipartOnly: boolean): Promise<Input> {
+  if (multipartOnly && !isMultipart(c)) throw invalidRequest('this route takes multipart/form-data with the audio in field "file"', [{ field: 'file', message: 'required' }]);
+  const ti = await readTaskInput(c, deps.files);
+  try {
+    if (ti.files.length !== 1) throw invalidRequest(`transcription takes one audio or video file (got ${ti.files.length})`, [{ field: 'file', message: ti.files.length ? 'too many' : 'required' }]);
+    const o = validate(Options, ti.options);
+    return { file: ti.files[0]!, o, task: task ?? o.task ?? 'transcribe', cleanup: ti.cleanup };
+  } catch (e) {
+    await ti.cleanup();
+    throw e;
+  }
+}
+
+const granularities = (o: Input['o']) => [o.timestamp_granularities ?? [], o['timestamp_granularities[]'] ?? []].flat();
+
+function run(deps: TranscriptionRouteDeps, input: Input, signal: AbortSignal) {
+  return deps.transcription.transcribe(input.file.path, {
+    model: input.o.model, task: input.task, language: input.o.language, prompt: input.o.prompt, timestampGranularities: granularities(input.o),
+  }, signal);
+}
+
+/** POST /svc/v1/audio-transcription: the whole result (segments, VAD windows, decoder) as JSON. */
+export const nativeTranscription = (deps: TranscriptionRouteDeps) => taskHandler<Input>(deps.runner, {
+  name: 'audio-transcription',
+  input: (c) => readInput(c, deps, undefined, false),
+  run: (input, ctx) => run(deps, input, ctx.signal),
+  cleanup: (input) => input.cleanup(),
+});
+
+/** OpenAI's transcriptions / translations: the body in the requested response_format. */
+export const openaiTranscription = (deps: TranscriptionRouteDeps, task: TranscriptionTask) => taskHandler<Input>(deps.runner, {
+  name: task === 'translate' ? 'audio-translation' : 'audio-transcription',
+  input: (c) => readInput(c, deps, task, true),
+  async run(input, ctx) {
+    const t = await run(deps, input, ctx.signal);
+    const f = formatTranscription(t, input.o.response_format);
+    if (f.contentType === 'application/json') return JSON.parse(f.body) as unknown;
+    return new BinaryResult(new TextEncoder().encode(f.body), f.contentType);
+  },
+  cleanup: (input) => input.cleanup(),
+});
