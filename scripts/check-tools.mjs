@@ -1,7 +1,7 @@
 // Fails fast, before the suite, when a Debian tool the tests use as a judge is missing.
 import { spawnSync } from 'node:child_process';
 
-const tools = { qpdf: 'qpdf', pdfinfo: 'poppler-utils', pdftotext: 'poppler-utils', pdftoppm: 'poppler-utils', gs: 'ghostscript', convert: 'imagemagick', tesseract: 'tesseract-ocr', chromium: 'chromium', ffmpeg: 'ffmpeg', ffprobe: 'ffmpeg', 'espeak-ng': 'espeak-ng', sox: 'sox', soxi: 'sox', pdfsig: 'poppler-utils', certutil: 'libnss3-tools', openssl: 'openssl', exiftool: 'libimage-exiftool-perl' };
+const tools = { qpdf: 'qpdf', pdfinfo: 'poppler-utils', pdftotext: 'poppler-utils', pdftoppm: 'poppler-utils', gs: 'ghostscript', convert: 'imagemagick', tesseract: 'tesseract-ocr', chromium: 'chromium', ffmpeg: 'ffmpeg', ffprobe: 'ffmpeg', 'espeak-ng': 'espeak-ng', sox: 'sox', soxi: 'sox', pdfsig: 'poppler-utils', certutil: 'libnss3-tools', openssl: 'openssl', exiftool: 'libimage-exiftool-perl', compare: 'imagemagick' };
 const missing = Object.entries(tools).filter(([bin]) => spawnSync('sh', ['-c', `command -v ${bin}`]).status !== 0);
 if (missing.length) {
   const pkgs = [...new Set(missing.map(([, p]) => p))].join(' ');

@@ -29,6 +29,12 @@ const ASSETS = [
   'dejavu-fonts-ttf/ttf/DejaVuSans.ttf',
   '@expo-google-fonts/noto-sans-arabic/400Regular/NotoSansArabic_400Regular.ttf',
   '@expo-google-fonts/noto-sans-sc/400Regular/NotoSansSC_400Regular.ttf',
+  '@jsquash/jpeg/codec/dec/mozjpeg_dec.wasm',
+  '@jsquash/avif/codec/dec/avif_dec.wasm',
+  '@jsquash/avif/codec/enc/avif_enc.wasm',
+  'lcms-wasm/dist/lcms.wasm',
+  './src/services/images/profiles/cmyk-fogra39.icc',
+  './src/services/images/profiles/srgb.icc',
 ];
 const require = createRequire(resolve('package.json'));
 writeFileSync(module, [

@@ -1,6 +1,7 @@
 /** createApp(deps): middleware and the three route families mounted. */
 import { Hono } from 'hono';
 import type { Deps } from './deps.ts';
+import { isLoopbackHost } from './config.ts';
 import { auth } from './http/auth.ts';
 import { areaTicketAuth } from './http/area-ticket.ts';
 import { securityHeaders } from './http/security-headers.ts';
@@ -27,6 +28,8 @@ import { openaiChatRoutes } from './routes/openai/chat.ts';
 import { openaiCompletionRoutes } from './routes/openai/completions.ts';
 import { openaiEmbeddingRoutes } from './routes/openai/embeddings.ts';
 import { openaiAudioRoutes } from './routes/openai/audio.ts';
+import { openaiResponsesRoutes } from './routes/openai/responses.ts';
+import { openaiVectorStoreRoutes } from './routes/openai/vector-stores.ts';
 import { rootRoutes } from './routes/root.ts';
 import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
 import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
@@ -35,6 +38,7 @@ import { adminConsoleRoutes } from './routes/svc/admin-console.ts';
 import { pdfRoutes } from './routes/svc/pdf/index.ts';
 import { pdfTrustRoutes } from './routes/svc/pdf/trust.ts';
 import { documentRoutes } from './routes/svc/documents/index.ts';
+import { imageRoutes } from './routes/svc/images/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
@@ -56,7 +60,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
 
   app.use('*', requestMeta(nodeTag, log));
   app.use('*', areaTicketAuth(deps.adminConsole.tickets));
-  app.use('*', auth(keys));
+  app.use('*', auth(keys, isLoopbackHost(config.host)));
   app.use('*', bodyLimit(config.maxUploadBytes));
 
   app.route('/', rootRoutes(nodeTag, publicDir !== null || '/index.html' in embeddedPublic));
@@ -70,6 +74,8 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', openaiCompletionRoutes(deps.chat, deps.engine, log));
   app.route('/', openaiEmbeddingRoutes(deps.chat, deps.runner));
   app.route('/', openaiAudioRoutes(deps));
+  app.route('/', openaiResponsesRoutes(deps.responses, log));
+  app.route('/', openaiVectorStoreRoutes(deps.vectorStores));
   // dialect B
   app.route('/', versionRoutes());
   app.route('/', ollamaModelRoutes(deps.models, deps.engine));
@@ -93,6 +99,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', mediaRoutes(deps));
   app.route('/', trainingRoutes(deps));
   app.route('/', textRoutes(deps));
+  app.route('/', imageRoutes(deps));
   app.route('/', agentRoutes(deps.agents));
   // the tool-protocol server: its tools call the routes above in-process, under the caller's key
   app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init)), (owner) => skillPrompts(deps.agents, owner.id)));

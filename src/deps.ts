@@ -16,6 +16,8 @@ import type { MediaService } from './services/media/media-service.ts';
 import type { AgentService } from './services/agents/agent-service.ts';
 import type { TranscriptionService } from './services/media/transcription.ts';
 import type { TextService } from './services/text/text-service.ts';
+import type { ResponsesService } from './services/responses/responses-service.ts';
+import type { VectorStores } from './services/retrieval/vector-stores.ts';
 
 export interface Deps {
   config: Config;
@@ -45,4 +47,8 @@ export interface Deps {
   agents: AgentService;
   /** Text tasks: summarise, translate, rewrite, correct, analyse, extract (src/services/text/). */
   text: TextService;
+  /** Vector stores over the retrieval engine (src/services/retrieval/). */
+  vectorStores: VectorStores;
+  /** The Responses API with stored responses (src/services/responses/). */
+  responses: ResponsesService;
 }

@@ -1,5 +1,6 @@
 /** Serves a fetch handler on the runtime's own HTTP server. */
 import { runtimeName } from './env.ts';
+import { messageText, takeAcceptedSession, type WsPeer, type WsSession } from './websocket.ts';
 
 export type FetchHandler = (req: Request, info?: unknown) => Response | Promise<Response>;
 
@@ -26,7 +27,17 @@ type Any = any;
 function serveDeno(fetch: FetchHandler, { port, hostname }: ServeOptions): Promise<RunningServer> {
   const Deno = (globalThis as Any).Deno;
   return new Promise((resolve) => {
-    const server = Deno.serve({ port, hostname, onListen: () => {} }, (req: Request, info: unknown) => fetch(req, info));
+    const server = Deno.serve({ port, hostname, onListen: () => {} }, async (req: Request, info: unknown) => {
+      const res = await fetch(req, info);
+      const session = takeAcceptedSession(req);
+      if (!session) return res;
+      const { socket, response } = Deno.upgradeWebSocket(req);
+      const peer: WsPeer = { send: (t) => socket.send(t), close: (c, r) => socket.close(c, r) };
+      socket.onopen = () => session.open?.(peer);
+      socket.onmessage = (e: { data: unknown }) => session.message(peer, messageText(e.data));
+      socket.onclose = () => session.close?.();
+      return response;
+    });
     resolve({ port: server.addr.port, close: () => server.shutdown() });
   });
 }
@@ -39,13 +50,27 @@ function serveBun(fetch: FetchHandler, { port, hostname }: ServeOptions): Runnin
     // Body limits are enforced by the app (413 in the family's envelope), not by Bun's 128 MB default.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     idleTimeout: 0, // long generations and uploads must not be cut by an idle timer
-    fetch: (req: Request, srv: unknown) => fetch(req, srv),
+    fetch: async (req: Request, srv: Any) => {
+      const res = await fetch(req, srv);
+      const session = takeAcceptedSession(req);
+      if (session && srv.upgrade(req, { data: { session } })) return undefined;
+      return res;
+    },
+    websocket: {
+      open(ws: Any) {
+        ws.data.peer = { send: (t: string) => ws.send(t), close: (c?: number, r?: string) => ws.close(c, r) } satisfies WsPeer;
+        (ws.data.session as WsSession).open?.(ws.data.peer);
+      },
+      message: (ws: Any, msg: unknown) => (ws.data.session as WsSession).message(ws.data.peer, messageText(msg)),
+      close: (ws: Any) => (ws.data.session as WsSession).close?.(),
+    },
   });
   return { port: server.port, close: async () => void (await server.stop(false)) };
 }
 
 async function serveNode(fetch: FetchHandler, { port, hostname }: ServeOptions): Promise<RunningServer> {
   const { serve: nodeServe } = await import('@hono/node-server');
+  const sockets = new Set<Any>();
   return new Promise((resolve) => {
     const server = nodeServe({ fetch, port, hostname }, (info) => {
       resolve({
@@ -56,9 +81,44 @@ async function serveNode(fetch: FetchHandler, { port, hostname }: ServeOptions):
             const sweep = setInterval(() => (server as Any).closeIdleConnections?.(), 100);
             server.close(() => { clearInterval(sweep); done(); });
             (server as Any).closeIdleConnections?.();
+            for (const ws of sockets) ws.terminate(); // WebSocket sessions end with the server
           }),
       });
     });
     (server as Any).requestTimeout = 0; // uploads and streams may take long
+    (server as Any).on('upgrade', (req: Any, socket: Any, head: Uint8Array) => void nodeUpgrade(fetch, req, socket, head, sockets));
   });
+}
+
+let wsServer: Promise<Any> | undefined;
+
+/** Node: an upgrade request runs through the app like any other; an accepted one is handed to `ws`. */
+async function nodeUpgrade(fetch: FetchHandler, req: Any, socket: Any, head: Uint8Array, sockets: Set<Any>): Promise<void> {
+  try {
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers as Record<string, string | string[]>)) headers.set(k, Array.isArray(v) ? v.join(', ') : String(v));
+    const request = new Request(`http://${req.headers.host ?? 'localhost'}${req.url}`, { method: req.method, headers });
+    const res = await fetch(request);
+    const session = takeAcceptedSession(request);
+    if (!session) {
+      const body = new Uint8Array(await res.arrayBuffer());
+      const head = [`HTTP/1.1 ${res.status} ${res.statusText || 'Error'}`, ...[...res.headers].map(([k, v]) => `${k}: ${v}`), `content-length: ${body.byteLength}`, 'connection: close', '', ''].join('\r\n');
+      socket.end(Buffer.concat([Buffer.from(head), body]));
+      return;
+    }
+    wsServer ??= import('ws').then((m) => new m.WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 }));
+    const wss = await wsServer;
+    wss.handleUpgrade(req, socket, head, (ws: Any) => {
+      sockets.add(ws);
+      const peer: WsPeer = { send: (t) => ws.send(t), close: (c, r) => ws.close(c, r) };
+      ws.on('message', (data: unknown) => session.message(peer, messageText(data)));
+      ws.on('close', () => {
+        sockets.delete(ws);
+        session.close?.();
+      });
+      session.open?.(peer);
+    });
+  } catch {
+    socket.destroy();
+  }
 }

@@ -106,6 +106,54 @@ export const migrations: Migration[] = [
         .addPrimaryKeyConstraint('skills_pk', ['owner', 'name', 'version']).execute();
     },
   },
+  {
+    version: 2,
+    name: 'stored responses, vector stores, retrieval chunks with full-text index',
+    async up(db) {
+      await db.schema.createTable('responses').ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('owner_id', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('body', 'text', (c) => c.notNull()).execute();
+      await db.schema.createTable('response_input_items').ifNotExists()
+        .addColumn('response_id', 'text', (c) => c.notNull())
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('item_id', 'text', (c) => c.notNull())
+        .addColumn('item', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('response_input_items_pk', ['response_id', 'position']).execute();
+      await db.schema.createTable('vector_stores').ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('owner_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('embedding_model', 'text')
+        .addColumn('metadata', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_active_at', 'bigint', (c) => c.notNull()).execute();
+      await db.schema.createIndex('vector_stores_owner').ifNotExists().on('vector_stores').column('owner_id').execute();
+      await db.schema.createTable('vector_store_files').ifNotExists()
+        .addColumn('vector_store_id', 'text', (c) => c.notNull())
+        .addColumn('file_id', 'text', (c) => c.notNull())
+        .addColumn('filename', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('last_error', 'text')
+        .addColumn('usage_bytes', 'bigint', (c) => c.notNull())
+        .addColumn('attributes', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('vector_store_files_pk', ['vector_store_id', 'file_id']).execute();
+      // Chunks of any retrieval index (a vector store, a search collection), keyed by the owning index.
+      await db.schema.createTable('retrieval_chunks').ifNotExists()
+        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('index_id', 'text', (c) => c.notNull())
+        .addColumn('doc_id', 'text', (c) => c.notNull())
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('meta', 'text', (c) => c.notNull())
+        .addColumn('embedded_dims', 'integer').execute();
+      await db.schema.createIndex('retrieval_chunks_doc').ifNotExists().on('retrieval_chunks').columns(['index_id', 'doc_id']).execute();
+      // BM25 side: an FTS5 table whose rowid is the chunk id (vectors live in per-dimension tables made on demand).
+      await sql`create virtual table if not exists retrieval_fts using fts5(text, tokenize = 'unicode61 remove_diacritics 2')`.execute(db);
+    },
+  },
 ];
 
 /** Applies the pending migrations; returns the versions applied now. */

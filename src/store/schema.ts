@@ -1,5 +1,5 @@
 /** Table shapes, shared by every store module. Timestamps are integer milliseconds since the epoch. */
-import type { Kysely } from 'kysely';
+import type { Generated, Kysely } from 'kysely';
 
 export interface MetaTable { key: string; value: string }
 
@@ -70,6 +70,42 @@ export interface AdminTwoFactorTable {
   created_at: number;
 }
 
+export interface ResponseTable { id: string; owner_id: string; created_at: number; body: string }
+
+export interface ResponseInputItemTable { response_id: string; position: number; item_id: string; item: string }
+
+export interface VectorStoreTable {
+  id: string;
+  owner_id: string;
+  name: string;
+  embedding_model: string | null;
+  metadata: string;
+  created_at: number;
+  last_active_at: number;
+}
+
+export interface VectorStoreFileTable {
+  vector_store_id: string;
+  file_id: string;
+  filename: string;
+  status: 'in_progress' | 'completed' | 'failed' | 'cancelled';
+  last_error: string | null;
+  usage_bytes: number;
+  attributes: string;
+  created_at: number;
+}
+
+export interface RetrievalChunkTable {
+  id: Generated<number>;
+  index_id: string;
+  doc_id: string;
+  position: number;
+  text: string;
+  meta: string;
+  /** Dimensions of the stored vector; null until the chunk is embedded. */
+  embedded_dims: number | null;
+}
+
 export interface Database {
   meta: MetaTable;
   api_keys: ApiKeyTable;
@@ -80,6 +116,11 @@ export interface Database {
   admin_two_factor: AdminTwoFactorTable;
   agents: AgentTable;
   skills: SkillTable;
+  responses: ResponseTable;
+  response_input_items: ResponseInputItemTable;
+  vector_stores: VectorStoreTable;
+  vector_store_files: VectorStoreFileTable;
+  retrieval_chunks: RetrievalChunkTable;
 }
 
 export type Db = Kysely<Database>;

@@ -3,13 +3,14 @@
  * other on the same data directory, must give the same answers; and the compiled single binary serves alone.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startFixtureHub, type HubStandIn } from '../support/hub-stand-in.ts';
 import { listening } from '../support/server.ts';
+import { start } from '../support/runtime-process.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
@@ -20,29 +21,6 @@ const RUNTIMES: Record<string, (args: string[]) => [string, string[]]> = {
   deno: (args) => [bin('deno'), ['task', 'start', '--', ...args]],
   bun: (args) => [bin('bun'), ['run', 'start', '--', ...args]],
 };
-
-interface Running { child: ChildProcess; url: string; runtime: string; stop(): Promise<void> }
-
-function start(cmd: string, args: string[], cwd = ROOT): Promise<Running> {
-  // Its own process group: npm/bun/deno launchers sit between us and the server.
-  const child = spawn(cmd, args, { cwd, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SVC_LOG_LEVEL: 'info' } });
-  return new Promise((resolvePromise, reject) => {
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`no start within 60 s: ${err}`)), 60_000);
-    child.stderr!.on('data', (d) => {
-      err += d;
-      const m = /on \w+ \S+ \((\w+)\) node \w+ listening on (http:\/\/\S+)/.exec(err);
-      if (m) {
-        clearTimeout(timer);
-        resolvePromise({
-          child, url: m[2], runtime: m[1],
-          stop: () => new Promise((r) => { child.once('exit', () => r()); process.kill(-child.pid!, 'SIGTERM'); }),
-        });
-      }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`exited ${code}: ${err}`)); });
-  });
-}
 
 interface Answer { status: number; body: string; node: string | null }
 
@@ -74,7 +52,30 @@ async function probe(url: string, token: string): Promise<Record<string, Answer>
     pdfInfo: await ask('/svc/v1/pdf-info', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ input_format: 'Base64EncodedFile', file: Buffer.from(PDF).toString('base64') }) }),
     pull: await ask('/api/pull', { method: 'POST', headers: auth, body: JSON.stringify({ model: MODEL, stream: false }) }),
     generate: await generated(url, auth),
+    responsesWs: await responsesOverWebSocket(url, token),
+    responsesWsNoKey: await responsesOverWebSocket(url, ''),
   };
+}
+
+/** WebSocket mode of /v1/responses: the upgrade status, then each event type and the greedy text. */
+async function responsesOverWebSocket(url: string, token: string): Promise<Answer> {
+  const { WebSocket } = await import('ws');
+  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  return new Promise((resolve) => {
+    const types: string[] = [];
+    ws.on('unexpected-response', (_req, res) => resolve({ status: res.statusCode ?? 0, body: '', node: String(res.headers['x-svc-node'] ?? '') || null }));
+    ws.on('open', () => ws.send(JSON.stringify({ type: 'response.create', model: MODEL, input: 'Hello there', temperature: 0, max_output_tokens: 6, store: false })));
+    ws.on('message', (data) => {
+      const e = JSON.parse(String(data));
+      types.push(e.type);
+      if (e.type === 'response.completed' || e.type === 'response.incomplete' || e.type === 'error') {
+        ws.close();
+        const text = e.response?.output?.[0]?.content?.[0]?.text ?? e.error?.message;
+        resolve({ status: 101, body: JSON.stringify([types, text]), node: null });
+      }
+    });
+    ws.on('error', () => {});
+  });
 }
 
 const MODEL = 'hf.co/svc-test/tiny-llama:fp32';
@@ -132,6 +133,10 @@ describe('the same server on Node, Deno and Bun', () => {
     assert.equal(JSON.parse(node.pdfInfo.body).page_count, 1);
     assert.equal(node.generate.status, 200);
     assert.equal(JSON.parse(node.generate.body)[1], 12, 'twelve tokens generated');
+    const [wsTypes] = JSON.parse(node.responsesWs.body);
+    assert.equal(wsTypes[0], 'response.created');
+    assert.equal(wsTypes.at(-1), 'response.incomplete', 'six tokens, cut by max_output_tokens');
+    assert.equal(node.responsesWsNoKey.status, 401, 'the upgrade needs a key like any route');
     for (const rt of ['deno', 'bun']) {
       for (const [k, v] of Object.entries(answers[rt])) {
         const body = (s: string) => s.replace(/"instance":"[^"]*"/, '');

@@ -6,7 +6,10 @@ import type { AppEnv } from '../../http/context.ts';
 import { readJson } from '../../http/validate.ts';
 import type { AdminSettings } from '../../services/admin/settings.ts';
 
-const Patch = v.object({ sync_timeout_seconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(86_400))) });
+const Patch = v.object({
+  sync_timeout_seconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(86_400))),
+  default_embedding_model: v.optional(v.pipe(v.string(), v.maxLength(300))),
+});
 
 export function adminSettingsRoutes(settings: AdminSettings) {
   const app = new Hono<AppEnv>();

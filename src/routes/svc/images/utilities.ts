@@ -1,0 +1,91 @@
+/**
+ * The image utilities (docs/api/images.md): POST /svc/v1/image-analysis, -color-palette, -enhance,
+ * -deskew, -normalization, -redact. Same input forms and job contract as every task route.
+ */
+import { Hono } from 'hono';
+import * as v from 'valibot';
+import type { AppEnv } from '../../../http/context.ts';
+import { imageAnalysis, imageBackgroundRemoval, imageColorPalette, imageDeskew, imageEnhance, imageNormalization, imageRedact } from '../../../services/images/lazy.ts';
+import type { TaskContext } from '../../../services/jobs/task.ts';
+import { deliverOne, delivery, pdfTask, text } from '../pdf/pdf-task.ts';
+import { bool, engine, imageName, int, num, outputFormat, type ImageRouteDeps } from './image-task.ts';
+
+const common = { page_index: v.optional(int), engine };
+const imageOut = { format: v.optional(outputFormat), quality: v.optional(num), delivery };
+
+interface ImageResult { bytes: Uint8Array; contentType: string; extension: string; width: number; height: number; format: string; pageIndex: number }
+
+function deliverImage(ctx: TaskContext, how: 'inline' | 'file_id', r: ImageResult, input: { filename?: string } | undefined, suffix: string, extra: Record<string, unknown> = {}) {
+  return deliverOne(ctx, how, {
+    bytes: r.bytes, contentType: r.contentType, filename: imageName(input, r.extension, suffix),
+    extra: { width: r.width, height: r.height, format: r.format, page_index: r.pageIndex, ...extra },
+  });
+}
+
+const Box = v.object({ x: num, y: num, width: num, height: num });
+
+export function imageUtilityRoutes(deps: ImageRouteDeps) {
+  const app = new Hono<AppEnv>();
+  const maxPixels = () => deps.config.maxImagePixels;
+
+  app.post('/svc/v1/image-analysis', pdfTask(deps, {
+    name: 'image-analysis',
+    options: v.object({ ...common, detect_text: v.optional(bool), language: v.optional(text) }),
+    run: ([img], o, ctx) => imageAnalysis(img!, { detectText: o.detect_text, language: o.language, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels(), signal: ctx.signal }),
+  }));
+
+  app.post('/svc/v1/image-color-palette', pdfTask(deps, {
+    name: 'image-color-palette',
+    options: v.object({ ...common, count: v.optional(int) }),
+    run: ([img], o) => imageColorPalette(img!, { count: o.count, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }),
+  }));
+
+  app.post('/svc/v1/image-enhance', pdfTask(deps, {
+    name: 'image-enhance',
+    options: v.object({ ...common, ...imageOut, auto_levels: v.optional(bool), contrast: v.optional(num), denoise: v.optional(int), sharpen: v.optional(num) }),
+    async run([img], o, ctx, input) {
+      const r = await imageEnhance(img!, { autoLevels: o.auto_levels, contrast: o.contrast, denoise: o.denoise, sharpen: o.sharpen, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() });
+      return deliverImage(ctx, o.delivery, r, input.files[0], 'enhanced');
+    },
+  }));
+
+  app.post('/svc/v1/image-deskew', pdfTask(deps, {
+    name: 'image-deskew',
+    options: v.object({ ...common, ...imageOut, detect_orientation: v.optional(bool), background: v.optional(text) }),
+    async run([img], o, ctx, input) {
+      const r = await imageDeskew(img!, { detectOrientation: o.detect_orientation, background: o.background, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() });
+      return deliverImage(ctx, o.delivery, r, input.files[0], 'deskewed', { rotation: r.rotation, deskew_angle: r.deskewAngle });
+    },
+  }));
+
+  app.post('/svc/v1/image-normalization', pdfTask(deps, {
+    name: 'image-normalization',
+    options: v.object({ ...common, ...imageOut, max_side: v.optional(int), colour_space: v.optional(v.picklist(['srgb', 'gray'])), color_space: v.optional(v.picklist(['srgb', 'gray'])), deskew: v.optional(bool) }),
+    async run([img], o, ctx, input) {
+      const r = await imageNormalization(img!, { maxSide: o.max_side, colourSpace: o.colour_space ?? o.color_space, format: o.format, deskew: o.deskew, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() });
+      return deliverImage(ctx, o.delivery, r, input.files[0], 'normalized', { deskew_angle: r.deskewAngle });
+    },
+  }));
+
+  app.post('/svc/v1/image-redact', pdfTask(deps, {
+    name: 'image-redact',
+    options: v.object({ ...common, ...imageOut, boxes: v.optional(v.array(Box)), text: v.optional(v.pipe(v.union([text, v.array(text)]), v.transform((x) => (Array.isArray(x) ? x : [x])))), color: v.optional(text), language: v.optional(text) }),
+    async run([img], o, ctx, input) {
+      const r = await imageRedact(img!, { boxes: o.boxes, text: o.text, color: o.color, language: o.language, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels(), signal: ctx.signal });
+      return deliverImage(ctx, o.delivery, r, input.files[0], 'redacted', { boxes: r.boxes, text_matches: r.textMatches });
+    },
+  }));
+
+  app.post('/svc/v1/image-background-removal', pdfTask(deps, {
+    name: 'image-background-removal',
+    options: v.object({ ...common, ...imageOut, background: v.optional(text) }),
+    async run([img], o, ctx, input) {
+      const r = await imageBackgroundRemoval(img!, {
+        modelDir: deps.config.imageBackgroundModel, backend: deps.config.backend, threads: deps.config.threads,
+        background: o.background, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels(),
+      });
+      return deliverImage(ctx, o.delivery, r, input.files[0], 'cutout', { foreground: r.foreground });
+    },
+  }));
+  return app;
+}

@@ -1,0 +1,24 @@
+/**
+ * The image services, loaded on first use: the codecs, fontkit and Little CMS are not paid for by a
+ * server that never touches an image. Same signatures as ./index.ts.
+ */
+type Images = typeof import('./index.ts');
+type Fn<K extends keyof Images> = Images[K] extends (...a: infer A) => infer R ? (...a: A) => Promise<Awaited<R>> : never;
+
+let loading: Promise<Images> | undefined;
+const load = () => (loading ??= import('./index.ts'));
+const lazy = <K extends keyof Images>(name: K): Fn<K> => (async (...args: unknown[]) => ((await load())[name] as (...a: unknown[]) => unknown)(...args)) as Fn<K>;
+
+export const imageConvert = lazy('imageConvert');
+export const imageWatermark = lazy('imageWatermark');
+export const imageCapabilities = lazy('imageCapabilities');
+export const imageWatermarkCapabilities = lazy('imageWatermarkCapabilities');
+export const decodeForLogo = lazy('decodeForLogo');
+export type { ConvertOptions, ConvertResult } from './index.ts';
+export const imageAnalysis = lazy('imageAnalysis');
+export const imageColorPalette = lazy('imageColorPalette');
+export const imageEnhance = lazy('imageEnhance');
+export const imageDeskew = lazy('imageDeskew');
+export const imageNormalization = lazy('imageNormalization');
+export const imageRedact = lazy('imageRedact');
+export const imageBackgroundRemoval = lazy('imageBackgroundRemoval');
