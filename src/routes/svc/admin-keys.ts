@@ -4,9 +4,8 @@
  */
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import { requireAdmin } from '../../http/auth.ts';
 import type { AppEnv } from '../../http/context.ts';
-import { readJson } from '../../http/validate.ts';
+import { jsonBody } from '../../http/validate.ts';
 import type { KeyService } from '../../services/keys/api-keys.ts';
 import type { SearchResources } from '../../services/search/resources.ts';
 import { SearchAccessSchema } from './search/admin.ts';
@@ -19,10 +18,8 @@ const CreateKey = v.object({
 
 export function adminKeyRoutes(keys: KeyService, search?: SearchResources) {
   const app = new Hono<AppEnv>();
-  app.use('/svc/v1/admin/keys', requireAdmin());
-  app.use('/svc/v1/admin/keys/*', requireAdmin());
-  app.post('/svc/v1/admin/keys', async (c) => {
-    const b = await readJson(c, CreateKey);
+  app.post('/keys', jsonBody(CreateKey), async (c) => {
+    const b = c.req.valid('json');
     if (!search) return c.json(await keys.create(b), 201);
     // an unknown cluster is refused before the key exists
     if (b.search) await search.requireCluster(b.search.cluster);
@@ -31,7 +28,7 @@ export function adminKeyRoutes(keys: KeyService, search?: SearchResources) {
     await search.setAccess(k.id, b.search === undefined ? 'default' : b.search?.cluster ?? null, (b.search?.grants ?? []).map((g) => ({ tenant: g.tenant, collection: g.collection ?? null, access: g.access })));
     return c.json({ ...k, search: await search.reachOf(owner) }, 201);
   });
-  app.get('/svc/v1/admin/keys', async (c) => c.json({ object: 'list', data: await keys.list() }));
-  app.delete('/svc/v1/admin/keys/:id', async (c) => c.json(await keys.revoke(c.req.param('id'))));
+  app.get('/keys', async (c) => c.json({ object: 'list', data: await keys.list() }));
+  app.delete('/keys/:id', async (c) => c.json(await keys.revoke(c.req.param('id'))));
   return app;
 }

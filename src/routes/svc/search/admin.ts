@@ -32,27 +32,26 @@ export const SearchAccessSchema = v.union([
 ]);
 const PutAccess = v.strictObject({ search: SearchAccessSchema });
 
-export function searchAdminRoutes(search: Search, keys: KeyService) {
+export function searchAdminRoutes(search: Search) {
   const r = search.resources;
   const app = new Hono<AppEnv>();
-  app.use('/svc/v1/search/clusters', requireAdmin());
-  app.use('/svc/v1/search/clusters/*', requireAdmin());
-  app.use('/svc/v1/admin/keys/:id/search', requireAdmin());
+  app.use('/search/clusters', requireAdmin());
+  app.use('/search/clusters/*', requireAdmin());
 
-  app.post('/svc/v1/search/clusters', async (c) => {
+  app.post('/search/clusters', async (c) => {
     const b = await readJson(c, CreateCluster);
     return c.json(await r.createCluster(b.id, b.kind, b.url, b.auth_token ?? null), 201);
   });
-  app.get('/svc/v1/search/clusters', async (c) => c.json({ object: 'list', data: await r.listClusters() }));
-  app.get('/svc/v1/search/clusters/:cluster', async (c) => c.json(await r.getCluster(c.req.param('cluster'))));
-  app.delete('/svc/v1/search/clusters/:cluster', async (c) => c.json(await r.deleteCluster(c.req.param('cluster'))));
+  app.get('/search/clusters', async (c) => c.json({ object: 'list', data: await r.listClusters() }));
+  app.get('/search/clusters/:cluster', async (c) => c.json(await r.getCluster(c.req.param('cluster'))));
+  app.delete('/search/clusters/:cluster', async (c) => c.json(await r.deleteCluster(c.req.param('cluster'))));
 
-  app.post('/svc/v1/search/clusters/:cluster/tenants', async (c) => c.json(await r.createTenant(c.req.param('cluster'), (await readJson(c, CreateTenant)).name), 201));
-  app.get('/svc/v1/search/clusters/:cluster/tenants', async (c) => c.json({ object: 'list', data: await r.listTenants(c.req.param('cluster')) }));
-  app.get('/svc/v1/search/clusters/:cluster/tenants/:tenant', async (c) => c.json(await r.getTenant(c.req.param('cluster'), c.req.param('tenant'))));
-  app.delete('/svc/v1/search/clusters/:cluster/tenants/:tenant', async (c) => c.json(await r.deleteTenant(c.req.param('cluster'), c.req.param('tenant'))));
+  app.post('/search/clusters/:cluster/tenants', async (c) => c.json(await r.createTenant(c.req.param('cluster'), (await readJson(c, CreateTenant)).name), 201));
+  app.get('/search/clusters/:cluster/tenants', async (c) => c.json({ object: 'list', data: await r.listTenants(c.req.param('cluster')) }));
+  app.get('/search/clusters/:cluster/tenants/:tenant', async (c) => c.json(await r.getTenant(c.req.param('cluster'), c.req.param('tenant'))));
+  app.delete('/search/clusters/:cluster/tenants/:tenant', async (c) => c.json(await r.deleteTenant(c.req.param('cluster'), c.req.param('tenant'))));
 
-  const base = '/svc/v1/search/clusters/:cluster/tenants/:tenant/collections';
+  const base = '/search/clusters/:cluster/tenants/:tenant/collections';
   app.post(base, async (c) => {
     const b = await readJson(c, CreateCollection);
     return c.json(await r.createCollection(c.req.param('cluster'), c.req.param('tenant'), b.name, b.embedding_model ?? null), 201);
@@ -61,13 +60,20 @@ export function searchAdminRoutes(search: Search, keys: KeyService) {
   app.get(`${base}/:collection`, async (c) => c.json(await r.getCollection(c.req.param('cluster'), c.req.param('tenant'), c.req.param('collection'))));
   app.delete(`${base}/:collection`, async (c) => c.json(await r.deleteCollection(c.req.param('cluster'), c.req.param('tenant'), c.req.param('collection'))));
 
+  return app;
+}
+
+/** A key's search access, under the admin sub-app (/svc/v1/admin, admin role checked there). */
+export function searchKeyAccessRoutes(search: Search, keys: KeyService) {
+  const r = search.resources;
+  const app = new Hono<AppEnv>();
   const keyOwner = async (id: string) => {
     const k = (await keys.list()).find((x) => x.id === id && x.revoked_at === null);
     if (!k) throw notFound(`API key '${id}' not found`);
     return { id: k.id, role: k.role, keyId: k.id, name: k.name };
   };
-  app.get('/svc/v1/admin/keys/:id/search', async (c) => c.json({ key_id: c.req.param('id'), search: await r.reachOf(await keyOwner(c.req.param('id'))) }));
-  app.put('/svc/v1/admin/keys/:id/search', async (c) => {
+  app.get('/keys/:id/search', async (c) => c.json({ key_id: c.req.param('id'), search: await r.reachOf(await keyOwner(c.req.param('id'))) }));
+  app.put('/keys/:id/search', async (c) => {
     const owner = await keyOwner(c.req.param('id'));
     const b = await readJson(c, PutAccess);
     await r.setAccess(owner.id, b.search?.cluster ?? null, (b.search?.grants ?? []).map((g) => ({ tenant: g.tenant, collection: g.collection ?? null, access: g.access })));

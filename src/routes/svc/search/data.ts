@@ -60,15 +60,15 @@ const Chat = v.strictObject({
   stream: v.optional(v.boolean(), false),
 });
 
-const COL = '/svc/v1/search/tenants/:tenant/collections/:collection';
+const COL = '/search/tenants/:tenant/collections/:collection';
 
 export function searchDataRoutes(search: Search, runner: TaskRunner, files: FileStore) {
   const s = search.service;
   const app = new Hono<AppEnv>();
   const params = (c: { req: { param(k: string): string } }) => [c.req.param('tenant'), c.req.param('collection')] as const;
 
-  app.get('/svc/v1/search', async (c) => c.json({ object: 'search.access', ...(await search.resources.reachOf(c.get('owner'))) }));
-  app.get('/svc/v1/search/collections', async (c) => c.json({ object: 'list', data: await search.resources.readable(c.get('owner')) }));
+  app.get('/search', async (c) => c.json({ object: 'search.access', ...(await search.resources.reachOf(c.get('owner'))) }));
+  app.get('/search/collections', async (c) => c.json({ object: 'list', data: await search.resources.readable(c.get('owner')) }));
   app.get(COL, async (c) => c.json(await search.resources.collectionFor(c.get('owner'), ...params(c), 'read')));
 
   // add or replace: JSON {documents: [{id, text, metadata}]}, or one file (multipart / base64 / file_id) with id and metadata
@@ -130,7 +130,7 @@ export function searchDataRoutes(search: Search, runner: TaskRunner, files: File
     model: b.model, messages: b.messages, collections: b.collections, mode: b.mode, semantic_ratio: b.semantic_ratio, sources: b.sources,
     filter: b.filter, rerank: b.rerank, maxTokens: b.max_tokens, temperature: b.temperature, signal,
   });
-  app.post('/svc/v1/search/chat', async (c, next) => {
+  app.post('/search/chat', async (c, next) => {
     const b = await readJson(c, Chat);
     for (const w of b.collections ?? []) await search.resources.collectionFor(c.get('owner'), w.tenant, w.collection, 'read');
     if (!b.collections?.length) await search.resources.clusterOf(c.get('owner'));

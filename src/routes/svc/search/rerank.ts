@@ -47,8 +47,13 @@ export function rerankRoutes(reranker: Reranker, runner: TaskRunner) {
     input: (c: Context<AppEnv>) => readJson(c, Rerank),
     run: (b, ctx) => rerankAnswer(reranker, b, ctx.signal),
   });
-  app.post('/svc/v1/rerank', handler);
-  // the de facto shape (Cohere v1/v2, Jina, vLLM, llama.cpp): answered inline, as those servers do
-  app.post('/v1/rerank', async (c) => c.json(await rerankAnswer(reranker, await readJson(c, Rerank), c.req.raw.signal)));
+  app.post('/rerank', handler);
+  return app;
+}
+
+/** The de facto shape (Cohere, Jina, vLLM, llama.cpp) under /v1: answered inline, as those servers do. */
+export function v1RerankRoutes(reranker: Reranker) {
+  const app = new Hono<AppEnv>();
+  app.post('/rerank', async (c) => c.json(await rerankAnswer(reranker, await readJson(c, Rerank), c.req.raw.signal)));
   return app;
 }
