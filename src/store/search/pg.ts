@@ -24,7 +24,7 @@ export class PgSearchStore {
     const pg = (await import('pg')).default;
     // bigint ids as numbers: chunk ids stay far below 2^53
     pg.types.setTypeParser(20, (v: string) => Number(v));
-    const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 3000 });
+    const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 10_000 });
     // A server that goes away emits errors on idle clients (the pool's own listener takes only the first):
     // they are dropped here, the next query reconnects, and a query in flight fails with its own error.
     pool.on('error', () => {});
