@@ -154,7 +154,9 @@ async function indexPg(): Promise<{ textMs: number; vecMs: number }> {
   return { textMs, vecMs };
 }
 
-const indexing = { libsql: await indexLibsql(), postgres: await indexPg() };
+await postgres.status(); // connect and create the tables before the long indexing
+const pgIndexing = await indexPg();
+const indexing = { postgres: pgIndexing, libsql: await indexLibsql() };
 await sql`analyze`.execute(postgres.store.db);
 
 type Mode = SearchMode | 'hybrid+rerank';

@@ -372,6 +372,23 @@ describe('chat with documents', () => {
     }
   });
 
+  it('query rewriting: the chat model\'s rewrite is what is searched, and the answer says so', async () => {
+    const ids = await tinyLlamaIds('flamingo thermostat');
+    h.steer(() => [forceTokens(ids)]);
+    try {
+      const r = await call('POST', '/svc/v1/search/tenants/kb/collections/manuals/query', token, { q: 'restarting heating gadgets', mode: 'keyword', rewrite: { model: LLM } });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.rewritten_query, 'flamingo thermostat');
+      assert.equal(r.body.data[0].document_id, 'thermostat-manual');
+      assert.equal(r.body.data[0].page, 2);
+    } finally {
+      h.steer(undefined);
+    }
+    // without the rewrite the question's own words find nothing
+    const plain = await call('POST', '/svc/v1/search/tenants/kb/collections/manuals/query', token, { q: 'restarting heating gadgets', mode: 'keyword' });
+    assert.equal(plain.body.data.length, 0);
+  });
+
   it('streams: sources first, text deltas, then the citations; a collection outside the grants is 404', async () => {
     const ids = await tinyLlamaIds('See [1]');
     h.steer(() => [forceTokens(ids)]);
