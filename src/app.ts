@@ -45,6 +45,7 @@ import { trainingRoutes } from './routes/svc/training.ts';
 import { textRoutes } from './routes/svc/text/index.ts';
 import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
 import { agentRoutes } from './routes/svc/agents.ts';
+import { memoryRoutes } from './routes/svc/memory.ts';
 import { ServiceError } from './services/errors.ts';
 
 export interface AppOptions {
@@ -69,7 +70,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   // dialect A
   app.route('/', openaiFileRoutes(deps.files));
   app.route('/', openaiModelRoutes(deps.models));
-  app.route('/', openaiChatRoutes(deps.chat, log, deps.agents));
+  app.route('/', openaiChatRoutes(deps.chat, log, deps.agents, { turns: deps.turns, dispatch: (path, init) => Promise.resolve(app.request(path, init)) }));
   app.route('/', openaiCompletionRoutes(deps.chat, deps.engine, log));
   app.route('/', openaiEmbeddingRoutes(deps.chat, deps.runner));
   app.route('/', openaiAudioRoutes(deps));
@@ -100,6 +101,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', textRoutes(deps));
   app.route('/', imageRoutes(deps));
   app.route('/', agentRoutes(deps.agents));
+  app.route('/', memoryRoutes(deps.memory));
   // the tool-protocol server: its tools call the routes above in-process, under the caller's key
   app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init)), (owner) => skillPrompts(deps.agents, owner.id)));
   opts.extraRoutes?.(app, deps);

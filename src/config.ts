@@ -51,6 +51,8 @@ export const settings = {
   defaultEmbeddingModel: s('string', v.string(), '', 'embedding model of vector stores that name none (admin setting default_embedding_model overrides it); empty = none'),
   maxImagePixels: s('int', int(1), 268_402_689, 'most pixels an image page may declare (width × height, read from its header before decoding); 413 input_too_large above it'),
   imageBackgroundModel: s('string', v.string(), '', 'background-removal model: a local hub-layout ONNX directory (MODNet, ISNet, BiRefNet); empty = the route answers 501'),
+  toolAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of server tools: hosts that the fetch_url tool and registered MCP servers may reach (comma separated, subdomains included; empty = none)'),
+  mcpServers: s('list', v.array(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,32}=https?:\/\/\S+$/, 'each entry must be name=http(s)://url'))), [], 'external MCP servers (Streamable HTTP) whose tools agents may use: name=url pairs, comma separated; each host must pass tool-allowed-hosts'),
 } as const;
 
 export type Settings = typeof settings;

@@ -24,6 +24,8 @@ const AgentBody = v.strictObject({
   skill: v.optional(name),
   server_tools: v.optional(v.array(v.string())),
   step_limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(32))),
+  memory_store: v.optional(name),
+  memory: v.optional(v.boolean()),
 });
 const SkillBody = v.strictObject({
   name,

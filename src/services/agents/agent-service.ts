@@ -21,9 +21,13 @@ export interface AgentConfig {
   tool_choice?: unknown;
   /** A skill the agent runs when the request names none. */
   skill?: string;
-  /** Tools the server runs itself inside a turn (names; executed once server tools are enabled). */
+  /** Tools the server runs itself inside a turn (names: docs/api/agents.md). */
   server_tools?: string[];
+  /** Most tool rounds of one turn. */
   step_limit?: number;
+  /** The memory store its turns recall from and write to (off with memory: false). */
+  memory_store?: string;
+  memory?: boolean;
 }
 
 export interface SkillInput {
@@ -160,6 +164,9 @@ export class AgentService {
       if (a.instructions) out.messages = [{ role: 'system', content: a.instructions }, ...(Array.isArray(out.messages) ? out.messages : [])];
       if ((skillRef === undefined || skillRef === null) && a.skill) skillRef = a.skill;
       if (a.server_tools?.length && out.server_tools === undefined) out.server_tools = a.server_tools;
+      for (const k of ['step_limit', 'memory_store', 'memory'] as const) {
+        if (out[k] === undefined && a[k] !== undefined) out[k] = a[k];
+      }
     }
     if (skillRef !== undefined && skillRef !== null) {
       if (typeof skillRef !== 'string' || !skillRef) throw bad('skill', 'must be a non-empty string');
