@@ -74,7 +74,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', openaiCompletionRoutes(deps.chat, deps.engine, log));
   app.route('/', openaiEmbeddingRoutes(deps.chat, deps.runner));
   app.route('/', openaiAudioRoutes(deps));
-  app.route('/', openaiResponsesRoutes(deps.responses, log));
+  app.route('/', openaiResponsesRoutes(deps.responses, log, deps.agents));
   app.route('/', openaiVectorStoreRoutes(deps.vectorStores));
   // dialect B
   app.route('/', versionRoutes());

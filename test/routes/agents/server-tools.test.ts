@@ -318,3 +318,43 @@ describe('memory', () => {
     assert.equal((await req(keyA, 'GET', '/svc/v1/memory-stores/prefs')).status, 404);
   });
 });
+
+describe('agent in /v1/responses', () => {
+  it('applies the agent: the same answer as the request it stands for; unknown agents and chat-only agents are 400', async () => {
+    h.steer(undefined);
+    const put = await fetch(`${h.srv.url}/svc/v1/agents`, {
+      method: 'POST', headers: { authorization: `Bearer ${keyA}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'terse', model: MODEL, instructions: 'Answer in one word.', max_tokens: 6, temperature: 0 }),
+    });
+    assert.equal(put.status, 201);
+    const viaAgent = await a.responses.create({ agent: 'terse', input: 'hello there', instructions: 'Be polite.' } as never);
+    const plain = await a.responses.create({ model: MODEL, input: 'hello there', instructions: 'Answer in one word.\n\nBe polite.', max_output_tokens: 6, temperature: 0 });
+    assert.equal(viaAgent.model, MODEL);
+    assert.equal(viaAgent.instructions, plain.instructions);
+    assert.equal(viaAgent.max_output_tokens, 6);
+    assert.equal(viaAgent.output_text, plain.output_text);
+    assert.equal(viaAgent.usage!.input_tokens, plain.usage!.input_tokens);
+    await assert.rejects(a.responses.create({ agent: 'nope', input: 'x' } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown agent "nope"/.test(e.message));
+    await assert.rejects(b.responses.create({ agent: 'terse', input: 'x' } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown agent "terse"/.test(e.message));
+    await assert.rejects(a.responses.create({ agent: 'geographer', input: 'x' } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /server_tools/.test(e.message));
+  });
+});
+
+describe('streaming with server tools', () => {
+  it('the finished turn arrives as chunks; the last choice chunk carries server_tool_calls', async () => {
+    await script([call('fetch_url', { url: `${pageUrl}/hours` }), 'At 07:45.']);
+    try {
+      const stream = await a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'], stream: true, stream_options: { include_usage: true } } as never) as unknown as AsyncIterable<Record<string, any>>;
+      const chunks: Record<string, any>[] = [];
+      for await (const c of stream) chunks.push(c);
+      assert.equal(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), 'At 07:45.');
+      const fin = chunks.at(-2)!;
+      assert.equal(fin.choices[0].finish_reason, 'stop');
+      assert.equal(fin.server_tool_calls[0].name, 'fetch_url');
+      assert.match(fin.server_tool_calls[0].output.text, /07:45/);
+      assert.ok(chunks.at(-1)!.usage.total_tokens > 0);
+    } finally {
+      h.steer(undefined);
+    }
+  });
+});
