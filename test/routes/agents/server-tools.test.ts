@@ -130,7 +130,7 @@ async function script(texts: string[]) {
     return [(seq: bigint[][], logits: { data: Float32Array }) => {
       if (first) prompts.push(decode(seq[0]!));
       first = false;
-      return force(seq, logits);
+      return (force as (s: bigint[][], l: { data: Float32Array }) => unknown)(seq, logits);
     }];
   });
   return prompts;
