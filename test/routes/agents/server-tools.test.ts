@@ -293,6 +293,9 @@ describe('memory', () => {
     assert.ok(m2.recalled.some((f) => f.text === 'My favourite colour is teal.'), JSON.stringify(m2.recalled));
     assert.match(prompts[0]!, /Facts remembered about the user:[\s\S]*My favourite colour is teal\./);
     assert.deepEqual(m2.written, [], 'a question states no fact');
+    // no word in common with the facts: found by the embedding side of the hybrid search only
+    const byMeaning = await a.chat.completions.create({ model: MODEL, max_tokens: 5, memory_store: 'prefs', messages: [{ role: 'user', content: 'Which hue suits a kitchen' }] } as never);
+    assert.ok(ext(byMeaning).memory!.recalled.length > 0, 'recalled through the vectors');
 
     // key B's store of the same name is another store
     const pb = await script(['Hm.']);
