@@ -1,6 +1,7 @@
 /** createApp(deps): middleware and the three route families mounted. */
 import { Hono } from 'hono';
 import type { Deps } from './deps.ts';
+import { isLoopbackHost } from './config.ts';
 import { auth } from './http/auth.ts';
 import { areaTicketAuth } from './http/area-ticket.ts';
 import { securityHeaders } from './http/security-headers.ts';
@@ -60,7 +61,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
 
   app.use('*', requestMeta(nodeTag, log));
   app.use('*', areaTicketAuth(deps.adminConsole.tickets));
-  app.use('*', auth(keys));
+  app.use('*', auth(keys, isLoopbackHost(config.host)));
   app.use('*', bodyLimit(config.maxUploadBytes));
 
   app.route('/', rootRoutes(nodeTag, publicDir !== null || '/index.html' in embeddedPublic));

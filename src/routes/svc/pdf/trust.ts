@@ -8,6 +8,7 @@ import { invalidRequest } from '../../../http/validate.ts';
 import { invalidArgument } from '../../../services/errors.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import * as trust from '../../../services/pdf/trust/lazy.ts';
+import { workers } from '../../../services/workers/index.ts';
 import { decodeBase64Option, deliverOne, delivery, outName, pdfTask, readInput, snakeKeys, strings, text, type PdfRouteDeps, type PdfTaskInput } from './pdf-task.ts';
 
 const PDF = 'application/pdf';
@@ -97,6 +98,7 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
     name: 'pdf-verify',
     options: Verify,
     async run([doc], o, ctx, input) {
+      await workers.run('pdf.guard', [doc!], ctx); // bombs refused before the parser sees them
       const pem = [await configuredAnchors(), await pemOption(input, 'trusted_certificates', o.trusted_certificates ?? [])].join('\n');
       const trusted = pem.trim() ? await trust.parseCertificates(pem, 'trusted_certificates') : [];
       return snakeKeys(await trust.pdfVerify(doc!, { trusted, net: net(), revocation: o.revocation, signal: ctx.signal }));
