@@ -21,8 +21,8 @@ export interface AgentConfig {
   tool_choice?: unknown;
   /** A skill the agent runs when the request names none. */
   skill?: string;
-  /** Tools the server runs itself inside a turn (names: docs/api/agents.md). */
-  server_tools?: string[];
+  /** Tools the server runs itself inside a turn: names, or `{name, …bound arguments}` (docs/api/agents.md). */
+  server_tools?: (string | { name: string; [arg: string]: unknown })[];
   /** Most tool rounds of one turn. */
   step_limit?: number;
   /** The memory store its turns recall from and write to (off with memory: false). */

@@ -142,8 +142,9 @@ export class AgentTurns {
         try {
           const parsed = JSON.parse(c.function.arguments || '{}');
           if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('the arguments are not a JSON object');
-          args = parsed;
-          outcome = await byName.get(c.function.name)!.run(args, ctx);
+          const tool = byName.get(c.function.name)!;
+          args = { ...parsed, ...tool.bound };
+          outcome = await tool.run(args, ctx);
         } catch (e) {
           outcome = { ok: false as const, status: 400, reason: 'invalid_arguments', message: (e as Error).message };
         }

@@ -24,6 +24,8 @@ export interface ServerTool {
   description: string;
   parameters: JsonSchema;
   run(args: Record<string, unknown>, ctx: ToolRunContext): Promise<ToolOutcome>;
+  /** Arguments fixed by the request or agent (they win over the model's). */
+  bound?: Record<string, unknown>;
 }
 
 /** The most bytes fetch_url reads from a page. */
@@ -34,6 +36,24 @@ const bad = (message: string) => new ServiceError(400, 'invalid_request', `serve
 const asOutcome = (e: unknown): ToolOutcome => e instanceof ServiceError
   ? { ok: false, status: e.status, reason: e.reason, message: e.message }
   : { ok: false, status: 502, reason: 'tool_failed', message: (e as Error)?.message ?? String(e) };
+
+/**
+ * A tool with some arguments fixed by the request or agent (`{"name":"vector_store_search",
+ * "vector_store_id":"vs_…"}`): they leave the schema the model sees and always win over the model's.
+ */
+function bind(tool: ServerTool, bound: Record<string, unknown>): ServerTool {
+  const p = tool.parameters as { properties?: Record<string, unknown>; required?: string[] };
+  const props = p.properties ?? {};
+  for (const k of Object.keys(bound)) if (!(k in props)) throw bad(`"${k}" is not an argument of ${tool.name}`);
+  const properties = Object.fromEntries(Object.entries(props).filter(([k]) => !(k in bound)));
+  const required = (p.required ?? []).filter((k) => !(k in bound));
+  return {
+    ...tool,
+    bound,
+    parameters: { ...tool.parameters, properties, ...(required.length ? { required } : { required: undefined }) },
+    run: (args, ctx) => tool.run({ ...args, ...bound }, ctx),
+  };
+}
 
 export class ServerToolCatalog {
   constructor(private readonly egress: ToolEgress, private readonly mcp: McpServers) {}
@@ -51,7 +71,8 @@ export class ServerToolCatalog {
     for (const t of raw) {
       const name = typeof t === 'string' ? t : (t as { name?: unknown })?.name;
       if (typeof name !== 'string' || !name) throw bad('each entry must be a name (or an object with a name)');
-      for (const tool of await this.#one(name, signal)) out.set(tool.name, tool);
+      const { name: _n, ...bound } = typeof t === 'object' ? (t as Record<string, unknown>) : {};
+      for (const tool of await this.#one(name, signal)) out.set(tool.name, Object.keys(bound).length ? bind(tool, bound) : tool);
     }
     return [...out.values()];
   }

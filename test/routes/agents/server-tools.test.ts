@@ -170,6 +170,22 @@ describe('server tools', () => {
     }
   });
 
+  it('bound arguments: fixed by the request, hidden from the model, and they win over the model\'s', async () => {
+    const prompts = await script([call('vector_store_search', { query: 'harbour pilot', vector_store_id: 'vs_elsewhere' }), 'Ilse Marwick.']);
+    try {
+      const r = await a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Who is the pilot?' }], max_tokens: 200, server_tools: [{ name: 'vector_store_search', vector_store_id: storeId, max_num_results: 1 }] } as never);
+      const c = ext(r).server_tool_calls![0]!;
+      assert.equal(c.status, 'completed', JSON.stringify(c.error));
+      assert.match(c.output[0].text, /Captain Ilse Marwick/);
+      assert.deepEqual(c.arguments, { query: 'harbour pilot', vector_store_id: storeId, max_num_results: 1 }, 'the arguments that ran');
+      assert.doesNotMatch(prompts[0]!, /vector_store_id|max_num_results/, 'bound arguments are not offered to the model');
+      assert.match(prompts[0]!, /vector_store_search/);
+    } finally {
+      h.steer(undefined);
+    }
+    await assert.rejects(a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: [{ name: 'fetch_url', nope: 1 }] } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /"nope" is not an argument of fetch_url/.test(e.message));
+  });
+
   it('runs under the caller\'s key: another key\'s search fails with 404, fed back as an error', async () => {
     const prompts = await script([call('vector_store_search', { vector_store_id: storeId, query: 'harbour pilot' }), 'I could not search it.']);
     try {
