@@ -27,7 +27,7 @@ export interface AgentConfig {
   step_limit?: number;
   /** The memory store its turns recall from and write to (off with memory: false). */
   memory_store?: string;
-  memory?: boolean;
+  memory?: boolean | { recall?: boolean; write?: boolean; extract?: 'rules' | 'model' };
 }
 
 export interface SkillInput {

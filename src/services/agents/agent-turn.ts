@@ -34,8 +34,16 @@ export interface ServerToolCall {
 export interface TurnExtensions {
   tools: ServerTool[];
   stepLimit: number;
-  memory?: { store: string; recall: boolean; write: boolean };
+  memory?: { store: string; recall: boolean; write: boolean; extract: 'rules' | 'model' };
 }
+
+/** The constrained extraction call of `extract: "model"`: the facts the user states about themself. */
+const EXTRACT_SCHEMA = {
+  type: 'object',
+  properties: { facts: { type: 'array', maxItems: 5, items: { type: 'string', minLength: 1, maxLength: 300 } } },
+  required: ['facts'], additionalProperties: false,
+};
+const EXTRACT_INSTRUCTIONS = 'List the facts the user states about themself in their message (name, preferences, circumstances), each as one short sentence. Leave out questions and requests. Answer with JSON only.';
 
 /** Fields of the request this module serves, removed before the chat service plans it. */
 const EXTENSION_FIELDS = ['server_tools', 'step_limit', 'memory', 'memory_store'] as const;
@@ -83,8 +91,9 @@ export class AgentTurns {
     if (m && !store) throw bad('memory', 'needs a memory_store (in the request or its agent)');
     if (store && m !== false) {
       await this.memory.requireStore(owner, store as string);
-      const o = typeof m === 'object' && m ? (m as { recall?: unknown; write?: unknown }) : {};
-      memory = { store: store as string, recall: o.recall !== false, write: o.write !== false };
+      const o = typeof m === 'object' && m ? (m as { recall?: unknown; write?: unknown; extract?: unknown }) : {};
+      if (o.extract !== undefined && o.extract !== 'rules' && o.extract !== 'model') throw bad('memory.extract', 'must be "rules" or "model"');
+      memory = { store: store as string, recall: o.recall !== false, write: o.write !== false, extract: o.extract === 'model' ? 'model' : 'rules' };
     }
     return { tools, stepLimit, memory };
   }
@@ -157,13 +166,38 @@ export class AgentTurns {
     }
 
     let written: Fact[] = [];
-    if (ext.memory?.write && lastUser) written = await this.memory.remember(owner, ext.memory.store, lastUser, ctx.signal);
+    if (ext.memory?.write && lastUser) {
+      if (ext.memory.extract === 'model') {
+        const facts = await this.#extractFacts(completion!.model, lastUser, ctx.signal);
+        for (const k of Object.keys(usage) as (keyof typeof usage)[]) usage[k] += facts.usage[k];
+        written = await this.memory.remember(owner, ext.memory.store, lastUser, ctx.signal, facts.facts, 'model');
+      } else {
+        written = await this.memory.remember(owner, ext.memory.store, lastUser, ctx.signal);
+      }
+    }
     return {
       ...completion!,
       usage,
       ...(ext.tools.length ? { server_tool_calls: calls } : {}),
       ...(ext.memory ? { memory: { store: ext.memory.store, recalled, written } } : {}),
     };
+  }
+
+  async #extractFacts(model: string, message: string, signal?: AbortSignal) {
+    const plan = planChat({
+      model, temperature: 0, max_tokens: 400,
+      messages: [{ role: 'system', content: EXTRACT_INSTRUCTIONS }, { role: 'user', content: message }],
+      response_format: { type: 'json_schema', json_schema: { name: 'facts', schema: EXTRACT_SCHEMA, strict: true } },
+    }, signal);
+    const r = await chatCompletion(this.chat, plan);
+    const content = r.choices[0]!.message.content ?? '';
+    let facts: string[] = [];
+    try {
+      facts = (JSON.parse(content) as { facts: string[] }).facts;
+    } catch {
+      facts = []; // cut by max_tokens: nothing is written rather than a half fact
+    }
+    return { facts, usage: r.usage };
   }
 }
 

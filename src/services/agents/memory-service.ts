@@ -4,7 +4,8 @@
  * the retrieval engine) and writes back the facts the user stated about themself in that message.
  * The write-back policy (docs/api/agents.md): a sentence of the last user message is a fact when it
  * speaks in the first person about the user ("I …", "I'm …", "My …"), is not a question and is not
- * addressed to the assistant (no "you"); exact repeats are skipped.
+ * addressed to the assistant (no "you"); exact repeats are skipped. With `extract: "model"` the chat
+ * model itself lists the facts instead, in a constrained (JSON-schema) extraction call.
  */
 import { randomId } from '../../ids.ts';
 import { deleteFact, deleteMemoryStore, factsByIds, findFactByText, getFact, getMemoryStore, insertFact, insertMemoryStore, listFacts, listMemoryStores } from '../../store/memory.ts';
@@ -75,7 +76,7 @@ export class MemoryService {
   }
 
   /** Adds one fact (skipped when the same text is already stored); returns it, or undefined when skipped. */
-  async addFact(owner: string, store: string, text: string, source: 'user' | 'api', signal?: AbortSignal) {
+  async addFact(owner: string, store: string, text: string, source: 'user' | 'model' | 'api', signal?: AbortSignal) {
     const s = await getMemoryStore(this.db, owner, store);
     if (!s) throw new ServiceError(404, 'not_found', `memory store "${store}" not found`);
     const clean = text.trim();
@@ -112,11 +113,12 @@ export class MemoryService {
     return hits.map((h) => rows.get(h.chunk.doc_id)).filter((r): r is MemoryFactTable => !!r && r.owner === owner).map((r) => ({ id: r.id, text: r.text }));
   }
 
-  /** Writes back the facts the user stated in `message`; returns those newly stored. */
-  async remember(owner: string, store: string, message: string, signal?: AbortSignal): Promise<Fact[]> {
+  /** Writes back facts (by default those the user stated in `message`); returns those newly stored. */
+  async remember(owner: string, store: string, message: string, signal?: AbortSignal, facts = factsStated(message), source: 'user' | 'model' = 'user'): Promise<Fact[]> {
     const out: Fact[] = [];
-    for (const text of factsStated(message)) {
-      const f = await this.addFact(owner, store, text, 'user', signal);
+    for (const text of facts) {
+      if (!text.trim() || text.trim().length > MAX_FACT_CHARS) continue;
+      const f = await this.addFact(owner, store, text, source, signal);
       if (f) out.push({ id: f.id, text: f.text });
     }
     return out;

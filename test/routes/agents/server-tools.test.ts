@@ -323,6 +323,23 @@ describe('memory', () => {
     h.steer(undefined);
   });
 
+  it('extract "model": the chat model lists the facts in a constrained extraction call', async () => {
+    assert.equal((await req(keyA, 'POST', '/svc/v1/memory-stores', { name: 'bees' })).status, 201);
+    const prompts = await script(['How lovely.', '{"facts":["The user keeps bees on a rooftop."]}']);
+    try {
+      const r = await a.chat.completions.create({ model: MODEL, max_tokens: 20, memory_store: 'bees', memory: { extract: 'model' }, messages: [{ role: 'user', content: 'We have hives on our roof, three of them.' }] } as never);
+      assert.equal(r.choices[0].message.content, 'How lovely.');
+      assert.deepEqual(ext(r).memory!.written.map((f) => f.text), ['The user keeps bees on a rooftop.']);
+      assert.equal(prompts.length, 2);
+      assert.match(prompts[1]!, /List the facts the user states[\s\S]*We have hives on our roof/);
+      const facts = (await (await req(keyA, 'GET', '/svc/v1/memory-stores/bees/facts')).json()) as { data: { text: string; source: string }[] };
+      assert.deepEqual(facts.data.map((f) => [f.text, f.source]), [['The user keeps bees on a rooftop.', 'model']]);
+    } finally {
+      h.steer(undefined);
+    }
+    await assert.rejects(a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], memory_store: 'bees', memory: { extract: 'magic' } } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /memory\.extract/.test(e.message));
+  });
+
   it('facts are deletable; a deleted fact is not recalled; unknown stores are 400 in chat', async () => {
     const listed = (await (await req(keyA, 'GET', '/svc/v1/memory-stores/prefs/facts')).json()) as { data: { id: string; text: string }[] };
     const teal = listed.data.find((f) => /teal/.test(f.text))!;
