@@ -7,6 +7,7 @@
 import type { ChatService } from '../chat/chat-service.ts';
 import { chatCompletion, planChat } from '../chat/openai-chat.ts';
 import { ServiceError } from '../errors.ts';
+import type { ToolOutcome } from '../../http/tool-call.ts';
 import type { ServerTool, ServerToolCatalog, ToolRunContext } from '../tools/server-tools.ts';
 import type { Fact, MemoryService } from './memory-service.ts';
 
@@ -26,7 +27,7 @@ export interface ServerToolCall {
   step: number;
   name: string;
   arguments: unknown;
-  status: 'completed' | 'failed';
+  status: 'completed' | 'failed' | 'skipped';
   output?: unknown;
   error?: { status: number; reason: string; message: string };
 }
@@ -53,6 +54,15 @@ export const usesExtensions = (body: Body) => EXTENSION_FIELDS.some((k) => body[
 const textOf = (content: unknown): string => typeof content === 'string'
   ? content
   : Array.isArray(content) ? content.filter((p) => p?.type === 'text' && typeof p.text === 'string').map((p) => p.text as string).join('\n') : '';
+
+function parseArgs(raw: string): Record<string, unknown> | Error {
+  try {
+    const v = JSON.parse(raw || '{}');
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : new Error('the arguments are not a JSON object');
+  } catch (e) {
+    return new Error(`the arguments are not JSON: ${(e as Error).message}`);
+  }
+}
 
 function compact(result: unknown): string {
   const s = typeof result === 'string' ? result : JSON.stringify(result);
@@ -143,19 +153,32 @@ export class AgentTurns {
         msg.tool_calls = theirs;
         break;
       }
-      if (!mine.length || lastStep) break;
+      if (!mine.length) break;
+      if (lastStep) {
+        // calls the model still makes past the step limit are listed, not run, and not sent as tool calls
+        for (const c of mine) calls.push({ id: c.id, step: step + 1, name: c.function.name, arguments: ((a) => (a instanceof Error ? {} : a))(parseArgs(c.function.arguments)), status: 'skipped', error: { status: 429, reason: 'step_limit_reached', message: `the turn reached its step limit (${ext.stepLimit})` } });
+        delete msg.tool_calls;
+        if (msg.content === null) msg.content = '';
+        const ch = completion.choices[0] as { finish_reason: string };
+        if (ch.finish_reason === 'tool_calls') ch.finish_reason = 'stop';
+        break;
+      }
       messages = [...messages, { role: 'assistant', content: msg.content, tool_calls: mine.map((c) => ({ id: c.id, type: 'function', function: c.function })) }];
       for (const c of mine) {
-        let args: Record<string, unknown> = {};
-        let outcome;
-        try {
-          const parsed = JSON.parse(c.function.arguments || '{}');
-          if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('the arguments are not a JSON object');
-          const tool = byName.get(c.function.name)!;
-          args = { ...parsed, ...tool.bound };
-          outcome = await tool.run(args, ctx);
-        } catch (e) {
-          outcome = { ok: false as const, status: 400, reason: 'invalid_arguments', message: (e as Error).message };
+        const tool = byName.get(c.function.name)!;
+        const parsed = parseArgs(c.function.arguments);
+        const args = parsed instanceof Error ? {} : { ...parsed, ...tool.bound };
+        let outcome: ToolOutcome;
+        if (parsed instanceof Error) outcome = { ok: false, status: 400, reason: 'invalid_arguments', message: parsed.message };
+        else {
+          try {
+            outcome = await tool.run(args, ctx);
+          } catch (e) {
+            ctx.signal?.throwIfAborted();
+            outcome = e instanceof ServiceError
+              ? { ok: false, status: e.status, reason: e.reason, message: e.message }
+              : { ok: false, status: 502, reason: 'tool_failed', message: (e as Error)?.message ?? String(e) };
+          }
         }
         const record: ServerToolCall = outcome.ok
           ? { id: c.id, step: step + 1, name: c.function.name, arguments: args, status: 'completed', output: toolResultView(c.function.name, outcome.result) }

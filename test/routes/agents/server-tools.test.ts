@@ -219,11 +219,19 @@ describe('server tools', () => {
   it('the step limit ends the loop: the last generation has no server tools', async () => {
     const prompts = await script([call('fetch_url', { url: `${pageUrl}/a` }), call('fetch_url', { url: `${pageUrl}/b` })]);
     try {
-      const r = await a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'], step_limit: 1 } as never);
-      assert.equal(ext(r).server_tool_calls!.length, 1);
+      const r = await a.chat.completions.create({
+        model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'], step_limit: 1,
+        tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
+      } as never);
+      const calls = ext(r).server_tool_calls!;
+      assert.deepEqual(calls.map((c) => [c.status, c.arguments.url]), [['completed', `${pageUrl}/a`], ['skipped', `${pageUrl}/b`]]);
+      assert.equal(calls[1]!.error!.reason, 'step_limit_reached');
+      assert.equal(r.choices[0].message.tool_calls, undefined, 'a server call past the limit is not sent to the client');
+      assert.equal(r.choices[0].finish_reason, 'stop');
       assert.equal(prompts.length, 2);
       assert.match(prompts[0]!, /fetch_url/, 'the first prompt offers the tool');
       assert.doesNotMatch(prompts[1]!.split('<|im_start|>user')[0]!, /"fetch_url"/, 'the last prompt does not offer it');
+      assert.match(prompts[1]!.split('<|im_start|>user')[0]!, /"lookup"/, 'the client tool stays offered');
       assert.match(prompts[1]!, /07:45/);
     } finally {
       h.steer(undefined);
