@@ -10,6 +10,8 @@ import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import OpenAI, { toFile } from 'openai';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -184,6 +186,20 @@ describe('server tools', () => {
       h.steer(undefined);
     }
     await assert.rejects(a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: [{ name: 'fetch_url', nope: 1 }] } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /"nope" is not an argument of fetch_url/.test(e.message));
+  });
+
+  it('the same tools over our MCP server: vector_store_search lists and runs under the caller\'s key', async () => {
+    const client = new Client({ name: 'test', version: '1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${h.srv.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${keyA}` } } }));
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      for (const n of ['vector_store_search', 'summarize', 'translate', 'extract', 'transcribe', 'image_convert']) assert.ok(names.includes(n), n);
+      const r = await client.callTool({ name: 'vector_store_search', arguments: { vector_store_id: storeId, query: 'harbour pilot', max_num_results: 1 } });
+      assert.notEqual(r.isError, true, JSON.stringify(r.content));
+      assert.match(JSON.stringify(r.structuredContent ?? r.content), /Captain Ilse Marwick/);
+    } finally {
+      await client.close();
+    }
   });
 
   it('runs under the caller\'s key: another key\'s search fails with 404, fed back as an error', async () => {
