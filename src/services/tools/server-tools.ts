@@ -87,11 +87,17 @@ export class ServerToolCatalog {
     }
     if (name === 'fetch_url') {
       return [{
-        name, description: 'Fetches a web page or document by URL (only hosts the operator allows) and returns its text.',
+        name, description: 'Fetches a web page or document by URL (only hosts the operator allows) and returns its text (HTML as Markdown).',
         parameters: { type: 'object', properties: { url: { type: 'string', description: 'absolute http(s) URL' } }, required: ['url'], additionalProperties: false },
         run: async (args, ctx) => {
           try {
-            return { ok: true, result: await this.egress.fetchText(String(args.url ?? ''), FETCH_MAX_BYTES, ctx.signal) };
+            const page = await this.egress.fetchText(String(args.url ?? ''), FETCH_MAX_BYTES, ctx.signal);
+            // HTML reaches the model as Markdown: the text without the markup that would fill its context
+            if (/html/i.test(page.content_type)) {
+              const { htmlToMarkdown } = await import('../documents/office.ts');
+              return { ok: true, result: { ...page, text: await htmlToMarkdown(page.text), format: 'markdown' } };
+            }
+            return { ok: true, result: { ...page, format: 'text' } };
           } catch (e) {
             return asOutcome(e);
           }

@@ -100,6 +100,7 @@ before(async () => {
   const mcpUrl = await startMcp();
   page = createServer((req, res) => {
     if (req.url === '/away') { res.writeHead(302, { location: 'http://forbidden.example/' }).end(); return; }
+    if (req.url === '/html') { res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<html><head><script>var x=1;</script></head><body><h1>Reading room</h1><p>Opens at <b>07:45</b>.</p></body></html>'); return; }
     res.writeHead(200, { 'content-type': 'text/plain' }).end('Opening hours: the reading room opens at 07:45.');
   });
   await new Promise<void>((r) => page.listen(0, '127.0.0.1', () => r()));
@@ -249,6 +250,20 @@ describe('server tools', () => {
       assert.doesNotMatch(prompts[1]!.split('<|im_start|>user')[0]!, /"fetch_url"/, 'the last prompt does not offer it');
       assert.match(prompts[1]!.split('<|im_start|>user')[0]!, /"lookup"/, 'the client tool stays offered');
       assert.match(prompts[1]!, /07:45/);
+    } finally {
+      h.steer(undefined);
+    }
+  });
+
+  it('fetch_url gives HTML as Markdown', async () => {
+    await script([call('fetch_url', { url: `${pageUrl}/html` }), 'At 07:45.']);
+    try {
+      const r = await a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'] } as never);
+      const out = ext(r).server_tool_calls![0]!.output;
+      assert.equal(out.format, 'markdown');
+      assert.match(out.text, /^# Reading room/m);
+      assert.match(out.text, /Opens at \*\*07:45\*\*/);
+      assert.doesNotMatch(out.text, /<p>|var x/);
     } finally {
       h.steer(undefined);
     }
@@ -412,6 +427,7 @@ describe('streaming with server tools', () => {
       assert.equal(fin.choices[0].finish_reason, 'stop');
       assert.equal(fin.server_tool_calls[0].name, 'fetch_url');
       assert.match(fin.server_tool_calls[0].output.text, /07:45/);
+      assert.equal(fin.server_tool_calls[0].output.format, 'text');
       assert.ok(chunks.at(-1)!.usage.total_tokens > 0);
     } finally {
       h.steer(undefined);
