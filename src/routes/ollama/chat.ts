@@ -7,7 +7,7 @@ import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
 import { ndjsonResponse } from '../../http/ndjson.ts';
-import { readJson } from '../../http/validate.ts';
+import { jsonBody } from '../../http/validate.ts';
 import type { Logger } from '../../log.ts';
 import { fromOllamaOptions, type ChatService } from '../../services/chat/index.ts';
 import { invalidArgument } from '../../services/errors.ts';
@@ -45,8 +45,8 @@ export function ollamaChatRoutes(chat: ChatService, log: Logger) {
   const answer = (c: Context<AppEnv>, s: Awaited<ReturnType<ChatService['chat']>>, route: 'chat' | 'generate') =>
     ndjsonResponse(c, streamLines(s, route), { logError: log.error, requestId: c.get('requestId') });
 
-  app.post('/api/chat', async (c) => {
-    const b = await readJson(c, Chat);
+  app.post('/chat', jsonBody(Chat), async (c) => {
+    const b = c.req.valid('json');
     if (!b.messages?.length) return c.json(preloadAnswer(await chat.preload(b.model, b.keep_alive), 'chat'));
     const s = await chat.chat({
       model: b.model, messages: b.messages, tools: b.tools, think: thinkOf(b.think), format: formatOf(b.format),
@@ -56,8 +56,8 @@ export function ollamaChatRoutes(chat: ChatService, log: Logger) {
     return answer(c, s, 'chat');
   });
 
-  app.post('/api/generate', async (c) => {
-    const b = await readJson(c, Generate);
+  app.post('/generate', jsonBody(Generate), async (c) => {
+    const b = c.req.valid('json');
     refuseGenerateFields(b);
     if (!b.prompt && !b.images?.length) return c.json(preloadAnswer(await chat.preload(b.model, b.keep_alive), 'generate'));
     const messages = [...(b.system ? [{ role: 'system', content: b.system }] : []), { role: 'user', content: b.prompt ?? '', images: b.images }];

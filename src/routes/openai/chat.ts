@@ -21,7 +21,7 @@ export interface TurnDeps { turns: AgentTurns; dispatch: Dispatch }
 
 export function openaiChatRoutes(chat: ChatService, log: Logger, agents?: AgentService, turn?: TurnDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/v1/chat/completions', async (c) => {
+  app.post('/chat/completions', async (c) => {
     const body = await readJsonBody(c);
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
     // an agent and a skill become plain chat fields first (unknown names: 400)

@@ -94,7 +94,7 @@ const Highlight = v.object({
 export function documentRoutes(deps: DocumentRouteDeps) {
   const app = new Hono<AppEnv>();
 
-  app.post('/svc/v1/ocr', docTask(deps, {
+  app.post('/ocr', docTask(deps, {
     name: 'ocr', options: Ocr, formats: OCR_FORMATS,
     async run(bytes, format, o, ctx) {
       const result = await workers.run('ocr.recognize', [bytes, format === 'pdf' ? 'pdf' : 'image', {
@@ -106,7 +106,7 @@ export function documentRoutes(deps: DocumentRouteDeps) {
     },
   }));
 
-  app.post('/svc/v1/document-to-markdown', docTask(deps, {
+  app.post('/document-to-markdown', docTask(deps, {
     name: 'document-to-markdown', options: ToMarkdown,
     async run(bytes, format, o, ctx) {
       const r = await workers.run('document.analyse', [bytes, format, { pages: o.pages, password: o.password, ocrScans: true, engine: o.engine, language: o.language }], ctx);
@@ -114,7 +114,7 @@ export function documentRoutes(deps: DocumentRouteDeps) {
     },
   }));
 
-  app.post('/svc/v1/document-parsing', docTask(deps, {
+  app.post('/document-parsing', docTask(deps, {
     name: 'document-parsing', options: Parse,
     async run(bytes, format, o, ctx, input) {
       const r = await workers.run('document.analyse', [bytes, format, {
@@ -131,7 +131,7 @@ export function documentRoutes(deps: DocumentRouteDeps) {
     },
   }));
 
-  app.post('/svc/v1/document-split', docTask(deps, {
+  app.post('/document-split', docTask(deps, {
     name: 'document-split', options: Split,
     async run(bytes, format, o, ctx) {
       const r = await workers.run('document.analyse', [bytes, format, { pages: o.pages, password: o.password, ocrScans: true, engine: o.engine }], ctx);
@@ -140,7 +140,7 @@ export function documentRoutes(deps: DocumentRouteDeps) {
     },
   }));
 
-  app.post('/svc/v1/document-validate', docTask(deps, {
+  app.post('/document-validate', docTask(deps, {
     name: 'document-validate', options: Validate, anyFormat: true,
     async run(bytes, _format, o, ctx, input) {
       const report = await workers.run('document.validate', [bytes, { filename: input.file.filename, contentType: o.content_type ?? (input.file.contentType !== 'application/octet-stream' ? input.file.contentType : undefined), password: o.password }], ctx);
@@ -149,7 +149,7 @@ export function documentRoutes(deps: DocumentRouteDeps) {
     },
   }));
 
-  app.post('/svc/v1/document-thumbnails', docTask(deps, {
+  app.post('/document-thumbnails', docTask(deps, {
     name: 'document-thumbnails', options: Thumbs,
     async run(bytes, format, o, ctx, input) {
       const thumbs = await workers.run('document.thumbnails', [bytes, format, { pages: o.pages, size: o.size, format: o.format, password: o.password }], ctx);
@@ -159,7 +159,7 @@ export function documentRoutes(deps: DocumentRouteDeps) {
     },
   }));
 
-  app.post('/svc/v1/document-highlight', docTask(deps, {
+  app.post('/document-highlight', docTask(deps, {
     name: 'document-highlight', options: Highlight,
     async run(bytes, format, o, ctx, input) {
       if (o.output_format === 'Pdf' && format !== 'pdf') throw invalidRequest(`output_format Pdf needs a PDF input (this is ${MIME[format]})`, [{ field: 'output_format', message: 'PDF inputs only' }]);

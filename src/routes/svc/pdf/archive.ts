@@ -20,7 +20,7 @@ const Ocr = v.object({
 
 export function pdfArchiveRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/svc/v1/pdf-to-pdfa', pdfTask(deps, {
+  app.post('/pdf-to-pdfa', pdfTask(deps, {
     name: 'pdf-to-pdfa',
     options: ToPdfa,
     async run([doc], o, ctx, input) {
@@ -28,12 +28,12 @@ export function pdfArchiveRoutes(deps: PdfRouteDeps) {
       return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'pdfa'), contentType: PDF, extra: snakeKeys({ changes: r.changes, check: r.check }) as Record<string, unknown> });
     },
   }));
-  app.post('/svc/v1/pdf-pdfa-check', pdfTask(deps, {
+  app.post('/pdf-pdfa-check', pdfTask(deps, {
     name: 'pdf-pdfa-check',
     options: Check,
     run: async ([doc], o, ctx) => snakeKeys(await workers.run('pdf.pdfa-check', [doc!, { password: o.password }], ctx)),
   }));
-  app.post('/svc/v1/pdf-ocr', pdfTask(deps, {
+  app.post('/pdf-ocr', pdfTask(deps, {
     name: 'pdf-ocr',
     options: Ocr,
     async run([doc], o, ctx, input) {

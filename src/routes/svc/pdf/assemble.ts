@@ -49,7 +49,7 @@ const Edit = v.object({
 
 export function pdfAssembleRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/svc/v1/pdf-merge', pdfTask(deps, {
+  app.post('/pdf-merge', pdfTask(deps, {
     name: 'pdf-merge',
     options: Merge,
     files: { min: 1, max: 100 },
@@ -63,7 +63,7 @@ export function pdfAssembleRoutes(deps: PdfRouteDeps) {
       return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'merged'), contentType: PDF });
     },
   }));
-  app.post('/svc/v1/pdf-split', pdfTask(deps, {
+  app.post('/pdf-split', pdfTask(deps, {
     name: 'pdf-split',
     options: Split,
     async run([doc], o, ctx, input) {
@@ -76,7 +76,7 @@ export function pdfAssembleRoutes(deps: PdfRouteDeps) {
       return deliverMany(ctx, o.delivery, parts.map((bytes, i) => ({ bytes, filename: names[i]!, contentType: PDF })), outName(input.files[0], 'split', 'zip'));
     },
   }));
-  app.post('/svc/v1/pdf-edit', pdfTask(deps, {
+  app.post('/pdf-edit', pdfTask(deps, {
     name: 'pdf-edit',
     options: Edit,
     async run([doc], o, ctx, input) {

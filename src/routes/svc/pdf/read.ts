@@ -18,7 +18,7 @@ const Search = v.object({
 
 export function pdfReadRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/svc/v1/pdf-info', pdfTask(deps, {
+  app.post('/pdf-info', pdfTask(deps, {
     name: 'pdf-info',
     options: Info,
     async run([doc], o, ctx) {
@@ -27,7 +27,7 @@ export function pdfReadRoutes(deps: PdfRouteDeps) {
       return snakeKeys(info);
     },
   }));
-  app.post('/svc/v1/pdf-layout', pdfTask(deps, {
+  app.post('/pdf-layout', pdfTask(deps, {
     name: 'pdf-layout',
     options: Layout,
     async run([doc], o, ctx) {
@@ -36,7 +36,7 @@ export function pdfReadRoutes(deps: PdfRouteDeps) {
       return snakeKeys(layout);
     },
   }));
-  app.post('/svc/v1/pdf-search', pdfTask(deps, {
+  app.post('/pdf-search', pdfTask(deps, {
     name: 'pdf-search',
     options: Search,
     run: async ([doc], o, ctx) => snakeKeys(await workers.run('pdf.search', [doc!, { query: o.query, regex: o.regex, caseSensitive: o.case_sensitive, pages: o.pages, limit: o.limit, password: o.password }], ctx)),

@@ -24,7 +24,7 @@ const ImageToPdf = v.object({
 
 export function pdfRenderRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/svc/v1/pdf-to-images', pdfTask(deps, {
+  app.post('/pdf-to-images', pdfTask(deps, {
     name: 'pdf-to-images',
     options: ToImages,
     async run([doc], o, ctx, input) {
@@ -36,7 +36,7 @@ export function pdfRenderRoutes(deps: PdfRouteDeps) {
       return deliverMany(ctx, o.delivery, outputs, outName(input.files[0], 'pages', 'zip'), true);
     },
   }));
-  app.post('/svc/v1/image-to-pdf', pdfTask(deps, {
+  app.post('/image-to-pdf', pdfTask(deps, {
     name: 'image-to-pdf',
     options: ImageToPdf,
     files: { min: 1, max: 100 },

@@ -26,7 +26,7 @@ const Redact = v.object({
 
 export function pdfSecureRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/svc/v1/pdf-unlock', pdfTask(deps, {
+  app.post('/pdf-unlock', pdfTask(deps, {
     name: 'pdf-unlock',
     options: Unlock,
     async run([doc], o, ctx, input) {
@@ -34,7 +34,7 @@ export function pdfSecureRoutes(deps: PdfRouteDeps) {
       return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'unlocked'), contentType: PDF, extra: { was_encrypted: r.wasEncrypted } });
     },
   }));
-  app.post('/svc/v1/pdf-redact', pdfTask(deps, {
+  app.post('/pdf-redact', pdfTask(deps, {
     name: 'pdf-redact',
     options: Redact,
     async run([doc], o, ctx, input) {

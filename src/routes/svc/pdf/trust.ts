@@ -68,7 +68,7 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
   let anchors: Promise<string> | undefined;
   const configuredAnchors = () => (anchors ??= deps.config.pdfTrustAnchors ? readFile(deps.config.pdfTrustAnchors, 'utf8') : Promise.resolve(''));
 
-  app.post('/svc/v1/pdf-sign', pdfTask(deps, {
+  app.post('/pdf-sign', pdfTask(deps, {
     name: 'pdf-sign',
     options: Sign,
     async run([doc], o, ctx, input) {
@@ -94,7 +94,7 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
     },
   }));
 
-  app.post('/svc/v1/pdf-verify', pdfTask(deps, {
+  app.post('/pdf-verify', pdfTask(deps, {
     name: 'pdf-verify',
     options: Verify,
     async run([doc], o, ctx, input) {
@@ -105,7 +105,7 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
     },
   }));
 
-  app.post('/svc/v1/pdf-timestamp', pdfTask(deps, {
+  app.post('/pdf-timestamp', pdfTask(deps, {
     name: 'pdf-timestamp',
     options: Timestamp,
     async run([doc], o, ctx, input) {
@@ -114,7 +114,7 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
     },
   }));
 
-  app.post('/svc/v1/pdf-ltv', pdfTask(deps, {
+  app.post('/pdf-ltv', pdfTask(deps, {
     name: 'pdf-ltv',
     options: Ltv,
     async run([doc], o, ctx, input) {

@@ -32,8 +32,8 @@ const Remove = v.object({ pages: v.optional(pages), password, delivery });
 
 export function pdfWatermarkRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.get('/svc/v1/pdf-watermark/capabilities', async (c) => c.json(snakeKeys(await watermarkCapabilities())));
-  app.post('/svc/v1/pdf-watermark', pdfTask(deps, {
+  app.get('/pdf-watermark/capabilities', async (c) => c.json(snakeKeys(await watermarkCapabilities())));
+  app.post('/pdf-watermark', pdfTask(deps, {
     name: 'pdf-watermark',
     options: Watermark,
     async run([doc], o, ctx, input) {
@@ -51,7 +51,7 @@ export function pdfWatermarkRoutes(deps: PdfRouteDeps) {
       return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'watermarked'), contentType: PDF });
     },
   }));
-  app.post('/svc/v1/pdf-remove-watermark', pdfTask(deps, {
+  app.post('/pdf-remove-watermark', pdfTask(deps, {
     name: 'pdf-remove-watermark',
     options: Remove,
     async run([doc], o, ctx, input) {
