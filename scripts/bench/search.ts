@@ -211,7 +211,7 @@ const lines = [
 ];
 const table = lines.join('\n');
 console.log(table);
-writeSection('Search: keyword, vector, hybrid, rerank on libSQL and PostgreSQL (scripts/bench/search.ts)', `\`node --import tsx scripts/bench/search.ts ${N} ${Q} ${QPG}\`: ${N} generated chunks (${TOPICS} topics, ${DIMS}-dimension vectors around topic centres), labelled queries (half name a chunk's part number), modes interleaved per query; PostgreSQL 15 from Debian (no pgvector: exact cosine in SQL), libSQL file through @libsql/client; Node; the machine was shared with other engineers' work (2 cores), so latencies are noisy. PostgreSQL vector modes ran on the first ${QPG} queries only (each is an exact scan of all ${N} vectors).
+writeSection('Search: keyword, vector, hybrid, rerank on libSQL and PostgreSQL (scripts/bench/search.ts)', `\`node --import tsx scripts/bench/search.ts ${N} ${Q} ${QPG}\`: ${N} generated chunks (${TOPICS} topics, ${DIMS}-dimension vectors around topic centres), labelled queries (half name a chunk's part number), modes interleaved per query; PostgreSQL 15 from Debian (no pgvector: every vector of the scope fetched and scanned exactly in the process), libSQL file through @libsql/client; Node; the machine was shared with other engineers' work (2 cores), so latencies are noisy. PostgreSQL vector modes ran on the first ${QPG} queries only (each is an exact scan of all ${N} vectors).
 
 ${table}
 
