@@ -62,6 +62,7 @@ export const settings = {
   maxJsonDepth: s('int', int(2), 64, 'nesting depth of a JSON schema or tool parameters; over it: 422 json_too_deep'),
   maxPromptChars: s('int', int(1), 2_000_000, 'characters of a prompt or embedding input, counted before tokenization; over it: 413 input_too_large'),
   allowAnonymousRemote: s('bool', v.boolean(), false, 'serve without keys on a non-loopback host (anyone who can reach it is admin); off: keys are required there'),
+  chatImageAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of chat images: hosts an http(s) image URL may name (comma separated, subdomains included); empty = image URLs refused with 403 egress_denied, data URLs and base64 only'),
 } as const;
 
 export type Settings = typeof settings;

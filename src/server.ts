@@ -64,7 +64,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   // Cheap to construct: ONNX Runtime and transformers.js are imported when the first model loads (logged there).
   const engine = createInferenceEngine(config, loggingLoader(config, log));
   models.usage = residencyUsage(engine.residency);
-  const chat = new ChatService({ models, engine, constrain: formatConstraint });
+  const chat = new ChatService({ models, engine, constrain: formatConstraint, imageHosts: config.chatImageAllowedHosts });
   const media = new MediaService({ ffmpegPath: config.ffmpegPath, wasm: config.ffmpegWasm });
   const transcription = new TranscriptionService({ media, chat, engine });
   const training = new TrainingService({ chat, models, memoryWaitSeconds: config.trainingMemoryWaitSeconds });

@@ -229,10 +229,12 @@ export const FIXTURE_CATALOG: readonly CatalogEntry[] = [
     capabilities: [], components: ['model'], details: { family: 'bert' } },
   { name: 'tiny-whisper:test', aliases: ['tiny-whisper'], repo: 'svc-test/tiny-whisper', dtype: 'fp32', kind: 'speech',
     capabilities: [], components: ['encoder_model', 'decoder_model_merged'], details: { family: 'whisper' } },
+  { name: 'tiny-vlm:test', aliases: ['tiny-vlm'], repo: 'svc-test/tiny-vlm', dtype: 'fp32', kind: 'generation',
+    capabilities: ['completion', 'vision'], components: ['vision_encoder', 'embed_tokens', 'decoder_model_merged'], details: { family: 'idefics3' } },
 ];
 
 /** A stand-in serving every fixture model; register FIXTURE_CATALOG in the catalog under test. */
 export async function startFixtureHub(): Promise<HubStandIn> {
-  const names = ['tiny-llama', 'tiny-bert-embed', 'tiny-bert-reranker', 'tiny-whisper'];
+  const names = ['tiny-llama', 'tiny-bert-embed', 'tiny-bert-reranker', 'tiny-whisper', 'tiny-vlm'];
   return HubStandIn.start(Object.fromEntries(names.map((n) => [`svc-test/${n}`, join(FIXTURE_MODELS_DIR, n)])));
 }

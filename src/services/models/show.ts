@@ -58,14 +58,16 @@ export async function readJsonFile(file: string): Promise<Record<string, any> | 
   }
 }
 
-/** The model's own chat template: chat_template.jinja, else tokenizer_config.json's chat_template. */
+/** The model's own chat template: chat_template.jinja, else tokenizer_config.json's, else chat_template.json's. */
 export async function ownChatTemplate(dir: string): Promise<string> {
   const jinja = await readFile(join(dir, 'chat_template.jinja'), 'utf8').catch(() => '');
   if (jinja) return jinja;
   const t = (await readJsonFile(join(dir, 'tokenizer_config.json')))?.chat_template;
   if (typeof t === 'string') return t;
   if (Array.isArray(t)) return (t.find((x: { name?: string }) => x.name === 'default') ?? t[0])?.template ?? '';
-  return '';
+  // vision-language repositories keep the processor's template in chat_template.json
+  const p = (await readJsonFile(join(dir, 'chat_template.json')))?.chat_template;
+  return typeof p === 'string' ? p : '';
 }
 
 /** Ollama-style `model_info` keys (`general.architecture`, `<arch>.context_length`, ...) from config.json. */
