@@ -142,6 +142,26 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
     assert.equal(r.content.map((b) => (b.type === 'text' ? b.text : '')).join(''), expected);
   });
 
+  it('the pixels reach the model: another image gives another answer', async () => {
+    const white = Buffer.from(execFileSync('convert', ['-size', '50x40', 'xc:white', '-depth', '8', 'png:-'])).toString('base64');
+    const c = await h.ollama.chat({ model: MODEL, messages: [{ role: 'user', content: PROMPT, images: [white] }], options: { temperature: 0, num_predict: N } });
+    assert.notEqual(c.message.content, expected);
+  });
+
+  it('Responses input_image: a data URL and an uploaded file id give the same text', async () => {
+    const viaUrl = await openai.responses.create({
+      model: MODEL, temperature: 0, max_output_tokens: N,
+      input: [{ role: 'user', content: [{ type: 'input_image', image_url: `data:image/png;base64,${b64}`, detail: 'auto' }, { type: 'input_text', text: PROMPT }] }],
+    });
+    assert.equal(viaUrl.output_text, expected);
+    const file = await openai.files.create({ file: new File([png], 'picture.png', { type: 'image/png' }), purpose: 'vision' });
+    const viaFile = await openai.responses.create({
+      model: MODEL, temperature: 0, max_output_tokens: N,
+      input: [{ role: 'user', content: [{ type: 'input_image', file_id: file.id, detail: 'auto' }, { type: 'input_text', text: PROMPT }] }],
+    });
+    assert.equal(viaFile.output_text, expected);
+  });
+
   it('an http(s) image URL on an allowed host is fetched; a host outside the policy is 403 egress_denied', async () => {
     const r = await openai.chat.completions.create({
       model: MODEL, temperature: 0, max_tokens: N,
