@@ -133,13 +133,18 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
     assert.equal(g.response, expected);
   });
 
-  it('Anthropic image block (base64): the same text', async () => {
+  it('Anthropic image blocks (base64 and url sources): the same text', async () => {
     const anthropic = new Anthropic({ baseURL: h.srv.url, apiKey: 'unused', maxRetries: 0 });
     const r = await anthropic.messages.create({
       model: MODEL, max_tokens: N, temperature: 0,
       messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: b64 } }, { type: 'text', text: PROMPT }] }],
     });
     assert.equal(r.content.map((b) => (b.type === 'text' ? b.text : '')).join(''), expected);
+    const viaUrl = await anthropic.messages.create({
+      model: MODEL, max_tokens: N, temperature: 0,
+      messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: imageUrl } }, { type: 'text', text: PROMPT }] }],
+    });
+    assert.equal(viaUrl.content.map((b) => (b.type === 'text' ? b.text : '')).join(''), expected);
   });
 
   it('the pixels reach the model: another image gives another answer', async () => {
@@ -190,13 +195,16 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
     assert.match((await r.json()).error, /vision/);
   });
 
-  it('a pixel bomb (header declares 10^10 pixels) is refused with 413 before decoding; not an image: 400', async () => {
+  it('a pixel bomb (header declares 10^10 pixels) is refused with 413 before decoding; not an image: 415; not base64: 400', async () => {
     const bomb = Buffer.from(pixelBombPng()).toString('base64');
     await assert.rejects(
       openai.chat.completions.create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${bomb}` } }] }] }),
       (e: unknown) => e instanceof OpenAI.APIError && e.status === 413 && /pixels/.test(e.message),
     );
     const r = await h.post('/api/chat', { model: MODEL, stream: false, messages: [{ role: 'user', content: 'hi', images: [Buffer.from('plain text, not an image').toString('base64')] }] });
-    assert.ok(r.status === 400 || r.status === 415, String(r.status));
+    assert.equal(r.status, 415);
+    assert.match((await r.json()).error, /not an image/);
+    const bad = await h.post('/api/chat', { model: MODEL, stream: false, messages: [{ role: 'user', content: 'hi', images: ['%%%not base64%%%'] }] });
+    assert.equal(bad.status, 400);
   });
 });
