@@ -83,7 +83,18 @@ export function modelInfo(config: Record<string, any>, extra: Record<string, unk
     ['rms_norm_eps', 'attention.layer_norm_rms_epsilon'], ['layer_norm_eps', 'attention.layer_norm_epsilon'],
     ['rope_theta', 'rope.freq_base'], ['vocab_size', 'vocab_size'], ['sliding_window', 'attention.sliding_window'],
   ];
-  for (const [from, to] of map) if (config[from] !== undefined && config[from] !== null) info[`${arch}.${to}`] = config[from];
+  // a vision-language model keeps its decoder's shape in text_config
+  const text = { ...(config.text_config ?? {}), ...config };
+  for (const [from, to] of map) if (text[from] !== undefined && text[from] !== null) info[`${arch}.${to}`] = text[from];
+  // the image encoder, under Ollama's `<arch>.vision.*` keys
+  const vision = config.vision_config;
+  if (vision && typeof vision === 'object') {
+    const vmap: [string, string][] = [
+      ['hidden_size', 'embedding_length'], ['num_hidden_layers', 'block_count'], ['intermediate_size', 'feed_forward_length'],
+      ['num_attention_heads', 'attention.head_count'], ['image_size', 'image_size'], ['patch_size', 'patch_size'], ['num_channels', 'num_channels'],
+    ];
+    for (const [from, to] of vmap) if (vision[from] !== undefined && vision[from] !== null) info[`${arch}.vision.${to}`] = vision[from];
+  }
   for (const k of ['bos_token_id', 'eos_token_id', 'pad_token_id']) {
     if (config[k] !== undefined && config[k] !== null) info[`tokenizer.ggml.${k}`] = config[k];
   }

@@ -103,9 +103,15 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
     assert.ok(expected.length > 0);
   });
 
-  it('show reports vision', async () => {
+  it('show reports vision and the image encoder', async () => {
+    await h.ollama.pull({ model: MODEL }); // show reads config.json of the local copy
     const r = await h.ollama.show({ model: MODEL });
     assert.ok(r.capabilities.includes('vision'), JSON.stringify(r.capabilities));
+    // the decoder's and the image encoder's shapes, from the fixture's config.json (a JSON object on the wire)
+    const info = r.model_info as unknown as Record<string, unknown>;
+    assert.equal(info['idefics3.embedding_length'], 32);
+    assert.equal(info['idefics3.vision.patch_size'], 8);
+    assert.equal(info['idefics3.vision.image_size'], 32);
   });
 
   it('OpenAI image_url data URL: greedy output equals transformers.js called directly', async () => {
