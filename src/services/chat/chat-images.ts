@@ -56,10 +56,10 @@ async function fetchImage(url: string, o: ImageFetchOptions): Promise<Uint8Array
   let target = new URL(url);
   for (let hop = 0; ; hop++) {
     if (!policy.allowedHosts.length) {
-      throw new ServiceError(403, 'egress_denied', `image URLs are not fetched by this server (setting chatImageAllowedHosts is empty); send the image as a data URL or base64`, { fields: { host: target.host } });
+      throw new ServiceError(403, 'egress_denied', `image URL host '${target.host}' refused: image URLs are not fetched by this server (setting --chat-image-allowed-hosts is empty); send the image as a data URL or base64`, { fields: { host: target.host } });
     }
     if (!policy.allows(target.host)) {
-      throw new ServiceError(403, 'egress_denied', `image host '${target.host}' is not allowed by the egress policy (setting chatImageAllowedHosts: ${policy.allowedHosts.join(', ')})`, { fields: { host: target.host } });
+      throw new ServiceError(403, 'egress_denied', `image host '${target.host}' is not allowed by the egress policy (setting --chat-image-allowed-hosts: ${policy.allowedHosts.join(', ')})`, { fields: { host: target.host } });
     }
     let res: Response;
     try {

@@ -6,7 +6,7 @@ import { imageBytes } from '../../../src/services/chat/chat-images.ts';
 describe('chat image references', () => {
   it('image URLs are refused by default (empty egress policy): 403 egress_denied naming the setting', async () => {
     await assert.rejects(imageBytes('https://example.com/cat.png', { allowedHosts: [] }),
-      (e: unknown) => e instanceof ServiceError && e.status === 403 && e.reason === 'egress_denied' && /chatImageAllowedHosts/.test(e.message));
+      (e: unknown) => e instanceof ServiceError && e.status === 403 && e.reason === 'egress_denied' && /chat-image-allowed-hosts/.test(e.message));
   });
 
   it('base64 and data URLs decode to the same bytes; a data URL that is not base64 is 400', async () => {
