@@ -10,6 +10,7 @@ import { toErrorResponse } from './http/errors.ts';
 import { requestMeta } from './http/request-meta.ts';
 import { embeddedPublic } from './runtime/embedded.ts';
 import { findPublicDir, serveStatic } from './http/static.ts';
+import { serveVendor } from './http/vendor.ts';
 import { openaiFileRoutes } from './routes/openai/files.ts';
 import { anthropicMessageRoutes } from './routes/anthropic/messages.ts';
 import { anthropicModelRoutes } from './routes/anthropic/models.ts';
@@ -41,6 +42,7 @@ import { imageRoutes } from './routes/svc/images/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
+import { modelFileRoutes } from './routes/svc/model-files.ts';
 import { trainingRoutes } from './routes/svc/training.ts';
 import { textRoutes } from './routes/svc/text/index.ts';
 import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
@@ -86,6 +88,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/', ollamaBlobRoutes(deps.models));
   // native
   app.route('/', jobRoutes(deps.jobs));
+  app.route('/', modelFileRoutes(deps.models));
   app.route('/', fileRoutes(deps.files));
   app.route('/', adminKeyRoutes(keys));
   app.route('/', adminJobRoutes(deps.runner));
@@ -105,6 +108,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   opts.extraRoutes?.(app, deps);
   app.use('*', securityHeaders());
   app.use('*', serveStatic(publicDir, embeddedPublic));
+  app.use('/vendor/*', serveVendor());
 
   app.notFound((c) => toErrorResponse(new ServiceError(404, 'not_found', `route ${c.req.method} ${c.req.path} not found`), c, log.error));
   app.onError((err, c) => toErrorResponse(err, c, (m, e) => log.error(m, e)));
