@@ -344,14 +344,14 @@ const localModels = new Map();
 
 async function loadTransformers() {
   if (transformers) return transformers;
-  const t = await import('/vendor/transformers/transformers.min.js');
+  const t = await import('/vendor/transformers/dist/transformers.min.js');
   t.env.allowLocalModels = false;
   t.env.useBrowserCache = false;
   t.env.remoteHost = `${location.origin}/svc/v1/model-files/`;
   t.env.remotePathTemplate = '{model}/resolve/{revision}/';
   t.env.fetch = (url, init = {}) => fetch(url, { ...init, headers: headers(Object.fromEntries(new Headers(init.headers ?? {}).entries())) });
   const wasm = t.env.backends.onnx.wasm;
-  wasm.wasmPaths = `${location.origin}/vendor/ort/`;
+  wasm.wasmPaths = `${location.origin}/vendor/ort/dist/`;
   wasm.numThreads = 1; // threads need a cross-origin-isolated page; one thread needs no SharedArrayBuffer
   wasm.proxy = false;
   transformers = t;

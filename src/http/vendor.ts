@@ -2,9 +2,11 @@
  * Browser builds of npm packages the pages of public/ load, served from node_modules so the playground
  * works offline with a same-origin CSP (no CDN):
  *
- *   /vendor/pdfjs/…         pdfjs-dist: build/ (pdf.js and its worker), cmaps/, standard_fonts/, wasm/, iccs/
- *   /vendor/transformers/…  @huggingface/transformers dist/ (the web build, onnxruntime-web bundled in)
- *   /vendor/ort/…           onnxruntime-web dist/ (the .wasm and .mjs loaders its WASM/WebGPU backends fetch)
+ *   /vendor/pdfjs/<build|cmaps|standard_fonts|wasm|iccs>/…  pdfjs-dist (pdf.js, its worker and the data it fetches)
+ *   /vendor/transformers/dist/…  @huggingface/transformers (the web build, onnxruntime-web bundled in)
+ *   /vendor/ort/dist/…           onnxruntime-web (the .wasm and .mjs loaders its WASM/WebGPU backends fetch)
+ *
+ * The path after the package's short name is the file's path inside the package.
  *
  * Only the listed folders and file kinds are reachable; a compiled binary without node_modules answers 404.
  */
