@@ -27,18 +27,22 @@ async function loadModels() {
   const chosen = select.value; // a refresh (after a pull) keeps the user's choice
   select.replaceChildren(...models.map((m) => new Option(`${m.name}${m.modified_at ? '' : ' (not downloaded)'}`, m.name)));
   if (models.some((m) => m.name === chosen)) select.value = chosen;
-  // the other panels need a downloaded model; each prefers one whose name suits it
-  const downloaded = models.filter((m) => m.modified_at).map((m) => m.name);
-  fillModels($('embed-model'), downloaded, /embed|bge|minilm|e5|gte|nomic/i);
-  fillModels($('asr-model'), downloaded, /whisper/i);
-  fillModels($('local-model'), downloaded, /llama|qwen|phi|gemma|smol|gpt/i);
+  else if (models.some((m) => m.modified_at)) select.value = models.find((m) => m.modified_at).name; // a model that can answer now
+  // the other panels list the downloaded models of their kind (the model-files listing names the kind)
+  const downloaded = await Promise.all(models.filter((m) => m.modified_at).map(async (m) => {
+    const r = await fetch(`/svc/v1/model-files/${encodeURIComponent(m.name)}`, { headers: headers() });
+    return { name: m.name, kind: r.ok ? (await r.json()).kind : undefined };
+  }));
+  const ofKind = (kind) => downloaded.filter((m) => m.kind === kind).map((m) => m.name);
+  fillModels($('embed-model'), ofKind('embedding'));
+  fillModels($('asr-model'), ofKind('speech'));
+  fillModels($('local-model'), ofKind('generation'));
 }
 
-function fillModels(select, names, preferred) {
+function fillModels(select, names) {
   const chosen = select.value;
-  select.replaceChildren(...names.map((n) => new Option(n, n)));
-  if (names.includes(chosen)) select.value = chosen;
-  else select.value = names.find((n) => preferred.test(n)) ?? names[0] ?? '';
+  select.replaceChildren(...(names.length ? names.map((n) => new Option(n, n)) : [new Option('(pull a model of this kind first)', '')]));
+  select.value = names.includes(chosen) ? chosen : names[0] ?? '';
 }
 
 function addMessage(role, text = '') {
