@@ -126,3 +126,25 @@ test('model files: only files of a downloaded model; unknown file, model or a pa
     assert.equal(((await r.json()) as { error: string }).error, 'not_found');
   }
 });
+
+test('once keys exist, model files need one (the page sends its key through transformers.js\' fetch); /vendor/ stays public', async () => {
+  const { token } = await srv.keys.create({ name: 'browser-user', role: 'user' });
+  const file = `${srv.url}/svc/v1/model-files/svc-test/tiny-llama/resolve/main/config.json`;
+  assert.equal((await fetch(file)).status, 401);
+  assert.equal((await fetch(file, { headers: { authorization: `Bearer ${token}` } })).status, 200);
+  const vendor = await fetch(`${srv.url}/vendor/ort/dist/ort-wasm-simd-threaded.asyncify.wasm`);
+  assert.equal(vendor.status, 200);
+  assert.equal(vendor.headers.get('content-type'), 'application/wasm');
+  for (const p of ['/vendor/ort/package.json', '/vendor/ort/dist/../package.json', '/vendor/pdfjs/types/src/pdf.d.ts', '/vendor/nope/dist/x.js']) assert.equal((await fetch(`${srv.url}${p}`)).status, 404, p);
+
+  const browser = await launch(['--disable-gpu']);
+  const page = await browser.newPage();
+  await page.goto(`${srv.url}/playground.html`);
+  await page.fill('#api-key', token);
+  await page.dispatchEvent('#api-key', 'change');
+  const prompt = 'A key was given';
+  const r = await runBoth(page, prompt, 12);
+  assert.match(r.backend, /^\(wasm/);
+  assert.equal(r.browser, r.server);
+  await page.close();
+});
