@@ -27,7 +27,7 @@ async function loadModels() {
   const chosen = select.value; // a refresh (after a pull) keeps the user's choice
   select.replaceChildren(...models.map((m) => new Option(`${m.name}${m.modified_at ? '' : ' (not downloaded)'}`, m.name)));
   if (models.some((m) => m.name === chosen)) select.value = chosen;
-  else if (models.some((m) => m.modified_at)) select.value = models.find((m) => m.modified_at).name; // a model that can answer now
+  const shown = select.value;
   // the other panels list the downloaded models of their kind (the model-files listing names the kind)
   const downloaded = await Promise.all(models.filter((m) => m.modified_at).map(async (m) => {
     const r = await fetch(`/svc/v1/model-files/${encodeURIComponent(m.name)}`, { headers: headers() });
@@ -37,6 +37,8 @@ async function loadModels() {
   fillModels($('embed-model'), ofKind('embedding'));
   fillModels($('asr-model'), ofKind('speech'));
   fillModels($('local-model'), ofKind('generation'));
+  // no choice made yet: chat with a downloaded generation model, one that can answer now
+  if (!models.some((m) => m.name === chosen) && select.value === shown && ofKind('generation').length) select.value = ofKind('generation')[0];
 }
 
 function fillModels(select, names) {
