@@ -10,12 +10,14 @@ import type { ModelServices } from '../../services/models/model-services.ts';
 import { modelFileList, modelRepoFile } from '../../services/models/model-files.ts';
 import { fileStream } from '../../services/files/file-stream.ts';
 
-const PREFIX = '/svc/v1/model-files/';
+const PREFIX = '/model-files/';
 
 export function modelFileRoutes(models: ModelServices) {
   const app = new Hono<AppEnv>();
   app.get(`${PREFIX}*`, async (c) => {
-    const rest = decodeURIComponent(c.req.path.slice(PREFIX.length));
+    // mounted under /svc/v1: the part after /model-files/ is the model (and the file)
+    const path = c.req.path;
+    const rest = decodeURIComponent(path.slice(path.indexOf(PREFIX) + PREFIX.length));
     const m = /^(.+?)\/resolve\/[^/]+\/(.+)$/.exec(rest);
     if (!m) {
       const { dir: _dir, ...list } = await modelFileList(models, rest);
