@@ -12,9 +12,10 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, sep } from 'node:path';
+import { fileStream } from '../services/files/file-stream.ts';
 
 interface VendorPackage {
   pkg: string;
@@ -63,13 +64,11 @@ export function serveVendor(): MiddlewareHandler {
     if (!roots.has(spec.pkg)) roots.set(spec.pkg, packageRoot(spec.pkg));
     const root = roots.get(spec.pkg);
     if (!root) return next();
-    let body: Uint8Array<ArrayBuffer>;
-    try {
-      body = new Uint8Array(await readFile(join(root, ...parts)));
-    } catch {
-      return next();
-    }
-    const headers = { 'Content-Type': TYPES[ext] ?? 'application/octet-stream', 'Cache-Control': 'public, max-age=3600' };
-    return c.req.method === 'HEAD' ? c.body(null, 200, headers) : c.body(body, 200, headers);
+    const file = join(root, ...parts);
+    const st = await stat(file).catch(() => undefined);
+    if (!st?.isFile()) return next();
+    // streamed: onnxruntime-web's .wasm files are tens of MB
+    const headers = { 'Content-Type': TYPES[ext] ?? 'application/octet-stream', 'Content-Length': String(st.size), 'Cache-Control': 'public, max-age=3600' };
+    return c.req.method === 'HEAD' ? c.body(null, 200, headers) : c.body(fileStream(file), 200, headers);
   };
 }
