@@ -280,7 +280,7 @@ async function convertDocument(file) {
   const r = await res.json();
   if (ocr) {
     const conf = r.pages?.length ? r.pages.reduce((n, p) => n + (p.confidence ?? 0), 0) / r.pages.length : 0;
-    $('doc-status').textContent = `OCR (${r.engine}), ${r.pages?.length ?? 0} page(s), mean confidence ${conf.toFixed(0)}`;
+    $('doc-status').textContent = `OCR (${r.engine}), ${r.pages?.length ?? 0} page(s), mean confidence ${(100 * conf).toFixed(0)}%`;
     $('doc-result').textContent = r.text;
   } else {
     $('doc-status').textContent = `${r.format}, ${r.page_count ?? '?'} page(s)${r.ocr_pages?.length ? `, OCR on ${r.ocr_pages.length}` : ''}`;
