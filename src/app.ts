@@ -43,6 +43,7 @@ import { trainingRoutes } from './routes/svc/training.ts';
 import { textRoutes } from './routes/svc/text/index.ts';
 import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
 import { agentRoutes } from './routes/svc/agents.ts';
+import { memoryRoutes } from './routes/svc/memory.ts';
 import { adminRoutes } from './routes/svc/admin.ts';
 import { ServiceError } from './services/errors.ts';
 
@@ -68,11 +69,11 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   // dialect A
   app.route('/v1', openaiFileRoutes(deps.files));
   app.route('/v1', openaiModelRoutes(deps.models));
-  app.route('/v1', openaiChatRoutes(deps.chat, log, deps.agents));
+  app.route('/v1', openaiChatRoutes(deps.chat, log, deps.agents, { turns: deps.turns, dispatch: (path, init) => Promise.resolve(app.request(path, init)) }));
   app.route('/v1', openaiCompletionRoutes(deps.chat, deps.engine, log));
   app.route('/v1', openaiEmbeddingRoutes(deps.chat, deps.runner));
   app.route('/v1', openaiAudioRoutes(deps));
-  app.route('/v1', openaiResponsesRoutes(deps.responses, log));
+  app.route('/v1', openaiResponsesRoutes(deps.responses, log, deps.agents));
   app.route('/v1', openaiVectorStoreRoutes(deps.vectorStores));
   // dialect B
   app.route('/api', versionRoutes());
@@ -96,6 +97,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/svc/v1', textRoutes(deps));
   app.route('/svc/v1', imageRoutes(deps));
   app.route('/svc/v1', agentRoutes(deps.agents));
+  app.route('/svc/v1', memoryRoutes(deps.memory));
   // the tool-protocol server: its tools call the routes above in-process, under the caller's key
   app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init)), (owner) => skillPrompts(deps.agents, owner.id)));
   opts.extraRoutes?.(app, deps);

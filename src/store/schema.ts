@@ -121,6 +121,8 @@ export interface Database {
   vector_stores: VectorStoreTable;
   vector_store_files: VectorStoreFileTable;
   retrieval_chunks: RetrievalChunkTable;
+  memory_stores: MemoryStoreTable;
+  memory_facts: MemoryFactTable;
 }
 
 export type Db = Kysely<Database>;
@@ -143,5 +145,24 @@ export interface SkillTable {
   prompt: string;
   input_schema: string;
   output_schema: string | null;
+  created_at: number;
+}
+
+/** A named memory store of one key (docs/api/agents.md). */
+export interface MemoryStoreTable {
+  owner: string;
+  name: string;
+  /** null: the default embedding model at the time of use. */
+  embedding_model: string | null;
+  created_at: number;
+}
+
+/** One remembered fact; `source` is `user` (written back from a turn) or `api` (added through the route). */
+export interface MemoryFactTable {
+  id: string;
+  owner: string;
+  store: string;
+  text: string;
+  source: string;
   created_at: number;
 }
