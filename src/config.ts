@@ -51,6 +51,10 @@ export const settings = {
   defaultEmbeddingModel: s('string', v.string(), '', 'embedding model of vector stores that name none (admin setting default_embedding_model overrides it); empty = none'),
   maxImagePixels: s('int', int(1), 268_402_689, 'most pixels an image page may declare (width × height, read from its header before decoding); 413 input_too_large above it'),
   imageBackgroundModel: s('string', v.string(), '', 'background-removal model: a local hub-layout ONNX directory (MODNet, ISNet, BiRefNet); empty = the route answers 501'),
+  fleet: s('bool', v.boolean(), false, 'this node is one of a fleet sharing the database (always so on PostgreSQL): heartbeats, job_lost takeover, ceiling divided by live nodes, svc-node cookie (docs/fleet.md)'),
+  fleetHeartbeatSeconds: s('int', int(1, 3600), 5, 'how often a fleet node writes its heartbeat into the database'),
+  fleetNodeTimeoutSeconds: s('int', int(2, 86_400), 15, 'a fleet node not seen for this long is dead: the survivors fail its processing jobs with job_lost'),
+  filesDir: s('string', v.string(), '', 'directory of uploaded file bytes; on a fleet, one directory every node mounts (a shared volume); empty = <data-dir>/uploads'),
 } as const;
 
 export type Settings = typeof settings;
@@ -142,4 +146,5 @@ export function helpText(): string {
 /** Derived paths, so no module builds them by hand. */
 export const dbUrl = (c: Config) => c.databaseUrl || `file:${c.dataDir}/svc.db`;
 export const modelsDir = (c: Config) => c.modelsDir || `${c.dataDir}/models`;
-export const uploadsDir = (c: Config) => `${c.dataDir}/uploads`;
+export const uploadsDir = (c: Config) => c.filesDir || `${c.dataDir}/uploads`;
+export const isFleetMember = (c: Config) => c.fleet || /^postgres(ql)?:\/\//i.test(c.databaseUrl);

@@ -4,7 +4,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { createApp, type AppOptions } from './app.ts';
-import { dbUrl, modelsDir, uploadsDir, type Config } from './config.ts';
+import { dbUrl, isFleetMember, modelsDir, uploadsDir, type Config } from './config.ts';
 import type { Deps } from './deps.ts';
 import { createLogger, type Logger } from './log.ts';
 import { unrefTimer } from './runtime/env.ts';
@@ -32,6 +32,7 @@ import { RetrievalEngine } from './services/retrieval/engine.ts';
 import { VectorStores } from './services/retrieval/vector-stores.ts';
 import { ResponsesService } from './services/responses/responses-service.ts';
 import { loadNodeTag } from './store/node-tag.ts';
+import { FleetMembership } from './services/fleet/membership.ts';
 
 export interface Services extends Deps {
   close(): Promise<void>;
@@ -44,12 +45,14 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const store = await openStore(dbUrl(config), config.databaseAuthToken);
   const db = store.db;
   const keys = new KeyService(db, config.requireKeys);
-  const files = new FileStore(db, uploadsDir(config), config.fileRetentionSeconds);
+  const files = new FileStore(db, uploadsDir(config), config.fileRetentionSeconds, nodeTag);
   await files.init();
   const adminSettings = new AdminSettings(db, config.defaultEmbeddingModel);
-  const runner = new TaskRunner({ db, nodeTag, files, log, maxJobsPerOwner: config.maxJobsPerOwner, syncTimeoutSeconds: () => adminSettings.syncTimeoutSeconds() });
+  const fleet = isFleetMember(config) ? new FleetMembership({ db, nodeTag, log, heartbeatSeconds: config.fleetHeartbeatSeconds, nodeTimeoutSeconds: config.fleetNodeTimeoutSeconds }) : undefined;
+  const runner = new TaskRunner({ db, nodeTag, files, log, maxJobsPerOwner: config.maxJobsPerOwner, syncTimeoutSeconds: () => adminSettings.syncTimeoutSeconds(), liveNodes: fleet && (() => fleet.liveCount()) });
   const lost = await runner.recoverLostJobs();
   if (lost) log.warn(`${lost} job(s) of this node were still processing at the last stop: marked failed (job_lost)`);
+  await fleet?.beat();
   const jobs = new JobRecords(db, runner, nodeTag, config.jobRetentionSeconds);
   const modelRoot = await modelStoreRoot(modelsDir(config), config.modelWorkDir);
   if (modelRoot.usingWorkDir) log.warn(`model directory ${modelsDir(config)} is read-only: models run from the work directory ${modelRoot.root} (${modelRoot.mirrored} file(s) mirrored)`);
@@ -72,6 +75,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const upkeep = setInterval(() => {
     ticks++;
     void runner.pollCancelRequests().catch((e) => log.error('cancel requests', e));
+    if (fleet && ticks % config.fleetHeartbeatSeconds === 0) fleet.tick();
     if (ticks % 60 === 0) void Promise.all([jobs.sweep(), files.sweep()]).catch((e) => log.error('retention sweep', e));
   }, 1000);
   unrefTimer(upkeep);
@@ -80,6 +84,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
     config, store, nodeTag, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents, text, transcription, vectorStores, responses,
     close: async () => {
       clearInterval(upkeep);
+      await fleet?.stop();
       await vectorStores.close();
       await models.close();
       await engine.close();

@@ -49,6 +49,8 @@ export function taskHandler<I>(runner: TaskRunner, def: TaskRouteDef<I>): Handle
     switch (submission.kind) {
       case 'accepted': {
         const location = `/svc/v1/jobs/${submission.jobId}`;
+        // The balancer routes the polls of a cookie-aware client back to this node (docs/fleet.md).
+        if (runner.fleetMember) c.header('Set-Cookie', `svc-node=${runner.nodeTag}; Path=/; HttpOnly; SameSite=Lax`);
         return c.json({
           job_id: submission.jobId, status: 'processing',
           message: `The ${submission.task} task is running as a background job; poll GET ${location} until its status is no longer processing.`,

@@ -16,19 +16,24 @@ export type StoredFile = FileRow;
 export interface FileMeta { filename: string; contentType?: string; purpose?: string }
 
 export class FileStore {
-  constructor(private db: Db, readonly dir: string, private retentionSeconds: number) {}
+  /** Where this node's uploads in progress go: per node, since fleet nodes may share one files directory. */
+  readonly #partials: string;
+
+  constructor(private db: Db, readonly dir: string, private retentionSeconds: number, nodeTag = '') {
+    this.#partials = nodeTag ? join(dir, '.partial', nodeTag) : join(dir, '.partial');
+  }
 
   async init(): Promise<void> {
-    await mkdir(join(this.dir, '.partial'), { recursive: true });
-    // Partial files of a previous process are never completed: remove them.
-    await rm(join(this.dir, '.partial'), { recursive: true, force: true });
-    await mkdir(join(this.dir, '.partial'), { recursive: true });
+    await mkdir(this.#partials, { recursive: true });
+    // Partial files of this node's previous process are never completed: remove them (not other nodes').
+    await rm(this.#partials, { recursive: true, force: true });
+    await mkdir(this.#partials, { recursive: true });
   }
 
   /** Streams chunks to a new file; on any error (limit, disconnect) the partial file is removed and the error rethrown. */
   async saveStream(ownerId: string, chunks: AsyncIterable<Uint8Array>, meta: FileMeta): Promise<StoredFile> {
     const id = `file-${randomId(24)}`;
-    const partial = join(this.dir, '.partial', id);
+    const partial = join(this.#partials, id);
     const out = createWriteStream(partial);
     let bytes = 0;
     try {
