@@ -51,4 +51,6 @@ export interface Deps {
   vectorStores: VectorStores;
   /** The Responses API with stored responses (src/services/responses/). */
   responses: ResponsesService;
+  /** Fleet membership (heartbeats, live nodes); absent on a node that is not a fleet member. */
+  fleet?: import('./services/fleet/membership.ts').FleetMembership;
 }
