@@ -54,6 +54,7 @@ export const settings = {
   fleet: s('bool', v.boolean(), false, 'this node is one of a fleet sharing the database (always so on PostgreSQL): heartbeats, job_lost takeover, ceiling divided by live nodes, svc-node cookie (docs/fleet.md)'),
   fleetHeartbeatSeconds: s('int', int(1, 3600), 5, 'how often a fleet node writes its heartbeat into the database'),
   fleetNodeTimeoutSeconds: s('int', int(2, 86_400), 15, 'a fleet node not seen for this long is dead: the survivors fail its processing jobs with job_lost'),
+  nodeTag: s('string', v.union([v.literal(''), v.pipe(v.string(), v.regex(/^[a-z0-9]{6}$/, 'six lowercase letters or digits'))]), '', 'this node\'s tag, fixed, for a fleet whose balancer maps tags to addresses (deploy/nginx.conf); empty = generated once and kept in the data directory'),
   filesDir: s('string', v.string(), '', 'directory of uploaded file bytes; on a fleet, one directory every node mounts (a shared volume); empty = <data-dir>/uploads'),
 } as const;
 

@@ -41,7 +41,7 @@ export interface Services extends Deps {
 /** Opens everything the app needs, without listening. */
 export async function openServices(config: Config, log: Logger = createLogger(config.logLevel)): Promise<Services> {
   await mkdir(config.dataDir, { recursive: true });
-  const nodeTag = await loadNodeTag(config.dataDir);
+  const nodeTag = await loadNodeTag(config.dataDir, config.nodeTag);
   const store = await openStore(dbUrl(config), config.databaseAuthToken);
   const db = store.db;
   const keys = new KeyService(db, config.requireKeys);
