@@ -22,7 +22,7 @@ export const settings = {
   port: s('int', int(0, 65535), 8090, 'TCP port to listen on (0 picks a free port)'),
   host: s('string', v.pipe(v.string(), v.minLength(1)), '127.0.0.1', 'address to listen on; 0.0.0.0 exposes the server to the network'),
   dataDir: s('string', v.pipe(v.string(), v.minLength(1)), () => `${homeDir()}/.svc`, 'data directory (database, uploads, models); created on first start'),
-  databaseUrl: s('string', v.string(), '', 'libSQL URL (file:, libsql://, http(s)://); empty = file:<data-dir>/svc.db'),
+  databaseUrl: s('string', v.string(), '', 'database URL: libSQL (file:, libsql://, http(s)://) or PostgreSQL (postgres://); empty = file:<data-dir>/svc.db'),
   databaseAuthToken: s('string', v.string(), '', 'auth token for a remote libSQL/Turso database'),
   requireKeys: s('bool', v.boolean(), false, 'require an API key on every route even while no key exists'),
   logLevel: s('string', v.picklist(['debug', 'info', 'warn', 'error', 'silent']), 'info', 'log level; info writes one access-log line per request'),

@@ -4,7 +4,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { createApp, type AppOptions } from './app.ts';
-import { dbUrl, isFleetMember, modelsDir, uploadsDir, type Config } from './config.ts';
+import { ConfigError, dbUrl, isFleetMember, modelsDir, uploadsDir, type Config } from './config.ts';
 import type { Deps } from './deps.ts';
 import { createLogger, type Logger } from './log.ts';
 import { unrefTimer } from './runtime/env.ts';
@@ -40,6 +40,10 @@ export interface Services extends Deps {
 
 /** Opens everything the app needs, without listening. */
 export async function openServices(config: Config, log: Logger = createLogger(config.logLevel)): Promise<Services> {
+  if (isFleetMember(config) && config.fleetNodeTimeoutSeconds < 2 * config.fleetHeartbeatSeconds) {
+    // Closer than two beats, one late heartbeat would have a live node's jobs failed by the others.
+    throw new ConfigError(`fleet-node-timeout-seconds (${config.fleetNodeTimeoutSeconds}) must be at least twice fleet-heartbeat-seconds (${config.fleetHeartbeatSeconds})`);
+  }
   await mkdir(config.dataDir, { recursive: true });
   const nodeTag = await loadNodeTag(config.dataDir, config.nodeTag);
   const store = await openStore(dbUrl(config), config.databaseAuthToken);

@@ -5,7 +5,7 @@
  * hash on Authorization has something to spread. The two sides are interleaved, ROUNDS times each, medians.
  *   node --import tsx scripts/bench/fleet.ts [seconds-per-run=8] [rounds=3] [connections=24]
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePort, startPostgres } from '../../test/support/postgres.ts';
@@ -14,7 +14,7 @@ import { tempDir } from '../../test/support/server.ts';
 import { writeSection } from './write-benchmarks.mjs';
 
 const SECONDS = Number(process.argv[2] ?? 8);
-const ROUNDS = Number(process.argv[3] ?? 3);
+const ROUNDS = Number(process.argv[3] ?? 5);
 const CONNECTIONS = Number(process.argv[4] ?? 24);
 const KEYS = 12;
 const TEXT = 'Contact Jane Roe at jane.roe@example.com or +1 415 555 0100; card 4111 1111 1111 1111.';
@@ -105,7 +105,7 @@ end
     `| ${label} | ${median(xs.map((x) => x.rps)).toFixed(0)} | ${median(xs.map((x) => x.p50)).toFixed(1)} | ${median(xs.map((x) => x.p99)).toFixed(1)} | ${xs.reduce((a, x) => a + x.non2xx, 0)} of ${xs.reduce((a, x) => a + x.requests, 0)} |`;
   const ratio = median(runs.three.map((x) => x.rps)) / median(runs.one.map((x) => x.rps));
   const table = [
-    `Small task \`POST /svc/v1/pii\` (${TEXT.length} characters, answered inline) through nginx ${execFileSync('nginx', ['-v'], { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] }).trim() || ''}`,
+    `Small task \`POST /svc/v1/pii\` (${TEXT.length} characters, answered inline) through ${spawnSync('nginx', ['-v'], { encoding: 'utf8' }).stderr.trim().replace('nginx version: ', '')}`,
     `with the shipped \`deploy/nginx.conf\` (rendered to loopback), nodes on one PostgreSQL (throw-away, Debian's),`,
     `\`wrk -t2 -c${CONNECTIONS} -d${SECONDS}s\` over ${KEYS} API keys; ${ROUNDS} interleaved rounds, medians. Machine: 2 cores,`,
     `shared with other engineers' work while this ran, and wrk, nginx, PostgreSQL and every node on the same cores: on 2 cores the`,

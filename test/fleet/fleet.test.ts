@@ -154,6 +154,7 @@ test('a cancel sent to another node answers 202 cancel_requested and the running
   const del = await fetch(`${node('node03').url}/svc/v1/jobs/${job_id}`, { method: 'DELETE', headers: auth() });
   assert.equal(del.status, 202);
   assert.deepEqual(await del.json(), { cancel_requested: true, node: 'node01' });
+  assert.equal(del.headers.get('set-cookie'), 'svc-node=node01; Path=/; HttpOnly; SameSite=Lax', 'the cookie names the running node');
   const rec = await until('cancelled', async () => {
     const x = await (await poll(nginx.url, job_id)).json();
     return x.status === 'processing' ? undefined : x;

@@ -4,7 +4,7 @@
  * `postgres` user (runuser) with a directory that user owns.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, readdirSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,8 @@ export interface TestPostgres {
   /** URL of a new, empty database on this server. */
   newDatabase(name?: string): Promise<string>;
   stop(): Promise<void>;
+  /** The same, synchronously (for a process 'exit' hook). */
+  stopNow(): void;
 }
 
 /** The newest installed PostgreSQL's bin directory; throws (naming the package) when none is installed. */
@@ -79,6 +81,12 @@ export async function startPostgres(): Promise<TestPostgres> {
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
+    },
+    stopNow() {
+      try {
+        run(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } catch { /* already stopped */ }
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
