@@ -49,7 +49,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const store = await openStore(dbUrl(config), config.databaseAuthToken);
   const db = store.db;
   const keys = new KeyService(db, config.requireKeys);
-  const files = new FileStore(db, uploadsDir(config), config.fileRetentionSeconds, nodeTag);
+  const files = new FileStore(db, uploadsDir(config), config.fileRetentionSeconds, isFleetMember(config) ? nodeTag : '');
   await files.init();
   const adminSettings = new AdminSettings(db, config.defaultEmbeddingModel);
   const fleet = isFleetMember(config) ? new FleetMembership({ db, nodeTag, log, heartbeatSeconds: config.fleetHeartbeatSeconds, nodeTimeoutSeconds: config.fleetNodeTimeoutSeconds }) : undefined;

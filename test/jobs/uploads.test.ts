@@ -8,7 +8,8 @@ import { listening, inProcess } from '../support/server.ts';
 type Srv = Awaited<ReturnType<typeof listening>>;
 
 const uploadFiles = async (dir: string) => (await readdir(dir)).filter((n) => n !== '.partial');
-const partials = async (dir: string) => readdir(join(dir, '.partial'));
+// Files only: a fleet node keeps its uploads in progress under .partial/<node tag>/.
+const partials = async (dir: string) => (await readdir(join(dir, '.partial'), { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name);
 
 function multipart(fields: Record<string, string>, file?: { name: string; type: string; data: Uint8Array }) {
   const fd = new FormData();
