@@ -57,7 +57,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const lost = await runner.recoverLostJobs();
   if (lost) log.warn(`${lost} job(s) of this node were still processing at the last stop: marked failed (job_lost)`);
   await fleet?.beat();
-  const jobs = new JobRecords(db, runner, nodeTag, config.jobRetentionSeconds);
+  const jobs = new JobRecords(db, runner, nodeTag, config.jobRetentionSeconds, fleet && ((tag) => fleet.isLive(tag)));
   const modelRoot = await modelStoreRoot(modelsDir(config), config.modelWorkDir);
   if (modelRoot.usingWorkDir) log.warn(`model directory ${modelsDir(config)} is read-only: models run from the work directory ${modelRoot.root} (${modelRoot.mirrored} file(s) mirrored)`);
   const models = new ModelServices({ modelsDir: modelRoot.root, hubBaseUrl: config.hubUrl, allowedHosts: config.hubAllowedHosts });

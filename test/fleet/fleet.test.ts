@@ -63,6 +63,9 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 15_0
 
 /** Every job a 202 acknowledged, with what its record must end as. */
 const acknowledged = new Map<string, (rec: { status: string; error_reason: string | null; result: unknown }) => void>();
+/** Completed jobs whose result (over 4 MiB) only the killed node held: lost with its memory, by design. */
+const heldByKilled = new Set<string>();
+const bigResults = new Map<string, string>(); // job id → node holding its result
 
 before(async () => {
   const t0 = performance.now();
@@ -117,6 +120,7 @@ test('a job submitted through nginx is polled through nginx by the svc-node cook
   const cookie = big.headers.get('set-cookie')!.split(';')[0]!;
   assert.equal(cookie, `svc-node=${other}`);
   const bigId = (await big.json()).job_id;
+  bigResults.set(bigId, other);
   acknowledged.set(bigId, (rec) => assert.equal((rec.result as { blob: string }).blob.length, 5 * 1024 * 1024));
   const done = await until('the big result', async () => {
     const p = await poll(nginx.url, bigId, { cookie });
@@ -135,6 +139,7 @@ test('a node asked directly for a result held by another answers 421 not_on_this
   const holder = node('node01');
   const r = await submit(holder.url, { bytes: 5 * 1024 * 1024 });
   const { job_id } = await r.json();
+  bigResults.set(job_id, 'node01');
   acknowledged.set(job_id, (rec) => assert.equal(rec.status, 'completed'));
   await until('completion', async () => ((await (await poll(holder.url, job_id)).json()).status === 'completed' ? true : undefined));
   for (const asked of [node('node02'), node('node03')]) {
@@ -195,6 +200,12 @@ test('kill -9 of a node: its processing jobs are failed with job_lost by the sur
   assert.equal(r.headers.get('x-svc-node'), 'node02', 'the cookie picked the node');
   const { job_id } = await r.json();
   acknowledged.set(job_id, (rec) => assert.equal(rec.error_reason, 'job_lost'));
+  const big = await submit(victim.url, { bytes: 5 * 1024 * 1024 });
+  const bigId = (await big.json()).job_id;
+  await until('the big result on node02', async () => ((await (await poll(victim.url, bigId)).json()).status === 'completed' ? true : undefined));
+  bigResults.set(bigId, 'node02');
+  assert.equal((await poll(node('node01').url, bigId)).status, 421, 'held by a live node: 421');
+  for (const [id, holder] of bigResults) if (holder === 'node02') heldByKilled.add(id);
   const killedAt = Date.now();
   victim.child.kill('SIGKILL');
   await new Promise((res) => victim.child.once('exit', res));
@@ -212,9 +223,16 @@ test('kill -9 of a node: its processing jobs are failed with job_lost by the sur
   assert.equal(rec.error_reason, 'job_lost');
   assert.equal(rec.error_code, 503);
   assert.ok(waited >= (NODE_TIMEOUT_S - HEARTBEAT_S) * 1000, `failed only after the node timeout (${waited} ms)`);
-
-  // The ceiling follows the live count, which each node refreshes on its own heartbeat: two live nodes, 6 / 2 = 3.
+  // Each survivor refreshes its list of live nodes on its own heartbeat.
   await sleep(HEARTBEAT_S * 1500);
+  // A big result the dead node held: the survivors answer 404 (gone), not a 421 pointing at a dead node.
+  for (const id of heldByKilled) {
+    const p = await poll(node('node01').url, id);
+    assert.equal(p.status, 404);
+    assert.match((await p.json()).message, /held by node node02, which has stopped/);
+  }
+
+  // The ceiling follows the live count: two live nodes, 6 / 2 = 3.
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) {
     const s = await submit(node('node03').url, { ms: 60_000 });
@@ -255,6 +273,11 @@ test('nothing acknowledged is lost: a burst through nginx, then every 202 ever g
   assert.ok(refused > 0, 'the per-node ceiling held under the burst');
   assert.ok(acknowledged.size >= 40, `${acknowledged.size} jobs acknowledged`);
   for (const [id, check] of acknowledged) {
+    if (heldByKilled.has(id)) {
+      // Its record survives (completed), its result was only in the killed process's memory.
+      assert.equal((await poll(nginx.url, id, { cookie: `svc-node=${id.slice(0, 6)}` })).status, 404);
+      continue;
+    }
     const rec = await until(`job ${id}`, async () => {
       // Each job asked through nginx by its own node's cookie, as a cookie-aware client would.
       const p = await poll(nginx.url, id, { cookie: `svc-node=${id.slice(0, 6)}` });

@@ -29,6 +29,10 @@ export class FleetMembership {
     return Math.max(1, this.#live.length + (this.#live.includes(this.o.nodeTag) ? 0 : 1));
   }
 
+  isLive(tag: string): boolean {
+    return tag === this.o.nodeTag || this.#live.includes(tag);
+  }
+
   liveNodes(): string[] {
     return [...this.#live];
   }
