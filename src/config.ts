@@ -51,6 +51,17 @@ export const settings = {
   defaultEmbeddingModel: s('string', v.string(), '', 'embedding model of vector stores that name none (admin setting default_embedding_model overrides it); empty = none'),
   maxImagePixels: s('int', int(1), 268_402_689, 'most pixels an image page may declare (width × height, read from its header before decoding); 413 input_too_large above it'),
   imageBackgroundModel: s('string', v.string(), '', 'background-removal model: a local hub-layout ONNX directory (MODNet, ISNet, BiRefNet); empty = the route answers 501'),
+  workers: s('int', int(0, 256), 0, 'worker threads for heavy work (PDF, images, OCR, documents); 0 = the core count'),
+  workerHeapMb: s('int', int(64), 2048, 'heap ceiling of one worker thread in MiB (Node); a task over it gets 422 memory_limit_exceeded'),
+  workerRecycleMb: s('int', int(16), 512, 'a worker holding more memory than this after a task is replaced, giving the memory back'),
+  taskDeadlineSeconds: s('int', int(1), 300, 'wall-clock deadline of one heavy task; over it: 422 deadline_exceeded and the worker is replaced'),
+  maxPdfStreamBytes: s('int', int(1), 256 * 1024 * 1024, 'decompressed bytes of one PDF stream; over it: 422 decompressed_size_limit_exceeded'),
+  maxPdfDecompressedBytes: s('int', int(1), 1024 * 1024 * 1024, 'decompressed bytes of all streams of one PDF; over it: 422 decompressed_size_limit_exceeded'),
+  maxPages: s('int', int(1), 5000, 'pages of one document; over it: 422 too_many_pages'),
+  maxFieldChars: s('int', int(1), 10_000, 'characters of one text field of a task request (password, query, text); over it: 413 field_too_long'),
+  maxJsonDepth: s('int', int(2), 64, 'nesting depth of a JSON schema or tool parameters; over it: 422 json_too_deep'),
+  maxPromptChars: s('int', int(1), 2_000_000, 'characters of a prompt or embedding input, counted before tokenization; over it: 413 input_too_large'),
+  allowAnonymousRemote: s('bool', v.boolean(), false, 'serve without keys on a non-loopback host (anyone who can reach it is admin); off: keys are required there'),
   fleet: s('bool', v.boolean(), false, 'this node is one of a fleet sharing the database (always so on PostgreSQL): heartbeats, job_lost takeover, ceiling divided by live nodes, svc-node cookie (docs/fleet.md)'),
   fleetHeartbeatSeconds: s('int', int(1, 3600), 5, 'how often a fleet node writes its heartbeat into the database'),
   fleetNodeTimeoutSeconds: s('int', int(2, 86_400), 15, 'a fleet node not seen for this long is dead: the survivors fail its processing jobs with job_lost'),
@@ -149,3 +160,8 @@ export const dbUrl = (c: Config) => c.databaseUrl || `file:${c.dataDir}/svc.db`;
 export const modelsDir = (c: Config) => c.modelsDir || `${c.dataDir}/models`;
 export const uploadsDir = (c: Config) => c.filesDir || `${c.dataDir}/uploads`;
 export const isFleetMember = (c: Config) => c.fleet || /^postgres(ql)?:\/\//i.test(c.databaseUrl);
+
+/** Whether the listen address is reachable only from this machine (127.0.0.0/8, ::1, localhost). */
+export const isLoopbackHost = (host: string) => /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\])$/i.test(host.trim());
+/** Keys are required when the operator says so, or off loopback unless anonymous remote use was allowed (docs/auth.md). */
+export const keysRequiredByConfig = (c: Config) => c.requireKeys || (!isLoopbackHost(c.host) && !c.allowAnonymousRemote);

@@ -4,7 +4,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { createApp, type AppOptions } from './app.ts';
-import { ConfigError, dbUrl, isFleetMember, modelsDir, uploadsDir, type Config } from './config.ts';
+import { ConfigError, dbUrl, isFleetMember, isLoopbackHost, keysRequiredByConfig, modelsDir, uploadsDir, type Config } from './config.ts';
 import type { Deps } from './deps.ts';
 import { createLogger, type Logger } from './log.ts';
 import { unrefTimer } from './runtime/env.ts';
@@ -25,6 +25,8 @@ import { TrainingService } from './services/training/training-service.ts';
 import { TextService } from './services/text/text-service.ts';
 import { modelStoreRoot } from './services/models/work-dir.ts';
 import { openStore } from './store/db.ts';
+import { setLimits } from './services/limits.ts';
+import { closeWorkers, configureWorkers } from './services/workers/index.ts';
 import { AgentService } from './services/agents/agent-service.ts';
 import { MediaService } from './services/media/media-service.ts';
 import { TranscriptionService } from './services/media/transcription.ts';
@@ -45,10 +47,13 @@ export async function openServices(config: Config, log: Logger = createLogger(co
     throw new ConfigError(`fleet-node-timeout-seconds (${config.fleetNodeTimeoutSeconds}) must be at least twice fleet-heartbeat-seconds (${config.fleetHeartbeatSeconds})`);
   }
   await mkdir(config.dataDir, { recursive: true });
+  setLimits(limitsOf(config));
+  configureWorkers({ size: config.workers, maxHeapMb: config.workerHeapMb, recycleBytes: config.workerRecycleMb * 1024 * 1024 });
   const nodeTag = await loadNodeTag(config.dataDir, config.nodeTag);
   const store = await openStore(dbUrl(config), config.databaseAuthToken);
   const db = store.db;
-  const keys = new KeyService(db, config.requireKeys);
+  const keys = new KeyService(db, keysRequiredByConfig(config));
+  if (!isLoopbackHost(config.host) && config.allowAnonymousRemote) log.warn(`listening on ${config.host} without required keys (--allow-anonymous-remote): anyone who reaches it can use it; anonymous callers are not admins`);
   const files = new FileStore(db, uploadsDir(config), config.fileRetentionSeconds, isFleetMember(config) ? nodeTag : '');
   await files.init();
   const adminSettings = new AdminSettings(db, config.defaultEmbeddingModel);
@@ -56,6 +61,8 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const runner = new TaskRunner({ db, nodeTag, files, log, maxJobsPerOwner: config.maxJobsPerOwner, syncTimeoutSeconds: () => adminSettings.syncTimeoutSeconds(), liveNodes: fleet && (() => fleet.liveCount()) });
   const lost = await runner.recoverLostJobs();
   if (lost) log.warn(`${lost} job(s) of this node were still processing at the last stop: marked failed (job_lost)`);
+  const orphans = await files.sweepOrphanInputs();
+  if (orphans) log.warn(`${orphans} inline task input(s) left by the last stop were removed`);
   await fleet?.beat();
   const jobs = new JobRecords(db, runner, nodeTag, config.jobRetentionSeconds, fleet && ((tag) => fleet.isLive(tag)));
   const modelRoot = await modelStoreRoot(modelsDir(config), config.modelWorkDir);
@@ -92,10 +99,17 @@ export async function openServices(config: Config, log: Logger = createLogger(co
       await vectorStores.close();
       await models.close();
       await engine.close();
+      await closeWorkers();
       await store.close();
     },
   };
 }
+
+const limitsOf = (c: Config) => ({
+  maxImagePixels: c.maxImagePixels, maxPdfStreamBytes: c.maxPdfStreamBytes, maxPdfDecompressedBytes: c.maxPdfDecompressedBytes,
+  maxPages: c.maxPages, maxFieldChars: c.maxFieldChars, maxJsonDepth: c.maxJsonDepth, maxPromptChars: c.maxPromptChars,
+  taskDeadlineMs: c.taskDeadlineSeconds * 1000,
+});
 
 export interface StartedServer extends Services {
   server: RunningServer;

@@ -16,7 +16,7 @@ import type { AgentService } from '../../services/agents/agent-service.ts';
 
 export function openaiChatRoutes(chat: ChatService, log: Logger, agents?: AgentService) {
   const app = new Hono<AppEnv>();
-  app.post('/v1/chat/completions', async (c) => {
+  app.post('/chat/completions', async (c) => {
     const body = await readJsonBody(c);
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
     // an agent and a skill become plain chat fields first (unknown names: 400)

@@ -7,8 +7,8 @@ import type { JobRecords } from '../../services/jobs/job-records.ts';
 export function jobRoutes(jobs: JobRecords) {
   const app = new Hono<AppEnv>();
   const json = { 'Content-Type': 'application/json' };
-  app.get('/svc/v1/jobs/:id', async (c) => c.body(await jobs.poll(c.req.param('id'), c.get('owner').id), 200, json));
-  app.delete('/svc/v1/jobs/:id', async (c) => {
+  app.get('/jobs/:id', async (c) => c.body(await jobs.poll(c.req.param('id'), c.get('owner').id), 200, json));
+  app.delete('/jobs/:id', async (c) => {
     const r = await jobs.cancel(c.req.param('id'), c.get('owner').id);
     // Another node runs it (so this is a fleet): the cookie points the client's next polls there.
     if (r.kind === 'requested') return c.json({ cancel_requested: true, node: r.node }, 202, { 'Set-Cookie': nodeCookie(r.node) });

@@ -3,6 +3,7 @@
  * the model's own chat template (or a custom model's), the custom model's system prompt and parameters
  * applied, and the output split into content, thinking and tool calls as it streams.
  */
+import { checkJsonDepth } from '../limits.ts';
 import { join } from 'node:path';
 import { ServiceError, invalidArgument } from '../errors.ts';
 import type { InferenceEngine } from '../inference/engine.ts';
@@ -59,6 +60,8 @@ export interface ChatRequest {
   processorsFor?: GenerateOptions['processorsFor'];
   /** No thinking/tool-call parsing: every output character is content (constrained output parsed by the caller). */
   raw?: boolean;
+  /** Record token log-probabilities with this many alternatives (0–20). */
+  logprobs?: number;
 }
 
 export interface ChatResult {
@@ -70,6 +73,7 @@ export interface ChatResult {
   promptTokens: number;
   completionTokens: number;
   timings: GenerationResult['timings'];
+  logprobs?: GenerationResult['logprobs'];
 }
 
 export interface ChatStream extends AsyncIterable<OutputDelta> {
@@ -83,6 +87,8 @@ export interface ChatStream extends AsyncIterable<OutputDelta> {
   result: Promise<ChatResult>;
   /** Reads the whole stream and returns the result (non-streaming answers). */
   complete(): Promise<ChatResult>;
+  /** Token log-probabilities generated since the last call (when asked for). */
+  takeLogprobs(): NonNullable<GenerationResult['logprobs']>;
 }
 
 export interface ResolvedChatModel {
@@ -173,6 +179,9 @@ export class ChatService {
     }
     if (req.tools?.length && !has('tools')) throw invalidArgument(`"${m.name}" does not support tools`);
     if (req.think === true && !has('thinking')) throw invalidArgument(`"${m.name}" does not support thinking`);
+    // a hostile schema nested thousands deep is refused before any compiler or template walks it
+    if (req.format !== undefined && req.format !== 'json') checkJsonDepth(req.format, 'format');
+    if (req.tools?.length) checkJsonDepth(req.tools, 'tools');
     return m;
   }
 
@@ -214,6 +223,7 @@ export class ChatService {
         keepAlive: req.keepAlive,
         signal,
         logitsProcessors: req.logitsProcessors,
+        logprobs: req.logprobs,
         processorsFor: format !== undefined && constrain ? (ctx) => constrain(format, ctx) : req.processorsFor,
       },
     );
@@ -314,6 +324,7 @@ function chatStream(model: string, gen: Awaited<ReturnType<InferenceEngine['gene
         promptTokens: r.promptTokens,
         completionTokens: r.completionTokens,
         timings: r.timings,
+        ...(r.logprobs ? { logprobs: r.logprobs } : {}),
       });
     } catch (e) {
       finished = true;
@@ -330,6 +341,7 @@ function chatStream(model: string, gen: Awaited<ReturnType<InferenceEngine['gene
     prompt: gen.prompt,
     promptTokens: gen.promptTokens,
     result,
+    takeLogprobs: () => gen.takeLogprobs(),
     [Symbol.asyncIterator]: () => run(),
     async complete() {
       for await (const _ of stream) {

@@ -7,13 +7,16 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomId } from '../../ids.ts';
-import { deleteFileRow, expiredFiles, getFileRow, insertFile, listFileRows, setFilePurpose, type FileRow } from '../../store/files.ts';
+import { deleteFileRow, expiredFiles, filesOfPurposeUnder, getFileRow, insertFile, listFileRows, setFilePurpose, type FileRow } from '../../store/files.ts';
 import type { Db } from '../../store/schema.ts';
 import { notFound } from '../errors.ts';
 
 export type StoredFile = FileRow;
 
 export interface FileMeta { filename: string; contentType?: string; purpose?: string }
+
+/** The purpose of a task's inline input (base64 or multipart): removed when the task ends. */
+export const TASK_INPUT = 'task-input';
 
 export class FileStore {
   /** Where this node's uploads in progress go: per node, since fleet nodes may share one files directory. */
@@ -109,6 +112,16 @@ export class FileStore {
   async delete(ownerId: string, id: string): Promise<void> {
     const row = await this.get(ownerId, id);
     await this.#remove(row.id, row.path);
+  }
+
+  /**
+   * Inline inputs left by tasks of a previous process of this node (killed before its cleanup ran): nothing
+   * can use them any more. Run at start, before this process accepts tasks.
+   */
+  async sweepOrphanInputs(): Promise<number> {
+    const rows = await filesOfPurposeUnder(this.db, TASK_INPUT, this.dir);
+    for (const r of rows) await this.#remove(r.id, r.path);
+    return rows.length;
   }
 
   async sweep(now = Date.now()): Promise<number> {

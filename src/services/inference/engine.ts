@@ -2,11 +2,14 @@
  * The inference service's front: residency + slots + the task functions, so a caller (route, job, agent)
  * names a model and gets a result without handling leases. Knows nothing of HTTP.
  */
-import { countPromptTokens, generateText, type GenerateOptions, type GenerationInput, type TextGeneration } from './generate.ts';
+import { countPromptTokens, generateText, renderPrompt, type GenerateOptions, type GenerationInput, type PreparedPrompt, type TextGeneration } from './generate.ts';
+import type { LoadedModel } from './load.ts';
 import { embedTexts, type EmbedOptions, type EmbedResult } from './embed.ts';
 import { scorePairs, type PairScore } from './rerank.ts';
 import { createResidency, defaultLoader, type Loader, type ModelSpec, type ResidencySettings } from './residency.ts';
 import { parseKeepAlive } from './keep-alive.ts';
+import { tokenizeOffLoop } from './tokenize-off-loop.ts';
+import { checkPromptChars, textChars } from '../limits.ts';
 import type { BackendSetting } from './backend.ts';
 
 export interface EngineSettings extends ResidencySettings {
@@ -36,9 +39,10 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
      * step in flight is discarded) or when the consumer stops reading.
      */
     async generate(spec: ModelSpec, input: GenerationInput, o: GenerateOptions & RequestOptions = {}): Promise<TextGeneration> {
+      checkPromptChars(textChars(input)); // before loading or tokenizing anything
       const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
       try {
-        const gen = generateText(lease.model, input, o, lease.loadNs);
+        const gen = generateText(lease.model, input, o, lease.loadNs, await prepareLarge(lease.model, input, o.signal));
         const release = () => {
           o.signal?.removeEventListener('abort', release);
           lease.release();
@@ -54,15 +58,17 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
 
     /** Tokens the prompt of `input` takes on this model (loads the model; generates nothing). */
     async countTokens(spec: ModelSpec, input: GenerationInput, o: RequestOptions = {}): Promise<number> {
+      checkPromptChars(textChars(input));
       const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
       try {
-        return countPromptTokens(lease.model, input);
+        return (await prepareLarge(lease.model, input, o.signal)).ids?.length ?? countPromptTokens(lease.model, input);
       } finally {
         lease.release();
       }
     },
 
     async embed(spec: ModelSpec, texts: string[], o: EmbedOptions & RequestOptions = {}): Promise<EmbedResult & { loadNs: number }> {
+      checkPromptChars(textChars(texts));
       const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
       try {
         return { ...(await embedTexts(lease.model, texts, o)), loadNs: lease.loadNs };
@@ -90,3 +96,10 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
 }
 
 export type InferenceEngine = ReturnType<typeof createInferenceEngine>;
+
+/** The prompt rendered once; a large one is also tokenized, in the worker pool. */
+async function prepareLarge(m: LoadedModel, input: GenerationInput, signal?: AbortSignal): Promise<PreparedPrompt> {
+  const { prompt, addSpecialTokens } = renderPrompt(m, input);
+  const ids = (await tokenizeOffLoop(m, [prompt], addSpecialTokens, signal))?.[0];
+  return { prompt, addSpecialTokens, ids };
+}

@@ -50,4 +50,11 @@ export const HUB_FACTS: Record<string, HubRepoFacts> = {
       ...graphs('encoder_model'), ...graphs('decoder_model'), ...graphs('decoder_model_merged'), ...graphs('decoder_with_past_model')],
     config: { architectures: ['WhisperForConditionalGeneration'], model_type: 'whisper' }, template: '',
   },
+  // The other Xenova Whisper exports share whisper-tiny's layout (the same conversion script made them all).
+  ...Object.fromEntries(['Xenova/whisper-tiny.en', 'Xenova/whisper-base', 'Xenova/whisper-base.en', 'Xenova/whisper-small'].map((repo) => [repo, {
+    pipeline_tag: 'automatic-speech-recognition',
+    files: [...TOKENIZER, 'generation_config.json', 'preprocessor_config.json', 'merges.txt', 'vocab.json', 'normalizer.json',
+      ...graphs('encoder_model'), ...graphs('decoder_model'), ...graphs('decoder_model_merged'), ...graphs('decoder_with_past_model')],
+    config: { architectures: ['WhisperForConditionalGeneration'], model_type: 'whisper' }, template: '',
+  }])),
 };
