@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -150,6 +151,18 @@ test('a node asked directly for a result held by another answers 421 not_on_this
     assert.equal(body.node, 'node01');
     assert.match(body.hint, /node01/);
   }
+});
+
+test('a file uploaded to one node is read from another: bytes in the shared files directory, record in PostgreSQL', async () => {
+  const bytes = new Uint8Array(randomBytes(300_000));
+  const fd = new FormData();
+  fd.append('file', new Blob([bytes]), 'shared.bin');
+  const up = await fetch(`${node('node01').url}/svc/v1/files/upload`, { method: 'POST', body: fd, headers: auth() });
+  assert.equal(up.status, 200);
+  const { fileId } = await up.json();
+  const got = await fetch(`${node('node03').url}/svc/v1/files/${fileId}/content`, { headers: auth() });
+  assert.equal(got.status, 200);
+  assert.deepEqual(new Uint8Array(await got.arrayBuffer()), bytes);
 });
 
 test('a cancel sent to another node answers 202 cancel_requested and the running node honours it', async () => {
