@@ -165,6 +165,21 @@ test('a file uploaded to one node is read from another: bytes in the shared file
   assert.deepEqual(new Uint8Array(await got.arrayBuffer()), bytes);
 });
 
+test('a WebSocket upgrade (Responses WebSocket mode) passes through nginx', async () => {
+  const { request } = await import('node:http');
+  const key = randomBytes(16).toString('base64');
+  const status = await new Promise<{ code: number; accept?: string }>((resolve, reject) => {
+    const req = request(`${nginx.url}/v1/responses`, { headers: { ...auth(), connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': key } });
+    req.once('upgrade', (res, socket) => { socket.destroy(); resolve({ code: res.statusCode!, accept: res.headers['sec-websocket-accept'] as string }); });
+    req.once('response', (res) => { res.resume(); resolve({ code: res.statusCode! }); });
+    req.once('error', reject);
+    req.end();
+  });
+  assert.equal(status.code, 101);
+  const { createHash } = await import('node:crypto');
+  assert.equal(status.accept, createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64'), 'RFC 6455 accept value');
+});
+
 test('a cancel sent to another node answers 202 cancel_requested and the running node honours it', async () => {
   const r = await submit(node('node01').url, { ms: 60_000 });
   const { job_id } = await r.json();
