@@ -62,6 +62,8 @@ export const settings = {
   maxJsonDepth: s('int', int(2), 64, 'nesting depth of a JSON schema or tool parameters; over it: 422 json_too_deep'),
   maxPromptChars: s('int', int(1), 2_000_000, 'characters of a prompt or embedding input, counted before tokenization; over it: 413 input_too_large'),
   allowAnonymousRemote: s('bool', v.boolean(), false, 'serve without keys on a non-loopback host (anyone who can reach it is admin); off: keys are required there'),
+  toolAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of server tools: hosts that the fetch_url tool and registered MCP servers may reach (comma separated, subdomains included; empty = none)'),
+  mcpServers: s('list', v.array(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,32}=https?:\/\/\S+$/, 'each entry must be name=http(s)://url'))), [], 'external MCP servers (Streamable HTTP) whose tools agents may use: name=url pairs, comma separated; each host must pass tool-allowed-hosts'),
   fleet: s('bool', v.boolean(), false, 'this node is one of a fleet sharing the database (always so on PostgreSQL): heartbeats, job_lost takeover, ceiling divided by live nodes, svc-node cookie (docs/fleet.md)'),
   fleetHeartbeatSeconds: s('int', int(1, 3600), 5, 'how often a fleet node writes its heartbeat into the database'),
   fleetNodeTimeoutSeconds: s('int', int(2, 86_400), 15, 'a fleet node not seen for this long is dead: the survivors fail its processing jobs with job_lost'),

@@ -32,6 +32,11 @@ import { MediaService } from './services/media/media-service.ts';
 import { TranscriptionService } from './services/media/transcription.ts';
 import { RetrievalEngine } from './services/retrieval/engine.ts';
 import { VectorStores } from './services/retrieval/vector-stores.ts';
+import { ToolEgress } from './services/tools/egress-fetch.ts';
+import { McpServers } from './services/tools/mcp-client.ts';
+import { ServerToolCatalog } from './services/tools/server-tools.ts';
+import { MemoryService } from './services/agents/memory-service.ts';
+import { AgentTurns } from './services/agents/agent-turn.ts';
 import { ResponsesService } from './services/responses/responses-service.ts';
 import { loadNodeTag } from './store/node-tag.ts';
 import { FleetMembership } from './services/fleet/membership.ts';
@@ -81,6 +86,9 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const retrieval = new RetrievalEngine(db, async (model, texts, signal) => (await chat.embed(model, texts, { signal })).vectors.map((v) => Float32Array.from(v)));
   const vectorStores = new VectorStores(db, files, retrieval, () => adminSettings.defaultEmbeddingModel(), log);
   const responses = new ResponsesService(db, chat, files, vectorStores);
+  const toolEgress = new ToolEgress(config.toolAllowedHosts);
+  const memory = new MemoryService(db, retrieval, () => adminSettings.defaultEmbeddingModel());
+  const turns = new AgentTurns(chat, new ServerToolCatalog(toolEgress, new McpServers(config.mcpServers, toolEgress)), memory);
 
   let ticks = 0;
   const upkeep = setInterval(() => {
@@ -92,7 +100,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, fleet, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents, text, transcription, vectorStores, responses,
+    config, store, nodeTag, fleet, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents, text, transcription, vectorStores, responses, turns, memory,
     close: async () => {
       clearInterval(upkeep);
       await fleet?.stop();

@@ -173,6 +173,27 @@ export const migrations: Migration[] = [
         .addColumn('seen_at', 'bigint', (c) => c.notNull()).execute();
     },
   },
+  {
+    version: 9,
+    name: 'memory stores and their facts, per key',
+    async up(db) {
+      await db.schema.createTable('memory_stores').ifNotExists()
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('embedding_model', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('memory_stores_pk', ['owner', 'name']).execute();
+      // the facts' text is searched through the retrieval index named after the store
+      await db.schema.createTable('memory_facts').ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('store', 'text', (c) => c.notNull())
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull()).execute();
+      await db.schema.createIndex('memory_facts_store').ifNotExists().on('memory_facts').columns(['owner', 'store']).execute();
+    },
+  },
 ];
 
 /** Applies the pending migrations; returns the versions applied now. */

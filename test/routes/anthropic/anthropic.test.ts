@@ -142,7 +142,7 @@ const WEATHER: Anthropic.Tool = {
   description: 'Weather',
   input_schema: {
     type: 'object',
-    properties: { city: { type: 'string', maxLength: 10 }, unit: { enum: ['c', 'f'] }, days: { type: 'integer', minimum: 1 } },
+    properties: { city: { type: 'string', maxLength: 10 }, unit: { enum: ['c', 'f'] }, days: { type: 'integer', minimum: 1, maximum: 14 } },
     required: ['city', 'unit', 'days'],
     additionalProperties: false,
   },
@@ -152,7 +152,8 @@ const ADD: Anthropic.Tool = { name: 'add', input_schema: { type: 'object', prope
 describe('tools', () => {
   it('tool_choice any on the random model: a tool_use whose input validates; the tool_result round trip', async () => {
     const validate = ajv.compile(WEATHER.input_schema);
-    // tiny-llama's context is 512 tokens and the template's tools block is long: one small tool per request
+    // tiny-llama's context is 512 tokens and the template's tools block is long: one small tool per request, with
+    // bounded fields so the call fed back in the second request still fits
     for (let i = 0; i < 2; i++) {
       const r = await client.messages.create({ model: MODEL, max_tokens: 200, messages: user('weather in Paris?'), tools: [WEATHER], tool_choice: { type: 'any' }, ...sampling({ temperature: 1 }) });
       assert.equal(r.stop_reason, 'tool_use');
