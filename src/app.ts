@@ -11,6 +11,7 @@ import { toErrorResponse } from './http/errors.ts';
 import { requestMeta } from './http/request-meta.ts';
 import { embeddedPublic } from './runtime/embedded.ts';
 import { findPublicDir, serveStatic } from './http/static.ts';
+import { serveVendor } from './http/vendor.ts';
 import { openaiFileRoutes } from './routes/openai/files.ts';
 import { anthropicMessageRoutes } from './routes/anthropic/messages.ts';
 import { anthropicModelRoutes } from './routes/anthropic/models.ts';
@@ -37,6 +38,7 @@ import { imageRoutes } from './routes/svc/images/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
+import { modelFileRoutes } from './routes/svc/model-files.ts';
 import { trainingRoutes } from './routes/svc/training.ts';
 import { textRoutes } from './routes/svc/text/index.ts';
 import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
@@ -86,6 +88,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/api', ollamaBlobRoutes(deps.models));
   // native
   app.route('/svc/v1', jobRoutes(deps.jobs));
+  app.route('/svc/v1', modelFileRoutes(deps.models));
   app.route('/svc/v1', fileRoutes(deps.files));
   app.route('/svc/v1/admin', adminRoutes(deps));
   app.route('/svc/v1', pdfRoutes(deps));
@@ -103,6 +106,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   opts.extraRoutes?.(app, deps);
   app.use('*', securityHeaders());
   app.use('*', serveStatic(publicDir, embeddedPublic));
+  app.use('/vendor/*', serveVendor());
 
   app.notFound((c) => toErrorResponse(new ServiceError(404, 'not_found', `route ${c.req.method} ${c.req.path} not found`), c, log.error));
   app.onError((err, c) => toErrorResponse(err, c, (m, e) => log.error(m, e)));

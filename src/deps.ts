@@ -59,4 +59,6 @@ export interface Deps {
   /** Chat turns with server tools and memory; memory stores per key (src/services/agents/). */
   turns: AgentTurns;
   memory: MemoryService;
+  /** Fleet membership (heartbeats, live nodes); absent on a node that is not a fleet member. */
+  fleet?: import('./services/fleet/membership.ts').FleetMembership;
 }

@@ -121,9 +121,13 @@ export interface Database {
   vector_stores: VectorStoreTable;
   vector_store_files: VectorStoreFileTable;
   retrieval_chunks: RetrievalChunkTable;
+  fleet_nodes: FleetNodeTable;
   memory_stores: MemoryStoreTable;
   memory_facts: MemoryFactTable;
 }
+
+/** One node of a fleet sharing this database: its last heartbeat (docs/fleet.md). */
+export interface FleetNodeTable { tag: string; started_at: number; seen_at: number }
 
 export type Db = Kysely<Database>;
 

@@ -1,8 +1,12 @@
-/** A libSQL search cluster (the embedded store, or a remote libSQL URL) over the shared retrieval engine. */
+/**
+ * A search cluster served by the shared retrieval engine's own tables: a remote libSQL URL, or the
+ * server's store (the default cluster), which is libSQL or, in a fleet, PostgreSQL.
+ */
 import { sql } from 'kysely';
 import type { Db } from '../../store/schema.ts';
 import { chunksByIds, hasVectorFunctions, type ChunkIn, type ChunkRow } from '../../store/retrieval.ts';
-import { sqliteFilter } from '../../store/search/filter-sql.ts';
+import { pgFilter, sqliteFilter } from '../../store/search/filter-sql.ts';
+import { isPostgres } from '../../store/dialect.ts';
 import { RetrievalEngine, type Embedder } from '../retrieval/engine.ts';
 import type { BackendHit, BackendSearch, ClusterStatus, SearchBackend } from './backend.ts';
 import type { Filter } from './filter.ts';
@@ -15,17 +19,25 @@ export class LibsqlBackend implements SearchBackend {
     this.engine = new RetrievalEngine(db, embedder);
   }
 
+  #filter(f: Filter | undefined) {
+    return isPostgres(this.db) ? pgFilter(f) : sqliteFilter(f);
+  }
+
   async status(): Promise<ClusterStatus> {
     await sql`select 1`.execute(this.db);
+    if (isPostgres(this.db)) return { reachable: true, full_text: 'tsvector-ts_rank_cd', vectors: 'exact-scan' };
     const vec = await hasVectorFunctions(this.db);
     return { reachable: true, full_text: 'fts5-bm25', vectors: vec ? 'libsql-vector-index' : 'exact-scan' };
   }
 
   async putDocument(indexId: string, docId: string, chunks: ChunkIn[]): Promise<number> {
-    // insert first, then drop the old version's chunks: a failure in between leaves the old version searchable
-    const old = (await this.db.selectFrom('retrieval_chunks').select('id').where('index_id', '=', indexId).where('doc_id', '=', docId).execute()).map((r) => Number(r.id));
-    await this.engine.addDocument(indexId, docId, chunks);
-    if (old.length) await this.#deleteIds(old);
+    // the new version is written under a staging id, then the old one removed and the new one renamed:
+    // a failure before the rename leaves the old version searchable
+    const staging = `${docId}#staging`; // `#` never occurs in a document id
+    await this.engine.deleteDocument(indexId, staging);
+    await this.engine.addDocument(indexId, staging, chunks);
+    await this.engine.deleteDocument(indexId, docId);
+    await this.db.updateTable('retrieval_chunks').set({ doc_id: docId }).where('index_id', '=', indexId).where('doc_id', '=', staging).execute();
     return chunks.length;
   }
 
@@ -40,7 +52,7 @@ export class LibsqlBackend implements SearchBackend {
   }
 
   async deleteByFilter(indexId: string, filter: Filter): Promise<string[]> {
-    const r = await sql<{ doc_id: string }>`select distinct c.doc_id as doc_id from retrieval_chunks c where c.index_id = ${indexId}${sqliteFilter(filter) ?? sql``}`.execute(this.db);
+    const r = await sql<{ doc_id: string }>`select distinct c.doc_id as doc_id from retrieval_chunks c where c.index_id = ${indexId}${this.#filter(filter) ?? sql``}`.execute(this.db);
     const ids = r.rows.map((x) => x.doc_id);
     for (const id of ids) await this.engine.deleteDocument(indexId, id);
     return ids;
@@ -62,19 +74,7 @@ export class LibsqlBackend implements SearchBackend {
   }
 
   search(indexIds: string[], query: string, o: BackendSearch): Promise<BackendHit[]> {
-    return this.engine.search(indexIds, query, { limit: o.limit, pool: o.limit, mode: o.mode, model: o.model, semanticWeight: o.semanticWeight, filter: sqliteFilter(o.filter), vectorStrategy: o.exactVectors ? 'exact' : 'auto', signal: o.signal });
-  }
-
-  async #deleteIds(ids: number[]): Promise<void> {
-    const tables = (await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name like 'retrieval_vectors_%'`.execute(this.db)).rows.map((x) => x.name).filter((n) => /^retrieval_vectors_\d+$/.test(n));
-    await this.db.transaction().execute(async (trx) => {
-      for (let i = 0; i < ids.length; i += 500) {
-        const part = ids.slice(i, i + 500);
-        await sql`delete from retrieval_fts where rowid in (${sql.join(part)})`.execute(trx);
-        for (const t of tables) await sql`delete from ${sql.table(t)} where chunk_id in (${sql.join(part)})`.execute(trx);
-        await trx.deleteFrom('retrieval_chunks').where('id', 'in', part).execute();
-      }
-    });
+    return this.engine.search(indexIds, query, { limit: o.limit, pool: o.limit, mode: o.mode, model: o.model, semanticWeight: o.semanticWeight, filter: this.#filter(o.filter), vectorStrategy: o.exactVectors ? 'exact' : 'auto', signal: o.signal });
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@
 import type { Db } from '../../store/schema.ts';
 import * as control from '../../store/search/control.ts';
 import { openStore } from '../../store/db.ts';
+import { isPostgres } from '../../store/dialect.ts';
 import type { Owner } from '../keys/api-keys.ts';
 import { invalidArgument, notFound, ServiceError } from '../errors.ts';
 import type { Embedder } from '../retrieval/engine.ts';
@@ -61,7 +62,7 @@ export class SearchResources {
 
   /** The embedded store is the default cluster; its row is made on first use. */
   #ensureDefault(): Promise<void> {
-    this.#defaultReady ??= control.insertCluster(this.db, { id: DEFAULT_CLUSTER, kind: 'libsql', url: null, auth_token: null, created_at: Date.now() }).then(() => {});
+    this.#defaultReady ??= control.insertCluster(this.db, { id: DEFAULT_CLUSTER, kind: isPostgres(this.db) ? 'postgres' : 'libsql', url: null, auth_token: null, created_at: Date.now() }).then(() => {});
     return this.#defaultReady;
   }
 
@@ -126,8 +127,8 @@ export class SearchResources {
     const row = await control.getCluster(this.db, clusterId);
     if (!row) throw notFound(`cluster '${clusterId}' not found`);
     try {
-      if (row.kind === 'postgres') return await PgBackend.open(row.url!, this.embedder);
       if (!row.url) return new LibsqlBackend(this.db, this.embedder);
+      if (row.kind === 'postgres') return await PgBackend.open(row.url, this.embedder);
       const s = await openStore(row.url, row.auth_token ?? undefined);
       return new LibsqlBackend(s.db, this.embedder, s.close);
     } catch (e) {

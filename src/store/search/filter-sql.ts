@@ -29,7 +29,8 @@ export function sqliteFilter(f: Filter | undefined): RawBuilder<unknown> | undef
 /** PostgreSQL: jsonb operators on `c.meta`. */
 export function pgFilter(f: Filter | undefined): RawBuilder<unknown> | undefined {
   const parts = conditions(f).map(({ field, op, value }) => {
-    const x = sql`(c.meta -> 'metadata' -> ${field})`;
+    // `::jsonb`: the whole-store schema keeps meta as text, a search cluster's own table as jsonb
+    const x = sql`(c.meta::jsonb -> 'metadata' -> ${field})`;
     const typed = (val: Scalar) => sql`${x} = ${JSON.stringify(val)}::jsonb`;
     if (op === 'eq') return typed(value as Scalar);
     if (op === 'ne') return sql`(${x} is null or ${x} <> ${JSON.stringify(value)}::jsonb)`;
