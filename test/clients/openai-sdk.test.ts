@@ -203,6 +203,21 @@ describe('openai SDK: embeddings, files, vector stores', () => {
     await assert.rejects(openai.vectorStores.retrieve(vs.id), OpenAI.NotFoundError);
   });
 
+  it('files.list: purpose filter, limit with auto-pagination (has_more/after), order', async () => {
+    const mine: string[] = [];
+    for (const i of [0, 1, 2]) mine.push((await openai.files.create({ file: await toFile(Buffer.from(`batch ${i}`), `p${i}.txt`), purpose: 'batch' })).id);
+    const only = await openai.files.list({ purpose: 'batch' });
+    assert.deepEqual(only.data.map((f) => f.id), [...mine].reverse());
+    const first = await openai.files.list({ purpose: 'batch', limit: 2 });
+    assert.equal(first.data.length, 2);
+    assert.equal(first.has_more, true);
+    const paged: string[] = [];
+    for await (const f of openai.files.list({ purpose: 'batch', limit: 1 })) paged.push(f.id);
+    assert.deepEqual(paged, [...mine].reverse());
+    assert.deepEqual((await openai.files.list({ purpose: 'batch', order: 'asc' })).data.map((f) => f.id), mine);
+    await assert.rejects(openai.files.list({ limit: 0 }), OpenAI.BadRequestError);
+  });
+
   it('vectorStores.fileBatches.createAndPoll', { todo: 'POST /v1/vector_stores/{id}/file_batches is not implemented yet (404)' }, async () => {
     const f = await openai.files.create({ file: await toFile(Buffer.from('batch me'), 'b.txt'), purpose: 'assistants' });
     const vs = await openai.vectorStores.create({ name: 'batch' });
