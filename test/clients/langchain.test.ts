@@ -60,6 +60,14 @@ for (const useResponsesApi of [false, true]) {
       assert.deepEqual(acc?.tool_calls?.map((t) => [t.name, t.args]), [['add', { a: 1, b: 2 }]]);
     });
 
+    it('withStructuredOutput (default method and functionCalling): objects that the zod schema accepts', async () => {
+      const S = z.object({ n: z.int().min(1).max(9), ok: z.boolean() });
+      for (const method of [undefined, 'functionCalling'] as const) {
+        const out = await chatOpenAI({ useResponsesApi, maxTokens: 80 }).withStructuredOutput(S, method ? { method } : undefined).invoke('make one');
+        assert.ok(S.safeParse(out).success, JSON.stringify(out));
+      }
+    });
+
     it('an unknown model and a bad key raise errors with the status', async () => {
       await assert.rejects(chatOpenAI({ useResponsesApi, model: 'no-such-model' }).invoke('x'), (e: { status?: number }) => e.status === 404);
       await assert.rejects(new ChatOpenAI({ model: MODEL, useResponsesApi, apiKey: `svc_${'E'.repeat(43)}`, configuration: { baseURL: `${h.srv.url}/v1` }, maxRetries: 0 }).invoke('x'), (e: { status?: number }) => e.status === 401);
@@ -93,6 +101,11 @@ describe('@langchain/ollama', () => {
     const ai = await scripted(h, [toolCall('add', { a: 4, b: 4 })], () => llm.bindTools([addTool]).invoke('4+4?'));
     assert.deepEqual(ai.tool_calls?.map((t) => [t.name, t.args]), [['add', { a: 4, b: 4 }]]);
     await assert.rejects(new ChatOllama({ model: 'no-such-model', baseUrl: h.srv.url, headers: headers() }).invoke('x'));
+    const S = z.object({ n: z.int().min(1).max(9), ok: z.boolean() });
+    for (const method of [undefined, 'jsonSchema'] as const) {
+      const out = await llm.withStructuredOutput(S, method ? { method } : undefined).invoke('make one');
+      assert.ok(S.safeParse(out).success, JSON.stringify(out));
+    }
   });
 
   it('OllamaEmbeddings: unit vectors, one per document', async () => {

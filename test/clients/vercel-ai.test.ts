@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { APICallError, embed, embedMany, generateObject, generateText, stepCountIs, streamText, tool } from 'ai';
+import { APICallError, embed, embedMany, generateObject, generateText, stepCountIs, streamObject, streamText, tool } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import * as z from 'zod';
@@ -85,6 +85,27 @@ describe('Vercel AI SDK: objects and embeddings', () => {
     for (const model of [openai(MODEL), openai.chat(MODEL)]) {
       const { object } = await generateObject({ model, schema, prompt: 'make one', seed: 2, temperature: 1, maxOutputTokens: 80, maxRetries: 0 });
       assert.ok(schema.safeParse(object).success, JSON.stringify(object));
+    }
+  });
+
+  it('streamObject (responses and chat): partial objects, then the final one the schema accepts', async () => {
+    const schema = z.object({ n: z.int().min(1).max(9), ok: z.boolean() });
+    for (const model of [openai(MODEL), openai.chat(MODEL)]) {
+      const r = streamObject({ model, schema, prompt: 'make one', maxOutputTokens: 80, maxRetries: 0, onError: () => {} });
+      const partials = [];
+      for await (const p of r.partialObjectStream) partials.push(p);
+      assert.ok(partials.length > 0);
+      assert.ok(schema.safeParse(await r.object).success);
+    }
+  });
+
+  it('toolChoice required / a named tool: the call validates against the tool schema', async () => {
+    const add = tool({ description: 'adds', inputSchema: z.object({ a: z.number(), b: z.number() }) });
+    for (const [model, toolChoice] of [[openai.chat(MODEL), 'required'], [openai(MODEL), { type: 'tool', toolName: 'add' }], [compat.chatModel(MODEL), 'required']] as const) {
+      const r = await generateText({ model, tools: { add }, toolChoice, prompt: 'add', maxOutputTokens: 80, maxRetries: 0 });
+      assert.equal(r.toolCalls.length, 1, JSON.stringify(r.content));
+      assert.equal(r.toolCalls[0]!.toolName, 'add');
+      assert.ok(z.object({ a: z.number(), b: z.number() }).safeParse(r.toolCalls[0]!.input).success);
     }
   });
 
