@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
 import { ChatOllama, OllamaEmbeddings } from '@langchain/ollama';
-import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
+import { AIMessageChunk, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
 import * as z from 'zod';
 import { adminKey, scripted, startHarness, toolCall, type Harness } from './steer.ts';
 
@@ -53,9 +53,9 @@ for (const useResponsesApi of [false, true]) {
       const final = await scripted(h, ['Three'], () => llm.invoke([new HumanMessage('1+2?'), ai, new ToolMessage({ content: '3', tool_call_id: ai.tool_calls![0]!.id! })]));
       assert.equal(final.text, 'Three');
       // streamed tool call chunks concatenate to the same call
-      let acc: AIMessage | undefined;
+      let acc: AIMessageChunk | undefined;
       await scripted(h, [toolCall('add', { a: 1, b: 2 })], async () => {
-        for await (const c of await chatOpenAI({ useResponsesApi, streaming: true }).bindTools([addTool]).stream('1+2?')) acc = (acc ? acc.concat(c) : c) as AIMessage;
+        for await (const c of await chatOpenAI({ useResponsesApi, streaming: true }).bindTools([addTool]).stream('1+2?')) acc = acc ? acc.concat(c) : c;
       });
       assert.deepEqual(acc?.tool_calls?.map((t) => [t.name, t.args]), [['add', { a: 1, b: 2 }]]);
     });
