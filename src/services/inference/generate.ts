@@ -67,8 +67,12 @@ export function renderPrompt(m: LoadedModel, input: GenerationInput): { prompt: 
   return 'prompt' in input ? { prompt: input.prompt, addSpecialTokens: true } : { prompt: renderChatPrompt(m.tokenizer, input), addSpecialTokens: false };
 }
 
-/** A prompt rendered ahead; `ids` when it was tokenized ahead too (large prompts, in the worker pool). */
-export interface PreparedPrompt { prompt: string; addSpecialTokens: boolean; ids?: number[] }
+/**
+ * A prompt rendered ahead; `ids` when it was tokenized ahead too (large prompts, in the worker pool);
+ * `vision` when it holds images: the processor's output (input_ids with the image tokens expanded,
+ * attention_mask, pixel_values and what else the model takes).
+ */
+export interface PreparedPrompt { prompt: string; addSpecialTokens: boolean; ids?: number[]; vision?: { input_ids: { dims: number[] }; attention_mask: unknown } }
 
 /** Tokens of a prompt exactly as generateText would feed it (count_tokens-style answers). */
 export function countPromptTokens(m: LoadedModel, input: GenerationInput): number {
@@ -87,7 +91,7 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
   const tok = m.tokenizer;
   const rendered = prepared ?? renderPrompt(m, input);
   const prompt = rendered.prompt;
-  const encoded = prepared?.ids ? encodedOf(m, prepared.ids) : (tok(prompt, { add_special_tokens: rendered.addSpecialTokens }) as unknown as { input_ids: { dims: number[] }; attention_mask: unknown });
+  const encoded = prepared?.vision ?? (prepared?.ids ? encodedOf(m, prepared.ids) : (tok(prompt, { add_special_tokens: rendered.addSpecialTokens }) as unknown as { input_ids: { dims: number[] }; attention_mask: unknown }));
   const promptTokens = encoded.input_ids.dims[1];
   // num_ctx bounds prompt + output; it never cuts the prompt (a prompt longer than it gets the model's window)
   const window = opts.contextTokens && opts.contextTokens > promptTokens ? Math.min(m.maxTokens, opts.contextTokens) : m.maxTokens;
