@@ -44,6 +44,22 @@ describe('ollama-js: model management', () => {
     assert.equal((await ollama.pull({ model: EMB })).status, 'success');
   });
 
+  it('pull of a hub reference (<host>/<owner>/<repo>): listed, then it chats; unknown names are 404 for pull, show, copy, delete', async () => {
+    const ref = `${new URL(h.hub.url).host}/svc-test/tiny-llama`;
+    const statuses: string[] = [];
+    for await (const p of await ollama.pull({ model: ref, stream: true })) statuses.push(p.status);
+    assert.equal(statuses.at(-1), 'success');
+    assert.ok((await ollama.list()).models.some((m) => m.name.startsWith(ref)));
+    assert.equal((await ollama.chat({ model: ref, messages: [{ role: 'user', content: 'x' }], options: { num_predict: 2 } })).done, true);
+    await assert.rejects(ollama.pull({ model: 'no-such-model' }), isResponseError(404));
+    await assert.rejects((async () => {
+      for await (const _ of await ollama.pull({ model: 'no-such-model', stream: true })) void _;
+    })(), isResponseError(404));
+    await assert.rejects(ollama.show({ model: 'no-such-model' }), isResponseError(404));
+    await assert.rejects(ollama.copy({ source: 'no-such-model', destination: 'x' }), isResponseError(404));
+    await assert.rejects(ollama.delete({ model: 'no-such-model' }), isResponseError(404));
+  });
+
   it('list: the pulled models with size, digest, modified_at and details', async () => {
     const { models } = await ollama.list();
     const m = models.find((x) => x.name === MODEL);
