@@ -63,6 +63,15 @@ describe('anthropic SDK: messages', () => {
       client.beta.messages.toolRunner({ model: MODEL, max_tokens: 60, messages: user('4+5?'), tools: [add] }).runUntilDone());
     assert.deepEqual(seen, [{ a: 4, b: 5 }]);
     assert.deepEqual(final.content.map((b) => b.type === 'text' ? b.text : b.type), ['The sum is 9']);
+    // streamed: each turn is a message stream
+    const texts: string[] = [];
+    await scripted(h, [toolCall('add', { a: 1, b: 1 }), 'Two'], async () => {
+      for await (const turn of client.beta.messages.toolRunner({ model: MODEL, max_tokens: 60, messages: user('1+1?'), tools: [add], stream: true })) {
+        for await (const e of turn) if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') texts.push(e.delta.text);
+      }
+    });
+    assert.deepEqual(seen, [{ a: 4, b: 5 }, { a: 1, b: 1 }]);
+    assert.equal(texts.join(''), 'Two');
   });
 
   it('countTokens equals the input_tokens of the same request', async () => {
