@@ -123,6 +123,26 @@ describe('openai SDK: chat helpers', () => {
   }
 });
 
+describe('openai SDK: reasoning_effort', () => {
+  it('a thinking model: none/minimal switch the template\'s thinking off, low..high leave it on; a bad value is a 400', async () => {
+    const prompt = async (effort?: OpenAI.ReasoningEffort) =>
+      (await openai.chat.completions.create({ model: MODEL, messages: user('hi'), max_tokens: 1, ...(effort ? { reasoning_effort: effort } : {}) })).usage!.prompt_tokens;
+    const plain = await prompt();
+    // thinking off: the template closes an empty <think></think> block before the answer (more prompt tokens)
+    for (const e of ['none', 'minimal'] as const) assert.ok((await prompt(e)) > plain, `${e} adds the empty think block`);
+    for (const e of ['low', 'medium', 'high'] as const) assert.equal(await prompt(e), plain, `${e} keeps thinking on`);
+    const r = await scripted(h, ['<think>hmm</think>Yes'], () => openai.chat.completions.create({ model: MODEL, messages: user('q'), reasoning_effort: 'high' }));
+    assert.equal((r.choices[0]!.message as { reasoning_content?: string }).reasoning_content?.trim(), 'hmm');
+    assert.equal(r.choices[0]!.message.content?.trim(), 'Yes');
+    await assert.rejects(openai.chat.completions.create({ model: MODEL, messages: user('x'), reasoning_effort: 'extreme' as never }), OpenAI.BadRequestError);
+  });
+
+  it('a model without thinking accepts reasoning_effort and ignores it', async () => {
+    const r = await openai.chat.completions.create({ model: 'tiny-vlm:test', messages: user('hi'), max_tokens: 1, reasoning_effort: 'high' });
+    assert.equal(r.choices.length, 1);
+  });
+});
+
 describe('openai SDK: responses helpers', () => {
   it('responses.stream: text delta events and finalResponse; the response is stored', async () => {
     let deltas = '';

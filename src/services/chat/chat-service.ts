@@ -48,6 +48,8 @@ export interface ChatRequest {
   tools?: unknown[];
   /** true/false switch the template's thinking; undefined = the template's default. */
   think?: boolean;
+  /** A thinking preference that applies only where the model can think (ignored by other models); `think` wins. */
+  thinkIfAble?: boolean;
   format?: OutputFormat;
   /** Request parameters (override the custom model's and the model's defaults). */
   params?: GenerationParams;
@@ -181,6 +183,7 @@ export class ChatService {
       throw invalidArgument(`"${m.name}" does not support images (no vision capability)`);
     }
     if (req.tools?.length && !has('tools')) throw invalidArgument(`"${m.name}" does not support tools`);
+    if (req.think === undefined && req.thinkIfAble !== undefined && has('thinking')) req.think = req.thinkIfAble;
     if (req.think === true && !has('thinking')) throw invalidArgument(`"${m.name}" does not support thinking`);
     // a hostile schema nested thousands deep is refused before any compiler or template walks it
     if (req.format !== undefined && req.format !== 'json') checkJsonDepth(req.format, 'format');

@@ -27,7 +27,6 @@ export const REFUSED_CHAT_FIELDS: Record<string, (v: unknown) => boolean> = {
   functions: (v) => v !== undefined && v !== null,
   function_call: (v) => v !== undefined && v !== null,
   store: (v) => v === true,
-  reasoning_effort: (v) => v !== undefined && v !== null,
   verbosity: (v) => v !== undefined && v !== null,
   service_tier: (v) => v !== undefined && v !== null && v !== 'auto' && v !== 'default',
 };
@@ -215,6 +214,21 @@ export interface ChatPlan {
   forcedFormat: () => ToolFormat | undefined;
 }
 
+const EFFORTS_OFF = ['none', 'minimal'];
+const EFFORTS_ON = ['low', 'medium', 'high', 'xhigh'];
+
+/**
+ * reasoning_effort as a thinking switch: none/minimal turn a thinking model's thinking off, low and up turn
+ * it on; there is no finer budget. Models that cannot think ignore it (see docs/api/openai.md).
+ */
+function reasoningEffortOf(body: Body): boolean | undefined {
+  const e = body.reasoning_effort;
+  if (e === undefined || e === null) return undefined;
+  if (typeof e === 'string' && EFFORTS_OFF.includes(e)) return false;
+  if (typeof e === 'string' && EFFORTS_ON.includes(e)) return true;
+  throw bad('reasoning_effort', `must be one of ${[...EFFORTS_OFF, ...EFFORTS_ON].join(', ')}`);
+}
+
 /** Validates a chat completion body and plans the generation (throws 400s before anything runs). */
 export function planChat(body: Body, signal?: AbortSignal): ChatPlan {
   if (typeof body.model !== 'string' || !body.model) throw bad('model', 'required');
@@ -234,6 +248,8 @@ export function planChat(body: Body, signal?: AbortSignal): ChatPlan {
   let toolFormat: ToolFormat | undefined;
   let constraint: PreparedConstraint | undefined;
   const request: ChatRequest = { model: body.model, messages, tools, params, signal, logprobs: logprobsOf(body) };
+  const effort = reasoningEffortOf(body);
+  if (effort !== undefined) request.thinkIfAble = effort;
   if (response) constraint = prepareConstraint(response);
   if (forced) {
     // The grammar follows the model's own tool-call form, known once the model is loaded.
