@@ -225,3 +225,20 @@ function dot(a: Float32Array, b: Float32Array): number {
   return s;
 }
 const norm = (a: Float32Array) => Math.sqrt(dot(a, a));
+
+/** Rewrites one document's chunk metadata (e.g. its attributes changed); the text and vectors stay. */
+export async function updateChunkMeta(db: Db, indexId: string, docId: string, patch: Record<string, unknown>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const r = await sql<{ id: number; meta: string }>`select id, meta from retrieval_chunks where index_id = ${indexId} and doc_id = ${docId}`.execute(trx);
+    for (const row of r.rows) {
+      const meta = { ...(typeof row.meta === 'string' ? JSON.parse(row.meta) : row.meta), ...patch };
+      await sql`update retrieval_chunks set meta = ${JSON.stringify(meta)} where id = ${row.id}`.execute(trx);
+    }
+  });
+}
+
+/** The chunks of one document in order (its parsed text). */
+export async function documentChunks(db: Db, indexId: string, docId: string): Promise<{ text: string; meta: Record<string, unknown> }[]> {
+  const r = await sql<{ text: string; meta: string }>`select text, meta from retrieval_chunks where index_id = ${indexId} and doc_id = ${docId} order by position`.execute(db);
+  return r.rows.map((x) => ({ text: x.text, meta: typeof x.meta === 'string' ? JSON.parse(x.meta) : x.meta }));
+}

@@ -28,3 +28,5 @@ export const setVectorStoreFileStatus = (db: Db, storeId: string, fileId: string
   db.updateTable('vector_store_files').set({ status, last_error: lastError }).where('vector_store_id', '=', storeId).where('file_id', '=', fileId).execute();
 export const deleteVectorStoreFileRow = (db: Db, storeId: string, fileId: string) =>
   db.deleteFrom('vector_store_files').where('vector_store_id', '=', storeId).where('file_id', '=', fileId).execute();
+export const setVectorStoreFileAttributes = (db: Db, storeId: string, fileId: string, attributes: string) =>
+  db.updateTable('vector_store_files').set({ attributes }).where('vector_store_id', '=', storeId).where('file_id', '=', fileId).execute();

@@ -238,11 +238,62 @@ describe('openai SDK: embeddings, files, vector stores', () => {
     await assert.rejects(openai.files.list({ limit: 0 }), OpenAI.BadRequestError);
   });
 
-  it('vectorStores.fileBatches.createAndPoll', { todo: 'POST /v1/vector_stores/{id}/file_batches is not implemented yet (404)' }, async () => {
-    const f = await openai.files.create({ file: await toFile(Buffer.from('batch me'), 'b.txt'), purpose: 'assistants' });
+  it('vectorStores.fileBatches: createAndPoll, retrieve, list, listFiles; cancel of a finished batch leaves it', async () => {
+    const ids = [];
+    for (const [name, text] of [['b1.txt', 'The red kite nests in the old oak.'], ['b2.txt', 'The blue heron fishes by the mill pond.']]) {
+      ids.push((await openai.files.create({ file: await toFile(Buffer.from(text!), name!), purpose: 'assistants' })).id);
+    }
     const vs = await openai.vectorStores.create({ name: 'batch' });
-    const batch = await openai.vectorStores.fileBatches.createAndPoll(vs.id, { file_ids: [f.id] }, { pollIntervalMs: 100 });
+    const batch = await openai.vectorStores.fileBatches.createAndPoll(vs.id, { file_ids: ids, attributes: { kind: 'bird' } }, { pollIntervalMs: 100 });
+    assert.match(batch.id, /^vsfb_/);
     assert.equal(batch.status, 'completed');
-    assert.equal(batch.file_counts.completed, 1);
+    assert.deepEqual(batch.file_counts, { in_progress: 0, completed: 2, failed: 0, cancelled: 0, total: 2 });
+    assert.equal((await openai.vectorStores.fileBatches.retrieve(batch.id, { vector_store_id: vs.id })).status, 'completed');
+    const files = [];
+    for await (const f of openai.vectorStores.fileBatches.listFiles(batch.id, { vector_store_id: vs.id })) files.push(f);
+    assert.deepEqual(files.map((f) => f.id).sort(), [...ids].sort());
+    assert.deepEqual(files[0]!.attributes, { kind: 'bird' });
+    assert.equal((await openai.vectorStores.fileBatches.cancel(batch.id, { vector_store_id: vs.id })).status, 'completed');
+    await assert.rejects(openai.vectorStores.fileBatches.retrieve('vsfb_nope', { vector_store_id: vs.id }), OpenAI.NotFoundError);
+    const other = new OpenAI({ baseURL: `${h.srv.url}/v1`, apiKey: await adminKey(h, 'other-batches', openai.apiKey as string), maxRetries: 0 });
+    await assert.rejects(other.vectorStores.fileBatches.retrieve(batch.id, { vector_store_id: vs.id }), OpenAI.NotFoundError);
+  });
+
+  it('vector store files: content, attribute update, search filters (comparison and compound), static chunking', async () => {
+    const mk = async (name: string, text: string) => (await openai.files.create({ file: await toFile(Buffer.from(text), name), purpose: 'assistants' })).id;
+    const a = await mk('a.txt', 'Granite quarry report: the granite cliffs face north.');
+    const b = await mk('b.txt', 'Granite kitchen guide: polish granite worktops weekly.');
+    const c = await mk('c.txt', 'Granite museum notes: granite statues from Aswan.');
+    const vs = await openai.vectorStores.create({ name: 'filters' });
+    const chunking = { type: 'static' as const, static: { max_chunk_size_tokens: 200, chunk_overlap_tokens: 50 } };
+    const fa = await openai.vectorStores.files.createAndPoll(vs.id, { file_id: a, attributes: { year: 2021, topic: 'geology' }, chunking_strategy: chunking }, { pollIntervalMs: 100 });
+    assert.deepEqual(fa.chunking_strategy, chunking);
+    await openai.vectorStores.files.createAndPoll(vs.id, { file_id: b, attributes: { year: 2023, topic: 'home' } }, { pollIntervalMs: 100 });
+    await openai.vectorStores.files.createAndPoll(vs.id, { file_id: c, attributes: { year: 2024, topic: 'art' } }, { pollIntervalMs: 100 });
+
+    const content = [];
+    for await (const part of openai.vectorStores.files.content(a, { vector_store_id: vs.id })) content.push(part);
+    assert.deepEqual(content.map((p) => p.type), ['text']);
+    assert.match(content[0]!.text!, /granite cliffs face north/);
+
+    const found = async (filters: unknown) =>
+      (await openai.vectorStores.search(vs.id, { query: 'granite', filters: filters as never })).data.map((d) => d.file_id).sort();
+    assert.deepEqual(await found({ type: 'eq', key: 'topic', value: 'home' }), [b]);
+    assert.deepEqual(await found({ type: 'ne', key: 'topic', value: 'home' }), [a, c].sort());
+    assert.deepEqual(await found({ type: 'gte', key: 'year', value: 2023 }), [b, c].sort());
+    assert.deepEqual(await found({ type: 'lt', key: 'year', value: 2023 }), [a]);
+    assert.deepEqual(await found({ type: 'in', key: 'topic', value: ['art', 'geology'] }), [a, c].sort());
+    assert.deepEqual(await found({ type: 'nin', key: 'topic', value: ['art', 'geology'] }), [b]);
+    assert.deepEqual(await found({ type: 'and', filters: [{ type: 'gt', key: 'year', value: 2021 }, { type: 'ne', key: 'topic', value: 'art' }] }), [b]);
+    assert.deepEqual(await found({ type: 'or', filters: [{ type: 'eq', key: 'topic', value: 'art' }, { type: 'and', filters: [{ type: 'eq', key: 'year', value: 2021 }] }] }), [a, c].sort());
+    // a number never equals a string
+    assert.deepEqual(await found({ type: 'eq', key: 'year', value: '2021' }), []);
+    await assert.rejects(found({ type: 'like', key: 'topic', value: 'x' }), OpenAI.BadRequestError);
+
+    const updated = await openai.vectorStores.files.update(c, { vector_store_id: vs.id, attributes: { year: 2024, topic: 'home' } });
+    assert.deepEqual(updated.attributes, { year: 2024, topic: 'home' });
+    assert.deepEqual(await found({ type: 'eq', key: 'topic', value: 'home' }), [b, c].sort());
+    assert.deepEqual((await openai.vectorStores.files.retrieve(c, { vector_store_id: vs.id })).attributes, { year: 2024, topic: 'home' });
+    await assert.rejects(openai.vectorStores.files.create(vs.id, { file_id: a, chunking_strategy: { type: 'static', static: { max_chunk_size_tokens: 200, chunk_overlap_tokens: 150 } } }), OpenAI.BadRequestError);
   });
 });

@@ -6,11 +6,49 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
 import { jsonBody, validate } from '../../http/validate.ts';
+import type { ChunkingOptions } from '../../services/retrieval/chunk-document.ts';
 import type { VectorStores } from '../../services/retrieval/vector-stores.ts';
+import type { AttributeFilter } from '../../store/search/attribute-filter.ts';
 
 const Metadata = v.optional(v.pipe(v.record(v.string(), v.string()), v.check((m) => Object.keys(m).length <= 16, 'at most 16 keys')));
-/** Only the automatic chunking is served; a static strategy is refused by name (see docs/api/responses.md). */
-const Chunking = v.optional(v.nullable(v.object({ type: v.literal('auto') })));
+/** auto (800 tokens, 300 overlap) or static with OpenAI's bounds (see docs/api/responses.md). */
+const Chunking = v.optional(v.nullable(v.variant('type', [
+  v.object({ type: v.literal('auto') }),
+  v.object({
+    type: v.literal('static'),
+    static: v.pipe(
+      v.object({
+        max_chunk_size_tokens: v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(4096)),
+        chunk_overlap_tokens: v.pipe(v.number(), v.integer(), v.minValue(0)),
+      }),
+      v.check((s) => s.chunk_overlap_tokens <= s.max_chunk_size_tokens / 2, 'chunk_overlap_tokens must not exceed half of max_chunk_size_tokens'),
+    ),
+  }),
+])));
+type ChunkingIn = v.InferOutput<typeof Chunking>;
+/** The splitter wants the overlap below half the size: an overlap of exactly half is cut one token shorter. */
+const chunkingOf = (c: ChunkingIn): ChunkingOptions | undefined => c?.type === 'static'
+  ? { maxTokens: c.static.max_chunk_size_tokens, overlap: Math.min(c.static.chunk_overlap_tokens, Math.ceil(c.static.max_chunk_size_tokens / 2) - 1) }
+  : undefined;
+
+const Attributes = v.optional(v.nullable(v.pipe(
+  v.record(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/, 'an attribute key: letters, digits, _ . - (up to 64)')), v.union([v.pipe(v.string(), v.maxLength(512)), v.number(), v.boolean()])),
+  v.check((a) => Object.keys(a).length <= 16, 'at most 16 attributes'),
+)));
+
+const FilterKey = v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/, 'a filter key is an attribute name: letters, digits, _ . - (up to 64)'));
+const FilterScalar = v.union([v.string(), v.number(), v.boolean()]);
+const Comparison = v.variant('type', [
+  v.object({ type: v.picklist(['eq', 'ne']), key: FilterKey, value: FilterScalar }),
+  v.object({ type: v.picklist(['gt', 'gte', 'lt', 'lte']), key: FilterKey, value: v.union([v.string(), v.number()]) }),
+  v.object({ type: v.picklist(['in', 'nin']), key: FilterKey, value: v.pipe(v.array(FilterScalar), v.minLength(1), v.maxLength(1000)) }),
+]);
+const MAX_FILTER_DEPTH = 8;
+const Filter: v.GenericSchema<AttributeFilter> = v.union([
+  Comparison,
+  v.object({ type: v.picklist(['and', 'or']), filters: v.pipe(v.array(v.lazy(() => Filter)), v.maxLength(64)) }),
+]) as v.GenericSchema<AttributeFilter>;
+const depth = (f: AttributeFilter): number => ('filters' in f ? 1 + Math.max(0, ...f.filters.map(depth)) : 1);
 
 const Create = v.object({
   name: v.optional(v.pipe(v.string(), v.maxLength(256))),
@@ -23,14 +61,20 @@ const Create = v.object({
 const Update = v.object({ name: v.optional(v.pipe(v.string(), v.maxLength(256))), metadata: Metadata });
 const Attach = v.object({
   file_id: v.pipe(v.string(), v.minLength(1)),
-  attributes: v.optional(v.nullable(v.record(v.string(), v.union([v.string(), v.number(), v.boolean()])))),
+  attributes: Attributes,
   chunking_strategy: Chunking,
 });
+const Batch = v.object({
+  file_ids: v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1), v.maxLength(500)),
+  attributes: Attributes,
+  chunking_strategy: Chunking,
+});
+const UpdateFile = v.object({ attributes: v.nullable(Attributes) });
 const Search = v.object({
   query: v.union([v.pipe(v.string(), v.minLength(1)), v.pipe(v.array(v.string()), v.minLength(1))]),
   max_num_results: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(50)), 10),
   rewrite_query: v.optional(v.literal(false)),
-  filters: v.optional(v.null()),
+  filters: v.optional(v.nullable(v.pipe(Filter, v.check((f) => depth(f) <= MAX_FILTER_DEPTH, `filters nest at most ${MAX_FILTER_DEPTH} deep`)))),
   ranking_options: v.optional(v.nullable(v.object({ ranker: v.optional(v.picklist(['auto', 'default-2024-11-15'])), score_threshold: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))) }))),
 });
 const FilesQuery = v.object({ filter: v.optional(v.picklist(['in_progress', 'completed', 'failed', 'cancelled'])) });
@@ -42,7 +86,7 @@ export function openaiVectorStoreRoutes(stores: VectorStores) {
   const owner = (c: { get(k: 'owner'): { id: string } }) => c.get('owner').id;
   app.post('/vector_stores', jsonBody(Create), async (c) => {
     const b = c.req.valid('json');
-    return c.json(await stores.create(owner(c), { name: b.name, file_ids: b.file_ids, metadata: b.metadata, embedding_model: b.embedding_model }));
+    return c.json(await stores.create(owner(c), { name: b.name, file_ids: b.file_ids, metadata: b.metadata, embedding_model: b.embedding_model, chunking: chunkingOf(b.chunking_strategy) }));
   });
   app.get('/vector_stores', async (c) => c.json(list(await stores.list(owner(c)))));
   app.get('/vector_stores/:id', async (c) => c.json(await stores.get(owner(c), c.req.param('id'))));
@@ -53,7 +97,24 @@ export function openaiVectorStoreRoutes(stores: VectorStores) {
   });
   app.post('/vector_stores/:id/files', jsonBody(Attach), async (c) => {
     const b = c.req.valid('json');
-    return c.json(await stores.attach(owner(c), c.req.param('id'), b.file_id, b.attributes ?? {}));
+    return c.json(await stores.attach(owner(c), c.req.param('id'), b.file_id, b.attributes ?? {}, chunkingOf(b.chunking_strategy)));
+  });
+  app.post('/vector_stores/:id/file_batches', jsonBody(Batch), async (c) => {
+    const b = c.req.valid('json');
+    return c.json(await stores.createBatch(owner(c), c.req.param('id'), b.file_ids, b.attributes ?? {}, chunkingOf(b.chunking_strategy)));
+  });
+  app.get('/vector_stores/:id/file_batches', async (c) => c.json(list(await stores.listBatches(owner(c), c.req.param('id')))));
+  app.get('/vector_stores/:id/file_batches/:batchId', async (c) => c.json(await stores.getBatch(owner(c), c.req.param('id'), c.req.param('batchId'))));
+  app.post('/vector_stores/:id/file_batches/:batchId/cancel', async (c) => c.json(await stores.cancelBatch(owner(c), c.req.param('id'), c.req.param('batchId'))));
+  app.get('/vector_stores/:id/file_batches/:batchId/files', async (c) => {
+    const q = validate(FilesQuery, c.req.query());
+    return c.json(list(await stores.listBatchFiles(owner(c), c.req.param('id'), c.req.param('batchId'), q.filter)));
+  });
+  app.post('/vector_stores/:id/files/:fileId', jsonBody(UpdateFile), async (c) =>
+    c.json(await stores.updateFileAttributes(owner(c), c.req.param('id'), c.req.param('fileId'), c.req.valid('json').attributes ?? {})));
+  app.get('/vector_stores/:id/files/:fileId/content', async (c) => {
+    const texts = await stores.fileContent(owner(c), c.req.param('id'), c.req.param('fileId'));
+    return c.json({ object: 'vector_store.file_content.page', data: texts.map((text) => ({ type: 'text', text })), has_more: false, next_page: null });
   });
   app.get('/vector_stores/:id/files', async (c) => {
     const q = validate(FilesQuery, c.req.query());
@@ -68,7 +129,7 @@ export function openaiVectorStoreRoutes(stores: VectorStores) {
     const b = c.req.valid('json');
     const query = Array.isArray(b.query) ? b.query.join(' ') : b.query;
     const threshold = b.ranking_options?.score_threshold ?? 0;
-    const hits = (await stores.search(owner(c), [c.req.param('id')], query, { limit: b.max_num_results, signal: c.req.raw.signal })).filter((h) => h.score >= threshold);
+    const hits = (await stores.search(owner(c), [c.req.param('id')], query, { limit: b.max_num_results, signal: c.req.raw.signal, filters: b.filters ?? undefined })).filter((h) => h.score >= threshold);
     return c.json({
       object: 'vector_store.search_results.page', search_query: Array.isArray(b.query) ? b.query : [b.query],
       data: hits.map((h) => ({ file_id: h.file_id, filename: h.filename, score: h.score, attributes: h.attributes, content: [{ type: 'text', text: h.text }] })),

@@ -9,9 +9,12 @@ import { randomId } from '../../ids.ts';
 import type { Db } from '../../store/schema.ts';
 import {
   deleteVectorStoreFileRow, deleteVectorStoreRows, getVectorStoreFileRow, getVectorStoreRow, insertVectorStore, insertVectorStoreFile,
-  listVectorStoreFileRows, listVectorStoreRows, setVectorStoreFileStatus, touchVectorStore, updateVectorStore,
+  listVectorStoreFileRows, listVectorStoreRows, setVectorStoreFileAttributes, setVectorStoreFileStatus, touchVectorStore, updateVectorStore,
   type VectorStoreFileRow, type VectorStoreRow,
 } from '../../store/vector-stores.ts';
+import { documentChunks, updateChunkMeta } from '../../store/retrieval.ts';
+import { isPostgres } from '../../store/dialect.ts';
+import { attributeFilterSql, type AttributeFilter } from '../../store/search/attribute-filter.ts';
 import { requireFormat } from '../documents/detect.ts';
 import { invalidArgument, notFound, ServiceError } from '../errors.ts';
 import type { FileStore } from '../files/file-store.ts';
@@ -31,10 +34,15 @@ export interface StoreSearchResult { file_id: string; filename: string; score: n
 
 const secs = (ms: number) => Math.floor(Number(ms) / 1000);
 
+/** A file batch: the files attached together; its status and counts are read from those files. */
+interface FileBatch { id: string; owner: string; storeId: string; fileIds: string[]; createdAt: number; cancelled: boolean }
+
 export class VectorStores {
   /** Background embeddings in flight (awaited by close() and by tests). */
   readonly pending = new Set<Promise<void>>();
   #closed = new AbortController();
+  /** File batches live in memory: after a restart the files stay attached, the batch ids are forgotten. */
+  #batches = new Map<string, FileBatch>();
 
   constructor(
     private db: Db,
@@ -96,12 +104,14 @@ export class VectorStores {
     if (existing) return this.fileView(existing);
     const format = await requireFormat(file.path, undefined, 'vector stores');
     const bytes = await this.files.read(owner, fileId);
-    const chunks = await chunkDocument(bytes, format, { file_id: fileId, filename: file.filename }, chunking);
+    // the attributes ride on every chunk so search filters run in the store's own queries
+    const chunks = await chunkDocument(bytes, format, { file_id: fileId, filename: file.filename, metadata: attributes, chunking }, chunking);
     const row: VectorStoreFileRow = {
       vector_store_id: storeId, file_id: fileId, filename: file.filename, status: 'in_progress', last_error: null,
       usage_bytes: chunks.reduce((a, c) => a + new TextEncoder().encode(c.text).length, 0), attributes: JSON.stringify(attributes), created_at: Date.now(),
     };
     await insertVectorStoreFile(this.db, row);
+    this.#chunking.set(`${storeId}/${fileId}`, chunking);
     try {
       await this.engine.addDocument(storeId, fileId, chunks);
     } catch (e) {
@@ -125,7 +135,8 @@ export class VectorStores {
         error = e instanceof Error ? e.message : String(e);
         if (!(e instanceof ServiceError)) this.log.error(`embedding of ${fileId} in ${store.id} failed`, e);
       }
-      // the store or file may have been removed meanwhile: the update then touches nothing
+      // the store or file may have been removed meanwhile: the update then touches nothing; a cancelled file stays cancelled
+      if ((await getVectorStoreFileRow(this.db, store.id, fileId))?.status === 'cancelled') return;
       await setVectorStoreFileStatus(this.db, store.id, fileId, error ? 'failed' : 'completed', error);
     })().catch((e) => this.log.error('vector store file status', e));
     this.pending.add(job);
@@ -139,10 +150,92 @@ export class VectorStores {
   }
 
   async getFile(owner: string, storeId: string, fileId: string) {
+    return this.fileView(await this.#fileRow(owner, storeId, fileId));
+  }
+
+  async #fileRow(owner: string, storeId: string, fileId: string): Promise<VectorStoreFileRow> {
     await this.#store(owner, storeId);
     const row = await getVectorStoreFileRow(this.db, storeId, fileId);
     if (!row) throw notFound(`file '${fileId}' is not in vector store '${storeId}'`);
-    return this.fileView(row);
+    return row;
+  }
+
+  /** Replaces a file's attributes (on its record and on every chunk, so filters see them at once). */
+  async updateFileAttributes(owner: string, storeId: string, fileId: string, attributes: Record<string, unknown>) {
+    const row = await this.#fileRow(owner, storeId, fileId);
+    await updateChunkMeta(this.db, storeId, fileId, { metadata: attributes });
+    await setVectorStoreFileAttributes(this.db, storeId, fileId, JSON.stringify(attributes));
+    return this.fileView({ ...row, attributes: JSON.stringify(attributes) });
+  }
+
+  /** The parsed text of a file as stored: its chunks in order (neighbouring chunks share their overlap). */
+  async fileContent(owner: string, storeId: string, fileId: string): Promise<string[]> {
+    await this.#fileRow(owner, storeId, fileId);
+    return (await documentChunks(this.db, storeId, fileId)).map((c) => c.text);
+  }
+
+  /** Attaches several files as one batch (each parsed now, embedded in the background). */
+  async createBatch(owner: string, storeId: string, fileIds: string[], attributes: Record<string, unknown>, chunking?: ChunkingOptions) {
+    await this.#store(owner, storeId);
+    for (const f of fileIds) await this.files.get(owner, f);
+    const batch: FileBatch = { id: `vsfb_${randomId(24)}`, owner, storeId, fileIds: [...new Set(fileIds)], createdAt: Date.now(), cancelled: false };
+    for (const f of batch.fileIds) await this.attach(owner, storeId, f, attributes, chunking);
+    this.#batches.set(batch.id, batch);
+    return this.batchView(batch);
+  }
+
+  #batch(owner: string, storeId: string, batchId: string): FileBatch {
+    const b = this.#batches.get(batchId);
+    if (!b || b.owner !== owner || b.storeId !== storeId) throw notFound(`file batch '${batchId}' not found in vector store '${storeId}'`);
+    return b;
+  }
+
+  async getBatch(owner: string, storeId: string, batchId: string) {
+    await this.#store(owner, storeId);
+    return this.batchView(this.#batch(owner, storeId, batchId));
+  }
+
+  async listBatches(owner: string, storeId: string) {
+    await this.#store(owner, storeId);
+    const mine = [...this.#batches.values()].filter((b) => b.owner === owner && b.storeId === storeId).reverse();
+    return Promise.all(mine.map((b) => this.batchView(b)));
+  }
+
+  /** Cancels a batch still in progress: its files still embedding are detached; finished ones stay. */
+  async cancelBatch(owner: string, storeId: string, batchId: string) {
+    await this.#store(owner, storeId);
+    const b = this.#batch(owner, storeId, batchId);
+    const view = await this.batchView(b);
+    if (view.status !== 'in_progress') return view;
+    b.cancelled = true;
+    for (const f of await this.#batchFiles(b)) {
+      if (f.status !== 'in_progress') continue;
+      await this.engine.deleteDocument(storeId, f.file_id);
+      await setVectorStoreFileStatus(this.db, storeId, f.file_id, 'cancelled', null);
+    }
+    return this.batchView(b);
+  }
+
+  async listBatchFiles(owner: string, storeId: string, batchId: string, filter?: string) {
+    await this.#store(owner, storeId);
+    const rows = await this.#batchFiles(this.#batch(owner, storeId, batchId));
+    return rows.filter((r) => !filter || r.status === filter).map((r) => this.fileView(r));
+  }
+
+  async #batchFiles(b: FileBatch): Promise<VectorStoreFileRow[]> {
+    const ids = new Set(b.fileIds);
+    return (await listVectorStoreFileRows(this.db, b.storeId)).filter((r) => ids.has(r.file_id));
+  }
+
+  async batchView(b: FileBatch) {
+    const files = await this.#batchFiles(b);
+    const count = (s: string) => files.filter((f) => f.status === s).length;
+    const inProgress = count('in_progress');
+    return {
+      id: b.id, object: 'vector_store.files_batch' as const, created_at: secs(b.createdAt), vector_store_id: b.storeId,
+      status: b.cancelled ? ('cancelled' as const) : inProgress ? ('in_progress' as const) : count('failed') === files.length && files.length ? ('failed' as const) : ('completed' as const),
+      file_counts: { in_progress: inProgress, completed: count('completed'), failed: count('failed'), cancelled: count('cancelled'), total: files.length },
+    };
   }
 
   /** Detaches a file: its chunks and vectors leave the store (the uploaded file itself stays). */
@@ -153,7 +246,7 @@ export class VectorStores {
   }
 
   /** Hybrid search over the given stores of this owner (each must be the owner's: 404 otherwise). */
-  async search(owner: string, storeIds: string[], query: string, o: { limit: number; mode?: SearchMode; signal?: AbortSignal }): Promise<StoreSearchResult[]> {
+  async search(owner: string, storeIds: string[], query: string, o: { limit: number; mode?: SearchMode; signal?: AbortSignal; filters?: AttributeFilter }): Promise<StoreSearchResult[]> {
     if (!query.trim()) throw invalidArgument('query: must not be empty', [{ field: 'query', message: 'required' }]);
     const stores = await Promise.all(storeIds.map((id) => this.#store(owner, id)));
     // stores embedded with different models cannot share one query vector: group by model
@@ -162,8 +255,9 @@ export class VectorStores {
       const m = await this.#modelOf(s);
       byModel.set(m, [...(byModel.get(m) ?? []), s.id]);
     }
+    const filter = o.filters ? attributeFilterSql(o.filters, isPostgres(this.db)) : undefined;
     const hits: SearchHit[] = [];
-    for (const [model, ids] of byModel) hits.push(...(await this.engine.search(ids, query, { limit: o.limit, mode: o.mode, model: model || undefined, signal: o.signal })));
+    for (const [model, ids] of byModel) hits.push(...(await this.engine.search(ids, query, { limit: o.limit, mode: o.mode, model: model || undefined, signal: o.signal, filter })));
     hits.sort((a, b) => b.score - a.score);
     const attrs = new Map<string, Record<string, unknown>>();
     const out: StoreSearchResult[] = [];
@@ -199,11 +293,15 @@ export class VectorStores {
     };
   }
 
+  /** Chunking of the files attached since start-up (older files report the default they were cut with). */
+  #chunking = new Map<string, ChunkingOptions>();
+
   fileView(r: VectorStoreFileRow) {
+    const ch = this.#chunking.get(`${r.vector_store_id}/${r.file_id}`) ?? DEFAULT_CHUNKING;
     return {
       id: r.file_id, object: 'vector_store.file' as const, usage_bytes: Number(r.usage_bytes), created_at: secs(r.created_at), vector_store_id: r.vector_store_id,
       status: r.status, last_error: r.last_error ? { code: 'server_error' as const, message: r.last_error } : null,
-      chunking_strategy: { type: 'static' as const, static: { max_chunk_size_tokens: DEFAULT_CHUNKING.maxTokens, chunk_overlap_tokens: DEFAULT_CHUNKING.overlap } },
+      chunking_strategy: { type: 'static' as const, static: { max_chunk_size_tokens: ch.maxTokens, chunk_overlap_tokens: ch.overlap } },
       attributes: JSON.parse(r.attributes),
     };
   }
