@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import OpenAI, { toFile } from 'openai';
 import { speechSilenceSpeech, type SpeechFixture } from '../routes/media/make-media.ts';
+import { FIXTURE_CATALOG } from '../support/hub-stand-in.ts';
 import { adminKey, startHarness, type Harness } from './steer.ts';
 
 let h: Harness;
@@ -38,6 +39,17 @@ describe('openai SDK: audio.transcriptions', () => {
     }
     assert.equal(done, whole.text);
     assert.equal(deltas, whole.text);
+  });
+
+  it('whisper-1 is the default Whisper catalog model (here whisper:tiny points at the fixture weights)', async () => {
+    const fixture = FIXTURE_CATALOG.find((e) => e.name === MODEL)!;
+    h.srv.models.catalog.register({ ...fixture, name: 'whisper:tiny', aliases: [] });
+    const viaAlias = await openai.audio.transcriptions.create({ model: 'whisper-1', file: await file(), language: 'en' });
+    const direct = await openai.audio.transcriptions.create({ model: 'whisper:tiny', file: await file(), language: 'en' });
+    assert.ok(direct.text.length > 0);
+    assert.equal(viaAlias.text, direct.text);
+    const tr = await openai.audio.translations.create({ model: 'whisper-1', file: await file() });
+    assert.equal(typeof tr.text, 'string');
   });
 
   it('errors: unknown model NotFoundError; stream with srt BadRequestError', async () => {

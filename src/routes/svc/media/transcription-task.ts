@@ -18,6 +18,8 @@ import type { Transcription, TranscriptionService, TranscriptionTask } from '../
 export interface TranscriptionRouteDeps { runner: TaskRunner; files: FileStore; transcription: TranscriptionService }
 
 const DEFAULT_MODEL = 'whisper:tiny';
+/** OpenAI's model name, which its clients and examples send: the default Whisper model here. */
+const OPENAI_WHISPER = 'whisper-1';
 // Multipart fields that look like numbers arrive parsed: text fields are taken back as text.
 const text = v.pipe(v.union([v.string(), v.number(), v.boolean()]), v.transform(String));
 const Granularity = v.picklist(['segment', 'word']);
@@ -84,6 +86,7 @@ export const openaiTranscription = (deps: TranscriptionRouteDeps, task: Transcri
   name: task === 'translate' ? 'audio-translation' : 'audio-transcription',
   async input(c) {
     const input = await readInput(c, deps, task, true);
+    if (input.o.model === OPENAI_WHISPER) input.o.model = DEFAULT_MODEL;
     if (input.o.stream && input.o.response_format !== 'json' && input.o.response_format !== 'text') {
       await input.cleanup();
       throw invalidRequest('stream: true gives transcript.text events; use response_format json or text with it', [{ field: 'stream', message: `not with response_format ${input.o.response_format}` }]);
