@@ -289,6 +289,14 @@ describe('openai SDK: embeddings, files, vector stores', () => {
     // a number never equals a string
     assert.deepEqual(await found({ type: 'eq', key: 'year', value: '2021' }), []);
     await assert.rejects(found({ type: 'like', key: 'topic', value: 'x' }), OpenAI.BadRequestError);
+    // the file_search tool of Responses takes the same filters
+    const fileSearch = (filters: unknown) => openai.responses.create({
+      model: MODEL, input: 'granite', max_output_tokens: 1, include: ['file_search_call.results'],
+      tools: [{ type: 'file_search', vector_store_ids: [vs.id], filters: filters as never }],
+    });
+    const call = (await fileSearch({ type: 'eq', key: 'topic', value: 'art' })).output.find((o) => o.type === 'file_search_call');
+    assert.deepEqual(call?.type === 'file_search_call' ? call.results?.map((r) => r.file_id) : undefined, [c]);
+    await assert.rejects(fileSearch({ type: 'eq', key: 'bad key!', value: 1 }), OpenAI.BadRequestError);
 
     const updated = await openai.vectorStores.files.update(c, { vector_store_id: vs.id, attributes: { year: 2024, topic: 'home' } });
     assert.deepEqual(updated.attributes, { year: 2024, topic: 'home' });

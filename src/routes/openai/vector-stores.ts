@@ -8,7 +8,7 @@ import type { AppEnv } from '../../http/context.ts';
 import { jsonBody, validate } from '../../http/validate.ts';
 import type { ChunkingOptions } from '../../services/retrieval/chunk-document.ts';
 import type { VectorStores } from '../../services/retrieval/vector-stores.ts';
-import type { AttributeFilter } from '../../store/search/attribute-filter.ts';
+import { AttributeFilterSchema } from '../../services/retrieval/attribute-filter.ts';
 
 const Metadata = v.optional(v.pipe(v.record(v.string(), v.string()), v.check((m) => Object.keys(m).length <= 16, 'at most 16 keys')));
 /** auto (800 tokens, 300 overlap) or static with OpenAI's bounds (see docs/api/responses.md). */
@@ -36,19 +36,6 @@ const Attributes = v.optional(v.nullable(v.pipe(
   v.check((a) => Object.keys(a).length <= 16, 'at most 16 attributes'),
 )));
 
-const FilterKey = v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/, 'a filter key is an attribute name: letters, digits, _ . - (up to 64)'));
-const FilterScalar = v.union([v.string(), v.number(), v.boolean()]);
-const Comparison = v.variant('type', [
-  v.object({ type: v.picklist(['eq', 'ne']), key: FilterKey, value: FilterScalar }),
-  v.object({ type: v.picklist(['gt', 'gte', 'lt', 'lte']), key: FilterKey, value: v.union([v.string(), v.number()]) }),
-  v.object({ type: v.picklist(['in', 'nin']), key: FilterKey, value: v.pipe(v.array(FilterScalar), v.minLength(1), v.maxLength(1000)) }),
-]);
-const MAX_FILTER_DEPTH = 8;
-const Filter: v.GenericSchema<AttributeFilter> = v.union([
-  Comparison,
-  v.object({ type: v.picklist(['and', 'or']), filters: v.pipe(v.array(v.lazy(() => Filter)), v.maxLength(64)) }),
-]) as v.GenericSchema<AttributeFilter>;
-const depth = (f: AttributeFilter): number => ('filters' in f ? 1 + Math.max(0, ...f.filters.map(depth)) : 1);
 
 const Create = v.object({
   name: v.optional(v.pipe(v.string(), v.maxLength(256))),
@@ -74,7 +61,7 @@ const Search = v.object({
   query: v.union([v.pipe(v.string(), v.minLength(1)), v.pipe(v.array(v.string()), v.minLength(1))]),
   max_num_results: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(50)), 10),
   rewrite_query: v.optional(v.literal(false)),
-  filters: v.optional(v.nullable(v.pipe(Filter, v.check((f) => depth(f) <= MAX_FILTER_DEPTH, `filters nest at most ${MAX_FILTER_DEPTH} deep`)))),
+  filters: v.optional(v.nullable(AttributeFilterSchema)),
   ranking_options: v.optional(v.nullable(v.object({ ranker: v.optional(v.picklist(['auto', 'default-2024-11-15'])), score_threshold: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1))) }))),
 });
 const FilesQuery = v.object({ filter: v.optional(v.picklist(['in_progress', 'completed', 'failed', 'cancelled'])) });

@@ -5,7 +5,9 @@
  * tool_choice, text.format, sampling).
  */
 import { randomId } from '../../ids.ts';
+import * as v from 'valibot';
 import { ServiceError } from '../errors.ts';
+import { AttributeFilterSchema, type AttributeFilter } from '../retrieval/attribute-filter.ts';
 
 type Body = Record<string, unknown>;
 export type Item = Record<string, unknown> & { type: string; id?: string };
@@ -175,7 +177,13 @@ export function chatTools(body: Body): { tools?: unknown[]; tool_choice?: unknow
       const max = t.max_num_results ?? 10;
       if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > 50) throw bad(`tools[${i}].max_num_results`, 'must be an integer from 1 to 50');
       if (fileSearch) throw bad(`tools[${i}]`, 'only one file_search tool may be given');
-      fileSearch = { vector_store_ids: ids as string[], max_num_results: max };
+      let filters: AttributeFilter | undefined;
+      if (t.filters !== undefined && t.filters !== null) {
+        const r = v.safeParse(AttributeFilterSchema, t.filters);
+        if (!r.success) throw bad(`tools[${i}].filters`, r.issues[0].message);
+        filters = r.output;
+      }
+      fileSearch = { vector_store_ids: ids as string[], max_num_results: max, ...(filters ? { filters } : {}) };
       return;
     }
     if (typeof t.name !== 'string' || !t.name) throw bad(`tools[${i}].name`, 'required for a function tool');
@@ -193,7 +201,7 @@ export function chatTools(body: Body): { tools?: unknown[]; tool_choice?: unknow
   return { tools: fns.length ? fns : undefined, tool_choice: choice ?? undefined, fileSearch };
 }
 
-export interface FileSearchTool { vector_store_ids: string[]; max_num_results: number }
+export interface FileSearchTool { vector_store_ids: string[]; max_num_results: number; filters?: AttributeFilter }
 
 /** text.format → chat response_format. */
 export function responseFormat(body: Body): unknown {

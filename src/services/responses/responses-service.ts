@@ -117,7 +117,7 @@ export class ResponsesService {
     let searchItem: (Item & { id: string }) | undefined;
     if (fileSearch && body.tool_choice !== 'none') {
       const query = lastUserText(effective);
-      const hits = query ? await this.vectorStores.search(owner, fileSearch.vector_store_ids, query, { limit: fileSearch.max_num_results, signal: o.signal }) : [];
+      const hits = query ? await this.vectorStores.search(owner, fileSearch.vector_store_ids, query, { limit: fileSearch.max_num_results, signal: o.signal, filters: fileSearch.filters }) : [];
       const include = Array.isArray(body.include) && body.include.includes('file_search_call.results');
       searchItem = {
         id: itemId('fs'), type: 'file_search_call', status: 'completed', queries: query ? [query] : [],
