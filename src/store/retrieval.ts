@@ -242,3 +242,9 @@ export async function documentChunks(db: Db, indexId: string, docId: string): Pr
   const r = await sql<{ text: string; meta: string }>`select text, meta from retrieval_chunks where index_id = ${indexId} and doc_id = ${docId} order by position`.execute(db);
   return r.rows.map((x) => ({ text: x.text, meta: typeof x.meta === 'string' ? JSON.parse(x.meta) : x.meta }));
 }
+
+/** Documents of an index whose chunks were stored without a `metadata` entry (written before it existed). */
+export async function docsWithoutMetadata(db: Db, indexId: string): Promise<string[]> {
+  const r = await sql<{ doc_id: string }>`select distinct doc_id from retrieval_chunks where index_id = ${indexId} and meta not like ${'%"metadata":%'}`.execute(db);
+  return r.rows.map((x) => x.doc_id);
+}

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI, { toFile } from 'openai';
 import { zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
+import { sql, type Kysely } from 'kysely';
 import * as z from 'zod';
 import { adminKey, scripted, startHarness, toolCall, type Harness } from './steer.ts';
 
@@ -276,6 +277,9 @@ describe('openai SDK: embeddings, files, vector stores', () => {
     assert.deepEqual(content.map((p) => p.type), ['text']);
     assert.match(content[0]!.text!, /granite cliffs face north/);
 
+    // a file stored before attributes rode on its chunks: the first filtered search copies them there
+    const db = (h.srv.vectorStores as unknown as { db: Kysely<unknown> }).db;
+    await sql`update retrieval_chunks set meta = json_remove(meta, '$.metadata') where doc_id = ${a}`.execute(db);
     const found = async (filters: unknown) =>
       (await openai.vectorStores.search(vs.id, { query: 'granite', filters: filters as never })).data.map((d) => d.file_id).sort();
     assert.deepEqual(await found({ type: 'eq', key: 'topic', value: 'home' }), [b]);

@@ -12,7 +12,7 @@ import {
   listVectorStoreFileRows, listVectorStoreRows, setVectorStoreFileAttributes, setVectorStoreFileStatus, touchVectorStore, updateVectorStore,
   type VectorStoreFileRow, type VectorStoreRow,
 } from '../../store/vector-stores.ts';
-import { documentChunks, updateChunkMeta } from '../../store/retrieval.ts';
+import { docsWithoutMetadata, documentChunks, updateChunkMeta } from '../../store/retrieval.ts';
 import { isPostgres } from '../../store/dialect.ts';
 import { attributeFilterSql, type AttributeFilter } from '../../store/search/attribute-filter.ts';
 import { requireFormat } from '../documents/detect.ts';
@@ -255,6 +255,7 @@ export class VectorStores {
       const m = await this.#modelOf(s);
       byModel.set(m, [...(byModel.get(m) ?? []), s.id]);
     }
+    if (o.filters) for (const s of stores) await this.#backfillAttributes(s.id);
     const filter = o.filters ? attributeFilterSql(o.filters, isPostgres(this.db)) : undefined;
     const hits: SearchHit[] = [];
     for (const [model, ids] of byModel) hits.push(...(await this.engine.search(ids, query, { limit: o.limit, mode: o.mode, model: model || undefined, signal: o.signal, filter })));
@@ -268,6 +269,19 @@ export class VectorStores {
     }
     for (const s of stores) await touchVectorStore(this.db, s.id, Date.now());
     return out;
+  }
+
+  /** Stores whose chunks are known to carry their file's attributes (checked once per process). */
+  #attributesOnChunks = new Set<string>();
+
+  /** Files attached before attributes rode on the chunks get them copied there, so filters see them. */
+  async #backfillAttributes(storeId: string): Promise<void> {
+    if (this.#attributesOnChunks.has(storeId)) return;
+    for (const fileId of await docsWithoutMetadata(this.db, storeId)) {
+      const row = await getVectorStoreFileRow(this.db, storeId, fileId);
+      if (row) await updateChunkMeta(this.db, storeId, fileId, { metadata: JSON.parse(row.attributes) });
+    }
+    this.#attributesOnChunks.add(storeId);
   }
 
   /** Waits for the background embeddings started so far. */
