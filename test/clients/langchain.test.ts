@@ -30,6 +30,17 @@ const chatOpenAI = (o: Record<string, unknown> = {}) =>
   new ChatOpenAI({ model: MODEL, apiKey: token, configuration: { baseURL: `${h.srv.url}/v1` }, maxRetries: 0, maxTokens: 60, ...o });
 const addTool = { name: 'add', description: 'adds two numbers', schema: z.object({ a: z.number(), b: z.number() }) };
 
+// ChatOpenAI sends `reasoning` only for OpenAI's reasoning model names; for other models users pass it in modelKwargs
+describe('ChatOpenAI with reasoning_effort (modelKwargs)', () => {
+  it('effort high: the thinking is split from the text; effort minimal is accepted too', async () => {
+    const r = await scripted(h, ['<think>hmm</think>Yes'], () => chatOpenAI({ modelKwargs: { reasoning_effort: 'high' } }).invoke('q'));
+    assert.equal((r.additional_kwargs as { reasoning_content?: string }).reasoning_content?.trim(), 'hmm');
+    assert.equal(r.text.trim(), 'Yes');
+    const off = await scripted(h, ['No thinking'], () => chatOpenAI({ modelKwargs: { reasoning_effort: 'minimal' } }).invoke('q'));
+    assert.equal(off.text.trim(), 'No thinking');
+  });
+});
+
 for (const useResponsesApi of [false, true]) {
   describe(`ChatOpenAI (${useResponsesApi ? 'useResponsesApi' : 'chat completions'})`, () => {
     it('invoke and stream: the text; usage metadata', async () => {

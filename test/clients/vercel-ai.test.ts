@@ -37,6 +37,17 @@ const models = [
   ['@ai-sdk/openai-compatible', () => compat.chatModel(MODEL)],
 ] as const;
 
+describe('Vercel AI SDK: reasoningEffort (openai-compatible sends reasoning_effort)', () => {
+  it('high: reasoningText is the thinking, text the answer; none is accepted', async () => {
+    const model = compat.chatModel(MODEL);
+    const r = await scripted(h, ['<think>hmm</think>Yes'], () => generateText({ model, prompt: 'q', maxRetries: 0, providerOptions: { svc: { reasoningEffort: 'high' } } }));
+    assert.equal(r.reasoningText?.trim(), 'hmm');
+    assert.equal(r.text.trim(), 'Yes');
+    const off = await scripted(h, ['Plain'], () => generateText({ model, prompt: 'q', maxRetries: 0, providerOptions: { svc: { reasoningEffort: 'none' } } }));
+    assert.equal(off.text.trim(), 'Plain');
+  });
+});
+
 describe('Vercel AI SDK: text', () => {
   for (const [label, makeModel] of models) {
     it(`${label}: generateText and streamText give the text, finish reason and usage`, async () => {
