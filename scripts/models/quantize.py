@@ -4,7 +4,7 @@ q8: every MatMul with a 2-D constant weight becomes DynamicQuantizeLinear + MatM
     int8 per-tensor weights), the same graph shape onnxruntime's `quantize_dynamic` produces
     (transformers.js names it model_quantized.onnx).
 q4: every such MatMul becomes com.microsoft MatMulNBits (4 bits, block 32, per-block scale, default zero
-    point 8), as in transformers.js' model_q4.onnx.
+    point 8, accuracy_level 4: int8 activation kernels), as in transformers.js' model_q4.onnx.
 """
 import numpy as np
 import onnx
@@ -88,7 +88,7 @@ def quantize_q4(model, block=32, min_elems=0):
         drop.add(w.name)
         replace[idx] = [helper.make_node(
             "MatMulNBits", [node.input[0], name, w.name + "_q4_scales"], [node.output[0]],
-            name=f"q4_{i}", domain="com.microsoft", K=K, N=N, bits=4, block_size=block)]
+            name=f"q4_{i}", domain="com.microsoft", K=K, N=N, bits=4, block_size=block, accuracy_level=4)]
     return _rebuild(model, replace, new_inits, drop, extra_opsets=[("com.microsoft", 1)])
 
 
