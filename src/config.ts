@@ -38,7 +38,7 @@ export const settings = {
   hubAllowedHosts: s('list', v.array(v.string()), ['huggingface.co', 'hf.co'], 'egress policy: model hub hosts that pulls may reach (comma separated)'),
   maxLoadedModels: s('int', int(1), 3, 'most models resident at once (least recently used idle model is evicted)'),
   memoryBudgetBytes: s('int', int(0), 0, 'memory budget for resident models in bytes (0 = no budget)'),
-  slotsPerModel: s('int', int(1), 1, 'concurrent generations per model'),
+  slotsPerModel: s('int', int(1), 1, 'concurrent generations per model: the batch capacity (they decode together in shared steps)'),
   saturationPolicy: s('string', v.picklist(['Queue', 'Reject']), 'Queue', 'when every slot is busy: Queue waits, Reject answers 503 with Retry-After: 1'),
   idleDeviceMemoryReleaseSeconds: s('int', int(0), 300, 'Inference:IdleDeviceMemoryReleaseSeconds; 0 never'),
   keepAliveSeconds: s('int', int(-1), 300, 'default keep_alive of a loaded model (-1 forever)'),
