@@ -52,9 +52,9 @@ test('the batch path is the one in use, and greedy equals torch\'s tokens', asyn
 
 test('4 concurrent greedy streams give exactly the texts they give alone, decoded in shared steps', async () => {
   const o: GenerateOptions = { temperature: 0, maxTokens: 24 };
-  const alone = [];
+  const alone: Awaited<ReturnType<typeof collect>>[] = [];
   for (const p of prompts) alone.push(await collect(p, { ...o, batching: false }));
-  const aloneBatched = [];
+  const aloneBatched: Awaited<ReturnType<typeof collect>>[] = [];
   for (const p of prompts) aloneBatched.push(await collect(p, o));
   stepBatches.length = 0;
   const together = await Promise.all(prompts.map((p) => collect(p, o)));
@@ -74,7 +74,7 @@ test('per-request sampling, stops and penalties hold inside a batch', async () =
     [prompts[1]!, { temperature: 0, maxTokens: 20, repetitionPenalty: 1.5 }],
     [prompts[2]!, { temperature: 0.7, topK: 5, seed: 3, maxTokens: 20 }],
   ];
-  const alone = [];
+  const alone: string[] = [];
   for (const [p, o] of reqs) alone.push((await collect(p, { ...o, batching: false })).text);
   const together = await Promise.all(reqs.map(([p, o]) => collect(p, o)));
   reqs.forEach((_, i) => assert.equal(together[i]!.text, alone[i], `request ${i}`));
@@ -90,7 +90,7 @@ test('per-request sampling, stops and penalties hold inside a batch', async () =
 
 test('cancelling one stream mid-batch leaves the others exact', async () => {
   const o: GenerateOptions = { temperature: 0, maxTokens: 30 };
-  const alone = [];
+  const alone: string[] = [];
   for (const p of prompts) alone.push((await collect(p, { ...o, batching: false })).text);
   const ac = new AbortController();
   const gens = prompts.map((p, i) => generateText(m, p, { ...o, ...(i === 1 ? { signal: ac.signal } : {}) }));
