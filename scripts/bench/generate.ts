@@ -76,6 +76,62 @@ async function child(backend: string, dtype: string, threads: number): Promise<C
   };
 }
 
+// ---------------------------------------------------------------- child: continuous batching
+interface BatchResult {
+  dtype: string;
+  threads: number;
+  /** Decode tokens/s of one stream alone, and summed over 4 concurrent streams. */
+  oneTps: number;
+  fourTps: number;
+  /** Time to first token alone; of a request arriving while 3 others decode; worst of 4 started at once. */
+  ttftAlone: number;
+  ttftJoin: number;
+  ttftBurst: number;
+  error?: string;
+}
+
+async function batchChild(dtype: string, threads: number): Promise<BatchResult> {
+  const { loadModel } = await import('../../src/services/inference/load.ts');
+  const { generateText } = await import('../../src/services/inference/generate.ts');
+  const m = await loadModel(MODEL_DIR, 'text-generation', { backend: 'cpu', dtype: dtype as never, threads });
+  const eos = [m.model.generation_config?.eos_token_id ?? [], m.config.eos_token_id ?? []].flat().map(Number);
+  const noEos = (_ids: bigint[][], logits: { data: Float32Array }) => {
+    for (const id of eos) logits.data[id] = -Infinity;
+    return logits;
+  };
+  /** One stream: time to first token and the time of its last token. */
+  const stream = async (maxTokens: number, content = PROMPT) => {
+    const t0 = performance.now();
+    let first = 0;
+    const g = generateText(m, { messages: [{ role: 'user', content }] }, { maxTokens, temperature: 0, logitsProcessors: [noEos as never] });
+    for await (const _ of g) if (!first) first = performance.now();
+    const r = await g.result;
+    return { t0, ttft: first - t0, end: performance.now(), tokens: r.completionTokens };
+  };
+  await stream(2);
+  const one: number[] = [], four: number[] = [], alone: number[] = [], join: number[] = [], burst: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const a = await stream(TOKENS);
+    alone.push(a.ttft);
+    one.push((a.tokens - 1) / ((a.end - a.t0 - a.ttft) / 1000));
+    // 4 at once: aggregate decode rate over the span where all 4 decode (after the last first token)
+    const b = await Promise.all([0, 1, 2, 3].map(() => stream(TOKENS)));
+    burst.push(Math.max(...b.map((x) => x.ttft)));
+    const start = Math.max(...b.map((x) => x.t0 + x.ttft));
+    const end = Math.min(...b.map((x) => x.end));
+    const shared = b.reduce((n, x) => n + (x.tokens - 1) * Math.max(0, (end - start) / (x.end - x.t0 - x.ttft)), 0);
+    four.push(shared / ((end - start) / 1000));
+    // a fourth request joining 3 that decode
+    const bg = [0, 1, 2].map(() => stream(TOKENS * 2));
+    await new Promise((r) => setTimeout(r, 0));
+    await new Promise((r) => setTimeout(r, (a.ttft * 3) + 200));
+    join.push((await stream(4, 'Another question entirely.')).ttft);
+    await Promise.all(bg);
+  }
+  await m.dispose();
+  return { dtype, threads, oneTps: median(one), fourTps: median(four), ttftAlone: median(alone), ttftJoin: median(join), ttftBurst: median(burst) };
+}
+
 // ---------------------------------------------------------------- bytes read per decoded token
 /** Initializer bytes every decode step reads: all of them, except tables only Gathered (one row each). */
 function bytesPerToken(file: string): { weights: number; gathered: number } {
@@ -140,6 +196,12 @@ const gb = (b: number) => (b / 1e9).toFixed(2);
 const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
 
 async function main() {
+  if (process.argv[2] === '--batch-child') {
+    const [dtype, threads] = [process.argv[3], Number(process.argv[4])];
+    const r = await batchChild(dtype, threads).catch((e): BatchResult => ({ dtype, threads, oneTps: NaN, fourTps: NaN, ttftAlone: NaN, ttftJoin: NaN, ttftBurst: NaN, error: String(e?.message ?? e).split('\n')[0] }));
+    process.stdout.write(`@@RESULT ${JSON.stringify(r)}\n`);
+    return;
+  }
   if (process.argv[2] === '--child') {
     const [backend, dtype, threads] = [process.argv[3], process.argv[4], Number(process.argv[5])];
     const r = await child(backend, dtype, threads).catch((e): ChildResult => ({ backend, dtype, threads, error: String(e?.message ?? e).split('\n')[0] }));
