@@ -76,6 +76,77 @@ async function child(backend: string, dtype: string, threads: number): Promise<C
   };
 }
 
+// ---------------------------------------------------------------- child: svc against llama.cpp, alternating
+const GGUF: Record<string, string> = { q8: 'llama-q8_0.gguf', q4: 'llama-q4_0.gguf' };
+interface PairResult {
+  dtype: string;
+  threads: number;
+  svc: { ttft: number; tps: number; cpu: number[] };
+  llama: { ttft: number; tps: number; cpu: number[] };
+  promptTokens: number;
+  error?: string;
+}
+
+/**
+ * Both engines in one process (two native addons side by side), the same prompt token ids, greedy, the
+ * same number of decoded tokens; runs alternate svc, llama.cpp, svc, … so foreign load hits both alike.
+ * `cpu` is each run's process CPU time / wall time over the threads asked for: well below 1 means the
+ * run waited for cores other work held.
+ */
+async function pairChild(dtype: string, threads: number): Promise<PairResult> {
+  const { loadModel } = await import('../../src/services/inference/load.ts');
+  const { generateText } = await import('../../src/services/inference/generate.ts');
+  const { renderChatPrompt } = await import('../../src/services/inference/chat-prompt.ts');
+  const m = await loadModel(MODEL_DIR, 'text-generation', { backend: 'cpu', dtype: dtype as never, threads });
+  const eos = [m.model.generation_config?.eos_token_id ?? [], m.config.eos_token_id ?? []].flat().map(Number);
+  const noEos = (_ids: bigint[][], logits: { data: Float32Array }) => {
+    for (const id of eos) logits.data[id] = -Infinity;
+    return logits;
+  };
+  const chat = { messages: [{ role: 'user', content: PROMPT }] };
+  const ids = Array.from((m.tokenizer(renderChatPrompt(m.tokenizer, chat), { add_special_tokens: false }) as unknown as { input_ids: { data: BigInt64Array } }).input_ids.data, Number);
+  const { getLlama } = await import('node-llama-cpp');
+  const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' as never });
+  const lm = await llama.loadModel({ modelPath: join(MODEL_DIR, GGUF[dtype]!) });
+  const ctx = await lm.createContext({ contextSize: 512, batchSize: 512, threads, sequences: 1 });
+  const seq = ctx.getSequence();
+  const cpuShare = (t0: number, c0: NodeJS.CpuUsage) => {
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / 1000 / (performance.now() - t0) / threads;
+  };
+  const runSvc = async (n: number) => {
+    const t0 = performance.now(), c0 = process.cpuUsage();
+    const g = generateText(m, chat, { maxTokens: n, temperature: 0, logitsProcessors: [noEos as never] });
+    for await (const _ of g) { /* drain */ }
+    const r = await g.result;
+    return { ttft: r.timings.promptEvalNs / 1e6, tps: (r.completionTokens - 1) / (r.timings.evalNs / 1e9), cpu: cpuShare(t0, c0) };
+  };
+  const runLlama = async (n: number) => {
+    await seq.clearHistory();
+    const t0 = performance.now(), c0 = process.cpuUsage();
+    let first = 0, got = 0;
+    // the generator keeps decoding past an end-of-generation token: every run decodes n tokens
+    for await (const _ of seq.evaluate(ids as never, { temperature: 0 })) {
+      if (!first) first = performance.now();
+      if (++got >= n) break;
+    }
+    const end = performance.now();
+    return { ttft: first - t0, tps: (got - 1) / ((end - first) / 1000), cpu: cpuShare(t0, c0) };
+  };
+  await runSvc(2);
+  await runLlama(2);
+  const sv: Awaited<ReturnType<typeof runSvc>>[] = [], ll: typeof sv = [];
+  for (let i = 0; i < RUNS; i++) {
+    sv.push(await runSvc(TOKENS));
+    ll.push(await runLlama(TOKENS));
+  }
+  await ctx.dispose();
+  await lm.dispose();
+  await m.dispose();
+  const agg = (xs: typeof sv) => ({ ttft: median(xs.map((x) => x.ttft)), tps: median(xs.map((x) => x.tps)), cpu: xs.map((x) => Number(x.cpu.toFixed(2))) });
+  return { dtype, threads, svc: agg(sv), llama: agg(ll), promptTokens: ids.length };
+}
+
 // ---------------------------------------------------------------- child: continuous batching
 interface BatchResult {
   dtype: string;
@@ -196,6 +267,12 @@ const gb = (b: number) => (b / 1e9).toFixed(2);
 const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
 
 async function main() {
+  if (process.argv[2] === '--pair-child') {
+    const [dtype, threads] = [process.argv[3], Number(process.argv[4])];
+    const r = await pairChild(dtype, threads).catch((e): PairResult => ({ dtype, threads, svc: { ttft: NaN, tps: NaN, cpu: [] }, llama: { ttft: NaN, tps: NaN, cpu: [] }, promptTokens: 0, error: String(e?.message ?? e).split('\n')[0] }));
+    process.stdout.write(`@@RESULT ${JSON.stringify(r)}\n`);
+    process.exit(0); // llama.cpp's threads would keep the process alive
+  }
   if (process.argv[2] === '--batch-child') {
     const [dtype, threads] = [process.argv[3], Number(process.argv[4])];
     const r = await batchChild(dtype, threads).catch((e): BatchResult => ({ dtype, threads, oneTps: NaN, fourTps: NaN, ttftAlone: NaN, ttftJoin: NaN, ttftBurst: NaN, error: String(e?.message ?? e).split('\n')[0] }));
