@@ -1,9 +1,8 @@
-// Bundles the server for Node into dist/main.mjs (npm packages stay external, loaded from node_modules).
+// Bundles the server for Node into dist/main.mjs (npm packages stay external, loaded from node_modules),
+// and the worker pool's entry into dist/worker.mjs beside it (the bundle finds it through the define).
 import { build } from 'esbuild';
 
-await build({
-  entryPoints: ['src/main.ts'],
-  outfile: 'dist/main.mjs',
+const common = {
   bundle: true,
   platform: 'node',
   format: 'esm',
@@ -11,5 +10,13 @@ await build({
   packages: 'external',
   sourcemap: 'linked',
   logLevel: 'warning',
+};
+await build({ ...common, entryPoints: ['src/services/workers/worker-entry.ts'], outfile: 'dist/worker.mjs' });
+
+await build({
+  define: { __SVC_WORKER_ENTRY__: '"./worker.mjs"' },
+  ...common,
+  entryPoints: ['src/main.ts'],
+  outfile: 'dist/main.mjs',
   banner: { js: '#!/usr/bin/env node' },
 });

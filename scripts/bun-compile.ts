@@ -20,7 +20,8 @@ const [entry = 'src/main.ts', outfile = 'dist/svc'] = process.argv.slice(2);
 const ortDist = resolve('node_modules/onnxruntime-web/dist');
 
 const result = await Bun.build({
-  entrypoints: [entry],
+  // The worker pool's entry is a second entry point: Bun embeds it and `new Worker` finds it by that path.
+  entrypoints: [entry, 'src/services/workers/worker-entry.ts'],
   compile: { outfile },
   target: 'bun',
   minify: false,

@@ -1,6 +1,7 @@
 /** createApp(deps): middleware and the three route families mounted. */
 import { Hono } from 'hono';
 import type { Deps } from './deps.ts';
+import { isLoopbackHost } from './config.ts';
 import { auth } from './http/auth.ts';
 import { areaTicketAuth } from './http/area-ticket.ts';
 import { securityHeaders } from './http/security-headers.ts';
@@ -10,6 +11,7 @@ import { toErrorResponse } from './http/errors.ts';
 import { requestMeta } from './http/request-meta.ts';
 import { embeddedPublic } from './runtime/embedded.ts';
 import { findPublicDir, serveStatic } from './http/static.ts';
+import { serveVendor } from './http/vendor.ts';
 import { openaiFileRoutes } from './routes/openai/files.ts';
 import { anthropicMessageRoutes } from './routes/anthropic/messages.ts';
 import { anthropicModelRoutes } from './routes/anthropic/models.ts';
@@ -20,7 +22,6 @@ import { ollamaModelRoutes } from './routes/ollama/models.ts';
 import { ollamaChatRoutes } from './routes/ollama/chat.ts';
 import { ollamaEmbedRoutes } from './routes/ollama/embed.ts';
 import { ollamaPsRoutes } from './routes/ollama/ps.ts';
-import { adminMemoryRoutes } from './routes/svc/admin-memory.ts';
 import { ollamaPullRoutes } from './routes/ollama/pull.ts';
 import { openaiModelRoutes } from './routes/openai/models.ts';
 import { openaiChatRoutes } from './routes/openai/chat.ts';
@@ -30,10 +31,6 @@ import { openaiAudioRoutes } from './routes/openai/audio.ts';
 import { openaiResponsesRoutes } from './routes/openai/responses.ts';
 import { openaiVectorStoreRoutes } from './routes/openai/vector-stores.ts';
 import { rootRoutes } from './routes/root.ts';
-import { adminJobRoutes } from './routes/svc/admin-jobs.ts';
-import { adminKeyRoutes } from './routes/svc/admin-keys.ts';
-import { adminSettingsRoutes } from './routes/svc/admin-settings.ts';
-import { adminConsoleRoutes } from './routes/svc/admin-console.ts';
 import { pdfRoutes } from './routes/svc/pdf/index.ts';
 import { pdfTrustRoutes } from './routes/svc/pdf/trust.ts';
 import { documentRoutes } from './routes/svc/documents/index.ts';
@@ -41,10 +38,13 @@ import { imageRoutes } from './routes/svc/images/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
+import { modelFileRoutes } from './routes/svc/model-files.ts';
 import { trainingRoutes } from './routes/svc/training.ts';
 import { textRoutes } from './routes/svc/text/index.ts';
 import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
 import { agentRoutes } from './routes/svc/agents.ts';
+import { memoryRoutes } from './routes/svc/memory.ts';
+import { adminRoutes } from './routes/svc/admin.ts';
 import { ServiceError } from './services/errors.ts';
 
 export interface AppOptions {
@@ -59,52 +59,51 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
 
   app.use('*', requestMeta(nodeTag, log));
   app.use('*', areaTicketAuth(deps.adminConsole.tickets));
-  app.use('*', auth(keys));
+  app.use('*', auth(keys, isLoopbackHost(config.host)));
   app.use('*', bodyLimit(config.maxUploadBytes));
 
   app.route('/', rootRoutes(nodeTag, publicDir !== null || '/index.html' in embeddedPublic));
   // Anthropic Messages gateway (its /v1/models answers only with anthropic-version, so it comes first)
-  app.route('/', anthropicModelRoutes(deps.models));
-  app.route('/', anthropicMessageRoutes(deps.chat, deps.log));
+  app.route('/v1', anthropicModelRoutes(deps.models));
+  app.route('/v1', anthropicMessageRoutes(deps.chat, deps.log));
   // dialect A
-  app.route('/', openaiFileRoutes(deps.files));
-  app.route('/', openaiModelRoutes(deps.models));
-  app.route('/', openaiChatRoutes(deps.chat, log, deps.agents));
-  app.route('/', openaiCompletionRoutes(deps.chat, deps.engine, log));
-  app.route('/', openaiEmbeddingRoutes(deps.chat, deps.runner));
-  app.route('/', openaiAudioRoutes(deps));
-  app.route('/', openaiResponsesRoutes(deps.responses, log));
-  app.route('/', openaiVectorStoreRoutes(deps.vectorStores));
+  app.route('/v1', openaiFileRoutes(deps.files));
+  app.route('/v1', openaiModelRoutes(deps.models));
+  app.route('/v1', openaiChatRoutes(deps.chat, log, deps.agents, { turns: deps.turns, dispatch: (path, init) => Promise.resolve(app.request(path, init)) }));
+  app.route('/v1', openaiCompletionRoutes(deps.chat, deps.engine, log));
+  app.route('/v1', openaiEmbeddingRoutes(deps.chat, deps.runner));
+  app.route('/v1', openaiAudioRoutes(deps));
+  app.route('/v1', openaiResponsesRoutes(deps.responses, log, deps.agents));
+  app.route('/v1', openaiVectorStoreRoutes(deps.vectorStores));
   // dialect B
-  app.route('/', versionRoutes());
-  app.route('/', ollamaModelRoutes(deps.models, deps.engine));
-  app.route('/', ollamaChatRoutes(deps.chat, log));
-  app.route('/', ollamaEmbedRoutes(deps.chat));
-  app.route('/', ollamaPsRoutes(deps.engine, deps.models));
-  app.route('/', ollamaPullRoutes(deps.models, log));
-  app.route('/', ollamaCreateRoutes(deps.models, log));
-  app.route('/', ollamaBlobRoutes(deps.models));
+  app.route('/api', versionRoutes());
+  app.route('/api', ollamaModelRoutes(deps.models, deps.engine));
+  app.route('/api', ollamaChatRoutes(deps.chat, log));
+  app.route('/api', ollamaEmbedRoutes(deps.chat));
+  app.route('/api', ollamaPsRoutes(deps.engine, deps.models));
+  app.route('/api', ollamaPullRoutes(deps.models, log));
+  app.route('/api', ollamaCreateRoutes(deps.models, log));
+  app.route('/api', ollamaBlobRoutes(deps.models));
   // native
-  app.route('/', jobRoutes(deps.jobs));
-  app.route('/', fileRoutes(deps.files));
-  app.route('/', adminKeyRoutes(keys));
-  app.route('/', adminJobRoutes(deps.runner));
-  app.route('/', adminSettingsRoutes(deps.adminSettings));
-  app.route('/', adminMemoryRoutes(deps.engine));
-  app.route('/', adminConsoleRoutes(deps.adminConsole));
-  app.route('/', pdfRoutes(deps));
-  app.route('/', pdfTrustRoutes(deps));
-  app.route('/', documentRoutes(deps));
-  app.route('/', mediaRoutes(deps));
-  app.route('/', trainingRoutes(deps));
-  app.route('/', textRoutes(deps));
-  app.route('/', imageRoutes(deps));
-  app.route('/', agentRoutes(deps.agents));
+  app.route('/svc/v1', jobRoutes(deps.jobs));
+  app.route('/svc/v1', modelFileRoutes(deps.models));
+  app.route('/svc/v1', fileRoutes(deps.files));
+  app.route('/svc/v1/admin', adminRoutes(deps));
+  app.route('/svc/v1', pdfRoutes(deps));
+  app.route('/svc/v1', pdfTrustRoutes(deps));
+  app.route('/svc/v1', documentRoutes(deps));
+  app.route('/svc/v1', mediaRoutes(deps));
+  app.route('/svc/v1', trainingRoutes(deps));
+  app.route('/svc/v1', textRoutes(deps));
+  app.route('/svc/v1', imageRoutes(deps));
+  app.route('/svc/v1', agentRoutes(deps.agents));
+  app.route('/svc/v1', memoryRoutes(deps.memory));
   // the tool-protocol server: its tools call the routes above in-process, under the caller's key
   app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init)), (owner) => skillPrompts(deps.agents, owner.id)));
   opts.extraRoutes?.(app, deps);
   app.use('*', securityHeaders());
   app.use('*', serveStatic(publicDir, embeddedPublic));
+  app.use('/vendor/*', serveVendor());
 
   app.notFound((c) => toErrorResponse(new ServiceError(404, 'not_found', `route ${c.req.method} ${c.req.path} not found`), c, log.error));
   app.onError((err, c) => toErrorResponse(err, c, (m, e) => log.error(m, e)));

@@ -22,7 +22,7 @@ export const settings = {
   port: s('int', int(0, 65535), 8090, 'TCP port to listen on (0 picks a free port)'),
   host: s('string', v.pipe(v.string(), v.minLength(1)), '127.0.0.1', 'address to listen on; 0.0.0.0 exposes the server to the network'),
   dataDir: s('string', v.pipe(v.string(), v.minLength(1)), () => `${homeDir()}/.svc`, 'data directory (database, uploads, models); created on first start'),
-  databaseUrl: s('string', v.string(), '', 'libSQL URL (file:, libsql://, http(s)://); empty = file:<data-dir>/svc.db'),
+  databaseUrl: s('string', v.string(), '', 'database URL: libSQL (file:, libsql://, http(s)://) or PostgreSQL (postgres://); empty = file:<data-dir>/svc.db'),
   databaseAuthToken: s('string', v.string(), '', 'auth token for a remote libSQL/Turso database'),
   requireKeys: s('bool', v.boolean(), false, 'require an API key on every route even while no key exists'),
   logLevel: s('string', v.picklist(['debug', 'info', 'warn', 'error', 'silent']), 'info', 'log level; info writes one access-log line per request'),
@@ -51,6 +51,25 @@ export const settings = {
   defaultEmbeddingModel: s('string', v.string(), '', 'embedding model of vector stores that name none (admin setting default_embedding_model overrides it); empty = none'),
   maxImagePixels: s('int', int(1), 268_402_689, 'most pixels an image page may declare (width × height, read from its header before decoding); 413 input_too_large above it'),
   imageBackgroundModel: s('string', v.string(), '', 'background-removal model: a local hub-layout ONNX directory (MODNet, ISNet, BiRefNet); empty = the route answers 501'),
+  workers: s('int', int(0, 256), 0, 'worker threads for heavy work (PDF, images, OCR, documents); 0 = the core count'),
+  workerHeapMb: s('int', int(64), 2048, 'heap ceiling of one worker thread in MiB (Node); a task over it gets 422 memory_limit_exceeded'),
+  workerRecycleMb: s('int', int(16), 512, 'a worker holding more memory than this after a task is replaced, giving the memory back'),
+  taskDeadlineSeconds: s('int', int(1), 300, 'wall-clock deadline of one heavy task; over it: 422 deadline_exceeded and the worker is replaced'),
+  maxPdfStreamBytes: s('int', int(1), 256 * 1024 * 1024, 'decompressed bytes of one PDF stream; over it: 422 decompressed_size_limit_exceeded'),
+  maxPdfDecompressedBytes: s('int', int(1), 1024 * 1024 * 1024, 'decompressed bytes of all streams of one PDF; over it: 422 decompressed_size_limit_exceeded'),
+  maxPages: s('int', int(1), 5000, 'pages of one document; over it: 422 too_many_pages'),
+  maxFieldChars: s('int', int(1), 10_000, 'characters of one text field of a task request (password, query, text); over it: 413 field_too_long'),
+  maxJsonDepth: s('int', int(2), 64, 'nesting depth of a JSON schema or tool parameters; over it: 422 json_too_deep'),
+  maxPromptChars: s('int', int(1), 2_000_000, 'characters of a prompt or embedding input, counted before tokenization; over it: 413 input_too_large'),
+  allowAnonymousRemote: s('bool', v.boolean(), false, 'serve without keys on a non-loopback host (anyone who can reach it is admin); off: keys are required there'),
+  toolAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of server tools: hosts that the fetch_url tool and registered MCP servers may reach (comma separated, subdomains included; empty = none)'),
+  mcpServers: s('list', v.array(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,32}=https?:\/\/\S+$/, 'each entry must be name=http(s)://url'))), [], 'external MCP servers (Streamable HTTP) whose tools agents may use: name=url pairs, comma separated; each host must pass tool-allowed-hosts'),
+  chatImageAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of chat images: hosts an http(s) image URL may name (comma separated, subdomains included); empty = image URLs refused with 403 egress_denied, data URLs and base64 only'),
+  fleet: s('bool', v.boolean(), false, 'this node is one of a fleet sharing the database (always so on PostgreSQL): heartbeats, job_lost takeover, ceiling divided by live nodes, svc-node cookie (docs/fleet.md)'),
+  fleetHeartbeatSeconds: s('int', int(1, 3600), 5, 'how often a fleet node writes its heartbeat into the database'),
+  fleetNodeTimeoutSeconds: s('int', int(2, 86_400), 15, 'a fleet node not seen for this long is dead: the survivors fail its processing jobs with job_lost'),
+  nodeTag: s('string', v.union([v.literal(''), v.pipe(v.string(), v.regex(/^[a-z0-9]{6}$/, 'six lowercase letters or digits'))]), '', 'this node\'s tag, fixed, for a fleet whose balancer maps tags to addresses (deploy/nginx.conf); empty = generated once and kept in the data directory'),
+  filesDir: s('string', v.string(), '', 'directory of uploaded file bytes; on a fleet, one directory every node mounts (a shared volume); empty = <data-dir>/uploads'),
 } as const;
 
 export type Settings = typeof settings;
@@ -142,4 +161,10 @@ export function helpText(): string {
 /** Derived paths, so no module builds them by hand. */
 export const dbUrl = (c: Config) => c.databaseUrl || `file:${c.dataDir}/svc.db`;
 export const modelsDir = (c: Config) => c.modelsDir || `${c.dataDir}/models`;
-export const uploadsDir = (c: Config) => `${c.dataDir}/uploads`;
+export const uploadsDir = (c: Config) => c.filesDir || `${c.dataDir}/uploads`;
+export const isFleetMember = (c: Config) => c.fleet || /^postgres(ql)?:\/\//i.test(c.databaseUrl);
+
+/** Whether the listen address is reachable only from this machine (127.0.0.0/8, ::1, localhost). */
+export const isLoopbackHost = (host: string) => /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\])$/i.test(host.trim());
+/** Keys are required when the operator says so, or off loopback unless anonymous remote use was allowed (docs/auth.md). */
+export const keysRequiredByConfig = (c: Config) => c.requireKeys || (!isLoopbackHost(c.host) && !c.allowAnonymousRemote);

@@ -17,6 +17,8 @@ import type { AgentService } from './services/agents/agent-service.ts';
 import type { TranscriptionService } from './services/media/transcription.ts';
 import type { TextService } from './services/text/text-service.ts';
 import type { ResponsesService } from './services/responses/responses-service.ts';
+import type { AgentTurns } from './services/agents/agent-turn.ts';
+import type { MemoryService } from './services/agents/memory-service.ts';
 import type { VectorStores } from './services/retrieval/vector-stores.ts';
 
 export interface Deps {
@@ -51,4 +53,9 @@ export interface Deps {
   vectorStores: VectorStores;
   /** The Responses API with stored responses (src/services/responses/). */
   responses: ResponsesService;
+  /** Chat turns with server tools and memory; memory stores per key (src/services/agents/). */
+  turns: AgentTurns;
+  memory: MemoryService;
+  /** Fleet membership (heartbeats, live nodes); absent on a node that is not a fleet member. */
+  fleet?: import('./services/fleet/membership.ts').FleetMembership;
 }

@@ -7,7 +7,7 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import { ServiceError } from '../services/errors.ts';
-import { LOCAL_OWNER, TOKEN_PREFIX, type KeyService } from '../services/keys/api-keys.ts';
+import { LOCAL_OWNER, TOKEN_PREFIX, type KeyService, type Owner } from '../services/keys/api-keys.ts';
 import type { AppEnv } from './context.ts';
 import { familyOf } from './family.ts';
 
@@ -26,7 +26,12 @@ export function tokenOf(authorization: string | undefined, apiKeyHeader: string 
   return apiKeyHeader?.trim() || null;
 }
 
-export function auth(keys: KeyService): MiddlewareHandler<AppEnv> {
+/** The anonymous owner off loopback: same data as the local owner, but never an admin. */
+const REMOTE_ANONYMOUS: Owner = { ...LOCAL_OWNER, role: 'user' };
+
+/** `anonymousAdmin`: whether a caller without a key may use admin routes (only on a loopback address). */
+export function auth(keys: KeyService, anonymousAdmin = true): MiddlewareHandler<AppEnv> {
+  const anonymous = anonymousAdmin ? LOCAL_OWNER : REMOTE_ANONYMOUS;
   return async (c, next) => {
     if (c.get('areaTicket')) return next(); // signed in to the admin console (src/http/area-ticket.ts)
     const path = c.req.path;
@@ -46,7 +51,7 @@ export function auth(keys: KeyService): MiddlewareHandler<AppEnv> {
     if (!isPublic(c.req.method, path) && (await keys.keysRequired())) {
       throw unauthorized(takesApiKeyHeader ? 'an API key is required: send x-api-key: <token> or Authorization: Bearer <token>' : 'an API key is required: send Authorization: Bearer <token>');
     }
-    c.set('owner', LOCAL_OWNER);
+    c.set('owner', anonymous);
     return next();
   };
 }

@@ -2,6 +2,8 @@
 import type { TicketSession } from '../services/admin/area-tickets.ts';
 import type { Owner } from '../services/keys/api-keys.ts';
 
+export type StreamEnd = 'done' | 'cancelled';
+
 export type AppEnv = {
   Variables: {
     requestId: string;
@@ -11,5 +13,7 @@ export type AppEnv = {
     clientClosed?: boolean;
     /** Set when the request was authenticated by an admin console area ticket. */
     areaTicket?: TicketSession;
+    /** For a streamed answer: settles when the stream ends, `cancelled` when the client went away (logged as 499). */
+    streamEnded?: Promise<StreamEnd>;
   };
 };

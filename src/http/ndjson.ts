@@ -9,6 +9,7 @@
 import type { Context } from 'hono';
 import { isServiceError } from '../services/errors.ts';
 import { streamBody } from './stream-body.ts';
+import { streamEnd } from './stream-end.ts';
 
 export interface NdjsonOptions {
   /** Logs a failure after the stream began that is not a ServiceError (its message is not shown). */
@@ -27,7 +28,7 @@ function errorLine(err: unknown, o: NdjsonOptions): Uint8Array {
 
 /** Streams `items` as NDJSON; throws (before any byte is sent) when the first item fails. */
 export async function ndjsonResponse(c: Context, items: AsyncIterable<unknown>, o: NdjsonOptions = {}, status = 200): Promise<Response> {
-  const body = await streamBody(items, { item: line, error: (err) => errorLine(err, o) });
+  const body = await streamBody(items, { item: line, error: (err) => errorLine(err, o), onEnd: streamEnd(c) });
   // Through the context: the headers prepared for every response (X-Svc-Node) stay on it.
   return c.body(body, status as 200, { 'Content-Type': 'application/x-ndjson' });
 }

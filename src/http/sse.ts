@@ -10,6 +10,7 @@ import type { Context } from 'hono';
 import { isServiceError, ServiceError } from '../services/errors.ts';
 import { errorPayload } from './errors.ts';
 import { streamBody } from './stream-body.ts';
+import { streamEnd } from './stream-end.ts';
 
 export interface SseOptions {
   logError?: (msg: string, err: unknown) => void;
@@ -35,7 +36,7 @@ const errorEvent = (err: unknown, o: SseOptions) => event(errorPayload(streamErr
 const SSE_HEADERS = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive' };
 
 export async function sseResponse(c: Context, chunks: AsyncIterable<unknown>, o: SseOptions = {}): Promise<Response> {
-  const body = await streamBody(chunks, { item: event, error: (err) => errorEvent(err, o), end: DONE });
+  const body = await streamBody(chunks, { item: event, error: (err) => errorEvent(err, o), end: DONE, onEnd: streamEnd(c) });
   // Through the context: the headers prepared for every response (X-Svc-Node) stay on it.
   return c.body(body, 200, SSE_HEADERS);
 }

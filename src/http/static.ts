@@ -25,7 +25,13 @@ export function findPublicDir(): string | null {
 export function serveStatic(dir: string | null, embedded: Record<string, string> = {}): MiddlewareHandler {
   return async (c, next) => {
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') return next();
-    let rel = decodeURIComponent(c.req.path);
+    let rel: string;
+    try {
+      rel = decodeURIComponent(c.req.path);
+    } catch {
+      return next(); // malformed percent-encoding names no file: the 404 that follows
+    }
+    if (rel.includes('\0')) return next();
     if (rel.endsWith('/')) rel += 'index.html';
     const clean = normalize(rel).replace(/^(\.\.[/\\])+/, '');
     const type = TYPES[extname(clean)] ?? 'application/octet-stream';

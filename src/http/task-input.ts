@@ -6,7 +6,7 @@
  * Every form ends as files on disk; what this request created is removed by cleanup().
  */
 import type { Context } from 'hono';
-import type { FileStore, StoredFile } from '../services/files/file-store.ts';
+import { TASK_INPUT, type FileStore, type StoredFile } from '../services/files/file-store.ts';
 import type { AppEnv } from './context.ts';
 import { isMultipart, readMultipart } from './multipart.ts';
 import { invalidRequest, readJsonBody } from './validate.ts';
@@ -48,7 +48,7 @@ export async function readTaskInput(c: Context<AppEnv>, store: FileStore, opts: 
   const cleanup = async () => { await Promise.all(created.map((id) => store.delete(owner, id).catch(() => {}))); };
 
   if (isMultipart(c)) {
-    const mp = await readMultipart(c, store);
+    const mp = await readMultipart(c, store, TASK_INPUT);
     created.push(...mp.files.map((f) => f.file.id));
     const options: Record<string, unknown> = {};
     for (const [k, vals] of mp.fields) options[k] = vals.length === 1 ? parseField(vals[0]) : vals.map(parseField);
@@ -86,7 +86,7 @@ export async function readTaskInput(c: Context<AppEnv>, store: FileStore, opts: 
       if (typeof e.value !== 'string' || e.value === '') throw invalidRequest(`${e.field} must be a non-empty string`, [{ field: e.field, message: 'expected a string' }]);
       if (e.format === 'FileIdentifier') out.push(toInput(await store.get(owner, e.value)));
       else {
-        const saved = await store.saveBytes(owner, decodeBase64(e.value, e.field), { filename: typeof e.filename === 'string' ? e.filename : 'upload', purpose: 'task' });
+        const saved = await store.saveBytes(owner, decodeBase64(e.value, e.field), { filename: typeof e.filename === 'string' ? e.filename : 'upload', purpose: TASK_INPUT });
         created.push(saved.id);
         out.push(toInput(saved));
       }

@@ -63,6 +63,11 @@ describe('the packed npm package starts from an empty directory', () => {
         const r = await fetch(`${s.url}/api/version`);
         assert.equal(r.status, 200);
         assert.match(((await r.json()) as { version: string }).version, /^\d{4}\.\d+\.\d+$/);
+        // heavy work runs in the worker pool: its entry (dist/worker.mjs) must be in the package
+        const pdf = '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 200 200]/Parent 2 0 R>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n';
+        const info = await fetch(`${s.url}/svc/v1/pdf-info`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input_format: 'Base64EncodedFile', file: Buffer.from(pdf).toString('base64') }) });
+        assert.equal(info.status, 200, await info.clone().text());
+        assert.equal(((await info.json()) as { page_count: number }).page_count, 1);
         if (runtime === 'node') {
           const list = spawnSync('npx', ['svc', 'list', '--port', new URL(s.url).port, '--no-start'], { cwd: app, encoding: 'utf8' });
           assert.equal(list.status, 0, list.stderr);

@@ -3,13 +3,14 @@
  * other on the same data directory, must give the same answers; and the compiled single binary serves alone.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startFixtureHub, type HubStandIn } from '../support/hub-stand-in.ts';
 import { listening } from '../support/server.ts';
+import { start } from '../support/runtime-process.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
@@ -20,29 +21,6 @@ const RUNTIMES: Record<string, (args: string[]) => [string, string[]]> = {
   deno: (args) => [bin('deno'), ['task', 'start', '--', ...args]],
   bun: (args) => [bin('bun'), ['run', 'start', '--', ...args]],
 };
-
-interface Running { child: ChildProcess; url: string; runtime: string; stop(): Promise<void> }
-
-function start(cmd: string, args: string[], cwd = ROOT): Promise<Running> {
-  // Its own process group: npm/bun/deno launchers sit between us and the server.
-  const child = spawn(cmd, args, { cwd, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SVC_LOG_LEVEL: 'info' } });
-  return new Promise((resolvePromise, reject) => {
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`no start within 60 s: ${err}`)), 60_000);
-    child.stderr!.on('data', (d) => {
-      err += d;
-      const m = /on \w+ \S+ \((\w+)\) node \w+ listening on (http:\/\/\S+)/.exec(err);
-      if (m) {
-        clearTimeout(timer);
-        resolvePromise({
-          child, url: m[2], runtime: m[1],
-          stop: () => new Promise((r) => { child.once('exit', () => r()); process.kill(-child.pid!, 'SIGTERM'); }),
-        });
-      }
-    });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`exited ${code}: ${err}`)); });
-  });
-}
 
 interface Answer { status: number; body: string; node: string | null }
 

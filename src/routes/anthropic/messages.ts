@@ -22,12 +22,12 @@ async function objectBody(c: Context<AppEnv>): Promise<Record<string, unknown>> 
 
 export function anthropicMessageRoutes(chat: ChatService, log: Logger) {
   const app = new Hono<AppEnv>();
-  app.post('/v1/messages', async (c) => {
+  app.post('/messages', async (c) => {
     const plan = planMessages(await objectBody(c), c.req.raw.signal);
     if (!plan.stream) return c.json(await createMessage(chat, plan));
     const s = await chat.chat(plan.request);
     return namedSseResponse(c, messageEvents(s, plan), { logError: log.error, requestId: c.get('requestId') });
   });
-  app.post('/v1/messages/count_tokens', async (c) => c.json(await countMessageTokens(chat, await objectBody(c), c.req.raw.signal)));
+  app.post('/messages/count_tokens', async (c) => c.json(await countMessageTokens(chat, await objectBody(c), c.req.raw.signal)));
   return app;
 }

@@ -39,7 +39,7 @@ const bad = (field: string, message: string) => new ServiceError(400, 'invalid_r
 export function anthropicModelRoutes(models: ModelServices) {
   const app = new Hono<AppEnv>();
   const chatModels = async () => (await models.list()).filter((m) => m.spec.kind === 'generation').map(anthropicModel);
-  app.get('/v1/models', async (c, next) => {
+  app.get('/models', async (c, next) => {
     if (!c.req.header('anthropic-version')) return next();
     const q = c.req.query();
     const limit = q.limit === undefined ? 20 : Number(q.limit);
@@ -61,7 +61,7 @@ export function anthropicModelRoutes(models: ModelServices) {
     page = all.slice(from, from + limit);
     return c.json({ data: page, has_more: from + limit < all.length, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null });
   });
-  app.get('/v1/models/:id{.+}', async (c, next) => {
+  app.get('/models/:id{.+}', async (c, next) => {
     if (!c.req.header('anthropic-version')) return next();
     const id = c.req.param('id');
     const found = (await chatModels()).find((m) => m.id === id) ?? (await chatModels()).find((m) => m.id === models.catalog.resolve(id)?.name);

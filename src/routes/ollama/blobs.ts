@@ -12,12 +12,12 @@ import type { ModelServices } from '../../services/models/model-services.ts';
 export function ollamaBlobRoutes(models: ModelServices) {
   const app = new Hono<AppEnv>();
   // Hono routes HEAD through the GET handler; a plain GET is not part of the API.
-  app.get('/api/blobs/:digest', async (c) => {
+  app.get('/blobs/:digest', async (c) => {
     if (c.req.method !== 'HEAD') throw new ServiceError(404, 'not_found', `route ${c.req.method} ${c.req.path} not found`);
     const digest = c.req.param('digest');
     return c.body(null, (await models.blobs.has(digest)) ? 200 : 404);
   });
-  app.post('/api/blobs/:digest', async (c) => {
+  app.post('/blobs/:digest', async (c) => {
     const digest = c.req.param('digest');
     models.blobs.path(digest); // 400 for a malformed digest before reading the body
     await models.blobs.put(digest, limitedChunks(c.req.raw.body, maxBytesOf(c)));

@@ -25,6 +25,15 @@ export const thinkOf = (t: boolean | string | undefined): boolean | undefined =>
 
 const createdAt = () => new Date().toISOString();
 
+/** Ollama's logprobs (a boolean) and top_logprobs (0–20, implies logprobs) → alternatives per token. */
+export function logprobsOf(b: { logprobs?: boolean; top_logprobs?: number }): number | undefined {
+  if (b.logprobs === true || (b.top_logprobs !== undefined && b.top_logprobs > 0)) return b.top_logprobs ?? 0;
+  return undefined;
+}
+
+type Lp = NonNullable<ChatResult['logprobs']>;
+const lpField = (lps: Lp | undefined) => (lps?.length ? { logprobs: lps.map((t) => ({ ...t, top_logprobs: t.top_logprobs.length ? t.top_logprobs : undefined })) } : {});
+
 export const toolCallsOut = (calls: ParsedToolCall[]) => calls.map((c, index) => ({ function: { index, name: c.name, arguments: c.arguments } }));
 
 function assistantMessage(d: { content: string; thinking: string; toolCalls: ParsedToolCall[] }) {
@@ -49,21 +58,23 @@ export function finalFields(r: ChatResult) {
   };
 }
 
-export const chatLine = (model: string, d: OutputDelta) => ({ model, created_at: createdAt(), message: assistantMessage(d), done: false });
-export const chatFinal = (r: ChatResult, whole: boolean) => ({
+export const chatLine = (model: string, d: OutputDelta, lps?: Lp) => ({ model, created_at: createdAt(), message: assistantMessage(d), ...lpField(lps), done: false });
+export const chatFinal = (r: ChatResult, whole: boolean, lps?: Lp) => ({
   model: r.model, created_at: createdAt(),
   message: whole ? assistantMessage(r.message) : { role: 'assistant', content: '' },
+  ...lpField(whole ? r.logprobs : lps),
   ...finalFields(r),
 });
 
 /** Generate carries thinking beside `response`; tool calls cannot be asked for there. */
-export const generateLine = (model: string, d: OutputDelta) => ({
-  model, created_at: createdAt(), response: d.content, ...(d.thinking ? { thinking: d.thinking } : {}), done: false,
+export const generateLine = (model: string, d: OutputDelta, lps?: Lp) => ({
+  model, created_at: createdAt(), response: d.content, ...(d.thinking ? { thinking: d.thinking } : {}), ...lpField(lps), done: false,
 });
-export const generateFinal = (r: ChatResult, whole: boolean) => ({
+export const generateFinal = (r: ChatResult, whole: boolean, lps?: Lp) => ({
   model: r.model, created_at: createdAt(),
   response: whole ? r.message.content : '',
   ...(whole && r.message.thinking ? { thinking: r.message.thinking } : {}),
+  ...lpField(whole ? r.logprobs : lps),
   ...finalFields(r),
 });
 
@@ -75,8 +86,8 @@ export const preloadAnswer = (p: { model: string; action: 'load' | 'unload' }, r
 });
 
 /** Stream lines: one per delta, then the final object. */
-export async function* streamLines(s: AsyncIterable<OutputDelta> & { model: string; result: Promise<ChatResult> }, route: 'chat' | 'generate') {
-  for await (const d of s) yield route === 'chat' ? chatLine(s.model, d) : generateLine(s.model, d);
+export async function* streamLines(s: AsyncIterable<OutputDelta> & { model: string; result: Promise<ChatResult>; takeLogprobs(): Lp }, route: 'chat' | 'generate') {
+  for await (const d of s) yield route === 'chat' ? chatLine(s.model, d, s.takeLogprobs()) : generateLine(s.model, d, s.takeLogprobs());
   const r = await s.result;
-  yield route === 'chat' ? chatFinal(r, false) : generateFinal(r, false);
+  yield route === 'chat' ? chatFinal(r, false, s.takeLogprobs()) : generateFinal(r, false, s.takeLogprobs());
 }

@@ -7,11 +7,11 @@ import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
 import { ndjsonResponse } from '../../http/ndjson.ts';
-import { readJson } from '../../http/validate.ts';
+import { jsonBody } from '../../http/validate.ts';
 import type { Logger } from '../../log.ts';
 import { fromOllamaOptions, type ChatService } from '../../services/chat/index.ts';
 import { invalidArgument } from '../../services/errors.ts';
-import { chatFinal, Format, formatOf, generateFinal, Images, KeepAlive, Options, preloadAnswer, streamLines, Think, thinkOf } from './chat-shapes.ts';
+import { chatFinal, Format, formatOf, logprobsOf, generateFinal, Images, KeepAlive, Options, preloadAnswer, streamLines, Think, thinkOf } from './chat-shapes.ts';
 
 const Message = v.looseObject({
   role: v.string(),
@@ -24,6 +24,7 @@ const Message = v.looseObject({
 const Common = {
   model: v.pipe(v.string(), v.minLength(1, 'model is required')),
   format: Format, options: Options, stream: v.optional(v.boolean()), keep_alive: KeepAlive, think: Think,
+  logprobs: v.optional(v.boolean()), top_logprobs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(20))),
 };
 const Chat = v.looseObject({ ...Common, messages: v.optional(v.array(Message)), tools: v.optional(v.array(v.unknown())) });
 const Generate = v.looseObject({ ...Common, prompt: v.optional(v.string()), system: v.optional(v.string()), images: Images });
@@ -44,25 +45,25 @@ export function ollamaChatRoutes(chat: ChatService, log: Logger) {
   const answer = (c: Context<AppEnv>, s: Awaited<ReturnType<ChatService['chat']>>, route: 'chat' | 'generate') =>
     ndjsonResponse(c, streamLines(s, route), { logError: log.error, requestId: c.get('requestId') });
 
-  app.post('/api/chat', async (c) => {
-    const b = await readJson(c, Chat);
+  app.post('/chat', jsonBody(Chat), async (c) => {
+    const b = c.req.valid('json');
     if (!b.messages?.length) return c.json(preloadAnswer(await chat.preload(b.model, b.keep_alive), 'chat'));
     const s = await chat.chat({
       model: b.model, messages: b.messages, tools: b.tools, think: thinkOf(b.think), format: formatOf(b.format),
-      params: fromOllamaOptions(b.options), keepAlive: b.keep_alive, signal: c.req.raw.signal,
+      params: fromOllamaOptions(b.options), keepAlive: b.keep_alive, signal: c.req.raw.signal, logprobs: logprobsOf(b),
     });
     if (b.stream === false) return c.json(chatFinal(await s.complete(), true));
     return answer(c, s, 'chat');
   });
 
-  app.post('/api/generate', async (c) => {
-    const b = await readJson(c, Generate);
+  app.post('/generate', jsonBody(Generate), async (c) => {
+    const b = c.req.valid('json');
     refuseGenerateFields(b);
     if (!b.prompt && !b.images?.length) return c.json(preloadAnswer(await chat.preload(b.model, b.keep_alive), 'generate'));
     const messages = [...(b.system ? [{ role: 'system', content: b.system }] : []), { role: 'user', content: b.prompt ?? '', images: b.images }];
     const s = await chat.chat({
       model: b.model, messages, think: thinkOf(b.think), format: formatOf(b.format),
-      params: fromOllamaOptions(b.options), keepAlive: b.keep_alive, signal: c.req.raw.signal,
+      params: fromOllamaOptions(b.options), keepAlive: b.keep_alive, signal: c.req.raw.signal, logprobs: logprobsOf(b),
     });
     if (b.stream === false) return c.json(generateFinal(await s.complete(), true));
     return answer(c, s, 'generate');

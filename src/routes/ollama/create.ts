@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
 import { lastOf, ndjsonResponse } from '../../http/ndjson.ts';
-import { readJson } from '../../http/validate.ts';
+import { jsonBody } from '../../http/validate.ts';
 import type { Logger } from '../../log.ts';
 import { invalidArgument } from '../../services/errors.ts';
 import type { ModelServices } from '../../services/models/model-services.ts';
@@ -29,8 +29,8 @@ const Create = v.object({
 });
 
 export function ollamaCreateRoutes(models: ModelServices, log: Logger) {
-  return new Hono<AppEnv>().post('/api/create', async (c) => {
-    const body = await readJson(c, Create);
+  return new Hono<AppEnv>().post('/create', jsonBody(Create), async (c) => {
+    const body = c.req.valid('json');
     if (body.modelfile !== undefined) {
       throw invalidArgument('the "modelfile" field is not supported: send from, files, system, template, parameters and license as JSON fields', [{ field: 'modelfile', message: 'unsupported' }]);
     }

@@ -6,9 +6,10 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
-import { readJson } from '../../http/validate.ts';
+import { jsonBody } from '../../http/validate.ts';
 import type { ChatService } from '../../services/chat/index.ts';
 import { invalidArgument } from '../../services/errors.ts';
+import { truncateEmbedding } from '../../services/chat/index.ts';
 import { KeepAlive, Options } from './chat-shapes.ts';
 
 const model = v.pipe(v.string(), v.minLength(1, 'model is required'));
@@ -21,16 +22,17 @@ const Embeddings = v.looseObject({ model, prompt: v.optional(v.string()), keep_a
 export function ollamaEmbedRoutes(chat: ChatService) {
   const app = new Hono<AppEnv>();
 
-  app.post('/api/embed', async (c) => {
-    const b = await readJson(c, Embed);
-    if (b.dimensions !== undefined) throw invalidArgument('dimensions is not supported: vectors have the model\'s own size', [{ field: 'dimensions', message: 'not supported' }]);
+  app.post('/embed', jsonBody(Embed), async (c) => {
+    const b = c.req.valid('json');
+    const dims = b.dimensions;
+    if (dims !== undefined && (!Number.isInteger(dims) || dims < 1)) throw invalidArgument('dimensions must be a positive integer', [{ field: 'dimensions', message: 'must be a positive integer' }]);
     const inputs = b.input === undefined ? [] : typeof b.input === 'string' ? [b.input] : b.input;
     const r = await chat.embed(b.model, inputs, { keepAlive: b.keep_alive, signal: c.req.raw.signal });
-    return c.json({ model: r.model, embeddings: r.vectors, total_duration: r.totalNs, load_duration: r.loadNs, prompt_eval_count: r.promptTokens });
+    return c.json({ model: r.model, embeddings: dims === undefined ? r.vectors : r.vectors.map((vec) => truncateEmbedding(vec, dims)), total_duration: r.totalNs, load_duration: r.loadNs, prompt_eval_count: r.promptTokens });
   });
 
-  app.post('/api/embeddings', async (c) => {
-    const b = await readJson(c, Embeddings);
+  app.post('/embeddings', jsonBody(Embeddings), async (c) => {
+    const b = c.req.valid('json');
     if (!b.prompt) {
       await chat.resolve(b.model, 'embedding'); // 404 / 400 still apply
       return c.json({ embedding: [] });

@@ -5,7 +5,7 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
-import { readJson } from '../../http/validate.ts';
+import { jsonBody } from '../../http/validate.ts';
 import { invalidArgument, ServiceError } from '../../services/errors.ts';
 import type { ListedModel } from '../../services/models/local.ts';
 import type { ModelServices } from '../../services/models/model-services.ts';
@@ -51,10 +51,10 @@ export const tagsEntry = (m: ListedModel) => {
 export function ollamaModelRoutes(models: ModelServices, engine?: InferenceEngine) {
   const app = new Hono<AppEnv>();
 
-  app.get('/api/tags', async (c) => c.json({ models: (await models.list()).map(tagsEntry) }));
+  app.get('/tags', async (c) => c.json({ models: (await models.list()).map(tagsEntry) }));
 
-  app.post('/api/show', async (c) => {
-    const s = await models.show(modelField(await readJson(c, Named)));
+  app.post('/show', jsonBody(Named), async (c) => {
+    const s = await models.show(modelField(c.req.valid('json')));
     return c.json({
       license: s.license, modelfile: s.modelfile, parameters: s.parameters, template: s.template, system: s.system,
       details: s.details, model_info: s.model_info, capabilities: s.capabilities,
@@ -64,18 +64,18 @@ export function ollamaModelRoutes(models: ModelServices, engine?: InferenceEngin
     });
   });
 
-  app.post('/api/copy', async (c) => {
-    const body = await readJson(c, Copy);
+  app.post('/copy', jsonBody(Copy), async (c) => {
+    const body = c.req.valid('json');
     await models.copy(body.source, body.destination);
     return c.json({ status: 'success' });
   });
 
-  app.delete('/api/delete', async (c) => {
-    await models.delete(modelField(await readJson(c, Named)));
+  app.delete('/delete', jsonBody(Named), async (c) => {
+    await models.delete(modelField(c.req.valid('json')));
     return c.json({ status: 'success' });
   });
 
-  app.post('/api/push', () => {
+  app.post('/push', () => {
     throw new ServiceError(501, 'not_implemented', 'pushing models is not supported: this server does not publish models to a registry');
   });
 

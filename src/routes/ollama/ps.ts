@@ -16,7 +16,7 @@ const GPU = new Set(['webgpu', 'cuda']);
 export const backendOf = (r: ResidentInfo) => ({ device: r.device, runtime: r.ort, dtype: r.dtype, ...(r.notes.length ? { notes: r.notes } : {}) });
 
 export function ollamaPsRoutes(engine: InferenceEngine, models: ModelServices) {
-  return new Hono<AppEnv>().get('/api/ps', async (c) => {
+  return new Hono<AppEnv>().get('/ps', async (c) => {
     const resident = engine.list();
     const listed = resident.length ? await models.list() : [];
     return c.json({

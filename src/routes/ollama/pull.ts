@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
 import { ndjsonResponse } from '../../http/ndjson.ts';
-import { readJson } from '../../http/validate.ts';
+import { jsonBody } from '../../http/validate.ts';
 import type { Logger } from '../../log.ts';
 import type { ModelServices } from '../../services/models/model-services.ts';
 import { modelField } from './models.ts';
@@ -15,8 +15,8 @@ import { modelField } from './models.ts';
 const Pull = v.object({ model: v.optional(v.string()), name: v.optional(v.string()), stream: v.optional(v.boolean()), insecure: v.optional(v.boolean()) });
 
 export function ollamaPullRoutes(models: ModelServices, log: Logger) {
-  return new Hono<AppEnv>().post('/api/pull', async (c) => {
-    const body = await readJson(c, Pull);
+  return new Hono<AppEnv>().post('/pull', jsonBody(Pull), async (c) => {
+    const body = c.req.valid('json');
     const handle = await models.pull(modelField(body));
     if (body.stream === false) {
       await handle.done;

@@ -5,7 +5,7 @@ import { openaiTranscription, type TranscriptionRouteDeps } from '../svc/media/t
 
 export function openaiAudioRoutes(deps: TranscriptionRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/v1/audio/transcriptions', openaiTranscription(deps, 'transcribe'));
-  app.post('/v1/audio/translations', openaiTranscription(deps, 'translate'));
+  app.post('/audio/transcriptions', openaiTranscription(deps, 'transcribe'));
+  app.post('/audio/translations', openaiTranscription(deps, 'translate'));
   return app;
 }

@@ -11,7 +11,7 @@ import type { InferenceEngine } from '../../services/inference/engine.ts';
 
 export function openaiCompletionRoutes(chat: ChatService, engine: InferenceEngine, log: Logger) {
   const app = new Hono<AppEnv>();
-  app.post('/v1/completions', async (c) => {
+  app.post('/completions', async (c) => {
     const body = await readJsonBody(c);
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
     const plan = planCompletion(body as Record<string, unknown>);

@@ -13,7 +13,7 @@ import type { TaskRunner } from '../../services/jobs/task-runner.ts';
 
 export function openaiEmbeddingRoutes(chat: ChatService, runner: TaskRunner) {
   const app = new Hono<AppEnv>();
-  app.post('/v1/embeddings', taskHandler<EmbeddingPlan>(runner, {
+  app.post('/embeddings', taskHandler<EmbeddingPlan>(runner, {
     name: 'embeddings',
     async input(c) {
       const body = await readJsonBody(c);

@@ -15,7 +15,7 @@ export const openaiFile = (f: StoredFile) => ({
 
 export function openaiFileRoutes(files: FileStore) {
   const app = new Hono<AppEnv>();
-  app.post('/v1/files', async (c) => {
+  app.post('/files', async (c) => {
     if (!isMultipart(c)) throw invalidRequest('send multipart/form-data with the fields file and purpose', [{ field: 'file', message: 'required' }]);
     const mp = await readMultipart(c, files, 'user_data');
     const part = mp.files.find((f) => f.field === 'file');
@@ -28,10 +28,10 @@ export function openaiFileRoutes(files: FileStore) {
     const saved = await files.setPurpose(owner, part.file.id, purpose);
     return c.json(openaiFile(saved));
   });
-  app.get('/v1/files', async (c) => c.json({ object: 'list', data: (await files.list(c.get('owner').id)).map(openaiFile), has_more: false }));
-  app.get('/v1/files/:id', async (c) => c.json(openaiFile(await files.get(c.get('owner').id, c.req.param('id')))));
-  app.get('/v1/files/:id/content', (c) => fileContent(c, files));
-  app.delete('/v1/files/:id', async (c) => {
+  app.get('/files', async (c) => c.json({ object: 'list', data: (await files.list(c.get('owner').id)).map(openaiFile), has_more: false }));
+  app.get('/files/:id', async (c) => c.json(openaiFile(await files.get(c.get('owner').id, c.req.param('id')))));
+  app.get('/files/:id/content', (c) => fileContent(c, files));
+  app.delete('/files/:id', async (c) => {
     await files.delete(c.get('owner').id, c.req.param('id'));
     return c.json({ id: c.req.param('id'), object: 'file', deleted: true });
   });

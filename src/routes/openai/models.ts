@@ -22,8 +22,8 @@ export const openaiModel = (m: ListedModel) => {
 
 export function openaiModelRoutes(models: ModelServices) {
   const app = new Hono<AppEnv>();
-  app.get('/v1/models', async (c) => c.json({ object: 'list', data: (await models.list()).map(openaiModel) }));
-  app.get('/v1/models/:id{.+}', async (c) => {
+  app.get('/models', async (c) => c.json({ object: 'list', data: (await models.list()).map(openaiModel) }));
+  app.get('/models/:id{.+}', async (c) => {
     const id = c.req.param('id');
     let key: string | undefined;
     try { key = nameKey(id); } catch { key = undefined; }

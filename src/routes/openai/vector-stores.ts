@@ -5,7 +5,7 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
-import { readJson, validate } from '../../http/validate.ts';
+import { jsonBody, validate } from '../../http/validate.ts';
 import type { VectorStores } from '../../services/retrieval/vector-stores.ts';
 
 const Metadata = v.optional(v.pipe(v.record(v.string(), v.string()), v.check((m) => Object.keys(m).length <= 16, 'at most 16 keys')));
@@ -40,32 +40,32 @@ const list = <T extends { id: string }>(data: T[]) => ({ object: 'list' as const
 export function openaiVectorStoreRoutes(stores: VectorStores) {
   const app = new Hono<AppEnv>();
   const owner = (c: { get(k: 'owner'): { id: string } }) => c.get('owner').id;
-  app.post('/v1/vector_stores', async (c) => {
-    const b = await readJson(c, Create);
+  app.post('/vector_stores', jsonBody(Create), async (c) => {
+    const b = c.req.valid('json');
     return c.json(await stores.create(owner(c), { name: b.name, file_ids: b.file_ids, metadata: b.metadata, embedding_model: b.embedding_model }));
   });
-  app.get('/v1/vector_stores', async (c) => c.json(list(await stores.list(owner(c)))));
-  app.get('/v1/vector_stores/:id', async (c) => c.json(await stores.get(owner(c), c.req.param('id'))));
-  app.post('/v1/vector_stores/:id', async (c) => c.json(await stores.update(owner(c), c.req.param('id'), await readJson(c, Update))));
-  app.delete('/v1/vector_stores/:id', async (c) => {
+  app.get('/vector_stores', async (c) => c.json(list(await stores.list(owner(c)))));
+  app.get('/vector_stores/:id', async (c) => c.json(await stores.get(owner(c), c.req.param('id'))));
+  app.post('/vector_stores/:id', jsonBody(Update), async (c) => c.json(await stores.update(owner(c), c.req.param('id'), c.req.valid('json'))));
+  app.delete('/vector_stores/:id', async (c) => {
     await stores.delete(owner(c), c.req.param('id'));
     return c.json({ id: c.req.param('id'), object: 'vector_store.deleted', deleted: true });
   });
-  app.post('/v1/vector_stores/:id/files', async (c) => {
-    const b = await readJson(c, Attach);
+  app.post('/vector_stores/:id/files', jsonBody(Attach), async (c) => {
+    const b = c.req.valid('json');
     return c.json(await stores.attach(owner(c), c.req.param('id'), b.file_id, b.attributes ?? {}));
   });
-  app.get('/v1/vector_stores/:id/files', async (c) => {
+  app.get('/vector_stores/:id/files', async (c) => {
     const q = validate(FilesQuery, c.req.query());
     return c.json(list(await stores.listFiles(owner(c), c.req.param('id'), q.filter)));
   });
-  app.get('/v1/vector_stores/:id/files/:fileId', async (c) => c.json(await stores.getFile(owner(c), c.req.param('id'), c.req.param('fileId'))));
-  app.delete('/v1/vector_stores/:id/files/:fileId', async (c) => {
+  app.get('/vector_stores/:id/files/:fileId', async (c) => c.json(await stores.getFile(owner(c), c.req.param('id'), c.req.param('fileId'))));
+  app.delete('/vector_stores/:id/files/:fileId', async (c) => {
     await stores.deleteFile(owner(c), c.req.param('id'), c.req.param('fileId'));
     return c.json({ id: c.req.param('fileId'), object: 'vector_store.file.deleted', deleted: true });
   });
-  app.post('/v1/vector_stores/:id/search', async (c) => {
-    const b = await readJson(c, Search);
+  app.post('/vector_stores/:id/search', jsonBody(Search), async (c) => {
+    const b = c.req.valid('json');
     const query = Array.isArray(b.query) ? b.query.join(' ') : b.query;
     const threshold = b.ranking_options?.score_threshold ?? 0;
     const hits = (await stores.search(owner(c), [c.req.param('id')], query, { limit: b.max_num_results, signal: c.req.raw.signal })).filter((h) => h.score >= threshold);

@@ -5,9 +5,8 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import { clearTicketCookies, setTicketCookies } from '../../http/area-ticket.ts';
-import { requireAdmin } from '../../http/auth.ts';
 import type { AppEnv } from '../../http/context.ts';
-import { readJson, validate } from '../../http/validate.ts';
+import { jsonBody, validate } from '../../http/validate.ts';
 import { clientAddress } from '../../runtime/client-address.ts';
 import { TICKET_VALIDITY_MS } from '../../services/admin/area-tickets.ts';
 import type { AdminConsole } from '../../services/admin/console.ts';
@@ -25,12 +24,13 @@ function keyIdOf(owner: { keyId: string | null }): string {
   return owner.keyId;
 }
 
-export function adminConsoleRoutes(admin: AdminConsole) {
+/** Sign-in and logout: open to every caller (the key, and the second factor, are in the body). */
+export function adminSignInRoutes(admin: AdminConsole) {
   const app = new Hono<AppEnv>();
 
-  app.post('/svc/v1/admin/area-ticket', async (c) => {
+  app.post('/area-ticket', jsonBody(SignIn), async (c) => {
     const persist = ['true', '1'].includes(validate(Persist, c.req.query('persist')));
-    const body = await readJson(c, SignIn);
+    const body = c.req.valid('json');
     const issued = await admin.tickets.signIn({ ...body, persist, client: clientAddress(c.req.raw, c.env) ?? 'unknown' });
     setTicketCookies(c, issued, TICKET_VALIDITY_MS / 1000);
     c.header('Cache-Control', 'no-store');
@@ -38,14 +38,19 @@ export function adminConsoleRoutes(admin: AdminConsole) {
     return c.json(rest);
   });
 
-  app.post('/svc/v1/admin/logout', async (c) => {
+  app.post('/logout', async (c) => {
     const ticket = clearTicketCookies(c);
     if (ticket) await admin.tickets.logout(ticket);
     return c.json({ signed_out: true });
   });
+  return app;
+}
 
-  app.use('/svc/v1/admin/session', requireAdmin());
-  app.get('/svc/v1/admin/session', async (c) => {
+/** The console's own views: session, two-factor enrollment, dashboard, start-up settings, recent errors. */
+export function adminConsoleRoutes(admin: AdminConsole) {
+  const app = new Hono<AppEnv>();
+
+  app.get('/session', async (c) => {
     const owner = c.get('owner');
     const ticket = c.get('areaTicket');
     return c.json({
@@ -56,30 +61,25 @@ export function adminConsoleRoutes(admin: AdminConsole) {
     });
   });
 
-  app.use('/svc/v1/admin/2fa', requireAdmin());
-  app.use('/svc/v1/admin/2fa/*', requireAdmin());
-  app.get('/svc/v1/admin/2fa', async (c) => c.json(await admin.twoFactor.status(keyIdOf(c.get('owner')))));
-  app.post('/svc/v1/admin/2fa/setup', async (c) => {
+  app.get('/2fa', async (c) => c.json(await admin.twoFactor.status(keyIdOf(c.get('owner')))));
+  app.post('/2fa/setup', async (c) => {
     const owner = c.get('owner');
     c.header('Cache-Control', 'no-store');
     return c.json(await admin.twoFactor.setup(keyIdOf(owner), owner.name));
   });
-  app.post('/svc/v1/admin/2fa/confirm', async (c) => {
-    const { code } = await readJson(c, Confirm);
+  app.post('/2fa/confirm', jsonBody(Confirm), async (c) => {
+    const { code } = c.req.valid('json');
     c.header('Cache-Control', 'no-store');
     return c.json(await admin.twoFactor.confirm(keyIdOf(c.get('owner')), code));
   });
-  app.post('/svc/v1/admin/2fa/disable', async (c) => {
+  app.post('/2fa/disable', jsonBody(SecondFactor), async (c) => {
     const keyId = keyIdOf(c.get('owner'));
-    const status = await admin.twoFactor.disable(keyId, await readJson(c, SecondFactor));
+    const status = await admin.twoFactor.disable(keyId, c.req.valid('json'));
     return c.json(status);
   });
 
-  app.use('/svc/v1/admin/status', requireAdmin());
-  app.get('/svc/v1/admin/status', async (c) => c.json(await admin.dashboard()));
-  app.use('/svc/v1/admin/config', requireAdmin());
-  app.get('/svc/v1/admin/config', (c) => c.json(admin.startupSettings()));
-  app.use('/svc/v1/admin/errors', requireAdmin());
-  app.get('/svc/v1/admin/errors', (c) => c.json({ object: 'list', data: admin.errors.list() }));
+  app.get('/status', async (c) => c.json(await admin.dashboard()));
+  app.get('/config', (c) => c.json(admin.startupSettings()));
+  app.get('/errors', (c) => c.json({ object: 'list', data: admin.errors.list() }));
   return app;
 }

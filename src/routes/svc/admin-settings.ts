@@ -1,9 +1,8 @@
 /** GET/PATCH /svc/v1/admin/settings: run-time settings such as the Sync Timeout. */
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import { requireAdmin } from '../../http/auth.ts';
 import type { AppEnv } from '../../http/context.ts';
-import { readJson } from '../../http/validate.ts';
+import { jsonBody } from '../../http/validate.ts';
 import type { AdminSettings } from '../../services/admin/settings.ts';
 
 const Patch = v.object({
@@ -13,8 +12,7 @@ const Patch = v.object({
 
 export function adminSettingsRoutes(settings: AdminSettings) {
   const app = new Hono<AppEnv>();
-  app.use('/svc/v1/admin/settings', requireAdmin());
-  app.get('/svc/v1/admin/settings', async (c) => c.json(await settings.view()));
-  app.on(['PATCH', 'PUT'], '/svc/v1/admin/settings', async (c) => c.json(await settings.update(await readJson(c, Patch))));
+  app.get('/settings', async (c) => c.json(await settings.view()));
+  app.on(['PATCH', 'PUT'], '/settings', jsonBody(Patch), async (c) => c.json(await settings.update(c.req.valid('json'))));
   return app;
 }

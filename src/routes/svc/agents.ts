@@ -6,7 +6,7 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
-import { readJson } from '../../http/validate.ts';
+import { jsonBody } from '../../http/validate.ts';
 import type { AgentService } from '../../services/agents/agent-service.ts';
 
 const name = v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "_" or "-"'));
@@ -22,8 +22,10 @@ const AgentBody = v.strictObject({
   tools: v.optional(v.array(v.looseObject({ type: v.literal('function'), function: v.looseObject({ name: v.string() }) }))),
   tool_choice: v.optional(v.unknown()),
   skill: v.optional(name),
-  server_tools: v.optional(v.array(v.string())),
+  server_tools: v.optional(v.array(v.union([v.string(), v.looseObject({ name: v.string() })]))),
   step_limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(32))),
+  memory_store: v.optional(name),
+  memory: v.optional(v.union([v.boolean(), v.strictObject({ recall: v.optional(v.boolean()), write: v.optional(v.boolean()), extract: v.optional(v.picklist(['rules', 'model'])) })])),
 });
 const SkillBody = v.strictObject({
   name,
@@ -37,27 +39,27 @@ export function agentRoutes(agents: AgentService) {
   const app = new Hono<AppEnv>();
   const owner = (c: { get(k: 'owner'): { id: string } }) => c.get('owner').id;
 
-  app.post('/svc/v1/agents', async (c) => {
-    const { name: n, ...config } = await readJson(c, v.object({ ...AgentBody.entries, name }));
+  app.post('/agents', jsonBody(v.object({ ...AgentBody.entries, name })), async (c) => {
+    const { name: n, ...config } = c.req.valid('json');
     const r = await agents.putAgent(owner(c), n, config);
     return c.json(r.agent, r.created ? 201 : 200);
   });
-  app.put('/svc/v1/agents/:name', async (c) => {
-    const { name: _n, ...config } = await readJson(c, AgentBody);
+  app.put('/agents/:name', jsonBody(AgentBody), async (c) => {
+    const { name: _n, ...config } = c.req.valid('json');
     const r = await agents.putAgent(owner(c), c.req.param('name'), config);
     return c.json(r.agent, r.created ? 201 : 200);
   });
-  app.get('/svc/v1/agents', async (c) => c.json({ object: 'list', data: await agents.listAgents(owner(c)) }));
-  app.get('/svc/v1/agents/:name', async (c) => c.json(await agents.getAgent(owner(c), c.req.param('name'))));
-  app.delete('/svc/v1/agents/:name', async (c) => c.json(await agents.deleteAgent(owner(c), c.req.param('name'))));
+  app.get('/agents', async (c) => c.json({ object: 'list', data: await agents.listAgents(owner(c)) }));
+  app.get('/agents/:name', async (c) => c.json(await agents.getAgent(owner(c), c.req.param('name'))));
+  app.delete('/agents/:name', async (c) => c.json(await agents.deleteAgent(owner(c), c.req.param('name'))));
 
-  app.post('/svc/v1/skills', async (c) => c.json(await agents.addSkill(owner(c), await readJson(c, SkillBody)), 201));
-  app.get('/svc/v1/skills', async (c) => c.json({ object: 'list', data: await agents.listSkills(owner(c)) }));
-  app.get('/svc/v1/skills/:name', async (c) => {
+  app.post('/skills', jsonBody(SkillBody), async (c) => c.json(await agents.addSkill(owner(c), c.req.valid('json')), 201));
+  app.get('/skills', async (c) => c.json({ object: 'list', data: await agents.listSkills(owner(c)) }));
+  app.get('/skills/:name', async (c) => {
     const ver = c.req.query('version');
     return c.json(await agents.getSkill(owner(c), c.req.param('name'), ver === undefined ? undefined : Number(ver) || -1));
   });
-  app.get('/svc/v1/skills/:name/versions', async (c) => c.json({ object: 'list', data: await agents.skillVersions(owner(c), c.req.param('name')) }));
-  app.delete('/svc/v1/skills/:name', async (c) => c.json(await agents.deleteSkill(owner(c), c.req.param('name'))));
+  app.get('/skills/:name/versions', async (c) => c.json({ object: 'list', data: await agents.skillVersions(owner(c), c.req.param('name')) }));
+  app.delete('/skills/:name', async (c) => c.json(await agents.deleteSkill(owner(c), c.req.param('name'))));
   return app;
 }

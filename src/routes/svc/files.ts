@@ -13,16 +13,16 @@ export const fileView = (f: StoredFile) => ({
 
 export function fileRoutes(files: FileStore) {
   const app = new Hono<AppEnv>();
-  app.post('/svc/v1/files/upload', async (c) => {
+  app.post('/files/upload', async (c) => {
     if (!isMultipart(c)) throw invalidRequest('send the file as multipart/form-data in the field "file"', [{ field: 'file', message: 'required' }]);
     const mp = await readMultipart(c, files, 'upload');
     const [first, ...rest] = mp.files;
     if (!first) throw invalidRequest('no file part in the request: send the file in the field "file"', [{ field: 'file', message: 'required' }]);
     return c.json({ ...fileView(first.file), files: rest.length ? mp.files.map((f) => fileView(f.file)) : undefined });
   });
-  app.get('/svc/v1/files/:id', async (c) => c.json(fileView(await files.get(c.get('owner').id, c.req.param('id')))));
-  app.get('/svc/v1/files/:id/content', (c) => fileContent(c, files));
-  app.delete('/svc/v1/files/:id', async (c) => {
+  app.get('/files/:id', async (c) => c.json(fileView(await files.get(c.get('owner').id, c.req.param('id')))));
+  app.get('/files/:id/content', (c) => fileContent(c, files));
+  app.delete('/files/:id', async (c) => {
     await files.delete(c.get('owner').id, c.req.param('id'));
     return c.json({ fileId: c.req.param('id'), deleted: true });
   });

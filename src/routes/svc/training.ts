@@ -46,7 +46,7 @@ const ClassifyBody = v.strictObject({
 
 export function trainingRoutes(deps: { runner: TaskRunner; files: FileStore; training: TrainingService }) {
   const app = new Hono<AppEnv>();
-  app.post('/svc/v1/training/classifier', taskHandler<TrainClassifierInput>(deps.runner, {
+  app.post('/training/classifier', taskHandler<TrainClassifierInput>(deps.runner, {
     name: 'train-classifier',
     async input(c) {
       const ti = await readTaskInput(c, deps.files);
@@ -70,7 +70,7 @@ export function trainingRoutes(deps: { runner: TaskRunner; files: FileStore; tra
     },
     run: (input, ctx) => deps.training.trainClassifier(input, ctx),
   }));
-  app.post('/svc/v1/classify', taskHandler<{ model: string; texts: string[] }>(deps.runner, {
+  app.post('/classify', taskHandler<{ model: string; texts: string[] }>(deps.runner, {
     name: 'classify',
     async input(c) {
       const b = await readJson(c, ClassifyBody);

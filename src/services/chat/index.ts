@@ -3,3 +3,4 @@ export { ChatService, opensThinking, templateMessages, type ChatMessageIn, type 
 export { createOutputParser, type OutputDelta, type OutputParser, type OutputParserOptions } from './output-parser.ts';
 export { fromGenerationConfig, fromOllamaOptions, mergeParams, type GenerationParams } from './params.ts';
 export { parseToolCallText, toolFormatOf, type ParsedToolCall, type ToolFormat } from './tool-calls.ts';
+export { truncateEmbedding } from './openai-completions.ts';

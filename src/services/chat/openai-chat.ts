@@ -9,6 +9,7 @@ import { ServiceError } from '../errors.ts';
 import { prepareConstraint, type OutputConstraint, type PreparedConstraint, type ToolSpec } from '../inference/structured/index.ts';
 import type { ChatMessageIn, ChatRequest, ChatResult, ChatService, ChatStream } from './chat-service.ts';
 import type { GenerationParams } from './params.ts';
+import { createCallFragmenter } from './call-fragments.ts';
 import { toolFormatOf, toToolCall, type ParsedToolCall, type ToolFormat } from './tool-calls.ts';
 
 type Body = Record<string, unknown>;
@@ -18,8 +19,6 @@ const bad = (field: string, message: string) =>
 
 /** Fields of the OpenAI request this server does not serve: refused by name, never ignored. */
 export const REFUSED_CHAT_FIELDS: Record<string, (v: unknown) => boolean> = {
-  logprobs: (v) => v === true,
-  top_logprobs: (v) => v !== undefined && v !== null,
   logit_bias: (v) => !!v && typeof v === 'object' && Object.keys(v).length > 0,
   audio: (v) => v !== undefined && v !== null,
   modalities: (v) => Array.isArray(v) && v.some((m) => m !== 'text'),
@@ -39,7 +38,7 @@ export function refuseFields(body: Body, refused: Record<string, (v: unknown) =>
   }
 }
 
-/** Extension fields: validated now; no agents, skills, server tools or memory stores exist yet. */
+/** Extension fields that reach the planner unapplied (agents, skills, server tools and memory are applied by the route first): refused by name. */
 export function checkExtensions(body: Body) {
   const str = (k: string) => {
     const v = body[k];
@@ -194,6 +193,18 @@ function responseConstraint(body: Body): OutputConstraint | undefined {
   throw bad('response_format.type', `"${rf.type}" is not one of text, json_object, json_schema`);
 }
 
+/** logprobs / top_logprobs (0–20, only with logprobs: true) → alternatives per token, or undefined. */
+function logprobsOf(body: Body): number | undefined {
+  const top = num(body, 'top_logprobs', 0, 20);
+  if (top !== undefined && !Number.isInteger(top)) throw bad('top_logprobs', 'must be an integer from 0 to 20');
+  if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean') throw bad('logprobs', 'must be a boolean');
+  if (body.logprobs !== true) {
+    if (top !== undefined) throw bad('top_logprobs', 'requires logprobs: true');
+    return undefined;
+  }
+  return top ?? 0;
+}
+
 export interface ChatPlan {
   request: ChatRequest;
   stream: boolean;
@@ -222,7 +233,7 @@ export function planChat(body: Body, signal?: AbortSignal): ChatPlan {
 
   let toolFormat: ToolFormat | undefined;
   let constraint: PreparedConstraint | undefined;
-  const request: ChatRequest = { model: body.model, messages, tools, params, signal };
+  const request: ChatRequest = { model: body.model, messages, tools, params, signal, logprobs: logprobsOf(body) };
   if (response) constraint = prepareConstraint(response);
   if (forced) {
     // The grammar follows the model's own tool-call form, known once the model is loaded.
@@ -288,7 +299,7 @@ export function choiceOf(plan: ChatPlan, r: ChatResult, index: number) {
       ...(r.message.thinking ? { reasoning_content: r.message.thinking } : {}),
       ...(calls.length ? { tool_calls: calls.map((c, i) => { const { index: _i, ...rest } = toolCallOut(c, i); return rest; }) } : {}),
     },
-    logprobs: null,
+    logprobs: r.logprobs ? { content: r.logprobs, refusal: null } : null,
     finish_reason: finish,
   };
 }
@@ -319,17 +330,26 @@ export async function* chatChunks(s: ChatStream, plan: ChatPlan): AsyncGenerator
   const id = completionId('chatcmpl');
   const created = Math.floor(Date.now() / 1000);
   const usage = plan.includeUsage ? { usage: null } : {};
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
-    id, object: 'chat.completion.chunk', created, model: s.model, system_fingerprint: null,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...usage,
-  });
+  const wantLogprobs = plan.request.logprobs !== undefined;
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => {
+    // the tokens behind this chunk's text (streamed logprobs follow the content they produced)
+    const lp = wantLogprobs && delta.role === undefined ? s.takeLogprobs() : [];
+    return {
+      id, object: 'chat.completion.chunk', created, model: s.model, system_fingerprint: null,
+      choices: [{ index: 0, delta, logprobs: lp.length ? { content: lp, refusal: null } : null, finish_reason: finish }], ...usage,
+    };
+  };
   yield chunk({ role: 'assistant', content: '' });
   const forced = plan.forcedFormat;
   let calls = 0;
   let raw = '';
+  const fragment = createCallFragmenter();
   for await (const d of s) {
     if (forced()) {
-      raw += d.content; // a forced call is sent whole once it is complete
+      // a forced call streams as OpenAI's do: id and name first, then the arguments in fragments
+      raw += d.content;
+      const frags = fragment(d.content);
+      if (frags.length) yield chunk({ tool_calls: frags.map((f) => (f.name !== undefined ? { ...toolCallOut({ name: f.name, arguments: {} }, 0), function: { name: f.name, arguments: f.arguments } } : { index: 0, function: { arguments: f.arguments } })) });
       continue;
     }
     if (d.thinking) yield chunk({ reasoning_content: d.thinking });
@@ -339,7 +359,8 @@ export async function* chatChunks(s: ChatStream, plan: ChatPlan): AsyncGenerator
   const r = await s.result;
   const format = forced();
   if (format) {
-    yield chunk({ tool_calls: [toolCallOut(forcedCall(raw, format), calls++)] });
+    forcedCall(raw, format); // parses (constrained output): the fragments sent form its arguments
+    calls++;
   }
   yield chunk({}, calls ? 'tool_calls' : r.finishReason);
   if (plan.includeUsage) {

@@ -10,6 +10,7 @@ import { bytesToBase64 } from '../base64.ts';
 import { ServiceError } from '../errors.ts';
 import type { InferenceEngine } from '../inference/engine.ts';
 import type { GenerationResult } from '../inference/generate.ts';
+import type { TokenLogprob } from '../inference/logprobs.ts';
 import type { ChatService } from './chat-service.ts';
 import { checkExtensions, choicesCount, completionId, refuseFields, samplingParams, usageOf } from './openai-chat.ts';
 import { mergeParams } from './params.ts';
@@ -18,7 +19,6 @@ type Body = Record<string, unknown>;
 const bad = (field: string, message: string) => new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
 
 export const REFUSED_COMPLETION_FIELDS: Record<string, (v: unknown) => boolean> = {
-  logprobs: (v) => v !== undefined && v !== null && v !== false && v !== 0,
   suffix: (v) => typeof v === 'string' && v !== '',
   best_of: (v) => typeof v === 'number' && v > 1,
   logit_bias: (v) => !!v && typeof v === 'object' && Object.keys(v).length > 0,
@@ -32,6 +32,24 @@ export interface CompletionPlan {
   stream: boolean;
   includeUsage: boolean;
   params: ReturnType<typeof samplingParams>;
+  /** Alternatives per token (0–20) when logprobs were asked for. */
+  logprobs?: number;
+}
+
+/** The legacy completions logprobs object; text offsets count from the start of the choice's text. */
+function legacyLogprobs(lps: TokenLogprob[], offset: number) {
+  const text_offset: number[] = [];
+  let at = offset;
+  for (const t of lps) {
+    text_offset.push(at);
+    at += t.token.length;
+  }
+  return {
+    tokens: lps.map((t) => t.token),
+    token_logprobs: lps.map((t) => t.logprob),
+    top_logprobs: lps.map((t) => Object.fromEntries(t.top_logprobs.map((a) => [a.token, a.logprob]))),
+    text_offset,
+  };
 }
 
 export function planCompletion(body: Body): CompletionPlan {
@@ -46,14 +64,21 @@ export function planCompletion(body: Body): CompletionPlan {
   const so = body.stream_options as { include_usage?: unknown } | undefined | null;
   const params = samplingParams(body);
   if (params.maxTokens === undefined) params.maxTokens = 16; // OpenAI's default for completions
-  return { model: body.model, prompts, n: choicesCount(body, stream), echo: body.echo === true, stream, includeUsage: stream && so?.include_usage === true, params };
+  let logprobs: number | undefined;
+  const lp = body.logprobs;
+  if (lp !== undefined && lp !== null && lp !== false) {
+    if (typeof lp !== 'number' || !Number.isInteger(lp) || lp < 0 || lp > 20) throw bad('logprobs', 'must be an integer from 0 to 20');
+    if (body.echo === true) throw bad('logprobs', 'is not supported together with echo (the prompt tokens are not scored)');
+    logprobs = lp;
+  }
+  return { model: body.model, prompts, n: choicesCount(body, stream), echo: body.echo === true, stream, includeUsage: stream && so?.include_usage === true, params, logprobs };
 }
 
 async function generation(chat: ChatService, engine: InferenceEngine, plan: CompletionPlan, prompt: string, i: number, signal?: AbortSignal) {
   const m = await chat.resolve(plan.model, 'generation');
   const params = mergeParams(m.defaults, plan.params);
   if (params.seed !== undefined) params.seed = (params.seed + i) >>> 0;
-  const gen = await engine.generate(m.engineSpec, { prompt }, { ...params, signal });
+  const gen = await engine.generate(m.engineSpec, { prompt }, { ...params, signal, logprobs: plan.logprobs });
   return { model: m.name, gen };
 }
 
@@ -70,7 +95,7 @@ export async function completion(chat: ChatService, engine: InferenceEngine, pla
       }
       const r = await g.gen.result;
       results.push(r);
-      choices.push({ index: pi * plan.n + k, text: (plan.echo ? prompt : '') + r.text, logprobs: null, finish_reason: r.finishReason });
+      choices.push({ index: pi * plan.n + k, text: (plan.echo ? prompt : '') + r.text, logprobs: r.logprobs ? legacyLogprobs(r.logprobs, 0) : null, finish_reason: r.finishReason });
     }
   }
   const usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
@@ -85,10 +110,16 @@ export async function completionChunks(chat: ChatService, engine: InferenceEngin
   const { model, gen } = await generation(chat, engine, plan, plan.prompts[0], 0, signal);
   const id = completionId('cmpl');
   const created = Math.floor(Date.now() / 1000);
-  const chunk = (text: string, finish: string | null = null) => ({
-    id, object: 'text_completion', created, model, system_fingerprint: null,
-    choices: [{ index: 0, text, logprobs: null, finish_reason: finish }], ...(plan.includeUsage ? { usage: null } : {}),
-  });
+  let offset = 0;
+  const chunk = (text: string, finish: string | null = null) => {
+    const lps = plan.logprobs !== undefined ? gen.takeLogprobs() : [];
+    const logprobs = lps.length ? legacyLogprobs(lps, offset) : null;
+    offset += text.length;
+    return {
+      id, object: 'text_completion', created, model, system_fingerprint: null,
+      choices: [{ index: 0, text, logprobs, finish_reason: finish }], ...(plan.includeUsage ? { usage: null } : {}),
+    };
+  };
   return (async function* () {
     if (plan.echo) yield chunk(plan.prompts[0]);
     for await (const t of gen) yield chunk(t);
@@ -116,6 +147,11 @@ export function planEmbeddings(body: Body): EmbeddingPlan {
   const d = body.dimensions;
   if (d !== undefined && d !== null && (typeof d !== 'number' || !Number.isInteger(d) || d < 1)) throw bad('dimensions', 'must be a positive integer');
   return { model: body.model, inputs, base64: fmt === 'base64', dimensions: (d as number | undefined) ?? undefined };
+}
+
+/** The first `dims` components, renormalised to unit length (Matryoshka-style truncation). */
+export function truncateEmbedding(vec: number[], dims: number): number[] {
+  return shape(vec, dims);
 }
 
 function shape(vec: number[], dims: number | undefined): number[] {

@@ -114,6 +114,9 @@ function sniffText(head: Uint8Array): DocFormat | null {
   const text = decodeTextHead(head);
   if (text === null || text.trim() === '') return null;
   const t = text.replace(/^\uFEFF/, '');
+  // Text-based formats that are programs or page descriptions, not prose: PostScript, EPS, PDF-like
+  // headers without a body, RTF. Reading them as plain text would "convert" their source code.
+  if (/^(%!|%PDF-|\{\\rtf)/.test(t)) return null;
   const start = t.trimStart().slice(0, 2000).toLowerCase();
   if (/^(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*<!doctype html/.test(start) || /^(<\?xml[^>]*>\s*)?<(html|head|body)[\s>]/.test(start)) return 'html';
   if (isEml(t)) return 'eml';

@@ -1,7 +1,7 @@
 /** Typed, positioned document elements: what layout analysis produces and every output format renders. */
 export type ElementType =
   | 'title' | 'section_header' | 'paragraph' | 'list_item' | 'table' | 'figure' | 'caption'
-  | 'page_header' | 'page_footer' | 'formula';
+  | 'page_header' | 'page_footer' | 'formula' | 'code';
 
 /** Points (1/72 in), origin top-left of the displayed page; for images and OCR'd pages, of the upright page. */
 export interface BBox { x: number; y: number; width: number; height: number }
@@ -34,6 +34,8 @@ export interface DocElement {
   caption?: string;
   /** figures with include_figure_images: the cropped region */
   image?: { mime_type: string; data: string } | null;
+  /** code blocks: the language when it is evident (console, c, python, javascript) */
+  language?: string;
   /** where the text came from */
   source?: 'text' | 'ocr';
 }
@@ -79,6 +81,7 @@ export function elementsToMarkdown(elements: DocElement[]): string {
       case 'table': s = markdownTable(tableGrid(e)); break;
       case 'figure': s = '<!-- image -->'; break;
       case 'formula': s = `$$\n${e.text}\n$$`; break;
+      case 'code': s = `\`\`\`${e.language ?? ''}\n${e.text.replace(/\s+$/, '')}\n\`\`\``; break;
       case 'caption': s = `*${oneLine(e.text)}*`; break;
       default: s = e.text.trim();
     }
@@ -124,6 +127,7 @@ export function elementsToHtml(elements: DocElement[], title = 'document'): stri
       case 'page_header': body.push(`<header${attrs}>${esc(oneLine(e.text))}</header>`); break;
       case 'page_footer': body.push(`<footer${attrs}>${esc(oneLine(e.text))}</footer>`); break;
       case 'formula': body.push(`<div class="formula"${attrs}>${esc(e.text)}</div>`); break;
+      case 'code': body.push(`<pre${attrs}><code${e.language ? ` class="language-${e.language}"` : ''}>${esc(e.text)}</code></pre>`); break;
       default: body.push(`<p${attrs}>${esc(e.text.trim()).replace(/\n/g, '<br>')}</p>`);
     }
   }
@@ -182,6 +186,7 @@ export function elementsToDocTags(elements: DocElement[], pages: PageMeta[]): st
       case 'page_header': out.push(`<page_header>${loc(e)}${text}</page_header>`); break;
       case 'page_footer': out.push(`<page_footer>${loc(e)}${text}</page_footer>`); break;
       case 'formula': out.push(`<formula>${loc(e)}${text}</formula>`); break;
+      case 'code': out.push(`<code>${loc(e)}${e.language ? `<_${e.language}_>` : ''}${esc(e.text)}</code>`); break;
       default: out.push(`<text>${loc(e)}${text}</text>`);
     }
   }

@@ -27,12 +27,17 @@ export interface InWord { text: string; box: BBox; font?: string; fontSize: numb
 export interface InLine { text: string; box: BBox; words: InWord[] }
 export interface InPage { page: number; width: number; height: number; lines: InLine[]; images: { box: BBox }[]; source: 'text' | 'ocr'; rotation?: number; deskew?: number }
 
-interface Seg { text: string; box: BBox; size: number; bold: boolean; chars: number; words: InWord[]; page: number }
+interface Seg { text: string; box: BBox; size: number; bold: boolean; mono: boolean; chars: number; words: InWord[]; page: number }
 type Unit = { kind: 'seg'; seg: Seg; box: BBox } | { kind: 'table'; el: DocElement; box: BBox } | { kind: 'image'; box: BBox };
 
 const BULLET = /^([•◦▪▫●○■□‣⁃∙·*+–—-])(\s+|$)/;
 const ENUM = /^(\(?(\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)])(\s+|$)/;
 const isBoldFont = (f = '') => /bold|black|heavy|semibold|demi/i.test(f);
+/** Monospaced font names as producers write them (Courier, DejaVu Sans Mono, Consolas, TeX's cmtt, …). */
+const MONO_FONT = /mono|courier|consol|menlo|inconsolata|typewriter|cmtt|lmtt|sfmono|code|fixed/i;
+const isMono = (w: InWord) => !!w.font && MONO_FONT.test(w.font);
+/** A line that reads as code or a shell command: braces, statement ends, calls, preprocessor lines, a prompt. */
+const CODE_LINE = /^\s*([{}]|#\s*(include|define|if|endif)\b|\$ [a-z]|(return|if|for|while|int|void|char|const|let|var|def|import|from)\b.*[;:{(]|\w+\s*\([^)]*\)\s*[;{])|[;{}]\s*$/;
 const right = (b: BBox) => b.x + b.width;
 const bottom = (b: BBox) => b.y + b.height;
 const unionBox = (bs: BBox[]): BBox => {
@@ -50,6 +55,12 @@ function segmentsOf(p: InPage): Seg[] {
     const words = [...line.words].filter((w) => w.text.trim()).sort((a, b) => a.box.x - b.box.x);
     let cur: InWord[] = [];
     const flush = () => { if (cur.length) out.push(makeSeg(cur, p.page)); cur = []; };
+    // justified text spreads every gap of a line alike; a column gutter or a table cell boundary is a gap
+    // far wider than the line's usual one, or wider than justification ever stretches a space
+    const gaps = words.slice(1).map((w, k) => w.box.x - right(words[k]!.box)).filter((g) => g > 0).sort((a, b) => a - b);
+    const usual = gaps.length >= 5 ? gaps[(gaps.length - 1) >> 1]! : 0;
+    // a justified line stretches every space by the same amount: equal gaps (to the glyphs' side bearings)
+    const even = gaps.length >= 3 && gaps[gaps.length - 1]! - gaps[0]! <= Math.max(1.2, gaps[(gaps.length - 1) >> 1]! * 0.15);
     for (const w of words) {
       const prev = cur[cur.length - 1];
       if (prev) {
@@ -57,7 +68,8 @@ function segmentsOf(p: InPage): Seg[] {
         const em = Math.max(prev.fontSize, w.fontSize, 4);
         const markerOnly = cur.length === 1 && (BULLET.test(prev.text) || ENUM.test(prev.text));
         const vertical = Math.abs(w.box.y + w.box.height / 2 - (prev.box.y + prev.box.height / 2)) > Math.max(prev.box.height, w.box.height) * 0.7;
-        if (vertical || (gap > em * 1.0 && !(markerOnly && gap < em * 3))) flush();
+        const wide = even ? gap > em * 6 : gap > em * 1.0 && (gap > em * 2.5 || gap > usual * 2.2 || isMono(prev) !== isMono(w));
+        if (vertical || (wide && !(markerOnly && gap < em * 3))) flush();
       }
       cur.push(w);
     }
@@ -71,7 +83,10 @@ function makeSeg(words: InWord[], page: number): Seg {
   const chars = words.reduce((s, w) => s + w.text.length, 0);
   const sizes = words.map((w) => w.fontSize).sort((a, b) => a - b);
   const boldChars = words.reduce((s, w) => s + (w.bold ?? isBoldFont(w.font) ? w.text.length : 0), 0);
-  return { text, box: unionBox(words.map((w) => w.box)), size: sizes[sizes.length >> 1]!, bold: boldChars > chars * 0.6, chars, words, page };
+  const monoChars = words.reduce((s, w) => s + (isMono(w) ? w.text.length : 0), 0);
+  // OCR knows no fonts: there a line of code is known by its text
+  const mono = words[0]?.font === undefined ? CODE_LINE.test(text) : monoChars > chars * 0.6;
+  return { text, box: unionBox(words.map((w) => w.box)), size: sizes[sizes.length >> 1]!, bold: boldChars > chars * 0.6, mono, chars, words, page };
 }
 
 // ---------------------------------------------------------------- 2. headers and footers
@@ -81,7 +96,15 @@ const PAGE_NUMBER = /^(page\s*)?[#\d]+(\s*(of|\/)\s*[#\d]+)?$|^[-–]\s*\d+\s*[-
 
 function markMargins(pages: InPage[], segs: Seg[][]): Set<Seg> {
   const marginal = new Set<Seg>();
-  const zone = (p: InPage, s: Seg) => (bottom(s.box) <= p.height * 0.09 ? 'top' : s.box.y >= p.height * 0.91 ? 'bottom' : null);
+  // the band: the top or bottom 12% of the page, and the first or last line there (a book's running head
+  // sits a little lower than a letter's, and body text never comes above it)
+  const edges = pages.map((_, i) => ({ top: Math.min(...segs[i]!.map((s) => s.box.y)), foot: Math.max(...segs[i]!.map((s) => bottom(s.box))) }));
+  const zone = (p: InPage, s: Seg) => {
+    const e = edges[pages.indexOf(p)]!;
+    if (bottom(s.box) <= p.height * 0.09 || (bottom(s.box) <= p.height * 0.12 && s.box.y <= e.top + s.box.height * 0.5)) return 'top';
+    if (s.box.y >= p.height * 0.91 || (s.box.y >= p.height * 0.88 && bottom(s.box) >= e.foot - s.box.height * 0.5)) return 'bottom';
+    return null;
+  };
   const counts = new Map<string, Set<number>>();
   pages.forEach((p, i) => {
     for (const s of segs[i]!) {
@@ -92,11 +115,19 @@ function markMargins(pages: InPage[], segs: Seg[][]): Set<Seg> {
       counts.get(key)!.add(p.page);
     }
   });
+  // a band line that carries the page's printed number at one end ("12 Chapter 3", "3.1 Scope 13"): the
+  // printed numbers follow the page index at one offset through the document
+  const folio = (s: Seg) => { const m = /^(\d{1,4})\s+\D.*$|^.*\D\s+(\d{1,4})$/.exec(s.text.trim()); return m && s.words.length <= 12 ? Number(m[1] ?? m[2]) : null; };
+  const offsets = new Map<number, number>();
+  pages.forEach((p, i) => { for (const s of segs[i]!) { const n = zone(p, s) ? folio(s) : null; if (n !== null) offsets.set(n - p.page, (offsets.get(n - p.page) ?? 0) + 1); } });
+  const [offset, seen] = [...offsets.entries()].sort((a, b) => b[1] - a[1])[0] ?? [0, 0];
   pages.forEach((p, i) => {
     for (const s of segs[i]!) {
       const z = zone(p, s);
       if (!z) continue;
-      const repeated = pages.length >= 2 && counts.get(`${z}:${maskDigits(s.text)}`)!.size >= Math.max(2, pages.length * 0.5);
+      if (seen >= 3 && folio(s) === p.page + offset) { marginal.add(s); continue; }
+      // repeated on half the pages, or on three or more (a chapter's running head in a long book)
+      const repeated = pages.length >= 2 && counts.get(`${z}:${maskDigits(s.text)}`)!.size >= Math.max(2, Math.min(pages.length * 0.5, 3));
       if (repeated || PAGE_NUMBER.test(s.text.trim())) marginal.add(s);
     }
   });
@@ -155,7 +186,14 @@ function findTables(segs: Seg[], page: number, body: number): { tables: { el: Do
       const c = cols.find((cc) => sg.box.x >= cc.x0 - 1 && sg.box.x <= cc.x1);
       return c && sg.box.width >= (c.x1 - c.x0) * 0.8;
     }).length;
-    const prose = avgWords >= 3 && filling >= segsOfRun.length * 0.6;
+    // ... and they continue above or below it: a line of five or more words right next to the run, starting
+    // where one of its columns starts, means the run is a few lines of side-by-side columns of text
+    const inRun = new Set(segsOfRun);
+    const top = Math.min(...segsOfRun.map((sg) => sg.box.y)), foot = Math.max(...segsOfRun.map((sg) => bottom(sg.box)));
+    const lead = Math.max(body, 6) * 0.8;
+    const continues = segs.some((sg) => !inRun.has(sg) && sg.words.length >= 5 && cols.some((c) => Math.abs(sg.box.x - c.x0) <= 3) &&
+      ((top - bottom(sg.box) >= -1 && top - bottom(sg.box) < lead) || (sg.box.y - foot >= -1 && sg.box.y - foot < lead)));
+    const prose = (avgWords >= 3 && filling >= segsOfRun.length * 0.6) || continues;
     if (run.length >= 2 && cols.length >= 2 && avgWords <= 5 && longest <= 12 && !prose) {
       const cells: TableCell[] = [];
       run.forEach((r, ri) => {
@@ -253,9 +291,13 @@ function blocksOf(segs: Seg[], body: number): Block[] {
   for (const s of segs) {
     const cur = blocks[blocks.length - 1];
     const last = cur?.segs[cur.segs.length - 1];
-    const marker = listMarker(s.text, s.words[0]?.font === undefined);
+    const marker = s.mono ? null : listMarker(s.text, s.words[0]?.font === undefined);
     let join = false;
-    if (cur && last && !marker) {
+    if (cur && last && (s.mono || last.mono)) {
+      // a code block: monospaced lines that follow each other, blank lines inside allowed
+      const gap = s.box.y - bottom(last.box);
+      join = s.mono && last.mono && gap > -last.box.height * 0.5 && gap < Math.max(last.box.height, 4) * 2.6 && (s.words[0]?.font === undefined || Math.abs(s.size - last.size) <= 0.6); // OCR sizes come from ink heights
+    } else if (cur && last && !marker) {
       const gap = s.box.y - bottom(last.box);
       const tol = s.words[0]?.font === undefined ? 0.15 : 0.08; // OCR sizes are estimates
       const sameStyle = Math.abs(s.size - last.size) <= Math.max(0.6, last.size * tol) && s.bold === last.bold;
@@ -270,15 +312,79 @@ function blocksOf(segs: Seg[], body: number): Block[] {
   return blocks;
 }
 
-function joinLines(segs: Seg[]): string {
+/**
+ * Lists whose bullets are drawn as shapes (no marker in the text layer): a block indented from the
+ * paragraph before it in the same column, none of whose lines reaches that paragraph's right edge, is a
+ * list; each of its lines that starts with a capital (or digit) starts an item.
+ */
+function splitGraphicLists(blocks: Block[], body: number, last: { para: { x0: number; x1: number } | null }): Block[] {
+  const out: Block[] = [];
+  let para = last.para;
+  const em = Math.max(body, 6);
+  for (const b of blocks) {
+    const x0 = Math.min(...b.segs.map((s) => s.box.x)), x1 = Math.max(...b.segs.map((s) => right(s.box)));
+    const plain = !b.list && !b.segs.some((s) => s.mono) && b.segs.every((s) => Math.abs(s.size - body) <= 0.6 && !s.bold);
+    if (plain && para && b.segs.length >= 2 && x0 >= para.x0 + em * 1.2 && x0 < para.x0 + em * 6 && x1 < para.x1 - em * 2) {
+      for (const s of b.segs) {
+        const last = out[out.length - 1];
+        if (/^[\p{Lu}\p{N}]/u.test(s.text) || !last?.list) out.push({ segs: [s], list: { marker: '•', ordered: false } });
+        else last.segs.push(s);
+      }
+      continue;
+    }
+    if (plain && b.segs.length >= 2) para = { x0, x1 };
+    out.push(b);
+  }
+  last.para = para;
+  return out;
+}
+
+/**
+ * Lines of a block joined with spaces. A hyphen that ends a line before a lowercase word is taken out
+ * (hyphenation), unless the document also writes that word with its hyphen inside a line ("machine-readable").
+ */
+function joinLines(segs: Seg[], hyphenated: Set<string>): string {
   let text = '';
   for (const s of segs) {
     const t = s.text.trim();
     if (!text) text = t;
-    else if (/[\p{L}]-$/u.test(text) && /^\p{Ll}/u.test(t)) text = text.slice(0, -1) + t;
-    else text += ` ${t}`;
+    else if (/[\p{L}]-$/u.test(text) && /^\p{Ll}/u.test(t)) {
+      const head = /[\p{L}-]+-$/u.exec(text)![0], tail = /^[\p{L}-]+/u.exec(t)![0];
+      text = hyphenated.has(`${head}${tail}`.toLowerCase()) ? text + t : text.slice(0, -1) + t;
+    } else text += ` ${t}`;
   }
   return text;
+}
+
+/** A code block's text: one line per segment, indentation from its offset in character widths, blank lines kept. */
+function codeText(segs: Seg[]): string {
+  const x0 = Math.min(...segs.map((s) => s.box.x));
+  // the character pitch: a word's ink is its advances less about half a character of side bearings
+  const long = segs.flatMap((s) => s.words).filter((w) => [...w.text].length >= 3);
+  const widths = (long.length ? long : segs.flatMap((s) => s.words)).map((w) => w.box.width / Math.max(1, [...w.text].length - 0.4)).sort((a, b) => a - b);
+  const cw = widths[widths.length >> 1] || 1;
+  const lines: string[] = [];
+  segs.forEach((s, i) => {
+    const prev = segs[i - 1];
+    if (prev && s.box.y - bottom(prev.box) > prev.box.height * 0.8) lines.push('');
+    // words of a code line keep their spacing: gaps wider than one character become runs of spaces
+    let line = ' '.repeat(Math.max(0, Math.round((s.box.x - x0) / cw)));
+    s.words.forEach((w, k) => {
+      if (k) line += ' '.repeat(Math.max(1, Math.round((w.box.x - right(s.words[k - 1]!.box)) / cw - 0.4))); // less the side bearings
+      line += w.text;
+    });
+    lines.push(line);
+  });
+  return lines.join('\n');
+}
+
+/** The language of a code block when it is evident from its first lines. */
+function codeLanguage(code: string): string | undefined {
+  if (/^\$ \S/m.test(code) && code.split('\n').every((l) => !l.trim() || /^\$ /.test(l) || !/[;{}]$/.test(l))) return 'console';
+  if (/^#include\s*[<"]|\bint main\s*\(/m.test(code)) return 'c';
+  if (/^(def |import |from \S+ import )/m.test(code) && !/[;{]$/m.test(code)) return 'python';
+  if (/\b(const|let|function)\b.*[=({]/.test(code) && /[;{}]$/m.test(code)) return 'javascript';
+  return undefined;
 }
 
 const MATH = /[=∑∫√±×÷≤≥≈≠∞∂∇∈∉⊂⊆∀∃→⇒αβγδεθλμπσφωΣΠΔΩ^]/gu;
@@ -288,6 +394,16 @@ function isFormula(text: string): boolean {
   const words = text.split(/\s+/).filter((w) => /^\p{L}{3,}$/u.test(w)).length;
   return math >= 2 && words <= 3;
 }
+
+/** A section number that opens a heading: "2", "2.", "2.1", "2.1.3", "A.2" (then a space and a capital). */
+const SECTION_NUMBER = /^((?:\d{1,2}(?:\.\d{1,2}){0,4}|[A-Z](?:\.\d{1,2}){1,4})\.?)\s+\p{Lu}/u;
+/** One to four people's names ("Ada Lovelace", "J. R. Smith and Mary Jones"). */
+const PERSON_NAMES = /^(\p{Lu}[\p{Ll}'’-]*\.?(\s+\p{Lu}[\p{Ll}'’-]*\.?){1,3})(\s*(,|and|&)\s*\p{Lu}[\p{Ll}'’-]*\.?(\s+\p{Lu}[\p{Ll}'’-]*\.?){1,3}){0,3}$/u;
+const mode = (xs: number[]) => {
+  const c = new Map<number, number>();
+  for (const x of xs) c.set(x, (c.get(x) ?? 0) + 1);
+  return [...c.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]![0];
+};
 
 const CAPTION = /^(fig(ure)?|image|chart|plate|table|tab)\.?\s*[\dIVX]+[a-z]?\s*[.:—–-]?/i;
 
@@ -299,9 +415,11 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
   for (const s of segsByPage.flat()) bySize.set(Math.round(s.size * 2) / 2, (bySize.get(Math.round(s.size * 2) / 2) ?? 0) + s.chars);
   const body = [...bySize.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 10;
   const marginal = markMargins(pages, segsByPage);
+  const hyphenated = new Set(segsByPage.flat().flatMap((s) => s.words.map((w) => w.text.toLowerCase().replace(/^[^\p{L}]+|[^\p{L}]+$/gu, ''))).filter((w) => /\p{L}-\p{L}/u.test(w)));
 
   interface Pending { el: DocElement; size: number; bold: boolean; headingCandidate: boolean }
   const pending: Pending[] = [];
+  const lastPara: { para: { x0: number; x1: number } | null } = { para: null }; // the paragraph before, across pages
   pages.forEach((p, pi) => {
     const segs = segsByPage[pi]!;
     const margins = segs.filter((s) => marginal.has(s));
@@ -318,11 +436,18 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
     // runs of consecutive segments form blocks; tables and images stand alone
     let run: Seg[] = [];
     const flushRun = () => {
-      for (const b of blocksOf(run, body)) {
-        const text = joinLines(b.segs);
+      for (const b of splitGraphicLists(blocksOf(run, body), body, lastPara)) {
+        if (b.segs.every((s) => s.mono)) {
+          const code = codeText(b.segs), language = codeLanguage(code);
+          pending.push({ el: { type: 'code', text: code, page: p.page, bbox: unionBox(b.segs.map((s) => s.box)), source: p.source, ...(language ? { language } : {}) }, size: body, bold: false, headingCandidate: false });
+          continue;
+        }
+        const text = joinLines(b.segs, hyphenated);
         const size = Math.max(...b.segs.map((s) => s.size));
         const bold = b.segs.every((s) => s.bold);
         const el: DocElement = { type: 'paragraph', text, page: p.page, bbox: unionBox(b.segs.map((s) => s.box)), source: p.source };
+        // "1. Introduction" set larger or bold is a numbered section heading, not an enumerated list item
+        if (b.list?.ordered && b.segs.length <= 2 && (size >= body * 1.15 || bold) && SECTION_NUMBER.test(text)) b.list = null;
         if (b.list) {
           el.type = 'list_item';
           el.ordered = b.list.ordered;
@@ -331,8 +456,10 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
           if (!b.list.ordered) el.marker = '•';
         } else if (isFormula(text)) el.type = 'formula';
         const words = text.split(/\s+/).length;
+        // OCR sizes and weights are estimates: there only a clearly larger line is a heading
+        const ocr = p.source === 'ocr';
         const headingCandidate = !b.list && el.type === 'paragraph' && words <= 20 && b.segs.length <= 3 && !/[.:;,]$/.test(text) && /\p{L}/u.test(text) &&
-          (size >= body * 1.15 || (bold && words <= 12));
+          (ocr ? size >= body * 1.25 || (SECTION_NUMBER.test(text) && size >= body * 1.1) : size >= body * 1.15 || (bold && words <= 12));
         pending.push({ el, size, bold, headingCandidate });
       }
       run = [];
@@ -347,7 +474,8 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
     for (const m of margins.filter((s) => bottom(s.box) > p.height * 0.5)) pending.push({ el: { type: 'page_footer', text: m.text, page: p.page, bbox: m.box, source: p.source }, size: m.size, bold: m.bold, headingCandidate: false });
   });
 
-  // heading levels by size (larger = higher), bold body-size headings last
+  // heading levels by size (larger = higher), bold body-size headings last; then section numbering, where
+  // present, decides: "2." and "2" are one level, "2.1" the next below, whatever sizes the author chose
   const headSizes = [...new Set(pending.filter((x) => x.headingCandidate).map((x) => Math.round(x.size * 2) / 2))].sort((a, b) => b - a);
   const firstPage = pages[0]?.page;
   const titleSize = headSizes[0];
@@ -362,6 +490,36 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
     x.el.type = 'section_header';
     x.el.level = Math.min(6, 2 + rank - (titleSize !== undefined && headSizes.length > 1 && titleSize >= body * 1.3 && rank > 0 ? 1 : 0));
   }
+
+  const numbered = pending.filter((x) => x.el.type === 'section_header' && SECTION_NUMBER.test(x.el.text));
+  if (numbered.length >= 2) {
+    // between the title and the first numbered section, a short run of capitalised names is a byline
+    for (const x of pending) {
+      if (x === numbered[0]) break;
+      if (x.el.type === 'section_header' && x.el.page === firstPage && PERSON_NAMES.test(x.el.text)) { x.el.type = 'paragraph'; delete x.el.level; }
+    }
+    const depth = (t: string) => SECTION_NUMBER.exec(t)![1]!.split('.').filter(Boolean).length;
+    // the level the author's top-level sections got from their size (the most common among depth 1)
+    const tops = numbered.filter((x) => depth(x.el.text) === 1).map((x) => x.el.level!);
+    const base = tops.length ? mode(tops) : Math.max(2, mode(numbered.map((x) => x.el.level! - depth(x.el.text) + 1)));
+    for (const x of numbered) x.el.level = Math.min(6, base + depth(x.el.text) - 1);
+  }
+
+  // a paragraph cut by a page or column break continues on the next page or column: it ends without closing
+  // punctuation and the next element is a paragraph of the same size that starts in lowercase
+  const joined: Pending[] = [];
+  let open: Pending | null = null;
+  for (const x of pending) {
+    if (x.el.type === 'page_header' || x.el.type === 'page_footer') { joined.push(x); continue; }
+    const moved = open && (x.el.page !== open.el.page || (x.el.bbox && open.el.bbox && (x.el.bbox.y < open.el.bbox.y || Math.abs(x.el.bbox.x - open.el.bbox.x) > open.el.bbox.width * 0.5)));
+    if (open && moved && x.el.type === 'paragraph' && Math.abs(x.size - open.size) <= 0.6 && !/[.!?:;]["”’)]?$/.test(open.el.text) && /^[\p{Ll}\p{N}(]/u.test(x.el.text)) {
+      open.el.text = joinLines([{ text: open.el.text } as Seg, { text: x.el.text } as Seg], hyphenated);
+      continue;
+    }
+    open = x.el.type === 'paragraph' ? x : null;
+    joined.push(x);
+  }
+  pending.splice(0, pending.length, ...joined);
 
   // captions next to figures and tables
   const elements = pending.map((x) => x.el);

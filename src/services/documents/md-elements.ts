@@ -61,9 +61,10 @@ export function markdownToElements(md: string): DocElement[] {
     if (/^```|^~~~/.test(l)) {
       flush();
       const fence = l.trim().slice(0, 3);
+      const language = l.trim().slice(3).trim().split(/\s/)[0];
       const code: string[] = [];
       while (++i < lines.length && !lines[i]!.trim().startsWith(fence)) code.push(lines[i]!);
-      out.push({ ...base, type: 'paragraph', text: code.join('\n') });
+      out.push({ ...base, type: 'code', text: code.join('\n'), ...(language ? { language } : {}) });
       continue;
     }
     if (/^\$\$/.test(l.trim())) {

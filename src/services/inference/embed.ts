@@ -5,6 +5,7 @@
  */
 import type { LoadedModel } from './load.ts';
 import type { PoolingMode } from './model-files.ts';
+import { tokenizeOffLoop } from './tokenize-off-loop.ts';
 
 export interface EmbedOptions {
   /** Cut over-long inputs to the window instead of chunking them. */
@@ -13,6 +14,7 @@ export interface EmbedOptions {
   normalize?: boolean;
   /** Sequences per session run. */
   batchSize?: number;
+  signal?: AbortSignal;
 }
 
 export interface EmbedResult {
@@ -33,8 +35,9 @@ export async function embedTexts(m: LoadedModel, texts: string[], o: EmbedOption
   const owner: number[] = [];
   const tokens: number[] = [];
   const chunks: number[] = [];
+  const ahead = await tokenizeOffLoop(m, texts, false, o.signal);
   texts.forEach((text, i) => {
-    const ids = tok(text, { add_special_tokens: false }).input_ids.tolist()[0].map(Number);
+    const ids = ahead?.[i] ?? tok(text, { add_special_tokens: false }).input_ids.tolist()[0].map(Number);
     const parts = o.truncate ? [ids.slice(0, window)] : chunkTokenIds(ids, window);
     chunks.push(parts.length);
     tokens.push(parts.reduce((n, p) => n + p.length + prefix.length + suffix.length, 0));

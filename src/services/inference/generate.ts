@@ -10,6 +10,8 @@ import { createAsyncQueue } from './async-queue.ts';
 import { createDetokenizer } from './detokenizer.ts';
 import { createStopMatcher } from './stop-strings.ts';
 import { batchDecoderFor } from './batch-decoder.ts';
+import { createLogprobRecorder, type TokenLogprob } from './logprobs.ts';
+import { vocabOf } from './structured/vocab.ts';
 import { createPenaltyProcessor, createSamplerProcessor, type LogitsProcessorLike, type PenaltyOptions, type SamplingOptions } from './sampling.ts';
 
 export type GenerationInput = { prompt: string } | ChatInput;
@@ -33,6 +35,8 @@ export interface GenerateOptions extends SamplingOptions, PenaltyOptions {
    * batch path is used whenever the model's graph allows it).
    */
   batching?: boolean;
+  /** Record each generated token's log-probability with this many alternatives (0–20); undefined = off. */
+  logprobs?: number;
 }
 
 export type FinishReason = 'stop' | 'length';
@@ -42,6 +46,8 @@ export interface GenerationResult {
   promptTokens: number;
   completionTokens: number;
   finishReason: FinishReason;
+  /** Per generated token (end-of-sequence excluded), when asked for. */
+  logprobs?: TokenLogprob[];
   /** The stop string that ended the output (finishReason stop), when one did. */
   stopSequence?: string;
   /** Nanoseconds: model load (0 when already resident), prompt eval (until the first token), eval (the rest). */
@@ -53,6 +59,8 @@ export interface TextGeneration extends AsyncIterable<string> {
   result: Promise<GenerationResult>;
   /** The rendered prompt (what the model saw). */
   prompt: string;
+  /** Log-probabilities of the tokens generated since the last call (empty unless asked for). */
+  takeLogprobs(): TokenLogprob[];
   /** Tokens of the rendered prompt. */
   promptTokens: number;
 }
@@ -60,17 +68,36 @@ export interface TextGeneration extends AsyncIterable<string> {
 /** Monotonic time in nanoseconds (performance.now has microsecond resolution). */
 const now = () => performance.now() * 1e6;
 
+/** The prompt text the model sees, and whether the tokenizer adds its special tokens to it. */
+export function renderPrompt(m: LoadedModel, input: GenerationInput): { prompt: string; addSpecialTokens: boolean } {
+  return 'prompt' in input ? { prompt: input.prompt, addSpecialTokens: true } : { prompt: renderChatPrompt(m.tokenizer, input), addSpecialTokens: false };
+}
+
+/**
+ * A prompt rendered ahead; `ids` when it was tokenized ahead too (large prompts, in the worker pool);
+ * `vision` when it holds images: the processor's output (input_ids with the image tokens expanded,
+ * attention_mask, pixel_values and what else the model takes).
+ */
+export interface PreparedPrompt { prompt: string; addSpecialTokens: boolean; ids?: number[]; vision?: { input_ids: { dims: number[] }; attention_mask: unknown } }
+
 /** Tokens of a prompt exactly as generateText would feed it (count_tokens-style answers). */
 export function countPromptTokens(m: LoadedModel, input: GenerationInput): number {
-  const prompt = 'prompt' in input ? input.prompt : renderChatPrompt(m.tokenizer, input);
-  const encoded = m.tokenizer(prompt, { add_special_tokens: 'prompt' in input }) as unknown as { input_ids: { dims: number[] } };
+  const { prompt, addSpecialTokens } = renderPrompt(m, input);
+  const encoded = m.tokenizer(prompt, { add_special_tokens: addSpecialTokens }) as unknown as { input_ids: { dims: number[] } };
   return encoded.input_ids.dims[1];
 }
 
-export function generateText(m: LoadedModel, input: GenerationInput, opts: GenerateOptions = {}, loadNs = 0): TextGeneration {
+function encodedOf(m: LoadedModel, ids: number[]): { input_ids: { dims: number[] }; attention_mask: unknown } {
+  const Tensor = (m.tf as unknown as { Tensor: new (type: string, data: BigInt64Array, dims: number[]) => { dims: number[] } }).Tensor;
+  const n = ids.length;
+  return { input_ids: new Tensor('int64', BigInt64Array.from(ids, BigInt), [1, n]), attention_mask: new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]) };
+}
+
+export function generateText(m: LoadedModel, input: GenerationInput, opts: GenerateOptions = {}, loadNs = 0, prepared?: PreparedPrompt): TextGeneration {
   const tok = m.tokenizer;
-  const prompt = 'prompt' in input ? input.prompt : renderChatPrompt(tok, input);
-  const encoded = tok(prompt, { add_special_tokens: 'prompt' in input }) as unknown as { input_ids: { dims: number[] }; attention_mask: unknown };
+  const rendered = prepared ?? renderPrompt(m, input);
+  const prompt = rendered.prompt;
+  const encoded = prepared?.vision ?? (prepared?.ids ? encodedOf(m, prepared.ids) : (tok(prompt, { add_special_tokens: rendered.addSpecialTokens }) as unknown as { input_ids: { dims: number[] }; attention_mask: unknown }));
   const promptTokens = encoded.input_ids.dims[1];
   // num_ctx bounds prompt + output; it never cuts the prompt (a prompt longer than it gets the model's window)
   const window = opts.contextTokens && opts.contextTokens > promptTokens ? Math.min(m.maxTokens, opts.contextTokens) : m.maxTokens;
@@ -108,6 +135,7 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
       if (completionTokens === 0) tFirst = now();
       completionTokens++;
       lastToken = Number(value[0][0]);
+      recorder?.chosen(lastToken);
       emit(detok.push(lastToken));
     },
     end() {},
@@ -119,6 +147,13 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
   if (penalties) processors.push(penalties);
   processors.push(...(opts.logitsProcessors ?? []));
   processors.push(...(opts.processorsFor?.({ model: m, promptTokens, maxNewTokens: maxNew }) ?? []));
+  let recorder: ReturnType<typeof createLogprobRecorder> | undefined;
+  if (opts.logprobs !== undefined) {
+    const vocab = vocabOf(tok);
+    const bytesOf = (id: number) => vocab.bytes[id] ?? new TextEncoder().encode(tok.decode([id]));
+    recorder = createLogprobRecorder(opts.logprobs, opts.temperature ?? 1, bytesOf, eos);
+    processors.push(recorder.processor);
+  }
   const sampler = createSamplerProcessor(opts);
   if (sampler) processors.push(sampler);
 
@@ -165,6 +200,7 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
       promptTokens,
       completionTokens,
       finishReason,
+      ...(recorder ? { logprobs: recorder.all } : {}),
       ...(stopped && stops.matched !== undefined ? { stopSequence: stops.matched } : {}),
       timings: {
         loadNs,
@@ -186,5 +222,5 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
     () => queue.end(),
     (e) => queue.fail(e),
   );
-  return { result, prompt, promptTokens, [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator]() };
+  return { result, prompt, promptTokens, takeLogprobs: () => recorder?.take() ?? [], [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator]() };
 }

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServiceError, invalidArgument } from '../errors.ts';
+import { fromOllamaOptions } from '../chat/params.ts';
 import { blobNotFound, parseBlobDigest } from './blobs.ts';
 import { installCustom, linkOrCopy, newCustomRepo } from './custom-store.ts';
 import { DEFAULT_DTYPE_ORDER, REQUIRED_FILES, isSafeRepoPath, onnxPath } from './files.ts';
@@ -74,6 +75,11 @@ export async function prepareCreate(ctx: ModelAdminContext, req: CreateRequest):
   const userFiles = Object.entries(req.files ?? {});
   if (!req.from && userFiles.length === 0) throw bad('create needs "from" (a base model) and/or "files" (pushed blobs)', 'from');
   const quantize = req.quantize ? parseQuantize(req.quantize) : undefined;
+  // Parameters are checked as a request's options would be: stored wrong, the model could never serve.
+  if (req.parameters !== undefined) {
+    if (req.parameters === null || typeof req.parameters !== 'object' || Array.isArray(req.parameters)) throw bad('parameters must be an object of options', 'parameters');
+    fromOllamaOptions(req.parameters, 'parameters');
+  }
 
   // Every referenced blob must be well-formed and pushed.
   const files = new Map<string, Source>();

@@ -8,7 +8,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, rm, stat, truncate } from 'node:fs/promises';
 import { ServiceError } from '../errors.ts';
-import { upstream, type HubClient, type HubSibling } from './hub.ts';
+import { badUpstream, upstream, type HubClient, type HubSibling } from './hub.ts';
 
 export interface DownloadFileOptions {
   hub: HubClient;
@@ -73,7 +73,7 @@ export async function downloadFile(opts: DownloadFileOptions): Promise<Downloade
     }
     if (res.status !== 200 && res.status !== 206) {
       await res.body?.cancel();
-      throw upstream(`the model hub answered ${res.status} for '${file.rfilename}'`);
+      throw (res.status >= 500 || res.status === 429 ? upstream : badUpstream)(`the model hub answered ${res.status} for '${file.rfilename}'`);
     }
     if (offset > 0 && (res.status === 200 || rangeStart(res) !== offset)) {
       // Range ignored (or answered for another start): the body is the whole file.
@@ -93,8 +93,8 @@ export async function downloadFile(opts: DownloadFileOptions): Promise<Downloade
     : undefined;
   if (problem) {
     await rm(partialPath, { force: true });
-    // Not a client fault: the bytes the hub (or the path to it) delivered are wrong. 500, as Ollama's /api/pull answers.
-    throw new ServiceError(500, 'digest_mismatch', `downloaded '${file.rfilename}' does not match the hub's digest (${problem})`);
+    // Not a client fault: the bytes the hub (or the path to it) delivered are wrong: a bad gateway answer.
+    throw new ServiceError(502, 'digest_mismatch', `downloaded '${file.rfilename}' does not match the hub's digest (${problem})`);
   }
   return { sha256, size: hash.size };
 }

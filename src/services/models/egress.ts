@@ -31,10 +31,10 @@ export class EgressPolicy {
     }
   }
 
-  /** The hub sent us somewhere the policy forbids (a redirect): a server-side condition, not the client's → 500. */
+  /** The hub sent us somewhere the policy forbids (a redirect): refused by policy, retrying cannot help → 403. */
   assertUrl(url: URL): void {
     if (!this.allows(url.host)) {
-      throw new ServiceError(500, 'egress_denied', `the model hub redirected to '${url.host}', which the egress policy does not allow`);
+      throw new ServiceError(403, 'egress_denied', `the model hub redirected to '${url.host}', which the egress policy does not allow`);
     }
   }
 }

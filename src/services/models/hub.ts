@@ -68,16 +68,16 @@ export class HubClient {
     }
     if (!res.ok) {
       await res.body?.cancel();
-      throw upstream(`the model hub answered ${res.status} for '${repo}'`);
+      throw (res.status >= 500 ? upstream : badUpstream)(`the model hub answered ${res.status} for '${repo}'`);
     }
     let body: Partial<HubModelInfo>;
     try {
       body = (await res.json()) as Partial<HubModelInfo>;
     } catch (err) {
       if (signal?.aborted) throw err;
-      throw upstream(`the model hub sent an unreadable file list for '${repo}'`, err);
+      throw badUpstream(`the model hub sent an unreadable file list for '${repo}'`, err);
     }
-    if (!body || !Array.isArray(body.siblings)) throw upstream(`the model hub sent no file list for '${repo}'`);
+    if (!body || !Array.isArray(body.siblings)) throw badUpstream(`the model hub sent no file list for '${repo}'`);
     return { id: body.id ?? repo, sha: body.sha, pipeline_tag: body.pipeline_tag, siblings: body.siblings };
   }
 
@@ -121,11 +121,16 @@ export class HubClient {
       if (res.status < 300 || res.status >= 400 || !location) return res;
       await res.body?.cancel();
       init.signal?.removeEventListener('abort', onAbort);
-      if (hop >= MAX_REDIRECTS) throw upstream('the model hub redirected too many times');
+      if (hop >= MAX_REDIRECTS) throw badUpstream('the model hub redirected too many times');
       current = new URL(location, current);
     }
   }
 }
 
-/** Hub failures are not the client's fault: 500, reason hub_unavailable. */
-export const upstream = (message: string, cause?: unknown) => new ServiceError(500, 'hub_unavailable', message, { cause });
+/**
+ * The hub cannot be reached or is failing (network error, 5xx, an interrupted transfer): an upstream outage,
+ * not the client's fault and worth retrying: 503 hub_unavailable with Retry-After.
+ */
+export const upstream = (message: string, cause?: unknown) => new ServiceError(503, 'hub_unavailable', message, { cause, headers: { 'Retry-After': '30' } });
+/** The hub answered, but with something unusable (an unreadable listing, a redirect loop, an unexpected status): 502. */
+export const badUpstream = (message: string, cause?: unknown) => new ServiceError(502, 'hub_bad_response', message, { cause });

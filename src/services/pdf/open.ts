@@ -4,6 +4,7 @@
  * pdf_corrupt for the same input. The caller's bytes are never modified (PDFium works on a heap copy,
  * pdf-lib only reads).
  */
+import { checkPages } from '../limits.ts';
 import { PDFDict, PDFDocument, PDFName, PDFNumber } from '@cantoo/pdf-lib';
 import { notAPdf, pdfCorrupt } from './reasons.ts';
 import { loadPdfium, openDoc, saveDoc, SAVE_REMOVE_SECURITY } from './pdfium.ts';
@@ -62,6 +63,7 @@ async function parse(bytes: Uint8Array): Promise<PDFDocument> {
     throw pdfCorrupt((e as Error).message);
   }
   if (doc.getPageCount() === 0) throw pdfCorrupt('the document has no pages.');
+  checkPages(doc.getPageCount());
   return doc;
 }
 

@@ -76,6 +76,8 @@ function pageLayout(m: Pdfium, doc: number, index: number): LayoutPage {
     for (let i = 0; i < n; i++) {
       const u = m.FPDFText_GetUnicode(p.text, i);
       if (u === 10 || u === 13) { endLine(); continue; }
+      // PDFium reports a hyphen that ends a line as U+0002 and emits no line break after it
+      if (u === 2) { if (word) word += '-'; endLine(); continue; }
       if (u === 32 || u === 9 || u === 0xa0 || u === 0) { endWord(); continue; }
       const b = charBox(m, p.text, i);
       if (!b) continue;

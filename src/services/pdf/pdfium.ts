@@ -3,6 +3,7 @@
  * All PDFium work is synchronous between open and close, so one module instance is safe to share:
  * JavaScript never interleaves two documents' calls mid-operation.
  */
+import { checkPages, limits } from '../limits.ts';
 import { init, type WrappedPdfiumModule } from '@embedpdf/pdfium';
 import { readFile } from 'node:fs/promises';
 import { packageFile } from '../../runtime/assets.ts';
@@ -60,6 +61,12 @@ export function openDoc(m: Pdfium, bytes: Uint8Array, password?: string): Pdfium
       throw new ServiceError(422, 'unsupported_encryption', 'The PDF uses a security handler this service cannot open (for example certificate-based encryption).');
     if (err === FPDF_ERR_FORMAT || err === FPDF_ERR_FILE) throw pdfCorrupt('PDFium could not parse the file structure.');
     throw pdfCorrupt(`PDFium could not open the file (error ${err}).`);
+  }
+  const pages = m.FPDF_GetPageCount(doc);
+  if (pages > limits().maxPages) {
+    m.FPDF_CloseDocument(doc);
+    m.pdfium.wasmExports.free(ptr);
+    checkPages(pages);
   }
   let open = true;
   return {

@@ -211,3 +211,74 @@ export async function post(request: (path: string, init?: RequestInit) => Promis
   for (const [k, v] of Object.entries(options)) form.append(k, typeof v === 'string' ? v : JSON.stringify(v));
   return request(path, { method: 'POST', body: form });
 }
+
+// ---------------------------------------------------------------- layout faults (Chromium and Ghostscript)
+
+/** HTML printed to PDF by Chromium (the same path a browser's "Save as PDF" takes). */
+export function chromiumPdf(dir: string, name: string, html: string): Uint8Array {
+  const htmlPath = join(dir, `${name}.html`), pdfPath = join(dir, `${name}.pdf`);
+  writeFileSync(htmlPath, html);
+  execFileSync('chromium', ['--headless', '--no-sandbox', '--disable-gpu', '--no-pdf-header-footer', `--print-to-pdf=${pdfPath}`, `file://${htmlPath}`], { stdio: 'ignore', timeout: 60_000 });
+  return new Uint8Array(readFileSync(pdfPath));
+}
+
+export const JUSTIFIED = 'Creates a file that generates the definitions of every function containing a C vector and writes them to the output named on the command line, one definition per line, so that a later build step can include the file without reading the sources again.';
+
+/**
+ * A justified paragraph set the way pdfTeX sets a narrow measure: every line stretched to the same width,
+ * so the spaces between words grow to one and a half or two ems.
+ */
+export function justifiedGhostscript(dir: string, text = JUSTIFIED): Uint8Array {
+  const size = 10, measure = 250, x0 = 72;
+  const doc = { width: (s: string) => s.length * size * 0.5 }; // Courier-like estimate, only to break lines
+  const words = text.split(' ');
+  const lines: string[][] = [];
+  let cur: string[] = [];
+  for (const w of words) {
+    if (cur.length && doc.width([...cur, w].join(' ')) > measure * 0.72) { lines.push(cur); cur = []; }
+    cur.push(w);
+  }
+  if (cur.length) lines.push(cur);
+  const esc = (s: string) => s.replace(/[\\()]/g, (c) => `\\${c}`);
+  const ps: string[] = ['%!PS-Adobe-3.0', '<< /PageSize [612 792] >> setpagedevice', `/Times-Roman findfont ${size} scalefont setfont`];
+  lines.forEach((ws, i) => {
+    const y = 700 - i * 13;
+    const last = i === lines.length - 1;
+    // widthshow-like justification: the free space is shared among the gaps (the last line is set ragged)
+    ps.push(`/ws [${ws.map((w) => `(${esc(w)})`).join(' ')}] def`);
+    ps.push(`/total 0 ws { stringwidth pop add } forall def`);
+    ps.push(`/gap ${last ? `${size * 0.25}` : `${measure} total sub ${Math.max(1, ws.length - 1)} div`} def`);
+    ps.push(`${x0} ${y} moveto ws { show gap 0 rmoveto } forall`);
+  });
+  ps.push('showpage');
+  const psPath = join(dir, 'justified.ps'), pdfPath = join(dir, 'justified.pdf');
+  writeFileSync(psPath, ps.join('\n'));
+  execFileSync('gs', ['-q', '-dBATCH', '-dNOPAUSE', '-dSAFER', '-sDEVICE=pdfwrite', `-sOutputFile=${pdfPath}`, psPath]);
+  return new Uint8Array(readFileSync(pdfPath));
+}
+
+/**
+ * A book set as pdfTeX sets one (Letter, Times): running heads a little below the top margin, the page
+ * number with the chapter on even pages and with the section on odd pages; chapter 2 on pages 1–2,
+ * chapter 3 on pages 3–8, so each head repeats on fewer than half of the pages.
+ */
+export function bookGhostscript(dir: string): { pdf: Uint8Array; body: string[] } {
+  const ps: string[] = ['%!PS-Adobe-3.0', '<< /PageSize [612 792] >> setpagedevice'];
+  const body: string[] = [];
+  for (let p = 1; p <= 8; p++) {
+    const chapter = p <= 2 ? 'Chapter 2: Installation' : 'Chapter 3: Utilities';
+    const head = p % 2 === 0 ? `${p}   ${chapter}` : `${p <= 2 ? '2.1 Requirements' : '3.1 Command line'}   ${p}`;
+    ps.push('/Times-Italic findfont 10 scalefont setfont', `${p % 2 === 0 ? 72 : 380} ${792 - 82} moveto (${head}) show`);
+    ps.push('/Times-Roman findfont 11 scalefont setfont');
+    for (let l = 0; l < 40; l++) {
+      const text = `Line ${l + 1} of page ${p} tells how the utility reads its input and writes its output.`;
+      body.push(text);
+      ps.push(`72 ${792 - 110 - l * 14} moveto (${text}) show`);
+    }
+    ps.push('showpage');
+  }
+  const psPath = join(dir, 'book.ps'), pdfPath = join(dir, 'book.pdf');
+  writeFileSync(psPath, ps.join('\n'));
+  execFileSync('gs', ['-q', '-dBATCH', '-dNOPAUSE', '-dSAFER', '-sDEVICE=pdfwrite', `-sOutputFile=${pdfPath}`, psPath]);
+  return { pdf: new Uint8Array(readFileSync(pdfPath)), body };
+}

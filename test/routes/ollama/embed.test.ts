@@ -55,7 +55,19 @@ describe('/api/embed', () => {
     assert.ok((await h.ollama.ps()).models.some((m) => m.name === 'tiny-bert-embed:test'));
   });
 
-  it('errors: 404 unknown model, 400 for a chat model, 400 for dimensions', async () => {
+  it('dimensions: the first n components renormalised (as /v1 does); more than the model has, or not a positive integer, is 400', async () => {
+    const full = await h.ollama.embed({ model: 'tiny-bert-embed', input: ['hello world', 'x'] });
+    const cut = await h.ollama.embed({ model: 'tiny-bert-embed', input: ['hello world', 'x'], dimensions: 8 } as never);
+    cut.embeddings.forEach((v, i) => {
+      assert.equal(v.length, 8);
+      assert.ok(Math.abs(norm(v) - 1) < 1e-5);
+      const head = full.embeddings[i].slice(0, 8);
+      assert.ok(close(v, head.map((x) => x / norm(head))));
+    });
+    for (const dimensions of [64, 0, 2.5]) assert.equal((await h.post('/api/embed', { model: 'tiny-bert-embed', input: 'x', dimensions })).status, 400);
+  });
+
+  it('errors: 404 unknown model, 400 for a chat model', async () => {
     const status = async (body: unknown) => {
       const res = await h.post('/api/embed', body);
       const b = await res.json();
@@ -66,9 +78,6 @@ describe('/api/embed', () => {
     const [s1, e1] = await status({ model: 'tiny-llama', input: 'x' });
     assert.equal(s1, 400);
     assert.match(e1, /does not support embeddings/);
-    const [s2, e2] = await status({ model: 'tiny-bert-embed', input: 'x', dimensions: 8 });
-    assert.equal(s2, 400);
-    assert.match(e2, /dimensions/);
   });
 });
 

@@ -131,13 +131,15 @@ describe('constrained decoding over random logits', () => {
 
   it('refuses unsupported features by name', () => {
     const cases: [unknown, RegExp][] = [
-      [{ type: 'string', pattern: '^a' }, /"pattern"/],
-      [{ type: 'string', format: 'date-time' }, /"format"/],
-      [{ type: 'number', maximum: 3 }, /"maximum"/],
+      [{ type: 'string', pattern: '(?<=a)b' }, /lookbehind/],
+      [{ type: 'string', pattern: '^(a)\\1$' }, /backreference/],
+      [{ type: 'string', pattern: '^a\\bb' }, /word boundary/],
+      [{ type: 'string', format: 'credit-card' }, /format "credit-card"/],
+      [{ type: 'number', multipleOf: 0.1 }, /"multipleOf" 0.1/],
       [{ type: 'array', items: {}, uniqueItems: true }, /uniqueItems/],
       [{ type: 'object', patternProperties: {} }, /patternProperties/],
       [{ oneOf: [{ type: 'object' }, { type: 'object', properties: { a: { type: 'string' } } }] }, /oneOf/],
-      [{ allOf: [{ type: 'string' }, { minLength: 2 }] }, /allOf/],
+      [{ allOf: [{ type: 'string', pattern: 'a' }, { pattern: 'b' }] }, /allOf/],
       [{ not: { type: 'string' } }, /"not"/],
       [{ $ref: 'http://example.com/s.json' }, /\$ref/],
     ];

@@ -117,11 +117,11 @@ describe('pull', () => {
     assert.equal(hub.requests.filter((r) => r.path.startsWith('/api/models/')).length, 1);
   });
 
-  it('a digest mismatch fails with 500 digest_mismatch and leaves nothing behind', async () => {
+  it('a digest mismatch fails with 502 digest_mismatch and leaves nothing behind', async () => {
     const svc = await service();
     hub.corrupt(REPO, ONNX);
     const handle = await svc.pull('tiny-chat');
-    await rejectsWith(handle.done, 500, 'digest_mismatch');
+    await rejectsWith(handle.done, 502, 'digest_mismatch');
     await assert.rejects(collect(handle.progress()), (e: ServiceError) => e.reason === 'digest_mismatch');
     await assertNothingLeft(svc);
     assert.equal((await listModels(svc.catalog, svc.registry, svc.layout)).find((m) => m.name === 'tiny-chat:test')?.local, false);
@@ -154,7 +154,7 @@ describe('pull', () => {
     const modelsDir = await tempDir('models');
     const first = await service({ modelsDir, retries: 0 });
     hub.cutAfter(REPO, ONNX, 150_000);
-    await rejectsWith((await first.pull('tiny-chat')).done, 500, 'hub_unavailable');
+    await rejectsWith((await first.pull('tiny-chat')).done, 503, 'hub_unavailable');
     const partials = (await readdir(join(modelsDir, '.partial', 'blobs'))).filter((f) => f.endsWith('.part'));
     assert.equal(partials.length, 1);
     const kept = (await stat(join(modelsDir, '.partial', 'blobs', partials[0]))).size;
@@ -196,13 +196,13 @@ describe('pull', () => {
     assert.equal((await it.next()).done, true);
   });
 
-  it('refuses hub hosts outside the egress policy (400) and redirects to them (500 egress_denied)', async () => {
+  it('refuses hub hosts outside the egress policy (400) and redirects to them (403 egress_denied)', async () => {
     const svc = await service();
     await rejectsWith(svc.pull('example.com/test-org/tiny-chat'), 400, 'invalid_argument');
     assert.equal(hub.requests.length, 0);
 
     hub.redirect(REPO, ONNX, `${hub.url.replace('127.0.0.1', 'localhost')}/${REPO}/resolve/main/${ONNX}`);
-    await rejectsWith((await svc.pull('tiny-chat')).done, 500, 'egress_denied');
+    await rejectsWith((await svc.pull('tiny-chat')).done, 403, 'egress_denied');
     assert.equal(hub.count(REPO, ONNX), 1, 'the disallowed host was never contacted');
   });
 
@@ -210,7 +210,7 @@ describe('pull', () => {
     const svc = await service({ allowedHosts: ['hf.co', 'localhost'] });
     hub.redirect(REPO, 'config.json', `${hub.url.replace('127.0.0.1', 'localhost')}/${REPO}/resolve/main/tokenizer.json`);
     // The redirect serves other bytes: the digest check must catch it.
-    await rejectsWith((await svc.pull('tiny-chat')).done, 500, 'digest_mismatch');
+    await rejectsWith((await svc.pull('tiny-chat')).done, 502, 'digest_mismatch');
     assert.equal(hub.count(REPO, 'config.json'), 1);
     assert.equal(hub.count(REPO, 'tokenizer.json'), 1);
   });

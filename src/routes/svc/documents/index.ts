@@ -10,14 +10,14 @@ import type { AppEnv } from '../../../http/context.ts';
 import { readTaskInput, type InputFile } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
-import { analyseBytes, documentThumbnails, highlightDocument, validateDocument } from '../../../services/documents/lazy.ts';
 import { detectFile, requireFormat, isImage, MIME, type DocFormat } from '../../../services/documents/detect.ts';
 import { elementsToDocTags, elementsToHtml } from '../../../services/documents/elements.ts';
 import { splitElements } from '../../../services/documents/split.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
 import { BinaryResult, type TaskContext } from '../../../services/jobs/task.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
-import { ocrDocument } from '../../../services/ocr/lazy.ts';
+import { workers } from '../../../services/workers/index.ts';
+import { checkFieldLengths } from '../../../services/limits.ts';
 
 export interface DocumentRouteDeps { runner: TaskRunner; files: FileStore }
 
@@ -29,7 +29,7 @@ const engine = v.optional(v.picklist(['auto', 'tesseract', 'paddle']), 'auto');
 const pick = <T extends string>(values: readonly T[], def: T) =>
   v.optional(v.pipe(v.string(), v.transform((s) => values.find((x) => x.toLowerCase() === s.toLowerCase()) ?? s), v.picklist(values)), def);
 
-interface DocInput<O> { file: InputFile; format: DocFormat | null; options: O; cleanup(): Promise<void> }
+interface DocInput<O> { file: InputFile; format?: DocFormat | null; options: O; cleanup(): Promise<void> }
 
 /** One document, options validated, format detected (415 unless `anyFormat`). */
 function docTask<S extends v.GenericSchema>(deps: DocumentRouteDeps, def: {
@@ -46,16 +46,19 @@ function docTask<S extends v.GenericSchema>(deps: DocumentRouteDeps, def: {
       try {
         if (ti.files.length !== 1) throw invalidRequest(`${def.name} takes one document (got ${ti.files.length}): multipart field "file", or "file"/"file_id" in JSON`, [{ field: 'file', message: ti.files.length ? 'too many' : 'required' }]);
         const options = validate(def.options, ti.options);
-        const file = ti.files[0]!;
-        const format = def.anyFormat ? await detectFile(file.path) : await requireFormat(file.path, def.formats, def.name);
-        return { file, format, options, cleanup: ti.cleanup };
+        checkFieldLengths(options);
+        return { file: ti.files[0]!, options, cleanup: ti.cleanup };
       } catch (e) {
         await ti.cleanup();
         throw e;
       }
     },
     async run(input, ctx) {
-      const bytes = new Uint8Array(await readFile(input.file.path));
+      // Detected here, not at admission: with Prefer: respond-async the 202 comes before any work, and a
+      // 415 is then the job's outcome, classified as it would be synchronously.
+      const file = input.file;
+      input.format = def.anyFormat ? await detectFile(file.path) : await requireFormat(file.path, def.formats, def.name);
+      const bytes = new Uint8Array(await readFile(file.path));
       return def.run(bytes, input.format as DocFormat, input.options, ctx, input);
     },
     cleanup: (input) => input.cleanup(),
@@ -91,33 +94,33 @@ const Highlight = v.object({
 export function documentRoutes(deps: DocumentRouteDeps) {
   const app = new Hono<AppEnv>();
 
-  app.post('/svc/v1/ocr', docTask(deps, {
+  app.post('/ocr', docTask(deps, {
     name: 'ocr', options: Ocr, formats: OCR_FORMATS,
     async run(bytes, format, o, ctx) {
-      const result = await ocrDocument(bytes, format === 'pdf' ? 'pdf' : 'image', {
+      const result = await workers.run('ocr.recognize', [bytes, format === 'pdf' ? 'pdf' : 'image', {
         engine: o.engine, language: o.language, pages: o.pages, password: o.password, dpi: o.dpi,
-        detectOrientation: o.detect_orientation, deskew: o.deskew, signal: ctx.signal, progress: (d, t) => ctx.progress(d, t),
-      });
+        detectOrientation: o.detect_orientation, deskew: o.deskew,
+      }], ctx);
       const out = o.include_words ? result : result.map((p) => ({ ...p, lines: p.lines.map(({ words: _w, ...l }) => l) }));
       return { format, engine: result[0]?.engine ?? null, text: result.map((p) => p.text).join('\n\n'), pages: out };
     },
   }));
 
-  app.post('/svc/v1/document-to-markdown', docTask(deps, {
+  app.post('/document-to-markdown', docTask(deps, {
     name: 'document-to-markdown', options: ToMarkdown,
     async run(bytes, format, o, ctx) {
-      const r = await analyseBytes(bytes, format, { pages: o.pages, password: o.password, ocrScans: true, engine: o.engine, language: o.language, signal: ctx.signal, progress: (d, t) => ctx.progress(d, t) });
+      const r = await workers.run('document.analyse', [bytes, format, { pages: o.pages, password: o.password, ocrScans: true, engine: o.engine, language: o.language }], ctx);
       return { format, markdown: r.markdown, page_count: r.pages.length || null, ocr_pages: r.ocrPages };
     },
   }));
 
-  app.post('/svc/v1/document-parsing', docTask(deps, {
+  app.post('/document-parsing', docTask(deps, {
     name: 'document-parsing', options: Parse,
     async run(bytes, format, o, ctx, input) {
-      const r = await analyseBytes(bytes, format, {
+      const r = await workers.run('document.analyse', [bytes, format, {
         pages: o.pages, password: o.password, effort: o.effort, ocrScans: isImage(format) || o.effort === 'High', engine: o.engine, language: o.language,
-        includeFigureImages: o.include_figure_images, signal: ctx.signal, progress: (d, t) => ctx.progress(d, t),
-      });
+        includeFigureImages: o.include_figure_images,
+      }], ctx);
       const name = base(input.file);
       switch (o.output_format) {
         case 'Markdown': return new BinaryResult(new TextEncoder().encode(r.markdown), 'text/markdown; charset=utf-8', `${name}.md`);
@@ -128,42 +131,42 @@ export function documentRoutes(deps: DocumentRouteDeps) {
     },
   }));
 
-  app.post('/svc/v1/document-split', docTask(deps, {
+  app.post('/document-split', docTask(deps, {
     name: 'document-split', options: Split,
     async run(bytes, format, o, ctx) {
-      const r = await analyseBytes(bytes, format, { pages: o.pages, password: o.password, ocrScans: true, engine: o.engine, signal: ctx.signal, progress: (d, t) => ctx.progress(d, t) });
+      const r = await workers.run('document.analyse', [bytes, format, { pages: o.pages, password: o.password, ocrScans: true, engine: o.engine }], ctx);
       const chunks = splitElements(r.elements, { strategy: o.strategy, maxTokens: o.max_tokens, overlap: o.overlap, pagesPerChunk: o.pages_per_chunk });
       return { format, strategy: o.strategy, chunk_count: chunks.length, chunks };
     },
   }));
 
-  app.post('/svc/v1/document-validate', docTask(deps, {
+  app.post('/document-validate', docTask(deps, {
     name: 'document-validate', options: Validate, anyFormat: true,
     async run(bytes, _format, o, ctx, input) {
-      const report = await validateDocument(bytes, { filename: input.file.filename, contentType: o.content_type ?? (input.file.contentType !== 'application/octet-stream' ? input.file.contentType : undefined), password: o.password });
+      const report = await workers.run('document.validate', [bytes, { filename: input.file.filename, contentType: o.content_type ?? (input.file.contentType !== 'application/octet-stream' ? input.file.contentType : undefined), password: o.password }], ctx);
       ctx.progress(1, 1);
       return report;
     },
   }));
 
-  app.post('/svc/v1/document-thumbnails', docTask(deps, {
+  app.post('/document-thumbnails', docTask(deps, {
     name: 'document-thumbnails', options: Thumbs,
     async run(bytes, format, o, ctx, input) {
-      const thumbs = await documentThumbnails(bytes, format, { pages: o.pages, size: o.size, format: o.format, password: o.password });
+      const thumbs = await workers.run('document.thumbnails', [bytes, format, { pages: o.pages, size: o.size, format: o.format, password: o.password }], ctx);
       ctx.progress(thumbs.length, thumbs.length);
       if (o.pages === undefined && thumbs.length === 1) return new BinaryResult(thumbs[0]!.bytes, thumbs[0]!.mime_type, `${base(input.file)}-thumbnail.${o.format}`);
       return { format, thumbnails: thumbs.map((t) => ({ page: t.page, width: t.width, height: t.height, mime_type: t.mime_type, data: Buffer.from(t.bytes).toString('base64') })) };
     },
   }));
 
-  app.post('/svc/v1/document-highlight', docTask(deps, {
+  app.post('/document-highlight', docTask(deps, {
     name: 'document-highlight', options: Highlight,
     async run(bytes, format, o, ctx, input) {
       if (o.output_format === 'Pdf' && format !== 'pdf') throw invalidRequest(`output_format Pdf needs a PDF input (this is ${MIME[format]})`, [{ field: 'output_format', message: 'PDF inputs only' }]);
-      const r = await highlightDocument(bytes, format, {
+      const r = await workers.run('document.highlight', [bytes, format, {
         query: o.query, regex: o.regex, caseSensitive: o.case_sensitive, pages: o.pages, password: o.password, context: o.context_chars, limit: o.limit,
-        engine: o.engine, ocr: o.ocr, returnPdf: o.output_format === 'Pdf', signal: ctx.signal, progress: (d, t) => ctx.progress(d, t),
-      });
+        engine: o.engine, ocr: o.ocr, returnPdf: o.output_format === 'Pdf',
+      }], ctx);
       if (r.pdf) return new BinaryResult(r.pdf, 'application/pdf', `${base(input.file)}-highlighted.pdf`);
       return { format, query: r.query, match_count: r.matches.length, truncated: r.truncated, matches: r.matches };
     },

@@ -42,9 +42,9 @@ function deliver(ctx: TaskContext, how: 'inline' | 'file_id', r: ConvertResult, 
 export function imageConvertRoutes(deps: ImageRouteDeps) {
   const app = new Hono<AppEnv>();
   const maxPixels = () => deps.config.maxImagePixels;
-  app.get('/svc/v1/image-convert/capabilities', async (c) => c.json(await imageCapabilities(maxPixels())));
-  app.get('/svc/v1/image-watermark/capabilities', async (c) => c.json(await imageWatermarkCapabilities()));
-  app.post('/svc/v1/image-convert', pdfTask(deps, {
+  app.get('/image-convert/capabilities', async (c) => c.json(await imageCapabilities(maxPixels())));
+  app.get('/image-watermark/capabilities', async (c) => c.json(await imageWatermarkCapabilities()));
+  app.post('/image-convert', pdfTask(deps, {
     name: 'image-convert',
     options: Convert,
     async run([img], o, ctx, input) {
@@ -57,7 +57,7 @@ export function imageConvertRoutes(deps: ImageRouteDeps) {
       return deliver(ctx, o.delivery, r, input.files[0]);
     },
   }));
-  app.post('/svc/v1/image-watermark', pdfTask(deps, {
+  app.post('/image-watermark', pdfTask(deps, {
     name: 'image-watermark',
     options: WatermarkOnly,
     async run([img], o, ctx, input) {

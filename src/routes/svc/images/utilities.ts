@@ -28,19 +28,19 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
   const app = new Hono<AppEnv>();
   const maxPixels = () => deps.config.maxImagePixels;
 
-  app.post('/svc/v1/image-analysis', pdfTask(deps, {
+  app.post('/image-analysis', pdfTask(deps, {
     name: 'image-analysis',
     options: v.object({ ...common, detect_text: v.optional(bool), language: v.optional(text) }),
     run: ([img], o, ctx) => imageAnalysis(img!, { detectText: o.detect_text, language: o.language, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels(), signal: ctx.signal }),
   }));
 
-  app.post('/svc/v1/image-color-palette', pdfTask(deps, {
+  app.post('/image-color-palette', pdfTask(deps, {
     name: 'image-color-palette',
     options: v.object({ ...common, count: v.optional(int) }),
     run: ([img], o) => imageColorPalette(img!, { count: o.count, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }),
   }));
 
-  app.post('/svc/v1/image-enhance', pdfTask(deps, {
+  app.post('/image-enhance', pdfTask(deps, {
     name: 'image-enhance',
     options: v.object({ ...common, ...imageOut, auto_levels: v.optional(bool), contrast: v.optional(num), denoise: v.optional(int), sharpen: v.optional(num) }),
     async run([img], o, ctx, input) {
@@ -49,7 +49,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
     },
   }));
 
-  app.post('/svc/v1/image-deskew', pdfTask(deps, {
+  app.post('/image-deskew', pdfTask(deps, {
     name: 'image-deskew',
     options: v.object({ ...common, ...imageOut, detect_orientation: v.optional(bool), background: v.optional(text) }),
     async run([img], o, ctx, input) {
@@ -58,7 +58,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
     },
   }));
 
-  app.post('/svc/v1/image-normalization', pdfTask(deps, {
+  app.post('/image-normalization', pdfTask(deps, {
     name: 'image-normalization',
     options: v.object({ ...common, ...imageOut, max_side: v.optional(int), colour_space: v.optional(v.picklist(['srgb', 'gray'])), color_space: v.optional(v.picklist(['srgb', 'gray'])), deskew: v.optional(bool) }),
     async run([img], o, ctx, input) {
@@ -67,7 +67,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
     },
   }));
 
-  app.post('/svc/v1/image-redact', pdfTask(deps, {
+  app.post('/image-redact', pdfTask(deps, {
     name: 'image-redact',
     options: v.object({ ...common, ...imageOut, boxes: v.optional(v.array(Box)), text: v.optional(v.pipe(v.union([text, v.array(text)]), v.transform((x) => (Array.isArray(x) ? x : [x])))), color: v.optional(text), language: v.optional(text) }),
     async run([img], o, ctx, input) {
@@ -76,7 +76,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
     },
   }));
 
-  app.post('/svc/v1/image-background-removal', pdfTask(deps, {
+  app.post('/image-background-removal', pdfTask(deps, {
     name: 'image-background-removal',
     options: v.object({ ...common, ...imageOut, background: v.optional(text) }),
     async run([img], o, ctx, input) {

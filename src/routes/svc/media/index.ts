@@ -65,10 +65,10 @@ const header = (x: number | null) => (x === null ? 'unknown' : String(x));
 export function mediaRoutes(deps: MediaRouteDeps) {
   const app = new Hono<AppEnv>();
 
-  app.post('/svc/v1/voice-activity-detection', vadHandler(deps, 'json'));
-  app.post('/svc/v1/voice-activity-detection/file', vadHandler(deps, 'file'));
+  app.post('/voice-activity-detection', vadHandler(deps, 'json'));
+  app.post('/voice-activity-detection/file', vadHandler(deps, 'file'));
 
-  app.get('/svc/v1/video-frames/capabilities', async (c) => {
+  app.get('/video-frames/capabilities', async (c) => {
     const caps = await deps.media.capabilities();
     return c.json({
       media_tool_available: caps.media_tool !== null, media_tool: caps.media_tool,
@@ -77,7 +77,7 @@ export function mediaRoutes(deps: MediaRouteDeps) {
     });
   });
 
-  app.get('/svc/v1/video-frames/:fileId', async (c: Context<AppEnv>) => {
+  app.get('/video-frames/:fileId', async (c: Context<AppEnv>) => {
     const q = validate(FrameQuery, c.req.query());
     const file = await deps.files.get(c.get('owner').id, c.req.param('fileId')!);
     const f = await deps.media.frame(file.path, q, c.req.raw.signal);
@@ -93,9 +93,9 @@ export function mediaRoutes(deps: MediaRouteDeps) {
     });
   });
 
-  app.post('/svc/v1/audio-transcription', nativeTranscription(deps));
+  app.post('/audio-transcription', nativeTranscription(deps));
 
-  app.get('/svc/v1/audio-transcription/capabilities', async (c) => {
+  app.get('/audio-transcription/capabilities', async (c) => {
     const caps = await deps.media.capabilities();
     return c.json({
       media_tool_available: caps.media_tool !== null, media_tool: caps.media_tool,

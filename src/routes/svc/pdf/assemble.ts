@@ -3,7 +3,8 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { invalidRequest } from '../../../http/validate.ts';
-import { numberedNames, pdfEdit, pdfMerge, pdfSplit, type EditOperation, type SplitOptions } from '../../../services/pdf/lazy.ts';
+import { numberedNames, type EditOperation, type SplitOptions } from '../../../services/pdf/lazy.ts';
+import { workers } from '../../../services/workers/index.ts';
 import { baseName, deliverMany, deliverOne, delivery, outName, pages, password, pdfTask, text, type PdfRouteDeps } from './pdf-task.ts';
 
 const PDF = 'application/pdf';
@@ -48,39 +49,38 @@ const Edit = v.object({
 
 export function pdfAssembleRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/svc/v1/pdf-merge', pdfTask(deps, {
+  app.post('/pdf-merge', pdfTask(deps, {
     name: 'pdf-merge',
     options: Merge,
     files: { min: 1, max: 100 },
     async run(docs, o, ctx, input) {
       for (const [field, list] of [['ranges', o.ranges], ['passwords', o.passwords]] as const)
         if (list && list.length !== docs.length) throw invalidRequest(`${field}: one entry per input document (${docs.length}), null for the default`, [{ field, message: 'length differs from the number of documents' }]);
-      const pdf = await pdfMerge(
+      const pdf = await workers.run('pdf.merge', [
         docs.map((bytes, i) => ({ bytes, pages: o.ranges?.[i] ?? undefined, password: o.passwords?.[i] ?? o.password })),
-        { bookmarks: o.bookmarks },
-      );
+        { bookmarks: o.bookmarks }], ctx);
       ctx.progress(docs.length, docs.length);
       return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'merged'), contentType: PDF });
     },
   }));
-  app.post('/svc/v1/pdf-split', pdfTask(deps, {
+  app.post('/pdf-split', pdfTask(deps, {
     name: 'pdf-split',
     options: Split,
     async run([doc], o, ctx, input) {
       if ([o.ranges, o.every, o.single].filter((x) => x !== undefined).length > 1)
         throw invalidRequest('give one of ranges, every or single', [{ field: 'ranges', message: 'ranges, every and single exclude each other' }]);
       const how = (o.ranges ? { ranges: o.ranges.map((r) => r ?? 'all') } : o.every ? { every: o.every } : { single: true }) as SplitOptions;
-      const parts = await pdfSplit(doc!, { ...how, password: o.password });
+      const parts = await workers.run('pdf.split', [doc!, { ...how, password: o.password }], ctx);
       ctx.progress(parts.length, parts.length);
       const names = numberedNames(parts.length, `${baseName(input.files[0])}-part`, 'pdf');
       return deliverMany(ctx, o.delivery, parts.map((bytes, i) => ({ bytes, filename: names[i]!, contentType: PDF })), outName(input.files[0], 'split', 'zip'));
     },
   }));
-  app.post('/svc/v1/pdf-edit', pdfTask(deps, {
+  app.post('/pdf-edit', pdfTask(deps, {
     name: 'pdf-edit',
     options: Edit,
     async run([doc], o, ctx, input) {
-      const pdf = await pdfEdit(doc!, o.operations as EditOperation[], { password: o.password, dropSignatures: o.drop_signatures });
+      const pdf = await workers.run('pdf.edit', [doc!, o.operations as EditOperation[], { password: o.password, dropSignatures: o.drop_signatures }], ctx);
       return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'edited'), contentType: PDF });
     },
   }));

@@ -14,6 +14,7 @@ import type { FileStore } from '../../../services/files/file-store.ts';
 import { BinaryResult, type TaskContext } from '../../../services/jobs/task.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import { zipFiles } from '../../../services/pdf/lazy.ts';
+import { checkFieldLengths } from '../../../services/limits.ts';
 
 export interface PdfRouteDeps { runner: TaskRunner; files: FileStore }
 
@@ -42,6 +43,8 @@ export interface PdfTaskDef<S extends v.GenericSchema> {
 }
 
 const one = { min: 1, max: 1 };
+/** Options that carry a file in base64 rather than text: bounded by the upload size, not the field limit. */
+const BINARY_OPTIONS: ReadonlySet<string> = new Set(['logo']);
 
 export function pdfTask<S extends v.GenericSchema>(deps: PdfRouteDeps, def: PdfTaskDef<S>): Handler<AppEnv> {
   const count = def.files ?? one;
@@ -55,7 +58,9 @@ export function pdfTask<S extends v.GenericSchema>(deps: PdfRouteDeps, def: PdfT
           const want = count.max === 1 ? 'one document' : `${count.min} to ${count.max} documents`;
           throw invalidRequest(`${def.name} takes ${want} (got ${n}): multipart field "file", or "file"/"file_id"/"files" in JSON`, [{ field: 'file', message: n ? 'too many' : 'required' }]);
         }
-        return { files: ti.files, otherFiles: ti.otherFiles, options: validate(def.options, ti.options), cleanup: ti.cleanup };
+        const options = validate(def.options, ti.options);
+        checkFieldLengths(options, { skip: BINARY_OPTIONS });
+        return { files: ti.files, otherFiles: ti.otherFiles, options, cleanup: ti.cleanup };
       } catch (e) {
         await ti.cleanup();
         throw e;

@@ -2,7 +2,7 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { pdfInfo, pdfLayout, pdfSearch } from '../../../services/pdf/lazy.ts';
+import { workers } from '../../../services/workers/index.ts';
 import { pages, password, pdfTask, snakeKeys, text, type PdfRouteDeps } from './pdf-task.ts';
 
 const Info = v.object({ password });
@@ -18,28 +18,28 @@ const Search = v.object({
 
 export function pdfReadRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/svc/v1/pdf-info', pdfTask(deps, {
+  app.post('/pdf-info', pdfTask(deps, {
     name: 'pdf-info',
     options: Info,
     async run([doc], o, ctx) {
-      const info = await pdfInfo(doc!, { password: o.password });
+      const info = await workers.run('pdf.info', [doc!, { password: o.password }], ctx);
       ctx.progress(info.pageCount, info.pageCount);
       return snakeKeys(info);
     },
   }));
-  app.post('/svc/v1/pdf-layout', pdfTask(deps, {
+  app.post('/pdf-layout', pdfTask(deps, {
     name: 'pdf-layout',
     options: Layout,
     async run([doc], o, ctx) {
-      const layout = await pdfLayout(doc!, { pages: o.pages, password: o.password });
+      const layout = await workers.run('pdf.layout', [doc!, { pages: o.pages, password: o.password }], ctx);
       ctx.progress(layout.pages.length, layout.pages.length);
       return snakeKeys(layout);
     },
   }));
-  app.post('/svc/v1/pdf-search', pdfTask(deps, {
+  app.post('/pdf-search', pdfTask(deps, {
     name: 'pdf-search',
     options: Search,
-    run: async ([doc], o) => snakeKeys(await pdfSearch(doc!, { query: o.query, regex: o.regex, caseSensitive: o.case_sensitive, pages: o.pages, limit: o.limit, password: o.password })),
+    run: async ([doc], o, ctx) => snakeKeys(await workers.run('pdf.search', [doc!, { query: o.query, regex: o.regex, caseSensitive: o.case_sensitive, pages: o.pages, limit: o.limit, password: o.password }], ctx)),
   }));
   return app;
 }

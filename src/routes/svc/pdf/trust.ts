@@ -8,6 +8,7 @@ import { invalidRequest } from '../../../http/validate.ts';
 import { invalidArgument } from '../../../services/errors.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import * as trust from '../../../services/pdf/trust/lazy.ts';
+import { workers } from '../../../services/workers/index.ts';
 import { decodeBase64Option, deliverOne, delivery, outName, pdfTask, readInput, snakeKeys, strings, text, type PdfRouteDeps, type PdfTaskInput } from './pdf-task.ts';
 
 const PDF = 'application/pdf';
@@ -67,7 +68,7 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
   let anchors: Promise<string> | undefined;
   const configuredAnchors = () => (anchors ??= deps.config.pdfTrustAnchors ? readFile(deps.config.pdfTrustAnchors, 'utf8') : Promise.resolve(''));
 
-  app.post('/svc/v1/pdf-sign', pdfTask(deps, {
+  app.post('/pdf-sign', pdfTask(deps, {
     name: 'pdf-sign',
     options: Sign,
     async run([doc], o, ctx, input) {
@@ -93,17 +94,18 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
     },
   }));
 
-  app.post('/svc/v1/pdf-verify', pdfTask(deps, {
+  app.post('/pdf-verify', pdfTask(deps, {
     name: 'pdf-verify',
     options: Verify,
     async run([doc], o, ctx, input) {
+      await workers.run('pdf.guard', [doc!], ctx); // bombs refused before the parser sees them
       const pem = [await configuredAnchors(), await pemOption(input, 'trusted_certificates', o.trusted_certificates ?? [])].join('\n');
       const trusted = pem.trim() ? await trust.parseCertificates(pem, 'trusted_certificates') : [];
       return snakeKeys(await trust.pdfVerify(doc!, { trusted, net: net(), revocation: o.revocation, signal: ctx.signal }));
     },
   }));
 
-  app.post('/svc/v1/pdf-timestamp', pdfTask(deps, {
+  app.post('/pdf-timestamp', pdfTask(deps, {
     name: 'pdf-timestamp',
     options: Timestamp,
     async run([doc], o, ctx, input) {
@@ -112,7 +114,7 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
     },
   }));
 
-  app.post('/svc/v1/pdf-ltv', pdfTask(deps, {
+  app.post('/pdf-ltv', pdfTask(deps, {
     name: 'pdf-ltv',
     options: Ltv,
     async run([doc], o, ctx, input) {

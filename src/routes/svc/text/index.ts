@@ -42,54 +42,54 @@ export function textRoutes(deps: TextRouteDeps & { text: TextService }) {
   /** Offsets point into the text worked on: for a document, its Markdown is returned with them. */
   const withText = (text: string, source: { format: string }) => (source.format === 'text' ? {} : { text });
 
-  app.post('/svc/v1/summarize', textTask(deps, {
+  app.post('/summarize', textTask(deps, {
     name: 'summarize', options: Summarize,
     run: async (text, o, ctx, source) => ({
       ...(await svc.summarize(text, { length: o.length, format: o.format, style: o.style, language: o.language, chunkTokens: o.chunk_tokens }, { model: o.model, signal: ctx.signal, progress: progress(ctx) })),
       length: o.length, format: o.format, source,
     }),
   }));
-  app.post('/svc/v1/translate', textTask(deps, {
+  app.post('/translate', textTask(deps, {
     name: 'translate', options: Translate,
     check: (o) => { requireLanguage(o.target_language, 'target_language'); if (o.source_language) requireLanguage(o.source_language, 'source_language'); },
     run: async (text, o, ctx, source) => ({ ...(await svc.translate(text, { target: o.target_language, source: o.source_language }, { model: o.model, signal: ctx.signal, progress: progress(ctx) })), source }),
   }));
-  app.post('/svc/v1/rewrite', textTask(deps, {
+  app.post('/rewrite', textTask(deps, {
     name: 'rewrite', options: Rewrite,
     run: async (text, o, ctx, source) => ({ ...(await svc.rewrite(text, { tone: o.tone, audience: o.audience, length: o.length, instructions: o.instructions, chunkTokens: o.chunk_tokens }, { model: o.model, signal: ctx.signal, progress: progress(ctx) })), source }),
   }));
-  app.post('/svc/v1/correct', textTask(deps, {
+  app.post('/correct', textTask(deps, {
     name: 'correct', options: Correct,
     run: async (text, o, ctx, source) => ({ ...(await svc.correct(text, { chunkTokens: o.chunk_tokens }, { model: o.model, signal: ctx.signal, progress: progress(ctx) })), ...withText(text, source), source }),
   }));
-  app.post('/svc/v1/detect-language', textTask(deps, {
+  app.post('/detect-language', textTask(deps, {
     name: 'detect-language', options: Plain,
     run: async (text, _o, ctx, source) => { const r = await svc.detectLanguage(text); ctx.progress(1, 1); return { ...r, source }; },
   }));
-  app.post('/svc/v1/sentiment', textTask(deps, {
+  app.post('/sentiment', textTask(deps, {
     name: 'sentiment', options: Sentiment,
     run: async (text, o, ctx, source) => ({ ...(await svc.sentiment(text, { model: o.model, signal: ctx.signal, progress: progress(ctx) })), ...withText(text, source), source }),
   }));
-  app.post('/svc/v1/categorize', textTask(deps, {
+  app.post('/categorize', textTask(deps, {
     name: 'categorize', options: Categorize,
     run: async (text, o, ctx, source) => {
       if (o.labels !== undefined && !Array.isArray(o.labels)) throw invalidRequest('labels must be an array of strings', [{ field: 'labels', message: 'expected an array' }]);
       return { ...(await svc.categorize(text, { labels: o.labels, multiLabel: o.multi_label }, { model: o.model, signal: ctx.signal })), source };
     },
   }));
-  app.post('/svc/v1/keywords', textTask(deps, {
+  app.post('/keywords', textTask(deps, {
     name: 'keywords', options: Keywords,
     run: async (text, o, _ctx, source) => ({ ...svc.keywords(text, { limit: o.limit, maxWords: o.max_words }), ...withText(text, source), source }),
   }));
-  app.post('/svc/v1/entities', textTask(deps, {
+  app.post('/entities', textTask(deps, {
     name: 'entities', options: Entities,
     run: async (text, o, _ctx, source) => ({ ...svc.entities(text, { types: o.types }), ...withText(text, source), source }),
   }));
-  app.post('/svc/v1/pii', textTask(deps, {
+  app.post('/pii', textTask(deps, {
     name: 'pii', options: Pii,
     run: async (text, o, _ctx, source) => ({ ...svc.pii(text, { types: o.types, redact: o.redact, redactMode: o.redaction }), ...withText(text, source), source }),
   }));
-  app.post('/svc/v1/extract', textTask(deps, {
+  app.post('/extract', textTask(deps, {
     name: 'extract', options: Extract,
     check: (o) => { grammarOf({ type: 'json_schema', schema: o.schema }); },
     run: async (text, o, ctx, source) => ({ ...(await svc.extract(text, { schema: o.schema, instructions: o.instructions }, { model: o.model, signal: ctx.signal, progress: progress(ctx) })), source }),

@@ -10,7 +10,9 @@
  * two-character ones (no \u), control characters never appear raw; numbers have no exponent and bounded
  * digits, so every path ends.
  */
-import { minLengths, type Node, type Prop } from './schema.ts';
+import { itemAt, minLengths, type Node, type Prop } from './schema.ts';
+import { shortestAtLeast, stepDfa } from './regex.ts';
+import { advanceNum, restLen, valueInRange, type NumPos } from './number-range.ts';
 
 const Q = 0x22; // "
 const BS = 0x5c; // backslash
@@ -34,8 +36,8 @@ type Frame =
   | { t: 'root'; node: Node; pre: Uint8Array; post: Uint8Array; ph: number; pos: number }
   | { t: 'obj'; n: Node & { k: 'obj' }; ph: number; i: number; cur: number; kb: number; cands: number[] }
   | { t: 'arr'; n: Node & { k: 'arr' }; ph: number; count: number }
-  | { t: 'str'; n: StrNode; ph: number; len: number; esc: boolean; u8: number; lo: number; hi: number }
-  | { t: 'num'; n: Node & { k: 'num' }; ph: number; digits: number }
+  | { t: 'str'; n: StrNode; ph: number; len: number; esc: boolean; u8: number; lo: number; hi: number; q: number }
+  | { t: 'num'; n: Node & { k: 'num' }; ph: number; digits: number; pos?: NumPos }
   | { t: 'lit'; n: Node & { k: 'lit' }; pos: number; alive: number[] };
 
 export interface Stack {
@@ -83,6 +85,13 @@ export class Grammar {
         return this.#stepStr(f, up!, b);
       case 'num': {
         const n = f.n;
+        if (n.range) {
+          const pos = f.pos!;
+          const np = advanceNum(pos, b, n.int);
+          const out: Stack[] = np && Number.isFinite(restLen(n.range, np)) ? [{ f: { ...f, ph: np.ph, pos: np }, up }] : [];
+          if (!np && valueInRange(n.range, pos)) return this.step(childDone(up!), b);
+          return out;
+        }
         const next = (ph: number, digits = f.digits): Stack[] => [{ f: { ...f, ph, digits }, up }];
         const end = (): Stack[] => (f.ph === 2 || f.ph === 3 || f.ph === 5 ? this.step(childDone(up!), b) : []);
         switch (f.ph) {
@@ -114,7 +123,7 @@ export class Grammar {
       }
       case 'arr': {
         const n = f.n;
-        const item = (): Stack[] => pushValue({ f: { ...f, ph: 2 }, up }, n.items).flatMap((st) => this.step(st, b));
+        const item = (): Stack[] => pushValue({ f: { ...f, ph: 2 }, up }, itemAt(n, f.count)).flatMap((st) => this.step(st, b));
         switch (f.ph) {
           case 0:
             return b === LBRACK ? [{ f: { ...f, ph: 1 }, up }] : [];
@@ -145,8 +154,13 @@ export class Grammar {
     if (f.ph === 0) return b === Q ? me({ ph: 1 }) : [];
     if (f.esc) return ESCAPES.has(b) ? me({ esc: false }) : [];
     if (f.u8 > 0) return b >= f.lo && b <= f.hi ? me({ u8: f.u8 - 1, lo: 0x80, hi: 0xbf }) : [];
-    if (b === Q) return f.len >= n.min ? [childDone(up)] : [];
+    if (b === Q) return f.len >= n.min && (!n.dfa || n.dfa.accept[f.q]) ? [childDone(up)] : [];
     if (f.len >= n.max) return [];
+    if (n.dfa) {
+      const q = stepDfa(n.dfa, f.q, b);
+      if (q < 0 || shortestAtLeast(n.dfa, q, n.min - f.len - 1, n.memo!) > n.max - f.len - 1) return [];
+      return me({ len: f.len + 1, q });
+    }
     if (b === BS) return me({ esc: true, len: f.len + 1 });
     if (b < 0x20) return [];
     if (b < 0x80) return me({ len: f.len + 1 });
@@ -165,7 +179,7 @@ export class Grammar {
     const n = f.n;
     const me = (g: Partial<Frame & { t: 'obj' }>): Stack[] => [{ f: { ...f, ...g }, up }];
     const startKey = (): Stack[] => {
-      if (n.free) return [{ f: { t: 'str', n: KEY_NODE, ph: 1, len: 0, esc: false, u8: 0, lo: 0, hi: 0 }, up: { f: { ...f, ph: 10 }, up } }];
+      if (n.free) return [{ f: { t: 'str', n: n.keys ?? KEY_NODE, ph: 1, len: 0, esc: false, u8: 0, lo: 0, hi: 0, q: 0 }, up: { f: { ...f, ph: 10 }, up } }];
       const cands = candidates(n.props, f.i);
       return cands.length ? me({ ph: 2, kb: 0, cands }) : [];
     };
@@ -213,7 +227,7 @@ export class Grammar {
   atEnd(s: Stack): boolean {
     const f = s.f;
     if (f.t === 'root') return f.ph === 3;
-    if (f.t === 'num' && (f.ph === 2 || f.ph === 3 || f.ph === 5)) return this.atEnd(childDone(s.up!));
+    if (f.t === 'num' && (f.ph === 2 || f.ph === 3 || f.ph === 5) && (!f.n.range || valueInRange(f.n.range, f.pos!))) return this.atEnd(childDone(s.up!));
     if (f.t === 'lit' && f.alive.some((i) => f.n.texts[i].length === f.pos)) return this.atEnd(childDone(s.up!));
     return false;
   }
@@ -232,8 +246,10 @@ export class Grammar {
         return f.ph === 0 ? f.pre.length - f.pos + this.minLen(f.node) + f.post.length : f.ph === 2 ? f.post.length - f.pos : 0;
       case 'str':
         if (f.ph === 0) return this.minLen(f.n);
+        if (f.n.dfa) return shortestAtLeast(f.n.dfa, f.q, f.n.min - f.len, f.n.memo!) + 1;
         return (f.esc ? 1 : 0) + f.u8 + Math.max(0, f.n.min - f.len) + 1;
       case 'num':
+        if (f.n.range) return restLen(f.n.range, f.pos!);
         return f.ph === 0 || f.ph === 1 || f.ph === 4 ? 1 : 0;
       case 'lit':
         return Math.min(...f.alive.map((i) => f.n.texts[i].length - f.pos));
@@ -241,7 +257,7 @@ export class Grammar {
         if (f.ph === 0) return this.minLen(f.n);
         if (f.ph === 1) return this.#arrTail(f.n, 0, true);
         if (f.ph === 3) return this.#arrTail(f.n, f.count, false);
-        return this.minLen(f.n.items) + this.#arrTail(f.n, f.count + 1, false);
+        return this.minLen(itemAt(f.n, f.count)) + this.#arrTail(f.n, f.count + 1, false);
       case 'obj': {
         const n = f.n;
         switch (f.ph) {
@@ -282,7 +298,9 @@ export class Grammar {
 
   #arrTail(n: Node & { k: 'arr' }, count: number, first: boolean): number {
     const owed = Math.max(0, n.min - count);
-    return owed * this.minLen(n.items) + Math.max(0, owed - (first ? 1 : 0)) + 1;
+    let total = Math.max(0, owed - (first ? 1 : 0)) + 1;
+    for (let i = count; i < n.min; i++) total += this.minLen(itemAt(n, i));
+    return total;
   }
 
   /** Remaining required members from index i, then '}'. */
@@ -299,7 +317,7 @@ export class Grammar {
   }
 
   #objAfterComma(n: Node & { k: 'obj' }, i: number): number {
-    if (n.free) return 3 + this.minLen(n.free) + 1; // "":v}
+    if (n.free) return this.minLen(n.keys ?? KEY_NODE) + 1 + this.minLen(n.free) + 1; // "k":v}
     if (!noRequiredFrom(n.props, i)) return this.#objTail(n, i, true);
     return Math.min(...n.props.slice(i).map((p) => memberLen(p, this))) + 1;
   }
@@ -349,9 +367,9 @@ function pushValue(up: Stack, node: Node): Stack[] {
     case 'arr':
       return [{ f: { t: 'arr', n: node, ph: 0, count: 0 }, up }];
     case 'str':
-      return [{ f: { t: 'str', n: node, ph: 0, len: 0, esc: false, u8: 0, lo: 0, hi: 0 }, up }];
+      return [{ f: { t: 'str', n: node, ph: 0, len: 0, esc: false, u8: 0, lo: 0, hi: 0, q: 0 }, up }];
     case 'num':
-      return [{ f: { t: 'num', n: node, ph: 0, digits: 0 }, up }];
+      return [{ f: { t: 'num', n: node, ph: 0, digits: 0, pos: node.range && { neg: false, ph: 0, I: 0n, di: 0, F: 0n, nf: 0 } }, up }];
     case 'lit':
       return [{ f: { t: 'lit', n: node, pos: 0, alive: node.texts.map((_, i) => i) }, up }];
   }
@@ -370,15 +388,15 @@ export function stackKey(s: Stack | null): string {
         out += `O${f.n.id}.${f.ph}.${f.i}.${f.cur}.${f.kb}.${f.cands.join(',')}|`;
         break;
       case 'arr':
-        out += `A${f.n.id}.${f.ph}.${Number.isFinite(f.n.max) ? f.count : Math.min(f.count, f.n.min)}|`;
+        out += `A${f.n.id}.${f.ph}.${Number.isFinite(f.n.max) ? f.count : Math.min(f.count, Math.max(f.n.min, f.n.prefix?.length ?? 0))}|`;
         break;
       case 'str': {
         const len = Number.isFinite(f.n.max) ? f.len : Math.min(f.len, f.n.min);
-        out += `S${f.n.id}.${f.ph}.${len}.${f.esc ? 1 : 0}.${f.u8}.${f.lo}.${f.hi}|`;
+        out += `S${f.n.id}.${f.ph}.${len}.${f.esc ? 1 : 0}.${f.u8}.${f.lo}.${f.hi}.${f.q}|`;
         break;
       }
       case 'num':
-        out += `N${f.n.id}.${f.ph}.${f.digits}|`;
+        out += f.pos ? `N${f.n.id}.${f.pos.neg ? '-' : ''}${f.pos.ph}.${f.pos.I}.${f.pos.di}.${f.pos.F}.${f.pos.nf}|` : `N${f.n.id}.${f.ph}.${f.digits}|`;
         break;
       case 'lit':
         out += `L${f.n.id}.${f.pos}.${f.alive.join(',')}|`;

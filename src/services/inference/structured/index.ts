@@ -10,6 +10,7 @@
  *                 matching that tool's parameter schema
  */
 import { ServiceError } from '../../errors.ts';
+import { checkJsonDepth } from '../../limits.ts';
 import type { LoadedModel } from '../load.ts';
 import type { LogitsProcessorLike } from '../sampling.ts';
 import { Grammar } from './automaton.ts';
@@ -75,6 +76,9 @@ export function grammarOf(c: OutputConstraint): Grammar {
 }
 
 export function prepareConstraint(c: OutputConstraint): PreparedConstraint {
+  // A hostile schema nested thousands deep would overflow the compiler's stack: refused by depth first.
+  if (c.type === 'json_schema') checkJsonDepth(c.schema, 'the JSON schema');
+  if (c.type === 'tool_call') checkJsonDepth(c.tools, 'the tool definitions');
   const grammar = grammarOf(c);
   const prepared: PreparedConstraint = {
     grammar,

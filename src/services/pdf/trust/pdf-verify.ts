@@ -71,6 +71,8 @@ export async function pdfVerify(bytes: Uint8Array, o: VerifyOptions): Promise<Ve
   } catch (e) {
     throw pdfCorrupt((e as Error).message);
   }
+  // a file with a PDF header but no document catalog (truncated, or a header and nothing else)
+  if (!(doc.catalog as unknown)) throw pdfCorrupt('the file has no document catalog.');
   if (doc.isEncrypted) throw new ServiceError(422, 'encrypted_document', 'The PDF is encrypted: signatures of encrypted files are not verified here. Unlock it first (pdf-unlock) only if it carries no signatures you need to check.');
   const sigs = readSignatures(doc);
   const revisions = countRevisions(bytes);

@@ -1,0 +1,64 @@
+/**
+ * The heavy operations a worker can run, by name. Registering one is one line: a name and a function of
+ * (args, ctx) over plain values (bytes, options) — no closures over app state, since it runs in another
+ * thread. Callers use `workers.run(name, args, {signal, progress})` (./index.ts); the types follow from
+ * this table. Inputs are checked against the limits (ctx.limits) before any decoding.
+ */
+import type { DocFormat } from '../documents/detect.ts';
+import { guardDocument, guardImage, guardPdf } from './guards.ts';
+import type { OpContext } from './serve-operations.ts';
+
+type PdfMod = typeof import('../pdf/index.ts');
+type P<K extends keyof PdfMod> = PdfMod[K] extends (...a: infer A) => unknown ? A : never;
+const pdf = () => import('../pdf/index.ts');
+const analyse = () => import('../documents/analyse.ts');
+type NoCallbacks<T> = Omit<T, 'signal' | 'progress'>;
+type AnalyseOpts = NoCallbacks<NonNullable<Parameters<typeof import('../documents/analyse.ts')['analyseBytes']>[2]>>;
+type HighlightOpts = NoCallbacks<Parameters<typeof import('../documents/highlight.ts')['highlightDocument']>[2]>;
+type ThumbOpts = NonNullable<Parameters<typeof import('../documents/thumbnails.ts')['documentThumbnails']>[2]>;
+type ValidateMeta = Parameters<typeof import('../documents/validate.ts')['validateDocument']>[1];
+type OcrOpts = NoCallbacks<NonNullable<Parameters<typeof import('../ocr/ocr.ts')['ocrDocument']>[2]>>;
+const cb = (ctx: OpContext) => ({ signal: ctx.signal, progress: (d: number, t: number) => ctx.progress(d, t) });
+
+export const operations = {
+  /** Only the limit checks of a PDF, for work that must stay on the loop (it needs the network, say). */
+  'pdf.guard': async ([b]: [Uint8Array], c: OpContext) => void (await guardPdf(b, c)),
+  'text.tokenize': async ([dir, texts, addSpecial]: [string, string[], boolean]) => (await import('./tokenizer.ts')).tokenize(dir, texts, addSpecial),
+  'pdf.info': async ([b, o]: P<'pdfInfo'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfInfo(b, o)),
+  'pdf.layout': async ([b, o]: P<'pdfLayout'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfLayout(b, o)),
+  'pdf.search': async ([b, o]: P<'pdfSearch'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfSearch(b, o)),
+  'pdf.merge': async ([ins, o]: P<'pdfMerge'>, c: OpContext) => { for (const i of ins) await guardPdf(i.bytes, c); return (await pdf()).pdfMerge(ins, o); },
+  'pdf.split': async ([b, o]: P<'pdfSplit'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfSplit(b, o)),
+  'pdf.edit': async ([b, ops, o]: P<'pdfEdit'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfEdit(b, ops, o)),
+  'pdf.unlock': async ([b, o]: P<'pdfUnlock'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfUnlock(b, o)),
+  'pdf.redact': async ([b, o]: P<'pdfRedact'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfRedact(b, o)),
+  'pdf.render': async ([b, o]: P<'pdfToImages'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfToImages(b, o)),
+  'pdf.watermark': async ([b, o]: P<'pdfWatermark'>, c: OpContext) => {
+    await guardPdf(b, c);
+    if (o.logo) guardImage(o.logo, c);
+    return (await pdf()).pdfWatermark(b, o);
+  },
+  'pdf.remove-watermark': async ([b, o]: P<'pdfRemoveWatermark'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfRemoveWatermark(b, o)),
+  'pdf.from-images': async ([ins, o]: P<'imageToPdf'>, c: OpContext) => { for (const i of ins) guardImage(i.bytes, c); return (await pdf()).imageToPdf(ins, o); },
+  'pdf.to-pdfa': async ([b, o]: P<'pdfToPdfa'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfToPdfa(b, o)),
+  'pdf.pdfa-check': async ([b, o]: P<'pdfaCheck'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfaCheck(b, o)),
+  'pdf.ocr': async ([b, o]: [Uint8Array, NoCallbacks<NonNullable<P<'pdfOcr'>[1]>>], c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfOcr(b, { ...o, ...cb(c) })),
+  'document.analyse': async ([b, f, o]: [Uint8Array, DocFormat, AnalyseOpts?], c: OpContext) => (await guardDocument(b, f, c), (await analyse()).analyseBytes(b, f, { ...o, ...cb(c) })),
+  'document.highlight': async ([b, f, o]: [Uint8Array, DocFormat, HighlightOpts], c: OpContext) =>
+    (await guardDocument(b, f, c), (await import('../documents/highlight.ts')).highlightDocument(b, f, { ...o, ...cb(c) } as Parameters<typeof import('../documents/highlight.ts')['highlightDocument']>[2])),
+  'document.thumbnails': async ([b, f, o]: [Uint8Array, DocFormat, ThumbOpts?], c: OpContext) => (await guardDocument(b, f, c), (await import('../documents/thumbnails.ts')).documentThumbnails(b, f, o)),
+  'document.validate': async ([b, meta]: [Uint8Array, ValidateMeta?], _c: OpContext) => (await import('../documents/validate.ts')).validateDocument(b, meta),
+  /** One image page as RGBA pixels (a chat image for a vision model); the pixel limit is checked on its header first. */
+  'image.decode-rgba': async ([b]: [Uint8Array], c: OpContext) => {
+    guardImage(b, c);
+    const { img } = await (await import('../images/load.ts')).loadPage(b, { maxPixels: c.limits.maxImagePixels });
+    return { data: img.data, width: img.width, height: img.height };
+  },
+  'ocr.recognize': async ([b, kind, o]: [Uint8Array, 'pdf' | 'image', OcrOpts?], c: OpContext) =>
+    (await (kind === 'pdf' ? guardPdf(b, c) : guardImage(b, c)), (await import('../ocr/ocr.ts')).ocrDocument(b, kind, { ...o, ...cb(c) })),
+};
+
+export type Operations = typeof operations;
+export type OpName = keyof Operations;
+export type OpArgs<K extends OpName> = Parameters<Operations[K]>[0];
+export type OpResult<K extends OpName> = Awaited<ReturnType<Operations[K]>>;
