@@ -6,6 +6,7 @@ import { auth } from './http/auth.ts';
 import { areaTicketAuth } from './http/area-ticket.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { bodyLimit } from './http/body-limit.ts';
+import { cors } from './http/cors.ts';
 import type { AppEnv } from './http/context.ts';
 import { toErrorResponse } from './http/errors.ts';
 import { requestMeta } from './http/request-meta.ts';
@@ -43,6 +44,7 @@ import { trainingRoutes } from './routes/svc/training.ts';
 import { textRoutes } from './routes/svc/text/index.ts';
 import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
 import { agentRoutes } from './routes/svc/agents.ts';
+import { searchRoutes, openaiRerankRoutes } from './routes/svc/search/index.ts';
 import { memoryRoutes } from './routes/svc/memory.ts';
 import { adminRoutes } from './routes/svc/admin.ts';
 import { ServiceError } from './services/errors.ts';
@@ -58,6 +60,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   const publicDir = findPublicDir();
 
   app.use('*', requestMeta(nodeTag, log));
+  app.use('*', cors(config.corsOrigins));
   app.use('*', areaTicketAuth(deps.adminConsole.tickets));
   app.use('*', auth(keys, isLoopbackHost(config.host)));
   app.use('*', bodyLimit(config.maxUploadBytes));
@@ -75,6 +78,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/v1', openaiAudioRoutes(deps));
   app.route('/v1', openaiResponsesRoutes(deps.responses, log, deps.agents));
   app.route('/v1', openaiVectorStoreRoutes(deps.vectorStores));
+  app.route('/v1', openaiRerankRoutes(deps));
   // dialect B
   app.route('/api', versionRoutes());
   app.route('/api', ollamaModelRoutes(deps.models, deps.engine));
@@ -97,6 +101,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/svc/v1', textRoutes(deps));
   app.route('/svc/v1', imageRoutes(deps));
   app.route('/svc/v1', agentRoutes(deps.agents));
+  app.route('/svc/v1', searchRoutes(deps));
   app.route('/svc/v1', memoryRoutes(deps.memory));
   // the tool-protocol server: its tools call the routes above in-process, under the caller's key
   app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init)), (owner) => skillPrompts(deps.agents, owner.id)));

@@ -70,6 +70,7 @@ export const settings = {
   fleetNodeTimeoutSeconds: s('int', int(2, 86_400), 15, 'a fleet node not seen for this long is dead: the survivors fail its processing jobs with job_lost'),
   nodeTag: s('string', v.union([v.literal(''), v.pipe(v.string(), v.regex(/^[a-z0-9]{6}$/, 'six lowercase letters or digits'))]), '', 'this node\'s tag, fixed, for a fleet whose balancer maps tags to addresses (deploy/nginx.conf); empty = generated once and kept in the data directory'),
   filesDir: s('string', v.string(), '', 'directory of uploaded file bytes; on a fleet, one directory every node mounts (a shared volume); empty = <data-dir>/uploads'),
+  corsOrigins: s('list', v.array(v.string()), ['http://localhost', 'https://localhost', 'http://127.0.0.1', 'https://127.0.0.1', 'http://0.0.0.0', 'https://0.0.0.0', 'app://*', 'file://*', 'tauri://*', 'vscode-webview://*', 'chrome-extension://*', 'moz-extension://*'], 'browser origins allowed to call the API (CORS), comma separated; an origin without a port allows every port, scheme://* every host of that scheme, * any origin'),
 } as const;
 
 export type Settings = typeof settings;

@@ -20,6 +20,7 @@ import type { ResponsesService } from './services/responses/responses-service.ts
 import type { AgentTurns } from './services/agents/agent-turn.ts';
 import type { MemoryService } from './services/agents/memory-service.ts';
 import type { VectorStores } from './services/retrieval/vector-stores.ts';
+import type { Search } from './services/search/index.ts';
 
 export interface Deps {
   config: Config;
@@ -53,6 +54,8 @@ export interface Deps {
   vectorStores: VectorStores;
   /** The Responses API with stored responses (src/services/responses/). */
   responses: ResponsesService;
+  /** Search clusters, tenants, collections, queries, rerank and chat with documents (src/services/search/). */
+  search: Search;
   /** Chat turns with server tools and memory; memory stores per key (src/services/agents/). */
   turns: AgentTurns;
   memory: MemoryService;

@@ -39,6 +39,7 @@ import { MemoryService } from './services/agents/memory-service.ts';
 import { AgentTurns } from './services/agents/agent-turn.ts';
 import { ResponsesService } from './services/responses/responses-service.ts';
 import { loadNodeTag } from './store/node-tag.ts';
+import { createSearch } from './services/search/index.ts';
 import { FleetMembership } from './services/fleet/membership.ts';
 
 export interface Services extends Deps {
@@ -86,6 +87,7 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const retrieval = new RetrievalEngine(db, async (model, texts, signal) => (await chat.embed(model, texts, { signal })).vectors.map((v) => Float32Array.from(v)));
   const vectorStores = new VectorStores(db, files, retrieval, () => adminSettings.defaultEmbeddingModel(), log);
   const responses = new ResponsesService(db, chat, files, vectorStores);
+  const search = createSearch({ db, chat, engine, embedder: async (model, texts, signal) => (await chat.embed(model, texts, { signal })).vectors.map((v) => Float32Array.from(v)), defaultEmbeddingModel: () => adminSettings.defaultEmbeddingModel() });
   const toolEgress = new ToolEgress(config.toolAllowedHosts);
   const memory = new MemoryService(db, retrieval, () => adminSettings.defaultEmbeddingModel());
   const turns = new AgentTurns(chat, new ServerToolCatalog(toolEgress, new McpServers(config.mcpServers, toolEgress)), memory);
@@ -100,11 +102,12 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, fleet, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents, text, transcription, vectorStores, responses, turns, memory,
+    config, store, nodeTag, fleet, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents, text, transcription, vectorStores, responses, turns, memory, search,
     close: async () => {
       clearInterval(upkeep);
       await fleet?.stop();
       await vectorStores.close();
+      await search.close();
       await models.close();
       await engine.close();
       await closeWorkers();

@@ -174,6 +174,44 @@ export const migrations: Migration[] = [
     },
   },
   {
+    version: 4,
+    name: 'search clusters, tenants, collections, per-key search access and grants',
+    async up(db) {
+      await db.schema.createTable('search_clusters').ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('url', 'text')
+        .addColumn('auth_token', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull()).execute();
+      await db.schema.createTable('search_tenants').ifNotExists()
+        .addColumn('cluster_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('search_tenants_pk', ['cluster_id', 'name']).execute();
+      await db.schema.createTable('search_collections').ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('cluster_id', 'text', (c) => c.notNull())
+        .addColumn('tenant', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('embedding_model', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull()).execute();
+      await db.schema.createIndex('search_collections_name').ifNotExists().unique().on('search_collections').columns(['cluster_id', 'tenant', 'name']).execute();
+      // one row per key once its search access was set; no row = the default cluster, no grants
+      await db.schema.createTable('search_key_access').ifNotExists()
+        .addColumn('key_id', 'text', (c) => c.primaryKey())
+        .addColumn('cluster_id', 'text')
+        .addColumn('updated_at', 'bigint', (c) => c.notNull()).execute();
+      // collection '' = every collection of the tenant
+      await db.schema.createTable('search_grants').ifNotExists()
+        .addColumn('key_id', 'text', (c) => c.notNull())
+        .addColumn('cluster_id', 'text', (c) => c.notNull())
+        .addColumn('tenant', 'text', (c) => c.notNull())
+        .addColumn('collection', 'text', (c) => c.notNull())
+        .addColumn('access', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('search_grants_pk', ['key_id', 'cluster_id', 'tenant', 'collection']).execute();
+    },
+  },
+  {
     version: 9,
     name: 'memory stores and their facts, per key',
     async up(db) {

@@ -9,7 +9,7 @@
  * On PostgreSQL: the full-text side is a `tsvector` column with a GIN index, ranked by `ts_rank_cd`;
  * vectors are `bytea` rows of the same layout, ranked by the exact scan here (no pgvector assumed).
  */
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { isPostgres } from './dialect.ts';
 import type { Db } from './schema.ts';
 
@@ -94,22 +94,28 @@ export function ftsQuery(text: string): string | null {
   return uniq.length ? uniq.map((w) => `"${w}"`).join(' OR ') : null;
 }
 
+/**
+ * A metadata filter as SQL over the chunk row aliased `c`, starting with ` and ` (store/search/filter-sql.ts
+ * builds them for either dialect); absent = no filter.
+ */
+export type ChunkFilter = RawBuilder<unknown>;
+
 /** BM25 ranking over the chunks of the given indexes; higher score = better. */
-export async function ftsSearch(db: Db, indexIds: string[], query: string, limit: number): Promise<{ id: number; score: number }[]> {
-  if (isPostgres(db)) return tsvectorSearch(db, indexIds, query, limit);
+export async function ftsSearch(db: Db, indexIds: string[], query: string, limit: number, filter?: ChunkFilter): Promise<{ id: number; score: number }[]> {
+  if (isPostgres(db)) return tsvectorSearch(db, indexIds, query, limit, filter);
   const q = ftsQuery(query);
   if (!q || indexIds.length === 0) return [];
   const r = await sql<{ id: number; rank: number }>`
     select c.id as id, bm25(retrieval_fts) as rank from retrieval_fts
     join retrieval_chunks c on c.id = retrieval_fts.rowid
-    where retrieval_fts match ${q} and c.index_id in (${sql.join(indexIds)})
+    where retrieval_fts match ${q} and c.index_id in (${sql.join(indexIds)})${filter ?? sql``}
     order by rank limit ${limit}`.execute(db);
   // FTS5's bm25() is negative, smaller = better
   return r.rows.map((x) => ({ id: Number(x.id), score: -Number(x.rank) }));
 }
 
 /** PostgreSQL's full text: any of the words may match (OR), ranked by cover density. */
-async function tsvectorSearch(db: Db, indexIds: string[], query: string, limit: number): Promise<{ id: number; score: number }[]> {
+async function tsvectorSearch(db: Db, indexIds: string[], query: string, limit: number, filter?: ChunkFilter): Promise<{ id: number; score: number }[]> {
   const words = [...new Set((query.match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => w.toLowerCase()))].slice(0, 64);
   if (!words.length || indexIds.length === 0) return [];
   // Each word quoted as a tsquery lexeme, so no character of the query is read as tsquery syntax.
@@ -117,7 +123,7 @@ async function tsvectorSearch(db: Db, indexIds: string[], query: string, limit: 
   const r = await sql<{ id: number; rank: number }>`
     select c.id as id, ts_rank_cd(f.tsv, to_tsquery('simple', ${tsq})) as rank from retrieval_fts f
     join retrieval_chunks c on c.id = f.rowid
-    where f.tsv @@ to_tsquery('simple', ${tsq}) and c.index_id in (${sql.join(indexIds)})
+    where f.tsv @@ to_tsquery('simple', ${tsq}) and c.index_id in (${sql.join(indexIds)})${filter ?? sql``}
     order by rank desc limit ${limit}`.execute(db);
   return r.rows.map((x) => ({ id: Number(x.id), score: Number(x.rank) }));
 }
@@ -146,16 +152,17 @@ export async function anyEmbedded(db: Db, indexIds: string[]): Promise<boolean> 
 export type VectorHit = { id: number; distance: number };
 
 /** Exact cosine ranking of every vector in scope: in SQL where libSQL's functions exist, else here. */
-export async function exactVectorSearch(db: Db, dims: number, indexIds: string[], query: Float32Array, limit: number): Promise<VectorHit[]> {
+export async function exactVectorSearch(db: Db, dims: number, indexIds: string[], query: Float32Array, limit: number, filter?: ChunkFilter): Promise<VectorHit[]> {
   if (!(await vectorTableExists(db, dims)) || indexIds.length === 0) return [];
   const t = sql.table(vectorTable(dims));
+  const join = filter ? sql` join retrieval_chunks c on c.id = v.chunk_id` : sql``;
   if (await hasVectorFunctions(db)) {
     const r = await sql<{ id: number; d: number }>`
-      select chunk_id as id, vector_distance_cos(embedding, vector32(${toBytes(query)})) as d from ${t}
-      where index_id in (${sql.join(indexIds)}) order by d limit ${limit}`.execute(db);
+      select v.chunk_id as id, vector_distance_cos(v.embedding, vector32(${toBytes(query)})) as d from ${t} v${join}
+      where v.index_id in (${sql.join(indexIds)})${filter ?? sql``} order by d limit ${limit}`.execute(db);
     return r.rows.map((x) => ({ id: Number(x.id), distance: Number(x.d) }));
   }
-  const r = await sql<{ id: number; e: ArrayBuffer | Uint8Array }>`select chunk_id as id, embedding as e from ${t} where index_id in (${sql.join(indexIds)})`.execute(db);
+  const r = await sql<{ id: number; e: ArrayBuffer | Uint8Array }>`select v.chunk_id as id, v.embedding as e from ${t} v${join} where v.index_id in (${sql.join(indexIds)})${filter ?? sql``}`.execute(db);
   const qn = norm(query);
   const hits = r.rows.map((x) => ({ id: Number(x.id), distance: 1 - dot(asFloats(x.e), query) / (norm(asFloats(x.e)) * qn || 1) }));
   return hits.sort((a, b) => a.distance - b.distance).slice(0, limit);
