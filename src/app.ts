@@ -6,6 +6,7 @@ import { auth } from './http/auth.ts';
 import { areaTicketAuth } from './http/area-ticket.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { bodyLimit } from './http/body-limit.ts';
+import { cors } from './http/cors.ts';
 import type { AppEnv } from './http/context.ts';
 import { toErrorResponse } from './http/errors.ts';
 import { requestMeta } from './http/request-meta.ts';
@@ -59,6 +60,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   const publicDir = findPublicDir();
 
   app.use('*', requestMeta(nodeTag, log));
+  app.use('*', cors(config.corsOrigins));
   app.use('*', areaTicketAuth(deps.adminConsole.tickets));
   app.use('*', auth(keys, isLoopbackHost(config.host)));
   app.use('*', bodyLimit(config.maxUploadBytes));

@@ -38,7 +38,7 @@ export const settings = {
   hubAllowedHosts: s('list', v.array(v.string()), ['huggingface.co', 'hf.co'], 'egress policy: model hub hosts that pulls may reach (comma separated)'),
   maxLoadedModels: s('int', int(1), 3, 'most models resident at once (least recently used idle model is evicted)'),
   memoryBudgetBytes: s('int', int(0), 0, 'memory budget for resident models in bytes (0 = no budget)'),
-  slotsPerModel: s('int', int(1), 1, 'concurrent generations per model'),
+  slotsPerModel: s('int', int(1), 1, 'concurrent generations per model: the batch capacity (they decode together in shared steps)'),
   saturationPolicy: s('string', v.picklist(['Queue', 'Reject']), 'Queue', 'when every slot is busy: Queue waits, Reject answers 503 with Retry-After: 1'),
   idleDeviceMemoryReleaseSeconds: s('int', int(0), 300, 'Inference:IdleDeviceMemoryReleaseSeconds; 0 never'),
   keepAliveSeconds: s('int', int(-1), 300, 'default keep_alive of a loaded model (-1 forever)'),
@@ -70,6 +70,7 @@ export const settings = {
   fleetNodeTimeoutSeconds: s('int', int(2, 86_400), 15, 'a fleet node not seen for this long is dead: the survivors fail its processing jobs with job_lost'),
   nodeTag: s('string', v.union([v.literal(''), v.pipe(v.string(), v.regex(/^[a-z0-9]{6}$/, 'six lowercase letters or digits'))]), '', 'this node\'s tag, fixed, for a fleet whose balancer maps tags to addresses (deploy/nginx.conf); empty = generated once and kept in the data directory'),
   filesDir: s('string', v.string(), '', 'directory of uploaded file bytes; on a fleet, one directory every node mounts (a shared volume); empty = <data-dir>/uploads'),
+  corsOrigins: s('list', v.array(v.string()), ['http://localhost', 'https://localhost', 'http://127.0.0.1', 'https://127.0.0.1', 'http://0.0.0.0', 'https://0.0.0.0', 'app://*', 'file://*', 'tauri://*', 'vscode-webview://*', 'chrome-extension://*', 'moz-extension://*'], 'browser origins allowed to call the API (CORS), comma separated; an origin without a port allows every port, scheme://* every host of that scheme, * any origin'),
 } as const;
 
 export type Settings = typeof settings;

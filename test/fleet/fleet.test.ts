@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { freePort, startPostgres, type TestPostgres } from '../support/postgres.ts';
 import { startNginx, type RunningNginx } from '../support/nginx.ts';

@@ -36,6 +36,7 @@ export interface ShownModel {
 }
 
 /** Capabilities from the architecture (kind, config.json) and the chat template. */
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
 export function deriveCapabilities(kind: ModelKind, config: Record<string, any> | undefined, template: string, declared: Capability[] = []): Capability[] {
   const caps = new Set<Capability>();
   if (kind === 'embedding') caps.add('embedding');
@@ -49,6 +50,7 @@ export function deriveCapabilities(kind: ModelKind, config: Record<string, any> 
   return order.filter((c) => caps.has(c));
 }
 
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
 export async function readJsonFile(file: string): Promise<Record<string, any> | undefined> {
   try {
     const v = JSON.parse(await readFile(file, 'utf8'));
@@ -71,6 +73,7 @@ export async function ownChatTemplate(dir: string): Promise<string> {
 }
 
 /** Ollama-style `model_info` keys (`general.architecture`, `<arch>.context_length`, ...) from config.json. */
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
 export function modelInfo(config: Record<string, any>, extra: Record<string, unknown> = {}): Record<string, unknown> {
   const arch = String(config.model_type ?? 'unknown');
   const info: Record<string, unknown> = { 'general.architecture': arch };
