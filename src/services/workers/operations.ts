@@ -18,6 +18,11 @@ type HighlightOpts = NoCallbacks<Parameters<typeof import('../documents/highligh
 type ThumbOpts = NonNullable<Parameters<typeof import('../documents/thumbnails.ts')['documentThumbnails']>[2]>;
 type ValidateMeta = Parameters<typeof import('../documents/validate.ts')['validateDocument']>[1];
 type OcrOpts = NoCallbacks<NonNullable<Parameters<typeof import('../ocr/ocr.ts')['ocrDocument']>[2]>>;
+type ImgMod = typeof import('../images/index.ts');
+type I<K extends keyof ImgMod> = ImgMod[K] extends (...a: infer A) => unknown ? A : never;
+/** An image function's arguments with its options' `signal` taken from the task instead. */
+type INoSignal<K extends keyof ImgMod> = I<K> extends [infer B, infer O] ? [B, NoCallbacks<O>] : never;
+const img = () => import('../images/index.ts');
 const cb = (ctx: OpContext) => ({ signal: ctx.signal, progress: (d: number, t: number) => ctx.progress(d, t) });
 
 export const operations = {
@@ -50,6 +55,17 @@ export const operations = {
   'document.validate': async ([b, meta]: [Uint8Array, ValidateMeta?], _c: OpContext) => (await import('../documents/validate.ts')).validateDocument(b, meta),
   'ocr.recognize': async ([b, kind, o]: [Uint8Array, 'pdf' | 'image', OcrOpts?], c: OpContext) =>
     (await (kind === 'pdf' ? guardPdf(b, c) : guardImage(b, c)), (await import('../ocr/ocr.ts')).ocrDocument(b, kind, { ...o, ...cb(c) })),
+  // Images: each service checks the declared pixels (its maxPixels) before decoding. Background removal
+  // stays on the loop: its ONNX session runs on ONNX Runtime's own threads.
+  'image.convert': async ([b, o]: I<'imageConvert'>) => (await img()).imageConvert(b, o),
+  'image.watermark': async ([b, w, o]: I<'imageWatermark'>) => (await img()).imageWatermark(b, w, o),
+  'image.logo': async ([b, max]: I<'decodeForLogo'>) => (await img()).decodeForLogo(b, max),
+  'image.analysis': async ([b, o]: INoSignal<'imageAnalysis'>, c: OpContext) => (await img()).imageAnalysis(b, { ...o, signal: c.signal }),
+  'image.palette': async ([b, o]: I<'imageColorPalette'>) => (await img()).imageColorPalette(b, o),
+  'image.enhance': async ([b, o]: I<'imageEnhance'>) => (await img()).imageEnhance(b, o),
+  'image.deskew': async ([b, o]: I<'imageDeskew'>) => (await img()).imageDeskew(b, o),
+  'image.normalization': async ([b, o]: I<'imageNormalization'>) => (await img()).imageNormalization(b, o),
+  'image.redact': async ([b, o]: INoSignal<'imageRedact'>, c: OpContext) => (await img()).imageRedact(b, { ...o, signal: c.signal }),
 };
 
 export type Operations = typeof operations;
