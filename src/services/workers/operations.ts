@@ -23,6 +23,7 @@ type I<K extends keyof ImgMod> = ImgMod[K] extends (...a: infer A) => unknown ? 
 /** An image function's arguments with its options' `signal` taken from the task instead. */
 type INoSignal<K extends keyof ImgMod> = I<K> extends [infer B, infer O] ? [B, NoCallbacks<O>] : never;
 const img = () => import('../images/index.ts');
+const text = () => import('../text/fast-tasks.ts');
 const cb = (ctx: OpContext) => ({ signal: ctx.signal, progress: (d: number, t: number) => ctx.progress(d, t) });
 
 export const operations = {
@@ -66,6 +67,14 @@ export const operations = {
   'image.deskew': async ([b, o]: I<'imageDeskew'>) => (await img()).imageDeskew(b, o),
   'image.normalization': async ([b, o]: I<'imageNormalization'>) => (await img()).imageNormalization(b, o),
   'image.redact': async ([b, o]: INoSignal<'imageRedact'>, c: OpContext) => (await img()).imageRedact(b, { ...o, signal: c.signal }),
+  // Text tasks without a model, on large inputs (../text/fast-tasks.ts).
+  'text.language': async ([t]: [string]) => (await text()).languageOf(t),
+  'text.pii': async ([t, o]: [string, import('../text/fast-tasks.ts').PiiOptions]) => (await text()).piiOf(t, o),
+  'text.keywords': async ([t, o]: [string, { limit: number; maxWords: number }]) => (await text()).keywordsOf(t, o),
+  'text.entities': async ([t, o]: [string, { types?: string[] }]) => (await text()).entitiesOf(t, o),
+  /** A file's bytes to retrieval chunks (document analysis with OCR, then the token splitter). */
+  'retrieval.chunk': async ([b, f, meta, o]: [Uint8Array, DocFormat, Record<string, unknown>, import('../retrieval/chunk-document.ts').ChunkingOptions?], c: OpContext) =>
+    (await guardDocument(b, f, c), (await import('../retrieval/chunk-document.ts')).chunkDocument(b, f, meta, o, c.signal)),
 };
 
 export type Operations = typeof operations;
