@@ -67,6 +67,13 @@ export const operations = {
   'image.deskew': async ([b, o]: I<'imageDeskew'>) => (await img()).imageDeskew(b, o),
   'image.normalization': async ([b, o]: I<'imageNormalization'>) => (await img()).imageNormalization(b, o),
   'image.redact': async ([b, o]: INoSignal<'imageRedact'>, c: OpContext) => (await img()).imageRedact(b, { ...o, signal: c.signal }),
+  // PDF trust: the PDF work of sign, timestamp and LTV (the TSA, OCSP and CRL requests stay with the caller).
+  'pdf.sign-prepare': async ([b, o]: Parameters<typeof import('../pdf/trust/pdf-sign.ts')['prepareSignature']>, c: OpContext) =>
+    (await guardPdf(b, c), (await import('../pdf/trust/pdf-sign.ts')).prepareSignature(b, o)),
+  'pdf.timestamp-prepare': async ([b, o]: Parameters<typeof import('../pdf/trust/pdf-timestamp.ts')['prepareTimestamp']>, c: OpContext) =>
+    (await guardPdf(b, c), (await import('../pdf/trust/pdf-timestamp.ts')).prepareTimestamp(b, o)),
+  'pdf.ltv-read': async ([b]: [Uint8Array], c: OpContext) => (await guardPdf(b, c), (await import('../pdf/trust/pdf-ltv.ts')).readLtvInputs(b)),
+  'pdf.ltv-write': async (a: Parameters<typeof import('../pdf/trust/pdf-ltv.ts')['writeLtv']>) => (await import('../pdf/trust/pdf-ltv.ts')).writeLtv(...a),
   // Text tasks without a model, on large inputs (../text/fast-tasks.ts).
   'text.language': async ([t]: [string]) => (await text()).languageOf(t),
   'text.pii': async ([t, o]: [string, import('../text/fast-tasks.ts').PiiOptions]) => (await text()).piiOf(t, o),
