@@ -27,10 +27,24 @@ async function loadModels() {
   const chosen = select.value; // a refresh (after a pull) keeps the user's choice
   select.replaceChildren(...models.map((m) => new Option(`${m.name}${m.modified_at ? '' : ' (not downloaded)'}`, m.name)));
   if (models.some((m) => m.name === chosen)) select.value = chosen;
-  const embed = $('embed-model');
-  const chosenEmbed = embed.value;
-  embed.replaceChildren(...models.filter((m) => m.modified_at).map((m) => new Option(m.name, m.name)));
-  if (models.some((m) => m.name === chosenEmbed)) embed.value = chosenEmbed;
+  const shown = select.value;
+  // the other panels list the downloaded models of their kind (the model-files listing names the kind)
+  const downloaded = await Promise.all(models.filter((m) => m.modified_at).map(async (m) => {
+    const r = await fetch(`/svc/v1/model-files/${encodeURIComponent(m.name)}`, { headers: headers() });
+    return { name: m.name, kind: r.ok ? (await r.json()).kind : undefined };
+  }));
+  const ofKind = (kind) => downloaded.filter((m) => m.kind === kind).map((m) => m.name);
+  fillModels($('embed-model'), ofKind('embedding'));
+  fillModels($('asr-model'), ofKind('speech'));
+  fillModels($('local-model'), ofKind('generation'));
+  // no choice made yet: chat with a downloaded generation model, one that can answer now
+  if (!models.some((m) => m.name === chosen) && select.value === shown && ofKind('generation').length) select.value = ofKind('generation')[0];
+}
+
+function fillModels(select, names) {
+  const chosen = select.value;
+  select.replaceChildren(...(names.length ? names.map((n) => new Option(n, n)) : [new Option('(pull a model of this kind first)', '')]));
+  select.value = names.includes(chosen) ? chosen : names[0] ?? '';
 }
 
 function addMessage(role, text = '') {
@@ -141,7 +155,17 @@ $('pull').addEventListener('click', async () => {
   loadModels();
 });
 
-$('pdf-op').addEventListener('change', () => { $('pdf-query').hidden = $('pdf-op').value !== 'pdf-search'; });
+$('pdf-op').addEventListener('change', () => {
+  const op = $('pdf-op').value;
+  $('pdf-query').hidden = op !== 'pdf-search' && op !== 'pdf-watermark';
+  $('pdf-query').placeholder = op === 'pdf-watermark' ? 'watermark text' : 'search text';
+});
+
+// The chosen PDF is previewed at once, in the page, by pdf.js; a PDF that an operation returns replaces it.
+$('pdf-file').addEventListener('change', () => {
+  const file = $('pdf-file').files[0];
+  if (file) file.arrayBuffer().then((b) => previewPdf(new Uint8Array(b), file.name, null)).catch((e) => { $('pdf-result').textContent = e.message; });
+});
 
 $('pdf-form').addEventListener('submit', async (ev) => {
   ev.preventDefault();
@@ -152,15 +176,22 @@ $('pdf-form').addEventListener('submit', async (ev) => {
   form.append('file', file);
   if (op === 'pdf-to-images') { form.append('pages', '1'); form.append('format', 'png'); form.append('dpi', '72'); }
   if (op === 'pdf-search') form.append('query', $('pdf-query').value);
+  if (op === 'pdf-watermark') form.append('text', $('pdf-query').value || 'DRAFT');
+  if (op === 'rotate') form.append('operations', JSON.stringify([{ op: 'rotate', degrees: 90 }]));
   const result = $('pdf-result');
   result.textContent = 'working…';
-  const res = await fetch(`/svc/v1/${op}`, { method: 'POST', headers: headers(), body: form });
+  const res = await fetch(`/svc/v1/${op === 'rotate' ? 'pdf-edit' : op}`, { method: 'POST', headers: headers(), body: form });
   if (!res.ok) { result.textContent = await errorText(res); return; }
-  if ((res.headers.get('content-type') ?? '').startsWith('image/')) {
+  const type = res.headers.get('content-type') ?? '';
+  if (type.startsWith('image/')) {
     const img = document.createElement('img');
     img.alt = 'first page';
     img.src = URL.createObjectURL(await res.blob());
     result.replaceChildren(img);
+  } else if (type.startsWith('application/pdf')) {
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    result.textContent = `${op === 'rotate' ? 'rotated' : 'watermarked'} PDF, ${bytes.length} bytes: preview below`;
+    await previewPdf(bytes, `result of ${op}`, new Blob([bytes], { type: 'application/pdf' }));
   } else {
     const pre = document.createElement('pre');
     pre.textContent = JSON.stringify(await res.json(), null, 2);
@@ -168,21 +199,242 @@ $('pdf-form').addEventListener('submit', async (ev) => {
   }
 });
 
-$('doc-form').addEventListener('submit', async (ev) => {
+let pdfjs = null;
+const viewer = { doc: null, page: 1 };
+
+/** pdf.js and its worker come from our own origin (/vendor/pdfjs/, served from node_modules): no CDN. */
+async function loadPdfjs() {
+  if (!pdfjs) {
+    pdfjs = await import('/vendor/pdfjs/build/pdf.min.mjs');
+    pdfjs.GlobalWorkerOptions.workerSrc = '/vendor/pdfjs/build/pdf.worker.min.mjs';
+  }
+  return pdfjs;
+}
+
+async function previewPdf(bytes, title, downloadBlob) {
+  const lib = await loadPdfjs();
+  const doc = await lib.getDocument({
+    data: bytes, isEvalSupported: false,
+    cMapUrl: '/vendor/pdfjs/cmaps/', cMapPacked: true, standardFontDataUrl: '/vendor/pdfjs/standard_fonts/', wasmUrl: '/vendor/pdfjs/wasm/',
+  }).promise;
+  await viewer.doc?.destroy();
+  viewer.doc = doc;
+  viewer.page = 1;
+  $('pdf-viewer-title').textContent = title;
+  const link = $('pdf-download');
+  if (link.href) URL.revokeObjectURL(link.href);
+  link.hidden = !downloadBlob;
+  if (downloadBlob) link.href = URL.createObjectURL(downloadBlob);
+  $('pdf-viewer').hidden = false;
+  await renderPdfPage();
+}
+
+async function renderPdfPage() {
+  const doc = viewer.doc;
+  const page = await doc.getPage(viewer.page);
+  const base = page.getViewport({ scale: 1 });
+  const viewport = page.getViewport({ scale: Math.min(2, 560 / Math.max(base.width, base.height)) * (window.devicePixelRatio || 1) });
+  const canvas = $('pdf-canvas');
+  canvas.width = Math.round(viewport.width);
+  canvas.height = Math.round(viewport.height);
+  canvas.style.width = `${Math.round(viewport.width / (window.devicePixelRatio || 1))}px`;
+  await page.render({ canvas, canvasContext: canvas.getContext('2d'), viewport }).promise;
+  $('pdf-page-label').textContent = `page ${viewer.page} of ${doc.numPages}`;
+  $('pdf-prev').disabled = viewer.page <= 1;
+  $('pdf-next').disabled = viewer.page >= doc.numPages;
+  canvas.dataset.rendered = `${viewer.page}/${doc.numPages}`;
+}
+$('pdf-prev').addEventListener('click', () => { if (viewer.doc && viewer.page > 1) { viewer.page--; renderPdfPage(); } });
+$('pdf-next').addEventListener('click', () => { if (viewer.doc && viewer.page < viewer.doc.numPages) { viewer.page++; renderPdfPage(); } });
+
+// Documents: a dropped (or chosen) file goes to document-to-markdown or to OCR.
+const drop = $('doc-drop');
+drop.addEventListener('dragover', (ev) => { ev.preventDefault(); drop.classList.add('over'); });
+drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+drop.addEventListener('drop', (ev) => {
+  ev.preventDefault();
+  drop.classList.remove('over');
+  const file = ev.dataTransfer?.files?.[0];
+  if (!file) return;
+  const dt = new DataTransfer();
+  dt.items.add(file);
+  $('doc-file').files = dt.files;
+  convertDocument(file);
+});
+
+$('doc-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
   const file = $('doc-file').files[0];
-  if (!file) return;
+  if (file) convertDocument(file);
+});
+
+async function convertDocument(file) {
+  const ocr = $('doc-action').value === 'ocr';
   const form = new FormData();
   form.append('file', file);
-  $('doc-status').textContent = 'converting…';
+  $('doc-status').textContent = `${ocr ? 'reading' : 'converting'} ${file.name}…`;
   $('doc-result').hidden = true;
-  const res = await fetch('/svc/v1/document-to-markdown', { method: 'POST', headers: headers(), body: form });
+  const res = await fetch(ocr ? '/svc/v1/ocr' : '/svc/v1/document-to-markdown', { method: 'POST', headers: headers(), body: form });
   if (!res.ok) { $('doc-status').textContent = await errorText(res); return; }
   if (res.status === 202) { $('doc-status').textContent = `running as a job: ${(await res.json()).job_id}`; return; }
   const r = await res.json();
-  $('doc-status').textContent = `${r.format}, ${r.page_count ?? '?'} page(s)${r.ocr_pages?.length ? `, OCR on ${r.ocr_pages.length}` : ''}`;
-  $('doc-result').textContent = r.markdown;
+  if (ocr) {
+    const conf = r.pages?.length ? r.pages.reduce((n, p) => n + (p.confidence ?? 0), 0) / r.pages.length : 0;
+    $('doc-status').textContent = `OCR (${r.engine}), ${r.pages?.length ?? 0} page(s), mean confidence ${(100 * conf).toFixed(0)}%`;
+    $('doc-result').textContent = r.text;
+  } else {
+    $('doc-status').textContent = `${r.format}, ${r.page_count ?? '?'} page(s)${r.ocr_pages?.length ? `, OCR on ${r.ocr_pages.length}` : ''}`;
+    $('doc-result').textContent = r.markdown;
+  }
   $('doc-result').hidden = false;
+}
+
+// Transcription: a file, or the microphone recorded with MediaRecorder (webm/opus; the server decodes it).
+async function transcribe(blob, filename) {
+  const form = new FormData();
+  form.append('file', blob, filename);
+  form.append('model', $('asr-model').value);
+  form.append('response_format', 'verbose_json');
+  $('asr-status').textContent = `transcribing ${filename} (${blob.size} bytes)…`;
+  $('asr-result').hidden = true;
+  const res = await fetch('/v1/audio/transcriptions', { method: 'POST', headers: headers(), body: form });
+  if (!res.ok) { $('asr-status').textContent = await errorText(res); return; }
+  const r = await res.json();
+  $('asr-status').textContent = `${r.duration?.toFixed(2)} s of audio, language ${r.language}, ${r.segments?.length ?? 0} segment(s)`;
+  $('asr-result').textContent = r.text.trim() || '(no speech found)';
+  $('asr-result').hidden = false;
+}
+
+$('asr-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const file = $('asr-file').files[0];
+  if (file) transcribe(file, file.name);
+  else $('asr-status').textContent = 'choose an audio or video file first';
+});
+
+let recorder = null;
+$('mic-start').addEventListener('click', async () => {
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+  } catch (e) {
+    $('mic-status').textContent = `no microphone: ${e.message}`;
+    return;
+  }
+  const chunks = [];
+  recorder = new MediaRecorder(stream);
+  recorder.addEventListener('dataavailable', (e) => { if (e.data.size) chunks.push(e.data); });
+  recorder.addEventListener('stop', () => {
+    stream.getTracks().forEach((t) => t.stop());
+    const type = recorder.mimeType || 'audio/webm';
+    recorder = null;
+    $('mic-status').textContent = '';
+    transcribe(new Blob(chunks, { type }), `microphone.${type.includes('ogg') ? 'ogg' : type.includes('mp4') ? 'm4a' : 'webm'}`);
+  });
+  recorder.start(250);
+  const started = performance.now();
+  const tick = setInterval(() => { if (!recorder) clearInterval(tick); else $('mic-status').textContent = `recording ${((performance.now() - started) / 1000).toFixed(1)} s`; }, 200);
+  $('mic-start').disabled = true;
+  $('mic-stop').disabled = false;
+});
+$('mic-stop').addEventListener('click', () => {
+  recorder?.stop();
+  $('mic-start').disabled = false;
+  $('mic-stop').disabled = true;
+});
+
+// In-browser inference: transformers.js (served from /vendor/, onnxruntime-web inside) loads the server's own
+// copy of the model through /svc/v1/model-files/, the server standing in for the hub.
+let transformers = null;
+const localModels = new Map();
+
+async function loadTransformers() {
+  if (transformers) return transformers;
+  const t = await import('/vendor/transformers/dist/transformers.min.js');
+  t.env.allowLocalModels = false;
+  t.env.useBrowserCache = false;
+  t.env.remoteHost = `${location.origin}/svc/v1/model-files/`;
+  t.env.remotePathTemplate = '{model}/resolve/{revision}/';
+  t.env.fetch = (url, init = {}) => fetch(url, { ...init, headers: headers(Object.fromEntries(new Headers(init.headers ?? {}).entries())) });
+  const wasm = t.env.backends.onnx.wasm;
+  wasm.wasmPaths = `${location.origin}/vendor/ort/dist/`;
+  wasm.numThreads = 1; // threads need a cross-origin-isolated page; one thread needs no SharedArrayBuffer
+  wasm.proxy = false;
+  transformers = t;
+  return t;
+}
+
+/** WebGPU when the browser offers an adapter, else WASM. */
+async function pickDevice() {
+  try {
+    if (navigator.gpu && (await navigator.gpu.requestAdapter())) return 'webgpu';
+  } catch { /* no adapter */ }
+  return 'wasm';
+}
+
+async function localModel(name) {
+  if (localModels.has(name)) return localModels.get(name);
+  const r = await fetch(`/svc/v1/model-files/${encodeURIComponent(name)}`, { headers: headers() });
+  if (!r.ok) throw new Error(await errorText(r));
+  const info = await r.json();
+  const t = await loadTransformers();
+  const device = await pickDevice();
+  const loaded = {
+    info, device,
+    tokenizer: await t.AutoTokenizer.from_pretrained(info.repo),
+    model: await t.AutoModelForCausalLM.from_pretrained(info.repo, { dtype: info.dtype, device }),
+  };
+  localModels.set(name, loaded);
+  return loaded;
+}
+
+async function generateInBrowser(name, prompt, maxTokens) {
+  const { tokenizer, model, device } = await localModel(name);
+  const inputs = tokenizer(prompt, { add_special_tokens: true });
+  const started = performance.now();
+  const out = await model.generate({ ...inputs, max_new_tokens: maxTokens, do_sample: false });
+  const promptLength = inputs.input_ids.dims.at(-1);
+  const ids = out.tolist()[0].slice(promptLength);
+  const ms = performance.now() - started;
+  return { text: tokenizer.decode(ids, { skip_special_tokens: true }), device, tokens: ids.length, ms };
+}
+
+async function generateOnServer(name, prompt, maxTokens) {
+  const started = performance.now();
+  const res = await fetch('/v1/completions', {
+    method: 'POST', headers: headers({ 'content-type': 'application/json' }),
+    body: JSON.stringify({ model: name, prompt, max_tokens: maxTokens, temperature: 0 }),
+  });
+  if (!res.ok) throw new Error(await errorText(res));
+  const r = await res.json();
+  return { text: r.choices[0].text, tokens: r.usage?.completion_tokens, ms: performance.now() - started };
+}
+
+$('local-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const name = $('local-model').value;
+  const prompt = $('local-prompt').value;
+  const max = Number($('local-max').value) || 16;
+  if (!name) { $('local-status').textContent = 'pull a text-generation model first'; return; }
+  $('local-run').disabled = true;
+  $('local-match').textContent = '';
+  $('local-match').className = '';
+  $('local-server').textContent = '…';
+  $('local-browser').textContent = '…';
+  $('local-backend').textContent = '';
+  $('local-status').textContent = 'running on the server and loading the model in this page…';
+  const [server, local] = await Promise.allSettled([generateOnServer(name, prompt, max), generateInBrowser(name, prompt, max)]);
+  $('local-run').disabled = false;
+  const show = (el, r) => { el.textContent = r.status === 'fulfilled' ? r.value.text : `error: ${r.reason?.message ?? r.reason}`; };
+  show($('local-server'), server);
+  show($('local-browser'), local);
+  if (local.status === 'fulfilled') $('local-backend').textContent = `(${local.value.device}, ${local.value.tokens} tokens in ${local.value.ms.toFixed(0)} ms)`;
+  $('local-status').textContent = server.status === 'fulfilled' ? `server: ${server.value.tokens ?? '?'} tokens in ${server.value.ms.toFixed(0)} ms` : '';
+  if (server.status === 'fulfilled' && local.status === 'fulfilled') {
+    const same = server.value.text === local.value.text;
+    $('local-match').textContent = same ? 'identical greedy text' : 'the texts differ';
+    $('local-match').className = same ? 'same' : 'differs';
+  }
 });
 
 $('embed-form').addEventListener('submit', async (ev) => {

@@ -6,11 +6,13 @@ import { auth } from './http/auth.ts';
 import { areaTicketAuth } from './http/area-ticket.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { bodyLimit } from './http/body-limit.ts';
+import { cors } from './http/cors.ts';
 import type { AppEnv } from './http/context.ts';
 import { toErrorResponse } from './http/errors.ts';
 import { requestMeta } from './http/request-meta.ts';
 import { embeddedPublic } from './runtime/embedded.ts';
 import { findPublicDir, serveStatic } from './http/static.ts';
+import { serveVendor } from './http/vendor.ts';
 import { openaiFileRoutes } from './routes/openai/files.ts';
 import { anthropicMessageRoutes } from './routes/anthropic/messages.ts';
 import { anthropicModelRoutes } from './routes/anthropic/models.ts';
@@ -37,10 +39,13 @@ import { imageRoutes } from './routes/svc/images/index.ts';
 import { fileRoutes } from './routes/svc/files.ts';
 import { mediaRoutes } from './routes/svc/media/index.ts';
 import { jobRoutes } from './routes/svc/jobs.ts';
+import { modelFileRoutes } from './routes/svc/model-files.ts';
 import { trainingRoutes } from './routes/svc/training.ts';
 import { textRoutes } from './routes/svc/text/index.ts';
 import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
 import { agentRoutes } from './routes/svc/agents.ts';
+import { searchRoutes, openaiRerankRoutes } from './routes/svc/search/index.ts';
+import { memoryRoutes } from './routes/svc/memory.ts';
 import { adminRoutes } from './routes/svc/admin.ts';
 import { ServiceError } from './services/errors.ts';
 
@@ -55,6 +60,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   const publicDir = findPublicDir();
 
   app.use('*', requestMeta(nodeTag, log));
+  app.use('*', cors(config.corsOrigins));
   app.use('*', areaTicketAuth(deps.adminConsole.tickets));
   app.use('*', auth(keys, isLoopbackHost(config.host)));
   app.use('*', bodyLimit(config.maxUploadBytes));
@@ -66,12 +72,13 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   // dialect A
   app.route('/v1', openaiFileRoutes(deps.files));
   app.route('/v1', openaiModelRoutes(deps.models));
-  app.route('/v1', openaiChatRoutes(deps.chat, log, deps.agents));
+  app.route('/v1', openaiChatRoutes(deps.chat, log, deps.agents, { turns: deps.turns, dispatch: (path, init) => Promise.resolve(app.request(path, init)) }));
   app.route('/v1', openaiCompletionRoutes(deps.chat, deps.engine, log));
   app.route('/v1', openaiEmbeddingRoutes(deps.chat, deps.runner));
   app.route('/v1', openaiAudioRoutes(deps));
-  app.route('/v1', openaiResponsesRoutes(deps.responses, log));
+  app.route('/v1', openaiResponsesRoutes(deps.responses, log, deps.agents));
   app.route('/v1', openaiVectorStoreRoutes(deps.vectorStores));
+  app.route('/v1', openaiRerankRoutes(deps));
   // dialect B
   app.route('/api', versionRoutes());
   app.route('/api', ollamaModelRoutes(deps.models, deps.engine));
@@ -83,6 +90,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/api', ollamaBlobRoutes(deps.models));
   // native
   app.route('/svc/v1', jobRoutes(deps.jobs));
+  app.route('/svc/v1', modelFileRoutes(deps.models));
   app.route('/svc/v1', fileRoutes(deps.files));
   app.route('/svc/v1/admin', adminRoutes(deps));
   app.route('/svc/v1', pdfRoutes(deps));
@@ -93,11 +101,14 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.route('/svc/v1', textRoutes(deps));
   app.route('/svc/v1', imageRoutes(deps));
   app.route('/svc/v1', agentRoutes(deps.agents));
+  app.route('/svc/v1', searchRoutes(deps));
+  app.route('/svc/v1', memoryRoutes(deps.memory));
   // the tool-protocol server: its tools call the routes above in-process, under the caller's key
   app.route('/', mcpRoutes((path, init) => Promise.resolve(app.request(path, init)), (owner) => skillPrompts(deps.agents, owner.id)));
   opts.extraRoutes?.(app, deps);
   app.use('*', securityHeaders());
   app.use('*', serveStatic(publicDir, embeddedPublic));
+  app.use('/vendor/*', serveVendor());
 
   app.notFound((c) => toErrorResponse(new ServiceError(404, 'not_found', `route ${c.req.method} ${c.req.path} not found`), c, log.error));
   app.onError((err, c) => toErrorResponse(err, c, (m, e) => log.error(m, e)));

@@ -22,7 +22,7 @@ export const settings = {
   port: s('int', int(0, 65535), 8090, 'TCP port to listen on (0 picks a free port)'),
   host: s('string', v.pipe(v.string(), v.minLength(1)), '127.0.0.1', 'address to listen on; 0.0.0.0 exposes the server to the network'),
   dataDir: s('string', v.pipe(v.string(), v.minLength(1)), () => `${homeDir()}/.svc`, 'data directory (database, uploads, models); created on first start'),
-  databaseUrl: s('string', v.string(), '', 'libSQL URL (file:, libsql://, http(s)://); empty = file:<data-dir>/svc.db'),
+  databaseUrl: s('string', v.string(), '', 'database URL: libSQL (file:, libsql://, http(s)://) or PostgreSQL (postgres://); empty = file:<data-dir>/svc.db'),
   databaseAuthToken: s('string', v.string(), '', 'auth token for a remote libSQL/Turso database'),
   requireKeys: s('bool', v.boolean(), false, 'require an API key on every route even while no key exists'),
   logLevel: s('string', v.picklist(['debug', 'info', 'warn', 'error', 'silent']), 'info', 'log level; info writes one access-log line per request'),
@@ -38,7 +38,7 @@ export const settings = {
   hubAllowedHosts: s('list', v.array(v.string()), ['huggingface.co', 'hf.co'], 'egress policy: model hub hosts that pulls may reach (comma separated)'),
   maxLoadedModels: s('int', int(1), 3, 'most models resident at once (least recently used idle model is evicted)'),
   memoryBudgetBytes: s('int', int(0), 0, 'memory budget for resident models in bytes (0 = no budget)'),
-  slotsPerModel: s('int', int(1), 1, 'concurrent generations per model'),
+  slotsPerModel: s('int', int(1), 1, 'concurrent generations per model: the batch capacity (they decode together in shared steps)'),
   saturationPolicy: s('string', v.picklist(['Queue', 'Reject']), 'Queue', 'when every slot is busy: Queue waits, Reject answers 503 with Retry-After: 1'),
   idleDeviceMemoryReleaseSeconds: s('int', int(0), 300, 'Inference:IdleDeviceMemoryReleaseSeconds; 0 never'),
   keepAliveSeconds: s('int', int(-1), 300, 'default keep_alive of a loaded model (-1 forever)'),
@@ -62,6 +62,15 @@ export const settings = {
   maxJsonDepth: s('int', int(2), 64, 'nesting depth of a JSON schema or tool parameters; over it: 422 json_too_deep'),
   maxPromptChars: s('int', int(1), 2_000_000, 'characters of a prompt or embedding input, counted before tokenization; over it: 413 input_too_large'),
   allowAnonymousRemote: s('bool', v.boolean(), false, 'serve without keys on a non-loopback host (anyone who can reach it is admin); off: keys are required there'),
+  toolAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of server tools: hosts that the fetch_url tool and registered MCP servers may reach (comma separated, subdomains included; empty = none)'),
+  mcpServers: s('list', v.array(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,32}=https?:\/\/\S+$/, 'each entry must be name=http(s)://url'))), [], 'external MCP servers (Streamable HTTP) whose tools agents may use: name=url pairs, comma separated; each host must pass tool-allowed-hosts'),
+  chatImageAllowedHosts: s('list', v.array(v.string()), [], 'egress policy of chat images: hosts an http(s) image URL may name (comma separated, subdomains included); empty = image URLs refused with 403 egress_denied, data URLs and base64 only'),
+  fleet: s('bool', v.boolean(), false, 'this node is one of a fleet sharing the database (always so on PostgreSQL): heartbeats, job_lost takeover, ceiling divided by live nodes, svc-node cookie (docs/fleet.md)'),
+  fleetHeartbeatSeconds: s('int', int(1, 3600), 5, 'how often a fleet node writes its heartbeat into the database'),
+  fleetNodeTimeoutSeconds: s('int', int(2, 86_400), 15, 'a fleet node not seen for this long is dead: the survivors fail its processing jobs with job_lost'),
+  nodeTag: s('string', v.union([v.literal(''), v.pipe(v.string(), v.regex(/^[a-z0-9]{6}$/, 'six lowercase letters or digits'))]), '', 'this node\'s tag, fixed, for a fleet whose balancer maps tags to addresses (deploy/nginx.conf); empty = generated once and kept in the data directory'),
+  filesDir: s('string', v.string(), '', 'directory of uploaded file bytes; on a fleet, one directory every node mounts (a shared volume); empty = <data-dir>/uploads'),
+  corsOrigins: s('list', v.array(v.string()), ['http://localhost', 'https://localhost', 'http://127.0.0.1', 'https://127.0.0.1', 'http://0.0.0.0', 'https://0.0.0.0', 'app://*', 'file://*', 'tauri://*', 'vscode-webview://*', 'chrome-extension://*', 'moz-extension://*'], 'browser origins allowed to call the API (CORS), comma separated; an origin without a port allows every port, scheme://* every host of that scheme, * any origin'),
 } as const;
 
 export type Settings = typeof settings;
@@ -153,7 +162,8 @@ export function helpText(): string {
 /** Derived paths, so no module builds them by hand. */
 export const dbUrl = (c: Config) => c.databaseUrl || `file:${c.dataDir}/svc.db`;
 export const modelsDir = (c: Config) => c.modelsDir || `${c.dataDir}/models`;
-export const uploadsDir = (c: Config) => `${c.dataDir}/uploads`;
+export const uploadsDir = (c: Config) => c.filesDir || `${c.dataDir}/uploads`;
+export const isFleetMember = (c: Config) => c.fleet || /^postgres(ql)?:\/\//i.test(c.databaseUrl);
 
 /** Whether the listen address is reachable only from this machine (127.0.0.0/8, ::1, localhost). */
 export const isLoopbackHost = (host: string) => /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\])$/i.test(host.trim());

@@ -17,7 +17,10 @@ import type { AgentService } from './services/agents/agent-service.ts';
 import type { TranscriptionService } from './services/media/transcription.ts';
 import type { TextService } from './services/text/text-service.ts';
 import type { ResponsesService } from './services/responses/responses-service.ts';
+import type { AgentTurns } from './services/agents/agent-turn.ts';
+import type { MemoryService } from './services/agents/memory-service.ts';
 import type { VectorStores } from './services/retrieval/vector-stores.ts';
+import type { Search } from './services/search/index.ts';
 
 export interface Deps {
   config: Config;
@@ -51,4 +54,11 @@ export interface Deps {
   vectorStores: VectorStores;
   /** The Responses API with stored responses (src/services/responses/). */
   responses: ResponsesService;
+  /** Search clusters, tenants, collections, queries, rerank and chat with documents (src/services/search/). */
+  search: Search;
+  /** Chat turns with server tools and memory; memory stores per key (src/services/agents/). */
+  turns: AgentTurns;
+  memory: MemoryService;
+  /** Fleet membership (heartbeats, live nodes); absent on a node that is not a fleet member. */
+  fleet?: import('./services/fleet/membership.ts').FleetMembership;
 }

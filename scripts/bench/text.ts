@@ -81,7 +81,7 @@ async function summaryRows() {
   const pdf = Buffer.from(await doc.save()).toString('base64');
   const h = await startHarness();
   try {
-    let info: any;
+    let info: { chunks?: number; calls?: number } = {};
     const ms = await medianTime(async () => {
       const res = await h.post('/svc/v1/summarize', { model: 'tiny-llama:test', file: pdf, filename: 'r.pdf', chunk_tokens: 60, length: 'short' });
       info = await res.json();

@@ -72,7 +72,7 @@ for (let b = 0; b < N; b += BATCH) {
 // the embedding model's share, on a sample of chunk texts with the tiny fixture model
 const sample = Array.from({ length: 256 }, text);
 await inference.embed(embedSpec, sample.slice(0, 4)); // load
-let t0 = performance.now();
+const t0 = performance.now();
 for (let i = 0; i < sample.length; i += 16) await inference.embed(embedSpec, sample.slice(i, i + 16));
 const embedMsPerChunk = (performance.now() - t0) / sample.length;
 

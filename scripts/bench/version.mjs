@@ -1,5 +1,5 @@
-// Requests per second of GET /api/version on Node, Deno and Bun: svc against a bare Hono app with one
-// route on the same runtime, measured in the same run with wrk (Debian package `wrk`).
+// Requests per second of GET /api/version on Node, Deno and Bun: svc against a minimal Hono app with one
+// route doing the same required work (one header read, one header set) on the same runtime, measured in the same run with wrk (Debian package `wrk`).
 // Both sides run the same way on each runtime: on Node both are bundled by esbuild with the same options and
 // run with node; on Deno and Bun both run from source. Rounds alternate bare, svc, svc quiet; medians reported.
 // Usage: node scripts/bench/version.mjs [seconds] [rounds]   → prints a table and writes it into BENCHMARKS.md.
@@ -76,7 +76,7 @@ const fmt = (n) => (Number.isFinite(n) ? n.toFixed(0) : 'n/a');
 const table = [
   `Measured with \`node scripts/bench/version.mjs ${seconds} ${rounds}\`: wrk -t1 -c16 -d${seconds}s on loopback, median of ${rounds} alternating rounds (bare, svc, svc quiet), each after a 1 s warm-up. On Node both servers are bundled by esbuild with the same options and run with node; on Deno and Bun both run from source. 2-core machine shared with other engineers' work while this ran; the load generator shares the cores; servers log to a file.`,
   '',
-  '| runtime | bare Hono req/s | svc req/s (access log on) | ratio | svc req/s (log level warn) | ratio |',
+  '| runtime | minimal Hono (header read + set) req/s | svc req/s (access log on) | ratio | svc req/s (log level warn) | ratio |',
   '| --- | ---: | ---: | ---: | ---: | ---: |',
   ...rows.map((r) => `| ${r.rt} | ${fmt(r.bare)} | ${fmt(r.svc)} | ${(r.svc / r.bare).toFixed(2)} | ${fmt(r.svcQuiet)} | ${(r.svcQuiet / r.bare).toFixed(2)} |`),
   '',

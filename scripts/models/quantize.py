@@ -1,10 +1,10 @@
 """Weight quantizers for exported ONNX graphs, in numpy (no onnxruntime python package on this machine).
 
 q8: every MatMul with a 2-D constant weight becomes DynamicQuantizeLinear + MatMulInteger (uint8 activations,
-    int8 per-tensor weights), the same graph shape onnxruntime's `quantize_dynamic` produces
+    int8 weights with one scale per output column), the same graph shape onnxruntime's `quantize_dynamic` produces
     (transformers.js names it model_quantized.onnx).
 q4: every such MatMul becomes com.microsoft MatMulNBits (4 bits, block 32, per-block scale, default zero
-    point 8), as in transformers.js' model_q4.onnx.
+    point 8, accuracy_level 4: int8 activation kernels), as in transformers.js' model_q4.onnx.
 """
 import numpy as np
 import onnx
@@ -44,11 +44,11 @@ def quantize_q8(model, min_elems=0):
     replace, new_inits, drop = {}, [], set()
     for i, (idx, node, w) in enumerate(_matmul_targets(model, min_elems)):
         W = numpy_helper.to_array(w).astype(np.float32)
-        scale = np.float32(max(np.abs(W).max(), 1e-8) / 127.0)
+        scale = (np.maximum(np.abs(W).max(0), 1e-8) / 127.0).astype(np.float32)  # one per output column
         Wq = np.clip(np.round(W / scale), -127, 127).astype(np.int8)
         p = f"q8_{i}"
         new_inits += [numpy_helper.from_array(Wq, w.name + "_quantized"),
-                      numpy_helper.from_array(np.array(scale, np.float32), w.name + "_scale"),
+                      numpy_helper.from_array(scale, w.name + "_scale"),
                       numpy_helper.from_array(np.array(0, np.int8), w.name + "_zero_point")]
         drop.add(w.name)
         a, y = node.input[0], node.output[0]
@@ -88,7 +88,7 @@ def quantize_q4(model, block=32, min_elems=0):
         drop.add(w.name)
         replace[idx] = [helper.make_node(
             "MatMulNBits", [node.input[0], name, w.name + "_q4_scales"], [node.output[0]],
-            name=f"q4_{i}", domain="com.microsoft", K=K, N=N, bits=4, block_size=block)]
+            name=f"q4_{i}", domain="com.microsoft", K=K, N=N, bits=4, block_size=block, accuracy_level=4)]
     return _rebuild(model, replace, new_inits, drop, extra_opsets=[("com.microsoft", 1)])
 
 

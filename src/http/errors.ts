@@ -54,7 +54,7 @@ export function errorPayload(err: ServiceError, family: Family, instance?: strin
   }
   if (family === 'anthropic') {
     headers['Content-Type'] = 'application/json';
-    return { status: err.status, headers, body: { type: 'error', error: { type: anthropicType(err.status), message: err.message } } };
+    return { status: err.status, headers, body: { type: 'error', error: { type: anthropicType(err.status), message: err.message, ...err.fields } } };
   }
   if (family === 'ollama') {
     headers['Content-Type'] = 'application/json';

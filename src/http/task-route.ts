@@ -24,6 +24,9 @@ export function contentDisposition(filename: string): string {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
+/** The balancer's routing cookie: a cookie-aware client's next requests reach the node `tag` (docs/fleet.md). */
+export const nodeCookie = (tag: string) => `svc-node=${tag}; Path=/; HttpOnly; SameSite=Lax`;
+
 export const prefersAsync = (c: Context) => /(^|[\s,;])respond-async([\s,;]|$)/i.test(c.req.header('prefer') ?? '');
 
 export function taskHandler<I>(runner: TaskRunner, def: TaskRouteDef<I>): Handler<AppEnv> {
@@ -49,6 +52,8 @@ export function taskHandler<I>(runner: TaskRunner, def: TaskRouteDef<I>): Handle
     switch (submission.kind) {
       case 'accepted': {
         const location = `/svc/v1/jobs/${submission.jobId}`;
+        // The balancer routes the polls of a cookie-aware client back to this node (docs/fleet.md).
+        if (runner.fleetMember) c.header('Set-Cookie', nodeCookie(runner.nodeTag));
         return c.json({
           job_id: submission.jobId, status: 'processing',
           message: `The ${submission.task} task is running as a background job; poll GET ${location} until its status is no longer processing.`,

@@ -69,14 +69,15 @@ async function awaitJob(dispatch: Dispatch, jobId: string, o: ToolCallOptions): 
 export async function callNativeTool(dispatch: Dispatch, tool: NativeTool, args: Record<string, unknown>, o: ToolCallOptions): Promise<ToolOutcome> {
   const headers: Record<string, string> = { ...o.headers, 'content-type': 'application/json' };
   if (tool.task) headers.prefer = 'respond-async';
-  const res = await dispatch(tool.path, { method: 'POST', headers, body: JSON.stringify(tool.body(args)), signal: o.signal });
+  const path = tool.pathOf?.(args) ?? tool.path;
+  const res = await dispatch(path, { method: 'POST', headers, body: JSON.stringify(tool.body(args)), signal: o.signal });
   if (res.status === 202) {
     const { job_id } = await res.json() as { job_id: string };
     return awaitJob(dispatch, job_id, o);
   }
   if (!res.ok) return failure(res);
   const type = res.headers.get('content-type') ?? '';
-  if (!type.includes('json')) return { ok: false, status: 500, reason: 'unexpected_answer', message: `${tool.path} answered ${type}` };
+  if (!type.includes('json')) return { ok: false, status: 500, reason: 'unexpected_answer', message: `${path} answered ${type}` };
   const body = await res.json();
   if (tool.name === 'chat') {
     const c = (body as { choices?: { message?: { content?: string | null } }[]; model?: string; usage?: unknown }).choices?.[0];

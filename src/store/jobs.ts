@@ -25,10 +25,10 @@ export async function cancelRequestsFor(db: Db, node: string): Promise<string[]>
   return rows.map((r) => r.id);
 }
 
-/** At start: this node's jobs still processing were lost with the previous process. */
-export async function failLostJobs(db: Db, node: string, at: number): Promise<number> {
+/** A node's jobs still processing were lost with it: at its own restart, or when the fleet saw it die. */
+export async function failLostJobs(db: Db, node: string, at: number, message = 'the job was lost when its node restarted; submit it again'): Promise<number> {
   const r = await db.updateTable('jobs')
-    .set({ status: 'failed', error: 'the job was lost when its node restarted; submit it again', error_code: 503, error_reason: 'job_lost', completed_at: at })
+    .set({ status: 'failed', error: message, error_code: 503, error_reason: 'job_lost', completed_at: at })
     .where('node', '=', node).where('status', '=', 'processing').executeTakeFirst();
   return Number(r.numUpdatedRows);
 }

@@ -4,6 +4,7 @@
  * to a PostgreSQL dialect.
  */
 import { sql, type Kysely } from 'kysely';
+import { isPostgres } from './dialect.ts';
 
 // deno-lint-ignore no-explicit-any
 type AnyDb = Kysely<any>;
@@ -141,8 +142,9 @@ export const migrations: Migration[] = [
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addPrimaryKeyConstraint('vector_store_files_pk', ['vector_store_id', 'file_id']).execute();
       // Chunks of any retrieval index (a vector store, a search collection), keyed by the owning index.
+      const pg = isPostgres(db);
       await db.schema.createTable('retrieval_chunks').ifNotExists()
-        .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('id', pg ? 'serial' : 'integer', (c) => (pg ? c.primaryKey() : c.primaryKey().autoIncrement()))
         .addColumn('index_id', 'text', (c) => c.notNull())
         .addColumn('doc_id', 'text', (c) => c.notNull())
         .addColumn('position', 'integer', (c) => c.notNull())
@@ -151,27 +153,114 @@ export const migrations: Migration[] = [
         .addColumn('embedded_dims', 'integer').execute();
       await db.schema.createIndex('retrieval_chunks_doc').ifNotExists().on('retrieval_chunks').columns(['index_id', 'doc_id']).execute();
       // BM25 side: an FTS5 table whose rowid is the chunk id (vectors live in per-dimension tables made on demand).
-      await sql`create virtual table if not exists retrieval_fts using fts5(text, tokenize = 'unicode61 remove_diacritics 2')`.execute(db);
+      if (pg) {
+        // PostgreSQL has no FTS5: a tsvector kept by the server itself, ranked with ts_rank_cd (src/store/retrieval.ts).
+        await sql`create table if not exists retrieval_fts (rowid bigint primary key, text text not null,
+          tsv tsvector generated always as (to_tsvector('simple', text)) stored)`.execute(db);
+        await sql`create index if not exists retrieval_fts_tsv on retrieval_fts using gin (tsv)`.execute(db);
+      } else {
+        await sql`create virtual table if not exists retrieval_fts using fts5(text, tokenize = 'unicode61 remove_diacritics 2')`.execute(db);
+      }
+    },
+  },
+  {
+    version: 7,
+    name: 'fleet membership: node heartbeats',
+    async up(db) {
+      await db.schema.createTable('fleet_nodes').ifNotExists()
+        .addColumn('tag', 'text', (c) => c.primaryKey())
+        .addColumn('started_at', 'bigint', (c) => c.notNull())
+        .addColumn('seen_at', 'bigint', (c) => c.notNull()).execute();
+    },
+  },
+  {
+    version: 4,
+    name: 'search clusters, tenants, collections, per-key search access and grants',
+    async up(db) {
+      await db.schema.createTable('search_clusters').ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('url', 'text')
+        .addColumn('auth_token', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull()).execute();
+      await db.schema.createTable('search_tenants').ifNotExists()
+        .addColumn('cluster_id', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('search_tenants_pk', ['cluster_id', 'name']).execute();
+      await db.schema.createTable('search_collections').ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('cluster_id', 'text', (c) => c.notNull())
+        .addColumn('tenant', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('embedding_model', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull()).execute();
+      await db.schema.createIndex('search_collections_name').ifNotExists().unique().on('search_collections').columns(['cluster_id', 'tenant', 'name']).execute();
+      // one row per key once its search access was set; no row = the default cluster, no grants
+      await db.schema.createTable('search_key_access').ifNotExists()
+        .addColumn('key_id', 'text', (c) => c.primaryKey())
+        .addColumn('cluster_id', 'text')
+        .addColumn('updated_at', 'bigint', (c) => c.notNull()).execute();
+      // collection '' = every collection of the tenant
+      await db.schema.createTable('search_grants').ifNotExists()
+        .addColumn('key_id', 'text', (c) => c.notNull())
+        .addColumn('cluster_id', 'text', (c) => c.notNull())
+        .addColumn('tenant', 'text', (c) => c.notNull())
+        .addColumn('collection', 'text', (c) => c.notNull())
+        .addColumn('access', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('search_grants_pk', ['key_id', 'cluster_id', 'tenant', 'collection']).execute();
+    },
+  },
+  {
+    version: 9,
+    name: 'memory stores and their facts, per key',
+    async up(db) {
+      await db.schema.createTable('memory_stores').ifNotExists()
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('embedding_model', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('memory_stores_pk', ['owner', 'name']).execute();
+      // the facts' text is searched through the retrieval index named after the store
+      await db.schema.createTable('memory_facts').ifNotExists()
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('store', 'text', (c) => c.notNull())
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull()).execute();
+      await db.schema.createIndex('memory_facts_store').ifNotExists().on('memory_facts').columns(['owner', 'store']).execute();
     },
   },
 ];
 
 /** Applies the pending migrations; returns the versions applied now. */
 export async function migrate(db: AnyDb): Promise<number[]> {
-  await db.schema.createTable('schema_migrations').ifNotExists()
-    .addColumn('version', 'integer', (c) => c.primaryKey())
-    .addColumn('name', 'text', (c) => c.notNull())
-    .addColumn('applied_at', 'bigint', (c) => c.notNull()).execute();
+  await db.transaction().execute(async (trx) => {
+    if (isPostgres(trx)) await sql`select pg_advisory_xact_lock(7305127)`.execute(trx);
+    await trx.schema.createTable('schema_migrations').ifNotExists()
+      .addColumn('version', 'integer', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('applied_at', 'bigint', (c) => c.notNull()).execute();
+  });
   const done = new Set((await db.selectFrom('schema_migrations').select('version').execute()).map((r) => Number(r.version)));
   const applied: number[] = [];
   for (const m of migrations) {
     if (done.has(m.version)) continue;
-    await db.transaction().execute(async (trx) => {
+    const ran = await db.transaction().execute(async (trx) => {
+      if (isPostgres(trx)) {
+        // Nodes starting together on one PostgreSQL: one migrates, the others wait and then see it done
+        // (concurrent CREATE ... IF NOT EXISTS can still collide in PostgreSQL's catalog).
+        await sql`select pg_advisory_xact_lock(7305127)`.execute(trx);
+        const again = await trx.selectFrom('schema_migrations').select('version').where('version', '=', m.version).executeTakeFirst();
+        if (again) return false;
+      }
       await m.up(trx);
       // ON CONFLICT: a second node migrating the same shared database at the same moment is harmless.
       await sql`insert into schema_migrations (version, name, applied_at) values (${m.version}, ${m.name}, ${Date.now()}) on conflict (version) do nothing`.execute(trx);
+      return true;
     });
-    applied.push(m.version);
+    if (ran) applied.push(m.version);
   }
   return applied;
 }

@@ -12,7 +12,9 @@ export function newTag(): string {
   return Array.from(bytes, (b) => ALPHABET[b % ALPHABET.length]).join('');
 }
 
-export async function loadNodeTag(dataDir: string): Promise<string> {
+/** The configured tag when one is set (a fleet's balancer knows it), else the one kept in the data directory. */
+export async function loadNodeTag(dataDir: string, fixed = ''): Promise<string> {
+  if (fixed) return fixed;
   const file = join(dataDir, 'node-tag');
   try {
     const tag = (await readFile(file, 'utf8')).trim();

@@ -5,8 +5,12 @@
  * created on first use. Vectors are stored as raw little-endian float32 bytes, which is libSQL's own
  * F32_BLOB layout, so the same rows serve an exact scan where the vector functions are missing (the
  * runtime's built-in SQLite in the compiled binary).
+ *
+ * On PostgreSQL: the full-text side is a `tsvector` column with a GIN index, ranked by `ts_rank_cd`;
+ * vectors are `bytea` rows of the same layout, ranked by the exact scan here (no pgvector assumed).
  */
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
+import { isPostgres } from './dialect.ts';
 import type { Db } from './schema.ts';
 
 export interface ChunkIn { position: number; text: string; meta: Record<string, unknown> }
@@ -21,7 +25,7 @@ const vectorSupport = new WeakMap<Db, Promise<boolean>>();
 export function hasVectorFunctions(db: Db): Promise<boolean> {
   let p = vectorSupport.get(db);
   if (!p) {
-    p = sql`select vector_extract(vector32('[1,2]')) as v`.execute(db).then(() => true, () => false);
+    p = isPostgres(db) ? Promise.resolve(false) : sql`select vector_extract(vector32('[1,2]')) as v`.execute(db).then(() => true, () => false);
     vectorSupport.set(db, p);
   }
   return p;
@@ -45,7 +49,8 @@ export async function insertChunks(db: Db, indexId: string, docId: string, chunk
 
 export async function ensureVectorTable(db: Db, dims: number): Promise<void> {
   if (!Number.isInteger(dims) || dims < 1 || dims > 65_536) throw new Error(`bad vector dimension ${dims}`);
-  await sql.raw(`create table if not exists ${vectorTable(dims)} (chunk_id integer primary key, index_id text not null, embedding F32_BLOB(${dims}) not null)`).execute(db);
+  const blob = isPostgres(db) ? 'bytea' : `F32_BLOB(${dims})`;
+  await sql.raw(`create table if not exists ${vectorTable(dims)} (chunk_id integer primary key, index_id text not null, embedding ${blob} not null)`).execute(db);
   await sql.raw(`create index if not exists ${vectorTable(dims)}_scope on ${vectorTable(dims)} (index_id)`).execute(db);
   if (await hasVectorFunctions(db)) {
     // float8 neighbour copies and 32 neighbours keep inserts about 4x cheaper than the defaults; results are
@@ -60,7 +65,13 @@ export async function storeVectors(db: Db, dims: number, rows: { chunkId: number
   await db.transaction().execute(async (trx) => {
     for (const r of rows) {
       if (r.vector.length !== dims) throw new Error(`vector of ${r.vector.length} dimensions in a ${dims}-dimension table`);
-      await sql`insert or replace into ${sql.table(vectorTable(dims))} (chunk_id, index_id, embedding) values (${r.chunkId}, ${r.indexId}, ${toBytes(r.vector)})`.execute(trx);
+      const bytes = toBytes(r.vector);
+      if (isPostgres(trx)) {
+        await sql`insert into ${sql.table(vectorTable(dims))} (chunk_id, index_id, embedding) values (${r.chunkId}, ${r.indexId}, ${bytes})
+          on conflict (chunk_id) do update set index_id = excluded.index_id, embedding = excluded.embedding`.execute(trx);
+      } else {
+        await sql`insert or replace into ${sql.table(vectorTable(dims))} (chunk_id, index_id, embedding) values (${r.chunkId}, ${r.indexId}, ${bytes})`.execute(trx);
+      }
     }
     const ids = rows.map((r) => r.chunkId);
     for (let i = 0; i < ids.length; i += 500) {
@@ -83,17 +94,38 @@ export function ftsQuery(text: string): string | null {
   return uniq.length ? uniq.map((w) => `"${w}"`).join(' OR ') : null;
 }
 
+/**
+ * A metadata filter as SQL over the chunk row aliased `c`, starting with ` and ` (store/search/filter-sql.ts
+ * builds them for either dialect); absent = no filter.
+ */
+export type ChunkFilter = RawBuilder<unknown>;
+
 /** BM25 ranking over the chunks of the given indexes; higher score = better. */
-export async function ftsSearch(db: Db, indexIds: string[], query: string, limit: number): Promise<{ id: number; score: number }[]> {
+export async function ftsSearch(db: Db, indexIds: string[], query: string, limit: number, filter?: ChunkFilter): Promise<{ id: number; score: number }[]> {
+  if (isPostgres(db)) return tsvectorSearch(db, indexIds, query, limit, filter);
   const q = ftsQuery(query);
   if (!q || indexIds.length === 0) return [];
   const r = await sql<{ id: number; rank: number }>`
     select c.id as id, bm25(retrieval_fts) as rank from retrieval_fts
     join retrieval_chunks c on c.id = retrieval_fts.rowid
-    where retrieval_fts match ${q} and c.index_id in (${sql.join(indexIds)})
+    where retrieval_fts match ${q} and c.index_id in (${sql.join(indexIds)})${filter ?? sql``}
     order by rank limit ${limit}`.execute(db);
   // FTS5's bm25() is negative, smaller = better
   return r.rows.map((x) => ({ id: Number(x.id), score: -Number(x.rank) }));
+}
+
+/** PostgreSQL's full text: any of the words may match (OR), ranked by cover density. */
+async function tsvectorSearch(db: Db, indexIds: string[], query: string, limit: number, filter?: ChunkFilter): Promise<{ id: number; score: number }[]> {
+  const words = [...new Set((query.match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => w.toLowerCase()))].slice(0, 64);
+  if (!words.length || indexIds.length === 0) return [];
+  // Each word quoted as a tsquery lexeme, so no character of the query is read as tsquery syntax.
+  const tsq = words.map((w) => `'${w}'`).join(' | ');
+  const r = await sql<{ id: number; rank: number }>`
+    select c.id as id, ts_rank_cd(f.tsv, to_tsquery('simple', ${tsq})) as rank from retrieval_fts f
+    join retrieval_chunks c on c.id = f.rowid
+    where f.tsv @@ to_tsquery('simple', ${tsq}) and c.index_id in (${sql.join(indexIds)})${filter ?? sql``}
+    order by rank desc limit ${limit}`.execute(db);
+  return r.rows.map((x) => ({ id: Number(x.id), score: Number(x.rank) }));
 }
 
 /** Embedded chunks in scope and in the whole table of that dimension. */
@@ -106,6 +138,7 @@ export async function vectorCounts(db: Db, dims: number, indexIds: string[]): Pr
 }
 
 async function vectorTableExists(db: Db, dims: number): Promise<boolean> {
+  if (isPostgres(db)) return (await vectorTables(db)).includes(vectorTable(dims));
   const r = await sql<{ n: number }>`select count(*) as n from sqlite_master where type = 'table' and name = ${vectorTable(dims)}`.execute(db);
   return Number(r.rows[0]?.n ?? 0) > 0;
 }
@@ -119,16 +152,17 @@ export async function anyEmbedded(db: Db, indexIds: string[]): Promise<boolean> 
 export type VectorHit = { id: number; distance: number };
 
 /** Exact cosine ranking of every vector in scope: in SQL where libSQL's functions exist, else here. */
-export async function exactVectorSearch(db: Db, dims: number, indexIds: string[], query: Float32Array, limit: number): Promise<VectorHit[]> {
+export async function exactVectorSearch(db: Db, dims: number, indexIds: string[], query: Float32Array, limit: number, filter?: ChunkFilter): Promise<VectorHit[]> {
   if (!(await vectorTableExists(db, dims)) || indexIds.length === 0) return [];
   const t = sql.table(vectorTable(dims));
+  const join = filter ? sql` join retrieval_chunks c on c.id = v.chunk_id` : sql``;
   if (await hasVectorFunctions(db)) {
     const r = await sql<{ id: number; d: number }>`
-      select chunk_id as id, vector_distance_cos(embedding, vector32(${toBytes(query)})) as d from ${t}
-      where index_id in (${sql.join(indexIds)}) order by d limit ${limit}`.execute(db);
+      select v.chunk_id as id, vector_distance_cos(v.embedding, vector32(${toBytes(query)})) as d from ${t} v${join}
+      where v.index_id in (${sql.join(indexIds)})${filter ?? sql``} order by d limit ${limit}`.execute(db);
     return r.rows.map((x) => ({ id: Number(x.id), distance: Number(x.d) }));
   }
-  const r = await sql<{ id: number; e: ArrayBuffer | Uint8Array }>`select chunk_id as id, embedding as e from ${t} where index_id in (${sql.join(indexIds)})`.execute(db);
+  const r = await sql<{ id: number; e: ArrayBuffer | Uint8Array }>`select v.chunk_id as id, v.embedding as e from ${t} v${join} where v.index_id in (${sql.join(indexIds)})${filter ?? sql``}`.execute(db);
   const qn = norm(query);
   const hits = r.rows.map((x) => ({ id: Number(x.id), distance: 1 - dot(asFloats(x.e), query) / (norm(asFloats(x.e)) * qn || 1) }));
   return hits.sort((a, b) => a.distance - b.distance).slice(0, limit);
@@ -159,6 +193,10 @@ export async function chunksByIds(db: Db, ids: number[]): Promise<Map<number, Ch
 }
 
 async function vectorTables(db: Db): Promise<string[]> {
+  if (isPostgres(db)) {
+    const r = await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema() and tablename like 'retrieval_vectors_%'`.execute(db);
+    return r.rows.map((x) => x.name).filter((n) => /^retrieval_vectors_\d+$/.test(n));
+  }
   const r = await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name like 'retrieval_vectors_%'`.execute(db);
   return r.rows.map((x) => x.name).filter((n) => /^retrieval_vectors_\d+$/.test(n));
 }

@@ -121,7 +121,13 @@ export interface Database {
   vector_stores: VectorStoreTable;
   vector_store_files: VectorStoreFileTable;
   retrieval_chunks: RetrievalChunkTable;
+  fleet_nodes: FleetNodeTable;
+  memory_stores: MemoryStoreTable;
+  memory_facts: MemoryFactTable;
 }
+
+/** One node of a fleet sharing this database: its last heartbeat (docs/fleet.md). */
+export interface FleetNodeTable { tag: string; started_at: number; seen_at: number }
 
 export type Db = Kysely<Database>;
 
@@ -143,5 +149,24 @@ export interface SkillTable {
   prompt: string;
   input_schema: string;
   output_schema: string | null;
+  created_at: number;
+}
+
+/** A named memory store of one key (docs/api/agents.md). */
+export interface MemoryStoreTable {
+  owner: string;
+  name: string;
+  /** null: the default embedding model at the time of use. */
+  embedding_model: string | null;
+  created_at: number;
+}
+
+/** One remembered fact; `source` is `user` (written back from a turn) or `api` (added through the route). */
+export interface MemoryFactTable {
+  id: string;
+  owner: string;
+  store: string;
+  text: string;
+  source: string;
   created_at: number;
 }

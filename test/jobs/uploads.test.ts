@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { listening, inProcess } from '../support/server.ts';
 
 type Srv = Awaited<ReturnType<typeof listening>>;
 
-const uploadFiles = async (dir: string) => (await readdir(dir)).filter((n) => n !== '.partial');
-const partials = async (dir: string) => readdir(join(dir, '.partial'));
+// Stored files at any depth (a fleet node keeps task inputs under .inputs/<node tag>/), uploads in progress excluded.
+const uploadFiles = async (dir: string) => (await readdir(dir, { recursive: true, withFileTypes: true }))
+  .filter((e) => e.isFile() && !relative(dir, e.parentPath).split(sep).includes('.partial')).map((e) => e.name);
+// Files only: a fleet node keeps its uploads in progress under .partial/<node tag>/.
+const partials = async (dir: string) => (await readdir(join(dir, '.partial'), { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name);
 
 function multipart(fields: Record<string, string>, file?: { name: string; type: string; data: Uint8Array }) {
   const fd = new FormData();

@@ -11,9 +11,10 @@
  * slowly, ignore Range, redirect, and a log of every request.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CatalogEntry } from '../../src/services/models/spec.ts';
@@ -229,10 +230,33 @@ export const FIXTURE_CATALOG: readonly CatalogEntry[] = [
     capabilities: [], components: ['model'], details: { family: 'bert' } },
   { name: 'tiny-whisper:test', aliases: ['tiny-whisper'], repo: 'svc-test/tiny-whisper', dtype: 'fp32', kind: 'speech',
     capabilities: [], components: ['encoder_model', 'decoder_model_merged'], details: { family: 'whisper' } },
+  { name: 'tiny-vlm:test', aliases: ['tiny-vlm'], repo: 'svc-test/tiny-vlm', dtype: 'fp32', kind: 'generation',
+    capabilities: ['completion', 'vision'], components: ['vision_encoder', 'embed_tokens', 'decoder_model_merged'], details: { family: 'idefics3' } },
 ];
 
 /** A stand-in serving every fixture model; register FIXTURE_CATALOG in the catalog under test. */
+/**
+ * tiny-llama declaring a 4096-token context (its rotary positions are computed from position ids at run
+ * time, so only the declared limit changes): for tests whose tool definitions and results do not fit in
+ * the fixture's 512 positions. Served by startFixtureHub; not in FIXTURE_CATALOG.
+ */
+export const LONG_LLAMA: CatalogEntry = { ...FIXTURE_CATALOG[0]!, name: 'tiny-llama-long:test', aliases: [], repo: 'svc-test/tiny-llama-long' };
+
+async function longLlamaDir(): Promise<string> {
+  const dir = join(await mkdtemp(join(tmpdir(), 'svc-long-llama-')), 'tiny-llama-long');
+  await cp(join(FIXTURE_MODELS_DIR, 'tiny-llama'), dir, { recursive: true });
+  for (const [f, k] of [['config.json', 'max_position_embeddings'], ['tokenizer_config.json', 'model_max_length']] as const) {
+    const j = JSON.parse(await readFile(join(dir, f), 'utf8'));
+    j[k] = 4096;
+    await writeFile(join(dir, f), JSON.stringify(j));
+  }
+  return dir;
+}
+
 export async function startFixtureHub(): Promise<HubStandIn> {
-  const names = ['tiny-llama', 'tiny-bert-embed', 'tiny-bert-reranker', 'tiny-whisper'];
-  return HubStandIn.start(Object.fromEntries(names.map((n) => [`svc-test/${n}`, join(FIXTURE_MODELS_DIR, n)])));
+  const names = ['tiny-llama', 'tiny-bert-embed', 'tiny-bert-reranker', 'tiny-whisper', 'tiny-vlm'];
+  return HubStandIn.start({
+    ...Object.fromEntries(names.map((n) => [`svc-test/${n}`, join(FIXTURE_MODELS_DIR, n)])),
+    [LONG_LLAMA.repo]: await longLlamaDir(),
+  });
 }

@@ -15,6 +15,23 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
   return { ...loadConfig(new Map(), {}), logLevel: 'warn', port: 0, ...overrides };
 }
 
+/**
+ * `SVC_TEST_DB=postgres`: test servers that name no database get a new database on one throw-away
+ * PostgreSQL server per test process (test/support/postgres.ts), so a suite runs on PostgreSQL unchanged.
+ */
+let testPostgres: Promise<import('./postgres.ts').TestPostgres> | undefined;
+async function storeOverrides(o: Partial<Config>): Promise<Partial<Config>> {
+  if (o.databaseUrl || process.env.SVC_TEST_DB !== 'postgres') return {};
+  if (!testPostgres) {
+    testPostgres = import('./postgres.ts').then(async (m) => {
+      const server = await m.startPostgres();
+      process.once('exit', () => server.stopNow());
+      return server;
+    });
+  }
+  return { databaseUrl: await (await testPostgres).newDatabase() };
+}
+
 export interface InProcess {
   s: Services;
   dataDir: string;
@@ -25,7 +42,7 @@ export interface InProcess {
 /** The app served in-process through app.request (no socket). */
 export async function inProcess(overrides: Partial<Config> = {}, opts?: AppOptions): Promise<InProcess> {
   const dataDir = overrides.dataDir ?? (await tempDir());
-  const s = await openServices(testConfig({ dataDir, ...overrides }), createLogger('silent'));
+  const s = await openServices(testConfig({ dataDir, ...(await storeOverrides(overrides)), ...overrides }), createLogger('silent'));
   const app = createApp(s, opts);
   return {
     s, dataDir,
@@ -40,7 +57,7 @@ export async function inProcess(overrides: Partial<Config> = {}, opts?: AppOptio
 /** A real server listening on 127.0.0.1 with a free port. */
 export async function listening(overrides: Partial<Config> = {}, opts?: AppOptions): Promise<StartedServer & { dataDir: string }> {
   const dataDir = overrides.dataDir ?? (await tempDir());
-  const started = await startServer(testConfig({ dataDir, ...overrides }), opts);
+  const started = await startServer(testConfig({ dataDir, ...(await storeOverrides(overrides)), ...overrides }), opts);
   started.log.level = 'silent';
   return Object.assign(started, { dataDir });
 }

@@ -5,6 +5,7 @@
  * continuation forgets the response it continued, and a closed connection forgets them all, after which
  * continuing one answers previous_response_not_found. Failures are `{"type":"error","status":…,"error":{…}}`.
  */
+import type { AgentService } from '../../services/agents/agent-service.ts';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../http/context.ts';
 import { errorPayload } from '../../http/errors.ts';
@@ -16,7 +17,7 @@ import type { ConnectionCache, ResponsesService } from '../../services/responses
 /** Responses a connection remembers for continuation (the oldest is forgotten first). */
 const CACHE_LIMIT = 32;
 
-export function responsesWebSocket(c: Context<AppEnv>, responses: ResponsesService, log: Logger): Response {
+export function responsesWebSocket(c: Context<AppEnv>, responses: ResponsesService, log: Logger, agents?: AgentService): Response {
   const owner = c.get('owner').id;
   const cache: ConnectionCache = new Map();
   const closed = new AbortController();
@@ -46,7 +47,8 @@ export function responsesWebSocket(c: Context<AppEnv>, responses: ResponsesServi
         if (k in body) throw new ServiceError(400, 'invalid_request', `${k}: not sent in WebSocket mode (every response streams)`, { details: [{ field: k, message: 'not allowed' }] });
       }
       prev = typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined;
-      const started = await responses.create(owner, { ...body, stream: true }, { signal: closed.signal, cache });
+      const applied = agents ? await agents.applyToResponses(owner, body) : body;
+      const started = await responses.create(owner, { ...applied, stream: true }, { signal: closed.signal, cache });
       let failed = false;
       try {
         for await (const e of started.events) {

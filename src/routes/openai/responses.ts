@@ -3,6 +3,7 @@
  * sequence_number, no [DONE]), POST /v1/responses/compact, GET/DELETE /v1/responses/{id},
  * GET /v1/responses/{id}/input_items, and WebSocket mode on GET /v1/responses. A client that disconnects from a stream aborts the generation.
  */
+import type { AgentService } from '../../services/agents/agent-service.ts';
 import { Hono } from 'hono';
 import type { Context } from 'hono';
 import * as v from 'valibot';
@@ -31,10 +32,12 @@ async function objectBody(c: Context): Promise<Record<string, unknown>> {
   return body as Record<string, unknown>;
 }
 
-export function openaiResponsesRoutes(responses: ResponsesService, log: Logger) {
+export function openaiResponsesRoutes(responses: ResponsesService, log: Logger, agents?: AgentService) {
   const app = new Hono<AppEnv>();
   app.post('/responses', async (c) => {
-    const body = await objectBody(c);
+    const raw = await objectBody(c);
+    // an agent becomes plain response fields first (unknown name: 400)
+    const body = agents ? await agents.applyToResponses(c.get('owner').id, raw) : raw;
     const started = await responses.create(c.get('owner').id, body, { signal: c.req.raw.signal });
     if (!started.stream) return c.json(await responses.complete(started));
     const rid = c.get('requestId');
@@ -52,7 +55,7 @@ export function openaiResponsesRoutes(responses: ResponsesService, log: Logger) 
   // WebSocket mode (responses-ws.ts); a plain GET has nothing to answer
   app.get('/responses', (c) => {
     if (!isWebSocketUpgrade(c.req.raw)) throw notFound('GET /v1/responses answers only WebSocket upgrades (WebSocket mode); create responses with POST');
-    return responsesWebSocket(c, responses, log);
+    return responsesWebSocket(c, responses, log, agents);
   });
   app.post('/responses/compact', async (c) => c.json(await responses.compact(c.get('owner').id, await objectBody(c))));
   app.get('/responses/:id', async (c) => c.json(await responses.get(c.get('owner').id, c.req.param('id'))));

@@ -11,12 +11,14 @@ import { adminJobRoutes } from './admin-jobs.ts';
 import { adminKeyRoutes } from './admin-keys.ts';
 import { adminMemoryRoutes } from './admin-memory.ts';
 import { adminSettingsRoutes } from './admin-settings.ts';
+import { searchKeyAccessRoutes } from './search/admin.ts';
 
 export function adminRoutes(deps: Deps) {
   const app = new Hono<AppEnv>();
   app.route('/', adminSignInRoutes(deps.adminConsole));
   app.use('*', requireAdmin());
-  app.route('/', adminKeyRoutes(deps.keys));
+  app.route('/', adminKeyRoutes(deps.keys, deps.search.resources));
+  app.route('/', searchKeyAccessRoutes(deps.search, deps.keys));
   app.route('/', adminJobRoutes(deps.runner));
   app.route('/', adminSettingsRoutes(deps.adminSettings));
   app.route('/', adminMemoryRoutes(deps.engine));

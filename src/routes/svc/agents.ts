@@ -22,8 +22,10 @@ const AgentBody = v.strictObject({
   tools: v.optional(v.array(v.looseObject({ type: v.literal('function'), function: v.looseObject({ name: v.string() }) }))),
   tool_choice: v.optional(v.unknown()),
   skill: v.optional(name),
-  server_tools: v.optional(v.array(v.string())),
+  server_tools: v.optional(v.array(v.union([v.string(), v.looseObject({ name: v.string() })]))),
   step_limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(32))),
+  memory_store: v.optional(name),
+  memory: v.optional(v.union([v.boolean(), v.strictObject({ recall: v.optional(v.boolean()), write: v.optional(v.boolean()), extract: v.optional(v.picklist(['rules', 'model'])) })])),
 });
 const SkillBody = v.strictObject({
   name,

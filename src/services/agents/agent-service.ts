@@ -21,9 +21,13 @@ export interface AgentConfig {
   tool_choice?: unknown;
   /** A skill the agent runs when the request names none. */
   skill?: string;
-  /** Tools the server runs itself inside a turn (names; executed once server tools are enabled). */
-  server_tools?: string[];
+  /** Tools the server runs itself inside a turn: names, or `{name, …bound arguments}` (docs/api/agents.md). */
+  server_tools?: (string | { name: string; [arg: string]: unknown })[];
+  /** Most tool rounds of one turn. */
   step_limit?: number;
+  /** The memory store its turns recall from and write to (off with memory: false). */
+  memory_store?: string;
+  memory?: boolean | { recall?: boolean; write?: boolean; extract?: 'rules' | 'model' };
 }
 
 export interface SkillInput {
@@ -140,6 +144,32 @@ export class AgentService {
   }
 
   /**
+   * A /v1/responses body with `agent` applied and removed: the agent fills what the request leaves out
+   * (model, sampling, max_output_tokens, function tools, tool_choice) and its instructions come before the
+   * request's. Server tools, skills and memory run in chat completions only: an agent using them is refused.
+   */
+  async applyToResponses(owner: string, body: Body): Promise<Body> {
+    const { agent: agentName, ...rest } = body;
+    if (agentName === undefined || agentName === null) return rest;
+    if (typeof agentName !== 'string' || !agentName) throw bad('agent', 'must be a non-empty string');
+    const row = await getAgent(this.db, owner, agentName);
+    if (!row) throw bad('agent', `unknown agent "${agentName}"`);
+    const a = JSON.parse(row.config) as AgentConfig;
+    const uses = [a.server_tools?.length ? 'server_tools' : '', a.skill ? 'skill' : '', a.memory_store && a.memory !== false ? 'memory_store' : ''].filter(Boolean);
+    if (uses.length) throw bad('agent', `agent "${agentName}" uses ${uses.join(', ')}, which run in /v1/chat/completions only`);
+    const out: Body = { ...rest };
+    if (out.model === undefined && a.model) out.model = a.model;
+    for (const k of ['temperature', 'top_p', 'tool_choice'] as const) if (out[k] === undefined && a[k] !== undefined) out[k] = a[k];
+    if (out.max_output_tokens === undefined && a.max_tokens !== undefined) out.max_output_tokens = a.max_tokens;
+    if (a.tools?.length) {
+      const own = (a.tools as { function: { name: string; description?: string; parameters?: unknown } }[]).map((t) => ({ type: 'function', name: t.function.name, description: t.function.description, parameters: t.function.parameters }));
+      out.tools = [...(Array.isArray(out.tools) ? out.tools : []), ...own];
+    }
+    if (a.instructions) out.instructions = typeof out.instructions === 'string' && out.instructions ? `${a.instructions}\n\n${out.instructions}` : a.instructions;
+    return out;
+  }
+
+  /**
    * A chat-completion body with `agent`, `skill` and `skill_inputs` applied and removed: the agent fills
    * what the request leaves out (model, sampling, tools) and puts its instructions first; a skill's
    * rendered prompt is the last user message and its output schema the response_format.
@@ -160,6 +190,9 @@ export class AgentService {
       if (a.instructions) out.messages = [{ role: 'system', content: a.instructions }, ...(Array.isArray(out.messages) ? out.messages : [])];
       if ((skillRef === undefined || skillRef === null) && a.skill) skillRef = a.skill;
       if (a.server_tools?.length && out.server_tools === undefined) out.server_tools = a.server_tools;
+      for (const k of ['step_limit', 'memory_store', 'memory'] as const) {
+        if (out[k] === undefined && a[k] !== undefined) out[k] = a[k];
+      }
     }
     if (skillRef !== undefined && skillRef !== null) {
       if (typeof skillRef !== 'string' || !skillRef) throw bad('skill', 'must be a non-empty string');

@@ -44,6 +44,13 @@ function checkFields(body: Body, allowed: Set<string>) {
   for (const k of Object.keys(body)) {
     if (allowed.has(k) || body[k] === undefined) continue;
     if (k === 'context_management' && noEdits(body[k])) continue;
+    if (k === 'thread') {
+      if (body[k] === null) continue;
+      // the SDK's thread helpers (and its tool runner) resend the whole conversation unthreaded on this code
+      throw new ServiceError(400, 'thread_unsupported_request', 'thread: message threads are not supported by this server; send the full conversation without thread', {
+        fields: { details: { error_code: 'thread_unsupported_request' } },
+      });
+    }
     throw bad(k, UNSUPPORTED[k] ?? 'unknown field; not supported by this server');
   }
 }

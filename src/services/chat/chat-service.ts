@@ -19,6 +19,7 @@ import type { Capability, CustomModelRecord, ModelKind, ModelSpec } from '../mod
 import { createOutputParser, emptyDelta, isEmptyDelta, type OutputDelta } from './output-parser.ts';
 import { fromGenerationConfig, fromOllamaOptions, mergeParams, type GenerationParams } from './params.ts';
 import { ResolvedModelMemo } from './resolved-models.ts';
+import { loadChatImages, type ChatImage } from './chat-images.ts';
 import { toolFormatOf, type ParsedToolCall, type ToolFormat } from './tool-calls.ts';
 
 export interface ChatMessageIn {
@@ -116,11 +117,14 @@ export class ChatService {
   readonly #engine: InferenceEngine;
   readonly #constrain?: FormatConstraint;
   readonly #resolved: ResolvedModelMemo<ResolvedChatModel>;
+  readonly #imageHosts: readonly string[];
 
-  constructor(o: { models: ModelServices; engine: InferenceEngine; constrain?: FormatConstraint }) {
+  /** `imageHosts`: hosts an image URL in a chat may name (the image egress policy); none by default. */
+  constructor(o: { models: ModelServices; engine: InferenceEngine; constrain?: FormatConstraint; imageHosts?: readonly string[] }) {
     this.#models = o.models;
     this.#engine = o.engine;
     this.#constrain = o.constrain;
+    this.#imageHosts = o.imageHosts ?? [];
     this.#resolved = new ResolvedModelMemo((name) => this.#models.pulls.localStamp(name), (name, kind) => this.#resolveFresh(name, kind));
   }
 
@@ -173,9 +177,8 @@ export class ChatService {
   async #chatModel(req: ChatRequest): Promise<ResolvedChatModel> {
     const m = await this.resolve(req.model, 'generation');
     const has = (c: Capability) => m.capabilities.includes(c);
-    if (req.messages.some((x) => x.images?.length)) {
-      if (!has('vision')) throw invalidArgument(`"${m.name}" does not support images (no vision capability)`);
-      throw new ServiceError(501, 'not_implemented', `image input is not implemented by this server's engine yet ("${m.name}")`);
+    if (req.messages.some((x) => x.images?.length) && !has('vision')) {
+      throw invalidArgument(`"${m.name}" does not support images (no vision capability)`);
     }
     if (req.tools?.length && !has('tools')) throw invalidArgument(`"${m.name}" does not support tools`);
     if (req.think === true && !has('thinking')) throw invalidArgument(`"${m.name}" does not support thinking`);
@@ -189,10 +192,10 @@ export class ChatService {
   async countTokens(req: ChatRequest): Promise<{ model: string; promptTokens: number }> {
     const m = await this.#chatModel(req);
     const promptTokens = await this.#engine.countTokens(m.engineSpec, {
-      messages: templateMessages(req.messages, m.profile?.system),
+      ...(await this.#visionInput(m, req)),
       tools: req.tools?.length ? req.tools : undefined,
       enableThinking: req.think,
-      templateKwargs: { ...req.templateKwargs, ...(m.profile?.template ? { chat_template: m.profile.template } : {}) },
+      templateKwargs: { ...req.templateKwargs, ...templateOverride(m) },
     }, { keepAlive: req.keepAlive, signal: req.signal });
     return { model: m.name, promptTokens };
   }
@@ -205,7 +208,7 @@ export class ChatService {
       throw new ServiceError(501, 'not_implemented', 'structured output (format) is not available in this build');
     }
 
-    const messages = templateMessages(req.messages, m.profile?.system);
+    const { messages, images } = await this.#visionInput(m, req);
     const params = mergeParams(m.defaults, req.params);
     const format = req.format;
     const constrain = this.#constrain;
@@ -214,9 +217,10 @@ export class ChatService {
       m.engineSpec,
       {
         messages,
+        images,
         tools: req.tools?.length ? req.tools : undefined,
         enableThinking: req.think,
-        templateKwargs: { ...req.templateKwargs, ...(m.profile?.template ? { chat_template: m.profile.template } : {}) },
+        templateKwargs: { ...req.templateKwargs, ...templateOverride(m) },
       },
       {
         ...params,
@@ -235,6 +239,29 @@ export class ChatService {
       ? { push: (text: string): OutputDelta => ({ ...emptyDelta(), content: text }), flush: emptyDelta }
       : createOutputParser({ thinking, startInThinking: thinking && opensThinking(gen.prompt), tools: toolFormat });
     return chatStream(m.name, gen, parser);
+  }
+
+  /**
+   * The messages as the template reads them and, for a vision model, the request's images decoded in the
+   * order of their placeholders (each message's images before its text, as Ollama places them).
+   */
+  async #visionInput(m: ResolvedChatModel, req: ChatRequest): Promise<{ messages: ChatMessage[]; images?: ChatImage[] }> {
+    const messages = templateMessages(req.messages, m.profile?.system);
+    if (!m.capabilities.includes('vision')) return { messages };
+    const refs = req.messages.flatMap((x) => x.images ?? []);
+    const images = refs.length ? await loadChatImages(refs, { allowedHosts: this.#imageHosts, signal: req.signal }) : undefined;
+    // a custom system prompt comes first without images; every other message lines up with its request message
+    const offset = messages.length - req.messages.length;
+    return {
+      messages: messages.map((msg, i) => ({
+        ...msg,
+        content: [
+          ...(req.messages[i - offset]?.images ?? []).map(() => ({ type: 'image' })),
+          { type: 'text', text: typeof msg.content === 'string' ? msg.content : '' },
+        ] as never,
+      })),
+      images,
+    };
   }
 
   /** Embeddings, one vector per input (over-long inputs chunked and mean-pooled); [] preloads. */
@@ -351,4 +378,13 @@ function chatStream(model: string, gen: Awaited<ReturnType<InferenceEngine['gene
     },
   };
   return stream;
+}
+
+/**
+ * The template to render with instead of the tokenizer's own: a custom model's, or a vision model's that
+ * lives only in chat_template.json (where processors keep it), which the tokenizer does not read.
+ */
+function templateOverride(m: ResolvedChatModel): { chat_template?: string } {
+  if (m.profile?.template) return { chat_template: m.profile.template };
+  return m.capabilities.includes('vision') && m.template ? { chat_template: m.template } : {};
 }

@@ -38,7 +38,7 @@ export function refuseFields(body: Body, refused: Record<string, (v: unknown) =>
   }
 }
 
-/** Extension fields: validated now; no agents, skills, server tools or memory stores exist yet. */
+/** Extension fields that reach the planner unapplied (agents, skills, server tools and memory are applied by the route first): refused by name. */
 export function checkExtensions(body: Body) {
   const str = (k: string) => {
     const v = body[k];

@@ -19,19 +19,28 @@ export interface FileMeta { filename: string; contentType?: string; purpose?: st
 export const TASK_INPUT = 'task-input';
 
 export class FileStore {
-  constructor(private db: Db, readonly dir: string, private retentionSeconds: number) {}
+  /** Where this node's uploads in progress go: per node, since fleet nodes may share one files directory. */
+  readonly #partials: string;
+  /** Where this node's task inputs go, so that its start-up sweep of orphans never touches another node's. */
+  readonly #inputs: string;
+
+  constructor(private db: Db, readonly dir: string, private retentionSeconds: number, nodeTag = '') {
+    this.#partials = nodeTag ? join(dir, '.partial', nodeTag) : join(dir, '.partial');
+    this.#inputs = nodeTag ? join(dir, '.inputs', nodeTag) : dir;
+  }
 
   async init(): Promise<void> {
-    await mkdir(join(this.dir, '.partial'), { recursive: true });
-    // Partial files of a previous process are never completed: remove them.
-    await rm(join(this.dir, '.partial'), { recursive: true, force: true });
-    await mkdir(join(this.dir, '.partial'), { recursive: true });
+    await mkdir(this.#inputs, { recursive: true });
+    await mkdir(this.#partials, { recursive: true });
+    // Partial files of this node's previous process are never completed: remove them (not other nodes').
+    await rm(this.#partials, { recursive: true, force: true });
+    await mkdir(this.#partials, { recursive: true });
   }
 
   /** Streams chunks to a new file; on any error (limit, disconnect) the partial file is removed and the error rethrown. */
   async saveStream(ownerId: string, chunks: AsyncIterable<Uint8Array>, meta: FileMeta): Promise<StoredFile> {
     const id = `file-${randomId(24)}`;
-    const partial = join(this.dir, '.partial', id);
+    const partial = join(this.#partials, id);
     const out = createWriteStream(partial);
     let bytes = 0;
     try {
@@ -53,7 +62,7 @@ export class FileStore {
   }
 
   async #commit(ownerId: string, id: string, partial: string, bytes: number, meta: FileMeta): Promise<StoredFile> {
-    const path = join(this.dir, id);
+    const path = join(meta.purpose === TASK_INPUT ? this.#inputs : this.dir, id);
     await rename(partial, path);
     const now = Date.now();
     const row: StoredFile = {
@@ -114,7 +123,7 @@ export class FileStore {
    * can use them any more. Run at start, before this process accepts tasks.
    */
   async sweepOrphanInputs(): Promise<number> {
-    const rows = await filesOfPurposeUnder(this.db, TASK_INPUT, this.dir);
+    const rows = await filesOfPurposeUnder(this.db, TASK_INPUT, this.#inputs === this.dir ? this.dir : `${this.#inputs}/`);
     for (const r of rows) await this.#remove(r.id, r.path);
     return rows.length;
   }

@@ -59,7 +59,10 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   const threads = opts.threads ?? 1;
   const notes: string[] = [];
   const gpu = await probeWebGpu();
-  if (requested !== 'wasm') {
+  // WebGPU asked for in a runtime with navigator.gpu (Deno): onnxruntime-web's WebGPU backend runs on that
+  // adapter; onnxruntime-node's own provider (Dawn) would look for one by itself and may find none
+  const webOnGpu = requested === 'webgpu' && gpu.api && gpu.adapter;
+  if (requested !== 'wasm' && !webOnGpu) {
     try {
       await import('onnxruntime-node'); // fails where the native addon cannot load (compiled binary, odd libc)
       const tf = await import('@huggingface/transformers');
@@ -82,7 +85,8 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   else ort.env.wasm.wasmPaths = opts.wasmPaths ?? defaultWasmPaths();
   ort.env.wasm.numThreads = threads || undefined;
   ort.env.wasm.proxy = false;
-  (globalThis as Record<symbol, unknown>)[ORT_SYMBOL] = embeddedOrtWasmPath ? readingPaths(ort) : ort;
+  // onnxruntime-web fetch()es a model path outside Node (Deno, the compiled binary): hand it the bytes
+  (globalThis as Record<symbol, unknown>)[ORT_SYMBOL] = readingPaths(ort);
   // transformers.js' Node build still require()s onnxruntime-node when evaluated (its web build cannot read
   // local files), so where the addon is absent a bundle must alias that module to a stub.
   const tf = await import('@huggingface/transformers').catch((e) => {

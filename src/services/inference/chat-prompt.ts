@@ -16,6 +16,11 @@ export interface ChatInput {
   /** Any other template variables (e.g. documents, reasoning effort). */
   templateKwargs?: Record<string, unknown>;
   addGenerationPrompt?: boolean;
+  /**
+   * Decoded images (RGBA), in the order of the image parts in `messages` (`{type: 'image'}` content parts,
+   * which the template turns into the model's image placeholders). Vision models only.
+   */
+  images?: { data: Uint8ClampedArray; width: number; height: number }[];
 }
 
 export function renderChatPrompt(tokenizer: PreTrainedTokenizer, input: ChatInput): string {

@@ -10,6 +10,7 @@ import { createResidency, defaultLoader, type Loader, type ModelSpec, type Resid
 import { parseKeepAlive } from './keep-alive.ts';
 import { tokenizeOffLoop } from './tokenize-off-loop.ts';
 import { checkPromptChars, textChars } from '../limits.ts';
+import { invalidArgument } from '../errors.ts';
 import type { BackendSetting } from './backend.ts';
 
 export interface EngineSettings extends ResidencySettings {
@@ -61,7 +62,8 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
       checkPromptChars(textChars(input));
       const lease = await residency.acquire(spec, { keepAliveMs: keepAliveMs(o.keepAlive), signal: o.signal });
       try {
-        return (await prepareLarge(lease.model, input, o.signal)).ids?.length ?? countPromptTokens(lease.model, input);
+        const p = await prepareLarge(lease.model, input, o.signal);
+        return p.vision?.input_ids.dims[1] ?? p.ids?.length ?? countPromptTokens(lease.model, input);
       } finally {
         lease.release();
       }
@@ -97,9 +99,20 @@ export function createInferenceEngine(settings: EngineSettings, loader?: Loader)
 
 export type InferenceEngine = ReturnType<typeof createInferenceEngine>;
 
-/** The prompt rendered once; a large one is also tokenized, in the worker pool. */
+/**
+ * The prompt rendered once; a large one is also tokenized, in the worker pool. With images, the model's
+ * processor resizes and normalises them and expands each image placeholder into the image's tokens.
+ */
 async function prepareLarge(m: LoadedModel, input: GenerationInput, signal?: AbortSignal): Promise<PreparedPrompt> {
   const { prompt, addSpecialTokens } = renderPrompt(m, input);
+  const images = 'messages' in input ? input.images ?? [] : [];
+  if (images.length) {
+    if (!m.vision || !m.processor) throw invalidArgument('this model does not take images (no vision capability)');
+    const raw = images.map((i) => new m.tf.RawImage(i.data, i.width, i.height, 4).rgb());
+    // Idefics3 / SmolVLM (and most vision processors): (text, images)
+    const vision = await (m.processor as unknown as (t: string, i: unknown[]) => Promise<PreparedPrompt['vision']>)(prompt, raw);
+    return { prompt, addSpecialTokens, vision };
+  }
   const ids = (await tokenizeOffLoop(m, [prompt], addSpecialTokens, signal))?.[0];
   return { prompt, addSpecialTokens, ids };
 }

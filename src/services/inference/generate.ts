@@ -1,6 +1,6 @@
 /**
- * Text generation over transformers.js' `generate` (KV cache, one session step per token), streamed as
- * text deltas. Our own processors do penalties and seeded sampling; stop strings and the abort signal
+ * Text generation, streamed as text deltas: through the model's continuous batch (batch-decoder.ts) when
+ * its graph is a plain KV-cache decoder on CPU/WASM, else through transformers.js' `generate`. Our own processors do penalties and seeded sampling; stop strings and the abort signal
  * end the loop through a stopping criterion; a streamer turns each new token into text.
  */
 import { inputTooLarge } from '../errors.ts';
@@ -9,6 +9,7 @@ import { renderChatPrompt, type ChatInput } from './chat-prompt.ts';
 import { createAsyncQueue } from './async-queue.ts';
 import { createDetokenizer } from './detokenizer.ts';
 import { createStopMatcher } from './stop-strings.ts';
+import { batchDecoderFor } from './batch-decoder.ts';
 import { createLogprobRecorder, type TokenLogprob } from './logprobs.ts';
 import { vocabOf } from './structured/vocab.ts';
 import { createPenaltyProcessor, createSamplerProcessor, type LogitsProcessorLike, type PenaltyOptions, type SamplingOptions } from './sampling.ts';
@@ -29,6 +30,11 @@ export interface GenerateOptions extends SamplingOptions, PenaltyOptions {
   processorsFor?: (ctx: { model: LoadedModel; promptTokens: number; maxNewTokens: number }) => LogitsProcessorLike[];
   /** Context window requested by the caller (Ollama num_ctx): bounds prompt + output below the model's own. */
   contextTokens?: number;
+  /**
+   * false: decode alone through transformers.js' generate instead of joining the model's batch (the
+   * batch path is used whenever the model's graph allows it).
+   */
+  batching?: boolean;
   /** Record each generated token's log-probability with this many alternatives (0–20); undefined = off. */
   logprobs?: number;
 }
@@ -67,8 +73,12 @@ export function renderPrompt(m: LoadedModel, input: GenerationInput): { prompt: 
   return 'prompt' in input ? { prompt: input.prompt, addSpecialTokens: true } : { prompt: renderChatPrompt(m.tokenizer, input), addSpecialTokens: false };
 }
 
-/** A prompt rendered ahead; `ids` when it was tokenized ahead too (large prompts, in the worker pool). */
-export interface PreparedPrompt { prompt: string; addSpecialTokens: boolean; ids?: number[] }
+/**
+ * A prompt rendered ahead; `ids` when it was tokenized ahead too (large prompts, in the worker pool);
+ * `vision` when it holds images: the processor's output (input_ids with the image tokens expanded,
+ * attention_mask, pixel_values and what else the model takes).
+ */
+export interface PreparedPrompt { prompt: string; addSpecialTokens: boolean; ids?: number[]; vision?: { input_ids: { dims: number[] }; attention_mask: unknown } }
 
 /** Tokens of a prompt exactly as generateText would feed it (count_tokens-style answers). */
 export function countPromptTokens(m: LoadedModel, input: GenerationInput): number {
@@ -87,7 +97,7 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
   const tok = m.tokenizer;
   const rendered = prepared ?? renderPrompt(m, input);
   const prompt = rendered.prompt;
-  const encoded = prepared?.ids ? encodedOf(m, prepared.ids) : (tok(prompt, { add_special_tokens: rendered.addSpecialTokens }) as unknown as { input_ids: { dims: number[] }; attention_mask: unknown });
+  const encoded = prepared?.vision ?? (prepared?.ids ? encodedOf(m, prepared.ids) : (tok(prompt, { add_special_tokens: rendered.addSpecialTokens }) as unknown as { input_ids: { dims: number[] }; attention_mask: unknown }));
   const promptTokens = encoded.input_ids.dims[1];
   // num_ctx bounds prompt + output; it never cuts the prompt (a prompt longer than it gets the model's window)
   const window = opts.contextTokens && opts.contextTokens > promptTokens ? Math.min(m.maxTokens, opts.contextTokens) : m.maxTokens;
@@ -147,8 +157,22 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
   const sampler = createSamplerProcessor(opts);
   if (sampler) processors.push(sampler);
 
+  const batch = opts.batching === false ? undefined : batchDecoderFor(m);
   const run = async (): Promise<GenerationResult> => {
-    if (maxNew > 0) {
+    if (maxNew > 0 && batch) {
+      promptDone = true;
+      const ids = Array.from((encoded.input_ids as unknown as { data: BigInt64Array }).data, Number);
+      await batch.run({
+        promptIds: ids,
+        maxNew,
+        processors,
+        signal,
+        onToken(token) {
+          streamer.put([[BigInt(token)]]);
+          return stopped || signal.aborted || eos.has(token);
+        },
+      });
+    } else if (maxNew > 0) {
       await m.model.generate({
         ...(encoded as object),
         max_new_tokens: maxNew,

@@ -34,7 +34,9 @@ export interface LoadedModel {
   model: PreTrainedModel;
   /** The transformers.js module bound to this model's runtime (Tensor constructors etc.). */
   tf: Transformers;
-  /** Set for speech models: the feature extractor (log-mel spectrogram). */
+  /** A vision-language model: `processor` turns the prompt and images into its inputs. */
+  vision?: boolean;
+  /** Set for speech models: the feature extractor (log-mel spectrogram); for vision models, the image processor. */
   processor?: import('@huggingface/transformers').Processor;
   /** Set for feature-extraction models. */
   pooling?: PoolingConfig;
@@ -59,25 +61,30 @@ const MAIN_GRAPH: Record<Task, string> = {
   'automatic-speech-recognition': 'encoder_model',
 };
 
+/** Vision-language models (a `vision_config`): image encoder, token embeddings, and a decoder fed with both. */
+const VISION_GRAPHS = ['vision_encoder', 'embed_tokens', 'decoder_model_merged'];
+
 export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {}): Promise<LoadedModel> {
   const t0 = performance.now();
   const dir = resolve(dirIn);
   const rt = await initBackend(opts.backend ?? 'auto', { threads: opts.threads, wasmPaths: opts.wasmPaths });
   rt.tf.env.allowRemoteModels = false;
   rt.tf.env.allowLocalModels = true;
-  const present = await availableDtypes(dir, MAIN_GRAPH[task]);
+  const config = (await readJson(join(dir, 'config.json'))) ?? {};
+  const vision = task === 'text-generation' && !!config.vision_config;
+  const present = await availableDtypes(dir, vision ? 'decoder_model_merged' : MAIN_GRAPH[task]);
   const dtype = opts.dtype ?? present[0];
   if (!dtype || !present.includes(dtype)) {
     throw modelLoadFailed(`no onnx/model file for dtype ${opts.dtype ?? '(any)'} in ${dir} (have: ${present.join(', ') || 'none'})`);
   }
-  const config = (await readJson(join(dir, 'config.json'))) ?? {};
   const tokenizer = await rt.tf.AutoTokenizer.from_pretrained(dir);
   const fallbacks: { device: Device; error: string }[] = [];
   let model: PreTrainedModel | undefined;
   let device: Device | undefined;
   for (const d of rt.devices) {
     try {
-      model = (await rt.tf[AUTO_CLASS[task]].from_pretrained(dir, { dtype, ...sessionPlacement(rt, d) } as never)) as PreTrainedModel;
+      const auto = vision ? rt.tf.AutoModelForImageTextToText : rt.tf[AUTO_CLASS[task]];
+      model = (await auto.from_pretrained(dir, { dtype, ...sessionPlacement(rt, d) } as never)) as PreTrainedModel;
       device = d;
       break;
     } catch (e) {
@@ -87,7 +94,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
   if (!model || !device) throw modelLoadFailed(`could not load ${dir}: ${fallbacks.map((f) => `${f.device}: ${f.error}`).join('; ')}`);
   const notes = [...rt.notes, ...fallbacks.map((f) => `${f.device} failed (${f.error}); fell back`)];
   const tokMax = Number((tokenizer as unknown as { model_max_length?: number }).model_max_length);
-  const posMax = Number(config.max_position_embeddings);
+  const posMax = Number(config.max_position_embeddings ?? (config.text_config as { max_position_embeddings?: number } | undefined)?.max_position_embeddings);
   const maxTokens = Math.min(...[tokMax, posMax].filter((n) => Number.isFinite(n) && n > 0), 1 << 20);
   const m = model;
   return {
@@ -100,14 +107,17 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
     notes,
     sizeBytes: task === 'automatic-speech-recognition'
       ? (await modelSizeBytes(dir, dtype, 'encoder_model')) + (await modelSizeBytes(dir, dtype, 'decoder_model_merged'))
-      : await modelSizeBytes(dir, dtype),
+      : vision
+        ? (await Promise.all(VISION_GRAPHS.map((g) => modelSizeBytes(dir, dtype, g)))).reduce((a, b) => a + b, 0)
+        : await modelSizeBytes(dir, dtype),
     loadNs: Math.round((performance.now() - t0) * 1e6),
     config,
     tokenizer,
     model: m,
     tf: rt.tf,
     pooling: task === 'feature-extraction' ? await readPooling(dir) : undefined,
-    processor: task === 'automatic-speech-recognition' ? await rt.tf.AutoProcessor.from_pretrained(dir) : undefined,
+    processor: task === 'automatic-speech-recognition' || vision ? await rt.tf.AutoProcessor.from_pretrained(dir) : undefined,
+    vision,
     maxTokens,
     dispose: () => m.dispose().then(() => undefined),
   };

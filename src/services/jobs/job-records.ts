@@ -9,7 +9,8 @@ const iso = (ms: number | null) => (ms == null ? null : new Date(Number(ms)).toI
 export type CancelAnswer = { kind: 'cancelled'; record: string } | { kind: 'requested'; node: string };
 
 export class JobRecords {
-  constructor(private db: Db, private runner: TaskRunner, private nodeTag: string, private retentionSeconds: number) {}
+  /** `nodeIsLive`: on a fleet, whether a node still heartbeats (a result held by a dead node is gone). */
+  constructor(private db: Db, private runner: TaskRunner, private nodeTag: string, private retentionSeconds: number, private nodeIsLive?: (tag: string) => boolean) {}
 
   /** The record as JSON text; `result` is spliced in verbatim so it is byte-for-byte the synchronous answer. */
   async poll(id: string, ownerId: string): Promise<string> {
@@ -17,7 +18,11 @@ export class JobRecords {
     let resultText = 'null';
     if (row.status === 'completed') {
       if (row.result_location === 'node') {
-        if (row.node !== this.nodeTag) throw misdirected(row.node);
+        if (row.node !== this.nodeTag) {
+          // Re-routing to a node that stopped would loop: its memory, and the result with it, is gone.
+          if (this.nodeIsLive && !this.nodeIsLive(row.node)) throw notFound(`job '${id}' not found (its result was held by node ${row.node}, which has stopped)`);
+          throw misdirected(row.node);
+        }
         const held = this.runner.heldResult(row.id);
         // Dropped to keep the node's memory bounded: gone, as an expired job is.
         if (held === undefined) throw notFound(`job '${id}' not found (its result is no longer held)`);

@@ -61,6 +61,8 @@ export interface RunnerOptions {
   log: Logger;
   maxJobsPerOwner: number;
   syncTimeoutSeconds: () => Promise<number>;
+  /** Live nodes of the fleet this node belongs to; absent when it is not a fleet member. */
+  liveNodes?: () => number;
 }
 
 export class TaskRunner {
@@ -90,6 +92,21 @@ export class TaskRunner {
     return failLostJobs(this.o.db, this.o.nodeTag, Date.now());
   }
 
+  /** Whether this node is one of a fleet (its 202 answers then carry the node cookie). */
+  get fleetMember(): boolean {
+    return this.o.liveNodes !== undefined;
+  }
+
+  get nodeTag(): string {
+    return this.o.nodeTag;
+  }
+
+  /** This node's share of the per-key ceiling: on N live nodes, the ceiling divided by N (at least 1). */
+  ceiling(): number {
+    const n = this.o.liveNodes?.() ?? 1;
+    return Math.max(1, Math.floor(this.o.maxJobsPerOwner / Math.max(1, n)));
+  }
+
   inflightOf(ownerId: string): number {
     return this.#inflight.get(ownerId) ?? 0;
   }
@@ -108,9 +125,11 @@ export class TaskRunner {
 
   async submit<I>(task: Task<I>, input: I, opts: { owner: Owner; preferAsync: boolean; clientSignal?: AbortSignal }): Promise<Submission> {
     const { owner } = opts;
-    if (this.inflightOf(owner.id) >= this.o.maxJobsPerOwner) {
+    const ceiling = this.ceiling();
+    if (this.inflightOf(owner.id) >= ceiling) {
+      const share = ceiling === this.o.maxJobsPerOwner ? '' : ` (this node's share of ${this.o.maxJobsPerOwner} over ${this.o.liveNodes?.()} live nodes)`;
       throw new ServiceError(429, 'too_many_inflight_jobs',
-        `in-flight ceiling of ${this.o.maxJobsPerOwner} tasks for this API key reached; retry after some finish`, { headers: { 'Retry-After': '5' } });
+        `in-flight ceiling of ${ceiling} tasks for this API key reached${share}; retry after some finish`, { headers: { 'Retry-After': '5' } });
     }
     const exec = this.#admit(task.name, owner);
     try {

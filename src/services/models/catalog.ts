@@ -7,6 +7,8 @@ import { nameKey } from './names.ts';
 import { isDtype, type CatalogEntry } from './spec.ts';
 
 const LLM = ['model'];
+/** Vision-language models: image encoder, token embeddings and the decoder fed with both. */
+const VLM = ['vision_encoder', 'embed_tokens', 'decoder_model_merged'];
 
 export const BUILTIN_CATALOG: readonly CatalogEntry[] = Object.freeze([
   {
@@ -33,6 +35,13 @@ export const BUILTIN_CATALOG: readonly CatalogEntry[] = Object.freeze([
     repo: 'HuggingFaceTB/SmolLM2-360M-Instruct', dtype: 'q4', kind: 'generation',
     capabilities: ['completion'], components: LLM,
     details: { family: 'llama', parameter_size: '362M', quantization_level: 'Q4' },
+  },
+  {
+    // Vision: Idefics3 architecture (SigLIP encoder + SmolLM2 decoder); images go through its own processor.
+    name: 'smolvlm:256m', aliases: ['smolvlm:latest', 'smolvlm:256m-instruct'],
+    repo: 'HuggingFaceTB/SmolVLM-256M-Instruct', dtype: 'q8', kind: 'generation',
+    capabilities: ['completion', 'vision'], components: VLM,
+    details: { family: 'idefics3', parameter_size: '256M', quantization_level: 'Q8_0' },
   },
   {
     name: 'all-minilm:l6', aliases: ['all-minilm:latest', 'all-minilm:22m', 'all-minilm:l6-v2'],

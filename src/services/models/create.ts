@@ -23,7 +23,7 @@ import { modelInUse, derivedRecord, destinationName, newAssemblyDir, retireRepla
 import { mergeLoraOnnx, readLoraAdapter, type LoraAdapter } from './onnx-lora.ts';
 import { parseQuantize, quantizeOnnx, type QuantTarget } from './onnx-quantize.ts';
 import type { PullProgress } from './progress.ts';
-import { modelNotFound, resolveModel } from './resolve.ts';
+import { resolveModel } from './resolve.ts';
 import { deriveCapabilities, ownChatTemplate } from './show.ts';
 import { DTYPES, type CustomModelRecord, type Dtype, type ModelKind, type ModelProfile, type ModelSpec } from './spec.ts';
 
@@ -53,6 +53,7 @@ interface Plan {
   adapter?: LoraAdapter;
   profile: ModelProfile;
   kind: ModelKind;
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
   config: Record<string, any>;
 }
 
@@ -191,6 +192,7 @@ async function matchAdapter(ctx: ModelAdminContext, files: Map<string, Source>, 
   return counts;
 }
 
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
 async function readConfig(ctx: ModelAdminContext, s: Source): Promise<Record<string, any>> {
   const path = s.digest ? ctx.blobs.path(s.digest) : join(s.from!.dir, s.path);
   try {
@@ -200,6 +202,7 @@ async function readConfig(ctx: ModelAdminContext, s: Source): Promise<Record<str
   throw bad('config.json is not a JSON object', 'files.config.json');
 }
 
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
 function kindOf(config: Record<string, any>): ModelKind {
   const archs: string[] = Array.isArray(config.architectures) ? config.architectures : [];
   if (config.model_type === 'whisper' || archs.some((a) => /SpeechSeq2Seq|^Whisper/.test(a))) return 'speech';

@@ -13,6 +13,8 @@ export const DTYPE_SUFFIX: Record<Dtype, string> = {
 export const REQUIRED_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json'] as const;
 export const OPTIONAL_FILES = [
   'generation_config.json', 'special_tokens_map.json', 'preprocessor_config.json', 'chat_template.jinja',
+  // vision-language models: the processor's settings (image tokens per image) and a template kept apart
+  'processor_config.json', 'chat_template.json',
   // sentence-transformers metadata: how an embedding model pools and normalises.
   'modules.json', 'sentence_bert_config.json', 'config_sentence_transformers.json', '1_Pooling/config.json',
 ] as const;
@@ -51,10 +53,14 @@ export function selectFiles<T extends { rfilename: string }>(
   return picked;
 }
 
-/** The ONNX graph components a repository provides: a single `model`, or whisper-style encoder/decoder. */
+/**
+ * The ONNX graph components a repository provides: a single `model`, whisper-style encoder/decoder, or a
+ * vision-language model's image encoder, token embeddings and decoder.
+ */
 export function detectComponents(names: readonly string[]): string[] {
   const has = (base: string) => names.some((n) => n.startsWith(`onnx/${base}`) && n.endsWith('.onnx'));
   if (names.some((n) => /^onnx\/model(_[a-z0-9]+)?\.onnx$/.test(n))) return ['model'];
+  if (has('vision_encoder') && has('embed_tokens') && has('decoder_model_merged')) return ['vision_encoder', 'embed_tokens', 'decoder_model_merged'];
   if (has('encoder_model') && has('decoder_model_merged')) return ['encoder_model', 'decoder_model_merged'];
   return ['model'];
 }

@@ -18,7 +18,7 @@
  */
 import { ServiceError } from '../errors.ts';
 import { floats, tensor } from './onnx-quantize.ts';
-import { ONNX, WireWriter, all, decodeFields, first, indexGraph, type GraphNode, type Tensor, type WireField } from './onnx-wire.ts';
+import { ONNX, WireWriter, decodeFields, first, indexGraph, type GraphNode, type WireField } from './onnx-wire.ts';
 
 export interface LoraModule {
   /** Module path inside the model, e.g. `model.layers.0.self_attn.q_proj`. */
@@ -46,6 +46,7 @@ export function parseSafetensors(bytes: Uint8Array, label: string): Map<string, 
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLen = Number(dv.getBigUint64(0, true));
   if (headerLen > bytes.byteLength - 8 || headerLen > 100_000_000) throw refuse(`${label} is not a safetensors file (header length ${headerLen} exceeds the file)`);
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
   let header: Record<string, any>;
   try {
     header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLen)));
@@ -128,6 +129,7 @@ export function readLoraAdapter(files: Map<string, Uint8Array>): LoraAdapter {
   const other = names.find((n) => n !== configName && !weightNames.includes(n));
   if (other) throw refuse(`adapter file '${other}' is not understood: adapters takes adapter_config.json and adapter_model.safetensors`);
 
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
   let config: Record<string, any>;
   try {
     config = JSON.parse(new TextDecoder().decode(files.get(configName)!));

@@ -3,11 +3,18 @@
  * (and as scripts/models/quantize.py does for the fixtures):
  *
  *  q8: every MatMul whose weight is a 2-D fp32 initializer becomes DynamicQuantizeLinear + MatMulInteger
- *      (uint8 activations, int8 per-tensor weights), onnxruntime's `quantize_dynamic` shape; embedding
+ *      (uint8 activations, int8 weights with one scale per output column), onnxruntime's `quantize_dynamic`
+ *      shape with `per_channel`; embedding
  *      tables (Gather on a 2-D fp32 initializer, axis 0) become int8 rows + DequantizeLinear.
  *      transformers.js loads it as dtype `q8` (onnx/model_quantized.onnx).
  *  q4: every such MatMul becomes com.microsoft MatMulNBits (4 bits, blocks of 32 along K, one fp32 scale
- *      per block, default zero point 8), as in transformers.js' `q4` (onnx/model_q4.onnx).
+ *      per block, default zero point 8), as in transformers.js' `q4` (onnx/model_q4.onnx), with
+ *      `accuracy_level` 4: ONNX Runtime then quantizes the activations to int8 per block and runs int8
+ *      dot-product kernels (VNNI/AVX2 natively, SIMD on WASM). Without it the CPU kernel dequantizes every
+ *      weight to fp32 on each call and q4 decodes slower than q8 although it reads fewer bytes.
+ *      The LM head is an ordinary MatMul and gets the same treatment: it is the largest matrix a decode
+ *      step reads. Embedding tables become int8 rows as in q8: a decode step reads one row of them, so
+ *      4 bits would save file size but no time, at a precision cost paid on every token.
  *
  * The rewrite works on the protobuf wire format (onnx-wire.ts): untouched nodes, initializers and every
  * other field are copied byte for byte. Weights stored as external data are read and inlined, so the
@@ -41,7 +48,7 @@ export interface QuantizeOptions {
 
 export interface QuantizeResult {
   bytes: Uint8Array;
-  /** Initializers rewritten (MatMul weights, plus Gather tables for q8). */
+  /** Initializers rewritten (MatMul weights and Gather tables). */
   quantized: number;
 }
 
@@ -74,7 +81,8 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
 
   const isFp32Matrix = (t: Tensor | undefined): t is Tensor => !!t && t.dims.length === 2 && t.dataType === ONNX.dtype.FLOAT;
   const matmuls = nodes.filter((n) => n.opType === 'MatMul' && (n.domain === '' || n.domain === 'ai.onnx') && isFp32Matrix(inits.get(n.inputs[1])));
-  const gathers = target === 'q8'
+  // DequantizeLinear with an int8 zero point needs opset 10; graphs that old keep fp32 tables under q4
+  const gathers = defaultOpset >= 10
     ? nodes.filter((n) => n.opType === 'Gather' && (n.domain === '' || n.domain === 'ai.onnx') && isFp32Matrix(inits.get(n.inputs[0])) && gatherAxis(n) === 0)
     : [];
   const total = matmuls.length + gathers.length;
@@ -96,9 +104,9 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
     const p = `svc_${target}_${i}`;
     if (target === 'q8') {
       if (!newInits.has(`${w.name}_quantized`)) {
-        const { q, scale } = int8PerTensor(W);
+        const { q, scales } = int8PerColumn(W, K, N);
         newInits.set(`${w.name}_quantized`, tensor(`${w.name}_quantized`, [K, N], ONNX.dtype.INT8, new Uint8Array(q.buffer)));
-        newInits.set(`${w.name}_scale`, tensor(`${w.name}_scale`, [], ONNX.dtype.FLOAT, f32bytes([scale])));
+        newInits.set(`${w.name}_scale`, tensor(`${w.name}_scale`, [N], ONNX.dtype.FLOAT, f32bytes(scales)));
         newInits.set(`${w.name}_zero_point`, tensor(`${w.name}_zero_point`, [], ONNX.dtype.INT8, new Uint8Array([0])));
       }
       replace.set(n.index, [
@@ -117,7 +125,7 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
       }
       replace.set(n.index, [
         node('MatMulNBits', [n.inputs[0], `${w.name}_q4`, `${w.name}_q4_scales`], [n.outputs[0]], p, 'com.microsoft',
-          { K, N, bits: 4, block_size: block }),
+          { K, N, bits: 4, block_size: block, accuracy_level: 4 }),
       ]);
     }
     dropped.add(w.name);
@@ -268,6 +276,20 @@ export function floats(t: Tensor, dir: string): Float32Array {
   const out = new Float32Array(count);
   for (let i = 0; i < count; i++) out[i] = view.getFloat32(i * 4, true);
   return out;
+}
+
+/**
+ * One scale per output column: the integer product sums along K, so a column scale factors out of it
+ * (the graph multiplies the [.., N] result by activation scale × column scales). Per-tensor scales let
+ * one large column coarsen every other one.
+ */
+function int8PerColumn(W: Float32Array, K: number, N: number): { q: Int8Array; scales: number[] } {
+  const max = new Float64Array(N);
+  for (let k = 0; k < K; k++) for (let n = 0; n < N; n++) max[n] = Math.max(max[n]!, Math.abs(W[k * N + n]!));
+  const scales = Array.from(max, (m) => Math.fround(Math.max(m, 1e-8) / 127));
+  const q = new Int8Array(W.length);
+  for (let k = 0; k < K; k++) for (let n = 0; n < N; n++) q[k * N + n] = Math.max(-127, Math.min(127, Math.round(W[k * N + n]! / scales[n]!)));
+  return { q, scales };
 }
 
 function int8PerTensor(W: Float32Array): { q: Int8Array; scale: number } {

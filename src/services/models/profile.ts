@@ -50,6 +50,7 @@ async function chatTemplate(dir: string): Promise<string> {
   return `${jinja}\n${fromConfig}`;
 }
 
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
 async function readJsonFile(file: string): Promise<Record<string, any> | undefined> {
   try {
     return JSON.parse(await readFile(file, 'utf8'));

@@ -36,6 +36,7 @@ export interface ShownModel {
 }
 
 /** Capabilities from the architecture (kind, config.json) and the chat template. */
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
 export function deriveCapabilities(kind: ModelKind, config: Record<string, any> | undefined, template: string, declared: Capability[] = []): Capability[] {
   const caps = new Set<Capability>();
   if (kind === 'embedding') caps.add('embedding');
@@ -49,6 +50,7 @@ export function deriveCapabilities(kind: ModelKind, config: Record<string, any> 
   return order.filter((c) => caps.has(c));
 }
 
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
 export async function readJsonFile(file: string): Promise<Record<string, any> | undefined> {
   try {
     const v = JSON.parse(await readFile(file, 'utf8'));
@@ -58,17 +60,20 @@ export async function readJsonFile(file: string): Promise<Record<string, any> | 
   }
 }
 
-/** The model's own chat template: chat_template.jinja, else tokenizer_config.json's chat_template. */
+/** The model's own chat template: chat_template.jinja, else tokenizer_config.json's, else chat_template.json's. */
 export async function ownChatTemplate(dir: string): Promise<string> {
   const jinja = await readFile(join(dir, 'chat_template.jinja'), 'utf8').catch(() => '');
   if (jinja) return jinja;
   const t = (await readJsonFile(join(dir, 'tokenizer_config.json')))?.chat_template;
   if (typeof t === 'string') return t;
   if (Array.isArray(t)) return (t.find((x: { name?: string }) => x.name === 'default') ?? t[0])?.template ?? '';
-  return '';
+  // vision-language repositories keep the processor's template in chat_template.json
+  const p = (await readJsonFile(join(dir, 'chat_template.json')))?.chat_template;
+  return typeof p === 'string' ? p : '';
 }
 
 /** Ollama-style `model_info` keys (`general.architecture`, `<arch>.context_length`, ...) from config.json. */
+// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
 export function modelInfo(config: Record<string, any>, extra: Record<string, unknown> = {}): Record<string, unknown> {
   const arch = String(config.model_type ?? 'unknown');
   const info: Record<string, unknown> = { 'general.architecture': arch };
@@ -81,7 +86,18 @@ export function modelInfo(config: Record<string, any>, extra: Record<string, unk
     ['rms_norm_eps', 'attention.layer_norm_rms_epsilon'], ['layer_norm_eps', 'attention.layer_norm_epsilon'],
     ['rope_theta', 'rope.freq_base'], ['vocab_size', 'vocab_size'], ['sliding_window', 'attention.sliding_window'],
   ];
-  for (const [from, to] of map) if (config[from] !== undefined && config[from] !== null) info[`${arch}.${to}`] = config[from];
+  // a vision-language model keeps its decoder's shape in text_config
+  const text = { ...(config.text_config ?? {}), ...config };
+  for (const [from, to] of map) if (text[from] !== undefined && text[from] !== null) info[`${arch}.${to}`] = text[from];
+  // the image encoder, under Ollama's `<arch>.vision.*` keys
+  const vision = config.vision_config;
+  if (vision && typeof vision === 'object') {
+    const vmap: [string, string][] = [
+      ['hidden_size', 'embedding_length'], ['num_hidden_layers', 'block_count'], ['intermediate_size', 'feed_forward_length'],
+      ['num_attention_heads', 'attention.head_count'], ['image_size', 'image_size'], ['patch_size', 'patch_size'], ['num_channels', 'num_channels'],
+    ];
+    for (const [from, to] of vmap) if (vision[from] !== undefined && vision[from] !== null) info[`${arch}.vision.${to}`] = vision[from];
+  }
   for (const k of ['bos_token_id', 'eos_token_id', 'pad_token_id']) {
     if (config[k] !== undefined && config[k] !== null) info[`tokenizer.ggml.${k}`] = config[k];
   }

@@ -19,7 +19,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type * as Ort from 'onnxruntime-node';
-import { capabilityUnavailable, ServiceError } from '../errors.ts';
+import { capabilityUnavailable } from '../errors.ts';
 import { IdleResource } from './idle-pool.ts';
 import { cropGray, resizeGray, type Gray } from './raster.ts';
 import type { EngineResult, OcrLine, OcrWord, PixelBox } from './types.ts';

@@ -78,7 +78,7 @@ export async function pdfRedact(bytes: Uint8Array, opts: RedactOptions): Promise
       const page = m.FPDF_LoadPage(d.doc, i);
       try {
         const frame = pageFrame(m, page);
-        redactPage(m, d.doc, page, rects);
+        redactPage(m, page, rects);
         redactions.push({ page: i + 1, boxes: rects.map((r) => frame.boxFromUser(r.left, r.bottom, r.right, r.top)) });
       } finally {
         m.FPDF_ClosePage(page);
@@ -96,7 +96,7 @@ export async function pdfRedact(bytes: Uint8Array, opts: RedactOptions): Promise
 
 const meets = (a: URect, b: URect) => a.left < b.right && a.right > b.left && a.bottom < b.top && a.top > b.bottom;
 
-function redactPage(m: Pdfium, doc: number, page: number, rects: URect[]): void {
+function redactPage(m: Pdfium, page: number, rects: URect[]): void {
   withScratch(m, 2, (s) => {
     const p = s(0); // FS_RECTF {left, top, right, bottom}
     for (const r of rects) {
@@ -104,7 +104,7 @@ function redactPage(m: Pdfium, doc: number, page: number, rects: URect[]): void 
       m.EPDFText_RedactInRect(page, p, true, false);
     }
   });
-  overwriteImages(m, doc, page, rects);
+  overwriteImages(m, page, rects);
   removeAnnotations(m, page, rects);
   for (const r of rects) {
     const box = m.FPDFPageObj_CreateNewRect(r.left, r.bottom, r.right - r.left, r.top - r.bottom);
@@ -123,7 +123,7 @@ function objBounds(m: Pdfium, obj: number): URect | null {
 }
 
 /** Black out the pixels of every image under a rect (the image is re-encoded from its bitmap). */
-function overwriteImages(m: Pdfium, doc: number, page: number, rects: URect[]): void {
+function overwriteImages(m: Pdfium, page: number, rects: URect[]): void {
   for (let o = m.FPDFPage_CountObjects(page) - 1; o >= 0; o--) {
     const obj = m.FPDFPage_GetObject(page, o);
     if (m.FPDFPageObj_GetType(obj) !== OBJ_IMAGE) continue;

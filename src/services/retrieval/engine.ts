@@ -7,7 +7,7 @@
 import type { Db } from '../../store/schema.ts';
 import {
   annVectorSearch, anyEmbedded, chunksByIds, deleteChunks, exactVectorSearch, ftsSearch, insertChunks, pendingChunks, storeVectors, vectorCounts,
-  type ChunkIn, type ChunkRow, type VectorHit,
+  type ChunkFilter, type ChunkIn, type ChunkRow, type VectorHit,
 } from '../../store/retrieval.ts';
 import { reciprocalRankFusion } from './fusion.ts';
 
@@ -25,6 +25,10 @@ export interface SearchOptions {
   semanticWeight?: number;
   /** Force the vector side to an exact scan (benchmarks, tests); otherwise chosen by size. */
   vectorStrategy?: 'auto' | 'exact' | 'ann';
+  /** Metadata filter (SQL over the chunk row); a filtered vector search is an exact scan of the matching chunks. */
+  filter?: ChunkFilter;
+  /** Candidates taken from each side before fusion (default max(4 × limit, 40)). */
+  pool?: number;
   signal?: AbortSignal;
 }
 
@@ -64,19 +68,21 @@ export class RetrievalEngine {
     return deleteChunks(this.db, indexId);
   }
 
-  async keyword(indexIds: string[], query: string, limit: number): Promise<{ id: number }[]> {
-    return ftsSearch(this.db, indexIds, query, limit);
+  async keyword(indexIds: string[], query: string, limit: number, filter?: ChunkFilter): Promise<{ id: number }[]> {
+    return ftsSearch(this.db, indexIds, query, limit, filter);
   }
 
   /** Nearest chunks by cosine distance: exact for small scopes, the DiskANN index (over-fetched, then exact if short) for large ones. */
-  async semantic(indexIds: string[], query: Float32Array, limit: number, strategy: SearchOptions['vectorStrategy'] = 'auto'): Promise<VectorHit[]> {
+  async semantic(indexIds: string[], query: Float32Array, limit: number, strategy: SearchOptions['vectorStrategy'] = 'auto', filter?: ChunkFilter): Promise<VectorHit[]> {
     const dims = query.length;
+    if (filter) return exactVectorSearch(this.db, dims, indexIds, query, limit, filter);
     if (strategy === 'exact') return exactVectorSearch(this.db, dims, indexIds, query, limit);
     const { scope, total } = await vectorCounts(this.db, dims, indexIds);
     if (scope === 0) return [];
     if (strategy === 'auto' && scope <= EXACT_SCAN_MAX) return exactVectorSearch(this.db, dims, indexIds, query, limit);
     // over-fetch in proportion to how much of the table is outside the scope
-    const candidates = Math.min(total, Math.max(limit * 4, Math.ceil((limit * 2 * total) / scope)), 2000);
+    // 10 × the limit (at least 100): with 4 × the cheap index's recall@10 was 0.80 at 10k vectors
+    const candidates = Math.min(total, Math.max(limit * 10, 100, Math.ceil((limit * 2 * total) / scope)), 2000);
     const hits = await annVectorSearch(this.db, dims, indexIds, query, limit, candidates);
     if (hits && (hits.length >= limit || hits.length >= scope || strategy === 'ann')) return hits;
     return exactVectorSearch(this.db, dims, indexIds, query, limit);
@@ -85,12 +91,12 @@ export class RetrievalEngine {
   async search(indexIds: string[], query: string, o: SearchOptions): Promise<SearchHit[]> {
     if (indexIds.length === 0 || !query.trim()) return [];
     const mode = o.mode ?? 'hybrid';
-    const pool = Math.max(o.limit * 4, 40);
-    const keywordHits = mode === 'semantic' ? [] : await this.keyword(indexIds, query, pool);
+    const pool = o.pool ?? Math.max(o.limit * 4, 40);
+    const keywordHits = mode === 'semantic' ? [] : await this.keyword(indexIds, query, pool, o.filter);
     let semanticHits: { id: number }[] = [];
     if (mode !== 'keyword' && o.model && (await anyEmbedded(this.db, indexIds))) {
       const [q] = await this.embedder(o.model, [query], o.signal);
-      semanticHits = await this.semantic(indexIds, q!, pool, o.vectorStrategy);
+      semanticHits = await this.semantic(indexIds, q!, pool, o.vectorStrategy, o.filter);
     }
     const w = o.semanticWeight ?? 0.5;
     const fused = reciprocalRankFusion([{ hits: keywordHits, weight: mode === 'semantic' ? 0 : 1 - w }, { hits: semanticHits, weight: mode === 'keyword' ? 0 : w }], o.limit);

@@ -13,6 +13,8 @@ export interface NativeTool {
   inputSchema: JsonSchema;
   /** The route that serves it (POST, JSON body). */
   path: string;
+  /** The route when it depends on the arguments (a resource id in the path). */
+  pathOf?(args: Record<string, unknown>): string;
   /** A task route (job contract): run as a job so progress can be watched; otherwise one plain request. */
   task: boolean;
   /** The route's body built from the tool's arguments. */
@@ -96,6 +98,47 @@ export const NATIVE_TOOLS: NativeTool[] = [
       include_words: { type: 'boolean', description: 'word boxes in the answer (default false here)' },
     }),
     body: (a) => ({ ...documentInput(a), ...pick(a, ['password', 'pages', 'engine', 'language']), include_words: a.include_words === true }),
+  },
+  {
+    name: 'vector_store_search', title: 'Search a vector store', path: '/v1/vector_stores/{vector_store_id}/search', task: false,
+    description: 'Searches a vector store of the caller by meaning and keywords; returns the best matching passages with their files.',
+    inputSchema: object({
+      vector_store_id: { type: 'string', description: 'id of the vector store (vs_...)' },
+      query: { type: 'string' },
+      max_num_results: { type: 'integer', minimum: 1, maximum: 50 },
+    }, ['vector_store_id', 'query']),
+    pathOf: (a) => `/v1/vector_stores/${encodeURIComponent(String(a.vector_store_id ?? ''))}/search`,
+    body: (a) => pick(a, ['query', 'max_num_results']),
+  },
+  {
+    name: 'summarize', title: 'Summarize', path: '/svc/v1/summarize', task: true,
+    description: 'Summarizes a text or a document.',
+    inputSchema: object({ text: { type: 'string' }, ...oneDocument, length: { type: 'string', enum: ['short', 'medium', 'long'] }, format: { type: 'string', enum: ['prose', 'bullets'] }, model: { type: 'string' } }),
+    body: (a) => ({ ...(typeof a.text === 'string' ? {} : documentInput(a)), ...pick(a, ['text', 'length', 'format', 'model']) }),
+  },
+  {
+    name: 'translate', title: 'Translate', path: '/svc/v1/translate', task: true,
+    description: 'Translates a text or a document into a target language.',
+    inputSchema: object({ text: { type: 'string' }, ...oneDocument, target_language: { type: 'string', description: 'language code, e.g. "de"' }, source_language: { type: 'string' }, model: { type: 'string' } }, ['target_language']),
+    body: (a) => ({ ...(typeof a.text === 'string' ? {} : documentInput(a)), ...pick(a, ['text', 'target_language', 'source_language', 'model']) }),
+  },
+  {
+    name: 'extract', title: 'Extract fields', path: '/svc/v1/extract', task: true,
+    description: 'Extracts the fields of a JSON schema from a text or a document.',
+    inputSchema: object({ text: { type: 'string' }, ...oneDocument, schema: { type: 'object', description: 'JSON schema of the fields to extract' }, instructions: { type: 'string' }, model: { type: 'string' } }, ['schema']),
+    body: (a) => ({ ...(typeof a.text === 'string' ? {} : documentInput(a)), ...pick(a, ['text', 'schema', 'instructions', 'model']) }),
+  },
+  {
+    name: 'transcribe', title: 'Transcribe audio', path: '/svc/v1/audio-transcription', task: true,
+    description: 'Transcribes speech in an audio or video file.',
+    inputSchema: object({ ...oneDocument, language: { type: 'string' }, model: { type: 'string' } }),
+    body: (a) => ({ ...documentInput(a), ...pick(a, ['language', 'model']) }),
+  },
+  {
+    name: 'image_convert', title: 'Convert an image', path: '/svc/v1/image-convert', task: true,
+    description: 'Converts an image to another format (png, jpeg, webp, avif, ...), optionally resized; the result is a file of this server.',
+    inputSchema: object({ ...oneDocument, format: { type: 'string' }, quality: { type: 'number' }, width: { type: 'integer', minimum: 1 }, height: { type: 'integer', minimum: 1 } }, ['format']),
+    body: (a) => ({ ...documentInput(a), ...pick(a, ['format', 'quality', 'width', 'height']), delivery: 'file_id' }),
   },
   {
     name: 'embeddings', title: 'Embeddings', path: '/v1/embeddings', task: true,

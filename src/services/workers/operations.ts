@@ -54,6 +54,12 @@ export const operations = {
     (await guardDocument(b, f, c), (await import('../documents/highlight.ts')).highlightDocument(b, f, { ...o, ...cb(c) } as Parameters<typeof import('../documents/highlight.ts')['highlightDocument']>[2])),
   'document.thumbnails': async ([b, f, o]: [Uint8Array, DocFormat, ThumbOpts?], c: OpContext) => (await guardDocument(b, f, c), (await import('../documents/thumbnails.ts')).documentThumbnails(b, f, o)),
   'document.validate': async ([b, meta]: [Uint8Array, ValidateMeta?], _c: OpContext) => (await import('../documents/validate.ts')).validateDocument(b, meta),
+  /** One image page as RGBA pixels (a chat image for a vision model); the pixel limit is checked on its header first. */
+  'image.decode-rgba': async ([b]: [Uint8Array], c: OpContext) => {
+    guardImage(b, c);
+    const { img } = await (await import('../images/load.ts')).loadPage(b, { maxPixels: c.limits.maxImagePixels });
+    return { data: img.data, width: img.width, height: img.height };
+  },
   'ocr.recognize': async ([b, kind, o]: [Uint8Array, 'pdf' | 'image', OcrOpts?], c: OpContext) =>
     (await (kind === 'pdf' ? guardPdf(b, c) : guardImage(b, c)), (await import('../ocr/ocr.ts')).ocrDocument(b, kind, { ...o, ...cb(c) })),
   // Images: each service checks the declared pixels (its maxPixels) before decoding. Background removal

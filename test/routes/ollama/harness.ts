@@ -10,7 +10,7 @@ import type { Config } from '../../../src/config.ts';
 import type { ChatRequest } from '../../../src/services/chat/index.ts';
 import { initBackend } from '../../../src/services/inference/backend.ts';
 import type { LogitsProcessorLike } from '../../../src/services/inference/sampling.ts';
-import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, startFixtureHub, type HubStandIn } from '../../support/hub-stand-in.ts';
+import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, LONG_LLAMA, startFixtureHub, type HubStandIn } from '../../support/hub-stand-in.ts';
 import { listening } from '../../support/server.ts';
 
 export type Server = Awaited<ReturnType<typeof listening>>;
@@ -28,7 +28,7 @@ export interface Harness {
 export async function startHarness(overrides: Partial<Config> = {}): Promise<Harness> {
   const hub = await startFixtureHub();
   const srv = await listening({ hubUrl: hub.url, hubAllowedHosts: ['127.0.0.1'], backend: 'cpu', ...overrides });
-  for (const e of FIXTURE_CATALOG) srv.models.catalog.register(e);
+  for (const e of [...FIXTURE_CATALOG, LONG_LLAMA]) srv.models.catalog.register(e);
   let make: (() => LogitsProcessorLike[]) | undefined;
   const chat = srv.chat.chat.bind(srv.chat);
   srv.chat.chat = (req: ChatRequest) => chat(make ? { ...req, logitsProcessors: [...(req.logitsProcessors ?? []), ...make()] } : req);

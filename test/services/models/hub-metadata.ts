@@ -11,7 +11,7 @@ const TOKENIZER = ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'sp
 export interface HubRepoFacts {
   pipeline_tag: string;
   files: string[];
-  config: { architectures: string[]; model_type: string };
+  config: { architectures: string[]; model_type: string; vision_config?: Record<string, unknown> };
   /** A part of the chat template that decides show's capabilities ('' when the model has none). */
   template: string;
 }
@@ -31,6 +31,14 @@ export const HUB_FACTS: Record<string, HubRepoFacts> = {
     pipeline_tag: 'text-generation', files: [...TOKENIZER, 'generation_config.json', 'merges.txt', 'vocab.json', ...graphs('model')],
     config: { architectures: ['LlamaForCausalLM'], model_type: 'llama' },
     template: "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}",
+  },
+  'HuggingFaceTB/SmolVLM-256M-Instruct': {
+    pipeline_tag: 'image-text-to-text',
+    files: [...TOKENIZER, 'added_tokens.json', 'chat_template.json', 'generation_config.json', 'merges.txt', 'model.safetensors',
+      'preprocessor_config.json', 'processor_config.json', 'vocab.json',
+      ...graphs('vision_encoder'), ...graphs('embed_tokens'), ...graphs('decoder_model_merged')],
+    config: { architectures: ['Idefics3ForConditionalGeneration'], model_type: 'idefics3', vision_config: { model_type: 'idefics3_vision', patch_size: 16 } },
+    template: "<|im_start|>{% for message in messages %}{{message['role'] | capitalize}}{% if message['content'][0]['type'] == 'image' %}{{':'}}{% else %}{{': '}}{% endif %}{% for line in message['content'] %}{% if line['type'] == 'text' %}{{line['text']}}{% elif line['type'] == 'image' %}{{ '<image>' }}{% endif %}{% endfor %}<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}",
   },
   'Xenova/all-MiniLM-L6-v2': {
     pipeline_tag: 'feature-extraction', files: [...TOKENIZER, 'vocab.txt', ...graphs('model')],

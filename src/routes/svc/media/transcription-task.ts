@@ -13,7 +13,7 @@ import type { FileStore } from '../../../services/files/file-store.ts';
 import { BinaryResult } from '../../../services/jobs/task.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import { formatTranscription, RESPONSE_FORMATS } from '../../../services/media/transcript-formats.ts';
-import type { TranscriptionService, TranscriptionTask } from '../../../services/media/transcription.ts';
+import type { Transcription, TranscriptionService, TranscriptionTask } from '../../../services/media/transcription.ts';
 
 export interface TranscriptionRouteDeps { runner: TaskRunner; files: FileStore; transcription: TranscriptionService }
 
@@ -30,6 +30,7 @@ const Options = v.object({
   timestamp_granularities: v.optional(v.union([Granularity, v.array(Granularity)])),
   'timestamp_granularities[]': v.optional(v.union([Granularity, v.array(Granularity)])),
   task: v.optional(v.picklist(['transcribe', 'translate'])),
+  stream: v.optional(v.pipe(v.union([v.boolean(), v.picklist(['true', 'false'])]), v.transform((x) => x === true || x === 'true'))),
 });
 
 interface Input { file: InputFile; o: v.InferOutput<typeof Options>; task: TranscriptionTask; cleanup(): Promise<void> }
@@ -63,12 +64,35 @@ export const nativeTranscription = (deps: TranscriptionRouteDeps) => taskHandler
   cleanup: (input) => input.cleanup(),
 });
 
+/** Pieces of the text, one per segment where they join to it exactly (else the whole text as one). */
+function textDeltas(t: Transcription): string[] {
+  const pieces = t.segments.map((s) => s.text).filter((x) => x.length > 0);
+  if (pieces.join('').trim() !== t.text || pieces.length === 0) return t.text ? [t.text] : [];
+  pieces[0] = pieces[0]!.trimStart();
+  pieces[pieces.length - 1] = pieces.at(-1)!.trimEnd();
+  return pieces.filter((x) => x.length > 0);
+}
+
+/** OpenAI's streamed transcription events (`stream: true`): text deltas, then the done event with the text. */
+function transcriptEvents(t: Transcription): BinaryResult {
+  const events = [...textDeltas(t).map((delta) => ({ type: 'transcript.text.delta', delta })), { type: 'transcript.text.done', text: t.text }];
+  return new BinaryResult(new TextEncoder().encode(events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('')), 'text/event-stream; charset=utf-8');
+}
+
 /** OpenAI's transcriptions / translations: the body in the requested response_format. */
 export const openaiTranscription = (deps: TranscriptionRouteDeps, task: TranscriptionTask) => taskHandler<Input>(deps.runner, {
   name: task === 'translate' ? 'audio-translation' : 'audio-transcription',
-  input: (c) => readInput(c, deps, task, true),
+  async input(c) {
+    const input = await readInput(c, deps, task, true);
+    if (input.o.stream && input.o.response_format !== 'json' && input.o.response_format !== 'text') {
+      await input.cleanup();
+      throw invalidRequest('stream: true gives transcript.text events; use response_format json or text with it', [{ field: 'stream', message: `not with response_format ${input.o.response_format}` }]);
+    }
+    return input;
+  },
   async run(input, ctx) {
     const t = await run(deps, input, ctx.signal);
+    if (input.o.stream) return transcriptEvents(t);
     const f = formatTranscription(t, input.o.response_format);
     if (f.contentType === 'application/json') return JSON.parse(f.body) as unknown;
     return new BinaryResult(new TextEncoder().encode(f.body), f.contentType);

@@ -83,6 +83,7 @@ export class Grammar {
       }
       case 'str':
         return this.#stepStr(f, up!, b);
+      // deno-lint-ignore no-fallthrough -- every branch of the inner switch returns
       case 'num': {
         const n = f.n;
         if (n.range) {

@@ -245,8 +245,8 @@ function compileNumber(int: boolean, o: Record<string, unknown>, ctx: Ctx, path:
   let min = num(o.minimum, 'minimum', path);
   let max = num(o.maximum, 'maximum', path);
   // draft 4 writes exclusive bounds as booleans beside minimum/maximum
-  let exMin = typeof o.exclusiveMinimum === 'boolean' ? (o.exclusiveMinimum ? min : undefined) : num(o.exclusiveMinimum, 'exclusiveMinimum', path);
-  let exMax = typeof o.exclusiveMaximum === 'boolean' ? (o.exclusiveMaximum ? max : undefined) : num(o.exclusiveMaximum, 'exclusiveMaximum', path);
+  const exMin = typeof o.exclusiveMinimum === 'boolean' ? (o.exclusiveMinimum ? min : undefined) : num(o.exclusiveMinimum, 'exclusiveMinimum', path);
+  const exMax = typeof o.exclusiveMaximum === 'boolean' ? (o.exclusiveMaximum ? max : undefined) : num(o.exclusiveMaximum, 'exclusiveMaximum', path);
   if (o.exclusiveMinimum === true) min = undefined;
   if (o.exclusiveMaximum === true) max = undefined;
   const mult = num(o.multipleOf, 'multipleOf', path);

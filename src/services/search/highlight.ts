@@ -1,0 +1,31 @@
+/**
+ * Highlights of search hits: where the query's words occur in a chunk, with the passage around each, cut
+ * at word boundaries as the search-highlight task (documents/highlight.ts) cuts its passages. Words
+ * match whole and case-insensitively, as the full-text index matches them.
+ */
+
+export interface TermHighlight { term: string; start: number; end: number; passage: string }
+
+const CONTEXT = 60;
+const MAX = 5;
+
+function passageOf(s: string, start: number, end: number, ctx: number): string {
+  let a = Math.max(0, start - ctx), b = Math.min(s.length, end + ctx);
+  if (a > 0) { const sp = s.slice(a, start).search(/\s/); if (sp >= 0) a += sp + 1; }
+  if (b < s.length) { const sp = s.slice(end, b).search(/\s\S*$/); if (sp >= 0) b = end + sp; }
+  return `${a > 0 ? '…' : ''}${s.slice(a, start)}<em>${s.slice(start, end)}</em>${s.slice(end, b)}${b < s.length ? '…' : ''}`.replace(/\s+/g, ' ');
+}
+
+export function highlightTerms(text: string, query: string, max = MAX): TermHighlight[] {
+  const words = [...new Set((query.match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => w.toLowerCase()))].slice(0, 32);
+  const found: TermHighlight[] = [];
+  for (const w of words) {
+    const bounded = new RegExp(`(?<![\\p{L}\\p{N}])${w}(?![\\p{L}\\p{N}])`, 'giu');
+    for (const m of text.matchAll(bounded)) {
+      found.push({ term: m[0], start: m.index!, end: m.index! + m[0].length, passage: '' });
+      if (found.length >= 50) break;
+    }
+  }
+  found.sort((a, b) => a.start - b.start);
+  return found.slice(0, max).map((h) => ({ ...h, passage: passageOf(text, h.start, h.end, CONTEXT) }));
+}

@@ -1,0 +1,11 @@
+/**
+ * Which SQL dialect a Kysely handle speaks. Most store modules use the query builder and never ask; the few
+ * with raw SQL (full text, vectors, catalog lookups) branch on this.
+ */
+import { PostgresAdapter, type Kysely } from 'kysely';
+
+// deno-lint-ignore no-explicit-any
+export const isPostgres = (db: Kysely<any>): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
+
+/** `postgres://` and `postgresql://` URLs name a PostgreSQL server; everything else is libSQL. */
+export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//i.test(url);

@@ -1,0 +1,47 @@
+/**
+ * The official `openai` SDK's audio.transcriptions as a user drives it (tiny random-weight Whisper fixture,
+ * speech made by espeak-ng): the default JSON call, `stream: true` read through the SDK's stream (the
+ * transcript.text.delta events join to the done event's text, which equals the whole call's text), and the
+ * typed errors for an unknown model and a streamed subtitle format.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import OpenAI, { toFile } from 'openai';
+import { speechSilenceSpeech, type SpeechFixture } from '../routes/media/make-media.ts';
+import { adminKey, startHarness, type Harness } from './steer.ts';
+
+let h: Harness;
+let openai: OpenAI;
+let fx: SpeechFixture;
+const MODEL = 'tiny-whisper:test';
+
+before(async () => {
+  h = await startHarness();
+  openai = new OpenAI({ baseURL: `${h.srv.url}/v1`, apiKey: await adminKey(h, 'audio'), maxRetries: 0 });
+  fx = speechSilenceSpeech();
+});
+after(async () => h?.close());
+
+const file = () => toFile(readFileSync(fx.path), 'speech.wav');
+
+describe('openai SDK: audio.transcriptions', () => {
+  it('whole, then stream: true: the deltas join to the done text, equal to the whole text', async () => {
+    const whole = await openai.audio.transcriptions.create({ model: MODEL, file: await file(), language: 'en' });
+    assert.ok(whole.text.length > 0, 'the random model says something');
+    const stream = await openai.audio.transcriptions.create({ model: MODEL, file: await file(), language: 'en', stream: true });
+    let deltas = '';
+    let done: string | undefined;
+    for await (const e of stream) {
+      if (e.type === 'transcript.text.delta') deltas += e.delta;
+      else if (e.type === 'transcript.text.done') done = e.text;
+    }
+    assert.equal(done, whole.text);
+    assert.equal(deltas, whole.text);
+  });
+
+  it('errors: unknown model NotFoundError; stream with srt BadRequestError', async () => {
+    await assert.rejects(openai.audio.transcriptions.create({ model: 'no-such-model', file: await file() }), OpenAI.NotFoundError);
+    await assert.rejects(openai.audio.transcriptions.create({ model: MODEL, file: await file(), stream: true, response_format: 'srt' } as never), (e: unknown) => e instanceof OpenAI.BadRequestError && /stream/.test(e.message));
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * Continuous batching: concurrent generations on one model share session steps and still give exactly
+ * what each gives alone (and what torch gives), with per-request sampling, stops and cancellation.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadModel, type LoadedModel } from '../../../src/services/inference/load.ts';
+import { generateText, type GenerateOptions, type GenerationInput } from '../../../src/services/inference/generate.ts';
+import { batchDecoderFor } from '../../../src/services/inference/batch-decoder.ts';
+import { TINY_LLAMA } from './fixtures.ts';
+import { REF } from './reference.ts';
+
+let m: LoadedModel;
+/** Batch size (rows) of every decode step the session ran, recorded by wrapping its run. */
+const stepBatches: number[] = [];
+before(async () => {
+  m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: 'fp32' });
+  const s = (m.model as unknown as { sessions: { model: { run: (f: Record<string, { dims: number[] }>) => Promise<unknown> } } }).sessions.model;
+  const run = s.run.bind(s);
+  s.run = (f) => {
+    if (f.input_ids!.dims[1] === 1) stepBatches.push(f.input_ids!.dims[0]!);
+    return run(f);
+  };
+});
+after(() => m.dispose());
+
+async function collect(input: GenerationInput, o: GenerateOptions) {
+  const g = generateText(m, input, o);
+  const deltas: string[] = [];
+  for await (const d of g) deltas.push(d);
+  return { text: deltas.join(''), result: await g.result };
+}
+
+const prompts: GenerationInput[] = [
+  { messages: [{ role: 'user', content: 'Tell me about Paris.' }], enableThinking: false },
+  { prompt: 'a b' },
+  { messages: [{ role: 'system', content: 'You are terse and you answer in lists of short words only.' }, { role: 'user', content: 'Name colours.' }], enableThinking: false },
+  { prompt: 'The quick brown fox jumps over the lazy dog and keeps running' },
+];
+
+test('the batch path is the one in use, and greedy equals torch\'s tokens', async () => {
+  assert.ok(batchDecoderFor(m), 'the tiny decoder is batchable');
+  const ids: number[] = [];
+  // the reference prompt ids fed as they are; torch's greedy continuation must come out
+  const dec = batchDecoderFor(m)!;
+  await dec.run({
+    promptIds: REF.generate.prompt_ids, maxNew: REF.generate.greedy_ids.length, processors: [],
+    signal: new AbortController().signal, onToken: (t) => (ids.push(t), false),
+  });
+  assert.deepEqual(ids, REF.generate.greedy_ids);
+});
+
+test('4 concurrent greedy streams give exactly the texts they give alone, decoded in shared steps', async () => {
+  const o: GenerateOptions = { temperature: 0, maxTokens: 24 };
+  const alone: Awaited<ReturnType<typeof collect>>[] = [];
+  for (const p of prompts) alone.push(await collect(p, { ...o, batching: false }));
+  const aloneBatched: Awaited<ReturnType<typeof collect>>[] = [];
+  for (const p of prompts) aloneBatched.push(await collect(p, o));
+  stepBatches.length = 0;
+  const together = await Promise.all(prompts.map((p) => collect(p, o)));
+  prompts.forEach((_, i) => {
+    assert.equal(aloneBatched[i]!.text, alone[i]!.text, `prompt ${i}: batch path alone vs transformers.js generate`);
+    assert.equal(together[i]!.text, alone[i]!.text, `prompt ${i}: concurrent vs alone`);
+    assert.equal(together[i]!.result.completionTokens, alone[i]!.result.completionTokens);
+    assert.equal(together[i]!.result.finishReason, alone[i]!.result.finishReason);
+  });
+  assert.ok(Math.max(...stepBatches) >= 3, `decode steps ran with batch sizes ${[...new Set(stepBatches)]}`);
+  assert.ok(stepBatches.length < prompts.length * 23, `${stepBatches.length} steps for ${prompts.length} × 24 tokens: not shared`);
+});
+
+test('per-request sampling, stops and penalties hold inside a batch', async () => {
+  const reqs: [GenerationInput, GenerateOptions][] = [
+    [prompts[0]!, { temperature: 0.9, seed: 7, maxTokens: 20 }],
+    [prompts[1]!, { temperature: 0, maxTokens: 20, repetitionPenalty: 1.5 }],
+    [prompts[2]!, { temperature: 0.7, topK: 5, seed: 3, maxTokens: 20 }],
+  ];
+  const alone: string[] = [];
+  for (const [p, o] of reqs) alone.push((await collect(p, { ...o, batching: false })).text);
+  const together = await Promise.all(reqs.map(([p, o]) => collect(p, o)));
+  reqs.forEach((_, i) => assert.equal(together[i]!.text, alone[i], `request ${i}`));
+  // a stop string taken from the greedy text ends that row only
+  const full = alone[1]!;
+  const stop = full.slice(6, 9);
+  assert.ok(stop.length === 3);
+  const [a, b] = await Promise.all([collect(reqs[1]![0], { ...reqs[1]![1], stop: [stop] }), collect(prompts[3]!, { temperature: 0, maxTokens: 20 })]);
+  assert.equal(a.text, full.slice(0, full.indexOf(stop)));
+  assert.equal(a.result.finishReason, 'stop');
+  assert.equal(b.result.completionTokens, 20);
+});
+
+test('cancelling one stream mid-batch leaves the others exact', async () => {
+  const o: GenerateOptions = { temperature: 0, maxTokens: 30 };
+  const alone: string[] = [];
+  for (const p of prompts) alone.push((await collect(p, { ...o, batching: false })).text);
+  const ac = new AbortController();
+  const gens = prompts.map((p, i) => generateText(m, p, { ...o, ...(i === 1 ? { signal: ac.signal } : {}) }));
+  const texts = await Promise.all(gens.map(async (g, i) => {
+    let t = '';
+    let n = 0;
+    try {
+      for await (const d of g) {
+        t += d;
+        if (i === 1 && ++n === 5) ac.abort(new DOMException('client went away', 'AbortError'));
+      }
+    } catch (e) {
+      return { aborted: (e as Error).name, t };
+    }
+    return { t };
+  }));
+  await assert.rejects(gens[1]!.result, { name: 'AbortError' });
+  assert.equal(texts[1]!.aborted, 'AbortError');
+  for (const i of [0, 2, 3]) assert.equal(texts[i]!.t, alone[i], `stream ${i}`);
+  // the decoder drains: nothing left decoding once every stream is done
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(batchDecoderFor(m)!.active, 0);
+});
