@@ -25,11 +25,12 @@ export const ROUTES: Record<string, Record<string, unknown>> = {
   'pdf-verify': {}, 'pdf-pdfa-check': {}, 'pdf-to-pdfa': {}, 'pdf-ocr': {}, 'voice-activity-detection': {},
   'image-convert': { format: 'png' }, 'image-analysis': {}, 'image-color-palette': {}, 'image-enhance': {}, 'image-deskew': {},
   'image-normalization': {}, 'image-redact': { boxes: [{ x: 0, y: 0, width: 2, height: 2 }] }, 'image-watermark': { text: 'X' },
+  'image-background-removal': {},
 };
 /** Routes whose valid input is an image (checked with a real PNG at the end). */
 const IMAGE_ROUTES = new Set(['image-to-pdf', 'image-convert', 'image-analysis', 'image-color-palette', 'image-enhance', 'image-deskew', 'image-normalization', 'image-redact', 'image-watermark']);
-/** Routes whose valid input is neither (audio); covered for refusals only. */
-const NOT_PDF = new Set([...IMAGE_ROUTES, 'voice-activity-detection']);
+/** Routes whose valid input is neither (audio), or that need a model the test server lacks; covered for refusals only. */
+const NOT_PDF = new Set([...IMAGE_ROUTES, 'voice-activity-detection', 'image-background-removal']);
 
 async function validPdf(): Promise<Uint8Array> {
   const d = await PDFDocument.create();

@@ -18,7 +18,8 @@ import { attributeFilterSql, type AttributeFilter } from '../../store/search/att
 import { requireFormat } from '../documents/detect.ts';
 import { invalidArgument, notFound, ServiceError } from '../errors.ts';
 import type { FileStore } from '../files/file-store.ts';
-import { chunkDocument, DEFAULT_CHUNKING, type ChunkingOptions } from './chunk-document.ts';
+import { workers } from '../workers/index.ts';
+import { DEFAULT_CHUNKING, type ChunkingOptions } from './chunk-document.ts';
 import type { RetrievalEngine, SearchHit, SearchMode } from './engine.ts';
 
 export interface VectorStoreCreate {
@@ -105,7 +106,7 @@ export class VectorStores {
     const format = await requireFormat(file.path, undefined, 'vector stores');
     const bytes = await this.files.read(owner, fileId);
     // the attributes ride on every chunk so search filters run in the store's own queries
-    const chunks = await chunkDocument(bytes, format, { file_id: fileId, filename: file.filename, metadata: attributes, chunking }, chunking);
+    const chunks = await workers.run('retrieval.chunk', [bytes, format, { file_id: fileId, filename: file.filename, metadata: attributes, chunking }, chunking]);
     const row: VectorStoreFileRow = {
       vector_store_id: storeId, file_id: fileId, filename: file.filename, status: 'in_progress', last_error: null,
       usage_bytes: chunks.reduce((a, c) => a + new TextEncoder().encode(c.text).length, 0), attributes: JSON.stringify(attributes), created_at: Date.now(),

@@ -9,15 +9,14 @@ import type { ModelServices } from '../models/model-services.ts';
 import type { TrainingService } from '../training/training-service.ts';
 import { textChunks } from './chunks.ts';
 import { textEdits } from './edits.ts';
-import { ENTITIES_METHOD, patternEntities } from './entities.ts';
+import { entitiesOf, keywordsOf, languageOf, piiOf, TEXT_OFF_LOOP_CHARS, type PiiOptions } from './fast-tasks.ts';
 import { generateText } from './generate.ts';
-import { KEYWORDS_METHOD, keyphrases } from './keywords.ts';
-import { LANGUAGE_METHOD, detectLanguage, requireLanguage } from './language.ts';
+import { requireLanguage } from './language.ts';
 import { markdownSegments } from './markdown-segments.ts';
-import { PII_METHOD, findPii, redact, type PiiType, type RedactMode } from './pii.ts';
 import { sentences } from './sentences.ts';
 import { SENTIMENT_METHOD, lexiconSentiment } from './sentiment.ts';
 import { summarize, type SummarizeOptions } from './summarize.ts';
+import { workers } from '../workers/index.ts';
 
 export interface Run { model?: string; signal?: AbortSignal; progress?: (done: number, total: number) => void }
 
@@ -36,26 +35,20 @@ export class TextService {
 
   #model(r: Run) { return r.model || this.#defaultModel; }
 
-  detectLanguage(text: string) {
-    return detectLanguage(text).then((d) => ({ ...d, method: LANGUAGE_METHOD }));
+  detectLanguage(text: string, signal?: AbortSignal) {
+    return text.length < TEXT_OFF_LOOP_CHARS ? languageOf(text) : workers.run('text.language', [text], { signal });
   }
 
-  pii(text: string, o: { types?: PiiType[]; redact?: boolean; redactMode?: RedactMode }) {
-    const entities = findPii(text, o.types);
-    return {
-      method: PII_METHOD,
-      entities,
-      ...(o.redact ? { redacted_text: redact(text, entities, o.redactMode) } : {}),
-    };
+  async pii(text: string, o: PiiOptions, signal?: AbortSignal) {
+    return text.length < TEXT_OFF_LOOP_CHARS ? piiOf(text, o) : workers.run('text.pii', [text, o], { signal });
   }
 
-  keywords(text: string, o: { limit: number; maxWords: number }) {
-    return { method: KEYWORDS_METHOD, keywords: keyphrases(text, o) };
+  async keywords(text: string, o: { limit: number; maxWords: number }, signal?: AbortSignal) {
+    return text.length < TEXT_OFF_LOOP_CHARS ? keywordsOf(text, o) : workers.run('text.keywords', [text, o], { signal });
   }
 
-  entities(text: string, o: { types?: string[] }) {
-    const all = patternEntities(text);
-    return { method: ENTITIES_METHOD, entities: o.types ? all.filter((e) => o.types!.includes(e.type)) : all };
+  async entities(text: string, o: { types?: string[] }, signal?: AbortSignal) {
+    return text.length < TEXT_OFF_LOOP_CHARS ? entitiesOf(text, o) : workers.run('text.entities', [text, o], { signal });
   }
 
   async sentiment(text: string, r: Run) {
@@ -85,7 +78,7 @@ export class TextService {
     let source = o.source ? requireLanguage(o.source, 'source_language') : undefined;
     let detected;
     if (!source) {
-      detected = await detectLanguage(text);
+      detected = await this.detectLanguage(text, r.signal);
       if (detected.language !== 'und') source = { code: detected.language, name: detected.name };
     }
     const seg = markdownSegments(text);

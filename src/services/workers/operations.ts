@@ -18,6 +18,12 @@ type HighlightOpts = NoCallbacks<Parameters<typeof import('../documents/highligh
 type ThumbOpts = NonNullable<Parameters<typeof import('../documents/thumbnails.ts')['documentThumbnails']>[2]>;
 type ValidateMeta = Parameters<typeof import('../documents/validate.ts')['validateDocument']>[1];
 type OcrOpts = NoCallbacks<NonNullable<Parameters<typeof import('../ocr/ocr.ts')['ocrDocument']>[2]>>;
+type ImgMod = typeof import('../images/index.ts');
+type I<K extends keyof ImgMod> = ImgMod[K] extends (...a: infer A) => unknown ? A : never;
+/** An image function's arguments with its options' `signal` taken from the task instead. */
+type INoSignal<K extends keyof ImgMod> = I<K> extends [infer B, infer O] ? [B, NoCallbacks<O>] : never;
+const img = () => import('../images/index.ts');
+const text = () => import('../text/fast-tasks.ts');
 const cb = (ctx: OpContext) => ({ signal: ctx.signal, progress: (d: number, t: number) => ctx.progress(d, t) });
 
 export const operations = {
@@ -56,6 +62,32 @@ export const operations = {
   },
   'ocr.recognize': async ([b, kind, o]: [Uint8Array, 'pdf' | 'image', OcrOpts?], c: OpContext) =>
     (await (kind === 'pdf' ? guardPdf(b, c) : guardImage(b, c)), (await import('../ocr/ocr.ts')).ocrDocument(b, kind, { ...o, ...cb(c) })),
+  // Images: each service checks the declared pixels (its maxPixels) before decoding. Background removal
+  // stays on the loop: its ONNX session runs on ONNX Runtime's own threads.
+  'image.convert': async ([b, o]: I<'imageConvert'>) => (await img()).imageConvert(b, o),
+  'image.watermark': async ([b, w, o]: I<'imageWatermark'>) => (await img()).imageWatermark(b, w, o),
+  'image.logo': async ([b, max]: I<'decodeForLogo'>) => (await img()).decodeForLogo(b, max),
+  'image.analysis': async ([b, o]: INoSignal<'imageAnalysis'>, c: OpContext) => (await img()).imageAnalysis(b, { ...o, signal: c.signal }),
+  'image.palette': async ([b, o]: I<'imageColorPalette'>) => (await img()).imageColorPalette(b, o),
+  'image.enhance': async ([b, o]: I<'imageEnhance'>) => (await img()).imageEnhance(b, o),
+  'image.deskew': async ([b, o]: I<'imageDeskew'>) => (await img()).imageDeskew(b, o),
+  'image.normalization': async ([b, o]: I<'imageNormalization'>) => (await img()).imageNormalization(b, o),
+  'image.redact': async ([b, o]: INoSignal<'imageRedact'>, c: OpContext) => (await img()).imageRedact(b, { ...o, signal: c.signal }),
+  // PDF trust: the PDF work of sign, timestamp and LTV (the TSA, OCSP and CRL requests stay with the caller).
+  'pdf.sign-prepare': async ([b, o]: Parameters<typeof import('../pdf/trust/pdf-sign.ts')['prepareSignature']>, c: OpContext) =>
+    (await guardPdf(b, c), (await import('../pdf/trust/pdf-sign.ts')).prepareSignature(b, o)),
+  'pdf.timestamp-prepare': async ([b, o]: Parameters<typeof import('../pdf/trust/pdf-timestamp.ts')['prepareTimestamp']>, c: OpContext) =>
+    (await guardPdf(b, c), (await import('../pdf/trust/pdf-timestamp.ts')).prepareTimestamp(b, o)),
+  'pdf.ltv-read': async ([b]: [Uint8Array], c: OpContext) => (await guardPdf(b, c), (await import('../pdf/trust/pdf-ltv.ts')).readLtvInputs(b)),
+  'pdf.ltv-write': async (a: Parameters<typeof import('../pdf/trust/pdf-ltv.ts')['writeLtv']>) => (await import('../pdf/trust/pdf-ltv.ts')).writeLtv(...a),
+  // Text tasks without a model, on large inputs (../text/fast-tasks.ts).
+  'text.language': async ([t]: [string]) => (await text()).languageOf(t),
+  'text.pii': async ([t, o]: [string, import('../text/fast-tasks.ts').PiiOptions]) => (await text()).piiOf(t, o),
+  'text.keywords': async ([t, o]: [string, { limit: number; maxWords: number }]) => (await text()).keywordsOf(t, o),
+  'text.entities': async ([t, o]: [string, { types?: string[] }]) => (await text()).entitiesOf(t, o),
+  /** A file's bytes to retrieval chunks (document analysis with OCR, then the token splitter). */
+  'retrieval.chunk': async ([b, f, meta, o]: [Uint8Array, DocFormat, Record<string, unknown>, import('../retrieval/chunk-document.ts').ChunkingOptions?], c: OpContext) =>
+    (await guardDocument(b, f, c), (await import('../retrieval/chunk-document.ts')).chunkDocument(b, f, meta, o, c.signal)),
 };
 
 export type Operations = typeof operations;

@@ -126,6 +126,33 @@ describe('keywords and sentiment', () => {
   });
 });
 
+describe('large inputs (run in the worker pool)', () => {
+  // 60 000 characters of German prose with the PII text and the entity sentence far inside: the offsets
+  // must still point into the text the caller sent, and the answers match those for the short texts.
+  const FILLER = 'Gestern war das Wetter schön, deshalb sind wir am Fluss entlang spaziert, bis die Sonne unterging. ';
+  const T = 'On 12 March 2024, Dr. Angela Weber of Siemens AG met Tim Cook in Berlin.';
+  const BIG = FILLER.repeat(300) + PII_TEXT + ' ' + T + ' ' + FILLER.repeat(300);
+  it('pii, entities, keywords and detect-language answer as for short texts, offsets exact', async () => {
+    assert.ok(BIG.length > 50_000);
+    const pii = await post('/svc/v1/pii', { text: BIG, redact: true });
+    assert.equal(pii.status, 200, JSON.stringify(pii.body));
+    assert.deepEqual(pii.body.entities.map((e: any) => e.type), ['EMAIL', 'PHONE', 'IBAN', 'CREDIT_CARD', 'US_SSN']);
+    for (const e of pii.body.entities) assert.equal(e.start, BIG.indexOf(e.text));
+    assert.equal(pii.body.redacted_text.length, BIG.length - pii.body.entities.reduce((n: number, e: any) => n + e.text.length - `[${e.type}]`.length, 0));
+    const ent = await post('/svc/v1/entities', { text: BIG, types: ['PERSON', 'ORGANIZATION'] });
+    assert.equal(ent.status, 200);
+    const at = (s: string) => [BIG.indexOf(s), BIG.indexOf(s) + s.length];
+    assert.deepEqual(ent.body.entities.map((e: any) => [e.text, e.start, e.end]), [['Angela Weber', ...at('Angela Weber')], ['Siemens AG', ...at('Siemens AG')], ['Tim Cook', ...at('Tim Cook')]]);
+    const kw = await post('/svc/v1/keywords', { text: BIG, limit: 5 });
+    assert.equal(kw.status, 200);
+    for (const k of kw.body.keywords) for (const o of k.offsets) assert.equal(BIG.slice(o.start, o.end).toLowerCase(), k.text.toLowerCase());
+    const lang = await post('/svc/v1/detect-language', { text: BIG });
+    assert.equal(lang.status, 200);
+    assert.equal(lang.body.language, 'de');
+    assert.match(lang.body.method, /eld/);
+  });
+});
+
 describe('inputs and the job contract', () => {
   it('a document (HTML, base64) is read through the document pipeline; offsets point into the returned text', async () => {
     const html = '<html><body><h1>Invoice</h1><p>Pay to DE89 3704 0044 0532 0130 00 by Friday. Questions: billing@example.com</p></body></html>';

@@ -2,7 +2,8 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { imageCapabilities, imageConvert, imageWatermark, imageWatermarkCapabilities, type ConvertResult } from '../../../services/images/lazy.ts';
+import { imageCapabilities, imageWatermarkCapabilities, type ConvertResult } from '../../../services/images/lazy.ts';
+import { workers } from '../../../services/workers/index.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import { deliverMany, delivery, pdfTask } from '../pdf/pdf-task.ts';
 import { bool, boxOf, engine, imageName, int, num, outputFormat, Rights, size, Watermark, watermarkFields, watermarkOf, type ImageRouteDeps } from './image-task.ts';
@@ -48,12 +49,12 @@ export function imageConvertRoutes(deps: ImageRouteDeps) {
     name: 'image-convert',
     options: Convert,
     async run([img], o, ctx, input) {
-      const r = await imageConvert(img!, {
+      const r = await workers.run('image.convert', [img!, {
         format: o.format, quality: o.quality, ...boxOf(o), fit: o.fit, allowUpscale: o.allow_upscale,
         colourSpace: o.colour_space ?? o.color_space, keepMetadata: o.keep_metadata, pageIndex: o.page_index,
         watermark: o.watermark ? await watermarkOf(o.watermark, input, ctx, deps) : undefined,
         rights: o.rights, engine: o.engine, maxPixels: maxPixels(),
-      });
+      }], ctx);
       return deliver(ctx, o.delivery, r, input.files[0]);
     },
   }));
@@ -62,7 +63,7 @@ export function imageConvertRoutes(deps: ImageRouteDeps) {
     options: WatermarkOnly,
     async run([img], o, ctx, input) {
       const wm = await watermarkOf(o, input, ctx, deps);
-      const r = await imageWatermark(img!, wm, { quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() });
+      const r = await workers.run('image.watermark', [img!, wm, { quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx);
       return deliver(ctx, o.delivery, r, input.files[0]);
     },
   }));

@@ -6,8 +6,8 @@ import * as v from 'valibot';
 import { invalidRequest } from '../../../http/validate.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
-import { decodeForLogo } from '../../../services/images/lazy.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
+import { workers } from '../../../services/workers/index.ts';
 import { decodeBase64Option, readInput, text, type PdfTaskInput } from '../pdf/pdf-task.ts';
 
 export interface ImageRouteDeps {
@@ -74,7 +74,7 @@ export async function watermarkOf(w: WatermarkInput, input: PdfTaskInput<unknown
   else if (w.logo !== undefined) bytes = decodeBase64Option(w.logo, 'logo');
   else if (w.logo_file_id !== undefined) bytes = await readInput(await deps.files.get(ctx.owner.id, w.logo_file_id));
   return {
-    text: w.text, logo: bytes ? await decodeForLogo(bytes, deps.config.maxImagePixels) : undefined,
+    text: w.text, logo: bytes ? await workers.run('image.logo', [bytes, deps.config.maxImagePixels], ctx) : undefined,
     layout: w.layout, corner: w.corner, opacity: w.opacity, rotation: w.rotation, fontSize: w.font_size, color: w.color, logoWidth: w.logo_width,
   };
 }

@@ -5,7 +5,8 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { imageAnalysis, imageBackgroundRemoval, imageColorPalette, imageDeskew, imageEnhance, imageNormalization, imageRedact } from '../../../services/images/lazy.ts';
+import { imageBackgroundRemoval } from '../../../services/images/lazy.ts';
+import { workers } from '../../../services/workers/index.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import { deliverOne, delivery, pdfTask, text } from '../pdf/pdf-task.ts';
 import { bool, engine, imageName, int, num, outputFormat, type ImageRouteDeps } from './image-task.ts';
@@ -31,20 +32,20 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
   app.post('/image-analysis', pdfTask(deps, {
     name: 'image-analysis',
     options: v.object({ ...common, detect_text: v.optional(bool), language: v.optional(text) }),
-    run: ([img], o, ctx) => imageAnalysis(img!, { detectText: o.detect_text, language: o.language, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels(), signal: ctx.signal }),
+    run: ([img], o, ctx) => workers.run('image.analysis', [img!, { detectText: o.detect_text, language: o.language, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx),
   }));
 
   app.post('/image-color-palette', pdfTask(deps, {
     name: 'image-color-palette',
     options: v.object({ ...common, count: v.optional(int) }),
-    run: ([img], o) => imageColorPalette(img!, { count: o.count, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }),
+    run: ([img], o, ctx) => workers.run('image.palette', [img!, { count: o.count, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx),
   }));
 
   app.post('/image-enhance', pdfTask(deps, {
     name: 'image-enhance',
     options: v.object({ ...common, ...imageOut, auto_levels: v.optional(bool), contrast: v.optional(num), denoise: v.optional(int), sharpen: v.optional(num) }),
     async run([img], o, ctx, input) {
-      const r = await imageEnhance(img!, { autoLevels: o.auto_levels, contrast: o.contrast, denoise: o.denoise, sharpen: o.sharpen, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() });
+      const r = await workers.run('image.enhance', [img!, { autoLevels: o.auto_levels, contrast: o.contrast, denoise: o.denoise, sharpen: o.sharpen, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx);
       return deliverImage(ctx, o.delivery, r, input.files[0], 'enhanced');
     },
   }));
@@ -53,7 +54,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
     name: 'image-deskew',
     options: v.object({ ...common, ...imageOut, detect_orientation: v.optional(bool), background: v.optional(text) }),
     async run([img], o, ctx, input) {
-      const r = await imageDeskew(img!, { detectOrientation: o.detect_orientation, background: o.background, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() });
+      const r = await workers.run('image.deskew', [img!, { detectOrientation: o.detect_orientation, background: o.background, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx);
       return deliverImage(ctx, o.delivery, r, input.files[0], 'deskewed', { rotation: r.rotation, deskew_angle: r.deskewAngle });
     },
   }));
@@ -62,7 +63,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
     name: 'image-normalization',
     options: v.object({ ...common, ...imageOut, max_side: v.optional(int), colour_space: v.optional(v.picklist(['srgb', 'gray'])), color_space: v.optional(v.picklist(['srgb', 'gray'])), deskew: v.optional(bool) }),
     async run([img], o, ctx, input) {
-      const r = await imageNormalization(img!, { maxSide: o.max_side, colourSpace: o.colour_space ?? o.color_space, format: o.format, deskew: o.deskew, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() });
+      const r = await workers.run('image.normalization', [img!, { maxSide: o.max_side, colourSpace: o.colour_space ?? o.color_space, format: o.format, deskew: o.deskew, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx);
       return deliverImage(ctx, o.delivery, r, input.files[0], 'normalized', { deskew_angle: r.deskewAngle });
     },
   }));
@@ -71,7 +72,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
     name: 'image-redact',
     options: v.object({ ...common, ...imageOut, boxes: v.optional(v.array(Box)), text: v.optional(v.pipe(v.union([text, v.array(text)]), v.transform((x) => (Array.isArray(x) ? x : [x])))), color: v.optional(text), language: v.optional(text) }),
     async run([img], o, ctx, input) {
-      const r = await imageRedact(img!, { boxes: o.boxes, text: o.text, color: o.color, language: o.language, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels(), signal: ctx.signal });
+      const r = await workers.run('image.redact', [img!, { boxes: o.boxes, text: o.text, color: o.color, language: o.language, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx);
       return deliverImage(ctx, o.delivery, r, input.files[0], 'redacted', { boxes: r.boxes, text_matches: r.textMatches });
     },
   }));

@@ -64,7 +64,7 @@ export function textRoutes(deps: TextRouteDeps & { text: TextService }) {
   }));
   app.post('/detect-language', textTask(deps, {
     name: 'detect-language', options: Plain,
-    run: async (text, _o, ctx, source) => { const r = await svc.detectLanguage(text); ctx.progress(1, 1); return { ...r, source }; },
+    run: async (text, _o, ctx, source) => { const r = await svc.detectLanguage(text, ctx.signal); ctx.progress(1, 1); return { ...r, source }; },
   }));
   app.post('/sentiment', textTask(deps, {
     name: 'sentiment', options: Sentiment,
@@ -79,15 +79,15 @@ export function textRoutes(deps: TextRouteDeps & { text: TextService }) {
   }));
   app.post('/keywords', textTask(deps, {
     name: 'keywords', options: Keywords,
-    run: async (text, o, _ctx, source) => ({ ...svc.keywords(text, { limit: o.limit, maxWords: o.max_words }), ...withText(text, source), source }),
+    run: async (text, o, ctx, source) => ({ ...(await svc.keywords(text, { limit: o.limit, maxWords: o.max_words }, ctx.signal)), ...withText(text, source), source }),
   }));
   app.post('/entities', textTask(deps, {
     name: 'entities', options: Entities,
-    run: async (text, o, _ctx, source) => ({ ...svc.entities(text, { types: o.types }), ...withText(text, source), source }),
+    run: async (text, o, ctx, source) => ({ ...(await svc.entities(text, { types: o.types }, ctx.signal)), ...withText(text, source), source }),
   }));
   app.post('/pii', textTask(deps, {
     name: 'pii', options: Pii,
-    run: async (text, o, _ctx, source) => ({ ...svc.pii(text, { types: o.types, redact: o.redact, redactMode: o.redaction }), ...withText(text, source), source }),
+    run: async (text, o, ctx, source) => ({ ...(await svc.pii(text, { types: o.types, redact: o.redact, redactMode: o.redaction }, ctx.signal)), ...withText(text, source), source }),
   }));
   app.post('/extract', textTask(deps, {
     name: 'extract', options: Extract,

@@ -13,6 +13,7 @@ import { fetchCrl, fetchOcsp, findIssuer, isSelfSigned, sameCert } from './revoc
 import { readSignatures } from './signatures.ts';
 import { loadForUpdate } from './pdf-timestamp.ts';
 import { hex } from './tsa.ts';
+import { workers } from '../../workers/index.ts';
 
 export interface LtvOptions {
   net: TrustNet;
@@ -45,15 +46,38 @@ export function cmsCertificates(sd: pkijs.SignedData): pkijs.Certificate[] {
   return out;
 }
 
-export async function pdfLtv(bytes: Uint8Array, o: LtvOptions): Promise<LtvResult> {
+/** What the validation data is gathered for, read from the file (in the worker pool as `pdf.ltv-read`). */
+export async function readLtvInputs(bytes: Uint8Array): Promise<{ signatures: { cms: Uint8Array; key: string }[]; dssCerts: Uint8Array[] }> {
   const doc = await loadForUpdate(bytes);
   const sigs = readSignatures(doc);
   if (!sigs.length) throw new ServiceError(422, 'not_signed', 'The PDF has no signature or document timestamp to add validation data for.');
+  const signatures = [];
+  for (const s of sigs) signatures.push({ cms: s.cms, key: hex(await digest('SHA-1', s.contentsRaw)).toUpperCase() });
+  return { signatures, dssCerts: readDss(doc).certDer };
+}
+
+type Vri = { key: string; certs: number[]; ocsps: number[]; crls: number[] };
+
+/** Appends the DSS as an incremental update, keeping what it held (in the worker pool as `pdf.ltv-write`). */
+export async function writeLtv(bytes: Uint8Array, certs: Uint8Array[], ocsps: Uint8Array[], crls: Uint8Array[], vri: Vri[]): Promise<Uint8Array> {
+  const doc = await loadForUpdate(bytes);
+  writeDss(doc, readDss(doc), certs, ocsps, crls, vri);
+  return doc.commit({ useObjectStreams: false });
+}
+
+/** Reading and writing the PDF run in the worker pool; the OCSP and CRL requests are made here. */
+export async function pdfLtv(bytes: Uint8Array, o: LtvOptions): Promise<LtvResult> {
+  const read = await workers.run('pdf.ltv-read', [bytes], { signal: o.signal });
   const pool: pkijs.Certificate[] = [...(o.extraCertificates ?? [])];
-  const existing = readDss(doc);
-  pool.push(...existing.certs);
+  for (const d of read.dssCerts) {
+    try {
+      pool.push(pkijs.Certificate.fromBER(ab(d)));
+    } catch {
+      // not a certificate
+    }
+  }
   const perSig: { key: string; certs: pkijs.Certificate[] }[] = [];
-  for (const s of sigs) {
+  for (const s of read.signatures) {
     let certs: pkijs.Certificate[] = [];
     try {
       certs = cmsCertificates(parseSignedData(s.cms));
@@ -61,7 +85,7 @@ export async function pdfLtv(bytes: Uint8Array, o: LtvOptions): Promise<LtvResul
       continue; // a broken signature gets no validation data
     }
     pool.push(...certs);
-    perSig.push({ key: hex(await digest('SHA-1', s.contentsRaw)).toUpperCase(), certs });
+    perSig.push({ key: s.key, certs });
   }
   const uniq = (cs: pkijs.Certificate[]) => cs.filter((c, i) => cs.findIndex((d) => sameCert(c, d)) === i);
   const all = uniq(pool);
@@ -69,7 +93,7 @@ export async function pdfLtv(bytes: Uint8Array, o: LtvOptions): Promise<LtvResul
   const ocsps: Uint8Array[] = [];
   const crls: Uint8Array[] = [];
   const missing: LtvResult['missing'] = [];
-  const vri: { key: string; certs: number[]; ocsps: number[]; crls: number[] }[] = [];
+  const vri: Vri[] = [];
   const done = new Map<pkijs.Certificate, { ocsp?: number; crl?: number }>();
   for (const s of perSig) {
     const entry = { key: s.key, certs: [] as number[], ocsps: [] as number[], crls: [] as number[] };
@@ -114,8 +138,7 @@ export async function pdfLtv(bytes: Uint8Array, o: LtvOptions): Promise<LtvResul
     }
     vri.push(entry);
   }
-  writeDss(doc, existing, certsOut.map((c) => new Uint8Array(c.toSchema().toBER())), ocsps, crls, vri);
-  const pdf = await doc.commit({ useObjectStreams: false });
+  const pdf = await workers.run('pdf.ltv-write', [bytes, certsOut.map((c) => new Uint8Array(c.toSchema().toBER())), ocsps, crls, vri], { signal: o.signal });
   return { pdf, added: { certificates: certsOut.length, ocsp: ocsps.length, crls: crls.length }, missing };
 }
 

@@ -15,7 +15,8 @@ import type { TrustNet } from './net.ts';
 import { acroForm, addAnnotation, commitWithPlaceholder, fillHole, freeFieldName, num, placeholderEntries, PlaceholderTooSmall } from './placeholder.ts';
 import { requestTimestamp } from './tsa.ts';
 import { pdfLtv } from './pdf-ltv.ts';
-import { pdfTimestamp } from './pdf-timestamp.ts';
+import { pdfTimestamp, type PreparedUpdate } from './pdf-timestamp.ts';
+import { workers } from '../../workers/index.ts';
 
 export type PadesLevel = 'B-B' | 'B-T' | 'B-LT' | 'B-LTA';
 
@@ -61,11 +62,25 @@ export interface SignResult {
 
 const LIMIT_TEXT = 500;
 
-export async function pdfSign(bytes: Uint8Array, o: SignOptions): Promise<SignResult> {
-  const level = o.level ?? (o.tsaUrl ? 'B-T' : 'B-B');
-  if (level !== 'B-B' && !o.tsaUrl) throw invalidArgument(`level ${level} needs a time-stamping authority: give tsa_url.`, { field: 'tsa_url' });
-  for (const [k, v] of [['reason', o.reason], ['location', o.location], ['contact_info', o.contactInfo], ['appearance text', o.appearance?.text]] as const)
-    if (v && v.length > LIMIT_TEXT) throw invalidArgument(`${k}: at most ${LIMIT_TEXT} characters.`);
+/** What the signature field and its appearance need: plain values, so the work can run in the worker pool. */
+export interface SignatureField {
+  /** the signer's common name (/Name, and the default appearance text) */
+  signer: string;
+  reason?: string;
+  location?: string;
+  contactInfo?: string;
+  fieldName?: string;
+  appearance?: Appearance;
+  certify?: 1 | 2 | 3;
+  /** signing time, ms since the epoch */
+  time: number;
+}
+
+/**
+ * The CPU part of a signature (parse, checks, the field and its appearance, the incremental save with a
+ * placeholder of `size` bytes, the digest of the signed bytes); runs in the worker pool as `pdf.sign-prepare`.
+ */
+export async function prepareSignature(bytes: Uint8Array, o: SignatureField & { size: number; hash: string }): Promise<PreparedUpdate> {
   assertPdf(bytes);
   let doc: PDFDocument;
   try {
@@ -76,22 +91,30 @@ export async function pdfSign(bytes: Uint8Array, o: SignOptions): Promise<SignRe
   }
   if (doc.isEncrypted) throw new ServiceError(422, 'encrypted_document', 'The PDF is encrypted: an incremental signature would have to be encrypted too. Unlock it first (pdf-unlock), then sign.');
   assertMayBeSigned(doc, !!o.certify);
-  const time = o.time ?? new Date();
-  const id = o.identity;
+  const { sigRef, field } = await addSignatureField(doc, o, o.size, new Date(o.time));
+  const prepared = await commitWithPlaceholder(doc, bytes, sigRef);
+  return { bytes: prepared.bytes, holeStart: prepared.holeStart, holeEnd: prepared.holeEnd, field, digest: await digest(o.hash, prepared.signedBytes()) };
+}
 
-  const build = async (size: number) => {
-    const d = size === initial ? doc : await PDFDocument.load(bytes, { ignoreEncryption: true, updateMetadata: false, forIncrementalUpdate: true });
-    const { sigRef, field } = await addSignatureField(d, o, size, time);
-    return { prepared: await commitWithPlaceholder(d, bytes, sigRef), field };
+/** The PDF work runs in the worker pool; signing, the TSA and the OCSP/CRL requests happen here. */
+export async function pdfSign(bytes: Uint8Array, o: SignOptions): Promise<SignResult> {
+  const level = o.level ?? (o.tsaUrl ? 'B-T' : 'B-B');
+  if (level !== 'B-B' && !o.tsaUrl) throw invalidArgument(`level ${level} needs a time-stamping authority: give tsa_url.`, { field: 'tsa_url' });
+  for (const [k, v] of [['reason', o.reason], ['location', o.location], ['contact_info', o.contactInfo], ['appearance text', o.appearance?.text]] as const)
+    if (v && v.length > LIMIT_TEXT) throw invalidArgument(`${k}: at most ${LIMIT_TEXT} characters.`);
+  const id = o.identity;
+  const fieldOpts: SignatureField = {
+    signer: commonName(id.cert), reason: o.reason, location: o.location, contactInfo: o.contactInfo, fieldName: o.fieldName,
+    appearance: o.appearance, certify: o.certify, time: (o.time ?? new Date()).getTime(),
   };
   const initial = 8192 + [id.cert, ...id.chain].reduce((n, c) => n + c.toSchema().toBER().byteLength, 0) + (level === 'B-B' ? 0 : 8192);
   let size = initial;
   let ts: string | undefined;
   for (;;) {
-    const { prepared, field } = await build(size);
-    const contentDigest = await digest(id.hash, prepared.signedBytes());
+    const prepared = await workers.run('pdf.sign-prepare', [bytes, { ...fieldOpts, size, hash: id.hash }], { signal: o.signal });
+    const field = prepared.field;
     o.signal?.throwIfAborted();
-    const cms = await buildCms(id, contentDigest, {
+    const cms = await buildCms(id, prepared.digest, {
       timestamp: level === 'B-B' ? undefined : async (sig) => {
         const t = await requestTimestamp(o.net, o.tsaUrl!, 'SHA-256', await digest('SHA-256', sig), o.signal);
         ts = t.time.toISOString();
@@ -100,7 +123,7 @@ export async function pdfSign(bytes: Uint8Array, o: SignOptions): Promise<SignRe
     });
     try {
       let pdf = fillHole(prepared, cms);
-      const result: SignResult = { pdf, field, level, signer: commonName(id.cert), ...(ts ? { timestamp: ts } : {}) };
+      const result: SignResult = { pdf, field, level, signer: fieldOpts.signer, ...(ts ? { timestamp: ts } : {}) };
       if (level === 'B-LT' || level === 'B-LTA') {
         const ltv = await pdfLtv(pdf, { net: o.net, extraCertificates: id.chain, signal: o.signal });
         pdf = ltv.pdf;
@@ -142,7 +165,7 @@ function assertMayBeSigned(doc: PDFDocument, certify: boolean) {
   }
 }
 
-async function addSignatureField(doc: PDFDocument, o: SignOptions, size: number, time: Date): Promise<{ sigRef: PDFRef; field: string }> {
+async function addSignatureField(doc: PDFDocument, o: SignatureField, size: number, time: Date): Promise<{ sigRef: PDFRef; field: string }> {
   const ctx = doc.context;
   const sig: Record<string, unknown> = {
     Type: 'Sig',
@@ -150,7 +173,7 @@ async function addSignatureField(doc: PDFDocument, o: SignOptions, size: number,
     SubFilter: 'ETSI.CAdES.detached',
     ...placeholderEntries(doc, size),
     M: PDFString.fromDate(time),
-    Name: PDFHexString.fromText(commonName(o.identity.cert)),
+    Name: PDFHexString.fromText(o.signer),
   };
   if (o.reason) sig.Reason = PDFHexString.fromText(o.reason);
   if (o.location) sig.Location = PDFHexString.fromText(o.location);
@@ -185,12 +208,12 @@ async function addSignatureField(doc: PDFDocument, o: SignOptions, size: number,
 }
 
 /** The widget's appearance: an empty form for an invisible signature, else the image and the text lines. */
-async function appearanceStream(doc: PDFDocument, o: SignOptions, w: number, h: number, time: Date): Promise<PDFRef> {
+async function appearanceStream(doc: PDFDocument, o: SignatureField, w: number, h: number, time: Date): Promise<PDFRef> {
   const ctx = doc.context;
   if (!o.appearance) return ctx.register(ctx.flateStream('', { Type: 'XObject', Subtype: 'Form', BBox: [0, 0, 0, 0], Resources: {} }));
   const a = o.appearance;
   const lines = (a.text ?? [
-    `Digitally signed by ${commonName(o.identity.cert)}`,
+    `Digitally signed by ${o.signer}`,
     `Date: ${time.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}`,
     ...(o.reason ? [`Reason: ${o.reason}`] : []),
     ...(o.location ? [`Location: ${o.location}`] : []),

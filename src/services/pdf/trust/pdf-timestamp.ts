@@ -10,6 +10,7 @@ import { digest } from './cms.ts';
 import type { TrustNet } from './net.ts';
 import { acroForm, addAnnotation, commitWithPlaceholder, fillHole, freeFieldName, placeholderEntries, PlaceholderTooSmall } from './placeholder.ts';
 import { requestTimestamp } from './tsa.ts';
+import { workers } from '../../workers/index.ts';
 
 export interface TimestampOptions {
   tsaUrl: string;
@@ -37,24 +38,34 @@ export async function loadForUpdate(bytes: Uint8Array): Promise<PDFDocument> {
   return doc;
 }
 
+/** A prepared incremental update: the file with its placeholder, where the hole is, and the digest to sign. */
+export interface PreparedUpdate { bytes: Uint8Array; holeStart: number; holeEnd: number; field: string; digest: Uint8Array }
+
+/** The CPU part (parse, append the DocTimeStamp field, save, hash); runs in the worker pool as `pdf.timestamp-prepare`. */
+export async function prepareTimestamp(bytes: Uint8Array, o: { fieldName?: string; size: number }): Promise<PreparedUpdate> {
+  const doc = await loadForUpdate(bytes);
+  const ctx = doc.context;
+  const sigRef = ctx.register(ctx.obj({ Type: 'DocTimeStamp', Filter: 'Adobe.PPKLite', SubFilter: 'ETSI.RFC3161', ...placeholderEntries(doc, o.size) } as never));
+  const { form, fields } = acroForm(doc);
+  const field = freeFieldName(doc, fields, o.fieldName);
+  const page = doc.getPage(0);
+  const ap = ctx.register(ctx.flateStream('', { Type: 'XObject', Subtype: 'Form', BBox: [0, 0, 0, 0], Resources: {} }));
+  const widgetRef = ctx.register(ctx.obj({ Type: 'Annot', Subtype: 'Widget', FT: 'Sig', T: PDFHexString.fromText(field), V: sigRef, F: 132, P: page.ref, Rect: [0, 0, 0, 0], AP: { N: ap } }));
+  fields.push(widgetRef);
+  form.set(PDFName.of('SigFlags'), PDFNumber.of(3));
+  addAnnotation(doc, page.node, widgetRef);
+  const prepared = await commitWithPlaceholder(doc, bytes, sigRef);
+  return { bytes: prepared.bytes, holeStart: prepared.holeStart, holeEnd: prepared.holeEnd, field, digest: await digest('SHA-256', prepared.signedBytes()) };
+}
+
+/** The PDF work runs in the worker pool; the request to the TSA is made here, on the caller's thread. */
 export async function pdfTimestamp(bytes: Uint8Array, o: TimestampOptions): Promise<TimestampResult> {
   let size = 12_288;
   for (let attempt = 0; ; attempt++) {
-    const doc = await loadForUpdate(bytes);
-    const ctx = doc.context;
-    const sigRef = ctx.register(ctx.obj({ Type: 'DocTimeStamp', Filter: 'Adobe.PPKLite', SubFilter: 'ETSI.RFC3161', ...placeholderEntries(doc, size) } as never));
-    const { form, fields } = acroForm(doc);
-    const field = freeFieldName(doc, fields, o.fieldName);
-    const page = doc.getPage(0);
-    const ap = ctx.register(ctx.flateStream('', { Type: 'XObject', Subtype: 'Form', BBox: [0, 0, 0, 0], Resources: {} }));
-    const widgetRef = ctx.register(ctx.obj({ Type: 'Annot', Subtype: 'Widget', FT: 'Sig', T: PDFHexString.fromText(field), V: sigRef, F: 132, P: page.ref, Rect: [0, 0, 0, 0], AP: { N: ap } }));
-    fields.push(widgetRef);
-    form.set(PDFName.of('SigFlags'), PDFNumber.of(3));
-    addAnnotation(doc, page.node, widgetRef);
-    const prepared = await commitWithPlaceholder(doc, bytes, sigRef);
-    const t = await requestTimestamp(o.net, o.tsaUrl, 'SHA-256', await digest('SHA-256', prepared.signedBytes()), o.signal);
+    const prepared = await workers.run('pdf.timestamp-prepare', [bytes, { fieldName: o.fieldName, size }], { signal: o.signal });
+    const t = await requestTimestamp(o.net, o.tsaUrl, 'SHA-256', prepared.digest, o.signal);
     try {
-      return { pdf: fillHole(prepared, t.token), field, time: t.time.toISOString() };
+      return { pdf: fillHole(prepared, t.token), field: prepared.field, time: t.time.toISOString() };
     } catch (e) {
       if (!(e instanceof PlaceholderTooSmall) || attempt > 0) throw e;
       size = e.needed + 2048;

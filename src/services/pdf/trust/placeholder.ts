@@ -58,7 +58,7 @@ export async function commitWithPlaceholder(doc: PDFDocument, original: Uint8Arr
 }
 
 /** Writes the DER signature into the hole (hex, zero padded); 500 when it does not fit. */
-export function fillHole(p: Prepared, der: Uint8Array): Uint8Array {
+export function fillHole(p: Pick<Prepared, 'bytes' | 'holeStart' | 'holeEnd'>, der: Uint8Array): Uint8Array {
   const room = (p.holeEnd - p.holeStart - 2) / 2;
   if (der.length > room) throw new PlaceholderTooSmall(der.length);
   let hex = '';
