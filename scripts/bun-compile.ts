@@ -12,7 +12,9 @@ interface PluginBuild {
   onLoad(o: { filter: RegExp }, cb: (a: { path: string }) => Promise<{ contents: string; loader: string }>): void;
 }
 declare const Bun: {
-  build(o: Record<string, unknown> & { plugins: { name: string; setup(b: PluginBuild): void }[] }): Promise<{ success: boolean; logs: unknown[] }>;
+  build(
+    o: Record<string, unknown> & { plugins: { name: string; setup(b: PluginBuild): void }[] },
+  ): Promise<{ success: boolean; logs: unknown[] }>;
   file(path: string): { text(): Promise<string> };
 };
 
@@ -35,7 +37,10 @@ const result = await Bun.build({
       }));
       build.onLoad({ filter: /transformers\.node\.mjs$/ }, async (a) => {
         const text = await Bun.file(a.path).text();
-        const patched = text.replace('requireFromHere("onnxruntime-node")', '(() => { try { return requireFromHere("onnxruntime-node"); } catch { return {}; } })()');
+        const patched = text.replace(
+          'requireFromHere("onnxruntime-node")',
+          '(() => { try { return requireFromHere("onnxruntime-node"); } catch { return {}; } })()',
+        );
         if (patched === text) throw new Error('transformers.js no longer requires onnxruntime-node the way the binary build expects');
         return { contents: patched, loader: 'js' };
       });

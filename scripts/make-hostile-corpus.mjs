@@ -25,7 +25,8 @@ function pdf(objects, { trailer = '/Root 1 0 R', tail = Buffer.alloc(0) } = {}) 
     parts.push(b);
     len += b.length;
   });
-  const xref = [`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`, ...offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`)].join('');
+  const xref = [`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`, ...offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`)]
+    .join('');
   parts.push(enc(`${xref}trailer\n<< /Size ${objects.length + 1} ${trailer} >>\nstartxref\n${len}\n%%EOF\n`), tail);
   return Buffer.concat(parts);
 }
@@ -36,23 +37,55 @@ const text = enc('BT /F1 24 Tf 72 700 Td (Hello hostile world) Tj ET');
 const font = '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>';
 
 // A valid one-page PDF, the base of several others.
-const valid = pdf([catalog, '<< /Type /Pages /Kids [3 0 R] /Count 1 >>', page('/Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >>'), stream('', text), font]);
+const valid = pdf([
+  catalog,
+  '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+  page('/Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >>'),
+  stream('', text),
+  font,
+]);
 
 // Flate bomb: one content stream of 320 MB of zeros, about 310 KB compressed (over the per-stream limit).
 const bomb = deflateSync(Buffer.alloc(320 * 1024 * 1024), { level: 9 });
-put('flate-bomb.pdf', pdf([catalog, '<< /Type /Pages /Kids [3 0 R] /Count 1 >>', page('/Contents 4 0 R'), stream('/Filter /FlateDecode', bomb)]), 'content stream inflating to 320 MB');
+put(
+  'flate-bomb.pdf',
+  pdf([catalog, '<< /Type /Pages /Kids [3 0 R] /Count 1 >>', page('/Contents 4 0 R'), stream('/Filter /FlateDecode', bomb)]),
+  'content stream inflating to 320 MB',
+);
 
 // Image XObject declaring 30000×30000 pixels (the data is tiny and wrong).
-put('huge-image.pdf', pdf([catalog, '<< /Type /Pages /Kids [3 0 R] /Count 1 >>', page('/Contents 4 0 R /Resources << /XObject << /Im1 5 0 R >> >>'), stream('', enc('q 612 0 0 792 0 0 cm /Im1 Do Q')),
-  stream('/Type /XObject /Subtype /Image /Width 30000 /Height 30000 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode', deflateSync(Buffer.alloc(30000)))]), 'image declaring 30000x30000 pixels');
+put(
+  'huge-image.pdf',
+  pdf([
+    catalog,
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    page('/Contents 4 0 R /Resources << /XObject << /Im1 5 0 R >> >>'),
+    stream('', enc('q 612 0 0 792 0 0 cm /Im1 Do Q')),
+    stream(
+      '/Type /XObject /Subtype /Image /Width 30000 /Height 30000 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode',
+      deflateSync(Buffer.alloc(30000)),
+    ),
+  ]),
+  'image declaring 30000x30000 pixels',
+);
 
 // 20000 objects in one file.
-const many = [catalog, '<< /Type /Pages /Kids [3 0 R] /Count 1 >>', page('/Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >>'), stream('', text), font];
+const many = [
+  catalog,
+  '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+  page('/Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >>'),
+  stream('', text),
+  font,
+];
 for (let i = 0; i < 8000; i++) many.push(`<< /N ${i} /Next ${many.length + 2} 0 R >>`);
 put('many-objects.pdf', pdf(many), '8000 indirect objects in a chain');
 
 // A page tree whose Kids point back at itself.
-put('recursive-pages.pdf', pdf([catalog, '<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>', '<< /Type /Pages /Parent 2 0 R /Kids [2 0 R] /Count 1 >>']), 'page tree cycle');
+put(
+  'recursive-pages.pdf',
+  pdf([catalog, '<< /Type /Pages /Kids [2 0 R 3 0 R] /Count 2 >>', '<< /Type /Pages /Parent 2 0 R /Kids [2 0 R] /Count 1 >>']),
+  'page tree cycle',
+);
 
 // Trailing junk: a valid PDF followed by 600 KB of pseudo-random bytes.
 let seed = 12345;
@@ -86,7 +119,16 @@ ihdr.writeUInt32BE(50000, 0);
 ihdr.writeUInt32BE(50000, 4);
 ihdr[8] = 8; // bit depth
 ihdr[9] = 2; // RGB
-put('pixel-bomb.png', Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(Buffer.alloc(16))), chunk('IEND', Buffer.alloc(0))]), 'PNG declaring 50000x50000');
+put(
+  'pixel-bomb.png',
+  Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(Buffer.alloc(16))),
+    chunk('IEND', Buffer.alloc(0)),
+  ]),
+  'PNG declaring 50000x50000',
+);
 
 const sof = Buffer.from([0xff, 0xc0, 0x00, 0x0b, 0x08, 0xfd, 0xe8, 0xfd, 0xe8, 0x01, 0x01, 0x11, 0x00]); // 65000x65000, 1 component
 put('pixel-bomb.jpg', Buffer.concat([Buffer.from([0xff, 0xd8]), sof, Buffer.from([0xff, 0xd9])]), 'JPEG declaring 65000x65000');
@@ -115,8 +157,16 @@ tiff.writeUInt16LE(5, 8);
 put('pixel-bomb.tiff', tiff, 'TIFF declaring 60000x60000');
 
 // Polyglot: a PNG signature followed by a PDF.
-put('polyglot-png-pdf.png', Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), valid]), 'PNG signature then a PDF');
-put('postscript.ps', enc('%!PS-Adobe-3.0\n/Helvetica findfont 24 scalefont setfont\n72 700 moveto (Hello) show\nshowpage\n'), 'PostScript program');
+put(
+  'polyglot-png-pdf.png',
+  Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), valid]),
+  'PNG signature then a PDF',
+);
+put(
+  'postscript.ps',
+  enc('%!PS-Adobe-3.0\n/Helvetica findfont 24 scalefont setfont\n72 700 moveto (Hello) show\nshowpage\n'),
+  'PostScript program',
+);
 put('empty.bin', Buffer.alloc(0), 'zero bytes');
 put('random.bin', junk.subarray(0, 4096), '4 KB of pseudo-random bytes');
 
@@ -125,13 +175,16 @@ let schema = { type: 'string' };
 for (let i = 0; i < 2000; i++) schema = { type: 'object', properties: { a: schema } };
 put('deep-schema.json', enc(JSON.stringify(schema)), 'JSON schema nested 2000 levels');
 
-writeFileSync(`${dir}/README.md`, [
-  '# Hostile-input corpus',
-  '',
-  'Generated by `node scripts/make-hostile-corpus.mjs`; sent to every input-taking route by',
-  '`test/hostile/corpus.test.ts`. Do not edit by hand.',
-  '',
-  ...Object.entries(files).map(([n, d]) => `- \`${n}\`: ${d}`),
-  '',
-].join('\n'));
+writeFileSync(
+  `${dir}/README.md`,
+  [
+    '# Hostile-input corpus',
+    '',
+    'Generated by `node scripts/make-hostile-corpus.mjs`; sent to every input-taking route by',
+    '`test/hostile/corpus.test.ts`. Do not edit by hand.',
+    '',
+    ...Object.entries(files).map(([n, d]) => `- \`${n}\`: ${d}`),
+    '',
+  ].join('\n'),
+);
 console.log(`wrote ${Object.keys(files).length} files to ${dir}`);

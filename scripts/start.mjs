@@ -18,7 +18,9 @@ function invokingBun() {
   try {
     parent = readlinkSync(`/proc/${process.ppid}/exe`);
   } catch {
-    try { parent = execFileSync('ps', ['-o', 'comm=', '-p', String(process.ppid)], { encoding: 'utf8' }).trim(); } catch { /* unknown */ }
+    try {
+      parent = execFileSync('ps', ['-o', 'comm=', '-p', String(process.ppid)], { encoding: 'utf8' }).trim();
+    } catch { /* unknown */ }
   }
   if (/(^|[\\/])bun(\.exe)?$/.test(parent)) return parent;
   return (process.env.npm_config_user_agent ?? '').startsWith('bun/') ? process.env.npm_execpath || 'bun' : null;

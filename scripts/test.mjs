@@ -10,13 +10,28 @@ const args = process.argv.slice(2);
 const tools = spawnSync(process.execPath, ['scripts/check-tools.mjs'], { stdio: 'inherit' });
 if (tools.status !== 0) process.exit(1);
 const roots = args.includes('--runtimes') ? ['test/runtimes'] : args.filter((a) => !a.startsWith('--'));
-const walk = (p) => (statSync(p).isDirectory() ? readdirSync(p).sort().flatMap((n) => (n === 'fixtures' || n === 'support' ? [] : walk(join(p, n)))) : p.endsWith('.test.ts') ? [p] : []);
+const walk = (
+  p,
+) => (statSync(p).isDirectory()
+  ? readdirSync(p).sort().flatMap((n) => (n === 'fixtures' || n === 'support' ? [] : walk(join(p, n))))
+  : p.endsWith('.test.ts')
+  ? [p]
+  : []);
 const files = (roots.length ? roots : ['test']).flatMap(walk);
 if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', '--test-force-exit', '--test-timeout=300000', ...files], {
+const r = spawnSync(process.execPath, [
+  '--import',
+  'tsx',
+  '--test',
+  '--test-reporter=spec',
+  '--test-concurrency=1',
+  '--test-force-exit',
+  '--test-timeout=300000',
+  ...files,
+], {
   stdio: 'inherit',
   env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
 });

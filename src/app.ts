@@ -44,7 +44,7 @@ import { trainingRoutes } from './routes/svc/training.ts';
 import { textRoutes } from './routes/svc/text/index.ts';
 import { mcpRoutes, skillPrompts } from './routes/mcp/index.ts';
 import { agentRoutes } from './routes/svc/agents.ts';
-import { searchRoutes, openaiRerankRoutes } from './routes/svc/search/index.ts';
+import { openaiRerankRoutes, searchRoutes } from './routes/svc/search/index.ts';
 import { memoryRoutes } from './routes/svc/memory.ts';
 import { adminRoutes } from './routes/svc/admin.ts';
 import { ServiceError } from './services/errors.ts';
@@ -72,7 +72,13 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   // dialect A
   app.route('/v1', openaiFileRoutes(deps.files));
   app.route('/v1', openaiModelRoutes(deps.models));
-  app.route('/v1', openaiChatRoutes(deps.chat, log, deps.agents, { turns: deps.turns, dispatch: (path, init) => Promise.resolve(app.request(path, init)) }));
+  app.route(
+    '/v1',
+    openaiChatRoutes(deps.chat, log, deps.agents, {
+      turns: deps.turns,
+      dispatch: (path, init) => Promise.resolve(app.request(path, init)),
+    }),
+  );
   app.route('/v1', openaiCompletionRoutes(deps.chat, deps.engine, log));
   app.route('/v1', openaiEmbeddingRoutes(deps.chat, deps.runner));
   app.route('/v1', openaiAudioRoutes(deps));

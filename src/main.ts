@@ -37,7 +37,13 @@ if (positional[0] === 'keys') {
 
 const started = await startServer(config!);
 // Always printed (whatever the log level): scripts and supervisors wait for this line.
-if (config!.logLevel !== 'silent') console.error(`svc ${VERSION} on ${runtimeVersion()} (${runtimeName}) node ${started.nodeTag} listening on ${started.url} data ${config!.dataDir} db ${started.store.driver}`);
+if (config!.logLevel !== 'silent') {
+  console.error(
+    `svc ${VERSION} on ${runtimeVersion()} (${runtimeName}) node ${started.nodeTag} listening on ${started.url} data ${
+      config!.dataDir
+    } db ${started.store.driver}`,
+  );
+}
 onShutdownSignal(async (sig) => {
   started.log.info(`${sig}: finishing in-flight requests`);
   await started.stop();

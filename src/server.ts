@@ -3,12 +3,12 @@
  * the periodic upkeep (job retention, file expiry, cross-node cancel requests). main.ts and tests use it.
  */
 import { mkdir } from 'node:fs/promises';
-import { createApp, type AppOptions } from './app.ts';
-import { ConfigError, dbUrl, isFleetMember, isLoopbackHost, keysRequiredByConfig, modelsDir, uploadsDir, type Config } from './config.ts';
+import { type AppOptions, createApp } from './app.ts';
+import { type Config, ConfigError, dbUrl, isFleetMember, isLoopbackHost, keysRequiredByConfig, modelsDir, uploadsDir } from './config.ts';
 import type { Deps } from './deps.ts';
 import { createLogger, type Logger } from './log.ts';
 import { unrefTimer } from './runtime/env.ts';
-import { serve, type RunningServer } from './runtime/serve.ts';
+import { type RunningServer, serve } from './runtime/serve.ts';
 import { AdminSettings } from './services/admin/settings.ts';
 import { AdminConsole } from './services/admin/console.ts';
 import { FileStore } from './services/files/file-store.ts';
@@ -50,7 +50,9 @@ export interface Services extends Deps {
 export async function openServices(config: Config, log: Logger = createLogger(config.logLevel)): Promise<Services> {
   if (isFleetMember(config) && config.fleetNodeTimeoutSeconds < 2 * config.fleetHeartbeatSeconds) {
     // Closer than two beats, one late heartbeat would have a live node's jobs failed by the others.
-    throw new ConfigError(`fleet-node-timeout-seconds (${config.fleetNodeTimeoutSeconds}) must be at least twice fleet-heartbeat-seconds (${config.fleetHeartbeatSeconds})`);
+    throw new ConfigError(
+      `fleet-node-timeout-seconds (${config.fleetNodeTimeoutSeconds}) must be at least twice fleet-heartbeat-seconds (${config.fleetHeartbeatSeconds})`,
+    );
   }
   await mkdir(config.dataDir, { recursive: true });
   setLimits(limitsOf(config));
@@ -59,12 +61,32 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const store = await openStore(dbUrl(config), config.databaseAuthToken);
   const db = store.db;
   const keys = new KeyService(db, keysRequiredByConfig(config));
-  if (!isLoopbackHost(config.host) && config.allowAnonymousRemote) log.warn(`listening on ${config.host} without required keys (--allow-anonymous-remote): anyone who reaches it can use it; anonymous callers are not admins`);
+  if (!isLoopbackHost(config.host) && config.allowAnonymousRemote) {
+    log.warn(
+      `listening on ${config.host} without required keys (--allow-anonymous-remote): anyone who reaches it can use it; anonymous callers are not admins`,
+    );
+  }
   const files = new FileStore(db, uploadsDir(config), config.fileRetentionSeconds, isFleetMember(config) ? nodeTag : '');
   await files.init();
   const adminSettings = new AdminSettings(db, config.defaultEmbeddingModel);
-  const fleet = isFleetMember(config) ? new FleetMembership({ db, nodeTag, log, heartbeatSeconds: config.fleetHeartbeatSeconds, nodeTimeoutSeconds: config.fleetNodeTimeoutSeconds }) : undefined;
-  const runner = new TaskRunner({ db, nodeTag, files, log, maxJobsPerOwner: config.maxJobsPerOwner, syncTimeoutSeconds: () => adminSettings.syncTimeoutSeconds(), liveNodes: fleet && (() => fleet.liveCount()) });
+  const fleet = isFleetMember(config)
+    ? new FleetMembership({
+      db,
+      nodeTag,
+      log,
+      heartbeatSeconds: config.fleetHeartbeatSeconds,
+      nodeTimeoutSeconds: config.fleetNodeTimeoutSeconds,
+    })
+    : undefined;
+  const runner = new TaskRunner({
+    db,
+    nodeTag,
+    files,
+    log,
+    maxJobsPerOwner: config.maxJobsPerOwner,
+    syncTimeoutSeconds: () => adminSettings.syncTimeoutSeconds(),
+    liveNodes: fleet && (() => fleet.liveCount()),
+  });
   const lost = await runner.recoverLostJobs();
   if (lost) log.warn(`${lost} job(s) of this node were still processing at the last stop: marked failed (job_lost)`);
   const orphans = await files.sweepOrphanInputs();
@@ -72,7 +94,13 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   await fleet?.beat();
   const jobs = new JobRecords(db, runner, nodeTag, config.jobRetentionSeconds, fleet && ((tag) => fleet.isLive(tag)));
   const modelRoot = await modelStoreRoot(modelsDir(config), config.modelWorkDir);
-  if (modelRoot.usingWorkDir) log.warn(`model directory ${modelsDir(config)} is read-only: models run from the work directory ${modelRoot.root} (${modelRoot.mirrored} file(s) mirrored)`);
+  if (modelRoot.usingWorkDir) {
+    log.warn(
+      `model directory ${
+        modelsDir(config)
+      } is read-only: models run from the work directory ${modelRoot.root} (${modelRoot.mirrored} file(s) mirrored)`,
+    );
+  }
   const models = new ModelServices({ modelsDir: modelRoot.root, hubBaseUrl: config.hubUrl, allowedHosts: config.hubAllowedHosts });
   // Cheap to construct: ONNX Runtime and transformers.js are imported when the first model loads (logged there).
   const engine = createInferenceEngine(config, loggingLoader(config, log));
@@ -84,10 +112,19 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   const adminConsole = new AdminConsole({ db, keys, log, config, runner, engine, nodeTag });
   const agents = new AgentService(db);
   const text = new TextService({ chat, models, training, defaultModel: config.textModel });
-  const retrieval = new RetrievalEngine(db, async (model, texts, signal) => (await chat.embed(model, texts, { signal })).vectors.map((v) => Float32Array.from(v)));
+  const retrieval = new RetrievalEngine(
+    db,
+    async (model, texts, signal) => (await chat.embed(model, texts, { signal })).vectors.map((v) => Float32Array.from(v)),
+  );
   const vectorStores = new VectorStores(db, files, retrieval, () => adminSettings.defaultEmbeddingModel(), log);
   const responses = new ResponsesService(db, chat, files, vectorStores);
-  const search = createSearch({ db, chat, engine, embedder: async (model, texts, signal) => (await chat.embed(model, texts, { signal })).vectors.map((v) => Float32Array.from(v)), defaultEmbeddingModel: () => adminSettings.defaultEmbeddingModel() });
+  const search = createSearch({
+    db,
+    chat,
+    engine,
+    embedder: async (model, texts, signal) => (await chat.embed(model, texts, { signal })).vectors.map((v) => Float32Array.from(v)),
+    defaultEmbeddingModel: () => adminSettings.defaultEmbeddingModel(),
+  });
   const toolEgress = new ToolEgress(config.toolAllowedHosts);
   const memory = new MemoryService(db, retrieval, () => adminSettings.defaultEmbeddingModel());
   const turns = new AgentTurns(chat, new ServerToolCatalog(toolEgress, new McpServers(config.mcpServers, toolEgress)), memory);
@@ -102,7 +139,30 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   unrefTimer(upkeep);
 
   return {
-    config, store, nodeTag, fleet, log, keys, files, runner, jobs, adminSettings, models, engine, chat, media, training, adminConsole, agents, text, transcription, vectorStores, responses, turns, memory, search,
+    config,
+    store,
+    nodeTag,
+    fleet,
+    log,
+    keys,
+    files,
+    runner,
+    jobs,
+    adminSettings,
+    models,
+    engine,
+    chat,
+    media,
+    training,
+    adminConsole,
+    agents,
+    text,
+    transcription,
+    vectorStores,
+    responses,
+    turns,
+    memory,
+    search,
     close: async () => {
       clearInterval(upkeep);
       await fleet?.stop();
@@ -117,8 +177,13 @@ export async function openServices(config: Config, log: Logger = createLogger(co
 }
 
 const limitsOf = (c: Config) => ({
-  maxImagePixels: c.maxImagePixels, maxPdfStreamBytes: c.maxPdfStreamBytes, maxPdfDecompressedBytes: c.maxPdfDecompressedBytes,
-  maxPages: c.maxPages, maxFieldChars: c.maxFieldChars, maxJsonDepth: c.maxJsonDepth, maxPromptChars: c.maxPromptChars,
+  maxImagePixels: c.maxImagePixels,
+  maxPdfStreamBytes: c.maxPdfStreamBytes,
+  maxPdfDecompressedBytes: c.maxPdfDecompressedBytes,
+  maxPages: c.maxPages,
+  maxFieldChars: c.maxFieldChars,
+  maxJsonDepth: c.maxJsonDepth,
+  maxPromptChars: c.maxPromptChars,
   taskDeadlineMs: c.taskDeadlineSeconds * 1000,
 });
 
@@ -134,7 +199,9 @@ export async function startServer(config: Config, opts?: AppOptions): Promise<St
   const server = await serve(app.fetch, { port: config.port, hostname: config.host });
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   return {
-    ...s, server, url: `http://${host}:${server.port}`,
+    ...s,
+    server,
+    url: `http://${host}:${server.port}`,
     async stop() {
       await server.close(); // finishes in-flight requests first
       await s.close();

@@ -42,17 +42,28 @@ const row = (...c: (string | number)[]) => rows.push(`| ${c.join(' | ')} |`);
 
 // ---------------------------------------------------------------- text PDFs
 const PAGES = 50;
-const textPdfs = { 'pdf-lib': await repeated(await twoColumnPdfLib(1), PAGES), Ghostscript: await repeated(await twoColumnGhostscript(dir, 1), PAGES) };
+const textPdfs = {
+  'pdf-lib': await repeated(await twoColumnPdfLib(1), PAGES),
+  Ghostscript: await repeated(await twoColumnGhostscript(dir, 1), PAGES),
+};
 await analyseBytes(textPdfs['pdf-lib'], 'pdf'); // warm PDFium
 const textRows: string[] = [];
 for (const [name, bytes] of Object.entries(textPdfs)) {
   const ms = await median(() => analyseBytes(bytes, 'pdf', { ocrScans: true }));
   const pps = (PAGES * 1000) / ms;
-  textRows.push(`| text PDF, two columns + table (${name}), ${PAGES} pages | ${ms.toFixed(0)} ms | **${pps.toFixed(1)} pages/s** | goal > 20 pages/s: ${pps > 20 ? 'met' : 'missed'}; ≥ 100 after the quality work: ${pps >= 100 ? 'met' : 'missed'} |`);
+  textRows.push(
+    `| text PDF, two columns + table (${name}), ${PAGES} pages | ${ms.toFixed(0)} ms | **${pps.toFixed(1)} pages/s** | goal > 20 pages/s: ${
+      pps > 20 ? 'met' : 'missed'
+    }; ≥ 100 after the quality work: ${pps >= 100 ? 'met' : 'missed'} |`,
+  );
 }
 {
   const ms = await median(() => analyseBytes(textPdfs['pdf-lib'], 'pdf', { effort: 'Low' }));
-  textRows.push(`| the same (pdf-lib), effort Low, ${PAGES} pages | ${ms.toFixed(0)} ms | **${((PAGES * 1000) / ms).toFixed(1)} pages/s** | text layer only |`);
+  textRows.push(
+    `| the same (pdf-lib), effort Low, ${PAGES} pages | ${ms.toFixed(0)} ms | **${
+      ((PAGES * 1000) / ms).toFixed(1)
+    } pages/s** | text layer only |`,
+  );
 }
 
 // ---------------------------------------------------------------- quality against ground truth
@@ -67,22 +78,36 @@ for (const d of corpus) {
   const ms = performance.now() - t;
   const q = quality.get(d.kind) ?? { scores: [], pages: 0, ms: 0, typed: 0, runningPages: 0 };
   q.scores.push(score(r.markdown, readFileSync(d.truth, 'utf8'), running, r.pages.length));
-  q.pages += d.pages; q.ms += ms;
+  q.pages += d.pages;
+  q.ms += ms;
   // JSON elements: pages whose running header/footer came out typed page_header/page_footer
   for (const p of r.pages) {
     q.runningPages += running.length;
-    for (const h of running) if (r.elements.some((e) => e.page === p.page && (e.type === 'page_header' || e.type === 'page_footer') && e.text.includes(h))) q.typed++;
+    for (const h of running) {
+      if (r.elements.some((e) => e.page === p.page && (e.type === 'page_header' || e.type === 'page_footer') && e.text.includes(h))) {
+        q.typed++;
+      }
+    }
   }
   quality.set(d.kind, q);
 }
-const mean = (xs: (number | null)[]) => { const v = xs.filter((x): x is number => x !== null); return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null; };
+const mean = (xs: (number | null)[]) => {
+  const v = xs.filter((x): x is number => x !== null);
+  return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null;
+};
 const f = (x: number | null, d = 3) => (x === null ? 'n/a' : x.toFixed(d));
 const qualityRows: string[] = [];
 for (const kind of ['text', 'scan'] as const) {
   const q = quality.get(kind);
   if (!q) continue;
   const m = (k: keyof Scores) => mean(q.scores.map((s) => s[k]));
-  qualityRows.push(`| ${kind === 'text' ? 'text PDFs (Chromium)' : 'scans (200 dpi, skewed 1.5°, noise; tesseract)'} | ${q.scores.length} / ${q.pages} | ${f(m('text'))} | ${f(m('order'))} | ${f(m('headingF1'))} | ${f(m('levels'))} | ${f(m('tables'))} | ${f(m('code'))} | ${f(m('leakage'), 2)} | ${f(q.runningPages ? q.typed / q.runningPages : null, 2)} | ${((q.pages * 1000) / q.ms).toFixed(1)} |`);
+  qualityRows.push(
+    `| ${kind === 'text' ? 'text PDFs (Chromium)' : 'scans (200 dpi, skewed 1.5°, noise; tesseract)'} | ${q.scores.length} / ${q.pages} | ${
+      f(m('text'))
+    } | ${f(m('order'))} | ${f(m('headingF1'))} | ${f(m('levels'))} | ${f(m('tables'))} | ${f(m('code'))} | ${f(m('leakage'), 2)} | ${
+      f(q.runningPages ? q.typed / q.runningPages : null, 2)
+    } | ${((q.pages * 1000) / q.ms).toFixed(1)} |`,
+  );
 }
 
 // ---------------------------------------------------------------- scans and OCR vs the CLI
@@ -97,7 +122,9 @@ const scanPdf = await repeated(scan.pdf, SCANS);
 
 // Equal I/O: the CLI reads and decodes each PNG file; so does the svc side, inside the timed part.
 const readGray = async (p: string) => (await decodeGrayFrames(new Uint8Array(readFileSync(p))))[0]!;
-const runCli = () => { for (const p of images) execFileSync('tesseract', [p, '-', '--psm', '3'], { stdio: 'ignore' }); };
+const runCli = () => {
+  for (const p of images) execFileSync('tesseract', [p, '-', '--psm', '3'], { stdio: 'ignore' });
+};
 const cliTimes: number[] = [];
 /** Interleaved with the CLI, run by run, so the shared machine's load hits both sides alike. */
 async function againstCli(fn: () => unknown): Promise<number> {
@@ -114,33 +141,58 @@ for (const name of ['tesseract', 'paddle'] as const) {
   const cold = performance.now();
   await ocrGray(await readGray(images[0]!), 1, engine);
   const coldMs = performance.now() - cold;
-  const seq = await againstCli(async () => { for (const p of images) await ocrGray(await readGray(p), 1, engine); });
+  const seq = await againstCli(async () => {
+    for (const p of images) await ocrGray(await readGray(p), 1, engine);
+  });
   const par = await againstCli(() => Promise.all(images.map(async (p) => ocrGray(await readGray(p), 1, engine))));
   measured.push([name, seq, par, coldMs]);
 }
 const cli = cliTimes.sort((a, b) => a - b)[Math.floor(cliTimes.length / 2)]!;
 const ocrRows: string[] = [];
 for (const [name, seq, par, coldMs] of measured) {
-  ocrRows.push(`| OCR ${name}, ${images.length} pages at 300 dpi, one after the other | ${seq.toFixed(0)} ms | ${(seq / cli).toFixed(2)}× the CLI | first call with engine load: ${coldMs.toFixed(0)} ms |`);
-  ocrRows.push(`| OCR ${name}, the same pages submitted together (worker pool) | ${par.toFixed(0)} ms | ${(par / cli).toFixed(2)}× the CLI | ${name === 'tesseract' ? `goal ≤ 1.5×: ${par / cli <= 1.5 ? 'met' : 'missed'}` : ''} |`);
+  ocrRows.push(
+    `| OCR ${name}, ${images.length} pages at 300 dpi, one after the other | ${seq.toFixed(0)} ms | ${
+      (seq / cli).toFixed(2)
+    }× the CLI | first call with engine load: ${coldMs.toFixed(0)} ms |`,
+  );
+  ocrRows.push(
+    `| OCR ${name}, the same pages submitted together (worker pool) | ${par.toFixed(0)} ms | ${(par / cli).toFixed(2)}× the CLI | ${
+      name === 'tesseract' ? `goal ≤ 1.5×: ${par / cli <= 1.5 ? 'met' : 'missed'}` : ''
+    } |`,
+  );
   const md = await median(() => analyseBytes(scanPdf, 'pdf', { ocrScans: true, engine: name }), 1);
-  ocrRows.push(`| document-to-Markdown of scans (${name}; rotated 90°, skewed 3°, 200 dpi), ${SCANS} pages | ${md.toFixed(0)} ms | **${((SCANS * 1000) / md).toFixed(2)} pages/s** | |`);
+  ocrRows.push(
+    `| document-to-Markdown of scans (${name}; rotated 90°, skewed 3°, 200 dpi), ${SCANS} pages | ${md.toFixed(0)} ms | **${
+      ((SCANS * 1000) / md).toFixed(2)
+    } pages/s** | |`,
+  );
 }
-ocrRows.unshift(`| tesseract CLI ${execFileSync('tesseract', ['--version']).toString().split('\n')[0]!.replace('tesseract ', '')}, ${images.length} pages at 300 dpi (peer) | ${cli.toFixed(0)} ms | 1.00× | ${(images.length * 1000 / cli).toFixed(2)} pages/s |`);
+ocrRows.unshift(
+  `| tesseract CLI ${
+    execFileSync('tesseract', ['--version']).toString().split('\n')[0]!.replace('tesseract ', '')
+  }, ${images.length} pages at 300 dpi (peer) | ${cli.toFixed(0)} ms | 1.00× | ${(images.length * 1000 / cli).toFixed(2)} pages/s |`,
+);
 await releaseOcrEngines();
 rmSync(dir, { recursive: true, force: true });
 
 row('case', 'time (median)', 'rate / ratio', 'note');
 const body = [
-  `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}; median of ${RUNS} runs (scan Markdown: 1 run), OCR runs interleaved with the CLI's (CLI: median of all ${cliTimes.length} of its runs). The machine was shared with other engineers' builds and tests while this ran. Run: \`node --import tsx scripts/bench/documents.ts\`.`,
+  `Machine: ${cpus().length} × ${
+    cpus()[0]?.model ?? 'cpu'
+  }, Node ${process.version}; median of ${RUNS} runs (scan Markdown: 1 run), OCR runs interleaved with the CLI's (CLI: median of all ${cliTimes.length} of its runs). The machine was shared with other engineers' builds and tests while this ran. Run: \`node --import tsx scripts/bench/documents.ts\`.`,
   '',
-  rows[0]!, '| --- | --- | --- | --- |', ...textRows, ...ocrRows,
+  rows[0]!,
+  '| --- | --- | --- | --- |',
+  ...textRows,
+  ...ocrRows,
   '',
-  'Text PDFs go through `pdfLayout` (PDFium) and the layout analysis; scans are rendered at their image resolution, turned upright, deskewed and OCR\'d. The CLI reads the same upright 300-dpi PNG files with `--psm 3`; svc reads and decodes the same files inside its timed part (equal I/O; the CLI also pays a process start per page). The CLI does no deskew; our times include orientation and deskew. tesseract.js runs the `eng` LSTM model of `@tesseract.js-data/eng` (4.0.0_best_int) in WASM; the CLI runs Debian\'s native build with its own `eng` data.',
+  "Text PDFs go through `pdfLayout` (PDFium) and the layout analysis; scans are rendered at their image resolution, turned upright, deskewed and OCR'd. The CLI reads the same upright 300-dpi PNG files with `--psm 3`; svc reads and decodes the same files inside its timed part (equal I/O; the CLI also pays a process start per page). The CLI does no deskew; our times include orientation and deskew. tesseract.js runs the `eng` LSTM model of `@tesseract.js-data/eng` (4.0.0_best_int) in WASM; the CLI runs Debian's native build with its own `eng` data.",
   '',
   '### Quality against ground truth',
   '',
-  `Corpus: \`scripts/bench/doc-corpus\` writes ${SOURCES.length} documents (${SOURCES.map((s) => s.name).join(', ')}) as HTML, renders them with Chromium's print to PDF (justified text, running headers and footers with page numbers, numbered headings at two levels, monospaced code, a ruled table, two CSS columns, lists with drawn bullets) and rasterises one of them as a scan; the sources are the truth. Scored as OmniDocBench scores parsers (\`scripts/bench/doc-corpus/score.ts\`), on the Markdown of document-to-Markdown (effort Medium); means over documents. Lower is better for edit distances and leakage.`,
+  `Corpus: \`scripts/bench/doc-corpus\` writes ${SOURCES.length} documents (${
+    SOURCES.map((s) => s.name).join(', ')
+  }) as HTML, renders them with Chromium's print to PDF (justified text, running headers and footers with page numbers, numbered headings at two levels, monospaced code, a ruled table, two CSS columns, lists with drawn bullets) and rasterises one of them as a scan; the sources are the truth. Scored as OmniDocBench scores parsers (\`scripts/bench/doc-corpus/score.ts\`), on the Markdown of document-to-Markdown (effort Medium); means over documents. Lower is better for edit distances and leakage.`,
   '',
   '| corpus | docs / pages | text edit distance | reading order | heading F1 | levels right | table cells | code recall | header/footer leaks per page | running lines typed in JSON | pages/s |',
   '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',

@@ -15,7 +15,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { decodeFields, all, first, int64s, str, ONNX } from '../../src/services/models/onnx-wire.ts';
+import { all, decodeFields, first, int64s, ONNX, str } from '../../src/services/models/onnx-wire.ts';
 
 const MODEL_DIR = resolve('.models-cache/qwen2.5-0.5b');
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
@@ -55,7 +55,11 @@ async function child(backend: string, dtype: string, threads: number): Promise<C
     return logits;
   };
   const run = async (maxTokens: number) => {
-    const g = generateText(m, { messages: [{ role: 'user', content: PROMPT }] }, { maxTokens, temperature: 0, logitsProcessors: [noEos as never] });
+    const g = generateText(m, { messages: [{ role: 'user', content: PROMPT }] }, {
+      maxTokens,
+      temperature: 0,
+      logitsProcessors: [noEos as never],
+    });
     for await (const _ of g) {
       /* drain */
     }
@@ -71,8 +75,16 @@ async function child(backend: string, dtype: string, threads: number): Promise<C
   }
   await m.dispose();
   return {
-    backend, dtype, threads, device: m.device, ort: m.ort, loadMs: m.loadNs / 1e6, promptTokens: r.promptTokens,
-    ttftMs: median(ttft), tokens: r.completionTokens, decodeTps: median(tps),
+    backend,
+    dtype,
+    threads,
+    device: m.device,
+    ort: m.ort,
+    loadMs: m.loadNs / 1e6,
+    promptTokens: r.promptTokens,
+    ttftMs: median(ttft),
+    tokens: r.completionTokens,
+    decodeTps: median(tps),
   };
 }
 
@@ -104,7 +116,11 @@ async function pairChild(dtype: string, threads: number): Promise<PairResult> {
     return logits;
   };
   const chat = { messages: [{ role: 'user', content: PROMPT }] };
-  const ids = Array.from((m.tokenizer(renderChatPrompt(m.tokenizer, chat), { add_special_tokens: false }) as unknown as { input_ids: { data: BigInt64Array } }).input_ids.data, Number);
+  const ids = Array.from(
+    (m.tokenizer(renderChatPrompt(m.tokenizer, chat), { add_special_tokens: false }) as unknown as { input_ids: { data: BigInt64Array } })
+      .input_ids.data,
+    Number,
+  );
   const { getLlama } = await import('node-llama-cpp');
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' as never });
   const lm = await llama.loadModel({ modelPath: join(MODEL_DIR, GGUF[dtype]!) });
@@ -143,7 +159,11 @@ async function pairChild(dtype: string, threads: number): Promise<PairResult> {
   await ctx.dispose();
   await lm.dispose();
   await m.dispose();
-  const agg = (xs: typeof sv) => ({ ttft: median(xs.map((x) => x.ttft)), tps: median(xs.map((x) => x.tps)), cpu: xs.map((x) => Number(x.cpu.toFixed(2))) });
+  const agg = (xs: typeof sv) => ({
+    ttft: median(xs.map((x) => x.ttft)),
+    tps: median(xs.map((x) => x.tps)),
+    cpu: xs.map((x) => Number(x.cpu.toFixed(2))),
+  });
   return { dtype, threads, svc: agg(sv), llama: agg(ll), promptTokens: ids.length };
 }
 
@@ -159,7 +179,12 @@ async function loopChild(dtype: string, threads: number) {
     return logits;
   };
   const run = async (batching: boolean, n: number) => {
-    const g = generateText(m, { messages: [{ role: 'user', content: PROMPT }] }, { maxTokens: n, temperature: 0, batching, logitsProcessors: [noEos as never] });
+    const g = generateText(m, { messages: [{ role: 'user', content: PROMPT }] }, {
+      maxTokens: n,
+      temperature: 0,
+      batching,
+      logitsProcessors: [noEos as never],
+    });
     for await (const _ of g) { /* drain */ }
     const r = await g.result;
     return { ttft: r.timings.promptEvalNs / 1e6, tps: (r.completionTokens - 1) / (r.timings.evalNs / 1e9), text: r.text };
@@ -173,7 +198,9 @@ async function loopChild(dtype: string, threads: number) {
   }
   await m.dispose();
   return {
-    dtype, threads, sameText: before.every((b, i) => b.text === after[i]!.text),
+    dtype,
+    threads,
+    sameText: before.every((b, i) => b.text === after[i]!.text),
     before: { ttft: median(before.map((x) => x.ttft)), tps: median(before.map((x) => x.tps)) },
     after: { ttft: median(after.map((x) => x.ttft)), tps: median(after.map((x) => x.tps)) },
   };
@@ -232,7 +259,15 @@ async function batchChild(dtype: string, threads: number): Promise<BatchResult> 
     await Promise.all(bg);
   }
   await m.dispose();
-  return { dtype, threads, oneTps: median(one), fourTps: median(four), ttftAlone: median(alone), ttftJoin: median(join), ttftBurst: median(burst) };
+  return {
+    dtype,
+    threads,
+    oneTps: median(one),
+    fourTps: median(four),
+    ttftAlone: median(alone),
+    ttftJoin: median(join),
+    ttftBurst: median(burst),
+  };
 }
 
 // ---------------------------------------------------------------- bytes read per decoded token
@@ -286,7 +321,9 @@ async function copyBandwidth(threads: number): Promise<number> {
     });`;
   const workers = Array.from({ length: threads }, () => new Worker(code, { eval: true }));
   try {
-    const runs = await Promise.all(workers.map((w) => new Promise<{ bytes: number; ns: number }>((r) => (w.once('message', r), w.postMessage(8)))));
+    const runs = await Promise.all(
+      workers.map((w) => new Promise<{ bytes: number; ns: number }>((r) => (w.once('message', r), w.postMessage(8)))),
+    );
     const ns = Math.max(...runs.map((r) => r.ns));
     return runs.reduce((s, r) => s + r.bytes, 0) / (ns / 1e9);
   } finally {
@@ -301,7 +338,14 @@ const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? 
 async function main() {
   if (process.argv[2] === '--pair-child') {
     const [dtype, threads] = [process.argv[3], Number(process.argv[4])];
-    const r = await pairChild(dtype, threads).catch((e): PairResult => ({ dtype, threads, svc: { ttft: NaN, tps: NaN, cpu: [] }, llama: { ttft: NaN, tps: NaN, cpu: [] }, promptTokens: 0, error: String(e?.message ?? e).split('\n')[0] }));
+    const r = await pairChild(dtype, threads).catch((e): PairResult => ({
+      dtype,
+      threads,
+      svc: { ttft: NaN, tps: NaN, cpu: [] },
+      llama: { ttft: NaN, tps: NaN, cpu: [] },
+      promptTokens: 0,
+      error: String(e?.message ?? e).split('\n')[0],
+    }));
     process.stdout.write(`@@RESULT ${JSON.stringify(r)}\n`);
     process.exit(0); // llama.cpp's threads would keep the process alive
   }
@@ -312,19 +356,40 @@ async function main() {
   }
   if (process.argv[2] === '--batch-child') {
     const [dtype, threads] = [process.argv[3], Number(process.argv[4])];
-    const r = await batchChild(dtype, threads).catch((e): BatchResult => ({ dtype, threads, oneTps: NaN, fourTps: NaN, ttftAlone: NaN, ttftJoin: NaN, ttftBurst: NaN, error: String(e?.message ?? e).split('\n')[0] }));
+    const r = await batchChild(dtype, threads).catch((e): BatchResult => ({
+      dtype,
+      threads,
+      oneTps: NaN,
+      fourTps: NaN,
+      ttftAlone: NaN,
+      ttftJoin: NaN,
+      ttftBurst: NaN,
+      error: String(e?.message ?? e).split('\n')[0],
+    }));
     process.stdout.write(`@@RESULT ${JSON.stringify(r)}\n`);
     return;
   }
   if (process.argv[2] === '--child') {
     const [backend, dtype, threads] = [process.argv[3], process.argv[4], Number(process.argv[5])];
-    const r = await child(backend, dtype, threads).catch((e): ChildResult => ({ backend, dtype, threads, error: String(e?.message ?? e).split('\n')[0] }));
+    const r = await child(backend, dtype, threads).catch((e): ChildResult => ({
+      backend,
+      dtype,
+      threads,
+      error: String(e?.message ?? e).split('\n')[0],
+    }));
     process.stdout.write(`@@RESULT ${JSON.stringify(r)}\n`);
     return;
   }
   if (!existsSync(join(MODEL_DIR, 'config.json'))) {
     console.error(`generating the benchmark model into ${MODEL_DIR} (heavy: several GB of writes, minutes)`);
-    const g = spawnSync('/usr/bin/python3', ['scripts/models/gen-tiny-models.py', '--shape', 'qwen2.5-0.5b', MODEL_DIR, '--dtypes', `fp32,${DTYPES.join(',')}`], { stdio: 'inherit' });
+    const g = spawnSync('/usr/bin/python3', [
+      'scripts/models/gen-tiny-models.py',
+      '--shape',
+      'qwen2.5-0.5b',
+      MODEL_DIR,
+      '--dtypes',
+      `fp32,${DTYPES.join(',')}`,
+    ], { stdio: 'inherit' });
     if (g.status !== 0) throw new Error('model generation failed');
   }
 
@@ -334,10 +399,15 @@ async function main() {
   const spawnChild = (args: string[]) => {
     loadSeen.push(load());
     const p = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bench/generate.ts', ...args], {
-      encoding: 'utf8', env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' }, maxBuffer: 64 << 20, timeout: 20 * 60_000,
+      encoding: 'utf8',
+      env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+      maxBuffer: 64 << 20,
+      timeout: 20 * 60_000,
     });
     const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('@@RESULT '));
-    if (!line) throw new Error(`child ${args.join(' ')} failed (${p.status}): ${(p.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}`);
+    if (!line) {
+      throw new Error(`child ${args.join(' ')} failed (${p.status}): ${(p.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}`);
+    }
     const r = JSON.parse(line.slice(9));
     console.error(JSON.stringify(r));
     return r;
@@ -347,16 +417,25 @@ async function main() {
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, Node ${process.version}`;
 
   if (parts.includes('loop')) {
-    const rowsL = DTYPES.map((dtype) => (console.error(`decode loop before/after: ${dtype} ...`), spawnChild(['--loop-child', dtype, '1'])));
+    const rowsL = DTYPES.map((
+      dtype,
+    ) => (console.error(`decode loop before/after: ${dtype} ...`), spawnChild(['--loop-child', dtype, '1'])));
     const body = [
-      `One stream, one intra-op thread, greedy, EOS masked, ${TOKENS} tokens, the same chat prompt; "before" = transformers.js' \`generate\` (its loop: logits processors over a [batch, vocab] tensor, argmax through its sampler), "after" = svc's own decode loop (src/services/inference/batch-decoder.ts: the session called directly, the last position's logits read in place, greedy argmax without copying the vocabulary, the cache passed from step to step without repacking). Alternating runs in one process, medians of ${RUNS}. Machine: ${machine}; **shared with other engineers' work** (load average at start: ${loadSeen.at(-1)}).`,
+      `One stream, one intra-op thread, greedy, EOS masked, ${TOKENS} tokens, the same chat prompt; "before" = transformers.js' \`generate\` (its loop: logits processors over a [batch, vocab] tensor, argmax through its sampler), "after" = svc's own decode loop (src/services/inference/batch-decoder.ts: the session called directly, the last position's logits read in place, greedy argmax without copying the vocabulary, the cache passed from step to step without repacking). Alternating runs in one process, medians of ${RUNS}. Machine: ${machine}; **shared with other engineers' work** (load average at start: ${
+        loadSeen.at(-1)
+      }).`,
       '',
       '| dtype | before: TTFT (ms) | before: decode (tok/s) | after: TTFT (ms) | after: decode (tok/s) | decode after / before | same text |',
       '|---|---:|---:|---:|---:|---:|---|',
-      ...rowsL.map((r) => r.error ? `| failed: ${String(r.error).replace(/\|/g, '/')} | | | | | | |`
-        : `| ${r.dtype} | ${f1(r.before.ttft)} | ${f1(r.before.tps)} | ${f1(r.after.ttft)} | ${f1(r.after.tps)} | ${(r.after.tps / r.before.tps).toFixed(2)} | ${r.sameText ? 'yes' : 'NO'} |`),
+      ...rowsL.map((r) =>
+        r.error
+          ? `| failed: ${String(r.error).replace(/\|/g, '/')} | | | | | | |`
+          : `| ${r.dtype} | ${f1(r.before.ttft)} | ${f1(r.before.tps)} | ${f1(r.after.ttft)} | ${f1(r.after.tps)} | ${
+            (r.after.tps / r.before.tps).toFixed(2)
+          } | ${r.sameText ? 'yes' : 'NO'} |`
+      ),
       '',
-      'Not done: the exported graph still computes logits for every prompt position during prefill, and ONNX Runtime allocates each step\'s present key/values (the graph concatenates past and new; no I/O binding or shared-buffer attention here).',
+      "Not done: the exported graph still computes logits for every prompt position during prefill, and ONNX Runtime allocates each step's present key/values (the graph concatenates past and new; no I/O binding or shared-buffer attention here).",
     ].join('\n');
     write0('Text generation: decode loop (transformers.js generate vs svc loop)', body);
     console.log(body);
@@ -364,24 +443,46 @@ async function main() {
 
   if (parts.includes('pair')) {
     const missing = DTYPES.filter((d) => !existsSync(join(MODEL_DIR, GGUF[d]!)));
-    if (missing.length) throw new Error(`no GGUF for ${missing.join(', ')} in ${MODEL_DIR}: run PYTHONPATH=.models-cache/pylib /usr/bin/python3 scripts/models/gen-gguf.py ${MODEL_DIR} ${MODEL_DIR}/llama q8_0,q4_0`);
+    if (missing.length) {
+      throw new Error(
+        `no GGUF for ${
+          missing.join(', ')
+        } in ${MODEL_DIR}: run PYTHONPATH=.models-cache/pylib /usr/bin/python3 scripts/models/gen-gguf.py ${MODEL_DIR} ${MODEL_DIR}/llama q8_0,q4_0`,
+      );
+    }
     const pairs: PairResult[] = [];
-    for (const threads of THREADS) for (const dtype of DTYPES) {
-      console.error(`svc vs llama.cpp: ${dtype} threads=${threads} ...`);
-      pairs.push(spawnChild(['--pair-child', dtype, String(threads)]));
+    for (const threads of THREADS) {
+      for (const dtype of DTYPES) {
+        console.error(`svc vs llama.cpp: ${dtype} threads=${threads} ...`);
+        pairs.push(spawnChild(['--pair-child', dtype, String(threads)]));
+      }
     }
     const q = (d: string, t: number) => pairs.find((p) => p.dtype === d && p.threads === t);
     const body = [
-      `Same weights on both sides: the torch checkpoint of \`gen-tiny-models.py --shape qwen2.5-0.5b\` (random weights) exported to ONNX and quantized for svc (q8: int8 MatMulInteger; q4: MatMulNBits, block 32, accuracy_level 4), and written as GGUF by \`scripts/models/gen-gguf.py\` for llama.cpp (Q8_0 / Q4_0, the tied embedding/LM head included), run by the prebuilt llama.cpp that \`node-llama-cpp\` ships (CPU build). Both engines in one process, the same prompt token ids (${pairs[0]?.promptTokens} tokens), greedy, ${TOKENS} tokens decoded per run; runs alternate svc, llama.cpp, svc, … after one warm-up each; medians of ${RUNS} runs per side. Machine: ${machine}.`,
-      `**The machine was shared** with other engineers' builds and tests while this ran (load average at each child start: ${loadSeen.join('; ')} on ${cpus().length} cores), so absolute numbers are low and noisy; the alternation keeps the ratio fair. "cpu share" = process CPU time / wall time / threads per run (1.0 = the engine had its cores to itself).`,
+      `Same weights on both sides: the torch checkpoint of \`gen-tiny-models.py --shape qwen2.5-0.5b\` (random weights) exported to ONNX and quantized for svc (q8: int8 MatMulInteger; q4: MatMulNBits, block 32, accuracy_level 4), and written as GGUF by \`scripts/models/gen-gguf.py\` for llama.cpp (Q8_0 / Q4_0, the tied embedding/LM head included), run by the prebuilt llama.cpp that \`node-llama-cpp\` ships (CPU build). Both engines in one process, the same prompt token ids (${
+        pairs[0]?.promptTokens
+      } tokens), greedy, ${TOKENS} tokens decoded per run; runs alternate svc, llama.cpp, svc, … after one warm-up each; medians of ${RUNS} runs per side. Machine: ${machine}.`,
+      `**The machine was shared** with other engineers' builds and tests while this ran (load average at each child start: ${
+        loadSeen.join('; ')
+      } on ${cpus().length} cores), so absolute numbers are low and noisy; the alternation keeps the ratio fair. "cpu share" = process CPU time / wall time / threads per run (1.0 = the engine had its cores to itself).`,
       '',
       '| dtype | threads | svc TTFT (ms) | svc decode (tok/s) | llama.cpp TTFT (ms) | llama.cpp decode (tok/s) | svc / llama.cpp decode | cpu share svc | cpu share llama.cpp |',
       '|---|---:|---:|---:|---:|---:|---:|---|---|',
-      ...pairs.map((r) => r.error
-        ? `| ${r.dtype} | ${r.threads} | – | – | – | – | – | failed: ${r.error.replace(/\|/g, '/')} | |`
-        : `| ${r.dtype} | ${r.threads} | ${f1(r.svc.ttft)} | ${f1(r.svc.tps)} | ${f1(r.llama.ttft)} | ${f1(r.llama.tps)} | ${(r.svc.tps / r.llama.tps).toFixed(2)} | ${r.svc.cpu.join(' ')} | ${r.llama.cpu.join(' ')} |`),
+      ...pairs.map((r) =>
+        r.error
+          ? `| ${r.dtype} | ${r.threads} | – | – | – | – | – | failed: ${r.error.replace(/\|/g, '/')} | |`
+          : `| ${r.dtype} | ${r.threads} | ${f1(r.svc.ttft)} | ${f1(r.svc.tps)} | ${f1(r.llama.ttft)} | ${f1(r.llama.tps)} | ${
+            (r.svc.tps / r.llama.tps).toFixed(2)
+          } | ${r.svc.cpu.join(' ')} | ${r.llama.cpu.join(' ')} |`
+      ),
       '',
-      ...THREADS.map((t) => q('q4', t) && q('q8', t) ? `- ${t} thread(s): svc q4 / q8 decode = ${(q('q4', t)!.svc.tps / q('q8', t)!.svc.tps).toFixed(2)}; llama.cpp Q4_0 / Q8_0 = ${(q('q4', t)!.llama.tps / q('q8', t)!.llama.tps).toFixed(2)}.` : ''),
+      ...THREADS.map((t) =>
+        q('q4', t) && q('q8', t)
+          ? `- ${t} thread(s): svc q4 / q8 decode = ${(q('q4', t)!.svc.tps / q('q8', t)!.svc.tps).toFixed(2)}; llama.cpp Q4_0 / Q8_0 = ${
+            (q('q4', t)!.llama.tps / q('q8', t)!.llama.tps).toFixed(2)
+          }.`
+          : ''
+      ),
       '',
       'Goals: svc q4 decode ≥ 1.4× q8; svc ≥ 1.2× llama.cpp at q8 and q4, 1 and 2 threads.',
     ].join('\n');
@@ -396,14 +497,21 @@ async function main() {
       rowsB.push(spawnChild(['--batch-child', dtype, '1']));
     }
     const body = [
-      `One model, one intra-op thread, greedy, EOS masked, ${TOKENS} tokens per stream, the same chat prompt; medians of ${RUNS} rounds, each round: one stream alone, then 4 started at once, then a request arriving while 3 others decode. Aggregate decode = tokens all 4 streams produced per second over the span where all 4 were decoding. Machine: ${machine}; **shared with other engineers' work** (load average at start: ${loadSeen.at(-1)}).`,
+      `One model, one intra-op thread, greedy, EOS masked, ${TOKENS} tokens per stream, the same chat prompt; medians of ${RUNS} rounds, each round: one stream alone, then 4 started at once, then a request arriving while 3 others decode. Aggregate decode = tokens all 4 streams produced per second over the span where all 4 were decoding. Machine: ${machine}; **shared with other engineers' work** (load average at start: ${
+        loadSeen.at(-1)
+      }).`,
       '',
       '| dtype | 1 stream (tok/s) | 4 streams aggregate (tok/s) | × one stream | TTFT alone (ms) | TTFT joining 3 decoding streams (ms) | × alone | TTFT, worst of 4 started at once (ms) |',
       '|---|---:|---:|---:|---:|---:|---:|---:|',
-      ...rowsB.map((r) => r.error ? `| ${r.dtype} | failed: ${r.error.replace(/\|/g, '/')} | | | | | | |`
-        : `| ${r.dtype} | ${f1(r.oneTps)} | ${f1(r.fourTps)} | ${(r.fourTps / r.oneTps).toFixed(2)} | ${f1(r.ttftAlone)} | ${f1(r.ttftJoin)} | ${(r.ttftJoin / r.ttftAlone).toFixed(2)} | ${f1(r.ttftBurst)} |`),
+      ...rowsB.map((r) =>
+        r.error
+          ? `| ${r.dtype} | failed: ${r.error.replace(/\|/g, '/')} | | | | | | |`
+          : `| ${r.dtype} | ${f1(r.oneTps)} | ${f1(r.fourTps)} | ${(r.fourTps / r.oneTps).toFixed(2)} | ${f1(r.ttftAlone)} | ${
+            f1(r.ttftJoin)
+          } | ${(r.ttftJoin / r.ttftAlone).toFixed(2)} | ${f1(r.ttftBurst)} |`
+      ),
       '',
-      'Goals: 4 streams ≥ 2.5× one stream; each stream\'s TTFT with 4 in flight ≤ 2× alone. Requests are prefilled one at a time before joining the batch, so 4 arriving together wait for each other\'s prefill (the last column).',
+      "Goals: 4 streams ≥ 2.5× one stream; each stream's TTFT with 4 in flight ≤ 2× alone. Requests are prefilled one at a time before joining the batch, so 4 arriving together wait for each other's prefill (the last column).",
     ].join('\n');
     write0('Text generation: continuous batching (4 concurrent streams)', body);
     console.log(body);
@@ -423,10 +531,15 @@ async function main() {
     for (const [backend, threads] of BACKENDS.flatMap((b) => (b === 'cpu' ? THREADS : [1]).map((t) => [b, t] as const))) {
       console.error(`running ${backend} ${dtype} threads=${threads} ...`);
       const p = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bench/generate.ts', '--child', backend, dtype, String(threads)], {
-        encoding: 'utf8', env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' }, maxBuffer: 64 << 20, timeout: 20 * 60_000,
+        encoding: 'utf8',
+        env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+        maxBuffer: 64 << 20,
+        timeout: 20 * 60_000,
       });
       const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('@@RESULT '));
-      const r: ChildResult = line ? JSON.parse(line.slice(9)) : { backend, dtype, threads, error: `child failed (${p.status}): ${(p.stderr ?? '').trim().split('\n').at(-1)}` };
+      const r: ChildResult = line
+        ? JSON.parse(line.slice(9))
+        : { backend, dtype, threads, error: `child failed (${p.status}): ${(p.stderr ?? '').trim().split('\n').at(-1)}` };
       results.push(r);
       const ctx = (r.promptTokens ?? 30) + TOKENS / 2;
       const perToken = weights + kvBytesPerToken(ctx);
@@ -434,8 +547,12 @@ async function main() {
       console.error(JSON.stringify(r));
       rows.push(
         r.error
-          ? `| ${backend} | ${dtype} | ${threads} | – | – | – | ${gb(perToken)} | ${f1(limit)} | – | failed: ${r.error.replace(/\|/g, '/')} |`
-          : `| ${backend} | ${dtype} | ${threads} | ${r.device} (${r.ort}) | ${f1(r.ttftMs)} | ${f1(r.decodeTps)} | ${gb(perToken)} | ${f1(limit)} | ${((100 * r.decodeTps!) / limit).toFixed(0)} % | load ${(r.loadMs! / 1000).toFixed(1)} s, prompt ${r.promptTokens} tokens |`,
+          ? `| ${backend} | ${dtype} | ${threads} | – | – | – | ${gb(perToken)} | ${f1(limit)} | – | failed: ${
+            r.error.replace(/\|/g, '/')
+          } |`
+          : `| ${backend} | ${dtype} | ${threads} | ${r.device} (${r.ort}) | ${f1(r.ttftMs)} | ${f1(r.decodeTps)} | ${gb(perToken)} | ${
+            f1(limit)
+          } | ${((100 * r.decodeTps!) / limit).toFixed(0)} % | load ${(r.loadMs! / 1000).toFixed(1)} s, prompt ${r.promptTokens} tokens |`,
       );
     }
   }
@@ -443,8 +560,14 @@ async function main() {
   const sizes = DTYPES.map((d) => `${d} ${gb(statSync(join(MODEL_DIR, 'onnx', FILE[d])).size)} GB`).join(', ');
   const body = [
     `Model: Qwen2.5-0.5B's shape with random weights (24 layers, hidden 896, 14/2 heads, MLP 4864, vocab 151936, tied embeddings), files ${sizes}; generated by \`scripts/models/gen-tiny-models.py --shape qwen2.5-0.5b\`.`,
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${gb(totalmem())} GB RAM, Node ${process.version}. Engine: \`src/services/inference\` (transformers.js, KV cache, greedy, EOS masked so every run decodes ${TOKENS} tokens), intra-op threads as listed (the server default is 1), one warm-up generation first, then the median of ${RUNS} generations.`,
-    `Physical limit = memory bandwidth / bytes read per decoded token. Bandwidth: STREAM-style copy of 256 MiB Float64Arrays, (read + write) / time: ${gb(bw1)} GB/s with 1 thread, ${gb(bwN)} GB/s with ${cpus().length}; the larger is used. Bytes per token: every initializer a MatMul reads (the tied LM head in full), one row of the Gather-only embedding table, and the fp32 KV cache at the mean context length.`,
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${
+      gb(totalmem())
+    } GB RAM, Node ${process.version}. Engine: \`src/services/inference\` (transformers.js, KV cache, greedy, EOS masked so every run decodes ${TOKENS} tokens), intra-op threads as listed (the server default is 1), one warm-up generation first, then the median of ${RUNS} generations.`,
+    `Physical limit = memory bandwidth / bytes read per decoded token. Bandwidth: STREAM-style copy of 256 MiB Float64Arrays, (read + write) / time: ${
+      gb(bw1)
+    } GB/s with 1 thread, ${
+      gb(bwN)
+    } GB/s with ${cpus().length}; the larger is used. Bytes per token: every initializer a MatMul reads (the tied LM head in full), one row of the Gather-only embedding table, and the fp32 KV cache at the mean context length.`,
     '',
     '| backend | dtype | threads | ran on | time to first token (ms) | decode (tokens/s) | bytes read / token (GB) | limit (tokens/s) | of limit | notes |',
     '|---|---|---:|---|---:|---:|---:|---:|---:|---|',
@@ -452,7 +575,7 @@ async function main() {
     '',
     'Time to first token covers prompt evaluation (prefill of the chat-templated prompt) and the first sampled token, with the model already loaded. Decode tokens/s excludes the first token. Native CPU rows against llama.cpp are in "svc against llama.cpp" below.',
     '',
-    '**WebGPU (real GPU): not measured.** This machine has no GPU and no GPU machine was lent to this run, so no decode tok/s against a GPU\'s memory bandwidth could be taken for the 0.5B or a 1.5B shape. The WebGPU path is exercised on a software adapter instead: test/runtimes/webgpu.test.ts runs transformers.js on onnxruntime-web\'s WebGPU backend under Deno with Mesa\'s lavapipe and checks torch\'s greedy tokens; lavapipe is a CPU rasterizer, so its speed says nothing about a GPU and is not listed.',
+    "**WebGPU (real GPU): not measured.** This machine has no GPU and no GPU machine was lent to this run, so no decode tok/s against a GPU's memory bandwidth could be taken for the 0.5B or a 1.5B shape. The WebGPU path is exercised on a software adapter instead: test/runtimes/webgpu.test.ts runs transformers.js on onnxruntime-web's WebGPU backend under Deno with Mesa's lavapipe and checks torch's greedy tokens; lavapipe is a CPU rasterizer, so its speed says nothing about a GPU and is not listed.",
   ].join('\n');
   const writer = './write-benchmarks.mjs';
   const { writeSection } = (await import(writer)) as { writeSection: (title: string, body: string) => void };

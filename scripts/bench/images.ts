@@ -24,7 +24,14 @@ function fixture(name: string, size: string, seed: number, ext: string, extra: s
   return p;
 }
 
-interface Case { label: string; input: string; format: OutputFormat; width?: number; quality: number; wasm: boolean }
+interface Case {
+  label: string;
+  input: string;
+  format: OutputFormat;
+  width?: number;
+  quality: number;
+  wasm: boolean;
+}
 const photo = fixture('photo', '3000x2000', 1, 'jpg', ['-quality', '90']);
 const png = fixture('graphic', '2000x1500', 2, 'png');
 const cases: Case[] = [
@@ -42,8 +49,16 @@ for (const c of cases) {
   const bytes = new Uint8Array(readFileSync(c.input));
   const out = join(dir, `out.${c.format === 'jpeg' ? 'jpg' : c.format}`);
   const sides: Record<string, () => Promise<number>> = {
-    svc: async () => (await imageConvert(bytes, { format: c.format, width: c.width, quality: c.quality, engine: 'sharp', maxPixels: MAX })).outputs[0]!.bytes.length,
-    ...(c.wasm ? { 'svc wasm': async () => (await imageConvert(bytes, { format: c.format, width: c.width, quality: c.quality, engine: 'wasm', maxPixels: MAX })).outputs[0]!.bytes.length } : {}),
+    svc: async () =>
+      (await imageConvert(bytes, { format: c.format, width: c.width, quality: c.quality, engine: 'sharp', maxPixels: MAX })).outputs[0]!
+        .bytes.length,
+    ...(c.wasm
+      ? {
+        'svc wasm': async () =>
+          (await imageConvert(bytes, { format: c.format, width: c.width, quality: c.quality, engine: 'wasm', maxPixels: MAX })).outputs[0]!
+            .bytes.length,
+      }
+      : {}),
     sharp: async () => {
       let s = sharp(bytes);
       if (c.width) s = s.resize({ width: c.width, kernel: 'lanczos3' });
@@ -65,7 +80,11 @@ for (const c of cases) {
     }
   }
   const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
-  rows.push(`| ${c.label} | ${ms(m.svc!)} | ${m['svc wasm'] ? ms(m['svc wasm']) : '–'} | ${ms(m.sharp!)} | ${ms(m.imagemagick!)} | ${(m.svc! / m.sharp!).toFixed(2)} | ${(m.svc! / m.imagemagick!).toFixed(2)} | ${Object.entries(sizes).map(([k, v]) => `${k} ${(v / 1024).toFixed(0)}`).join(', ')} |`);
+  rows.push(
+    `| ${c.label} | ${ms(m.svc!)} | ${m['svc wasm'] ? ms(m['svc wasm']) : '–'} | ${ms(m.sharp!)} | ${ms(m.imagemagick!)} | ${
+      (m.svc! / m.sharp!).toFixed(2)
+    } | ${(m.svc! / m.imagemagick!).toFixed(2)} | ${Object.entries(sizes).map(([k, v]) => `${k} ${(v / 1024).toFixed(0)}`).join(', ')} |`,
+  );
   console.log(rows[rows.length - 1]);
 }
 
@@ -73,7 +92,9 @@ const imVersion = execFileSync('convert', ['-version'], { encoding: 'utf8' }).sp
 const body = [
   `svc's image-convert service (\`imageConvert\` in \`src/services/images\`, the code behind \`POST /svc/v1/image-convert\`) against sharp ${sharp.versions.sharp} (libvips ${sharp.versions.vips}) called directly and ${imVersion} (\`convert\`, one process per image), on the same files with the same output size (Lanczos3 resize) and quality, in the same run (\`node --import tsx scripts/bench/images.ts\`).`,
   '',
-  `Median wall time in ms over ${RUNS} interleaved runs, one image at a time, after one warm-up call per side; ${cpus().length} cores (${cpus()[0]?.model.trim()}), a machine shared with other engineers' work, so figures are noisy.`,
+  `Median wall time in ms over ${RUNS} interleaved runs, one image at a time, after one warm-up call per side; ${cpus().length} cores (${
+    cpus()[0]?.model.trim()
+  }), a machine shared with other engineers' work, so figures are noisy.`,
   '"svc" runs these conversions as one libvips pipeline (no watermark, CMYK or TIFF/BMP writer asked, so no pixels cross into JavaScript) plus its own header pixel check and metadata written at byte level; "svc wasm" uses the @jsquash WASM codecs and photon\'s resize (the path of the single binary, Deno and Bun without the sharp addon). ImageMagick times include its process start.',
   '',
   '| work | svc | svc wasm | sharp | ImageMagick | svc / sharp | svc / ImageMagick | output KiB |',

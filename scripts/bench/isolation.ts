@@ -35,7 +35,9 @@ async function makePdf(pages: number): Promise<Uint8Array> {
   const font = await d.embedFont(StandardFonts.Helvetica);
   for (let i = 0; i < pages; i++) {
     const p = d.addPage([612, 792]);
-    for (let y = 40; y < 760; y += 18) p.drawText(`Page ${i + 1}, line ${y}: the quick brown fox jumps over the lazy dog`, { x: 36, y, size: 12, font });
+    for (let y = 40; y < 760; y += 18) {
+      p.drawText(`Page ${i + 1}, line ${y}: the quick brown fox jumps over the lazy dog`, { x: 36, y, size: 12, font });
+    }
     p.drawRectangle({ x: 100, y: 100, width: 400, height: 300, borderWidth: 3, opacity: 0.5 });
   }
   return d.save();
@@ -46,7 +48,7 @@ async function makePdf(pages: number): Promise<Uint8Array> {
  * held (the peer side) a kept-alive socket can be closed by the server just as the client reuses it.
  */
 async function fetchRetry(url: string, init?: RequestInit): Promise<Response> {
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     try {
       return await fetch(url, init);
     } catch (e) {
@@ -94,10 +96,24 @@ const onLoop = () => pdfToImages(doc, { dpi: 150, format: 'png' });
 await viaPool();
 await onLoop();
 
-const photo = new Uint8Array(await sharp({ create: { width: 1500, height: 1000, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).png().toBuffer());
-const imgBody = JSON.stringify({ input_format: 'Base64EncodedFile', file: Buffer.from(photo).toString('base64'), format: 'webp', quality: 80, engine: 'wasm' });
+const photo = new Uint8Array(
+  await sharp({
+    create: { width: 1500, height: 1000, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } },
+  }).png().toBuffer(),
+);
+const imgBody = JSON.stringify({
+  input_format: 'Base64EncodedFile',
+  file: Buffer.from(photo).toString('base64'),
+  format: 'webp',
+  quality: 80,
+  engine: 'wasm',
+});
 const imgViaPool = async () => {
-  const r = await fetchRetry(`${srv.url}/svc/v1/image-convert`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: imgBody });
+  const r = await fetchRetry(`${srv.url}/svc/v1/image-convert`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: imgBody,
+  });
   if (r.status !== 200) throw new Error(`image-convert ${r.status} ${await r.text()}`);
   await r.arrayBuffer();
 };
@@ -158,9 +174,13 @@ const hopOnly = median(tPool.map((p, i) => 1 - tGuarded[i]! / p));
 const f = (x: number) => x.toFixed(1);
 const med = (xs: number[]) => f(median(xs));
 const row = (name: string, rs: Load[]) =>
-  `| ${name} | ${med(rs.map((r) => median(r.lat)))} | ${med(rs.map((r) => pct(r.lat, 0.99)))} | ${med(rs.map((r) => Math.max(...r.lat)))} | ${rs.map((r) => f(pct(r.lat, 0.99))).join(', ')} | ${median(rs.map((r) => r.lat.length))} | ${median(rs.map((r) => r.tasks))} |`;
+  `| ${name} | ${med(rs.map((r) => median(r.lat)))} | ${med(rs.map((r) => pct(r.lat, 0.99)))} | ${
+    med(rs.map((r) => Math.max(...r.lat)))
+  } | ${rs.map((r) => f(pct(r.lat, 0.99))).join(', ')} | ${median(rs.map((r) => r.lat.length))} | ${median(rs.map((r) => r.tasks))} |`;
 const table = [
-  `\`node --import tsx scripts/bench/isolation.ts ${seconds} ${runs} ${repeats}\` on ${cores} cores (${process.version}), load average ${loadavg()[0]!.toFixed(1)} at the end. The machine was shared with other engineers' work while this ran: absolute figures are noisy, so each side ran ${repeats} times, interleaved, and the table gives the medians.`,
+  `\`node --import tsx scripts/bench/isolation.ts ${seconds} ${runs} ${repeats}\` on ${cores} cores (${process.version}), load average ${
+    loadavg()[0]!.toFixed(1)
+  } at the end. The machine was shared with other engineers' work while this ran: absolute figures are noisy, so each side ran ${repeats} times, interleaved, and the table gives the medians.`,
   '',
   `/health latency (ms) while ${heavy} (2 × cores) heavy tasks run back to back for ${seconds} s: pdf-to-images (10 pages, 150 dpi), or image-convert (1500×1000 PNG → WebP, WASM codecs; the default sharp engine already runs on libuv's threads). Goal: p99 < 50 ms.`,
   '',
@@ -172,13 +192,17 @@ const table = [
   '',
   'No on-loop peer for image-convert: 2 × cores concurrent WASM conversions on the event loop did not finish within 5 minutes in this harness (not diagnosed), so the comparison is left out.',
   '',
-  `Worker hop on a small task: pdf-info of a one-page PDF, rounds of ${N} sequential calls on each path, ${runs * 8} interleaved rounds; calls/s is the median round, the cost the median of the per-round throughput losses. Goal: cost < 10 %.`,
+  `Worker hop on a small task: pdf-info of a one-page PDF, rounds of ${N} sequential calls on each path, ${
+    runs * 8
+  } interleaved rounds; calls/s is the median round, the cost the median of the per-round throughput losses. Goal: cost < 10 %.`,
   '',
   '| path | calls/s | cost |',
   '| --- | --- | --- |',
   `| on the event loop | ${f(perSec(median(tDirect)))} | — |`,
   `| on the event loop, with the same limit guard | ${f(perSec(median(tGuarded)))} | — |`,
-  `| through the pool (1 worker, limit guard included) | ${f(perSec(median(tPool)))} | ${(cost * 100).toFixed(1)} % against the first row; the hop alone ${(hopOnly * 100).toFixed(1)} % against the second |`,
+  `| through the pool (1 worker, limit guard included) | ${f(perSec(median(tPool)))} | ${
+    (cost * 100).toFixed(1)
+  } % against the first row; the hop alone ${(hopOnly * 100).toFixed(1)} % against the second |`,
 ].join('\n');
 console.log(table);
 writeSection('Isolation: /health under heavy load, worker hop cost', table);

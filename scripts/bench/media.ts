@@ -30,8 +30,10 @@ async function interleaved(sides: Record<string, () => Promise<unknown> | unknow
 
 // ~60 s of speech with pauses: espeak-ng sentences joined by sox with 0.7 s silences.
 const lines = [
-  'The quick brown fox jumps over the lazy dog.', 'Many people were waiting at the old railway station.',
-  'A voice activity detector marks where somebody is speaking.', 'Silence and background noise should not count as speech.',
+  'The quick brown fox jumps over the lazy dog.',
+  'Many people were waiting at the old railway station.',
+  'A voice activity detector marks where somebody is speaking.',
+  'Silence and background noise should not count as speech.',
 ];
 const parts = lines.map((l, i) => speech(`bench-${i}`, l).path);
 const once = at('bench-once.wav');
@@ -50,7 +52,9 @@ const vad = await interleaved({
 });
 // decoding alone (PCM out of ffmpeg), to show what VAD itself costs
 const decodeOnly = await interleaved({
-  system: async () => { for await (const _ of system.decodeAudio((await system.tool())!, long)) { /* drain */ } },
+  system: async () => {
+    for await (const _ of system.decodeAudio((await system.tool())!, long)) { /* drain */ }
+  },
 });
 
 const clip = video('bench-clip.mp4', 20);
@@ -69,12 +73,22 @@ Machine: ${cpus().length} × ${cpu}, Node ${process.version}; median of ${RUNS} 
 
 | case | time (median) | rate / ratio | note |
 | --- | --- | --- | --- |
-| VAD, ${audioSeconds.toFixed(1)} s of espeak-ng speech (WAV), system ffmpeg decode + Silero v5 | ${ms(vad.system!)} | **RTF ${(vad.system! / 1000 / audioSeconds).toFixed(4)}** (${(audioSeconds / (vad.system! / 1000)).toFixed(0)}× real time) | decode alone ${ms(decodeOnly.system!)} |
-| VAD, same audio, WASM ffmpeg decode + Silero v5 | ${ms(vad.wasm!)} | **RTF ${(vad.wasm! / 1000 / audioSeconds).toFixed(4)}** | worker + WASM load included |
+| VAD, ${audioSeconds.toFixed(1)} s of espeak-ng speech (WAV), system ffmpeg decode + Silero v5 | ${ms(vad.system!)} | **RTF ${
+  (vad.system! / 1000 / audioSeconds).toFixed(4)
+}** (${(audioSeconds / (vad.system! / 1000)).toFixed(0)}× real time) | decode alone ${ms(decodeOnly.system!)} |
+| VAD, same audio, WASM ffmpeg decode + Silero v5 | ${ms(vad.wasm!)} | **RTF ${
+  (vad.wasm! / 1000 / audioSeconds).toFixed(4)
+}** | worker + WASM load included |
 | frame at 12.3 s of a 20 s 320×240 H.264 clip, \`ffmpeg -ss 12.3 -i clip -frames:v 1 out.png\` (peer) | ${ms(cli)} | 1.00× | one process |
-| same frame through MediaService (system ffmpeg: ffprobe + ffmpeg) | ${ms(frames['svc (system ffmpeg)']!)} | ${(frames['svc (system ffmpeg)']! / cli).toFixed(2)}× the CLI | |
-| same frame through MediaService (WASM ffmpeg) | ${ms(frames['svc (WASM ffmpeg)']!)} | ${(frames['svc (WASM ffmpeg)']! / cli).toFixed(2)}× the CLI | two fresh workers (probe, frame), each loading the 32 MB core |
-| auto frame (five candidates, then the frame), system ffmpeg | ${ms(frames['svc auto mode (system)']!)} | ${(frames['svc auto mode (system)']! / cli).toFixed(2)}× the CLI | |
+| same frame through MediaService (system ffmpeg: ffprobe + ffmpeg) | ${ms(frames['svc (system ffmpeg)']!)} | ${
+  (frames['svc (system ffmpeg)']! / cli).toFixed(2)
+}× the CLI | |
+| same frame through MediaService (WASM ffmpeg) | ${ms(frames['svc (WASM ffmpeg)']!)} | ${
+  (frames['svc (WASM ffmpeg)']! / cli).toFixed(2)
+}× the CLI | two fresh workers (probe, frame), each loading the 32 MB core |
+| auto frame (five candidates, then the frame), system ffmpeg | ${ms(frames['svc auto mode (system)']!)} | ${
+  (frames['svc auto mode (system)']! / cli).toFixed(2)
+}× the CLI | |
 
 Transcription real-time factor against whisper.cpp: **not measured**. No Whisper weights can be reached from this machine (npm's
 \`sttttsmodels\` downloads them from the hub in a postinstall script; the hub is unreachable), and whisper.cpp's npm bindings

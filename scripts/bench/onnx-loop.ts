@@ -15,7 +15,10 @@ const backend = process.argv[2];
 if (!backend) {
   const rows: string[] = [];
   for (const b of ['cpu', 'wasm']) {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bench/onnx-loop.ts', b], { encoding: 'utf8', env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' } });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bench/onnx-loop.ts', b], {
+      encoding: 'utf8',
+      env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+    });
     const line = r.stdout.trim().split('\n').at(-1) ?? '';
     if (!line.startsWith('|')) throw new Error(`${b}: ${r.stdout}\n${r.stderr}`);
     rows.push(line);
@@ -53,8 +56,20 @@ const measure = async (work: string, fn: () => Promise<unknown>) => {
   const ms = (ns: number) => (ns / 1e6).toFixed(1);
   return `| ${backend} | ${work} | ${wall.toFixed(0)} | ${ms(h2.percentile(50))} | ${ms(h2.percentile(99))} | ${ms(h2.max)} |`;
 };
-const gen = await measure('generate 200 tokens', () => post('/api/generate', { model: 'tiny-llama:test', prompt: 'Once upon a time', stream: false, options: { num_predict: 200, temperature: 0 } }));
-const emb = await measure('embed 100,000 characters', () => post('/api/embed', { model: 'tiny-bert-embed:test', input: 'lorem ipsum dolor sit amet '.repeat(3700) }));
+const gen = await measure(
+  'generate 200 tokens',
+  () =>
+    post('/api/generate', {
+      model: 'tiny-llama:test',
+      prompt: 'Once upon a time',
+      stream: false,
+      options: { num_predict: 200, temperature: 0 },
+    }),
+);
+const emb = await measure(
+  'embed 100,000 characters',
+  () => post('/api/embed', { model: 'tiny-bert-embed:test', input: 'lorem ipsum dolor sit amet '.repeat(3700) }),
+);
 await h.close();
 console.log(`${gen} ;; ${emb}`);
 process.exit(0);

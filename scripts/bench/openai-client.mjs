@@ -12,7 +12,14 @@ for await (const _ of createInterface({ input: process.stdin })) {
   const t0 = performance.now();
   let tFirst = 0;
   let tokens = 0;
-  const stream = await client.chat.completions.create({ model, messages, max_tokens: Number(maxTokens), temperature: 0, stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({
+    model,
+    messages,
+    max_tokens: Number(maxTokens),
+    temperature: 0,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   for await (const c of stream) {
     if (!tFirst && c.choices[0]?.delta?.content) tFirst = performance.now();
     if (c.usage) tokens = c.usage.completion_tokens;

@@ -64,11 +64,22 @@ async function direct(extra: Parameters<typeof srv.engine.generate>[2] = {}) {
   const t0 = now();
   let tFirst = 0;
   // the model's defaults (generation_config) layered under the request, as the chat service does
-  const gen = await srv.engine.generate(m.engineSpec, { messages }, { ...m.defaults, maxTokens: TOKENS, temperature: 0, logitsProcessors: [noEos], ...extra });
+  const gen = await srv.engine.generate(m.engineSpec, { messages }, {
+    ...m.defaults,
+    maxTokens: TOKENS,
+    temperature: 0,
+    logitsProcessors: [noEos],
+    ...extra,
+  });
   for await (const _ of gen) if (!tFirst) tFirst = now();
   const r = await gen.result;
   const tEnd = now();
-  return { ttft: tFirst - t0, tps: ((r.completionTokens - 1) * 1000) / (tEnd - tFirst), tokens: r.completionTokens, evalMsPerTok: r.timings.evalNs / 1e6 / Math.max(1, r.completionTokens - 1) };
+  return {
+    ttft: tFirst - t0,
+    tps: ((r.completionTokens - 1) * 1000) / (tEnd - tFirst),
+    tokens: r.completionTokens,
+    evalMsPerTok: r.timings.evalNs / 1e6 / Math.max(1, r.completionTokens - 1),
+  };
 }
 
 const client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
@@ -76,7 +87,14 @@ async function http() {
   const t0 = now();
   let tFirst = 0;
   let tokens = 0;
-  const stream = await client.chat.completions.create({ model: MODEL, messages: messages as never, max_tokens: TOKENS, temperature: 0, stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({
+    model: MODEL,
+    messages: messages as never,
+    max_tokens: TOKENS,
+    temperature: 0,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   for await (const c of stream) {
     if (!tFirst && c.choices[0]?.delta?.content) tFirst = now();
     if (c.usage) tokens = c.usage.completion_tokens;
@@ -87,7 +105,12 @@ async function http() {
 
 // The same client in its own process, as a real caller is (its request building, SSE parsing and garbage
 // then stay out of the server's event loop).
-const child = spawn(process.execPath, [fileURLToPath(new URL('./openai-client.mjs', import.meta.url)), `${srv.url}/v1`, MODEL, String(TOKENS)], { stdio: ['pipe', 'pipe', 'inherit'] });
+const child = spawn(process.execPath, [
+  fileURLToPath(new URL('./openai-client.mjs', import.meta.url)),
+  `${srv.url}/v1`,
+  MODEL,
+  String(TOKENS),
+], { stdio: ['pipe', 'pipe', 'inherit'] });
 const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
 async function remote(): Promise<{ ttft: number; tps: number; tokens: number }> {
   child.stdin!.write('go\n');
@@ -112,7 +135,8 @@ child.stdin!.end();
 const schema = {
   type: 'object',
   properties: {
-    title: { type: 'string' }, status: { enum: ['open', 'closed'] },
+    title: { type: 'string' },
+    status: { enum: ['open', 'closed'] },
     owner: { type: 'object', properties: { name: { type: 'string' }, id: { type: 'integer' } }, required: ['name', 'id'] },
     tags: { type: 'array', items: { type: 'string' } },
   },
@@ -121,13 +145,33 @@ const schema = {
 // the features client libraries send: bounded integers and numbers, formats and a pattern (DFA-compiled),
 // a record, a discriminated union and a recursive tree ($ref "#/$defs/node")
 const richSchema = {
-  $defs: { node: { type: 'object', properties: { label: { type: 'string', pattern: '^[a-z]{2,8}$' }, kids: { type: 'array', items: { $ref: '#/$defs/node' }, maxItems: 2 } }, required: ['label', 'kids'], additionalProperties: false } },
+  $defs: {
+    node: {
+      type: 'object',
+      properties: {
+        label: { type: 'string', pattern: '^[a-z]{2,8}$' },
+        kids: { type: 'array', items: { $ref: '#/$defs/node' }, maxItems: 2 },
+      },
+      required: ['label', 'kids'],
+      additionalProperties: false,
+    },
+  },
   type: 'object',
   properties: {
-    id: { type: 'string', format: 'uuid' }, qty: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
-    price: { type: 'number', minimum: 0, maximum: 1000 }, email: { type: 'string', format: 'email' }, when: { type: 'string', format: 'date-time' },
-    sku: { type: 'string', pattern: '^[A-Z]{2}-\\d{3}$' }, notes: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: { type: 'integer' } },
-    ship: { oneOf: [{ type: 'object', properties: { kind: { const: 'post' }, zip: { type: 'string' } }, required: ['kind', 'zip'] }, { type: 'object', properties: { kind: { const: 'pickup' }, store: { type: 'integer' } }, required: ['kind', 'store'] }] },
+    id: { type: 'string', format: 'uuid' },
+    qty: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
+    price: { type: 'number', minimum: 0, maximum: 1000 },
+    email: { type: 'string', format: 'email' },
+    when: { type: 'string', format: 'date-time' },
+    sku: { type: 'string', pattern: '^[A-Z]{2}-\\d{3}$' },
+    notes: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: { type: 'integer' } },
+    ship: {
+      oneOf: [{ type: 'object', properties: { kind: { const: 'post' }, zip: { type: 'string' } }, required: ['kind', 'zip'] }, {
+        type: 'object',
+        properties: { kind: { const: 'pickup' }, store: { type: 'integer' } },
+        required: ['kind', 'store'],
+      }],
+    },
     tree: { $ref: '#/$defs/node' },
   },
   required: ['id', 'qty', 'price', 'email', 'when', 'sku', 'notes', 'ship', 'tree'],
@@ -141,7 +185,14 @@ const constrainedRun = async (sch: unknown, seed: number, maxTokens = 160): Prom
   const c = prepareConstraint({ type: 'json_schema', schema: sch });
   const r = await direct({ processorsFor: (ctx) => c.processorsFor(ctx), temperature: 1, seed, logitsProcessors: [], maxTokens });
   const st = c.processor!.stats;
-  return { msPerTok: r.evalMsPerTok, procMsPerTok: st.totalNs / 1e6 / st.steps, walkMs: st.walkNs / 1e6, hits: st.cacheHits, steps: st.steps, tokens: r.tokens };
+  return {
+    msPerTok: r.evalMsPerTok,
+    procMsPerTok: st.totalNs / 1e6 / st.steps,
+    walkMs: st.walkNs / 1e6,
+    hits: st.cacheHits,
+    steps: st.steps,
+    tokens: r.tokens,
+  };
 };
 for (let i = 0; i < RUNS; i++) {
   cons.push(await constrainedRun(schema, i + 1));
@@ -160,24 +211,42 @@ const cMs = median(cons.map((x) => x.msPerTok));
 const rMs = median(rich.map((x) => x.msPerTok));
 const uMs = median(free);
 const body = `
-Model: **${useBig ? 'qwen2.5-0.5b-shaped random model (q8), .models-cache/qwen2.5-0.5b' : 'tiny-llama fixture (2 layers, hidden 32, vocab 485; no bigger model in .models-cache/)'}**, native CPU, 1 intra-op thread,
-${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), ${TOKENS} greedy tokens with EOS masked, median of ${RUNS} alternating runs after a warm-up. Same process, same engine instance, same parameters (the model's generation_config under the request's).
+Model: **${
+  useBig
+    ? 'qwen2.5-0.5b-shaped random model (q8), .models-cache/qwen2.5-0.5b'
+    : 'tiny-llama fixture (2 layers, hidden 32, vocab 485; no bigger model in .models-cache/)'
+}**, native CPU, 1 intra-op thread,
+${cpus().length} cores (${
+  cpus()[0]?.model ?? 'unknown CPU'
+}), ${TOKENS} greedy tokens with EOS masked, median of ${RUNS} alternating runs after a warm-up. Same process, same engine instance, same parameters (the model's generation_config under the request's).
 
 | path | time to first token (ms) | decode tokens/s | ratio vs direct |
 |---|---:|---:|---:|
 | engine.generate, direct | ${f(dT)} | ${f(dS, 0)} | 1.00 |
 | HTTP, openai client in the server's process, SSE stream | ${f(hT)} | ${f(hS, 0)} | TTFT ${f(hT / dT)}×, tokens/s ${f(hS / dS)}× |
-| HTTP, openai client in its own process (as a real caller), SSE stream | ${f(xT)} | ${f(xS, 0)} | TTFT ${f(xT / dT)}×, tokens/s ${f(xS / dS)}× |
+| HTTP, openai client in its own process (as a real caller), SSE stream | ${f(xT)} | ${f(xS, 0)} | TTFT ${f(xT / dT)}×, tokens/s ${
+  f(xS / dS)
+}× |
 
 Constrained decoding (response_format json_schema with nested object, enum, array; sampled, ${RUNS} seeds, max_tokens 160), engine direct:
 
 | decoding | ms per token (median) | of which the processor | tokens (median) |
 |---|---:|---:|---:|
 | unconstrained | ${f(uMs, 3)} | – | 160 |
-| constrained | ${f(cMs, 3)} | ${f(median(cons.map((x) => x.procMsPerTok)), 3)} (trie walks ${f(median(cons.map((x) => x.walkMs)), 1)} ms per run, mask cache hits ${median(cons.map((x) => x.hits))}/${median(cons.map((x) => x.steps))}) | ${median(cons.map((x) => x.tokens))} |
-| constrained, client features (formats, pattern, bounded numbers, record, oneOf, recursion; max_tokens 400) | ${f(rMs, 3)} | ${f(median(rich.map((x) => x.procMsPerTok)), 3)} (trie walks ${f(median(rich.map((x) => x.walkMs)), 1)} ms per run, mask cache hits ${median(rich.map((x) => x.hits))}/${median(rich.map((x) => x.steps))}) | ${median(rich.map((x) => x.tokens))} |
+| constrained | ${f(cMs, 3)} | ${f(median(cons.map((x) => x.procMsPerTok)), 3)} (trie walks ${
+  f(median(cons.map((x) => x.walkMs)), 1)
+} ms per run, mask cache hits ${median(cons.map((x) => x.hits))}/${median(cons.map((x) => x.steps))}) | ${
+  median(cons.map((x) => x.tokens))
+} |
+| constrained, client features (formats, pattern, bounded numbers, record, oneOf, recursion; max_tokens 400) | ${f(rMs, 3)} | ${
+  f(median(rich.map((x) => x.procMsPerTok)), 3)
+} (trie walks ${f(median(rich.map((x) => x.walkMs)), 1)} ms per run, mask cache hits ${median(rich.map((x) => x.hits))}/${
+  median(rich.map((x) => x.steps))
+}) | ${median(rich.map((x) => x.tokens))} |
 
-Constrained/unconstrained per-token ratio: **${f(cMs / uMs)}×**; with the client features **${f(rMs / uMs)}×** (runs interleaved: constrained, unconstrained, client features). The processor's cost is mostly the vocabulary-trie
+Constrained/unconstrained per-token ratio: **${f(cMs / uMs)}×**; with the client features **${
+  f(rMs / uMs)
+}×** (runs interleaved: constrained, unconstrained, client features). The processor's cost is mostly the vocabulary-trie
 walk, run once per distinct automaton state (free strings repeat one state, so it is cached) and growing with the
 vocabulary size; the model step grows with the weights. The HTTP path's extra time to first token is no longer the
 model's resolution (remembered per model until its manifest or record changes) nor the key check (a client's placeholder
@@ -189,7 +258,9 @@ the server's event loop; the row with the client in its own process is what a re
 goal (HTTP within 5% of the engine) is judged on.
 `;
 console.log(body);
-const { writeSection } = (await import(new URL('./write-benchmarks.mjs', import.meta.url).href)) as { writeSection: (t: string, b: string) => void };
+const { writeSection } = (await import(new URL('./write-benchmarks.mjs', import.meta.url).href)) as {
+  writeSection: (t: string, b: string) => void;
+};
 writeSection('OpenAI dialect (HTTP vs engine, constrained decoding)', body);
 await srv.stop();
 await hub.close();

@@ -21,7 +21,9 @@ import { writeSection } from './write-benchmarks.mjs';
 const runs = Number(process.argv[2] ?? 7);
 const pki = await makePki();
 try {
-  const doc = await makePdf(100, { lines: (p) => Array.from({ length: 20 }, (_, i) => `Page ${p} line ${i}: the quick brown fox jumps over the lazy dog`) });
+  const doc = await makePdf(100, {
+    lines: (p) => Array.from({ length: 20 }, (_, i) => `Page ${p} line ${i}: the quick brown fox jumps over the lazy dog`),
+  });
   const net = trustNet([]);
   const id = await identityFromPem(pki.signerKeyPem, pki.signerCertPem + pki.caPem);
   const trusted = parseCertificates(pki.caPem, 'ca');
@@ -37,20 +39,50 @@ try {
   const t = { sign: [] as number[], opensslSign: [] as number[], verify: [] as number[], pdfsig: [] as number[] };
   for (let i = 0; i < runs; i++) {
     t.sign.push(await medianTime(() => pdfSign(doc, { identity: id, net }), 1));
-    t.opensslSign.push(await medianTime(() => execFileSync('openssl', ['cms', '-sign', '-binary', '-in', pki.path('signed-bytes.bin'), '-signer', pki.path('signer.pem'), '-inkey', pki.path('signer.key'), '-certfile', pki.path('ca.pem'), '-outform', 'DER', '-out', pki.path('out.p7s'), '-md', 'sha256', '-nosmimecap']), 1));
+    t.opensslSign.push(
+      await medianTime(() =>
+        execFileSync('openssl', [
+          'cms',
+          '-sign',
+          '-binary',
+          '-in',
+          pki.path('signed-bytes.bin'),
+          '-signer',
+          pki.path('signer.pem'),
+          '-inkey',
+          pki.path('signer.key'),
+          '-certfile',
+          pki.path('ca.pem'),
+          '-outform',
+          'DER',
+          '-out',
+          pki.path('out.p7s'),
+          '-md',
+          'sha256',
+          '-nosmimecap',
+        ]), 1),
+    );
     t.verify.push(await medianTime(() => pdfVerify(signed, { trusted, net }), 1));
-    t.pdfsig.push(await medianTime(() => execFileSync('pdfsig', ['-nssdir', `sql:${pki.path('nss')}`, '-no-ocsp', pki.path('signed.pdf')]), 1));
+    t.pdfsig.push(
+      await medianTime(() => execFileSync('pdfsig', ['-nssdir', `sql:${pki.path('nss')}`, '-no-ocsp', pki.path('signed.pdf')]), 1),
+    );
   }
   const med = (a: number[]) => a.sort((x, y) => x - y)[a.length >> 1]!;
   const m = { sign: med(t.sign), opensslSign: med(t.opensslSign), verify: med(t.verify), pdfsig: med(t.pdfsig) };
   const r = (x: number) => x.toFixed(1);
   const body = `
-\`node --import tsx scripts/bench/pdf-trust.ts ${runs}\`: a 100-page text PDF (${(doc.length / 1024).toFixed(0)} KiB), RSA-2048 signer, PAdES B-B, ${runs} interleaved runs, medians. The machine was shared with other engineers' work (2 cores), so absolute times are noisy.
+\`node --import tsx scripts/bench/pdf-trust.ts ${runs}\`: a 100-page text PDF (${
+    (doc.length / 1024).toFixed(0)
+  } KiB), RSA-2048 signer, PAdES B-B, ${runs} interleaved runs, medians. The machine was shared with other engineers' work (2 cores), so absolute times are noisy.
 
 | operation | svc (ms) | peer | peer (ms) | svc / peer |
 | --- | ---: | --- | ---: | ---: |
-| sign (parse + incremental update + CMS) | ${r(m.sign)} | \`openssl cms -sign\` over the same signed bytes (CMS only, one process) | ${r(m.opensslSign)} | ${(m.sign / m.opensslSign).toFixed(2)} |
-| verify (integrity, chain, coverage) | ${r(m.verify)} | \`pdfsig -no-ocsp\` with the CA in an NSS database (one process) | ${r(m.pdfsig)} | ${(m.verify / m.pdfsig).toFixed(2)} |
+| sign (parse + incremental update + CMS) | ${r(m.sign)} | \`openssl cms -sign\` over the same signed bytes (CMS only, one process) | ${
+    r(m.opensslSign)
+  } | ${(m.sign / m.opensslSign).toFixed(2)} |
+| verify (integrity, chain, coverage) | ${r(m.verify)} | \`pdfsig -no-ocsp\` with the CA in an NSS database (one process) | ${
+    r(m.pdfsig)
+  } | ${(m.verify / m.pdfsig).toFixed(2)} |
 
 The openssl row does not parse or write the PDF; it bounds what the CMS step costs in a native tool.
 `;

@@ -35,7 +35,12 @@ const rand = () => {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 };
 const normal = () => Math.sqrt(-2 * Math.log(rand() || 1e-12)) * Math.cos(2 * Math.PI * rand());
-const unit = (v: Float32Array) => { let n = 0; for (const x of v) n += x * x; n = Math.sqrt(n); return v.map((x) => x / n); };
+const unit = (v: Float32Array) => {
+  let n = 0;
+  for (const x of v) n += x * x;
+  n = Math.sqrt(n);
+  return v.map((x) => x / n);
+};
 const around = (c: Float32Array, s: number) => unit(Float32Array.from(c, (x) => x + s * normal()));
 const centres = Array.from({ length: CENTRES }, () => unit(Float32Array.from({ length: DIMS }, normal)));
 
@@ -44,15 +49,23 @@ const store = await openStore(`file:${join(dir, 'ann.db')}`);
 if (!(await hasVectorFunctions(store.db))) throw new Error('this libSQL has no vector functions');
 if (INDEX_KIND === 'default') {
   // same table and index names as the engine's, so its `create … if not exists` finds them made
-  await sql.raw(`create table retrieval_vectors_${DIMS} (chunk_id integer primary key, index_id text not null, embedding F32_BLOB(${DIMS}) not null)`).execute(store.db);
-  await sql.raw(`create index retrieval_vectors_${DIMS}_idx on retrieval_vectors_${DIMS} (libsql_vector_idx(embedding, 'metric=cosine'))`).execute(store.db);
+  await sql.raw(
+    `create table retrieval_vectors_${DIMS} (chunk_id integer primary key, index_id text not null, embedding F32_BLOB(${DIMS}) not null)`,
+  ).execute(store.db);
+  await sql.raw(`create index retrieval_vectors_${DIMS}_idx on retrieval_vectors_${DIMS} (libsql_vector_idx(embedding, 'metric=cosine'))`)
+    .execute(store.db);
 }
 const INDEX = 'ann';
 const vectors: Float32Array[] = [];
 const t0 = performance.now();
 for (let b = 0; b < N; b += 500) {
   const n = Math.min(500, N - b);
-  const ids = await insertChunks(store.db, INDEX, `d${b}`, Array.from({ length: n }, (_, i) => ({ position: i, text: `chunk ${b + i}`, meta: {} })));
+  const ids = await insertChunks(
+    store.db,
+    INDEX,
+    `d${b}`,
+    Array.from({ length: n }, (_, i) => ({ position: i, text: `chunk ${b + i}`, meta: {} })),
+  );
   const vs = ids.map(() => around(centres[Math.floor(rand() * CENTRES)]!, SPREAD));
   vectors.push(...vs);
   await storeVectors(store.db, DIMS, ids.map((id, i) => ({ chunkId: id, indexId: INDEX, vector: vs[i]! })));
@@ -77,13 +90,27 @@ for (let q = 0; q < Q; q++) {
   }
 }
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const table = ['| vector_top_k candidates | recall@10 vs exact | p50 ms |', '| --- | --- | --- |',
+const table = [
+  '| vector_top_k candidates | recall@10 vs exact | p50 ms |',
+  '| --- | --- | --- |',
   ...variants.map((v, i) => `| ${v.name} | ${recall[i]!.toFixed(3)} | ${p50(times[i]!).toFixed(1)} |`),
-  `| exact scan (reference) | 1.000 | ${p50(exactT).toFixed(1)} |`].join('\n');
+  `| exact scan (reference) | 1.000 | ${p50(exactT).toFixed(1)} |`,
+].join('\n');
 console.log(table);
 console.log(`insert into the DiskANN index: ${insertPerS.toFixed(0)} vectors/s`);
-writeSection(`Search: vector index over-fetch, spread ${SPREAD}${INDEX_KIND === 'default' ? ', default index parameters' : ''} (scripts/bench/search-ann.ts)`, `\`node --import tsx scripts/bench/search-ann.ts ${N} ${Q} ${SPREAD}${INDEX_KIND === 'default' ? ' default' : ''}\`: ${N} vectors (${DIMS} dims, ${CENTRES} clusters, per-dimension spread ${SPREAD}) in the DiskANN index ${INDEX_KIND === 'default' ? 'with libSQL\'s default parameters' : 'as the engine builds it (float8 neighbours, 32 per node)'}, ${Q} queries, variants interleaved; libSQL file, Node; shared machine (2 cores, load average above 10), latencies noisy. Inserting into the index ran at ${insertPerS.toFixed(0)} vectors/s, which is why this runs at ${N} and not at 100k.
+writeSection(
+  `Search: vector index over-fetch, spread ${SPREAD}${
+    INDEX_KIND === 'default' ? ', default index parameters' : ''
+  } (scripts/bench/search-ann.ts)`,
+  `\`node --import tsx scripts/bench/search-ann.ts ${N} ${Q} ${SPREAD}${
+    INDEX_KIND === 'default' ? ' default' : ''
+  }\`: ${N} vectors (${DIMS} dims, ${CENTRES} clusters, per-dimension spread ${SPREAD}) in the DiskANN index ${
+    INDEX_KIND === 'default' ? "with libSQL's default parameters" : 'as the engine builds it (float8 neighbours, 32 per node)'
+  }, ${Q} queries, variants interleaved; libSQL file, Node; shared machine (2 cores, load average above 10), latencies noisy. Inserting into the index ran at ${
+    insertPerS.toFixed(0)
+  } vectors/s, which is why this runs at ${N} and not at 100k.
 
-${table}`);
+${table}`,
+);
 await store.close();
 rmSync(dir, { recursive: true, force: true });

@@ -69,7 +69,10 @@ for (let i = 0; i < N; i++) {
   const own = [...words(t, 'a'), ...words(t, 'b')];
   const noise = [pick(words(Math.floor(rand() * TOPICS), rand() < 0.5 ? 'a' : 'b')), pick(words(Math.floor(rand() * TOPICS), 'a'))];
   const body = [...Array.from({ length: 40 }, filler), pick(own), pick(own), pick(own), ...noise, `pn${i.toString(36)}`];
-  for (let k = body.length - 1; k > 0; k--) { const j = Math.floor(rand() * (k + 1)); [body[k], body[j]] = [body[j]!, body[k]!]; }
+  for (let k = body.length - 1; k > 0; k--) {
+    const j = Math.floor(rand() * (k + 1));
+    [body[k], body[j]] = [body[j]!, body[k]!];
+  }
   texts.push(body.join(' '));
   vectors.push(around(centres[t]!, 0.04));
 }
@@ -77,7 +80,11 @@ const byTopic = new Map<number, number[]>();
 topicOf.forEach((t, i) => byTopic.set(t, [...(byTopic.get(t) ?? []), i]));
 
 // labelled queries: topic words (either vocabulary), and for half a chunk's part number
-interface LabelledQuery { text: string; vector: Float32Array; rel: Map<number, number> }
+interface LabelledQuery {
+  text: string;
+  vector: Float32Array;
+  rel: Map<number, number>;
+}
 const queries: LabelledQuery[] = Array.from({ length: Q }, (_, q) => {
   const target = Math.floor(rand() * N);
   const t = topicOf[target]!;
@@ -98,7 +105,12 @@ function ndcg10(ranked: number[], rel: Map<number, number>): number {
 
 // the reranker: the tiny fixture cross-encoder through the inference engine
 const inference = createInferenceEngine({ ...loadConfig(new Map(), {}), backend: 'cpu' as const });
-const rerankSpec = { name: 'tiny-bert-reranker', dir: 'test/fixtures/models/tiny-bert-reranker', task: 'text-classification' as const, dtype: 'fp32' as const };
+const rerankSpec = {
+  name: 'tiny-bert-reranker',
+  dir: 'test/fixtures/models/tiny-bert-reranker',
+  task: 'text-classification' as const,
+  dtype: 'fp32' as const,
+};
 const RERANK_CANDIDATES = 20;
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-search-'));
@@ -114,21 +126,34 @@ const corpusIndex = (docId: string, position: number) => Number(docId.slice(1)) 
 async function indexLibsql(): Promise<{ textMs: number; vecMs: number }> {
   // the vector table without the DiskANN index: building it at 100k takes far longer than this run (see the
   // vector store section); vector queries here are exact scans, as on PostgreSQL without pgvector
-  await sql.raw(`create table if not exists retrieval_vectors_${DIMS} (chunk_id integer primary key, index_id text not null, embedding F32_BLOB(${DIMS}) not null)`).execute(libStore.db);
+  await sql.raw(
+    `create table if not exists retrieval_vectors_${DIMS} (chunk_id integer primary key, index_id text not null, embedding F32_BLOB(${DIMS}) not null)`,
+  ).execute(libStore.db);
   let textMs = 0, vecMs = 0;
   for (let b = 0; b < N; b += PER_DOC) {
     const n = Math.min(PER_DOC, N - b);
     let t = performance.now();
-    await libsql.putDocument(INDEX, docOf(b), Array.from({ length: n }, (_, k) => ({ position: k, text: texts[b + k]!, meta: { metadata: { topic: topicOf[b + k] } } })));
+    await libsql.putDocument(
+      INDEX,
+      docOf(b),
+      Array.from({ length: n }, (_, k) => ({ position: k, text: texts[b + k]!, meta: { metadata: { topic: topicOf[b + k] } } })),
+    );
     textMs += performance.now() - t;
-    const ids = (await libStore.db.selectFrom('retrieval_chunks').select(['id', 'position']).where('index_id', '=', INDEX).where('doc_id', '=', docOf(b)).execute());
+    const ids = await libStore.db.selectFrom('retrieval_chunks').select(['id', 'position']).where('index_id', '=', INDEX).where(
+      'doc_id',
+      '=',
+      docOf(b),
+    ).execute();
     t = performance.now();
     await libStore.db.transaction().execute(async (trx) => {
       for (const r of ids) {
         const v = vectors[b + Number(r.position)]!;
-        await sql`insert into ${sql.table(`retrieval_vectors_${DIMS}`)} (chunk_id, index_id, embedding) values (${Number(r.id)}, ${INDEX}, ${new Uint8Array(v.buffer, v.byteOffset, v.byteLength)})`.execute(trx);
+        await sql`insert into ${sql.table(`retrieval_vectors_${DIMS}`)} (chunk_id, index_id, embedding) values (${
+          Number(r.id)
+        }, ${INDEX}, ${new Uint8Array(v.buffer, v.byteOffset, v.byteLength)})`.execute(trx);
       }
-      await trx.updateTable('retrieval_chunks').set({ embedded_dims: DIMS }).where('index_id', '=', INDEX).where('doc_id', '=', docOf(b)).execute();
+      await trx.updateTable('retrieval_chunks').set({ embedded_dims: DIMS }).where('index_id', '=', INDEX).where('doc_id', '=', docOf(b))
+        .execute();
     });
     vecMs += performance.now() - t;
     if ((b / PER_DOC) % 20 === 0) process.stderr.write(`libsql indexed ${b + n}/${N}\n`);
@@ -141,10 +166,16 @@ async function indexPg(): Promise<{ textMs: number; vecMs: number }> {
   for (let b = 0; b < N; b += PER_DOC) {
     const n = Math.min(PER_DOC, N - b);
     let t = performance.now();
-    await postgres.putDocument(INDEX, docOf(b), Array.from({ length: n }, (_, k) => ({ position: k, text: texts[b + k]!, meta: { metadata: { topic: topicOf[b + k] } } })));
+    await postgres.putDocument(
+      INDEX,
+      docOf(b),
+      Array.from({ length: n }, (_, k) => ({ position: k, text: texts[b + k]!, meta: { metadata: { topic: topicOf[b + k] } } })),
+    );
     textMs += performance.now() - t;
     const rows = await postgres.store.pending(INDEX, docOf(b), PER_DOC + 1);
-    const pos = await sql<{ id: number; position: number }>`select id, position from search_chunks where index_id = ${INDEX} and doc_id = ${docOf(b)}`.execute(postgres.store.db);
+    const pos = await sql<{ id: number; position: number }>`select id, position from search_chunks where index_id = ${INDEX} and doc_id = ${
+      docOf(b)
+    }`.execute(postgres.store.db);
     const posOf = new Map(pos.rows.map((r) => [Number(r.id), Number(r.position)]));
     t = performance.now();
     await postgres.store.storeVectors(rows.map((r) => ({ id: r.id, vector: vectors[b + posOf.get(r.id)!]! })));
@@ -165,7 +196,13 @@ const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(
 
 async function run(b: SearchBackend, mode: Mode, q: LabelledQuery): Promise<number[]> {
   const m: SearchMode = mode === 'hybrid+rerank' ? 'hybrid' : mode;
-  const hits = await b.search([INDEX], q.text, { mode: m, limit: mode === 'hybrid+rerank' ? RERANK_CANDIDATES : 10, model: 'bench', semanticWeight: m === 'keyword' ? 0 : m === 'semantic' ? 1 : 0.5, exactVectors: true });
+  const hits = await b.search([INDEX], q.text, {
+    mode: m,
+    limit: mode === 'hybrid+rerank' ? RERANK_CANDIDATES : 10,
+    model: 'bench',
+    semanticWeight: m === 'keyword' ? 0 : m === 'semantic' ? 1 : 0.5,
+    exactVectors: true,
+  });
   let ids = hits.map((h) => corpusIndex(h.chunk.doc_id, h.chunk.position));
   if (mode === 'hybrid+rerank' && hits.length) {
     const scores = await inference.rerank(rerankSpec, q.text, hits.map((h) => h.chunk.text));
@@ -200,22 +237,31 @@ const status = { libsql: await libsql.status(), postgres: await postgres.status(
 const lines = [
   '| cluster | indexing: chunks + full text | indexing: vectors | vectors served by |',
   '| --- | --- | --- | --- |',
-  ...(['libsql', 'postgres'] as const).map((k) => `| ${k} | ${perS(indexing[k].textMs)} chunks/s | ${perS(indexing[k].vecMs)} vectors/s | ${k === 'libsql' ? 'exact scan (vector_distance_cos; no DiskANN index at this size)' : status.postgres.vectors} |`),
+  ...(['libsql', 'postgres'] as const).map((k) =>
+    `| ${k} | ${perS(indexing[k].textMs)} chunks/s | ${perS(indexing[k].vecMs)} vectors/s | ${
+      k === 'libsql' ? 'exact scan (vector_distance_cos; no DiskANN index at this size)' : status.postgres.vectors
+    } |`
+  ),
   '',
   '| cluster | mode | queries | p50 ms | p95 ms | NDCG@10 |',
   '| --- | --- | --- | --- | --- | --- |',
-  ...backends.flatMap(([name]) => MODES.map((m) => {
-    const r = results[name]![m]!;
-    return `| ${name} | ${m} | ${r.t.length} | ${f(pct(r.t, 0.5))} | ${f(pct(r.t, 0.95))} | ${mean(r.ndcg).toFixed(3)} |`;
-  })),
+  ...backends.flatMap(([name]) =>
+    MODES.map((m) => {
+      const r = results[name]![m]!;
+      return `| ${name} | ${m} | ${r.t.length} | ${f(pct(r.t, 0.5))} | ${f(pct(r.t, 0.95))} | ${mean(r.ndcg).toFixed(3)} |`;
+    })
+  ),
 ];
 const table = lines.join('\n');
 console.log(table);
-writeSection('Search: keyword, vector, hybrid, rerank on libSQL and PostgreSQL (scripts/bench/search.ts)', `\`node --import tsx scripts/bench/search.ts ${N} ${Q} ${QPG}\`: ${N} generated chunks (${TOPICS} topics, ${DIMS}-dimension vectors around topic centres), labelled queries (half name a chunk's part number), modes interleaved per query; PostgreSQL 15 from Debian (no pgvector: every vector of the scope fetched and scanned exactly in the process), libSQL file through @libsql/client; Node; the machine was shared with other engineers' work (2 cores), so latencies are noisy. PostgreSQL vector modes ran on the first ${QPG} queries only (each is an exact scan of all ${N} vectors).
+writeSection(
+  'Search: keyword, vector, hybrid, rerank on libSQL and PostgreSQL (scripts/bench/search.ts)',
+  `\`node --import tsx scripts/bench/search.ts ${N} ${Q} ${QPG}\`: ${N} generated chunks (${TOPICS} topics, ${DIMS}-dimension vectors around topic centres), labelled queries (half name a chunk's part number), modes interleaved per query; PostgreSQL 15 from Debian (no pgvector: every vector of the scope fetched and scanned exactly in the process), libSQL file through @libsql/client; Node; the machine was shared with other engineers' work (2 cores), so latencies are noisy. PostgreSQL vector modes ran on the first ${QPG} queries only (each is an exact scan of all ${N} vectors).
 
 ${table}
 
-Rerank: the top ${RERANK_CANDIDATES} hybrid candidates rescored by the tiny random fixture cross-encoder (the catalog's ms-marco-minilm cannot be downloaded here), so the hybrid+rerank NDCG says nothing about a trained reranker; its latency is the cost of the step. The vectors are generated with the corpus (no embedding model in the loop). NDCG@10 labels: the chunk whose part number the query names = 2, other chunks of the query's topic = 1.`);
+Rerank: the top ${RERANK_CANDIDATES} hybrid candidates rescored by the tiny random fixture cross-encoder (the catalog's ms-marco-minilm cannot be downloaded here), so the hybrid+rerank NDCG says nothing about a trained reranker; its latency is the cost of the step. The vectors are generated with the corpus (no embedding model in the loop). NDCG@10 labels: the chunk whose part number the query names = 2, other chunks of the query's topic = 1.`,
+);
 await inference.close();
 await postgres.close();
 await libStore.close();

@@ -28,7 +28,10 @@ const BASE: [string, string, string][] = [
   ['zh', 'cmn', '昨天天气很好，所以我们沿着河边散步，一直走到太阳落山。'],
 ];
 // 1000 texts: each sentence with a varying tail so no detector can cache
-const TEXTS = Array.from({ length: 1000 }, (_, i) => { const b = BASE[i % BASE.length]!; return { ...b, text: `${b[2]} ${i}` }; });
+const TEXTS = Array.from({ length: 1000 }, (_, i) => {
+  const b = BASE[i % BASE.length]!;
+  return { ...b, text: `${b[2]} ${i}` };
+});
 
 async function languageRows() {
   await detectLanguage('warm up');
@@ -40,8 +43,16 @@ async function languageRows() {
   }
   const eld: number[] = [], fr: number[] = [];
   for (let r = 0; r < RUNS; r++) {
-    eld.push(await medianTime(async () => { for (const t of TEXTS) await detectLanguage(t.text); }, 1));
-    fr.push(await medianTime(() => { for (const t of TEXTS) franc(t.text); }, 1));
+    eld.push(
+      await medianTime(async () => {
+        for (const t of TEXTS) await detectLanguage(t.text);
+      }, 1),
+    );
+    fr.push(
+      await medianTime(() => {
+        for (const t of TEXTS) franc(t.text);
+      }, 1),
+    );
   }
   const med = (a: number[]) => a.sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
   const e = TEXTS.length / (med(eld) / 1000), f = TEXTS.length / (med(fr) / 1000);
@@ -52,15 +63,26 @@ async function languageRows() {
 }
 
 function piiRows() {
-  const texts = Array.from({ length: 1000 }, (_, i) =>
-    `Customer ${i} wrote from user${i}@example.org, phone +44 20 7946 ${String(1000 + i).slice(-4)}. Refund to GB82 WEST 1234 5698 7654 32 `
-    + `(old account GB82 WEST 1234 5698 7654 ${String(10 + (i % 80)).padStart(2, '0')}), card 4111 1111 1111 ${String(1111 + (i % 9)).padStart(4, '0')}. Order #${100000 + i} on 2024-03-${String(1 + (i % 28)).padStart(2, '0')}.`);
+  const texts = Array.from(
+    { length: 1000 },
+    (_, i) =>
+      `Customer ${i} wrote from user${i}@example.org, phone +44 20 7946 ${
+        String(1000 + i).slice(-4)
+      }. Refund to GB82 WEST 1234 5698 7654 32 ` +
+      `(old account GB82 WEST 1234 5698 7654 ${String(10 + (i % 80)).padStart(2, '0')}), card 4111 1111 1111 ${
+        String(1111 + (i % 9)).padStart(4, '0')
+      }. Order #${100000 + i} on 2024-03-${String(1 + (i % 28)).padStart(2, '0')}.`,
+  );
   let ours = 0, base = 0;
   for (const t of texts) ours += findPii(t).length, base += findPiiRegexOnly(t).length;
   const a: number[] = [], b: number[] = [];
   for (let r = 0; r < RUNS; r++) {
-    const s1 = performance.now(); for (const t of texts) findPii(t); a.push(performance.now() - s1);
-    const s2 = performance.now(); for (const t of texts) findPiiRegexOnly(t); b.push(performance.now() - s2);
+    const s1 = performance.now();
+    for (const t of texts) findPii(t);
+    a.push(performance.now() - s1);
+    const s2 = performance.now();
+    for (const t of texts) findPiiRegexOnly(t);
+    b.push(performance.now() - s2);
   }
   const med = (x: number[]) => x.sort((p, q) => p - q)[Math.floor(x.length / 2)]!;
   const o = texts.length / (med(a) / 1000), g = texts.length / (med(b) / 1000);
@@ -83,11 +105,23 @@ async function summaryRows() {
   try {
     let info: { chunks?: number; calls?: number } = {};
     const ms = await medianTime(async () => {
-      const res = await h.post('/svc/v1/summarize', { model: 'tiny-llama:test', file: pdf, filename: 'r.pdf', chunk_tokens: 60, length: 'short' });
+      const res = await h.post('/svc/v1/summarize', {
+        model: 'tiny-llama:test',
+        file: pdf,
+        filename: 'r.pdf',
+        chunk_tokens: 60,
+        length: 'short',
+      });
       info = await res.json();
       if (res.status !== 200) throw new Error(JSON.stringify(info));
     }, 3);
-    return [`| summarize: 100-page PDF, tiny fixture model | ${(ms / 100).toFixed(1)} ms/page | — | ${info.chunks} chunks, ${info.calls} model calls, ${(ms / 1000).toFixed(1)} s in all (random 2-layer model: pipeline cost, not a real model's speed) |`];
+    return [
+      `| summarize: 100-page PDF, tiny fixture model | ${
+        (ms / 100).toFixed(1)
+      } ms/page | — | ${info.chunks} chunks, ${info.calls} model calls, ${
+        (ms / 1000).toFixed(1)
+      } s in all (random 2-layer model: pipeline cost, not a real model's speed) |`,
+    ];
   } finally {
     await h.close();
   }
@@ -95,7 +129,8 @@ async function summaryRows() {
 
 const rows = [...(await languageRows()), ...piiRows(), ...(await summaryRows())];
 const cpu = cpus()[0]?.model ?? 'cpu';
-const body = `Machine: ${cpus().length} × ${cpu}, Node ${process.version}; medians of ${RUNS} runs (summarize: 3), the compared sides interleaved, on a shared machine (other engineers' jobs were running). Run: \`node --import tsx scripts/bench/text.ts\`.
+const body =
+  `Machine: ${cpus().length} × ${cpu}, Node ${process.version}; medians of ${RUNS} runs (summarize: 3), the compared sides interleaved, on a shared machine (other engineers' jobs were running). Run: \`node --import tsx scripts/bench/text.ts\`.
 
 | case | throughput | ratio | note |
 | --- | --- | --- | --- |

@@ -47,8 +47,16 @@ const dir = mkdtempSync(join(tmpdir(), 'svc-bench-vs-'));
 const store = await openStore(`file:${join(dir, 'bench.db')}`);
 const config = { ...loadConfig(new Map(), {}), backend: 'cpu' as const };
 const inference = createInferenceEngine(config);
-const embedSpec = { name: 'tiny-bert-embed', dir: 'test/fixtures/models/tiny-bert-embed', task: 'feature-extraction' as const, dtype: 'fp32' as const };
-const engine = new RetrievalEngine(store.db, async (_m, texts) => (await inference.embed(embedSpec, texts)).vectors.map((v) => Float32Array.from(v)));
+const embedSpec = {
+  name: 'tiny-bert-embed',
+  dir: 'test/fixtures/models/tiny-bert-embed',
+  task: 'feature-extraction' as const,
+  dtype: 'fp32' as const,
+};
+const engine = new RetrievalEngine(
+  store.db,
+  async (_m, texts) => (await inference.embed(embedSpec, texts)).vectors.map((v) => Float32Array.from(v)),
+);
 const INDEX = 'vs_bench';
 
 // indexing: full-text rows and vectors, timed apart
@@ -116,7 +124,10 @@ const rows = [
 ];
 const table = ['| measure | value |', '| --- | --- |', ...rows].join('\n');
 console.log(table);
-writeSection('Vector store search (scripts/bench/vector-search.ts)', `\`node --import tsx scripts/bench/vector-search.ts ${N} ${Q}\`, ${Q} queries, exact and index interleaved, Node, libSQL file; the machine was shared with other engineers' work (2 cores), so latencies are noisy.\n\n${table}\n\nGoal: p50 < 20 ms at 100k chunks with recall@10 ≥ 0.95. The embedding share is the tiny fixture model's (a real embedding model is tens to hundreds of times slower per chunk, so its share only grows).`);
+writeSection(
+  'Vector store search (scripts/bench/vector-search.ts)',
+  `\`node --import tsx scripts/bench/vector-search.ts ${N} ${Q}\`, ${Q} queries, exact and index interleaved, Node, libSQL file; the machine was shared with other engineers' work (2 cores), so latencies are noisy.\n\n${table}\n\nGoal: p50 < 20 ms at 100k chunks with recall@10 ≥ 0.95. The embedding share is the tiny fixture model's (a real embedding model is tens to hundreds of times slower per chunk, so its share only grows).`,
+);
 await inference.close();
 await store.close();
 rmSync(dir, { recursive: true, force: true });

@@ -15,15 +15,24 @@ const rounds = Number(process.argv[3] ?? 3);
 spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
 // The bare peer bundled exactly as scripts/build.mjs bundles svc.
 await build({
-  entryPoints: ['scripts/bench/bare-hono.ts'], outfile: 'dist/bench-bare-hono.mjs', bundle: true, platform: 'node', format: 'esm',
-  target: 'node20', packages: 'external', logLevel: 'warning',
+  entryPoints: ['scripts/bench/bare-hono.ts'],
+  outfile: 'dist/bench-bare-hono.mjs',
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  packages: 'external',
+  logLevel: 'warning',
 });
 const bin = (n) => join('node_modules', '.bin', n);
 const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
 const svcArgs = ['--port', '0', '--data-dir', dataDir];
 const targets = {
   node: { svc: [process.execPath, ['dist/main.mjs', ...svcArgs]], bare: [process.execPath, ['dist/bench-bare-hono.mjs', '0']] },
-  deno: { svc: [bin('deno'), ['run', '-A', 'src/main.ts', ...svcArgs]], bare: [bin('deno'), ['run', '-A', 'scripts/bench/bare-hono.ts', '0']] },
+  deno: {
+    svc: [bin('deno'), ['run', '-A', 'src/main.ts', ...svcArgs]],
+    bare: [bin('deno'), ['run', '-A', 'scripts/bench/bare-hono.ts', '0']],
+  },
   bun: { svc: [bin('bun'), ['src/main.ts', ...svcArgs]], bare: [bin('bun'), ['scripts/bench/bare-hono.ts', '0']] },
 };
 
@@ -35,7 +44,9 @@ async function start([cmd, args], env = {}) {
   const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', fd], env: { ...process.env, ...env } });
   closeSync(fd);
   let exited = null;
-  child.on('exit', (c) => { exited = c; });
+  child.on('exit', (c) => {
+    exited = c;
+  });
   for (let i = 0; i < 600; i++) {
     const m = /listening on (http:\/\/\S+)/.exec(readFileSync(logFile, 'utf8'));
     if (m) return { child, url: m[1] };
@@ -53,14 +64,20 @@ function wrk(url) {
   return Number(m[1]);
 }
 
-const median = (xs) => { const v = xs.filter(Number.isFinite).sort((a, b) => a - b); return v.length ? v[Math.floor(v.length / 2)] : NaN; };
+const median = (xs) => {
+  const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  return v.length ? v[Math.floor(v.length / 2)] : NaN;
+};
 const rows = [];
 for (const [rt, t] of Object.entries(targets)) {
   const runs = { bare: [], svc: [], svcQuiet: [] };
   for (let round = 0; round < rounds; round++) {
     for (const [kind, cmd] of [['bare', t.bare], ['svc', t.svc], ['svcQuiet', t.svc]]) {
       const s = await start(cmd, kind === 'svcQuiet' ? { SVC_LOG_LEVEL: 'warn' } : {}).catch((e) => ({ error: e }));
-      if (s.error) { console.error(`${rt} ${kind}: ${s.error.message}`); continue; }
+      if (s.error) {
+        console.error(`${rt} ${kind}: ${s.error.message}`);
+        continue;
+      }
       try {
         runs[kind].push(wrk(`${s.url}/api/version`));
       } finally {
@@ -78,11 +95,19 @@ const table = [
   '',
   '| runtime | minimal Hono (header read + set) req/s | svc req/s (access log on) | ratio | svc req/s (log level warn) | ratio |',
   '| --- | ---: | ---: | ---: | ---: | ---: |',
-  ...rows.map((r) => `| ${r.rt} | ${fmt(r.bare)} | ${fmt(r.svc)} | ${(r.svc / r.bare).toFixed(2)} | ${fmt(r.svcQuiet)} | ${(r.svcQuiet / r.bare).toFixed(2)} |`),
+  ...rows.map((r) =>
+    `| ${r.rt} | ${fmt(r.bare)} | ${fmt(r.svc)} | ${(r.svc / r.bare).toFixed(2)} | ${fmt(r.svcQuiet)} | ${
+      (r.svcQuiet / r.bare).toFixed(2)
+    } |`
+  ),
   '',
   'Every round (req/s), to show the spread on this machine:',
   '',
-  ...rows.map((r) => `- ${r.rt}: bare ${r.spread.bare.map(fmt).join(', ')}; svc ${r.spread.svc.map(fmt).join(', ')}; svc quiet ${r.spread.svcQuiet.map(fmt).join(', ')}`),
+  ...rows.map((r) =>
+    `- ${r.rt}: bare ${r.spread.bare.map(fmt).join(', ')}; svc ${r.spread.svc.map(fmt).join(', ')}; svc quiet ${
+      r.spread.svcQuiet.map(fmt).join(', ')
+    }`
+  ),
   '',
   'Goal: svc within 10% of bare Hono (ratio ≥ 0.90).',
   '',

@@ -2,7 +2,9 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 export function writeSection(title, body, file = 'BENCHMARKS.md') {
-  let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n\nEach section is written by the script it names; ratios compare against the named peer measured in the same run.\n';
+  let text = existsSync(file)
+    ? readFileSync(file, 'utf8')
+    : '# Benchmarks\n\nEach section is written by the script it names; ratios compare against the named peer measured in the same run.\n';
   const head = `## ${title}`;
   const section = `${head}\n\n${body.trim()}\n`;
   const start = text.indexOf(head);

@@ -6,7 +6,10 @@
 const SHORT: Record<string, string> = { o: 'output', f: 'file', q: 'quantize', h: 'help', v: 'version' };
 const BOOLEAN = new Set(['json', 'help', 'version', 'insecure', 'verbose', 'no-start', 'think', 'hidethinking', 'force', 'nowordwrap']);
 
-export interface CliWords { positional: string[]; flags: Map<string, string> }
+export interface CliWords {
+  positional: string[];
+  flags: Map<string, string>;
+}
 
 export function parseCliWords(argv: string[]): CliWords {
   const flags = new Map<string, string>();

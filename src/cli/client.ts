@@ -64,7 +64,12 @@ export class SvcClient {
 
   /** Yields the objects of an NDJSON (or plain JSON) answer one by one. */
   async *ndjson<T = Record<string, unknown>>(path: string, body: unknown, signal?: AbortSignal): AsyncGenerator<T> {
-    const res = await this.fetch(path, { method: 'POST', body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' }, signal });
+    const res = await this.fetch(path, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'Content-Type': 'application/json' },
+      signal,
+    });
     const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
     let buf = '';
     for (;;) {
@@ -98,7 +103,16 @@ export class SvcClient {
     mkdirSync(this.config.dataDir, { recursive: true });
     const logFile = `${this.config.dataDir}/serve.log`;
     const self = selfCommand();
-    spawnDetached(self.cmd, [...self.args, 'serve', '--host', this.config.host, '--port', String(this.config.port), '--data-dir', this.config.dataDir], logFile);
+    spawnDetached(self.cmd, [
+      ...self.args,
+      'serve',
+      '--host',
+      this.config.host,
+      '--port',
+      String(this.config.port),
+      '--data-dir',
+      this.config.dataDir,
+    ], logFile);
     opts.onStart?.(logFile);
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {

@@ -10,7 +10,7 @@ import { UsageError } from './args.ts';
 import { ServerError, type SvcClient } from './client.ts';
 import { parseModelfile } from './modelfile.ts';
 import type { CommandContext } from './models.ts';
-import { ProgressView, type Progress } from './progress.ts';
+import { type Progress, ProgressView } from './progress.ts';
 
 /** Pushes one file as a blob unless the server already holds it; returns its digest. */
 async function pushBlob(client: SvcClient, path: string): Promise<string> {
@@ -29,7 +29,9 @@ async function pushBlob(client: SvcClient, path: string): Promise<string> {
 /** A local path's files, as `files`/`adapters` maps of name → digest (a directory gives all its files). */
 async function pushPath(client: SvcClient, path: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
-  const names = statSync(path).isDirectory() ? readdirSync(path, { recursive: true }).map(String).filter((n) => statSync(join(path, n)).isFile()) : [basename(path)];
+  const names = statSync(path).isDirectory()
+    ? readdirSync(path, { recursive: true }).map(String).filter((n) => statSync(join(path, n)).isFile())
+    : [basename(path)];
   const root = statSync(path).isDirectory() ? path : dirname(path);
   for (const name of names) {
     writeErr(`pushing ${name}\n`);

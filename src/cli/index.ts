@@ -9,14 +9,28 @@ import { writeErr } from '../runtime/process.ts';
 import { parseCliWords, UsageError } from './args.ts';
 import { ConnectError, ServerError, SvcClient } from './client.ts';
 import { create } from './create.ts';
-import { cp, list, ps, pull, rm, show, stop, type CommandContext } from './models.ts';
+import { type CommandContext, cp, list, ps, pull, rm, show, stop } from './models.ts';
 import { printError } from './output.ts';
 import { run } from './run.ts';
 import { md, ocr, pdf, transcribe } from './tasks.ts';
 import { mcp } from './mcp.ts';
 
 const COMMANDS: Record<string, (ctx: CommandContext) => Promise<number>> = {
-  pull, run, list, ls: list, ps, show, rm, cp, create, stop, ocr, md, pdf, transcribe, mcp,
+  pull,
+  run,
+  list,
+  ls: list,
+  ps,
+  show,
+  rm,
+  cp,
+  create,
+  stop,
+  ocr,
+  md,
+  pdf,
+  transcribe,
+  mcp,
 };
 
 export const isClientCommand = (word: string | undefined): boolean => word !== undefined && word in COMMANDS;
@@ -44,8 +58,16 @@ export async function runClientCommand(argv: string[]): Promise<number> {
     const serverFlags = new Map([...flags].filter(([k]) => SERVER_FLAGS.has(k)));
     const config = loadConfig(serverFlags, envVars());
     const client = new SvcClient(config, envVars().SVC_API_KEY || undefined);
-    await client.ensureServer({ start: !flags.has('no-start'), onStart: (log) => writeErr(`starting a server in the background (log: ${log})\n`) });
-    return await COMMANDS[name!]!({ client, json: flags.has('json'), words, flags: new Map([...flags].filter(([k]) => !SERVER_FLAGS.has(k))) });
+    await client.ensureServer({
+      start: !flags.has('no-start'),
+      onStart: (log) => writeErr(`starting a server in the background (log: ${log})\n`),
+    });
+    return await COMMANDS[name!]!({
+      client,
+      json: flags.has('json'),
+      words,
+      flags: new Map([...flags].filter(([k]) => !SERVER_FLAGS.has(k))),
+    });
   } catch (e) {
     if (e instanceof UsageError || e instanceof ConfigError) {
       printError(e.message);

@@ -40,11 +40,21 @@ export function parseModelfile(text: string): Modelfile {
       value = parts.join('\n');
     } else if (/^".*"$/s.test(value)) value = value.slice(1, -1);
     switch (instr) {
-      case 'FROM': mf.from = value.trim(); break;
-      case 'SYSTEM': mf.system = value; break;
-      case 'TEMPLATE': mf.template = value; break;
-      case 'LICENSE': (mf.license ??= []).push(value); break;
-      case 'ADAPTER': mf.adapters.push(value.trim()); break;
+      case 'FROM':
+        mf.from = value.trim();
+        break;
+      case 'SYSTEM':
+        mf.system = value;
+        break;
+      case 'TEMPLATE':
+        mf.template = value;
+        break;
+      case 'LICENSE':
+        (mf.license ??= []).push(value);
+        break;
+      case 'ADAPTER':
+        mf.adapters.push(value.trim());
+        break;
       case 'MESSAGE': {
         const mm = /^(system|user|assistant)\s+([\s\S]*)$/i.exec(value);
         if (!mm) throw new UsageError(`Modelfile line ${i + 1}: MESSAGE takes a role (system, user, assistant) and a text`);
@@ -57,8 +67,9 @@ export function parseModelfile(text: string): Modelfile {
         const [, name, raw] = pm as unknown as [string, string, string];
         const v = raw.trim().replace(/^"(.*)"$/s, '$1');
         // stop may repeat; every other parameter is a number, a boolean or a word
-        if (name === 'stop') (mf.parameters.stop as string[] | undefined ?? (mf.parameters.stop = [])) && (mf.parameters.stop as string[]).push(v);
-        else mf.parameters[name] = NUMERIC.test(v) ? Number(v) : v === 'true' || v === 'false' ? v === 'true' : v;
+        if (name === 'stop') {
+          (mf.parameters.stop as string[] | undefined ?? (mf.parameters.stop = [])) && (mf.parameters.stop as string[]).push(v);
+        } else mf.parameters[name] = NUMERIC.test(v) ? Number(v) : v === 'true' || v === 'false' ? v === 'true' : v;
         break;
       }
       default:

@@ -1,11 +1,16 @@
 /** `svc pull | list | ps | show | rm | cp | stop`: model management against a running server. */
-import { ProgressView, type Progress } from './progress.ts';
+import { type Progress, ProgressView } from './progress.ts';
 import { humanAge, humanBytes, table } from './output.ts';
 import type { SvcClient } from './client.ts';
 import { writeOut } from '../runtime/process.ts';
 import { UsageError } from './args.ts';
 
-export interface CommandContext { client: SvcClient; json: boolean; words: string[]; flags: Map<string, string> }
+export interface CommandContext {
+  client: SvcClient;
+  json: boolean;
+  words: string[];
+  flags: Map<string, string>;
+}
 
 const need = (words: string[], n: number, usage: string) => {
   if (words.length < n) throw new UsageError(`usage: ${usage}`);
@@ -27,27 +32,55 @@ export async function pull(ctx: CommandContext): Promise<number> {
   return 0;
 }
 
-interface TagEntry { name: string; digest?: string; size?: number; modified_at?: string; details?: { parameter_size?: string; quantization_level?: string } }
+interface TagEntry {
+  name: string;
+  digest?: string;
+  size?: number;
+  modified_at?: string;
+  details?: { parameter_size?: string; quantization_level?: string };
+}
 
 export async function list(ctx: CommandContext): Promise<number> {
   const { models } = await ctx.client.json<{ models: TagEntry[] }>('GET', '/api/tags');
   if (ctx.json) return print({ models });
-  const rows = models.map((m) => [m.name, (m.digest ?? '').slice(0, 12), m.size ? humanBytes(m.size) : '', m.modified_at ? humanAge(m.modified_at) : 'not downloaded']);
+  const rows = models.map((
+    m,
+  ) => [
+    m.name,
+    (m.digest ?? '').slice(0, 12),
+    m.size ? humanBytes(m.size) : '',
+    m.modified_at ? humanAge(m.modified_at) : 'not downloaded',
+  ]);
   writeOut(table(['NAME', 'ID', 'SIZE', 'MODIFIED'], rows));
   return 0;
 }
 
-interface PsEntry { name: string; digest?: string; size?: number; size_vram?: number; backend?: { device?: string; runtime?: string; dtype?: string } }
+interface PsEntry {
+  name: string;
+  digest?: string;
+  size?: number;
+  size_vram?: number;
+  backend?: { device?: string; runtime?: string; dtype?: string };
+}
 
 export async function ps(ctx: CommandContext): Promise<number> {
   const { models } = await ctx.client.json<{ models: PsEntry[] }>('GET', '/api/ps');
   if (ctx.json) return print({ models });
-  const rows = models.map((m) => [m.name, (m.digest ?? '').slice(0, 12), humanBytes(m.size ?? 0), [m.backend?.device, m.backend?.dtype].filter(Boolean).join(' ')]);
+  const rows = models.map((
+    m,
+  ) => [m.name, (m.digest ?? '').slice(0, 12), humanBytes(m.size ?? 0), [m.backend?.device, m.backend?.dtype].filter(Boolean).join(' ')]);
   writeOut(table(['NAME', 'ID', 'SIZE', 'PROCESSOR'], rows));
   return 0;
 }
 
-interface ShowAnswer { details?: Record<string, unknown>; capabilities?: string[]; parameters?: string; system?: string; license?: string; model_info?: Record<string, unknown> }
+interface ShowAnswer {
+  details?: Record<string, unknown>;
+  capabilities?: string[];
+  parameters?: string;
+  system?: string;
+  license?: string;
+  model_info?: Record<string, unknown>;
+}
 
 export async function show(ctx: CommandContext): Promise<number> {
   const [model] = need(ctx.words, 1, 'svc show <model>');

@@ -37,7 +37,13 @@ export function humanAge(iso: string | undefined, now = Date.now()): string {
   const s = (now - Date.parse(iso)) / 1000;
   if (!Number.isFinite(s)) return '';
   if (s < 60) return 'just now';
-  const [n, unit] = s < 3600 ? [s / 60, 'minute'] : s < 86400 ? [s / 3600, 'hour'] : s < 86400 * 30 ? [s / 86400, 'day'] : [s / (86400 * 30), 'month'];
+  const [n, unit] = s < 3600
+    ? [s / 60, 'minute']
+    : s < 86400
+    ? [s / 3600, 'hour']
+    : s < 86400 * 30
+    ? [s / 86400, 'day']
+    : [s / (86400 * 30), 'month'];
   const k = Math.floor(n);
   return `${k} ${unit}${k === 1 ? '' : 's'} ago`;
 }

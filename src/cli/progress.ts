@@ -5,9 +5,25 @@
 import { stderrIsTTY, terminalColumns, writeErr } from '../runtime/process.ts';
 import { humanBytes, humanDuration } from './output.ts';
 
-export interface Progress { status: string; digest?: string; total?: number; completed?: number }
+export interface Progress {
+  status: string;
+  digest?: string;
+  total?: number;
+  completed?: number;
+}
 
-interface Layer { status: string; digest?: string; total: number; completed: number; startedAt: number; startBytes: number; speed: number; lastAt: number; lastBytes: number; done: boolean }
+interface Layer {
+  status: string;
+  digest?: string;
+  total: number;
+  completed: number;
+  startedAt: number;
+  startBytes: number;
+  speed: number;
+  lastAt: number;
+  lastBytes: number;
+  done: boolean;
+}
 
 export class ProgressView {
   readonly #layers: Layer[] = [];
@@ -23,7 +39,18 @@ export class ProgressView {
     let layer = this.#layers.find((l) => (l.digest ?? l.status) === key);
     const t = this.now();
     if (!layer) {
-      layer = { status: p.status, digest: p.digest, total: p.total ?? 0, completed: p.completed ?? 0, startedAt: t, startBytes: p.completed ?? 0, speed: 0, lastAt: t, lastBytes: p.completed ?? 0, done: false };
+      layer = {
+        status: p.status,
+        digest: p.digest,
+        total: p.total ?? 0,
+        completed: p.completed ?? 0,
+        startedAt: t,
+        startBytes: p.completed ?? 0,
+        speed: 0,
+        lastAt: t,
+        lastBytes: p.completed ?? 0,
+        done: false,
+      };
       this.#layers.push(layer);
       if (!this.#tty && !p.digest) writeErr(`${p.status}\n`);
     }
@@ -53,7 +80,11 @@ export class ProgressView {
     const sizes = `${humanBytes(l.completed)}/${humanBytes(l.total)}`;
     const avg = (l.completed - l.startBytes) / Math.max(1e-3, (l.lastAt - l.startedAt) / 1000);
     const speed = l.speed > 0 ? l.speed : avg;
-    const tail = l.completed >= l.total ? '' : speed > 0 ? `  ${humanBytes(speed)}/s  ${humanDuration((l.total - l.completed) / speed)}` : '';
+    const tail = l.completed >= l.total
+      ? ''
+      : speed > 0
+      ? `  ${humanBytes(speed)}/s  ${humanDuration((l.total - l.completed) / speed)}`
+      : '';
     const width = Math.max(10, Math.min(30, terminalColumns() - name.length - sizes.length - tail.length - 14));
     const fill = Math.round((pct / 100) * width);
     return `${name} ${String(pct).padStart(3)}% ▕${'█'.repeat(fill)}${' '.repeat(width - fill)}▏ ${sizes}${tail}`;

@@ -7,12 +7,21 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { lineReader, onInterrupt, readStdin, stdinIsTTY, stdoutIsTTY, writeErr, writeOut } from '../runtime/process.ts';
 import { ServerError, type SvcClient } from './client.ts';
-import { pullModel, type CommandContext } from './models.ts';
+import { type CommandContext, pullModel } from './models.ts';
 import { dim, printError } from './output.ts';
 import { UsageError } from './args.ts';
 
-interface Message { role: string; content: string; images?: string[] }
-interface ChatChunk { message?: { content?: string; thinking?: string }; done?: boolean; eval_count?: number; eval_duration?: number }
+interface Message {
+  role: string;
+  content: string;
+  images?: string[];
+}
+interface ChatChunk {
+  message?: { content?: string; thinking?: string };
+  done?: boolean;
+  eval_count?: number;
+  eval_duration?: number;
+}
 
 interface Session {
   model: string;
@@ -56,7 +65,16 @@ async function answer(client: SvcClient, s: Session, json: boolean): Promise<str
   let text = '';
   let thinking = false;
   try {
-    for await (const ch of client.ndjson<ChatChunk>('/api/chat', { model: s.model, messages, stream: true, options: s.options, ...(s.format ? { format: s.format } : {}), ...(s.think === undefined ? {} : { think: s.think }) }, abort.signal)) {
+    for await (
+      const ch of client.ndjson<ChatChunk>('/api/chat', {
+        model: s.model,
+        messages,
+        stream: true,
+        options: s.options,
+        ...(s.format ? { format: s.format } : {}),
+        ...(s.think === undefined ? {} : { think: s.think }),
+      }, abort.signal)
+    ) {
       if (json) {
         writeOut(JSON.stringify(ch) + '\n');
         text += ch.message?.content ?? '';

@@ -8,10 +8,24 @@ import { basename } from 'node:path';
 import { stderrIsTTY, stdoutIsTTY, writeErr, writeOut } from '../runtime/process.ts';
 import { UsageError } from './args.ts';
 import { errorOf, type SvcClient } from './client.ts';
-import { print, type CommandContext } from './models.ts';
+import { type CommandContext, print } from './models.ts';
 
-interface JobRecord { status: string; result?: unknown; error?: string; error_code?: number; error_reason?: string; progress_current?: number | null; progress_total?: number | null }
-interface FileResult { object: 'file'; file_id: string; filename?: string; content_type?: string; content_url: string }
+interface JobRecord {
+  status: string;
+  result?: unknown;
+  error?: string;
+  error_code?: number;
+  error_reason?: string;
+  progress_current?: number | null;
+  progress_total?: number | null;
+}
+interface FileResult {
+  object: 'file';
+  file_id: string;
+  filename?: string;
+  content_type?: string;
+  content_url: string;
+}
 
 export type TaskOutput = { json: unknown } | { bytes: Uint8Array; contentType: string; filename?: string };
 
@@ -45,7 +59,10 @@ export async function runTask(client: SvcClient, name: string, body: FormData): 
     if (job.status !== 'processing') {
       if (tty) writeErr('\r\x1b[2K');
       if (job.status === 'completed') return fetchResult(client, job.result);
-      throw errorOf(job.error_code ?? 500, JSON.stringify({ error: job.error_reason ?? job.status, message: job.error ?? `the job ended ${job.status}` }));
+      throw errorOf(
+        job.error_code ?? 500,
+        JSON.stringify({ error: job.error_reason ?? job.status, message: job.error ?? `the job ended ${job.status}` }),
+      );
     }
     if (tty && job.progress_total) writeErr(`\r\x1b[2K${name} ${job.progress_current ?? 0}/${job.progress_total}`);
     await new Promise((r) => setTimeout(r, delay));
@@ -88,7 +105,9 @@ function deliver(out: TaskOutput, ctx: CommandContext, text?: (j: Record<string,
     writeOut(out.bytes);
     return 0;
   }
-  if (stdoutIsTTY()) throw new UsageError(`the result is a file (${out.filename ?? out.contentType}): name it with -o <path>, or redirect stdout`);
+  if (stdoutIsTTY()) {
+    throw new UsageError(`the result is a file (${out.filename ?? out.contentType}): name it with -o <path>, or redirect stdout`);
+  }
   writeOut(out.bytes);
   return 0;
 }
@@ -107,14 +126,20 @@ export async function md(ctx: CommandContext): Promise<number> {
 export async function pdf(ctx: CommandContext): Promise<number> {
   const [op, ...files] = ctx.words;
   if (!op || !/^[a-z][a-z-]*$/.test(op) || files.length === 0) {
-    throw new UsageError('usage: svc pdf <info|merge|split|edit|unlock|redact|to-images|search|watermark|…> <file.pdf> [more.pdf …] [--option value …] [-o out]');
+    throw new UsageError(
+      'usage: svc pdf <info|merge|split|edit|unlock|redact|to-images|search|watermark|…> <file.pdf> [more.pdf …] [--option value …] [-o out]',
+    );
   }
   return deliver(await runTask(ctx.client, `pdf-${op}`, form(files, ctx.flags)), ctx);
 }
 
 /** `svc transcribe <audio>`: the OpenAI-dialect transcription route, plain text by default. */
 export async function transcribe(ctx: CommandContext): Promise<number> {
-  if (ctx.words.length !== 1) throw new UsageError('usage: svc transcribe <audio-or-video> [--model whisper:tiny] [--language en] [--response-format text|srt|vtt|json] [-o out]');
+  if (ctx.words.length !== 1) {
+    throw new UsageError(
+      'usage: svc transcribe <audio-or-video> [--model whisper:tiny] [--language en] [--response-format text|srt|vtt|json] [-o out]',
+    );
+  }
   const fd = form(ctx.words, new Map());
   fd.append('model', ctx.flags.get('model') ?? 'whisper:tiny');
   const format = ctx.flags.get('response-format') ?? (ctx.json ? 'verbose_json' : 'text');

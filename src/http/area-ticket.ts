@@ -42,7 +42,9 @@ export function areaTicketAuth(tickets: AreaTickets): MiddlewareHandler<AppEnv> 
     const session = await tickets.session(ticket);
     if (!session) return next();
     if (csrf !== session.csrfToken) throw forbidden('the X-Svc-Csrf header does not match the area ticket');
-    if (!SAFE.has(c.req.method) && !sameOrigin(c)) throw forbidden('a state-changing console request must come from the console\'s own origin');
+    if (!SAFE.has(c.req.method) && !sameOrigin(c)) {
+      throw forbidden("a state-changing console request must come from the console's own origin");
+    }
     c.set('owner', session.owner);
     c.set('areaTicket', session);
     return next();

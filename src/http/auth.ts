@@ -7,7 +7,7 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import { ServiceError } from '../services/errors.ts';
-import { LOCAL_OWNER, TOKEN_PREFIX, type KeyService, type Owner } from '../services/keys/api-keys.ts';
+import { type KeyService, LOCAL_OWNER, type Owner, TOKEN_PREFIX } from '../services/keys/api-keys.ts';
 import type { AppEnv } from './context.ts';
 import { familyOf } from './family.ts';
 
@@ -16,7 +16,8 @@ export const unauthorized = (message: string) =>
 
 /** Routes a liveness probe or a first-time visitor needs without a key. */
 const isPublic = (method: string, path: string) =>
-  path === '/health' || path === '/svc/v1/admin/area-ticket' || path === '/svc/v1/admin/logout' || path === '/api/version' || ((method === 'GET' || method === 'HEAD') && !/^\/(v1|api|svc|mcp)(\/|$)/.test(path));
+  path === '/health' || path === '/svc/v1/admin/area-ticket' || path === '/svc/v1/admin/logout' || path === '/api/version' ||
+  ((method === 'GET' || method === 'HEAD') && !/^\/(v1|api|svc|mcp)(\/|$)/.test(path));
 
 export function tokenOf(authorization: string | undefined, apiKeyHeader: string | undefined): string | null {
   if (authorization) {
@@ -49,7 +50,11 @@ export function auth(keys: KeyService, anonymousAdmin = true): MiddlewareHandler
       if (token.startsWith(TOKEN_PREFIX) || (await keys.keysRequired())) throw unauthorized('invalid or revoked API key');
     }
     if (!isPublic(c.req.method, path) && (await keys.keysRequired())) {
-      throw unauthorized(takesApiKeyHeader ? 'an API key is required: send x-api-key: <token> or Authorization: Bearer <token>' : 'an API key is required: send Authorization: Bearer <token>');
+      throw unauthorized(
+        takesApiKeyHeader
+          ? 'an API key is required: send x-api-key: <token> or Authorization: Bearer <token>'
+          : 'an API key is required: send Authorization: Bearer <token>',
+      );
     }
     c.set('owner', anonymous);
     return next();

@@ -6,8 +6,11 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { ServiceError } from '../services/errors.ts';
 
 export const tooLarge = (limit: number) =>
-  new ServiceError(413, 'request_too_large',
-    `request body exceeds the maximum upload size of ${limit} bytes; upload the file first (POST /svc/v1/files/upload) and pass its file id instead`);
+  new ServiceError(
+    413,
+    'request_too_large',
+    `request body exceeds the maximum upload size of ${limit} bytes; upload the file first (POST /svc/v1/files/upload) and pass its file id instead`,
+  );
 
 export const maxBytesOf = (c: Context): number => c.get('maxUploadBytes') as number;
 
@@ -51,6 +54,9 @@ export async function readBodyLimited(c: Context): Promise<Uint8Array> {
   }
   const out = new Uint8Array(total);
   let off = 0;
-  for (const p of parts) { out.set(p, off); off += p.byteLength; }
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.byteLength;
+  }
   return out;
 }

@@ -8,14 +8,25 @@
  */
 import type { Context } from 'hono';
 import { isServiceError, ServiceError } from '../services/errors.ts';
-import { familyOf, type Family } from './family.ts';
+import { type Family, familyOf } from './family.ts';
 
 const PROBLEM_STATUSES = new Set([400, 404, 413, 415, 422]);
 
 const STATUS_TITLES: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 413: 'Content Too Large',
-  415: 'Unsupported Media Type', 421: 'Misdirected Request', 422: 'Unprocessable Content', 429: 'Too Many Requests',
-  499: 'Client Closed Request', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  421: 'Misdirected Request',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  499: 'Client Closed Request',
+  500: 'Internal Server Error',
+  501: 'Not Implemented',
+  503: 'Service Unavailable',
 };
 
 function openaiType(status: number): string {
@@ -44,17 +55,29 @@ function anthropicType(status: number): string {
   return 'invalid_request_error';
 }
 
-export interface ErrorPayload { status: number; body: unknown; headers: Record<string, string> }
+export interface ErrorPayload {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
 
 export function errorPayload(err: ServiceError, family: Family, instance?: string): ErrorPayload {
   const headers: Record<string, string> = { ...(err.headers ?? {}) };
   if (family === 'openai') {
     headers['Content-Type'] = 'application/json';
-    return { status: err.status, headers, body: { error: { message: err.message, type: openaiType(err.status), code: err.reason, param: paramOf(err.details) } } };
+    return {
+      status: err.status,
+      headers,
+      body: { error: { message: err.message, type: openaiType(err.status), code: err.reason, param: paramOf(err.details) } },
+    };
   }
   if (family === 'anthropic') {
     headers['Content-Type'] = 'application/json';
-    return { status: err.status, headers, body: { type: 'error', error: { type: anthropicType(err.status), message: err.message, ...err.fields } } };
+    return {
+      status: err.status,
+      headers,
+      body: { type: 'error', error: { type: anthropicType(err.status), message: err.message, ...err.fields } },
+    };
   }
   if (family === 'ollama') {
     headers['Content-Type'] = 'application/json';
@@ -63,8 +86,14 @@ export function errorPayload(err: ServiceError, family: Family, instance?: strin
   if (PROBLEM_STATUSES.has(err.status)) {
     headers['Content-Type'] = 'application/problem+json';
     const body: Record<string, unknown> = {
-      type: `urn:svc:problem:${err.reason}`, title: STATUS_TITLES[err.status] ?? 'Error', status: err.status,
-      detail: err.message, instance, error: err.reason, message: err.message, ...err.fields,
+      type: `urn:svc:problem:${err.reason}`,
+      title: STATUS_TITLES[err.status] ?? 'Error',
+      status: err.status,
+      detail: err.message,
+      instance,
+      error: err.reason,
+      message: err.message,
+      ...err.fields,
     };
     if (err.details !== undefined) body.errors = err.details;
     return { status: err.status, headers, body };

@@ -30,7 +30,11 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
   const streams: NodeJS.ReadableStream[] = [];
   let bb: busboy.Busboy;
   try {
-    bb = busboy({ headers: { 'content-type': c.req.header('content-type') ?? '' }, defParamCharset: 'utf8', limits: { fileSize: max, files: 100, fields: 1000, fieldSize: 1024 * 1024 } });
+    bb = busboy({
+      headers: { 'content-type': c.req.header('content-type') ?? '' },
+      defParamCharset: 'utf8',
+      limits: { fileSize: max, files: 100, fields: 1000, fieldSize: 1024 * 1024 },
+    });
   } catch (e) {
     throw invalidRequest(`malformed multipart request: ${(e as Error).message}`);
   }
@@ -40,7 +44,9 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
       const index = streams.length; // arrival position: saves may finish out of order
       streams.push(stream);
       let truncated = false;
-      stream.on('limit', () => { truncated = true; });
+      stream.on('limit', () => {
+        truncated = true;
+      });
       saves.push(
         store.saveStream(owner, stream, { filename: info.filename ?? field, contentType: info.mimeType, purpose }).then(async (file) => {
           if (truncated) {
@@ -53,8 +59,12 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
       );
     });
     // busboy drops parts past its limits silently: refuse the request instead of losing inputs
-    bb.on('filesLimit', () => { overLimit ??= 'more than 100 file parts'; });
-    bb.on('fieldsLimit', () => { overLimit ??= 'more than 1000 fields'; });
+    bb.on('filesLimit', () => {
+      overLimit ??= 'more than 100 file parts';
+    });
+    bb.on('fieldsLimit', () => {
+      overLimit ??= 'more than 1000 fields';
+    });
     bb.on('close', resolve);
     bb.on('error', (e) => reject(isServiceError(e) ? e : invalidRequest(`malformed multipart request: ${(e as Error).message}`)));
   });
@@ -66,7 +76,9 @@ export async function readMultipart(c: Context<AppEnv>, store: FileStore, purpos
   });
   source.pipe(bb);
   let failure: unknown = null;
-  await done.catch((e) => { failure = e; });
+  await done.catch((e) => {
+    failure = e;
+  });
   // Saves are pushed while parsing, so only now is the list complete.
   for (const r of await Promise.allSettled(saves)) if (r.status === 'rejected' && !failure) failure = r.reason;
   if (!failure && overLimit) failure = invalidRequest(`malformed multipart request: ${overLimit}`);

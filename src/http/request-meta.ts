@@ -30,7 +30,8 @@ export function requestMeta(nodeTag: string, log: Logger): MiddlewareHandler<App
     }
     if (logging) {
       const owner = (c.get('owner') as { id?: string } | undefined)?.id ?? '-';
-      const line = (status: number) => log.access(`${c.req.method} ${c.req.path} ${status} ${(performance.now() - started).toFixed(1)}ms owner=${owner} rid=${rid}`);
+      const line = (status: number) =>
+        log.access(`${c.req.method} ${c.req.path} ${status} ${(performance.now() - started).toFixed(1)}ms owner=${owner} rid=${rid}`);
       const ended = c.get('streamEnded');
       // A stream is logged when it ends: 499 when the client left before the end.
       if (ended && c.res.status === 200) void ended.then((how) => line(how === 'cancelled' ? 499 : 200));

@@ -5,15 +5,27 @@
 import type { MiddlewareHandler } from 'hono';
 
 export const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data: blob:", "connect-src 'self'",
-  "media-src 'self' blob:", "worker-src 'self' blob:", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "media-src 'self' blob:",
+  "worker-src 'self' blob:",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
 ].join('; ');
 
 /**
  * The playground also compiles WebAssembly (onnxruntime-web for in-browser inference, pdf.js' decoders):
  * 'wasm-unsafe-eval' allows WebAssembly.compile and nothing else (no JavaScript eval). Other pages go without.
  */
-export const PLAYGROUND_CONTENT_SECURITY_POLICY = CONTENT_SECURITY_POLICY.replace("script-src 'self'", "script-src 'self' 'wasm-unsafe-eval'");
+export const PLAYGROUND_CONTENT_SECURITY_POLICY = CONTENT_SECURITY_POLICY.replace(
+  "script-src 'self'",
+  "script-src 'self' 'wasm-unsafe-eval'",
+);
 const WASM_PAGES = new Set(['/playground.html']);
 
 export function securityHeaders(): MiddlewareHandler {

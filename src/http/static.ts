@@ -7,9 +7,16 @@ import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 
 const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8', '.json': 'application/json', '.svg': 'image/svg+xml', '.png': 'image/png',
-  '.ico': 'image/x-icon', '.txt': 'text/plain; charset=utf-8', '.wasm': 'application/wasm',
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.txt': 'text/plain; charset=utf-8',
+  '.wasm': 'application/wasm',
 };
 
 /** public/ beside src/ (TypeScript run directly) or beside dist/ (Node bundle), else under the working directory. */
@@ -40,7 +47,9 @@ export function serveStatic(dir: string | null, embedded: Record<string, string>
       if (file.startsWith(dir)) {
         try {
           const body = await readFile(file);
-          return c.req.method === 'HEAD' ? c.body(null, 200, { 'Content-Type': type }) : c.body(new Uint8Array(body), 200, { 'Content-Type': type });
+          return c.req.method === 'HEAD'
+            ? c.body(null, 200, { 'Content-Type': type })
+            : c.body(new Uint8Array(body), 200, { 'Content-Type': type });
         } catch { /* fall through */ }
       }
     }

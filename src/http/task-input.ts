@@ -6,12 +6,18 @@
  * Every form ends as files on disk; what this request created is removed by cleanup().
  */
 import type { Context } from 'hono';
-import { TASK_INPUT, type FileStore, type StoredFile } from '../services/files/file-store.ts';
+import { type FileStore, type StoredFile, TASK_INPUT } from '../services/files/file-store.ts';
 import type { AppEnv } from './context.ts';
 import { isMultipart, readMultipart } from './multipart.ts';
 import { invalidRequest, readJsonBody } from './validate.ts';
 
-export interface InputFile { path: string; filename: string; contentType: string; bytes: number; fileId: string }
+export interface InputFile {
+  path: string;
+  filename: string;
+  contentType: string;
+  bytes: number;
+  fileId: string;
+}
 
 export interface TaskInput {
   files: InputFile[];
@@ -22,12 +28,20 @@ export interface TaskInput {
   cleanup(): Promise<void>;
 }
 
-const toInput = (f: StoredFile): InputFile => ({ path: f.path, filename: f.filename, contentType: f.content_type, bytes: Number(f.bytes), fileId: f.id });
+const toInput = (f: StoredFile): InputFile => ({
+  path: f.path,
+  filename: f.filename,
+  contentType: f.content_type,
+  bytes: Number(f.bytes),
+  fileId: f.id,
+});
 
 function parseField(value: string): unknown {
   const t = value.trim();
   if (/^(\{|\[|true$|false$|null$|-?\d)/.test(t)) {
-    try { return JSON.parse(t); } catch { /* a plain string */ }
+    try {
+      return JSON.parse(t);
+    } catch { /* a plain string */ }
   }
   return value;
 }
@@ -45,7 +59,9 @@ export async function readTaskInput(c: Context<AppEnv>, store: FileStore, opts: 
   const owner = c.get('owner').id;
   const fileField = opts.fileField ?? 'file';
   const created: string[] = [];
-  const cleanup = async () => { await Promise.all(created.map((id) => store.delete(owner, id).catch(() => {}))); };
+  const cleanup = async () => {
+    await Promise.all(created.map((id) => store.delete(owner, id).catch(() => {})));
+  };
 
   if (isMultipart(c)) {
     const mp = await readMultipart(c, store, TASK_INPUT);
@@ -60,7 +76,9 @@ export async function readTaskInput(c: Context<AppEnv>, store: FileStore, opts: 
   }
 
   const body = await readJsonBody(c);
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidRequest('request body must be a JSON object', [{ field: '(body)', message: 'expected an object' }]);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw invalidRequest('request body must be a JSON object', [{ field: '(body)', message: 'expected an object' }]);
+  }
   const { input_format, file, file_id, file_ids, files, filename, ...options } = body as Record<string, unknown>;
   const format = input_format ?? (file_id !== undefined || file_ids !== undefined ? 'FileIdentifier' : 'Base64EncodedFile');
   if (format !== 'Base64EncodedFile' && format !== 'FileIdentifier') {
@@ -83,10 +101,15 @@ export async function readTaskInput(c: Context<AppEnv>, store: FileStore, opts: 
   const out: InputFile[] = [];
   try {
     for (const e of entries) {
-      if (typeof e.value !== 'string' || e.value === '') throw invalidRequest(`${e.field} must be a non-empty string`, [{ field: e.field, message: 'expected a string' }]);
+      if (typeof e.value !== 'string' || e.value === '') {
+        throw invalidRequest(`${e.field} must be a non-empty string`, [{ field: e.field, message: 'expected a string' }]);
+      }
       if (e.format === 'FileIdentifier') out.push(toInput(await store.get(owner, e.value)));
       else {
-        const saved = await store.saveBytes(owner, decodeBase64(e.value, e.field), { filename: typeof e.filename === 'string' ? e.filename : 'upload', purpose: TASK_INPUT });
+        const saved = await store.saveBytes(owner, decodeBase64(e.value, e.field), {
+          filename: typeof e.filename === 'string' ? e.filename : 'upload',
+          purpose: TASK_INPUT,
+        });
         created.push(saved.id);
         out.push(toInput(saved));
       }

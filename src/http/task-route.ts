@@ -44,7 +44,11 @@ export function taskHandler<I>(runner: TaskRunner, def: TaskRouteDef<I>): Handle
     const input = await def.input(c);
     let submission;
     try {
-      submission = await runner.submit(task, input, { owner: c.get('owner'), preferAsync: prefersAsync(c), clientSignal: c.req.raw.signal });
+      submission = await runner.submit(task, input, {
+        owner: c.get('owner'),
+        preferAsync: prefersAsync(c),
+        clientSignal: c.req.raw.signal,
+      });
     } catch (e) {
       await def.cleanup?.(input); // refused at admission (429): nothing ran
       throw e;
@@ -54,14 +58,24 @@ export function taskHandler<I>(runner: TaskRunner, def: TaskRouteDef<I>): Handle
         const location = `/svc/v1/jobs/${submission.jobId}`;
         // The balancer routes the polls of a cookie-aware client back to this node (docs/fleet.md).
         if (runner.fleetMember) c.header('Set-Cookie', nodeCookie(runner.nodeTag));
-        return c.json({
-          job_id: submission.jobId, status: 'processing',
-          message: `The ${submission.task} task is running as a background job; poll GET ${location} until its status is no longer processing.`,
-        }, 202, { Location: location });
+        return c.json(
+          {
+            job_id: submission.jobId,
+            status: 'processing',
+            message:
+              `The ${submission.task} task is running as a background job; poll GET ${location} until its status is no longer processing.`,
+          },
+          202,
+          { Location: location },
+        );
       }
       case 'closed':
         if (submission.by === 'client') c.set('clientClosed', true);
-        throw new ServiceError(499, 'cancelled', submission.by === 'cancel' ? 'the task was cancelled' : 'the client closed the connection');
+        throw new ServiceError(
+          499,
+          'cancelled',
+          submission.by === 'cancel' ? 'the task was cancelled' : 'the client closed the connection',
+        );
       case 'inline': {
         const o = submission.outcome;
         if (!o.ok) throw o.error;

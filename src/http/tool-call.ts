@@ -22,10 +22,14 @@ export type ToolOutcome =
   | { ok: true; result: unknown }
   | { ok: false; status: number; reason: string; message: string };
 
-const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve) => {
-  const t = setTimeout(resolve, ms);
-  signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
-});
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
 
 async function failure(res: Response): Promise<ToolOutcome> {
   const text = await res.text();
@@ -37,7 +41,12 @@ async function failure(res: Response): Promise<ToolOutcome> {
       const e = err as { message?: string; code?: string; type?: string };
       return { ok: false, status: res.status, reason: e.code ?? e.type ?? 'error', message: e.message ?? text };
     }
-    return { ok: false, status: res.status, reason: typeof err === 'string' ? err : 'error', message: String(b.message ?? b.detail ?? text) };
+    return {
+      ok: false,
+      status: res.status,
+      reason: typeof err === 'string' ? err : 'error',
+      message: String(b.message ?? b.detail ?? text),
+    };
   } catch {
     return { ok: false, status: res.status, reason: 'error', message: text || res.statusText };
   }
@@ -54,19 +63,39 @@ async function awaitJob(dispatch: Dispatch, jobId: string, o: ToolCallOptions): 
     }
     const res = await dispatch(path, { method: 'GET', headers: o.headers });
     if (!res.ok) return failure(res);
-    const job = await res.json() as { status: string; result?: unknown; error?: string; error_code?: number; error_reason?: string; progress_current?: number | null; progress_total?: number | null };
+    const job = await res.json() as {
+      status: string;
+      result?: unknown;
+      error?: string;
+      error_code?: number;
+      error_reason?: string;
+      progress_current?: number | null;
+      progress_total?: number | null;
+    };
     const mark = `${job.progress_current}/${job.progress_total}`;
     if (job.progress_current != null && mark !== last) {
       last = mark;
       await o.onProgress?.(job.progress_current, job.progress_total ?? undefined);
     }
     if (job.status === 'completed') return { ok: true, result: job.result };
-    if (job.status !== 'processing') return { ok: false, status: job.error_code ?? 500, reason: job.error_reason ?? job.status, message: job.error ?? `the job ended ${job.status}` };
+    if (job.status !== 'processing') {
+      return {
+        ok: false,
+        status: job.error_code ?? 500,
+        reason: job.error_reason ?? job.status,
+        message: job.error ?? `the job ended ${job.status}`,
+      };
+    }
     await sleep(o.pollMs ?? 100, o.signal);
   }
 }
 
-export async function callNativeTool(dispatch: Dispatch, tool: NativeTool, args: Record<string, unknown>, o: ToolCallOptions): Promise<ToolOutcome> {
+export async function callNativeTool(
+  dispatch: Dispatch,
+  tool: NativeTool,
+  args: Record<string, unknown>,
+  o: ToolCallOptions,
+): Promise<ToolOutcome> {
   const headers: Record<string, string> = { ...o.headers, 'content-type': 'application/json' };
   if (tool.task) headers.prefer = 'respond-async';
   const path = tool.pathOf?.(args) ?? tool.path;
@@ -81,7 +110,10 @@ export async function callNativeTool(dispatch: Dispatch, tool: NativeTool, args:
   const body = await res.json();
   if (tool.name === 'chat') {
     const c = (body as { choices?: { message?: { content?: string | null } }[]; model?: string; usage?: unknown }).choices?.[0];
-    return { ok: true, result: { content: c?.message?.content ?? '', model: (body as { model?: string }).model, usage: (body as { usage?: unknown }).usage } };
+    return {
+      ok: true,
+      result: { content: c?.message?.content ?? '', model: (body as { model?: string }).model, usage: (body as { usage?: unknown }).usage },
+    };
   }
   return { ok: true, result: body };
 }

@@ -42,7 +42,9 @@ export async function readJson<S extends v.GenericSchema>(c: Context, schema: S)
 
 export async function readJsonBody(c: Context): Promise<unknown> {
   const text = new TextDecoder().decode(await readBodyLimited(c));
-  if (text.trim() === '') throw invalidRequest('request body is empty; a JSON object was expected', [{ field: '(body)', message: 'required' }]);
+  if (text.trim() === '') {
+    throw invalidRequest('request body is empty; a JSON object was expected', [{ field: '(body)', message: 'required' }]);
+  }
   try {
     return JSON.parse(text);
   } catch {

@@ -26,13 +26,19 @@ interface VendorPackage {
 }
 
 const PACKAGES: Record<string, VendorPackage> = {
-  pdfjs: { pkg: 'pdfjs-dist', folders: ['build', 'cmaps', 'standard_fonts', 'wasm', 'iccs'], exts: ['.mjs', '.bcmap', '.pfb', '.ttf', '.wasm', '.icc'] },
+  pdfjs: {
+    pkg: 'pdfjs-dist',
+    folders: ['build', 'cmaps', 'standard_fonts', 'wasm', 'iccs'],
+    exts: ['.mjs', '.bcmap', '.pfb', '.ttf', '.wasm', '.icc'],
+  },
   transformers: { pkg: '@huggingface/transformers', folders: ['dist'], exts: ['.js', '.mjs'] },
   ort: { pkg: 'onnxruntime-web', folders: ['dist'], exts: ['.mjs', '.wasm'] },
 };
 
 const TYPES: Record<string, string> = {
-  '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8', '.wasm': 'application/wasm',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.wasm': 'application/wasm',
 };
 
 const require = createRequire(import.meta.url);
@@ -68,7 +74,11 @@ export function serveVendor(): MiddlewareHandler {
     const st = await stat(file).catch(() => undefined);
     if (!st?.isFile()) return next();
     // streamed: onnxruntime-web's .wasm files are tens of MB
-    const headers = { 'Content-Type': TYPES[ext] ?? 'application/octet-stream', 'Content-Length': String(st.size), 'Cache-Control': 'public, max-age=3600' };
+    const headers = {
+      'Content-Type': TYPES[ext] ?? 'application/octet-stream',
+      'Content-Length': String(st.size),
+      'Cache-Control': 'public, max-age=3600',
+    };
     return c.req.method === 'HEAD' ? c.body(null, 200, headers) : c.body(fileStream(file), 200, headers);
   };
 }

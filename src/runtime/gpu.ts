@@ -15,7 +15,9 @@ export interface WebGpuProbe {
 }
 
 interface GpuLike {
-  requestAdapter(): Promise<null | { isFallbackAdapter?: boolean; info?: { vendor?: string; architecture?: string; description?: string } }>;
+  requestAdapter(): Promise<
+    null | { isFallbackAdapter?: boolean; info?: { vendor?: string; architecture?: string; description?: string } }
+  >;
 }
 
 let cached: Promise<WebGpuProbe> | undefined;
@@ -37,4 +39,3 @@ export function probeWebGpu(): Promise<WebGpuProbe> {
   })();
   return cached;
 }
-

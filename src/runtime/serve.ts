@@ -79,7 +79,10 @@ async function serveNode(fetch: FetchHandler, { port, hostname }: ServeOptions):
           new Promise<void>((done) => {
             // Keep-alive sockets become idle when their request ends: close them as they do, not after 5 s.
             const sweep = setInterval(() => (server as Any).closeIdleConnections?.(), 100);
-            server.close(() => { clearInterval(sweep); done(); });
+            server.close(() => {
+              clearInterval(sweep);
+              done();
+            });
             (server as Any).closeIdleConnections?.();
             for (const ws of sockets) ws.terminate(); // WebSocket sessions end with the server
           }),
@@ -96,13 +99,22 @@ let wsServer: Promise<Any> | undefined;
 async function nodeUpgrade(fetch: FetchHandler, req: Any, socket: Any, head: Uint8Array, sockets: Set<Any>): Promise<void> {
   try {
     const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers as Record<string, string | string[]>)) headers.set(k, Array.isArray(v) ? v.join(', ') : String(v));
+    for (const [k, v] of Object.entries(req.headers as Record<string, string | string[]>)) {
+      headers.set(k, Array.isArray(v) ? v.join(', ') : String(v));
+    }
     const request = new Request(`http://${req.headers.host ?? 'localhost'}${req.url}`, { method: req.method, headers });
     const res = await fetch(request);
     const session = takeAcceptedSession(request);
     if (!session) {
       const body = new Uint8Array(await res.arrayBuffer());
-      const head = [`HTTP/1.1 ${res.status} ${res.statusText || 'Error'}`, ...[...res.headers].map(([k, v]) => `${k}: ${v}`), `content-length: ${body.byteLength}`, 'connection: close', '', ''].join('\r\n');
+      const head = [
+        `HTTP/1.1 ${res.status} ${res.statusText || 'Error'}`,
+        ...[...res.headers].map(([k, v]) => `${k}: ${v}`),
+        `content-length: ${body.byteLength}`,
+        'connection: close',
+        '',
+        '',
+      ].join('\r\n');
       socket.end(Buffer.concat([Buffer.from(head), body]));
       return;
     }

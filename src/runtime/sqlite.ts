@@ -3,7 +3,7 @@
  * @libsql/client's native addon cannot be embedded. Only Bun has one we use (bun:sqlite);
  * libSQL database files are SQLite files, so the same data directory works either way.
  */
-import { SqliteDialect, type Dialect } from 'kysely';
+import { type Dialect, SqliteDialect } from 'kysely';
 import { runtimeName } from './env.ts';
 
 // deno-lint-ignore no-explicit-any

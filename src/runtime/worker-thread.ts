@@ -12,11 +12,18 @@ export class WorkerTimeout extends Error {}
  * `parentPort.postMessage({ ok, value | error })`. The worker is terminated when it answers, when it
  * runs past `timeoutMs`, or when `signal` aborts.
  */
-export function runInWorker<T>(code: string, data: unknown, opts: { timeoutMs: number; signal?: AbortSignal; transfer?: ArrayBuffer[] }): Promise<T> {
+export function runInWorker<T>(
+  code: string,
+  data: unknown,
+  opts: { timeoutMs: number; signal?: AbortSignal; transfer?: ArrayBuffer[] },
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     opts.signal?.throwIfAborted();
     const url = `data:text/javascript,${encodeURIComponent(code)}`;
-    const worker = new Worker(new URL(url), { workerData: data, transferList: opts.transfer, stdout: true, stderr: true } as ConstructorParameters<typeof Worker>[1]);
+    const worker = new Worker(
+      new URL(url),
+      { workerData: data, transferList: opts.transfer, stdout: true, stderr: true } as ConstructorParameters<typeof Worker>[1],
+    );
     let settled = false;
     const finish = (fn: () => void) => {
       if (settled) return;
@@ -29,7 +36,10 @@ export function runInWorker<T>(code: string, data: unknown, opts: { timeoutMs: n
     const timer = setTimeout(() => finish(() => reject(new WorkerTimeout(`worker ran past ${opts.timeoutMs} ms`))), opts.timeoutMs);
     const onAbort = () => finish(() => reject(opts.signal?.reason ?? new Error('aborted')));
     opts.signal?.addEventListener('abort', onAbort, { once: true });
-    worker.on('message', (m: { ok: boolean; value?: T; error?: string }) => finish(() => (m.ok ? resolve(m.value as T) : reject(new Error(m.error)))));
+    worker.on(
+      'message',
+      (m: { ok: boolean; value?: T; error?: string }) => finish(() => (m.ok ? resolve(m.value as T) : reject(new Error(m.error)))),
+    );
     worker.on('error', (e) => finish(() => reject(e)));
     worker.on('exit', (code) => finish(() => reject(new Error(`worker exited (${code}) without answering`))));
   });

@@ -68,12 +68,16 @@ async function nodeThread(entry: URL, opts: ThreadOptions): Promise<Thread> {
   // Running from TypeScript sources (tests, `npm run dev`): the worker registers the same loader first.
   const source = entry.pathname.endsWith('.ts');
   const boot = source
-    ? `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`
+    ? `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((m) => { m.register(); return import(${
+      JSON.stringify(entry.href)
+    }); })`
     : entry;
   const w = new Worker(boot, {
     eval: source,
     name: opts.name,
-    resourceLimits: opts.maxHeapMb ? { maxOldGenerationSizeMb: opts.maxHeapMb, maxYoungGenerationSizeMb: Math.min(64, Math.max(16, opts.maxHeapMb >> 4)) } : undefined,
+    resourceLimits: opts.maxHeapMb
+      ? { maxOldGenerationSizeMb: opts.maxHeapMb, maxYoungGenerationSizeMb: Math.min(64, Math.max(16, opts.maxHeapMb >> 4)) }
+      : undefined,
     stdout: false,
     stderr: false,
   });
@@ -126,7 +130,9 @@ function webThread(entry: URL, opts: ThreadOptions): Thread {
 }
 
 /** Inside a worker: the channel to the thread that started it. */
-export async function parentChannel(): Promise<{ post(message: unknown, transfer?: Transferable[]): void; onMessage(cb: (message: unknown) => void): void }> {
+export async function parentChannel(): Promise<
+  { post(message: unknown, transfer?: Transferable[]): void; onMessage(cb: (message: unknown) => void): void }
+> {
   if (!g.Deno && !g.Bun) {
     const { parentPort } = await import('node:worker_threads');
     if (!parentPort) throw new Error('not running in a worker thread');

@@ -13,7 +13,12 @@ export class ServiceError extends Error {
   /** Extra top-level members of the native body (e.g. `node` and `hint` of a 421). */
   readonly fields?: Record<string, unknown>;
 
-  constructor(status: number, reason: string, message: string, opts: { details?: unknown; headers?: Record<string, string>; fields?: Record<string, unknown>; cause?: unknown } = {}) {
+  constructor(
+    status: number,
+    reason: string,
+    message: string,
+    opts: { details?: unknown; headers?: Record<string, string>; fields?: Record<string, unknown>; cause?: unknown } = {},
+  ) {
     super(message, { cause: opts.cause });
     this.name = 'ServiceError';
     this.status = status;

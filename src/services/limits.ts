@@ -55,13 +55,17 @@ const setting: Record<keyof Limits, string> = {
 /** The error for an exceeded limit: the reason and the message name it. */
 export function limitExceeded(limit: keyof Limits, status: 413 | 422, reason: string, what: string, l: Limits = current): ServiceError {
   const max = limit === 'taskDeadlineMs' ? `${l.taskDeadlineMs / 1000} s` : String(l[limit]);
-  return new ServiceError(status, reason, `${what}: over the limit of ${max} (setting --${setting[limit]})`, { fields: { limit: setting[limit] } });
+  return new ServiceError(status, reason, `${what}: over the limit of ${max} (setting --${setting[limit]})`, {
+    fields: { limit: setting[limit] },
+  });
 }
 
 export function checkPixels(width: number, height: number, l: Limits = current): void {
   const px = width * height;
   // 413 input_too_large, as the image routes answer for the same cause (src/services/images/probe.ts)
-  if (!(px <= l.maxImagePixels)) throw limitExceeded('maxImagePixels', 413, 'input_too_large', `the image declares ${width}×${height} = ${px} pixels`, l);
+  if (!(px <= l.maxImagePixels)) {
+    throw limitExceeded('maxImagePixels', 413, 'input_too_large', `the image declares ${width}×${height} = ${px} pixels`, l);
+  }
 }
 
 export function checkPages(count: number, l: Limits = current): void {
@@ -72,7 +76,9 @@ export function checkPages(count: number, l: Limits = current): void {
 export function checkFieldLengths(value: unknown, opts: { skip?: ReadonlySet<string>; limits?: Limits } = {}, path = ''): void {
   const l = opts.limits ?? current;
   if (typeof value === 'string') {
-    if (value.length > l.maxFieldChars) throw limitExceeded('maxFieldChars', 413, 'field_too_long', `field ${path || 'value'} has ${value.length} characters`, l);
+    if (value.length > l.maxFieldChars) {
+      throw limitExceeded('maxFieldChars', 413, 'field_too_long', `field ${path || 'value'} has ${value.length} characters`, l);
+    }
   } else if (Array.isArray(value)) value.forEach((x, i) => checkFieldLengths(x, opts, `${path}[${i}]`));
   else if (value && typeof value === 'object' && !(value instanceof Uint8Array)) {
     for (const [k, x] of Object.entries(value)) if (!opts.skip?.has(k)) checkFieldLengths(x, opts, path ? `${path}.${k}` : k);
@@ -109,7 +115,9 @@ export function textChars(value: unknown): number {
   while (stack.length) {
     const v = stack.pop();
     if (typeof v === 'string') n += v.length;
-    else if (v !== null && typeof v === 'object' && !ArrayBuffer.isView(v)) for (const x of Array.isArray(v) ? v : Object.values(v)) stack.push(x);
+    else if (v !== null && typeof v === 'object' && !ArrayBuffer.isView(v)) {
+      for (const x of Array.isArray(v) ? v : Object.values(v)) stack.push(x);
+    }
   }
   return n;
 }

@@ -20,14 +20,25 @@ export const findTwoFactor = (db: Db, keyId: string) =>
 
 export const saveTwoFactor = (db: Db, row: TwoFactorRow) =>
   db.insertInto('admin_two_factor').values(row)
-    .onConflict((oc) => oc.column('key_id').doUpdateSet({
-      secret: row.secret, confirmed_at: row.confirmed_at, recovery_hashes: row.recovery_hashes, last_step: row.last_step, created_at: row.created_at,
-    })).execute();
+    .onConflict((oc) =>
+      oc.column('key_id').doUpdateSet({
+        secret: row.secret,
+        confirmed_at: row.confirmed_at,
+        recovery_hashes: row.recovery_hashes,
+        last_step: row.last_step,
+        created_at: row.created_at,
+      })
+    ).execute();
 
 export const deleteTwoFactor = (db: Db, keyId: string) => db.deleteFrom('admin_two_factor').where('key_id', '=', keyId).execute();
 
 /** Compare-and-set of the state a sign-in consumed (a TOTP step or a recovery code), so two racing uses cannot both win. */
-export async function consumeTwoFactor(db: Db, keyId: string, before: { recovery_hashes: string; last_step: number | null }, after: { recovery_hashes: string; last_step: number | null }): Promise<boolean> {
+export async function consumeTwoFactor(
+  db: Db,
+  keyId: string,
+  before: { recovery_hashes: string; last_step: number | null },
+  after: { recovery_hashes: string; last_step: number | null },
+): Promise<boolean> {
   let q = db.updateTable('admin_two_factor').set(after).where('key_id', '=', keyId).where('recovery_hashes', '=', before.recovery_hashes);
   q = before.last_step == null ? q.where('last_step', 'is', null) : q.where('last_step', '=', before.last_step);
   const r = await q.executeTakeFirst();

@@ -17,7 +17,11 @@ export async function deleteAgent(db: Db, owner: string, name: string): Promise<
 /** Adds the next version of a skill (1 for a new name) and returns it. */
 export async function addSkillVersion(db: Db, row: Omit<SkillTable, 'version'>): Promise<SkillTable> {
   return db.transaction().execute(async (trx) => {
-    const last = await trx.selectFrom('skills').select((eb) => eb.fn.max('version').as('v')).where('owner', '=', row.owner).where('name', '=', row.name).executeTakeFirst();
+    const last = await trx.selectFrom('skills').select((eb) => eb.fn.max('version').as('v')).where('owner', '=', row.owner).where(
+      'name',
+      '=',
+      row.name,
+    ).executeTakeFirst();
     const full = { ...row, version: Number(last?.v ?? 0) + 1 };
     await trx.insertInto('skills').values(full).execute();
     return full;

@@ -1,5 +1,5 @@
 /** Opens the database (libSQL by default) behind Kysely and applies migrations. */
-import { Kysely, type Dialect } from 'kysely';
+import { type Dialect, Kysely } from 'kysely';
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { builtinSqliteDialect } from '../runtime/sqlite.ts';

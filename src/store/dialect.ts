@@ -2,7 +2,7 @@
  * Which SQL dialect a Kysely handle speaks. Most store modules use the query builder and never ask; the few
  * with raw SQL (full text, vectors, catalog lookups) branch on this.
  */
-import { PostgresAdapter, type Kysely } from 'kysely';
+import { type Kysely, PostgresAdapter } from 'kysely';
 
 // deno-lint-ignore no-explicit-any
 export const isPostgres = (db: Kysely<any>): boolean => db.getExecutor().adapter instanceof PostgresAdapter;

@@ -13,12 +13,14 @@ export const findKeyByHash = (db: Db, tokenHash: string) =>
 export const findKey = (db: Db, id: string) => db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
 
 export async function revokeKey(db: Db, id: string, at: number): Promise<boolean> {
-  const r = await db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+  const r = await db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
 export async function countActiveKeys(db: Db): Promise<number> {
-  const r = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll().as('n')).where('revoked_at', 'is', null).executeTakeFirstOrThrow();
+  const r = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll().as('n')).where('revoked_at', 'is', null)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 

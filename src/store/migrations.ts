@@ -3,13 +3,17 @@
  * so applying them again is harmless. Written with Kysely's schema builder so they stay portable
  * to a PostgreSQL dialect.
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { isPostgres } from './dialect.ts';
 
 // deno-lint-ignore no-explicit-any
 type AnyDb = Kysely<any>;
 
-export interface Migration { version: number; name: string; up(db: AnyDb): Promise<void> }
+export interface Migration {
+  version: number;
+  name: string;
+  up(db: AnyDb): Promise<void>;
+}
 
 export const migrations: Migration[] = [
   {
@@ -159,7 +163,9 @@ export const migrations: Migration[] = [
           tsv tsvector generated always as (to_tsvector('simple', text)) stored)`.execute(db);
         await sql`create index if not exists retrieval_fts_tsv on retrieval_fts using gin (tsv)`.execute(db);
       } else {
-        await sql`create virtual table if not exists retrieval_fts using fts5(text, tokenize = 'unicode61 remove_diacritics 2')`.execute(db);
+        await sql`create virtual table if not exists retrieval_fts using fts5(text, tokenize = 'unicode61 remove_diacritics 2')`.execute(
+          db,
+        );
       }
     },
   },
@@ -195,7 +201,11 @@ export const migrations: Migration[] = [
         .addColumn('name', 'text', (c) => c.notNull())
         .addColumn('embedding_model', 'text')
         .addColumn('created_at', 'bigint', (c) => c.notNull()).execute();
-      await db.schema.createIndex('search_collections_name').ifNotExists().unique().on('search_collections').columns(['cluster_id', 'tenant', 'name']).execute();
+      await db.schema.createIndex('search_collections_name').ifNotExists().unique().on('search_collections').columns([
+        'cluster_id',
+        'tenant',
+        'name',
+      ]).execute();
       // one row per key once its search access was set; no row = the default cluster, no grants
       await db.schema.createTable('search_key_access').ifNotExists()
         .addColumn('key_id', 'text', (c) => c.primaryKey())
@@ -257,7 +267,8 @@ export async function migrate(db: AnyDb): Promise<number[]> {
       }
       await m.up(trx);
       // ON CONFLICT: a second node migrating the same shared database at the same moment is harmless.
-      await sql`insert into schema_migrations (version, name, applied_at) values (${m.version}, ${m.name}, ${Date.now()}) on conflict (version) do nothing`.execute(trx);
+      await sql`insert into schema_migrations (version, name, applied_at) values (${m.version}, ${m.name}, ${Date.now()}) on conflict (version) do nothing`
+        .execute(trx);
       return true;
     });
     if (ran) applied.push(m.version);

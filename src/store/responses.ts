@@ -1,7 +1,12 @@
 /** Stored responses (dialect A responses API) and their input items, in insertion order. */
 import type { Db } from './schema.ts';
 
-export interface StoredResponseRow { id: string; owner_id: string; created_at: number; body: string }
+export interface StoredResponseRow {
+  id: string;
+  owner_id: string;
+  created_at: number;
+  body: string;
+}
 
 export async function insertResponse(db: Db, row: StoredResponseRow, items: { id: string; item: unknown }[]): Promise<void> {
   await db.transaction().execute(async (trx) => {
@@ -9,7 +14,9 @@ export async function insertResponse(db: Db, row: StoredResponseRow, items: { id
     // batches keep each statement under SQLite's bound-parameter limit
     for (let i = 0; i < items.length; i += 200) {
       await trx.insertInto('response_input_items')
-        .values(items.slice(i, i + 200).map((x, j) => ({ response_id: row.id, position: i + j, item_id: x.id, item: JSON.stringify(x.item) })))
+        .values(
+          items.slice(i, i + 200).map((x, j) => ({ response_id: row.id, position: i + j, item_id: x.id, item: JSON.stringify(x.item) })),
+        )
         .execute();
     }
   });
@@ -26,7 +33,8 @@ export async function deleteResponseRow(db: Db, id: string): Promise<void> {
 
 /** Every input item of a response, oldest first. */
 export async function allInputItems(db: Db, id: string): Promise<unknown[]> {
-  const rows = await db.selectFrom('response_input_items').select('item').where('response_id', '=', id).orderBy('position', 'asc').execute();
+  const rows = await db.selectFrom('response_input_items').select('item').where('response_id', '=', id).orderBy('position', 'asc')
+    .execute();
   return rows.map((r) => JSON.parse(r.item));
 }
 
@@ -39,4 +47,5 @@ export async function pageInputItems(db: Db, id: string, o: { order: 'asc' | 'de
 }
 
 export const inputItemPosition = async (db: Db, responseId: string, itemId: string) =>
-  (await db.selectFrom('response_input_items').select('position').where('response_id', '=', responseId).where('item_id', '=', itemId).executeTakeFirst())?.position;
+  (await db.selectFrom('response_input_items').select('position').where('response_id', '=', responseId).where('item_id', '=', itemId)
+    .executeTakeFirst())?.position;

@@ -9,12 +9,23 @@
  * On PostgreSQL: the full-text side is a `tsvector` column with a GIN index, ranked by `ts_rank_cd`;
  * vectors are `bytea` rows of the same layout, ranked by the exact scan here (no pgvector assumed).
  */
-import { sql, type RawBuilder } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { isPostgres } from './dialect.ts';
 import type { Db } from './schema.ts';
 
-export interface ChunkIn { position: number; text: string; meta: Record<string, unknown> }
-export interface ChunkRow { id: number; index_id: string; doc_id: string; position: number; text: string; meta: Record<string, unknown> }
+export interface ChunkIn {
+  position: number;
+  text: string;
+  meta: Record<string, unknown>;
+}
+export interface ChunkRow {
+  id: number;
+  index_id: string;
+  doc_id: string;
+  position: number;
+  text: string;
+  meta: Record<string, unknown>;
+}
 
 const vectorTable = (dims: number) => `retrieval_vectors_${dims}`;
 const vectorIndex = (dims: number) => `retrieval_vectors_${dims}_idx`;
@@ -25,7 +36,9 @@ const vectorSupport = new WeakMap<Db, Promise<boolean>>();
 export function hasVectorFunctions(db: Db): Promise<boolean> {
   let p = vectorSupport.get(db);
   if (!p) {
-    p = isPostgres(db) ? Promise.resolve(false) : sql`select vector_extract(vector32('[1,2]')) as v`.execute(db).then(() => true, () => false);
+    p = isPostgres(db)
+      ? Promise.resolve(false)
+      : sql`select vector_extract(vector32('[1,2]')) as v`.execute(db).then(() => true, () => false);
     vectorSupport.set(db, p);
   }
   return p;
@@ -50,17 +63,27 @@ export async function insertChunks(db: Db, indexId: string, docId: string, chunk
 export async function ensureVectorTable(db: Db, dims: number): Promise<void> {
   if (!Number.isInteger(dims) || dims < 1 || dims > 65_536) throw new Error(`bad vector dimension ${dims}`);
   const blob = isPostgres(db) ? 'bytea' : `F32_BLOB(${dims})`;
-  await sql.raw(`create table if not exists ${vectorTable(dims)} (chunk_id integer primary key, index_id text not null, embedding ${blob} not null)`).execute(db);
+  await sql.raw(
+    `create table if not exists ${vectorTable(dims)} (chunk_id integer primary key, index_id text not null, embedding ${blob} not null)`,
+  ).execute(db);
   await sql.raw(`create index if not exists ${vectorTable(dims)}_scope on ${vectorTable(dims)} (index_id)`).execute(db);
   if (await hasVectorFunctions(db)) {
     // float8 neighbour copies and 32 neighbours keep inserts about 4x cheaper than the defaults; results are
     // re-ranked by the exact cosine of the stored float32 vectors, so the ordering returned stays exact
-    await sql.raw(`create index if not exists ${vectorIndex(dims)} on ${vectorTable(dims)} (libsql_vector_idx(embedding, 'metric=cosine', 'compress_neighbors=float8', 'max_neighbors=32'))`).execute(db);
+    await sql.raw(
+      `create index if not exists ${vectorIndex(dims)} on ${
+        vectorTable(dims)
+      } (libsql_vector_idx(embedding, 'metric=cosine', 'compress_neighbors=float8', 'max_neighbors=32'))`,
+    ).execute(db);
   }
 }
 
 /** Stores vectors for chunks (all of one dimension) and marks the chunks embedded. */
-export async function storeVectors(db: Db, dims: number, rows: { chunkId: number; indexId: string; vector: Float32Array }[]): Promise<void> {
+export async function storeVectors(
+  db: Db,
+  dims: number,
+  rows: { chunkId: number; indexId: string; vector: Float32Array }[],
+): Promise<void> {
   await ensureVectorTable(db, dims);
   await db.transaction().execute(async (trx) => {
     for (const r of rows) {
@@ -70,7 +93,9 @@ export async function storeVectors(db: Db, dims: number, rows: { chunkId: number
         await sql`insert into ${sql.table(vectorTable(dims))} (chunk_id, index_id, embedding) values (${r.chunkId}, ${r.indexId}, ${bytes})
           on conflict (chunk_id) do update set index_id = excluded.index_id, embedding = excluded.embedding`.execute(trx);
       } else {
-        await sql`insert or replace into ${sql.table(vectorTable(dims))} (chunk_id, index_id, embedding) values (${r.chunkId}, ${r.indexId}, ${bytes})`.execute(trx);
+        await sql`insert or replace into ${
+          sql.table(vectorTable(dims))
+        } (chunk_id, index_id, embedding) values (${r.chunkId}, ${r.indexId}, ${bytes})`.execute(trx);
       }
     }
     const ids = rows.map((r) => r.chunkId);
@@ -101,7 +126,13 @@ export function ftsQuery(text: string): string | null {
 export type ChunkFilter = RawBuilder<unknown>;
 
 /** BM25 ranking over the chunks of the given indexes; higher score = better. */
-export async function ftsSearch(db: Db, indexIds: string[], query: string, limit: number, filter?: ChunkFilter): Promise<{ id: number; score: number }[]> {
+export async function ftsSearch(
+  db: Db,
+  indexIds: string[],
+  query: string,
+  limit: number,
+  filter?: ChunkFilter,
+): Promise<{ id: number; score: number }[]> {
   if (isPostgres(db)) return tsvectorSearch(db, indexIds, query, limit, filter);
   const q = ftsQuery(query);
   if (!q || indexIds.length === 0) return [];
@@ -115,7 +146,13 @@ export async function ftsSearch(db: Db, indexIds: string[], query: string, limit
 }
 
 /** PostgreSQL's full text: any of the words may match (OR), ranked by cover density. */
-async function tsvectorSearch(db: Db, indexIds: string[], query: string, limit: number, filter?: ChunkFilter): Promise<{ id: number; score: number }[]> {
+async function tsvectorSearch(
+  db: Db,
+  indexIds: string[],
+  query: string,
+  limit: number,
+  filter?: ChunkFilter,
+): Promise<{ id: number; score: number }[]> {
   const words = [...new Set((query.match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => w.toLowerCase()))].slice(0, 64);
   if (!words.length || indexIds.length === 0) return [];
   // Each word quoted as a tsquery lexeme, so no character of the query is read as tsquery syntax.
@@ -139,20 +176,30 @@ export async function vectorCounts(db: Db, dims: number, indexIds: string[]): Pr
 
 async function vectorTableExists(db: Db, dims: number): Promise<boolean> {
   if (isPostgres(db)) return (await vectorTables(db)).includes(vectorTable(dims));
-  const r = await sql<{ n: number }>`select count(*) as n from sqlite_master where type = 'table' and name = ${vectorTable(dims)}`.execute(db);
+  const r = await sql<{ n: number }>`select count(*) as n from sqlite_master where type = 'table' and name = ${vectorTable(dims)}`.execute(
+    db,
+  );
   return Number(r.rows[0]?.n ?? 0) > 0;
 }
 
 /** Whether any chunk of these indexes has a vector yet (the query is embedded only then). */
 export async function anyEmbedded(db: Db, indexIds: string[]): Promise<boolean> {
-  const r = await db.selectFrom('retrieval_chunks').select('id').where('index_id', 'in', indexIds).where('embedded_dims', 'is not', null).limit(1).executeTakeFirst();
+  const r = await db.selectFrom('retrieval_chunks').select('id').where('index_id', 'in', indexIds).where('embedded_dims', 'is not', null)
+    .limit(1).executeTakeFirst();
   return r !== undefined;
 }
 
 export type VectorHit = { id: number; distance: number };
 
 /** Exact cosine ranking of every vector in scope: in SQL where libSQL's functions exist, else here. */
-export async function exactVectorSearch(db: Db, dims: number, indexIds: string[], query: Float32Array, limit: number, filter?: ChunkFilter): Promise<VectorHit[]> {
+export async function exactVectorSearch(
+  db: Db,
+  dims: number,
+  indexIds: string[],
+  query: Float32Array,
+  limit: number,
+  filter?: ChunkFilter,
+): Promise<VectorHit[]> {
   if (!(await vectorTableExists(db, dims)) || indexIds.length === 0) return [];
   const t = sql.table(vectorTable(dims));
   const join = filter ? sql` join retrieval_chunks c on c.id = v.chunk_id` : sql``;
@@ -162,7 +209,9 @@ export async function exactVectorSearch(db: Db, dims: number, indexIds: string[]
       where v.index_id in (${sql.join(indexIds)})${filter ?? sql``} order by d limit ${limit}`.execute(db);
     return r.rows.map((x) => ({ id: Number(x.id), distance: Number(x.d) }));
   }
-  const r = await sql<{ id: number; e: ArrayBuffer | Uint8Array }>`select v.chunk_id as id, v.embedding as e from ${t} v${join} where v.index_id in (${sql.join(indexIds)})${filter ?? sql``}`.execute(db);
+  const r = await sql<
+    { id: number; e: ArrayBuffer | Uint8Array }
+  >`select v.chunk_id as id, v.embedding as e from ${t} v${join} where v.index_id in (${sql.join(indexIds)})${filter ?? sql``}`.execute(db);
   const qn = norm(query);
   const hits = r.rows.map((x) => ({ id: Number(x.id), distance: 1 - dot(asFloats(x.e), query) / (norm(asFloats(x.e)) * qn || 1) }));
   return hits.sort((a, b) => a.distance - b.distance).slice(0, limit);
@@ -172,7 +221,14 @@ export async function exactVectorSearch(db: Db, dims: number, indexIds: string[]
  * Approximate nearest neighbours through the DiskANN index (`vector_top_k`), over-fetching `candidates`
  * from the whole table and keeping those in scope. Null where the index is unavailable.
  */
-export async function annVectorSearch(db: Db, dims: number, indexIds: string[], query: Float32Array, limit: number, candidates: number): Promise<VectorHit[] | null> {
+export async function annVectorSearch(
+  db: Db,
+  dims: number,
+  indexIds: string[],
+  query: Float32Array,
+  limit: number,
+  candidates: number,
+): Promise<VectorHit[] | null> {
   if (!(await hasVectorFunctions(db)) || !(await vectorTableExists(db, dims))) return null;
   const q = toBytes(query);
   const r = await sql<{ id: number; d: number }>`
@@ -194,10 +250,14 @@ export async function chunksByIds(db: Db, ids: number[]): Promise<Map<number, Ch
 
 async function vectorTables(db: Db): Promise<string[]> {
   if (isPostgres(db)) {
-    const r = await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema() and tablename like 'retrieval_vectors_%'`.execute(db);
+    const r = await sql<
+      { name: string }
+    >`select tablename as name from pg_tables where schemaname = current_schema() and tablename like 'retrieval_vectors_%'`.execute(db);
     return r.rows.map((x) => x.name).filter((n) => /^retrieval_vectors_\d+$/.test(n));
   }
-  const r = await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name like 'retrieval_vectors_%'`.execute(db);
+  const r = await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name like 'retrieval_vectors_%'`.execute(
+    db,
+  );
   return r.rows.map((x) => x.name).filter((n) => /^retrieval_vectors_\d+$/.test(n));
 }
 
@@ -214,11 +274,17 @@ export async function deleteChunks(db: Db, indexId: string, docId?: string): Pro
 }
 
 export async function chunkCount(db: Db, indexId: string, docId: string): Promise<number> {
-  const r = await db.selectFrom('retrieval_chunks').select((eb) => eb.fn.countAll<number>().as('n')).where('index_id', '=', indexId).where('doc_id', '=', docId).executeTakeFirst();
+  const r = await db.selectFrom('retrieval_chunks').select((eb) => eb.fn.countAll<number>().as('n')).where('index_id', '=', indexId).where(
+    'doc_id',
+    '=',
+    docId,
+  ).executeTakeFirst();
   return Number(r?.n ?? 0);
 }
 
-const asFloats = (b: ArrayBuffer | Uint8Array) => (b instanceof Uint8Array ? new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)) : new Float32Array(b));
+const asFloats = (
+  b: ArrayBuffer | Uint8Array,
+) => (b instanceof Uint8Array ? new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)) : new Float32Array(b));
 function dot(a: Float32Array, b: Float32Array): number {
   let s = 0;
   for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
@@ -229,7 +295,9 @@ const norm = (a: Float32Array) => Math.sqrt(dot(a, a));
 /** Rewrites one document's chunk metadata (e.g. its attributes changed); the text and vectors stay. */
 export async function updateChunkMeta(db: Db, indexId: string, docId: string, patch: Record<string, unknown>): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    const r = await sql<{ id: number; meta: string }>`select id, meta from retrieval_chunks where index_id = ${indexId} and doc_id = ${docId}`.execute(trx);
+    const r = await sql<
+      { id: number; meta: string }
+    >`select id, meta from retrieval_chunks where index_id = ${indexId} and doc_id = ${docId}`.execute(trx);
     for (const row of r.rows) {
       const meta = { ...(typeof row.meta === 'string' ? JSON.parse(row.meta) : row.meta), ...patch };
       await sql`update retrieval_chunks set meta = ${JSON.stringify(meta)} where id = ${row.id}`.execute(trx);
@@ -239,12 +307,16 @@ export async function updateChunkMeta(db: Db, indexId: string, docId: string, pa
 
 /** The chunks of one document in order (its parsed text). */
 export async function documentChunks(db: Db, indexId: string, docId: string): Promise<{ text: string; meta: Record<string, unknown> }[]> {
-  const r = await sql<{ text: string; meta: string }>`select text, meta from retrieval_chunks where index_id = ${indexId} and doc_id = ${docId} order by position`.execute(db);
+  const r = await sql<
+    { text: string; meta: string }
+  >`select text, meta from retrieval_chunks where index_id = ${indexId} and doc_id = ${docId} order by position`.execute(db);
   return r.rows.map((x) => ({ text: x.text, meta: typeof x.meta === 'string' ? JSON.parse(x.meta) : x.meta }));
 }
 
 /** Documents of an index whose chunks were stored without a `metadata` entry (written before it existed). */
 export async function docsWithoutMetadata(db: Db, indexId: string): Promise<string[]> {
-  const r = await sql<{ doc_id: string }>`select distinct doc_id from retrieval_chunks where index_id = ${indexId} and meta not like ${'%"metadata":%'}`.execute(db);
+  const r = await sql<
+    { doc_id: string }
+  >`select distinct doc_id from retrieval_chunks where index_id = ${indexId} and meta not like ${'%"metadata":%'}`.execute(db);
   return r.rows.map((x) => x.doc_id);
 }

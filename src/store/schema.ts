@@ -1,7 +1,10 @@
 /** Table shapes, shared by every store module. Timestamps are integer milliseconds since the epoch. */
 import type { Generated, Kysely } from 'kysely';
 
-export interface MetaTable { key: string; value: string }
+export interface MetaTable {
+  key: string;
+  value: string;
+}
 
 export interface ApiKeyTable {
   id: string;
@@ -14,7 +17,11 @@ export interface ApiKeyTable {
   last_used_at: number | null;
 }
 
-export interface SettingTable { key: string; value: string; updated_at: number }
+export interface SettingTable {
+  key: string;
+  value: string;
+  updated_at: number;
+}
 
 export interface JobTable {
   id: string;
@@ -70,9 +77,19 @@ export interface AdminTwoFactorTable {
   created_at: number;
 }
 
-export interface ResponseTable { id: string; owner_id: string; created_at: number; body: string }
+export interface ResponseTable {
+  id: string;
+  owner_id: string;
+  created_at: number;
+  body: string;
+}
 
-export interface ResponseInputItemTable { response_id: string; position: number; item_id: string; item: string }
+export interface ResponseInputItemTable {
+  response_id: string;
+  position: number;
+  item_id: string;
+  item: string;
+}
 
 export interface VectorStoreTable {
   id: string;
@@ -127,7 +144,11 @@ export interface Database {
 }
 
 /** One node of a fleet sharing this database: its last heartbeat (docs/fleet.md). */
-export interface FleetNodeTable { tag: string; started_at: number; seen_at: number }
+export interface FleetNodeTable {
+  tag: string;
+  started_at: number;
+  seen_at: number;
+}
 
 export type Db = Kysely<Database>;
 

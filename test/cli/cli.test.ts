@@ -9,7 +9,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument } from '@cantoo/pdf-lib';
-import { FIXTURE_CATALOG, startFixtureHub, type HubStandIn } from '../support/hub-stand-in.ts';
+import { FIXTURE_CATALOG, type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
 import { listening, tempDir } from '../support/server.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -20,12 +20,18 @@ let hub: HubStandIn;
 let srv: Awaited<ReturnType<typeof listening>>;
 let work: string;
 
-interface Ran { code: number; out: string; err: string }
+interface Ran {
+  code: number;
+  out: string;
+  err: string;
+}
 
 /** Runs `svc <args>` with pipes (no terminal). */
 function svc(args: string[], opts: { input?: string; env?: Record<string, string> } = {}): Promise<Ran> {
   const child = spawn(process.execPath, ['--import', TSX, MAIN, ...args, '--port', new URL(srv.url).port, '--no-start'], {
-    cwd: work, env: { ...process.env, NO_COLOR: '1', ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'],
+    cwd: work,
+    env: { ...process.env, NO_COLOR: '1', ...opts.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
   let err = '';
@@ -43,7 +49,11 @@ const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  */
 function svcInTerminal(args: string[], steps: { waitFor: RegExp; type?: string }[] = [], timeoutMs = 120_000): Promise<Ran> {
   const cmd = [process.execPath, '--import', TSX, MAIN, ...args, '--port', new URL(srv.url).port, '--no-start'].map(shellQuote).join(' ');
-  const child = spawn('script', ['-qefc', cmd, '/dev/null'], { cwd: work, env: { ...process.env, TERM: 'xterm', COLUMNS: '100' }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn('script', ['-qefc', cmd, '/dev/null'], {
+    cwd: work,
+    env: { ...process.env, TERM: 'xterm', COLUMNS: '100' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let out = '';
   let step = 0;
   const next = () => {
@@ -57,10 +67,12 @@ function svcInTerminal(args: string[], steps: { waitFor: RegExp; type?: string }
     next();
   });
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  return new Promise((r) => child.on('close', (code) => {
-    clearTimeout(timer);
-    r({ code: code ?? -1, out, err: '' });
-  }));
+  return new Promise((r) =>
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      r({ code: code ?? -1, out, err: '' });
+    })
+  );
 }
 
 /** readline draws its prompt, then moves the cursor past it. */
@@ -72,7 +84,13 @@ const letters = (s: string) => s.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(
 async function chatGreedy(content: string): Promise<string> {
   const r = await fetch(`${srv.url}/api/chat`, {
     method: 'POST',
-    body: JSON.stringify({ model: 'tiny-llama:test', messages: [{ role: 'user', content }], stream: false, options: { temperature: 0, num_predict: 12 }, think: false }),
+    body: JSON.stringify({
+      model: 'tiny-llama:test',
+      messages: [{ role: 'user', content }],
+      stream: false,
+      options: { temperature: 0, num_predict: 12 },
+      think: false,
+    }),
   });
   return ((await r.json()) as { message: { content: string } }).message.content;
 }
@@ -116,7 +134,10 @@ describe('svc client commands', () => {
     assert.equal(r.code, 0, r.out);
     const afterPrompt = r.out.slice(r.out.lastIndexOf('hello there') + 'hello there'.length, r.out.lastIndexOf('/bye'));
     assert.ok(letters(expected).length > 0);
-    assert.ok(letters(afterPrompt).includes(letters(expected)), `reply not streamed: ${JSON.stringify(afterPrompt.slice(0, 300))} vs ${JSON.stringify(expected)}`);
+    assert.ok(
+      letters(afterPrompt).includes(letters(expected)),
+      `reply not streamed: ${JSON.stringify(afterPrompt.slice(0, 300))} vs ${JSON.stringify(expected)}`,
+    );
   });
 
   it('run: a multi-line message between """ is sent as one message', async () => {
@@ -170,7 +191,10 @@ describe('svc client commands', () => {
     const usage = await svc(['pull']);
     assert.equal(usage.code, 2);
     assert.match(usage.err, /usage: svc pull <model>/);
-    const child = spawnSync(process.execPath, ['--import', TSX, MAIN, 'list', '--port', '1', '--no-start'], { encoding: 'utf8', cwd: work });
+    const child = spawnSync(process.execPath, ['--import', TSX, MAIN, 'list', '--port', '1', '--no-start'], {
+      encoding: 'utf8',
+      cwd: work,
+    });
     assert.equal(child.status, 3, child.stderr);
     assert.match(child.stderr, /no server answers at http:\/\/127\.0\.0\.1:1/);
   });
@@ -203,9 +227,16 @@ describe('svc client commands', () => {
 
   it('starts a server in the background when none answers', async () => {
     const dataDir = await tempDir('svc-cli-bg-');
-    const probe = spawnSync(process.execPath, ['-e', 'const s=require("net").createServer().listen(0,()=>{console.log(s.address().port);s.close()})'], { encoding: 'utf8' });
+    const probe = spawnSync(process.execPath, [
+      '-e',
+      'const s=require("net").createServer().listen(0,()=>{console.log(s.address().port);s.close()})',
+    ], { encoding: 'utf8' });
     const port = probe.stdout.trim();
-    const child = spawnSync(process.execPath, ['--import', TSX, MAIN, 'list', '--port', port, '--data-dir', dataDir], { encoding: 'utf8', cwd: work, timeout: 90_000 });
+    const child = spawnSync(process.execPath, ['--import', TSX, MAIN, 'list', '--port', port, '--data-dir', dataDir], {
+      encoding: 'utf8',
+      cwd: work,
+      timeout: 90_000,
+    });
     try {
       assert.equal(child.status, 0, child.stderr);
       assert.match(child.stderr, /starting a server in the background/);

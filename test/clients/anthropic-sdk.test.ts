@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
-import { adminKey, scripted, startHarness, toolCall, type Harness } from './steer.ts';
+import { adminKey, type Harness, scripted, startHarness, toolCall } from './steer.ts';
 
 let h: Harness;
 let client: Anthropic;
@@ -28,7 +28,11 @@ after(async () => {
 
 describe('anthropic SDK: messages', () => {
   it('create with a system prompt; authToken (Bearer) works the same', async () => {
-    const r = await scripted(h, ['Hi there'], () => client.messages.create({ model: MODEL, max_tokens: 20, system: 'Be brief.', messages: user('hi') }));
+    const r = await scripted(
+      h,
+      ['Hi there'],
+      () => client.messages.create({ model: MODEL, max_tokens: 20, system: 'Be brief.', messages: user('hi') }),
+    );
     assert.deepEqual(r.content, [{ type: 'text', text: 'Hi there' }]);
     assert.equal(r.stop_reason, 'end_turn');
     assert.match(r.id, /^msg_/);
@@ -55,18 +59,27 @@ describe('anthropic SDK: messages', () => {
   it('beta tool runner: the tool runs, its result goes back, the loop ends on the final text', { timeout: 60_000 }, async () => {
     const seen: unknown[] = [];
     const add = betaTool({
-      name: 'add', description: 'adds two numbers',
+      name: 'add',
+      description: 'adds two numbers',
       inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
-      run: (input) => { seen.push(input); return String((input.a as number) + (input.b as number)); },
+      run: (input) => {
+        seen.push(input);
+        return String((input.a as number) + (input.b as number));
+      },
     });
-    const final = await scripted(h, [toolCall('add', { a: 4, b: 5 }), 'The sum is 9'], () =>
-      client.beta.messages.toolRunner({ model: MODEL, max_tokens: 60, messages: user('4+5?'), tools: [add] }).runUntilDone());
+    const final = await scripted(
+      h,
+      [toolCall('add', { a: 4, b: 5 }), 'The sum is 9'],
+      () => client.beta.messages.toolRunner({ model: MODEL, max_tokens: 60, messages: user('4+5?'), tools: [add] }).runUntilDone(),
+    );
     assert.deepEqual(seen, [{ a: 4, b: 5 }]);
     assert.deepEqual(final.content.map((b) => b.type === 'text' ? b.text : b.type), ['The sum is 9']);
     // streamed: each turn is a message stream
     const texts: string[] = [];
     await scripted(h, [toolCall('add', { a: 1, b: 1 }), 'Two'], async () => {
-      for await (const turn of client.beta.messages.toolRunner({ model: MODEL, max_tokens: 60, messages: user('1+1?'), tools: [add], stream: true })) {
+      for await (
+        const turn of client.beta.messages.toolRunner({ model: MODEL, max_tokens: 60, messages: user('1+1?'), tools: [add], stream: true })
+      ) {
         for await (const e of turn) if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') texts.push(e.delta.text);
       }
     });
@@ -99,11 +112,20 @@ describe('anthropic SDK: errors', () => {
       assert.match(e.message, /no-such-model/);
       return true;
     });
-    await assert.rejects(client.messages.stream({ model: 'no-such-model', max_tokens: 5, messages: user('x') }).finalMessage(), Anthropic.NotFoundError);
-    await assert.rejects(client.messages.create({ model: MODEL, max_tokens: -1, messages: user('x') }), (e: unknown) => e instanceof Anthropic.BadRequestError && e.status === 400 && e.message.length > 0);
+    await assert.rejects(
+      client.messages.stream({ model: 'no-such-model', max_tokens: 5, messages: user('x') }).finalMessage(),
+      Anthropic.NotFoundError,
+    );
+    await assert.rejects(
+      client.messages.create({ model: MODEL, max_tokens: -1, messages: user('x') }),
+      (e: unknown) => e instanceof Anthropic.BadRequestError && e.status === 400 && e.message.length > 0,
+    );
     await assert.rejects(client.models.retrieve('no-such-model'), Anthropic.NotFoundError);
     const bad = new Anthropic({ baseURL: h.srv.url, apiKey: `svc_${'C'.repeat(43)}`, maxRetries: 0 });
-    await assert.rejects(bad.messages.create({ model: MODEL, max_tokens: 5, messages: user('x') }), (e: unknown) => e instanceof Anthropic.AuthenticationError && e.status === 401);
+    await assert.rejects(
+      bad.messages.create({ model: MODEL, max_tokens: 5, messages: user('x') }),
+      (e: unknown) => e instanceof Anthropic.AuthenticationError && e.status === 401,
+    );
     const foreign = new Anthropic({ baseURL: h.srv.url, apiKey: 'sk-ant-foreign', maxRetries: 0 });
     await assert.rejects(foreign.models.list(), Anthropic.AuthenticationError);
   });

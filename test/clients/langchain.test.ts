@@ -10,7 +10,7 @@ import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
 import { ChatOllama, OllamaEmbeddings } from '@langchain/ollama';
 import { AIMessageChunk, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
 import * as z from 'zod';
-import { adminKey, scripted, startHarness, toolCall, type Harness } from './steer.ts';
+import { adminKey, type Harness, scripted, startHarness, toolCall } from './steer.ts';
 
 let h: Harness;
 let token = '';
@@ -61,12 +61,18 @@ for (const useResponsesApi of [false, true]) {
       assert.equal(ai.tool_calls?.length, 1, JSON.stringify(ai));
       assert.equal(ai.tool_calls![0]!.name, 'add');
       assert.deepEqual(ai.tool_calls![0]!.args, { a: 1, b: 2 });
-      const final = await scripted(h, ['Three'], () => llm.invoke([new HumanMessage('1+2?'), ai, new ToolMessage({ content: '3', tool_call_id: ai.tool_calls![0]!.id! })]));
+      const final = await scripted(
+        h,
+        ['Three'],
+        () => llm.invoke([new HumanMessage('1+2?'), ai, new ToolMessage({ content: '3', tool_call_id: ai.tool_calls![0]!.id! })]),
+      );
       assert.equal(final.text, 'Three');
       // streamed tool call chunks concatenate to the same call
       let acc: AIMessageChunk | undefined;
       await scripted(h, [toolCall('add', { a: 1, b: 2 })], async () => {
-        for await (const c of await chatOpenAI({ useResponsesApi, streaming: true }).bindTools([addTool]).stream('1+2?')) acc = acc ? acc.concat(c) : c;
+        for await (const c of await chatOpenAI({ useResponsesApi, streaming: true }).bindTools([addTool]).stream('1+2?')) {
+          acc = acc ? acc.concat(c) : c;
+        }
       });
       assert.deepEqual(acc?.tool_calls?.map((t) => [t.name, t.args]), [['add', { a: 1, b: 2 }]]);
     });
@@ -74,14 +80,28 @@ for (const useResponsesApi of [false, true]) {
     it('withStructuredOutput (default method and functionCalling): objects that the zod schema accepts', async () => {
       const S = z.object({ n: z.int().min(1).max(9), ok: z.boolean() });
       for (const method of [undefined, 'functionCalling'] as const) {
-        const out = await chatOpenAI({ useResponsesApi, maxTokens: 80 }).withStructuredOutput(S, method ? { method } : undefined).invoke('make one');
+        const out = await chatOpenAI({ useResponsesApi, maxTokens: 80 }).withStructuredOutput(S, method ? { method } : undefined).invoke(
+          'make one',
+        );
         assert.ok(S.safeParse(out).success, JSON.stringify(out));
       }
     });
 
     it('an unknown model and a bad key raise errors with the status', async () => {
-      await assert.rejects(chatOpenAI({ useResponsesApi, model: 'no-such-model' }).invoke('x'), (e: { status?: number }) => e.status === 404);
-      await assert.rejects(new ChatOpenAI({ model: MODEL, useResponsesApi, apiKey: `svc_${'E'.repeat(43)}`, configuration: { baseURL: `${h.srv.url}/v1` }, maxRetries: 0 }).invoke('x'), (e: { status?: number }) => e.status === 401);
+      await assert.rejects(
+        chatOpenAI({ useResponsesApi, model: 'no-such-model' }).invoke('x'),
+        (e: { status?: number }) => e.status === 404,
+      );
+      await assert.rejects(
+        new ChatOpenAI({
+          model: MODEL,
+          useResponsesApi,
+          apiKey: `svc_${'E'.repeat(43)}`,
+          configuration: { baseURL: `${h.srv.url}/v1` },
+          maxRetries: 0,
+        }).invoke('x'),
+        (e: { status?: number }) => e.status === 401,
+      );
     });
   });
 }

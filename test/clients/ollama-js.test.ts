@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Ollama } from 'ollama';
-import { adminKey, scripted, startHarness, toolCall, type Harness } from './steer.ts';
+import { adminKey, type Harness, scripted, startHarness, toolCall } from './steer.ts';
 
 let h: Harness;
 let ollama: Ollama;
@@ -52,9 +52,12 @@ describe('ollama-js: model management', () => {
     assert.ok((await ollama.list()).models.some((m) => m.name.startsWith(ref)));
     assert.equal((await ollama.chat({ model: ref, messages: [{ role: 'user', content: 'x' }], options: { num_predict: 2 } })).done, true);
     await assert.rejects(ollama.pull({ model: 'no-such-model' }), isResponseError(404));
-    await assert.rejects((async () => {
-      for await (const _ of await ollama.pull({ model: 'no-such-model', stream: true })) void _;
-    })(), isResponseError(404));
+    await assert.rejects(
+      (async () => {
+        for await (const _ of await ollama.pull({ model: 'no-such-model', stream: true })) void _;
+      })(),
+      isResponseError(404),
+    );
     await assert.rejects(ollama.show({ model: 'no-such-model' }), isResponseError(404));
     await assert.rejects(ollama.copy({ source: 'no-such-model', destination: 'x' }), isResponseError(404));
     await assert.rejects(ollama.delete({ model: 'no-such-model' }), isResponseError(404));
@@ -80,7 +83,15 @@ describe('ollama-js: model management', () => {
 
   it('create from a catalog model with a system prompt, copy, delete', async () => {
     const statuses: string[] = [];
-    for await (const p of await ollama.create({ model: 'qa-pirate', from: MODEL, system: 'You are a pirate.', parameters: { temperature: 0 }, stream: true })) statuses.push(p.status);
+    for await (
+      const p of await ollama.create({
+        model: 'qa-pirate',
+        from: MODEL,
+        system: 'You are a pirate.',
+        parameters: { temperature: 0 },
+        stream: true,
+      })
+    ) statuses.push(p.status);
     assert.equal(statuses.at(-1), 'success');
     const shown = await ollama.show({ model: 'qa-pirate' });
     assert.equal(shown.system, 'You are a pirate.');
@@ -117,19 +128,44 @@ describe('ollama-js: inference', () => {
   });
 
   it('chat with tools: tool_calls with parsed arguments; the tool message goes back', async () => {
-    const tools = [{ type: 'function', function: { name: 'add', description: 'adds', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } } }];
-    const r = await scripted(h, [toolCall('add', { a: 1, b: 2 })], () => ollama.chat({ model: MODEL, messages: [{ role: 'user', content: '1+2' }], tools, options: { num_predict: 60 } }));
+    const tools = [{
+      type: 'function',
+      function: {
+        name: 'add',
+        description: 'adds',
+        parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+      },
+    }];
+    const r = await scripted(
+      h,
+      [toolCall('add', { a: 1, b: 2 })],
+      () => ollama.chat({ model: MODEL, messages: [{ role: 'user', content: '1+2' }], tools, options: { num_predict: 60 } }),
+    );
     const call = r.message.tool_calls?.[0];
     assert.ok(call, JSON.stringify(r.message));
     assert.equal(call.function.name, 'add');
     assert.deepEqual(call.function.arguments, { a: 1, b: 2 });
-    const next = await scripted(h, ['3'], () => ollama.chat({ model: MODEL, tools, messages: [{ role: 'user', content: '1+2' }, r.message, { role: 'tool', content: '3', tool_name: 'add' } as never] }));
+    const next = await scripted(
+      h,
+      ['3'],
+      () =>
+        ollama.chat({
+          model: MODEL,
+          tools,
+          messages: [{ role: 'user', content: '1+2' }, r.message, { role: 'tool', content: '3', tool_name: 'add' } as never],
+        }),
+    );
     assert.equal(next.message.content, '3');
     assert.ok(next.prompt_eval_count > r.prompt_eval_count);
   });
 
   it('chat with format json: the content parses', async () => {
-    const r = await ollama.chat({ model: MODEL, messages: [{ role: 'user', content: 'json' }], format: 'json', options: { num_predict: 60, seed: 1, temperature: 1 } });
+    const r = await ollama.chat({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'json' }],
+      format: 'json',
+      options: { num_predict: 60, seed: 1, temperature: 1 },
+    });
     assert.equal(typeof JSON.parse(r.message.content), 'object');
   });
 
@@ -142,7 +178,11 @@ describe('ollama-js: inference', () => {
       for await (const p of await ollama.generate({ model: MODEL, prompt: 'how are you', stream: true })) text += p.response;
     });
     assert.equal(text, 'Fine');
-    const t = await scripted(h, ['<think>hmm</think>Yes'], () => ollama.chat({ model: MODEL, think: true, messages: [{ role: 'user', content: 'q' }] }));
+    const t = await scripted(
+      h,
+      ['<think>hmm</think>Yes'],
+      () => ollama.chat({ model: MODEL, think: true, messages: [{ role: 'user', content: 'q' }] }),
+    );
     assert.equal(t.message.thinking?.trim(), 'hmm');
     assert.equal(t.message.content.trim(), 'Yes');
   });
@@ -158,13 +198,24 @@ describe('ollama-js: inference', () => {
 
 describe('ollama-js: errors', () => {
   it('unknown model 404, bad field 400, bad key 401: ResponseError with status_code and text', async () => {
-    await assert.rejects(ollama.chat({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }), isResponseError(404, /no-such-model/));
+    await assert.rejects(
+      ollama.chat({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }),
+      isResponseError(404, /no-such-model/),
+    );
     // a streamed request that fails before streaming throws the same way
-    await assert.rejects((async () => {
-      for await (const _ of await ollama.chat({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }], stream: true })) void _;
-    })(), isResponseError(404));
+    await assert.rejects(
+      (async () => {
+        for await (const _ of await ollama.chat({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }], stream: true })) {
+          void _;
+        }
+      })(),
+      isResponseError(404),
+    );
     await assert.rejects(ollama.embed({ model: MODEL, input: 'x' }), isResponseError(400));
-    await assert.rejects(ollama.chat({ model: MODEL, messages: [{ role: 'user', content: 'x' }], options: { temperature: 'hot' } } as never), isResponseError(400));
+    await assert.rejects(
+      ollama.chat({ model: MODEL, messages: [{ role: 'user', content: 'x' }], options: { temperature: 'hot' } } as never),
+      isResponseError(400),
+    );
     await assert.rejects(ollama.generate({ model: MODEL, prompt: 'x', format: 'yaml' } as never), isResponseError(400));
     const bad = new Ollama({ host: h.srv.url, headers: { Authorization: `Bearer svc_${'B'.repeat(43)}` } });
     await assert.rejects(bad.list(), isResponseError(401));

@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import OpenAI, { toFile } from 'openai';
-import { speechSilenceSpeech, type SpeechFixture } from '../routes/media/make-media.ts';
+import { type SpeechFixture, speechSilenceSpeech } from '../routes/media/make-media.ts';
 import { FIXTURE_CATALOG } from '../support/hub-stand-in.ts';
-import { adminKey, startHarness, type Harness } from './steer.ts';
+import { adminKey, type Harness, startHarness } from './steer.ts';
 
 let h: Harness;
 let openai: OpenAI;
@@ -54,6 +54,9 @@ describe('openai SDK: audio.transcriptions', () => {
 
   it('errors: unknown model NotFoundError; stream with srt BadRequestError', async () => {
     await assert.rejects(openai.audio.transcriptions.create({ model: 'no-such-model', file: await file() }), OpenAI.NotFoundError);
-    await assert.rejects(openai.audio.transcriptions.create({ model: MODEL, file: await file(), stream: true, response_format: 'srt' } as never), (e: unknown) => e instanceof OpenAI.BadRequestError && /stream/.test(e.message));
+    await assert.rejects(
+      openai.audio.transcriptions.create({ model: MODEL, file: await file(), stream: true, response_format: 'srt' } as never),
+      (e: unknown) => e instanceof OpenAI.BadRequestError && /stream/.test(e.message),
+    );
   });
 });

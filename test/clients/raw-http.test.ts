@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { adminKey, scripted, startHarness, type Harness } from './steer.ts';
+import { adminKey, type Harness, scripted, startHarness } from './steer.ts';
 
 let h: Harness;
 let token = '';
@@ -29,18 +29,31 @@ after(async () => {
 const curl = (path: string, body?: string, headers: Record<string, string> = {}) =>
   fetch(`${h.srv.url}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${token}`, accept: '*/*', 'user-agent': 'curl/8.5.0', ...(body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}), ...headers },
+    headers: {
+      authorization: `Bearer ${token}`,
+      accept: '*/*',
+      'user-agent': 'curl/8.5.0',
+      ...(body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      ...headers,
+    },
     body,
   });
 
 describe('curl', () => {
   it("Ollama README: curl /api/generate -d '{...}' (form content type, JSON body) streams NDJSON", async () => {
-    const res = await scripted(h, ['Why not'], () => curl('/api/generate', JSON.stringify({ model: MODEL, prompt: 'Why is the sky blue?' })));
+    const res = await scripted(
+      h,
+      ['Why not'],
+      () => curl('/api/generate', JSON.stringify({ model: MODEL, prompt: 'Why is the sky blue?' })),
+    );
     assert.equal(res.status, 200, await res.clone().text());
     const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l));
     assert.equal(lines.map((l) => l.response).join(''), 'Why not');
     assert.equal(lines.at(-1).done, true);
-    const chat = await curl('/api/chat', JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: false, options: { num_predict: 2 } }));
+    const chat = await curl(
+      '/api/chat',
+      JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: false, options: { num_predict: 2 } }),
+    );
     assert.equal(chat.status, 200);
     const emb = await curl('/api/embed', JSON.stringify({ model: EMB, input: 'hi' }));
     assert.equal(emb.status, 200);
@@ -51,7 +64,11 @@ describe('curl', () => {
     const res = await curl('/v1/chat/completions', body, { 'content-type': 'application/json' });
     assert.equal(res.status, 200);
     assert.equal(((await res.json()) as { object: string }).object, 'chat.completion');
-    const sse = await curl('/v1/chat/completions', JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3, stream: true }), { 'content-type': 'application/json' });
+    const sse = await curl(
+      '/v1/chat/completions',
+      JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3, stream: true }),
+      { 'content-type': 'application/json' },
+    );
     assert.match(sse.headers.get('content-type') ?? '', /text\/event-stream/);
     assert.match(await sse.text(), /data: \[DONE\]\n\n$/);
     // without a content type (curl -d defaults to a form) the JSON body is still read
@@ -89,7 +106,11 @@ describe('curl', () => {
 describe('MCP client SDK', () => {
   const connect = async (key?: string) => {
     const client = new Client({ name: 'qa', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${h.srv.url}/mcp`), { requestInit: { headers: key ? { authorization: `Bearer ${key}` } : {} } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${h.srv.url}/mcp`), {
+        requestInit: { headers: key ? { authorization: `Bearer ${key}` } : {} },
+      }),
+    );
     return client;
   };
 
@@ -100,11 +121,18 @@ describe('MCP client SDK', () => {
       assert.ok(tools.some((t) => t.name === 'chat') && tools.some((t) => t.name === 'embeddings'));
       const emb = await client.callTool({ name: 'embeddings', arguments: { model: EMB, input: 'hello' } });
       assert.notEqual(emb.isError, true, JSON.stringify(emb));
-      const chat = await scripted(h, ['From MCP'], () => client.callTool({ name: 'chat', arguments: { model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 10 } }));
+      const chat = await scripted(
+        h,
+        ['From MCP'],
+        () => client.callTool({ name: 'chat', arguments: { model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 10 } }),
+      );
       assert.notEqual(chat.isError, true, JSON.stringify(chat));
       assert.match(JSON.stringify(chat.content), /From MCP/);
       await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (e: { code?: number }) => e.code === -32602);
-      const bad = await client.callTool({ name: 'chat', arguments: { model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] } });
+      const bad = await client.callTool({
+        name: 'chat',
+        arguments: { model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] },
+      });
       assert.equal(bad.isError, true);
       assert.match(JSON.stringify(bad.content), /404/);
     } finally {

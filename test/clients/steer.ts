@@ -3,9 +3,9 @@
  * script of answers: each chat generation takes the next text of the script (forced token by token, then
  * end of turn), so multi-turn client helpers (tool runners, agents) see real turns through the engine.
  */
-import { forceTokens, startHarness, tinyLlamaIds, type Harness } from '../routes/ollama/harness.ts';
+import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../routes/ollama/harness.ts';
 
-export { startHarness, type Harness };
+export { type Harness, startHarness };
 
 /** Makes the next generations say `texts` in order; past the end the model speaks freely. */
 export async function script(h: Harness, texts: string[]): Promise<void> {

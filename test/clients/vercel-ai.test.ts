@@ -10,7 +10,7 @@ import { APICallError, embed, embedMany, generateObject, generateText, stepCount
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import * as z from 'zod';
-import { adminKey, scripted, startHarness, toolCall, type Harness } from './steer.ts';
+import { adminKey, type Harness, scripted, startHarness, toolCall } from './steer.ts';
 
 let h: Harness;
 let openai: ReturnType<typeof createOpenAI>;
@@ -40,10 +40,18 @@ const models = [
 describe('Vercel AI SDK: reasoningEffort (openai-compatible sends reasoning_effort)', () => {
   it('high: reasoningText is the thinking, text the answer; none is accepted', async () => {
     const model = compat.chatModel(MODEL);
-    const r = await scripted(h, ['<think>hmm</think>Yes'], () => generateText({ model, prompt: 'q', maxRetries: 0, providerOptions: { svc: { reasoningEffort: 'high' } } }));
+    const r = await scripted(
+      h,
+      ['<think>hmm</think>Yes'],
+      () => generateText({ model, prompt: 'q', maxRetries: 0, providerOptions: { svc: { reasoningEffort: 'high' } } }),
+    );
     assert.equal(r.reasoningText?.trim(), 'hmm');
     assert.equal(r.text.trim(), 'Yes');
-    const off = await scripted(h, ['Plain'], () => generateText({ model, prompt: 'q', maxRetries: 0, providerOptions: { svc: { reasoningEffort: 'none' } } }));
+    const off = await scripted(
+      h,
+      ['Plain'],
+      () => generateText({ model, prompt: 'q', maxRetries: 0, providerOptions: { svc: { reasoningEffort: 'none' } } }),
+    );
     assert.equal(off.text.trim(), 'Plain');
   });
 });
@@ -70,9 +78,19 @@ describe('Vercel AI SDK: text', () => {
     it(`${label}: a tool loop (stopWhen) runs the tool and ends on the final answer`, async () => {
       const model = makeModel();
       const calls: unknown[] = [];
-      const add = tool({ description: 'adds', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: async ({ a, b }) => { calls.push({ a, b }); return a + b; } });
-      const r = await scripted(h, [toolCall('add', { a: 2, b: 3 }), 'Five'], () =>
-        generateText({ model, prompt: '2+3?', tools: { add }, stopWhen: stepCountIs(3), maxOutputTokens: 60, maxRetries: 0 }));
+      const add = tool({
+        description: 'adds',
+        inputSchema: z.object({ a: z.number(), b: z.number() }),
+        execute: async ({ a, b }) => {
+          calls.push({ a, b });
+          return a + b;
+        },
+      });
+      const r = await scripted(
+        h,
+        [toolCall('add', { a: 2, b: 3 }), 'Five'],
+        () => generateText({ model, prompt: '2+3?', tools: { add }, stopWhen: stepCountIs(3), maxOutputTokens: 60, maxRetries: 0 }),
+      );
       assert.deepEqual(calls, [{ a: 2, b: 3 }]);
       assert.equal(r.steps.length, 2);
       assert.equal(r.steps[0]!.finishReason, 'tool-calls');
@@ -80,7 +98,15 @@ describe('Vercel AI SDK: text', () => {
       // streamed, the same loop
       const seen: string[] = [];
       const s = await scripted(h, [toolCall('add', { a: 2, b: 3 }), 'Five'], async () => {
-        const res = streamText({ model, prompt: '2+3?', tools: { add }, stopWhen: stepCountIs(3), maxOutputTokens: 60, maxRetries: 0, onError: () => {} });
+        const res = streamText({
+          model,
+          prompt: '2+3?',
+          tools: { add },
+          stopWhen: stepCountIs(3),
+          maxOutputTokens: 60,
+          maxRetries: 0,
+          onError: () => {},
+        });
         for await (const p of res.fullStream) seen.push(p.type);
         return res.text;
       });
@@ -94,7 +120,15 @@ describe('Vercel AI SDK: objects and embeddings', () => {
   it('generateObject with @ai-sdk/openai (responses and chat)', async () => {
     const schema = z.object({ name: z.string().max(8), n: z.int().min(0).max(9) });
     for (const model of [openai(MODEL), openai.chat(MODEL)]) {
-      const { object } = await generateObject({ model, schema, prompt: 'make one', seed: 2, temperature: 1, maxOutputTokens: 80, maxRetries: 0 });
+      const { object } = await generateObject({
+        model,
+        schema,
+        prompt: 'make one',
+        seed: 2,
+        temperature: 1,
+        maxOutputTokens: 80,
+        maxRetries: 0,
+      });
       assert.ok(schema.safeParse(object).success, JSON.stringify(object));
     }
   });
@@ -112,7 +146,12 @@ describe('Vercel AI SDK: objects and embeddings', () => {
 
   it('toolChoice required / a named tool: the call validates against the tool schema', async () => {
     const add = tool({ description: 'adds', inputSchema: z.object({ a: z.number(), b: z.number() }) });
-    for (const [model, toolChoice] of [[openai.chat(MODEL), 'required'], [openai(MODEL), { type: 'tool', toolName: 'add' }], [compat.chatModel(MODEL), 'required']] as const) {
+    for (
+      const [model, toolChoice] of [[openai.chat(MODEL), 'required'], [openai(MODEL), { type: 'tool', toolName: 'add' }], [
+        compat.chatModel(MODEL),
+        'required',
+      ]] as const
+    ) {
       const r = await generateText({ model, tools: { add }, toolChoice, prompt: 'add', maxOutputTokens: 80, maxRetries: 0 });
       assert.equal(r.toolCalls.length, 1, JSON.stringify(r.content));
       assert.equal(r.toolCalls[0]!.toolName, 'add');

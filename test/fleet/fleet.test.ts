@@ -3,12 +3,12 @@
  * on loopback. Judged by what a client sees through nginx and from the nodes directly.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { freePort, startPostgres, type TestPostgres } from '../support/postgres.ts';
-import { startNginx, type RunningNginx } from '../support/nginx.ts';
+import { type RunningNginx, startNginx } from '../support/nginx.ts';
 import { tempDir } from '../support/server.ts';
 
 const HEARTBEAT_S = 1;
@@ -16,7 +16,13 @@ const NODE_TIMEOUT_S = 3;
 const CEILING = 6;
 const TAGS = ['node01', 'node02', 'node03'];
 
-interface Node { tag: string; port: number; dataDir: string; child: ChildProcess; url: string }
+interface Node {
+  tag: string;
+  port: number;
+  dataDir: string;
+  child: ChildProcess;
+  url: string;
+}
 
 let pg: TestPostgres;
 let nginx: RunningNginx;
@@ -27,13 +33,34 @@ const nodes: Node[] = [];
 const dirs: string[] = [];
 
 function nodeArgs(tag: string, port: number, dataDir: string): string[] {
-  return ['serve', '--database-url', databaseUrl, '--data-dir', dataDir, '--port', String(port), '--node-tag', tag, '--files-dir', filesDir,
-    '--fleet-heartbeat-seconds', String(HEARTBEAT_S), '--fleet-node-timeout-seconds', String(NODE_TIMEOUT_S),
-    '--max-jobs-per-owner', String(CEILING), '--require-keys', '--log-level', 'warn'];
+  return [
+    'serve',
+    '--database-url',
+    databaseUrl,
+    '--data-dir',
+    dataDir,
+    '--port',
+    String(port),
+    '--node-tag',
+    tag,
+    '--files-dir',
+    filesDir,
+    '--fleet-heartbeat-seconds',
+    String(HEARTBEAT_S),
+    '--fleet-node-timeout-seconds',
+    String(NODE_TIMEOUT_S),
+    '--max-jobs-per-owner',
+    String(CEILING),
+    '--require-keys',
+    '--log-level',
+    'warn',
+  ];
 }
 
 function startNode(tag: string, port: number, dataDir: string): Promise<Node> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/serve-fleet-node.ts', ...nodeArgs(tag, port, dataDir)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/serve-fleet-node.ts', ...nodeArgs(tag, port, dataDir)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {
@@ -48,8 +75,13 @@ function startNode(tag: string, port: number, dataDir: string): Promise<Node> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const auth = () => ({ authorization: `Bearer ${token}` });
 const submit = (base: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${base}/svc/v1/test/work`, { method: 'POST', headers: { 'content-type': 'application/json', prefer: 'respond-async', ...auth(), ...headers }, body: JSON.stringify(body) });
-const poll = (base: string, id: string, headers: Record<string, string> = {}) => fetch(`${base}/svc/v1/jobs/${id}`, { headers: { ...auth(), ...headers } });
+  fetch(`${base}/svc/v1/test/work`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', prefer: 'respond-async', ...auth(), ...headers },
+    body: JSON.stringify(body),
+  });
+const poll = (base: string, id: string, headers: Record<string, string> = {}) =>
+  fetch(`${base}/svc/v1/jobs/${id}`, { headers: { ...auth(), ...headers } });
 
 async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
   const end = Date.now() + ms;
@@ -75,7 +107,21 @@ before(async () => {
   dirs.push(filesDir);
   const keyDir = await tempDir();
   dirs.push(keyDir);
-  const out = execFileSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'keys', 'create', '--name', 'fleet', '--database-url', databaseUrl, '--data-dir', keyDir, '--log-level', 'warn'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const out = execFileSync(process.execPath, [
+    '--import',
+    'tsx',
+    'src/main.ts',
+    'keys',
+    'create',
+    '--name',
+    'fleet',
+    '--database-url',
+    databaseUrl,
+    '--data-dir',
+    keyDir,
+    '--log-level',
+    'warn',
+  ], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
   token = JSON.parse(out).token;
   const ports = await Promise.all(TAGS.map(() => freePort()));
   for (let i = 0; i < TAGS.length; i++) {
@@ -90,7 +136,12 @@ before(async () => {
 
 after(async () => {
   await nginx?.stop();
-  for (const n of nodes) if (n.child.exitCode === null && n.child.signalCode === null) { n.child.kill('SIGTERM'); await new Promise((r) => n.child.once('exit', r)); }
+  for (const n of nodes) {
+    if (n.child.exitCode === null && n.child.signalCode === null) {
+      n.child.kill('SIGTERM');
+      await new Promise((r) => n.child.once('exit', r));
+    }
+  }
   await pg?.stop();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
@@ -168,15 +219,27 @@ test('a WebSocket upgrade (Responses WebSocket mode) passes through nginx', asyn
   const { request } = await import('node:http');
   const key = randomBytes(16).toString('base64');
   const status = await new Promise<{ code: number; accept?: string }>((resolve, reject) => {
-    const req = request(`${nginx.url}/v1/responses`, { headers: { ...auth(), connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': key } });
-    req.once('upgrade', (res, socket) => { socket.destroy(); resolve({ code: res.statusCode!, accept: res.headers['sec-websocket-accept'] as string }); });
-    req.once('response', (res) => { res.resume(); resolve({ code: res.statusCode! }); });
+    const req = request(`${nginx.url}/v1/responses`, {
+      headers: { ...auth(), connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': key },
+    });
+    req.once('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve({ code: res.statusCode!, accept: res.headers['sec-websocket-accept'] as string });
+    });
+    req.once('response', (res) => {
+      res.resume();
+      resolve({ code: res.statusCode! });
+    });
     req.once('error', reject);
     req.end();
   });
   assert.equal(status.code, 101);
   const { createHash } = await import('node:crypto');
-  assert.equal(status.accept, createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64'), 'RFC 6455 accept value');
+  assert.equal(
+    status.accept,
+    createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64'),
+    'RFC 6455 accept value',
+  );
 });
 
 test('a cancel sent to another node answers 202 cancel_requested and the running node honours it', async () => {
@@ -229,7 +292,10 @@ test('kill -9 of a node: its processing jobs are failed with job_lost by the sur
   acknowledged.set(job_id, (rec) => assert.equal(rec.error_reason, 'job_lost'));
   const big = await submit(victim.url, { bytes: 5 * 1024 * 1024 });
   const bigId = (await big.json()).job_id;
-  await until('the big result on node02', async () => ((await (await poll(victim.url, bigId)).json()).status === 'completed' ? true : undefined));
+  await until(
+    'the big result on node02',
+    async () => ((await (await poll(victim.url, bigId)).json()).status === 'completed' ? true : undefined),
+  );
   bigResults.set(bigId, 'node02');
   assert.equal((await poll(node('node01').url, bigId)).status, 421, 'held by a live node: 421');
   for (const [id, holder] of bigResults) if (holder === 'node02') heldByKilled.add(id);
@@ -290,7 +356,12 @@ test('nothing acknowledged is lost: a burst through nginx, then every 202 ever g
   await Promise.all(Array.from({ length: 30 }, async (_, i) => {
     for (;;) {
       const r = await submit(nginx.url, { value: i, ms: 20 });
-      if (r.status === 429) { refused++; await r.body?.cancel(); await sleep(50); continue; }
+      if (r.status === 429) {
+        refused++;
+        await r.body?.cancel();
+        await sleep(50);
+        continue;
+      }
       assert.equal(r.status, 202);
       const { job_id } = await r.json();
       acknowledged.set(job_id, (rec) => assert.deepEqual(rec.result, { echo: i, answer: 42 }));

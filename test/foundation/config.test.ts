@@ -4,7 +4,11 @@ import { test } from 'node:test';
 import { ConfigError, helpText, loadConfig, parseArgs } from '../../src/config.ts';
 
 const run = (args: string[], env: Record<string, string> = {}) =>
-  spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 30_000 });
+  spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 30_000,
+  });
 
 test('defaults: loopback, a data directory, port and limits', () => {
   const c = loadConfig(new Map(), {});
@@ -26,7 +30,10 @@ test('flags win over SVC_* variables, which win over defaults', () => {
 });
 
 test('an invalid value fails naming the setting, its flag and its variable', () => {
-  assert.throws(() => loadConfig(new Map([['port', 'abc']]), {}), (e: unknown) => e instanceof ConfigError && /port/.test(e.message) && /--port/.test(e.message) && /SVC_PORT/.test(e.message));
+  assert.throws(
+    () => loadConfig(new Map([['port', 'abc']]), {}),
+    (e: unknown) => e instanceof ConfigError && /port/.test(e.message) && /--port/.test(e.message) && /SVC_PORT/.test(e.message),
+  );
   assert.throws(() => loadConfig(new Map(), { SVC_SATURATION_POLICY: 'Drop' }), /saturationPolicy.*SVC_SATURATION_POLICY/);
   assert.throws(() => loadConfig(new Map([['no-such-thing', '1']]), {}), /unknown option --no-such-thing/);
 });
@@ -42,7 +49,9 @@ test('the server refuses to start on invalid config, naming the setting', () => 
 
 test('--help lists every setting with its default', () => {
   const text = helpText();
-  for (const flag of ['--port', '--host', '--data-dir', '--max-upload-bytes', '--require-keys', '--backend']) assert.ok(text.includes(flag), flag);
+  for (const flag of ['--port', '--host', '--data-dir', '--max-upload-bytes', '--require-keys', '--backend']) {
+    assert.ok(text.includes(flag), flag);
+  }
   const r = run(['--help']);
   assert.equal(r.status, 0);
   assert.match(r.stdout, /--port <int>\n\s+SVC_PORT .*default: 8090/);

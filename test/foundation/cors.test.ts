@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { originAllowed } from '../../src/http/cors.ts';
-import { inProcess, type InProcess } from '../support/server.ts';
+import { type InProcess, inProcess } from '../support/server.ts';
 
 let srv: InProcess;
 before(async () => {

@@ -2,11 +2,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ndjsonResponse } from '../../src/http/ndjson.ts';
 import { sseResponse } from '../../src/http/sse.ts';
-import { inProcess, json, type InProcess } from '../support/server.ts';
+import { type InProcess, inProcess, json } from '../support/server.ts';
 
 describe('envelopes, node tag, validation', () => {
   let t: InProcess;
-  async function* items() { yield { a: 1 }; yield { b: 2 }; }
+  async function* items() {
+    yield { a: 1 };
+    yield { b: 2 };
+  }
   before(async () => {
     t = await inProcess({}, {
       extraRoutes: (app) => {
@@ -20,8 +23,19 @@ describe('envelopes, node tag, validation', () => {
   test('every response carries X-Svc-Node and X-Request-Id: routes, errors, 404s, static files, streams', async () => {
     const html = { headers: { accept: 'text/html' } };
     const cases: [string, RequestInit?][] = [
-      ['/api/version'], ['/health'], ['/nope'], ['/v1/nope'], ['/api/nope'], ['/svc/v1/nope'], ['/'], ['/', html],
-      ['/playground.html'], ['/playground.js'], ['/api/version', { method: 'HEAD' }], ['/svc/v1/test/ndjson'], ['/svc/v1/test/sse'],
+      ['/api/version'],
+      ['/health'],
+      ['/nope'],
+      ['/v1/nope'],
+      ['/api/nope'],
+      ['/svc/v1/nope'],
+      ['/'],
+      ['/', html],
+      ['/playground.html'],
+      ['/playground.js'],
+      ['/api/version', { method: 'HEAD' }],
+      ['/svc/v1/test/ndjson'],
+      ['/svc/v1/test/sse'],
       ['/svc/v1/admin/keys', { method: 'POST', body: '{' }],
     ];
     for (const [path, init] of cases) {
@@ -62,7 +76,11 @@ describe('envelopes, node tag, validation', () => {
   });
 
   test('malformed JSON and failed validation are 400 with field details, never 500', async () => {
-    const bad = await t.request('/svc/v1/admin/keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":' });
+    const bad = await t.request('/svc/v1/admin/keys', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"name":',
+    });
     assert.equal(bad.status, 400);
     const bb = await bad.json();
     assert.equal(bb.error, 'invalid_request');
@@ -78,7 +96,11 @@ describe('envelopes, node tag, validation', () => {
   test('a declared body over the upload limit is refused with 413 before it is read', async () => {
     const small = await inProcess({ maxUploadBytes: 1000 });
     try {
-      const r = await small.request('/svc/v1/admin/keys', { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '5000' }, body: 'x'.repeat(5000) });
+      const r = await small.request('/svc/v1/admin/keys', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': '5000' },
+        body: 'x'.repeat(5000),
+      });
       assert.equal(r.status, 413);
       const b = await r.json();
       assert.match(b.message, /upload the file first/);
@@ -90,7 +112,9 @@ describe('envelopes, node tag, validation', () => {
 
 describe('API keys', () => {
   let t: InProcess;
-  before(async () => { t = await inProcess(); });
+  before(async () => {
+    t = await inProcess();
+  });
   after(() => t.close());
 
   test('no key exists: requests are served for the local owner, as a local Ollama does', async () => {

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { inProcess, json, type InProcess } from '../support/server.ts';
+import { type InProcess, inProcess, json } from '../support/server.ts';
 
 describe('API key last use', () => {
   let t: InProcess;
-  before(async () => { t = await inProcess(); });
+  before(async () => {
+    t = await inProcess();
+  });
   after(() => t.close());
 
   const lastUsed = async (id: string) =>
@@ -27,7 +29,9 @@ describe('API key last use', () => {
     assert.equal((await t.request('/svc/v1/admin/keys', { headers: auth })).status, 200);
     assert.equal(Number(await lastUsed(key.id)), first);
 
-    const listed = (await (await t.request('/svc/v1/admin/keys', { headers: auth })).json()).data.find((k: { id: string }) => k.id === key.id);
+    const listed = (await (await t.request('/svc/v1/admin/keys', { headers: auth })).json()).data.find((k: { id: string }) =>
+      k.id === key.id
+    );
     assert.equal(listed.last_used_at, new Date(first).toISOString());
   });
 });

@@ -6,7 +6,9 @@ import { tempDir } from '../support/server.ts';
 
 test('SIGTERM finishes the request in flight, then the server exits', async () => {
   const dataDir = await tempDir();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', dataDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', dataDir], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   const url = await new Promise<string>((resolve, reject) => {
     child.stderr!.on('data', (d) => {
@@ -24,10 +26,15 @@ test('SIGTERM finishes the request in flight, then the server exits', async () =
   const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
     const req = httpRequest(`${url}/svc/v1/files/upload`, {
       method: 'POST',
-      headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + payload.length * 4 + tail.length) },
+      headers: {
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+        'content-length': String(head.length + payload.length * 4 + tail.length),
+      },
     }, (res) => {
       let body = '';
-      res.on('data', (d) => { body += d; });
+      res.on('data', (d) => {
+        body += d;
+      });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
     });
     req.on('error', reject);

@@ -17,18 +17,52 @@ const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 
 /** Each input-taking route with the least options it needs. */
 export const ROUTES: Record<string, Record<string, unknown>> = {
-  'pdf-info': {}, 'pdf-layout': {}, 'pdf-search': { query: 'hello' }, 'pdf-merge': {}, 'pdf-split': { every: 1 },
-  'pdf-edit': { operations: [{ op: 'rotate', degrees: 90 }] }, 'pdf-unlock': {}, 'pdf-redact': { texts: ['hello'] },
-  'pdf-to-images': { dpi: 72 }, 'image-to-pdf': {}, 'pdf-watermark': { text: 'X' }, 'pdf-remove-watermark': {},
-  ocr: { dpi: 72 }, 'document-to-markdown': {}, 'document-parsing': { effort: 'Low' }, 'document-split': {},
-  'document-validate': {}, 'document-thumbnails': {}, 'document-highlight': { query: 'hello', ocr: false },
-  'pdf-verify': {}, 'pdf-pdfa-check': {}, 'pdf-to-pdfa': {}, 'pdf-ocr': {}, 'voice-activity-detection': {},
-  'image-convert': { format: 'png' }, 'image-analysis': {}, 'image-color-palette': {}, 'image-enhance': {}, 'image-deskew': {},
-  'image-normalization': {}, 'image-redact': { boxes: [{ x: 0, y: 0, width: 2, height: 2 }] }, 'image-watermark': { text: 'X' },
+  'pdf-info': {},
+  'pdf-layout': {},
+  'pdf-search': { query: 'hello' },
+  'pdf-merge': {},
+  'pdf-split': { every: 1 },
+  'pdf-edit': { operations: [{ op: 'rotate', degrees: 90 }] },
+  'pdf-unlock': {},
+  'pdf-redact': { texts: ['hello'] },
+  'pdf-to-images': { dpi: 72 },
+  'image-to-pdf': {},
+  'pdf-watermark': { text: 'X' },
+  'pdf-remove-watermark': {},
+  ocr: { dpi: 72 },
+  'document-to-markdown': {},
+  'document-parsing': { effort: 'Low' },
+  'document-split': {},
+  'document-validate': {},
+  'document-thumbnails': {},
+  'document-highlight': { query: 'hello', ocr: false },
+  'pdf-verify': {},
+  'pdf-pdfa-check': {},
+  'pdf-to-pdfa': {},
+  'pdf-ocr': {},
+  'voice-activity-detection': {},
+  'image-convert': { format: 'png' },
+  'image-analysis': {},
+  'image-color-palette': {},
+  'image-enhance': {},
+  'image-deskew': {},
+  'image-normalization': {},
+  'image-redact': { boxes: [{ x: 0, y: 0, width: 2, height: 2 }] },
+  'image-watermark': { text: 'X' },
   'image-background-removal': {},
 };
 /** Routes whose valid input is an image (checked with a real PNG at the end). */
-const IMAGE_ROUTES = new Set(['image-to-pdf', 'image-convert', 'image-analysis', 'image-color-palette', 'image-enhance', 'image-deskew', 'image-normalization', 'image-redact', 'image-watermark']);
+const IMAGE_ROUTES = new Set([
+  'image-to-pdf',
+  'image-convert',
+  'image-analysis',
+  'image-color-palette',
+  'image-enhance',
+  'image-deskew',
+  'image-normalization',
+  'image-redact',
+  'image-watermark',
+]);
 /** Routes whose valid input is neither (audio), or that need a model the test server lacks; covered for refusals only. */
 const NOT_PDF = new Set([...IMAGE_ROUTES, 'voice-activity-detection', 'image-background-removal']);
 
@@ -102,7 +136,11 @@ describe('hostile corpus', () => {
     const r1 = await post('pdf-info', { input_format: 'Base64EncodedFile', file: b64(bomb) });
     assert.equal(r1.status, 422);
     assert.equal((await r1.json()).error, 'decompressed_size_limit_exceeded');
-    const r2 = await post('pdf-watermark', { input_format: 'Base64EncodedFile', file: b64(valid), logo: b64(readFileSync(`${DIR}/pixel-bomb.png`)) });
+    const r2 = await post('pdf-watermark', {
+      input_format: 'Base64EncodedFile',
+      file: b64(valid),
+      logo: b64(readFileSync(`${DIR}/pixel-bomb.png`)),
+    });
     assert.equal(r2.status, 413);
     const e2 = await r2.json();
     assert.equal(e2.error, 'input_too_large');
@@ -118,8 +156,16 @@ describe('hostile corpus', () => {
   it('deep JSON, odd paths and malformed multipart are client faults', async () => {
     const schema = JSON.parse(readFileSync(`${DIR}/deep-schema.json`, 'utf8'));
     const tries: [string, unknown][] = [
-      ['/v1/chat/completions', { model: 'none', messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } }],
-      ['/v1/chat/completions', { model: 'none', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f', parameters: schema } }] }],
+      ['/v1/chat/completions', {
+        model: 'none',
+        messages: [{ role: 'user', content: 'hi' }],
+        response_format: { type: 'json_schema', json_schema: { name: 'x', schema } },
+      }],
+      ['/v1/chat/completions', {
+        model: 'none',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [{ type: 'function', function: { name: 'f', parameters: schema } }],
+      }],
       ['/api/chat', { model: 'none', messages: [{ role: 'user', content: 'hi' }], format: schema, stream: false }],
     ];
     for (const [path, body] of tries) {
@@ -133,7 +179,8 @@ describe('hostile corpus', () => {
       await r.arrayBuffer();
     }
     const bad = await fetch(`${srv.url}/svc/v1/pdf-info`, {
-      method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=XYZ' },
+      method: 'POST',
+      headers: { 'content-type': 'multipart/form-data; boundary=XYZ' },
       body: '--XYZ\r\nContent-Disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n%PDF-1.7 truncated',
     });
     assert.ok(bad.status >= 400 && bad.status < 500, `malformed multipart: ${bad.status}`);
@@ -152,9 +199,15 @@ describe('hostile corpus', () => {
       assert.equal(r.status, 200, `${route} after the corpus: ${r.status} ${(await r.clone().text()).slice(0, 300)}`);
       await r.arrayBuffer();
     }
-    const png = await (await post('pdf-to-images', { input_format: 'Base64EncodedFile', file: b64(valid), dpi: 72, format: 'png' })).arrayBuffer();
+    const png = await (await post('pdf-to-images', { input_format: 'Base64EncodedFile', file: b64(valid), dpi: 72, format: 'png' }))
+      .arrayBuffer();
     for (const route of IMAGE_ROUTES) {
-      const r = await post(route, { input_format: 'Base64EncodedFile', file: b64(new Uint8Array(png)), filename: 'page.png', ...ROUTES[route] });
+      const r = await post(route, {
+        input_format: 'Base64EncodedFile',
+        file: b64(new Uint8Array(png)),
+        filename: 'page.png',
+        ...ROUTES[route],
+      });
       assert.equal(r.status, 200, `${route} after the corpus: ${r.status} ${(await r.clone().text()).slice(0, 300)}`);
       await r.arrayBuffer();
     }
@@ -167,6 +220,9 @@ describe('hostile corpus', () => {
     (globalThis as { gc?: () => void }).gc?.();
     await new Promise((r) => setTimeout(r, 500));
     const rss = process.memoryUsage().rss;
-    assert.ok(rss < baselineRss + 400 * 1024 * 1024, `RSS ${(rss / 2 ** 20).toFixed(0)} MiB vs baseline ${(baselineRss / 2 ** 20).toFixed(0)} MiB`);
+    assert.ok(
+      rss < baselineRss + 400 * 1024 * 1024,
+      `RSS ${(rss / 2 ** 20).toFixed(0)} MiB vs baseline ${(baselineRss / 2 ** 20).toFixed(0)} MiB`,
+    );
   });
 });

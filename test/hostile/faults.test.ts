@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import { inProcess, json, tempDir } from '../support/server.ts';
-import { startHarness, type Harness } from '../routes/ollama/harness.ts';
+import { type Harness, startHarness } from '../routes/ollama/harness.ts';
 import { start } from '../support/runtime-process.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -64,11 +64,13 @@ describe('inference inputs', () => {
 
   it('a 3-million-character prompt is 413 input_too_large at once, before tokenization', async () => {
     const big = 'word '.repeat(600_000);
-    for (const [path, body] of [
-      ['/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: big }], max_tokens: 1 }],
-      ['/api/chat', { model: MODEL, messages: [{ role: 'user', content: big }], stream: false }],
-      ['/v1/completions', { model: MODEL, prompt: big, max_tokens: 1 }],
-    ] as const) {
+    for (
+      const [path, body] of [
+        ['/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: big }], max_tokens: 1 }],
+        ['/api/chat', { model: MODEL, messages: [{ role: 'user', content: big }], stream: false }],
+        ['/v1/completions', { model: MODEL, prompt: big, max_tokens: 1 }],
+      ] as const
+    ) {
       const t = performance.now();
       const r = await fetch(`${h.srv.url}${path}`, json(body));
       const took = performance.now() - t;
@@ -81,8 +83,17 @@ describe('inference inputs', () => {
   it('a schema nested 2000 levels is 422 json_too_deep on response_format, format and tool parameters', async () => {
     const schema = deep(2000);
     const cases: [string, unknown][] = [
-      ['/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } }],
-      ['/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f', parameters: schema } }], tool_choice: 'required' }],
+      ['/v1/chat/completions', {
+        model: MODEL,
+        messages: [{ role: 'user', content: 'hi' }],
+        response_format: { type: 'json_schema', json_schema: { name: 'x', schema } },
+      }],
+      ['/v1/chat/completions', {
+        model: MODEL,
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [{ type: 'function', function: { name: 'f', parameters: schema } }],
+        tool_choice: 'required',
+      }],
       ['/api/chat', { model: MODEL, messages: [{ role: 'user', content: 'hi' }], format: schema, stream: false }],
     ];
     for (const [path, body] of cases) {
@@ -92,7 +103,10 @@ describe('inference inputs', () => {
       assert.match(text, /max-json-depth/);
     }
     // a modest schema still works
-    const ok = await fetch(`${h.srv.url}/api/chat`, json({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], format: deep(3), stream: false, options: { num_predict: 4 } }));
+    const ok = await fetch(
+      `${h.srv.url}/api/chat`,
+      json({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], format: deep(3), stream: false, options: { num_predict: 4 } }),
+    );
     assert.equal(ok.status, 200, await ok.clone().text());
   });
 
@@ -115,8 +129,16 @@ describe('inference inputs', () => {
     try {
       const ac = new AbortController();
       const res = await fetch(`${h.srv.url}/v1/chat/completions`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, signal: ac.signal,
-        body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'long' }], max_tokens: 400, stream: true, temperature: 1 }),
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        signal: ac.signal,
+        body: JSON.stringify({
+          model: MODEL,
+          messages: [{ role: 'user', content: 'long' }],
+          max_tokens: 400,
+          stream: true,
+          temperature: 1,
+        }),
       });
       await res.body!.getReader().read();
       ac.abort();
@@ -132,7 +154,7 @@ describe('inference inputs', () => {
 });
 
 describe('document routes', () => {
-  it('Prefer: respond-async answers 202 before detection; the 415 is the job\'s outcome', async () => {
+  it("Prefer: respond-async answers 202 before detection; the 415 is the job's outcome", async () => {
     const t = await inProcess();
     try {
       const ps = Buffer.from('%!PS-Adobe-3.0\nshowpage\n').toString('base64');
@@ -188,9 +210,15 @@ describe('a killed server', () => {
     const dataDir = await tempDir();
     const uploads = join(dataDir, 'uploads');
     const files = async () => (await readdir(uploads)).filter((n) => !n.startsWith('.'));
-    const cmd = (): [string, string[]] => [process.execPath, ['--import', 'tsx', join(ROOT, 'src/main.ts'), '--port', '0', '--data-dir', dataDir]];
+    const cmd = (): [
+      string,
+      string[],
+    ] => [process.execPath, ['--import', 'tsx', join(ROOT, 'src/main.ts'), '--port', '0', '--data-dir', dataDir]];
     const first = await start(...cmd());
-    const r = await fetch(`${first.url}/svc/v1/ocr`, json({ input_format: 'Base64EncodedFile', file: pdf, dpi: 600 }, { prefer: 'respond-async' }));
+    const r = await fetch(
+      `${first.url}/svc/v1/ocr`,
+      json({ input_format: 'Base64EncodedFile', file: pdf, dpi: 600 }, { prefer: 'respond-async' }),
+    );
     assert.equal(r.status, 202);
     assert.equal((await files()).length, 1, 'the inline input is on disk while the job runs');
     const exited = new Promise((res) => first.child.once('exit', res));

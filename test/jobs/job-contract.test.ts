@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { inProcess, json, listening, type InProcess } from '../support/server.ts';
+import { type InProcess, inProcess, json, listening } from '../support/server.ts';
 import { TaskProbe, testTasks } from '../support/test-tasks.ts';
 
 const WORK = '/svc/v1/test/work';
 const ASYNC = { prefer: 'respond-async' };
 
-async function pollUntilDone(t: { request(p: string, i?: RequestInit): Promise<Response> }, id: string, headers: Record<string, string> = {}) {
+async function pollUntilDone(
+  t: { request(p: string, i?: RequestInit): Promise<Response> },
+  id: string,
+  headers: Record<string, string> = {},
+) {
   for (let i = 0; i < 200; i++) {
     const r = await t.request(`/svc/v1/jobs/${id}`, { headers });
     const text = await r.text();
@@ -20,10 +24,17 @@ async function pollUntilDone(t: { request(p: string, i?: RequestInit): Promise<R
 describe('job contract', () => {
   let t: InProcess;
   const probe = new TaskProbe();
-  before(async () => { t = await inProcess({}, { extraRoutes: testTasks(probe) }); });
+  before(async () => {
+    t = await inProcess({}, { extraRoutes: testTasks(probe) });
+  });
   after(() => t.close());
 
-  const setSyncTimeout = (n: number) => t.request('/svc/v1/admin/settings', { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sync_timeout_seconds: n }) });
+  const setSyncTimeout = (n: number) =>
+    t.request('/svc/v1/admin/settings', {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sync_timeout_seconds: n }),
+    });
 
   test('sync timeout 0 (default): inline result, never registered as a job', async () => {
     assert.equal((await (await t.request('/svc/v1/admin/settings')).json()).sync_timeout_seconds, 0);
@@ -114,7 +125,9 @@ describe('job contract', () => {
     const t2 = await inProcess({}, { extraRoutes: testTasks(probe) });
     try {
       const admin = await (await t2.request('/svc/v1/admin/keys', json({ name: 'admin' }))).json();
-      const other = await (await t2.request('/svc/v1/admin/keys', json({ name: 'other', role: 'user' }, { authorization: `Bearer ${admin.token}` }))).json();
+      const other =
+        await (await t2.request('/svc/v1/admin/keys', json({ name: 'other', role: 'user' }, { authorization: `Bearer ${admin.token}` })))
+          .json();
       const mine = { authorization: `Bearer ${admin.token}` };
       const theirs = { authorization: `Bearer ${other.token}` };
       const r = await t2.request(WORK, json({ gate: 'g-owner' }, { ...ASYNC, ...mine }));

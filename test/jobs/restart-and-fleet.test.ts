@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { inProcess, json, tempDir } from '../support/server.ts';
 import { TaskProbe, testTasks } from '../support/test-tasks.ts';
 
 function startProcess(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/serve-with-test-task.ts', dataDir, '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/serve-with-test-task.ts', dataDir, '0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {

@@ -3,15 +3,17 @@ import { request as httpRequest } from 'node:http';
 import { readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { listening, inProcess } from '../support/server.ts';
+import { inProcess, listening } from '../support/server.ts';
 
 type Srv = Awaited<ReturnType<typeof listening>>;
 
 // Stored files at any depth (a fleet node keeps task inputs under .inputs/<node tag>/), uploads in progress excluded.
-const uploadFiles = async (dir: string) => (await readdir(dir, { recursive: true, withFileTypes: true }))
-  .filter((e) => e.isFile() && !relative(dir, e.parentPath).split(sep).includes('.partial')).map((e) => e.name);
+const uploadFiles = async (dir: string) =>
+  (await readdir(dir, { recursive: true, withFileTypes: true }))
+    .filter((e) => e.isFile() && !relative(dir, e.parentPath).split(sep).includes('.partial')).map((e) => e.name);
 // Files only: a fleet node keeps its uploads in progress under .partial/<node tag>/.
-const partials = async (dir: string) => (await readdir(join(dir, '.partial'), { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name);
+const partials = async (dir: string) =>
+  (await readdir(join(dir, '.partial'), { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name);
 
 function multipart(fields: Record<string, string>, file?: { name: string; type: string; data: Uint8Array }) {
   const fd = new FormData();
@@ -22,12 +24,17 @@ function multipart(fields: Record<string, string>, file?: { name: string; type: 
 
 describe('uploads', () => {
   let srv: Srv;
-  before(async () => { srv = await listening(); });
+  before(async () => {
+    srv = await listening();
+  });
   after(() => srv.stop());
 
   test('native upload returns a fileId; metadata and content round-trip', async () => {
     const data = new TextEncoder().encode('%PDF-1.7 hello');
-    const r = await fetch(`${srv.url}/svc/v1/files/upload`, { method: 'POST', body: multipart({}, { name: 'a.pdf', type: 'application/pdf', data }) });
+    const r = await fetch(`${srv.url}/svc/v1/files/upload`, {
+      method: 'POST',
+      body: multipart({}, { name: 'a.pdf', type: 'application/pdf', data }),
+    });
     assert.equal(r.status, 200);
     const f = await r.json();
     assert.match(f.fileId, /^file-/);
@@ -39,7 +46,10 @@ describe('uploads', () => {
   });
 
   test('POST /v1/files and GET /v1/files/{id} in the OpenAI shape', async () => {
-    const r = await fetch(`${srv.url}/v1/files`, { method: 'POST', body: multipart({ purpose: 'assistants' }, { name: 'notes.txt', type: 'text/plain', data: new TextEncoder().encode('abc') }) });
+    const r = await fetch(`${srv.url}/v1/files`, {
+      method: 'POST',
+      body: multipart({ purpose: 'assistants' }, { name: 'notes.txt', type: 'text/plain', data: new TextEncoder().encode('abc') }),
+    });
     assert.equal(r.status, 200);
     const f = await r.json();
     assert.equal(f.object, 'file');
@@ -51,7 +61,10 @@ describe('uploads', () => {
     const missing = await fetch(`${srv.url}/v1/files/file-unknown`);
     assert.equal(missing.status, 404);
     assert.equal((await missing.json()).error.type, 'invalid_request_error');
-    const noPurpose = await fetch(`${srv.url}/v1/files`, { method: 'POST', body: multipart({}, { name: 'x', type: 'text/plain', data: new Uint8Array(3) }) });
+    const noPurpose = await fetch(`${srv.url}/v1/files`, {
+      method: 'POST',
+      body: multipart({}, { name: 'x', type: 'text/plain', data: new Uint8Array(3) }),
+    });
     assert.equal(noPurpose.status, 400);
   });
 
@@ -62,19 +75,29 @@ describe('uploads', () => {
       const before = await uploadFiles(small.files.dir);
       const rssBefore = process.memoryUsage().rss;
       let peak = rssBefore;
-      const sample = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 20);
+      const sample = setInterval(() => {
+        peak = Math.max(peak, process.memoryUsage().rss);
+      }, 20);
       const total = 150 * 1024 * 1024;
       const chunk = new Uint8Array(1024 * 1024).fill(0x61);
       const boundary = 'XYZ';
       let sent = 0;
       const status = await new Promise<number>((resolve, reject) => {
         const req = httpRequest(`${small.url}/svc/v1/files/upload`, {
-          method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
-        }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
+          method: 'POST',
+          headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
         req.on('error', () => {}); // the server may close the socket once it answered
         let closed = false;
-        req.on('close', () => { closed = true; });
-        req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+        req.on('close', () => {
+          closed = true;
+        });
+        req.write(
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+        );
         const pump = () => {
           while (sent < total && !closed) {
             sent += chunk.length;
@@ -102,7 +125,9 @@ describe('uploads', () => {
     try {
       const before = await uploadFiles(small.files.dir);
       const boundary = 'BOUNDARY123';
-      const head = new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+      const head = new TextEncoder().encode(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+      );
       let n = 0;
       const body = new ReadableStream<Uint8Array>({
         pull(ctrl) {
@@ -113,7 +138,10 @@ describe('uploads', () => {
         },
       });
       const r = await fetch(`${small.url}/svc/v1/files/upload`, {
-        method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, body, duplex: 'half',
+        method: 'POST',
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        body,
+        duplex: 'half',
       } as RequestInit);
       assert.equal(r.status, 413);
       assert.deepEqual(await uploadFiles(small.files.dir), before);
@@ -129,12 +157,16 @@ describe('uploads', () => {
     const rowsBefore = (await srv.store.db.selectFrom('files').selectAll().execute()).length;
     await new Promise<void>((resolve) => {
       const req = httpRequest(`${srv.url}/svc/v1/files/upload`, {
-        method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=B', 'content-length': String(10 * 1024 * 1024) },
+        method: 'POST',
+        headers: { 'content-type': 'multipart/form-data; boundary=B', 'content-length': String(10 * 1024 * 1024) },
       });
       req.on('error', () => resolve());
       req.write('--B\r\nContent-Disposition: form-data; name="file"; filename="half.bin"\r\n\r\n');
       req.write(new Uint8Array(2 * 1024 * 1024));
-      setTimeout(() => { req.destroy(); resolve(); }, 200);
+      setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 200);
     });
     for (let i = 0; i < 50; i++) {
       await new Promise((r) => setTimeout(r, 50));
@@ -166,11 +198,20 @@ test('uploaded files expire after the retention: 404 afterwards and the bytes ar
 test('files are private to the uploading key', async () => {
   const t = await inProcess();
   try {
-    const a = await (await t.request('/svc/v1/admin/keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"a"}' })).json();
-    const b = await (await t.request('/svc/v1/admin/keys', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` }, body: '{"name":"b","role":"user"}' })).json();
+    const a = await (await t.request('/svc/v1/admin/keys', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"name":"a"}',
+    })).json();
+    const b = await (await t.request('/svc/v1/admin/keys', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` },
+      body: '{"name":"b","role":"user"}',
+    })).json();
     const fd = new FormData();
     fd.append('file', new Blob(['mine']), 'm.txt');
-    const f = await (await t.request('/svc/v1/files/upload', { method: 'POST', body: fd, headers: { authorization: `Bearer ${a.token}` } })).json();
+    const f = await (await t.request('/svc/v1/files/upload', { method: 'POST', body: fd, headers: { authorization: `Bearer ${a.token}` } }))
+      .json();
     assert.equal((await t.request(`/svc/v1/files/${f.fileId}`, { headers: { authorization: `Bearer ${a.token}` } })).status, 200);
     assert.equal((await t.request(`/svc/v1/files/${f.fileId}`, { headers: { authorization: `Bearer ${b.token}` } })).status, 404);
     assert.equal((await t.request(`/v1/files/${f.fileId}/content`, { headers: { authorization: `Bearer ${b.token}` } })).status, 404);

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Secret, TOTP } from 'otpauth';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { FIXTURE_CATALOG, startFixtureHub, type HubStandIn } from '../support/hub-stand-in.ts';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { FIXTURE_CATALOG, type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
 import { json, listening } from '../support/server.ts';
 import { TaskProbe, testTasks } from '../support/test-tasks.ts';
 
@@ -36,7 +36,16 @@ before(async () => {
   userKey = await srv.keys.create({ name: 'someone-else', role: 'user' });
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } });
   page = await ctx.newPage();
@@ -52,7 +61,10 @@ after(async () => {
 
 const shot = (name: string) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
 const ticketCookie = async () => (await ctx.cookies()).find((c) => c.name === 'svc-area-ticket');
-const view = async (name: string) => { await page.click(`nav button[data-view="${name}"]`); await page.waitForSelector(`#view-${name}:not([hidden])`); };
+const view = async (name: string) => {
+  await page.click(`nav button[data-view="${name}"]`);
+  await page.waitForSelector(`#view-${name}:not([hidden])`);
+};
 
 async function signIn(opts: { code?: string; persist?: boolean } = {}) {
   await page.goto(`${srv.url}/admin.html`);
@@ -81,7 +93,9 @@ test('the pages carry CSP, framing, nosniff and referrer headers; the console ne
     const r = await fetch(`${srv.url}${path}`, { headers: { accept: 'text/html' } });
     assert.equal(r.status, 200);
     const csp = r.headers.get('content-security-policy') ?? '';
-    for (const d of ["default-src 'self'", "script-src 'self'", "frame-ancestors 'none'", "object-src 'none'", "base-uri 'none'"]) assert.ok(csp.includes(d), `${path}: ${d} in ${csp}`);
+    for (const d of ["default-src 'self'", "script-src 'self'", "frame-ancestors 'none'", "object-src 'none'", "base-uri 'none'"]) {
+      assert.ok(csp.includes(d), `${path}: ${d} in ${csp}`);
+    }
     // 'wasm-unsafe-eval' (WebAssembly compilation only, no JavaScript eval) on the playground alone
     assert.ok(!/unsafe-inline|(?<!wasm-)unsafe-eval/.test(csp), `${path}: no unsafe sources in ${csp}`);
     assert.equal(csp.includes("'wasm-unsafe-eval'"), path === '/playground.html', `${path}: ${csp}`);
@@ -92,7 +106,9 @@ test('the pages carry CSP, framing, nosniff and referrer headers; the console ne
   assert.equal((await fetch(`${srv.url}/admin.js`)).headers.get('x-content-type-options'), 'nosniff');
   assert.equal((await fetch(`${srv.url}/svc/v1/admin/status`)).status, 401);
   const violations: string[] = [];
-  page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) violations.push(m.text()); });
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
+  });
   await page.goto(`${srv.url}/admin.html`);
   await page.waitForSelector('#signin:not([hidden])');
   await shot('sign-in');
@@ -154,8 +170,11 @@ test('sign in again with the TOTP code, then with a recovery code and persist (1
   await page.waitForFunction(() => /9 recovery/.test(document.getElementById('tfa-status')?.textContent ?? ''));
 });
 
-test('active jobs: the operator sees another key\'s job and cancels it', async () => {
-  const sub = await fetch(`${srv.url}/svc/v1/test/work`, json({ gate: 'never' }, { authorization: `Bearer ${userKey.token}`, prefer: 'respond-async' }));
+test("active jobs: the operator sees another key's job and cancels it", async () => {
+  const sub = await fetch(
+    `${srv.url}/svc/v1/test/work`,
+    json({ gate: 'never' }, { authorization: `Bearer ${userKey.token}`, prefer: 'respond-async' }),
+  );
   assert.equal(sub.status, 202);
   const { job_id } = await sub.json();
   await view('jobs');
@@ -167,7 +186,8 @@ test('active jobs: the operator sees another key\'s job and cancels it', async (
   await page.waitForFunction((id) => !document.getElementById('jobs-table')?.textContent?.includes(id), job_id);
   let status = '';
   for (let i = 0; i < 50 && status !== 'cancelled'; i++) {
-    status = (await (await fetch(`${srv.url}/svc/v1/jobs/${job_id}`, { headers: { authorization: `Bearer ${userKey.token}` } })).json()).status;
+    status =
+      (await (await fetch(`${srv.url}/svc/v1/jobs/${job_id}`, { headers: { authorization: `Bearer ${userKey.token}` } })).json()).status;
     if (status !== 'cancelled') await new Promise((r) => setTimeout(r, 100));
   }
   assert.equal(status, 'cancelled', 'the owner sees its job cancelled');
@@ -183,7 +203,11 @@ test('keys: create a key, its token and reach are revealed once, and the token w
   assert.match((await page.textContent('#key-reach')) ?? '', /Reach/);
   assert.equal((await fetch(`${srv.url}/api/tags`, { headers: { authorization: `Bearer ${token}` } })).status, 200);
   await page.locator('#keys-table tr', { hasText: 'ci-bot' }).waitFor();
-  assert.match((await page.locator('#keys-table tr', { hasText: 'operator' }).textContent()) ?? '', /\d{4}|\d+\/\d+/, 'last used is shown for the signed-in key');
+  assert.match(
+    (await page.locator('#keys-table tr', { hasText: 'operator' }).textContent()) ?? '',
+    /\d{4}|\d+\/\d+/,
+    'last used is shown for the signed-in key',
+  );
   await shot('keys');
   await page.click('#key-reveal-done');
   await view('dashboard');
@@ -199,9 +223,15 @@ test('models: pull a catalog model with a live progress bar, then show its detai
   const seen = new Set<number>();
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    const { value, status } = await page.evaluate(() => ({ value: (document.getElementById('pull-progress') as HTMLProgressElement).value, status: document.getElementById('pull-status')?.textContent ?? '' }));
+    const { value, status } = await page.evaluate(() => ({
+      value: (document.getElementById('pull-progress') as HTMLProgressElement).value,
+      status: document.getElementById('pull-status')?.textContent ?? '',
+    }));
     seen.add(value);
-    if (status === 'success' || /failed/.test(status)) { assert.equal(status, 'success'); break; }
+    if (status === 'success' || /failed/.test(status)) {
+      assert.equal(status, 'success');
+      break;
+    }
     if (seen.size === 3) await shot('models-pulling');
     await new Promise((r) => setTimeout(r, 30));
   }
@@ -245,6 +275,10 @@ test('errors: a server fault shows in the recent-errors view; a cross-site style
   const cookie = (await ctx.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
   const csrf = (await ctx.cookies()).find((c) => c.name === 'svc-csrf')!.value;
   assert.equal((await fetch(`${srv.url}/svc/v1/admin/keys`, json({ name: 'x' }, { cookie }))).status, 401);
-  assert.equal((await fetch(`${srv.url}/svc/v1/admin/keys`, json({ name: 'x' }, { cookie, 'x-svc-csrf': csrf, origin: 'http://evil.example' }))).status, 403);
+  assert.equal(
+    (await fetch(`${srv.url}/svc/v1/admin/keys`, json({ name: 'x' }, { cookie, 'x-svc-csrf': csrf, origin: 'http://evil.example' })))
+      .status,
+    403,
+  );
   await logout();
 });

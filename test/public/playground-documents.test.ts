@@ -12,9 +12,9 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { releaseOcrEngines } from '../../src/services/ocr/ocr.ts';
-import { FIXTURE_CATALOG, startFixtureHub, type HubStandIn } from '../support/hub-stand-in.ts';
+import { FIXTURE_CATALOG, type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
 import { listening, tempDir } from '../support/server.ts';
 import { cer, docx, INTRO, PARAGRAPH, paragraphPng, TITLE } from '../routes/documents/make-docs.ts';
 import { soxDuration, speech } from '../routes/media/make-media.ts';
@@ -40,9 +40,20 @@ before(async () => {
   voice = speech('playground-voice', 'Hello from the microphone, this is a recording test.');
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
       // a fake microphone that plays the espeak-ng recording, permission granted without a prompt
-      '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', `--use-file-for-fake-audio-capture=${voice.path}`],
+      '--use-fake-device-for-media-stream',
+      '--use-fake-ui-for-media-stream',
+      `--use-file-for-fake-audio-capture=${voice.path}`,
+    ],
   });
 });
 
@@ -56,9 +67,13 @@ after(async () => {
 
 function watch(page: Page) {
   const seen = { foreign: [] as string[], problems: [] as string[] };
-  page.on('request', (r) => { if (!/^(blob:|data:)/.test(r.url()) && !r.url().startsWith(srv.url)) seen.foreign.push(r.url()); });
+  page.on('request', (r) => {
+    if (!/^(blob:|data:)/.test(r.url()) && !r.url().startsWith(srv.url)) seen.foreign.push(r.url());
+  });
   page.on('pageerror', (e) => seen.problems.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => { if (/Content Security Policy|Refused to/i.test(m.text())) seen.problems.push(m.text()); });
+  page.on('console', (m) => {
+    if (/Content Security Policy|Refused to/i.test(m.text())) seen.problems.push(m.text());
+  });
   return seen;
 }
 
@@ -70,22 +85,34 @@ async function openPlayground() {
 }
 
 /** Bounding box of dark pixels (< 128 in every channel) as fractions of the width and height, in the page's canvas. */
-const canvasInk = (page: Page) => page.evaluate(() => {
-  const c = document.getElementById('pdf-canvas') as HTMLCanvasElement;
-  const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
-  let x0 = Infinity, y0 = Infinity, x1 = -1, y1 = -1;
-  for (let y = 0; y < c.height; y++) for (let x = 0; x < c.width; x++) {
-    const i = 4 * (y * c.width + x);
-    if (d[i + 3] > 0 && d[i] < 128 && d[i + 1] < 128 && d[i + 2] < 128) { x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y); }
-  }
-  return { w: c.width, h: c.height, box: [x0 / c.width, y0 / c.height, (x1 + 1) / c.width, (y1 + 1) / c.height] };
-});
+const canvasInk = (page: Page) =>
+  page.evaluate(() => {
+    const c = document.getElementById('pdf-canvas') as HTMLCanvasElement;
+    const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+    let x0 = Infinity, y0 = Infinity, x1 = -1, y1 = -1;
+    for (let y = 0; y < c.height; y++) {
+      for (let x = 0; x < c.width; x++) {
+        const i = 4 * (y * c.width + x);
+        if (d[i + 3] > 0 && d[i] < 128 && d[i + 1] < 128 && d[i + 2] < 128) {
+          x0 = Math.min(x0, x);
+          y0 = Math.min(y0, y);
+          x1 = Math.max(x1, x);
+          y1 = Math.max(y1, y);
+        }
+      }
+    }
+    return { w: c.width, h: c.height, box: [x0 / c.width, y0 / c.height, (x1 + 1) / c.width, (y1 + 1) / c.height] };
+  });
 
 /** The same box from poppler: pdftoppm renders page `n` (long side as the canvas'), ImageMagick trims to the ink (%@). */
 function popplerInk(pdf: string, n: number, w: number, h: number): number[] {
   const out = join(dir, `ref-${n}`);
   execFileSync('pdftoppm', ['-png', '-singlefile', '-f', String(n), '-l', String(n), '-scale-to', String(Math.max(w, h)), pdf, out]);
-  const geo = execFileSync('convert', [`${out}.png`, '-colorspace', 'gray', '-threshold', '50%', '-negate', '-format', '%@ %w %h', 'info:'], { encoding: 'utf8' });
+  const geo = execFileSync(
+    'convert',
+    [`${out}.png`, '-colorspace', 'gray', '-threshold', '50%', '-negate', '-format', '%@ %w %h', 'info:'],
+    { encoding: 'utf8' },
+  );
   const m = /^(\d+)x(\d+)\+(\d+)\+(\d+) (\d+) (\d+)$/.exec(geo.trim());
   assert.ok(m, `ImageMagick trim geometry: ${geo}`);
   const [bw, bh, bx, by, iw, ih] = m.slice(1).map(Number);
@@ -145,7 +172,11 @@ test('documents: a DOCX dropped onto the page comes back as Markdown', async () 
   const b64 = Buffer.from(docx()).toString('base64');
   const dt = await page.evaluateHandle((data) => {
     const t = new DataTransfer();
-    t.items.add(new File([Uint8Array.from(atob(data), (ch) => ch.charCodeAt(0))], 'report.docx', { type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' }));
+    t.items.add(
+      new File([Uint8Array.from(atob(data), (ch) => ch.charCodeAt(0))], 'report.docx', {
+        type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+      }),
+    );
     return t;
   }, b64);
   await page.dispatchEvent('#doc-drop', 'dragover', { dataTransfer: dt });
@@ -191,7 +222,10 @@ test('transcription of a file: the page shows what /v1/audio/transcriptions answ
   form.append('file', new Blob([readFileSync(voice.path)], { type: 'audio/wav' }), 'voice.wav');
   form.append('model', 'tiny-whisper:test');
   form.append('response_format', 'verbose_json');
-  const direct = (await (await fetch(`${srv.url}/v1/audio/transcriptions`, { method: 'POST', body: form })).json()) as { text: string; duration: number };
+  const direct = (await (await fetch(`${srv.url}/v1/audio/transcriptions`, { method: 'POST', body: form })).json()) as {
+    text: string;
+    duration: number;
+  };
   assert.equal(await page.textContent('#asr-result'), direct.text.trim() || '(no speech found)');
   const status = (await page.textContent('#asr-status')) ?? '';
   const shown = Number(/^([\d.]+) s of audio/.exec(status)?.[1]);
@@ -200,7 +234,7 @@ test('transcription of a file: the page shows what /v1/audio/transcriptions answ
   await page.close();
 });
 
-test('transcription from the microphone: MediaRecorder\'s WebM reaches the server and is decoded', async () => {
+test("transcription from the microphone: MediaRecorder's WebM reaches the server and is decoded", async () => {
   const page = await browser.newPage();
   const seen = watch(page);
   // note what the page uploads (an init script runs outside the page's CSP; the page itself is unchanged)
@@ -218,11 +252,15 @@ test('transcription from the microphone: MediaRecorder\'s WebM reaches the serve
   await page.goto(`${srv.url}/playground.html`);
   await page.waitForSelector('#asr-model option[value="tiny-whisper:test"]', { state: 'attached' });
   await page.click('#mic-start');
-  await page.waitForFunction(() => /recording [1-9]/.test(document.getElementById('mic-status')?.textContent ?? ''), undefined, { timeout: 10_000 });
+  await page.waitForFunction(() => /recording [1-9]/.test(document.getElementById('mic-status')?.textContent ?? ''), undefined, {
+    timeout: 10_000,
+  });
   await page.waitForTimeout(2_000);
   await page.click('#mic-stop');
   await page.waitForFunction(() => (window as unknown as { sent?: unknown }).sent !== undefined);
-  const sent = await page.evaluate(() => (window as unknown as { sent: { name: string; type: string; size: number; head: number[] } }).sent);
+  const sent = await page.evaluate(() =>
+    (window as unknown as { sent: { name: string; type: string; size: number; head: number[] } }).sent
+  );
   assert.equal(sent.name, 'microphone.webm');
   assert.match(sent.type, /^audio\/webm/);
   assert.deepEqual(sent.head, [0x1a, 0x45, 0xdf, 0xa3], 'the recording is a WebM (EBML) stream');
@@ -244,7 +282,10 @@ test('embeddings: the panel shows the vector /api/embed gives for the same text'
   await page.click('#embed-form button[type=submit]');
   await page.waitForSelector('#embed-result:not([hidden])');
   const shown = (await page.textContent('#embed-result')) ?? '';
-  const direct = ((await (await fetch(`${srv.url}/api/embed`, { method: 'POST', body: JSON.stringify({ model: 'tiny-bert-embed:test', input: 'the quick brown fox' }) })).json()) as { embeddings: number[][] }).embeddings[0];
+  const direct = ((await (await fetch(`${srv.url}/api/embed`, {
+    method: 'POST',
+    body: JSON.stringify({ model: 'tiny-bert-embed:test', input: 'the quick brown fox' }),
+  })).json()) as { embeddings: number[][] }).embeddings[0];
   assert.equal(shown, `${direct.length} dimensions: [${direct.slice(0, 8).map((x) => x.toFixed(4)).join(', ')}, …]`);
   await page.close();
 });

@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import { chromium, type Browser } from 'playwright-core';
-import { FIXTURE_CATALOG, startFixtureHub, type HubStandIn } from '../support/hub-stand-in.ts';
+import { type Browser, chromium } from 'playwright-core';
+import { FIXTURE_CATALOG, type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
 import { listening } from '../support/server.ts';
 
 let hub: HubStandIn;
@@ -16,7 +16,16 @@ before(async () => {
   for (const e of FIXTURE_CATALOG) srv.models.catalog.register(e);
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 
@@ -44,7 +53,9 @@ test('chat: pull a model, send a message, the reply streams in with stats', asyn
   await page.waitForFunction(() => document.getElementById('pull-status')?.textContent === 'success', undefined, { timeout: 30_000 });
   await page.fill('#prompt', 'Hello there');
   await page.click('#send');
-  await page.waitForFunction(() => /tokens\/s/.test(document.getElementById('chat-stats')?.textContent ?? ''), undefined, { timeout: 60_000 });
+  await page.waitForFunction(() => /tokens\/s/.test(document.getElementById('chat-stats')?.textContent ?? ''), undefined, {
+    timeout: 60_000,
+  });
   const reply = await page.textContent('.msg.assistant');
   assert.ok(reply && reply.length > 0, 'the model replied');
   assert.equal(await page.locator('.msg.error').count(), 0);
@@ -87,10 +98,14 @@ test('chat with a system prompt, parameters and a JSON schema: the streamed repl
   await page.evaluate(() => {
     const w = window as unknown as { updates: number };
     w.updates = 0;
-    new MutationObserver(() => { w.updates++; }).observe(document.getElementById('transcript')!, { subtree: true, childList: true, characterData: true });
+    new MutationObserver(() => {
+      w.updates++;
+    }).observe(document.getElementById('transcript')!, { subtree: true, childList: true, characterData: true });
   });
   await page.click('#send');
-  await page.waitForFunction(() => /tokens\/s/.test(document.getElementById('chat-stats')?.textContent ?? ''), undefined, { timeout: 60_000 });
+  await page.waitForFunction(() => /tokens\/s/.test(document.getElementById('chat-stats')?.textContent ?? ''), undefined, {
+    timeout: 60_000,
+  });
   const reply = JSON.parse((await page.textContent('.msg.assistant')) ?? '');
   assert.equal(typeof reply.a, 'number');
   assert.ok(await page.evaluate(() => (window as unknown as { updates: number }).updates) > 3, 'the reply streamed in pieces');

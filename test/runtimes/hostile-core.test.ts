@@ -20,7 +20,9 @@ const RUNTIMES: Record<string, (args: string[]) => [string, string[]]> = {
   bun: (args) => [bin('bun'), ['run', 'start', '--', ...args]],
 };
 const hostile = (n: string) => readFileSync(join(ROOT, 'test/fixtures/hostile', n)).toString('base64');
-const PDF = Buffer.from('%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 200 200]/Parent 2 0 R>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n').toString('base64');
+const PDF = Buffer.from(
+  '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 200 200]/Parent 2 0 R>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n',
+).toString('base64');
 
 // [route, body, expected status, expected reason]
 const CASES: [string, Record<string, unknown>, number, string | null][] = [
@@ -60,8 +62,10 @@ describe('hostile-corpus core on Node, Deno and Bun', () => {
         assert.equal(srv.runtime, name);
         for (const [route, body, status, reason] of CASES) {
           const r = await fetch(`${srv.url}/svc/v1/${route}`, {
-            method: 'POST', headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ input_format: 'Base64EncodedFile', ...body }), signal: AbortSignal.timeout(60_000),
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ input_format: 'Base64EncodedFile', ...body }),
+            signal: AbortSignal.timeout(60_000),
           });
           const text = await r.text();
           assert.ok(r.status < 500, `${name} ${route}: ${r.status} ${text.slice(0, 200)}`);

@@ -20,10 +20,16 @@ before(async () => {
   assert.equal(pack.status, 0, pack.stderr);
   const tarball = join(packDir, (await readdir(packDir)).find((f) => f.endsWith('.tgz'))!);
   app = await mkdtemp(join(tmpdir(), 'svc-app-'));
-  await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'empty-app', private: true, dependencies: { svc: `file:${tarball}` } }));
+  await writeFile(
+    join(app, 'package.json'),
+    JSON.stringify({ name: 'empty-app', private: true, dependencies: { svc: `file:${tarball}` } }),
+  );
   // The registry's packages come from npm's cache, which the project's own install filled.
   const install = spawnSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], {
-    cwd: app, encoding: 'utf8', env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' }, timeout: 600_000,
+    cwd: app,
+    encoding: 'utf8',
+    env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+    timeout: 600_000,
   });
   assert.equal(install.status, 0, install.stderr);
 });
@@ -64,8 +70,13 @@ describe('the packed npm package starts from an empty directory', () => {
         assert.equal(r.status, 200);
         assert.match(((await r.json()) as { version: string }).version, /^\d{4}\.\d+\.\d+$/);
         // heavy work runs in the worker pool: its entry (dist/worker.mjs) must be in the package
-        const pdf = '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 200 200]/Parent 2 0 R>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n';
-        const info = await fetch(`${s.url}/svc/v1/pdf-info`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input_format: 'Base64EncodedFile', file: Buffer.from(pdf).toString('base64') }) });
+        const pdf =
+          '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 200 200]/Parent 2 0 R>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n';
+        const info = await fetch(`${s.url}/svc/v1/pdf-info`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ input_format: 'Base64EncodedFile', file: Buffer.from(pdf).toString('base64') }),
+        });
         assert.equal(info.status, 200, await info.clone().text());
         assert.equal(((await info.json()) as { page_count: number }).page_count, 1);
         if (runtime === 'node') {

@@ -8,7 +8,7 @@ import { copyFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { startFixtureHub, type HubStandIn } from '../support/hub-stand-in.ts';
+import { type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
 import { listening } from '../support/server.ts';
 import { start } from '../support/runtime-process.ts';
 
@@ -22,10 +22,16 @@ const RUNTIMES: Record<string, (args: string[]) => [string, string[]]> = {
   bun: (args) => [bin('bun'), ['run', 'start', '--', ...args]],
 };
 
-interface Answer { status: number; body: string; node: string | null }
+interface Answer {
+  status: number;
+  body: string;
+  node: string | null;
+}
 
 // A one-page PDF, small enough to keep inline.
-const PDF = new TextEncoder().encode('%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 200 200]/Parent 2 0 R>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n');
+const PDF = new TextEncoder().encode(
+  '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 200 200]/Parent 2 0 R>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n',
+);
 
 async function probe(url: string, token: string): Promise<Record<string, Answer>> {
   const ask = async (path: string, init?: RequestInit): Promise<Answer> => {
@@ -43,13 +49,25 @@ async function probe(url: string, token: string): Promise<Record<string, Answer>
     notFoundA: await ask('/v1/nope', { headers: auth }),
     notFoundB: await ask('/api/nope', { headers: auth }),
     notFoundN: await ask('/svc/v1/nope', { headers: auth }),
-    badJson: await ask('/svc/v1/admin/keys', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":' }),
-    invalid: await ask('/svc/v1/admin/keys', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":7}' }),
+    badJson: await ask('/svc/v1/admin/keys', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '{"name":',
+    }),
+    invalid: await ask('/svc/v1/admin/keys', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '{"name":7}',
+    }),
     missingKey: await ask('/api/tags'),
     badKey: await ask('/v1/models', { headers: { authorization: 'Bearer svc_unknown' } }),
     uploaded: { status: upload.status, body: String(file.bytes), node: upload.headers.get('x-svc-node') },
     content: await ask(`/svc/v1/files/${file.fileId}/content`, { headers: auth }),
-    pdfInfo: await ask('/svc/v1/pdf-info', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ input_format: 'Base64EncodedFile', file: Buffer.from(PDF).toString('base64') }) }),
+    pdfInfo: await ask('/svc/v1/pdf-info', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ input_format: 'Base64EncodedFile', file: Buffer.from(PDF).toString('base64') }),
+    }),
     pull: await ask('/api/pull', { method: 'POST', headers: auth, body: JSON.stringify({ model: MODEL, stream: false }) }),
     generate: await generated(url, auth),
     responsesWs: await responsesOverWebSocket(url, token),
@@ -63,8 +81,24 @@ async function responsesOverWebSocket(url: string, token: string): Promise<Answe
   const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/responses`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
   return new Promise((resolve) => {
     const types: string[] = [];
-    ws.on('unexpected-response', (_req, res) => resolve({ status: res.statusCode ?? 0, body: '', node: String(res.headers['x-svc-node'] ?? '') || null }));
-    ws.on('open', () => ws.send(JSON.stringify({ type: 'response.create', model: MODEL, input: 'Hello there', temperature: 0, max_output_tokens: 6, store: false })));
+    ws.on(
+      'unexpected-response',
+      (_req, res) => resolve({ status: res.statusCode ?? 0, body: '', node: String(res.headers['x-svc-node'] ?? '') || null }),
+    );
+    ws.on(
+      'open',
+      () =>
+        ws.send(
+          JSON.stringify({
+            type: 'response.create',
+            model: MODEL,
+            input: 'Hello there',
+            temperature: 0,
+            max_output_tokens: 6,
+            store: false,
+          }),
+        ),
+    );
     ws.on('message', (data) => {
       const e = JSON.parse(String(data));
       types.push(e.type);
@@ -85,7 +119,9 @@ const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAA
 /** Greedy text only: the timing fields of the answer differ from run to run. */
 async function generated(url: string, auth: Record<string, string>): Promise<Answer> {
   const r = await fetch(`${url}/api/generate`, {
-    method: 'POST', headers: auth, body: JSON.stringify({ model: MODEL, prompt: 'Hello there', stream: false, options: { temperature: 0, num_predict: 12 } }),
+    method: 'POST',
+    headers: auth,
+    body: JSON.stringify({ model: MODEL, prompt: 'Hello there', stream: false, options: { temperature: 0, num_predict: 12 } }),
   });
   const body = await r.json();
   return { status: r.status, body: JSON.stringify([body.response, body.eval_count, body.done_reason]), node: r.headers.get('x-svc-node') };
@@ -100,7 +136,9 @@ describe('the same server on Node, Deno and Bun', () => {
     const b = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
     assert.equal(b.status, 0, 'the Node bundle builds');
     dataDir = await mkdtemp(join(tmpdir(), 'svc-rt-'));
-    const k = spawnSync(process.execPath, [join(ROOT, 'dist/main.mjs'), 'keys', 'create', '--name', 'rt', '--data-dir', dataDir], { encoding: 'utf8' });
+    const k = spawnSync(process.execPath, [join(ROOT, 'dist/main.mjs'), 'keys', 'create', '--name', 'rt', '--data-dir', dataDir], {
+      encoding: 'utf8',
+    });
     assert.equal(k.status, 0, k.stderr);
     token = JSON.parse(k.stdout).token;
   });
@@ -174,7 +212,11 @@ test('the compiled single binary serves alone from an empty folder', async () =>
     const pdf = { input_format: 'Base64EncodedFile', file: Buffer.from(PDF).toString('base64') };
     const info = await fetch(`${srv.url}/svc/v1/pdf-info`, { method: 'POST', headers: auth, body: JSON.stringify(pdf) });
     assert.equal((await info.json()).page_count, 1);
-    const png = await fetch(`${srv.url}/svc/v1/pdf-to-images`, { method: 'POST', headers: auth, body: JSON.stringify({ ...pdf, format: 'png' }) });
+    const png = await fetch(`${srv.url}/svc/v1/pdf-to-images`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ ...pdf, format: 'png' }),
+    });
     assert.equal(png.headers.get('content-type'), 'image/png');
     assert.deepEqual([...new Uint8Array(await png.arrayBuffer()).slice(1, 4)], [0x50, 0x4e, 0x47]);
     const ocr = await fetch(`${srv.url}/svc/v1/ocr`, { method: 'POST', headers: auth, body: JSON.stringify({ ...pdf, file: PNG_1PX }) });
@@ -199,7 +241,8 @@ test('the compiled binary pulls a model and generates on WASM the same greedy te
     const pulled = await fetch(`${url}/api/pull`, { method: 'POST', headers: auth, body: JSON.stringify({ model, stream: false }) });
     assert.deepEqual(await pulled.json(), { status: 'success' });
     const r = await fetch(`${url}/api/generate`, {
-      method: 'POST', headers: auth,
+      method: 'POST',
+      headers: auth,
       body: JSON.stringify({ model, prompt: 'Hello there', stream: false, options: { temperature: 0, num_predict: 12 } }),
     });
     assert.equal(r.status, 200);

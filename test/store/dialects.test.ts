@@ -18,8 +18,12 @@ import { startPostgres, type TestPostgres } from '../support/postgres.ts';
 import { TaskProbe, testTasks } from '../support/test-tasks.ts';
 
 let pgServer: TestPostgres;
-before(async () => { pgServer = await startPostgres(); });
-after(async () => { await pgServer?.stop(); });
+before(async () => {
+  pgServer = await startPostgres();
+});
+after(async () => {
+  await pgServer?.stop();
+});
 
 const dialects: { name: string; url: () => Promise<string> }[] = [
   { name: 'libSQL', url: async () => `file:${join(await tempDir(), 'svc.db')}` },
@@ -27,8 +31,21 @@ const dialects: { name: string; url: () => Promise<string> }[] = [
 ];
 
 const job = (id: string, node: string) => ({
-  id, owner_id: 'k1', node, task: 't', status: 'processing' as const, result: null, result_location: null, error: null,
-  error_code: null, error_reason: null, progress_current: null, progress_total: null, cancel_requested: 0, created_at: 1_700_000_000_000, completed_at: null,
+  id,
+  owner_id: 'k1',
+  node,
+  task: 't',
+  status: 'processing' as const,
+  result: null,
+  result_location: null,
+  error: null,
+  error_code: null,
+  error_reason: null,
+  progress_current: null,
+  progress_total: null,
+  cancel_requested: 0,
+  created_at: 1_700_000_000_000,
+  completed_at: null,
 });
 
 for (const d of dialects) {
@@ -37,7 +54,9 @@ for (const d of dialects) {
       const url = await d.url();
       // PostgreSQL nodes may start at the same moment (the migrations take an advisory lock); libSQL files are
       // opened one after the other here (its client's transactions do not wait on a busy file).
-      const [a, b] = d.name === 'PostgreSQL' ? await Promise.all([openStore(url), openStore(url)]) : [await openStore(url), await openStore(url)];
+      const [a, b] = d.name === 'PostgreSQL'
+        ? await Promise.all([openStore(url), openStore(url)])
+        : [await openStore(url), await openStore(url)];
       assert.equal(isPostgres(a.db), d.name === 'PostgreSQL');
       assert.deepEqual(await migrate(a.db), []);
       const applied = await a.db.selectFrom('schema_migrations' as never).selectAll().execute() as { version: number }[];
@@ -72,7 +91,11 @@ for (const d of dialects) {
       assert.deepEqual(hits.map((h) => h.id).sort(), [ids[0], ids[2]].sort());
       assert.equal(hits[0]!.id, ids[2], 'the chunk naming fox three times ranks first');
       assert.deepEqual(await ftsSearch(s.db, ['other'], 'fox', 10), [], 'scoped to the index');
-      assert.deepEqual(await ftsSearch(s.db, ['vs1'], `it's "fox" & | !`, 10).then((h) => h.length), 2, 'query syntax characters are plain text');
+      assert.deepEqual(
+        await ftsSearch(s.db, ['vs1'], `it's "fox" & | !`, 10).then((h) => h.length),
+        2,
+        'query syntax characters are plain text',
+      );
       await storeVectors(s.db, 3, [
         { chunkId: ids[0]!, indexId: 'vs1', vector: Float32Array.from([1, 0, 0]) },
         { chunkId: ids[1]!, indexId: 'vs1', vector: Float32Array.from([0, 1, 0]) },
@@ -106,7 +129,12 @@ for (const d of dialects) {
           await new Promise((r) => setTimeout(r, 50));
         }
         assert.equal(mis!.status, 421);
-        assert.deepEqual({ ...(await mis!.json()), hint: 'h' }, { error: 'not_on_this_node', node: a.s.nodeTag, hint: 'h', message: `this job's result is held by node ${a.s.nodeTag}` });
+        assert.deepEqual({ ...(await mis!.json()), hint: 'h' }, {
+          error: 'not_on_this_node',
+          node: a.s.nodeTag,
+          hint: 'h',
+          message: `this job's result is held by node ${a.s.nodeTag}`,
+        });
 
         const slow = await (await a.request('/svc/v1/test/work', json({ gate: `never-${d.name}` }, { prefer: 'respond-async' }))).json();
         const del = await b.request(`/svc/v1/jobs/${slow.job_id}`, { method: 'DELETE' });
@@ -121,7 +149,9 @@ for (const d of dialects) {
 
         // Ceiling 4 over two live nodes: each admits 2 of a key's tasks; when B leaves, A admits all 4.
         const gate = `ceiling-${d.name}`;
-        for (let i = 0; i < 2; i++) assert.equal((await a.request('/svc/v1/test/work', json({ gate }, { prefer: 'respond-async' }))).status, 202);
+        for (let i = 0; i < 2; i++) {
+          assert.equal((await a.request('/svc/v1/test/work', json({ gate }, { prefer: 'respond-async' }))).status, 202);
+        }
         const refused = await a.request('/svc/v1/test/work', json({ gate }, { prefer: 'respond-async' }));
         assert.equal(refused.status, 429);
         assert.equal(refused.headers.get('retry-after'), '5');
@@ -129,7 +159,9 @@ for (const d of dialects) {
         await b.close();
         await a.s.fleet!.beat();
         assert.deepEqual(a.s.fleet!.liveNodes(), [a.s.nodeTag]);
-        for (let i = 0; i < 2; i++) assert.equal((await a.request('/svc/v1/test/work', json({ gate }, { prefer: 'respond-async' }))).status, 202);
+        for (let i = 0; i < 2; i++) {
+          assert.equal((await a.request('/svc/v1/test/work', json({ gate }, { prefer: 'respond-async' }))).status, 202);
+        }
         assert.equal((await a.request('/svc/v1/test/work', json({ gate }, { prefer: 'respond-async' }))).status, 429);
         probe.open(gate);
       } finally {

@@ -63,7 +63,10 @@ export class HubStandIn {
         else res.destroy();
       });
     });
-    hub.#server.on('connection', (s) => { hub.#sockets.add(s); s.on('close', () => hub.#sockets.delete(s)); });
+    hub.#server.on('connection', (s) => {
+      hub.#sockets.add(s);
+      s.on('close', () => hub.#sockets.delete(s));
+    });
     await new Promise<void>((r) => hub.#server.listen(0, '127.0.0.1', r));
     hub.url = `http://127.0.0.1:${(hub.#server.address() as AddressInfo).port}`;
     return hub;
@@ -75,24 +78,41 @@ export class HubStandIn {
   }
 
   /** Serve wrong bytes for this file (one byte flipped); the listing still declares the true digest. */
-  corrupt(repo: string, file: string): void { this.#knob(repo, file).corrupt = true; }
+  corrupt(repo: string, file: string): void {
+    this.#knob(repo, file).corrupt = true;
+  }
   /** Destroy the connection after `bytes` body bytes, for the next `times` requests of the file. */
-  cutAfter(repo: string, file: string, bytes: number, times = 1): void { this.#knob(repo, file).cutAfter = { bytes, times }; }
+  cutAfter(repo: string, file: string, bytes: number, times = 1): void {
+    this.#knob(repo, file).cutAfter = { bytes, times };
+  }
   /** Send `bytes` body bytes, then go silent (connection open) for the next `times` requests of the file. */
-  stallAfter(repo: string, file: string, bytes: number, times = 1): void { this.#knob(repo, file).stallAfter = { bytes, times }; }
+  stallAfter(repo: string, file: string, bytes: number, times = 1): void {
+    this.#knob(repo, file).stallAfter = { bytes, times };
+  }
   /** Stream the file in `chunkSize` pieces with `delayMs` between them. */
-  slow(repo: string, file: string, delayMs: number, chunkSize = 16 * 1024): void { this.#knob(repo, file).slow = { delayMs, chunkSize }; }
+  slow(repo: string, file: string, delayMs: number, chunkSize = 16 * 1024): void {
+    this.#knob(repo, file).slow = { delayMs, chunkSize };
+  }
   /** Answer 200 with the whole file even when a Range is asked for. */
-  ignoreRange(repo: string, file: string): void { this.#knob(repo, file).ignoreRange = true; }
+  ignoreRange(repo: string, file: string): void {
+    this.#knob(repo, file).ignoreRange = true;
+  }
   /** Answer resolve requests of the file with a 302 to `url`. */
-  redirect(repo: string, file: string, url: string): void { this.#knob(repo, file).redirect = url; }
-  reset(): void { this.#knobs.clear(); this.requests.length = 0; }
+  redirect(repo: string, file: string, url: string): void {
+    this.#knob(repo, file).redirect = url;
+  }
+  reset(): void {
+    this.#knobs.clear();
+    this.requests.length = 0;
+  }
 
   /** Download requests (resolve) of one file. */
   fileRequests(repo: string, file: string): RequestRecord[] {
     return this.requests.filter((r) => r.repo === repo && r.file === file);
   }
-  count(repo: string, file: string): number { return this.fileRequests(repo, file).length; }
+  count(repo: string, file: string): number {
+    return this.fileRequests(repo, file).length;
+  }
 
   async close(): Promise<void> {
     for (const s of this.#sockets) s.destroy();
@@ -164,7 +184,9 @@ export class HubStandIn {
     let end = bytes.length - 1;
     let status = 200;
     const headers: Record<string, string> = {
-      'content-type': 'application/octet-stream', 'accept-ranges': 'bytes', 'x-repo-commit': repo.sha,
+      'content-type': 'application/octet-stream',
+      'accept-ranges': 'bytes',
+      'x-repo-commit': repo.sha,
       etag: `"${createHash('sha256').update(bytes).digest('hex')}"`,
     };
     const m = /^bytes=(\d+)-(\d*)$/.exec(rec.range ?? '');
@@ -222,16 +244,57 @@ async function listFiles(dir: string): Promise<string[]> {
 export const FIXTURE_MODELS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'models');
 
 export const FIXTURE_CATALOG: readonly CatalogEntry[] = [
-  { name: 'tiny-llama:test', aliases: ['tiny-llama'], repo: 'svc-test/tiny-llama', dtype: 'fp32', kind: 'generation',
-    capabilities: ['completion', 'tools', 'thinking'], components: ['model'], details: { family: 'llama' } },
-  { name: 'tiny-bert-embed:test', aliases: ['tiny-bert-embed'], repo: 'svc-test/tiny-bert-embed', dtype: 'fp32', kind: 'embedding',
-    capabilities: ['embedding'], components: ['model'], embedding: { pooling: 'mean', normalize: true }, details: { family: 'bert' } },
-  { name: 'tiny-bert-reranker:test', aliases: ['tiny-bert-reranker'], repo: 'svc-test/tiny-bert-reranker', dtype: 'fp32', kind: 'reranker',
-    capabilities: [], components: ['model'], details: { family: 'bert' } },
-  { name: 'tiny-whisper:test', aliases: ['tiny-whisper'], repo: 'svc-test/tiny-whisper', dtype: 'fp32', kind: 'speech',
-    capabilities: [], components: ['encoder_model', 'decoder_model_merged'], details: { family: 'whisper' } },
-  { name: 'tiny-vlm:test', aliases: ['tiny-vlm'], repo: 'svc-test/tiny-vlm', dtype: 'fp32', kind: 'generation',
-    capabilities: ['completion', 'vision'], components: ['vision_encoder', 'embed_tokens', 'decoder_model_merged'], details: { family: 'idefics3' } },
+  {
+    name: 'tiny-llama:test',
+    aliases: ['tiny-llama'],
+    repo: 'svc-test/tiny-llama',
+    dtype: 'fp32',
+    kind: 'generation',
+    capabilities: ['completion', 'tools', 'thinking'],
+    components: ['model'],
+    details: { family: 'llama' },
+  },
+  {
+    name: 'tiny-bert-embed:test',
+    aliases: ['tiny-bert-embed'],
+    repo: 'svc-test/tiny-bert-embed',
+    dtype: 'fp32',
+    kind: 'embedding',
+    capabilities: ['embedding'],
+    components: ['model'],
+    embedding: { pooling: 'mean', normalize: true },
+    details: { family: 'bert' },
+  },
+  {
+    name: 'tiny-bert-reranker:test',
+    aliases: ['tiny-bert-reranker'],
+    repo: 'svc-test/tiny-bert-reranker',
+    dtype: 'fp32',
+    kind: 'reranker',
+    capabilities: [],
+    components: ['model'],
+    details: { family: 'bert' },
+  },
+  {
+    name: 'tiny-whisper:test',
+    aliases: ['tiny-whisper'],
+    repo: 'svc-test/tiny-whisper',
+    dtype: 'fp32',
+    kind: 'speech',
+    capabilities: [],
+    components: ['encoder_model', 'decoder_model_merged'],
+    details: { family: 'whisper' },
+  },
+  {
+    name: 'tiny-vlm:test',
+    aliases: ['tiny-vlm'],
+    repo: 'svc-test/tiny-vlm',
+    dtype: 'fp32',
+    kind: 'generation',
+    capabilities: ['completion', 'vision'],
+    components: ['vision_encoder', 'embed_tokens', 'decoder_model_merged'],
+    details: { family: 'idefics3' },
+  },
 ];
 
 /** A stand-in serving every fixture model; register FIXTURE_CATALOG in the catalog under test. */
@@ -240,7 +303,12 @@ export const FIXTURE_CATALOG: readonly CatalogEntry[] = [
  * time, so only the declared limit changes): for tests whose tool definitions and results do not fit in
  * the fixture's 512 positions. Served by startFixtureHub; not in FIXTURE_CATALOG.
  */
-export const LONG_LLAMA: CatalogEntry = { ...FIXTURE_CATALOG[0]!, name: 'tiny-llama-long:test', aliases: [], repo: 'svc-test/tiny-llama-long' };
+export const LONG_LLAMA: CatalogEntry = {
+  ...FIXTURE_CATALOG[0]!,
+  name: 'tiny-llama-long:test',
+  aliases: [],
+  repo: 'svc-test/tiny-llama-long',
+};
 
 async function longLlamaDir(): Promise<string> {
   const dir = join(await mkdtemp(join(tmpdir(), 'svc-long-llama-')), 'tiny-llama-long');

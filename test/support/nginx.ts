@@ -3,13 +3,19 @@
  * (svc-1:8090 …) become 127.0.0.1 ports, `listen 8080` a free loopback port, and pid, logs and temp
  * files go to a temp directory (started with -p/-c/-e, so neither /run nor /var/log is touched).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './postgres.ts';
 
-export interface RunningNginx { url: string; port: number; dir: string; stop(): Promise<void>; errors(): Promise<string> }
+export interface RunningNginx {
+  url: string;
+  port: number;
+  dir: string;
+  stop(): Promise<void>;
+  errors(): Promise<string>;
+}
 
 /** The shipped config with node N (1-based, svc-N:8090) at nodePorts[N-1] and the listener on `port`. */
 export async function renderNginxConf(nodePorts: number[], port: number, dir: string, source = 'deploy/nginx.conf'): Promise<string> {
@@ -23,7 +29,12 @@ export async function renderNginxConf(nodePorts: number[], port: number, dir: st
     .replace(/^pid .*;$/m, `pid ${join(dir, 'nginx.pid')};`)
     .replace(/^error_log \S+/m, `error_log ${join(dir, 'error.log')}`)
     .replace(/access_log \S+;/, `access_log ${join(dir, 'access.log')};`)
-    .replace(/^http \{$/m, ['http {', ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `    ${t}_temp_path ${join(dir, 'tmp', t)};`)].join('\n'));
+    .replace(
+      /^http \{$/m,
+      ['http {', ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `    ${t}_temp_path ${join(dir, 'tmp', t)};`)].join(
+        '\n',
+      ),
+    );
   return conf;
 }
 
@@ -35,17 +46,25 @@ export async function startNginx(nodePorts: number[]): Promise<RunningNginx> {
   await chmod(join(dir, 'tmp'), 0o777);
   const port = await freePort();
   await writeFile(join(dir, 'nginx.conf'), await renderNginxConf(nodePorts, port, dir));
-  const child: ChildProcess = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log'), '-g', 'daemon off;'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const child: ChildProcess = spawn(
+    'nginx',
+    ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log'), '-g', 'daemon off;'],
+    { stdio: ['ignore', 'inherit', 'inherit'] },
+  );
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     const up = await fetch(`${url}/api/version`).then(() => true, () => false);
     if (up) break;
-    if (child.exitCode !== null || i > 100) throw new Error(`nginx did not start: ${await readFile(join(dir, 'error.log'), 'utf8').catch(() => '')}`);
+    if (child.exitCode !== null || i > 100) {
+      throw new Error(`nginx did not start: ${await readFile(join(dir, 'error.log'), 'utf8').catch(() => '')}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
-    url, port, dir,
+    url,
+    port,
+    dir,
     errors: () => readFile(join(dir, 'error.log'), 'utf8').catch(() => ''),
     async stop() {
       child.kill('SIGQUIT');

@@ -4,7 +4,7 @@
  * a TSA served over loopback HTTP that pipes each request through `openssl ts -reply`, and an OCSP
  * responder (`openssl ocsp -port`). Everything lives in one temporary folder.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as netServer } from 'node:net';
@@ -36,7 +36,8 @@ export interface Pki {
   close(): Promise<void>;
 }
 
-const ssl = (cwd: string, args: string[], input?: Uint8Array) => execFileSync('openssl', args, { cwd, input, stdio: ['pipe', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+const ssl = (cwd: string, args: string[], input?: Uint8Array) =>
+  execFileSync('openssl', args, { cwd, input, stdio: ['pipe', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
 
 export async function freePort(): Promise<number> {
   return new Promise((res, rej) => {
@@ -116,7 +117,25 @@ export async function makePki(): Promise<Pki> {
   writeFileSync(join(dir, 'tsaserial'), '01\n');
   writeFileSync(join(dir, 'ca.cnf'), caConf(dir, ocspUrl));
   const run = (args: string[], input?: Uint8Array) => ssl(dir, args, input);
-  run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '3650', '-subj', '/CN=svc Test Root CA/O=svc tests', '-config', 'ca.cnf', '-extensions', 'v3_ca']);
+  run([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '3650',
+    '-subj',
+    '/CN=svc Test Root CA/O=svc tests',
+    '-config',
+    'ca.cnf',
+    '-extensions',
+    'v3_ca',
+  ]);
   const issue = (name: string, subj: string, ext: string, keyArgs = ['-newkey', 'rsa:2048']) => {
     run(['req', ...keyArgs, '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj]);
     run(['ca', '-batch', '-config', 'ca.cnf', '-extensions', ext, '-in', `${name}.csr`, '-out', `${name}.pem`, '-notext']);
@@ -125,16 +144,76 @@ export async function makePki(): Promise<Pki> {
   issue('ec', '/CN=Eve Curve/O=svc tests', 'signer', ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256']);
   issue('tsa', '/CN=svc Test TSA/O=svc tests', 'tsa');
   issue('ocsp', '/CN=svc Test OCSP/O=svc tests', 'ocsp');
-  run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'stranger.key', '-out', 'stranger.pem', '-days', '30', '-subj', '/CN=Stranger/O=nobody', '-addext', 'keyUsage=critical,digitalSignature']);
-  run(['pkcs12', '-export', '-inkey', 'signer.key', '-in', 'signer.pem', '-certfile', 'ca.pem', '-passout', 'pass:p12pass', '-out', 'signer.p12']);
-  run(['pkcs12', '-export', '-legacy', '-inkey', 'signer.key', '-in', 'signer.pem', '-certfile', 'ca.pem', '-passout', 'pass:p12pass', '-out', 'signer-legacy.p12']);
+  run([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'stranger.key',
+    '-out',
+    'stranger.pem',
+    '-days',
+    '30',
+    '-subj',
+    '/CN=Stranger/O=nobody',
+    '-addext',
+    'keyUsage=critical,digitalSignature',
+  ]);
+  run([
+    'pkcs12',
+    '-export',
+    '-inkey',
+    'signer.key',
+    '-in',
+    'signer.pem',
+    '-certfile',
+    'ca.pem',
+    '-passout',
+    'pass:p12pass',
+    '-out',
+    'signer.p12',
+  ]);
+  run([
+    'pkcs12',
+    '-export',
+    '-legacy',
+    '-inkey',
+    'signer.key',
+    '-in',
+    'signer.pem',
+    '-certfile',
+    'ca.pem',
+    '-passout',
+    'pass:p12pass',
+    '-out',
+    'signer-legacy.p12',
+  ]);
   const rd = (n: string) => readFileSync(join(dir, n), 'utf8');
 
   let ocsp: ChildProcess | undefined;
   let ocspCount = 0;
   const startOcsp = async () => {
-    ocsp = spawn('openssl', ['ocsp', '-index', 'index.txt', '-port', String(ocspPort), '-rsigner', 'ocsp.pem', '-rkey', 'ocsp.key', '-CA', 'ca.pem', '-ignore_err', '-nmin', '5'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-    ocsp.stderr!.on('data', (d: Buffer) => { ocspCount += (d.toString().match(/Received OCSP request|ocsp: waiting/gi) ?? []).length; });
+    ocsp = spawn('openssl', [
+      'ocsp',
+      '-index',
+      'index.txt',
+      '-port',
+      String(ocspPort),
+      '-rsigner',
+      'ocsp.pem',
+      '-rkey',
+      'ocsp.key',
+      '-CA',
+      'ca.pem',
+      '-ignore_err',
+      '-nmin',
+      '5',
+    ], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    ocsp.stderr!.on('data', (d: Buffer) => {
+      ocspCount += (d.toString().match(/Received OCSP request|ocsp: waiting/gi) ?? []).length;
+    });
     // wait until it accepts connections
     for (let i = 0; i < 100; i++) {
       const ok = await fetch(`${ocspUrl}/`, { method: 'GET' }).then(() => true, () => false);

@@ -9,7 +9,12 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export interface TestPostgres { url: string; port: number; dir: string; stop(): Promise<void> }
+export interface TestPostgres {
+  url: string;
+  port: number;
+  dir: string;
+  stop(): Promise<void>;
+}
 
 export function postgresBinDir(): string | null {
   const root = '/usr/lib/postgresql';
@@ -37,18 +42,35 @@ export async function startPostgres(): Promise<TestPostgres> {
   const data = join(dir, 'data');
   const asRoot = process.getuid?.() === 0;
   const run = (cmd: string, args: string[]) => {
-    const r = asRoot ? spawnSync('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { encoding: 'utf8' }) : spawnSync(join(bin, cmd), args, { encoding: 'utf8' });
+    const r = asRoot
+      ? spawnSync('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { encoding: 'utf8' })
+      : spawnSync(join(bin, cmd), args, { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr || r.stdout}`);
     return r.stdout;
   };
   run('initdb', ['-D', data, '-U', 'svc', '--auth=trust', '-E', 'UTF8', '--no-sync']);
   const port = await freePort();
-  run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c shared_buffers=64MB`, 'start']);
+  run('pg_ctl', [
+    '-D',
+    data,
+    '-l',
+    join(dir, 'log'),
+    '-w',
+    '-t',
+    '60',
+    '-o',
+    `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c shared_buffers=64MB`,
+    'start',
+  ]);
   const url = `postgres://svc@127.0.0.1:${port}/postgres`;
   return {
-    url, port, dir,
+    url,
+    port,
+    dir,
     stop: async () => {
-      try { run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']); } catch { /* already stopped */ }
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } catch { /* already stopped */ }
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -56,7 +78,9 @@ export async function startPostgres(): Promise<TestPostgres> {
 
 function pgCtl(args: string[]): void {
   const bin = postgresBinDir()!;
-  const r = process.getuid?.() === 0 ? spawnSync('runuser', ['-u', 'postgres', '--', join(bin, 'pg_ctl'), ...args], { encoding: 'utf8' }) : spawnSync(join(bin, 'pg_ctl'), args, { encoding: 'utf8' });
+  const r = process.getuid?.() === 0
+    ? spawnSync('runuser', ['-u', 'postgres', '--', join(bin, 'pg_ctl'), ...args], { encoding: 'utf8' })
+    : spawnSync(join(bin, 'pg_ctl'), args, { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`pg_ctl failed: ${r.stderr || r.stdout}`);
 }
 
@@ -67,5 +91,16 @@ export function stopPostgresOnly(pg: TestPostgres): void {
 
 /** Starts a stopped server again on its port, with its data. */
 export function restartPostgres(pg: TestPostgres): void {
-  pgCtl(['-D', join(pg.dir, 'data'), '-l', join(pg.dir, 'log'), '-w', '-t', '60', '-o', `-p ${pg.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c shared_buffers=64MB`, 'start']);
+  pgCtl([
+    '-D',
+    join(pg.dir, 'data'),
+    '-l',
+    join(pg.dir, 'log'),
+    '-w',
+    '-t',
+    '60',
+    '-o',
+    `-p ${pg.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c shared_buffers=64MB`,
+    'start',
+  ]);
 }

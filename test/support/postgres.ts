@@ -23,7 +23,9 @@ export interface TestPostgres {
 /** The newest installed PostgreSQL's bin directory; throws (naming the package) when none is installed. */
 export function postgresBin(): string {
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a))
+    : [];
   if (!versions.length) throw new Error('PostgreSQL is not installed: apt-get install -y postgresql (or run bash .ci/run)');
   return join(root, versions[0]!, 'bin');
 }
@@ -60,7 +62,8 @@ export async function startPostgres(): Promise<TestPostgres> {
   const data = join(dir, 'data');
   run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--locale=C']);
   const port = await freePort();
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+  const opts =
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
   run(join(bin, 'pg_ctl'), ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', 'start']);
   const admin = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {

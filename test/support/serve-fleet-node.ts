@@ -10,6 +10,9 @@ import { TaskProbe, testTasks } from './test-tasks.ts';
 const { flags } = parseArgs(process.argv.slice(2).filter((a) => a !== 'serve'));
 const s = await startServer(loadConfig(flags, process.env), { extraRoutes: testTasks(new TaskProbe()) });
 console.log(`READY ${s.url} ${s.nodeTag}`);
-const stop = async () => { await s.stop(); process.exit(0); };
+const stop = async () => {
+  await s.stop();
+  process.exit(0);
+};
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);

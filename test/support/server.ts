@@ -2,10 +2,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createApp, type AppOptions } from '../../src/app.ts';
-import { loadConfig, type Config } from '../../src/config.ts';
+import { type AppOptions, createApp } from '../../src/app.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { openServices, startServer, type Services, type StartedServer } from '../../src/server.ts';
+import { openServices, type Services, type StartedServer, startServer } from '../../src/server.ts';
 
 export async function tempDir(prefix = 'svc-test-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
@@ -45,7 +45,8 @@ export async function inProcess(overrides: Partial<Config> = {}, opts?: AppOptio
   const s = await openServices(testConfig({ dataDir, ...(await storeOverrides(overrides)), ...overrides }), createLogger('silent'));
   const app = createApp(s, opts);
   return {
-    s, dataDir,
+    s,
+    dataDir,
     request: async (path, init) => app.request(path, init),
     close: async () => {
       await s.close();
@@ -63,5 +64,7 @@ export async function listening(overrides: Partial<Config> = {}, opts?: AppOptio
 }
 
 export const json = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({
-  method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body),
+  method: 'POST',
+  headers: { 'content-type': 'application/json', ...headers },
+  body: JSON.stringify(body),
 });

@@ -41,24 +41,32 @@ export class TaskProbe {
 
 export function testTasks(probe: TaskProbe) {
   return (app: Hono<AppEnv>, deps: Deps) => {
-    app.post('/svc/v1/test/work', taskHandler(deps.runner, {
-      name: 'test-work',
-      input: (c) => readJson(c, Input),
-      async run(input, ctx) {
-        probe.started++;
-        const aborted = new Promise<never>((_, j) => ctx.signal.addEventListener('abort', () => { probe.aborted++; j(ctx.signal.reason); }, { once: true }));
-        ctx.progress(0, 2);
-        if (input.gate) await Promise.race([probe.wait(input.gate), aborted]);
-        if (input.ms) await Promise.race([new Promise((r) => setTimeout(r, input.ms)), aborted]);
-        ctx.progress(1, 2);
-        if (input.fail) throw new ServiceError(input.fail.status, input.fail.reason, input.fail.message);
-        if (input.crash) throw new Error('secret internal detail');
-        probe.finished++;
-        ctx.progress(2, 2);
-        if (input.binary) return new BinaryResult(new TextEncoder().encode(input.binary), 'application/octet-stream', 'out.bin');
-        if (input.bytes) return { blob: 'x'.repeat(input.bytes) };
-        return { echo: input.value ?? null, answer: 42 };
-      },
-    }));
+    app.post(
+      '/svc/v1/test/work',
+      taskHandler(deps.runner, {
+        name: 'test-work',
+        input: (c) => readJson(c, Input),
+        async run(input, ctx) {
+          probe.started++;
+          const aborted = new Promise<never>((_, j) =>
+            ctx.signal.addEventListener('abort', () => {
+              probe.aborted++;
+              j(ctx.signal.reason);
+            }, { once: true })
+          );
+          ctx.progress(0, 2);
+          if (input.gate) await Promise.race([probe.wait(input.gate), aborted]);
+          if (input.ms) await Promise.race([new Promise((r) => setTimeout(r, input.ms)), aborted]);
+          ctx.progress(1, 2);
+          if (input.fail) throw new ServiceError(input.fail.status, input.fail.reason, input.fail.message);
+          if (input.crash) throw new Error('secret internal detail');
+          probe.finished++;
+          ctx.progress(2, 2);
+          if (input.binary) return new BinaryResult(new TextEncoder().encode(input.binary), 'application/octet-stream', 'out.bin');
+          if (input.bytes) return { blob: 'x'.repeat(input.bytes) };
+          return { echo: input.value ?? null, answer: 42 };
+        },
+      }),
+    );
   };
 }

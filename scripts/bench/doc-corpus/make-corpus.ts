@@ -9,13 +9,26 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PDFDocument } from '@cantoo/pdf-lib';
-import { SOURCES, toHtml, toMarkdown, type SourceDoc } from './sources.ts';
+import { type SourceDoc, SOURCES, toHtml, toMarkdown } from './sources.ts';
 
-export interface CorpusDoc { name: string; kind: 'text' | 'scan'; pdf: string; truth: string; pages: number }
+export interface CorpusDoc {
+  name: string;
+  kind: 'text' | 'scan';
+  pdf: string;
+  truth: string;
+  pages: number;
+}
 
 /** Chromium's print to PDF of an HTML file. */
 export function htmlToPdf(html: string, pdf: string): void {
-  execFileSync('chromium', ['--headless', '--no-sandbox', '--disable-gpu', '--no-pdf-header-footer', `--print-to-pdf=${pdf}`, `file://${resolve(html)}`], { stdio: 'ignore', timeout: 60_000 });
+  execFileSync('chromium', [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--no-pdf-header-footer',
+    `--print-to-pdf=${pdf}`,
+    `file://${resolve(html)}`,
+  ], { stdio: 'ignore', timeout: 60_000 });
 }
 
 /** Rasterise every page (200 dpi gray), rotate by `skew` degrees, add noise, and wrap as an image-only PDF. */
@@ -26,7 +39,24 @@ export async function scanOf(pdf: string, out: string, skew = 1.5): Promise<void
   const doc = await PDFDocument.create();
   for (const f of pngs) {
     const png = join(base, '..', f), jpg = png.replace(/\.png$/, '.jpg');
-    execFileSync('convert', [png, '-seed', '11', '-background', 'white', '-rotate', String(skew), '-attenuate', '0.25', '+noise', 'Gaussian', '-colorspace', 'Gray', '-quality', '85', jpg]);
+    execFileSync('convert', [
+      png,
+      '-seed',
+      '11',
+      '-background',
+      'white',
+      '-rotate',
+      String(skew),
+      '-attenuate',
+      '0.25',
+      '+noise',
+      'Gaussian',
+      '-colorspace',
+      'Gray',
+      '-quality',
+      '85',
+      jpg,
+    ]);
     const img = await doc.embedJpg(readFileSync(jpg));
     const w = (img.width * 72) / 200, h = (img.height * 72) / 200;
     doc.addPage([w, h]).drawImage(img, { x: 0, y: 0, width: w, height: h });

@@ -5,16 +5,28 @@
  * leakage. The Markdown is split into blocks by its own small reader (not the product's), so the scorer
  * stays independent of the code it judges.
  */
-export interface MdBlock { type: 'heading' | 'para' | 'list' | 'code' | 'table'; text: string; level?: number; rows?: string[][]; lines?: string[] }
+export interface MdBlock {
+  type: 'heading' | 'para' | 'list' | 'code' | 'table';
+  text: string;
+  level?: number;
+  rows?: string[][];
+  lines?: string[];
+}
 
 export function readBlocks(md: string): MdBlock[] {
   const lines = md.replace(/\r\n/g, '\n').split('\n');
   const out: MdBlock[] = [];
   let para: string[] = [];
-  const flush = () => { if (para.length) out.push({ type: 'para', text: para.join(' ') }); para = []; };
+  const flush = () => {
+    if (para.length) out.push({ type: 'para', text: para.join(' ') });
+    para = [];
+  };
   for (let i = 0; i < lines.length; i++) {
     const l = lines[i]!;
-    if (!l.trim()) { flush(); continue; }
+    if (!l.trim()) {
+      flush();
+      continue;
+    }
     if (/^```/.test(l)) {
       flush();
       const code: string[] = [];
@@ -23,7 +35,11 @@ export function readBlocks(md: string): MdBlock[] {
       continue;
     }
     const h = /^(#{1,6})\s+(.*)$/.exec(l);
-    if (h) { flush(); out.push({ type: 'heading', text: h[2]!.trim(), level: h[1]!.length }); continue; }
+    if (h) {
+      flush();
+      out.push({ type: 'heading', text: h[2]!.trim(), level: h[1]!.length });
+      continue;
+    }
     if (/^\s*\|/.test(l)) {
       flush();
       const rows: string[][] = [];
@@ -36,7 +52,11 @@ export function readBlocks(md: string): MdBlock[] {
       continue;
     }
     const li = /^\s*([-*+]|\d+[.)])\s+(.*)$/.exec(l);
-    if (li) { flush(); out.push({ type: 'list', text: li[2]! }); continue; }
+    if (li) {
+      flush();
+      out.push({ type: 'list', text: li[2]! });
+      continue;
+    }
     if (/^\$\$\s*$/.test(l) || /^<!--.*-->$/.test(l.trim())) continue;
     para.push(l.replace(/^\*(.*)\*$/, '$1'));
   }
@@ -62,7 +82,11 @@ const ned = (a: string, b: string) => (a.length || b.length ? editDistance(a, b)
 
 /** Character bigram Dice similarity: cheap block matching. */
 function dice(a: string, b: string): number {
-  const grams = (s: string) => { const m = new Map<string, number>(); for (let i = 0; i < s.length - 1; i++) m.set(s.slice(i, i + 2), (m.get(s.slice(i, i + 2)) ?? 0) + 1); return m; };
+  const grams = (s: string) => {
+    const m = new Map<string, number>();
+    for (let i = 0; i < s.length - 1; i++) m.set(s.slice(i, i + 2), (m.get(s.slice(i, i + 2)) ?? 0) + 1);
+    return m;
+  };
   const ga = grams(a), gb = grams(b);
   let both = 0, na = 0, nb = 0;
   for (const v of ga.values()) na += v;
@@ -72,9 +96,15 @@ function dice(a: string, b: string): number {
 }
 
 export interface Scores {
-  text: number; order: number;
-  headingP: number; headingR: number; headingF1: number; levels: number;
-  tables: number | null; code: number | null; leakage: number;
+  text: number;
+  order: number;
+  headingP: number;
+  headingR: number;
+  headingF1: number;
+  levels: number;
+  tables: number | null;
+  code: number | null;
+  leakage: number;
 }
 
 /**
@@ -91,7 +121,13 @@ export function score(pred: string, truth: string, running: string[] = [], pages
   const pos: number[] = [];
   tb.forEach((t) => {
     let best = -1, bs = 0.5;
-    pb.forEach((p, j) => { const s = dice(norm(t.text), norm(p.text)); if (s > bs) { bs = s; best = j; } });
+    pb.forEach((p, j) => {
+      const s = dice(norm(t.text), norm(p.text));
+      if (s > bs) {
+        bs = s;
+        best = j;
+      }
+    });
     if (best >= 0) pos.push(best);
   });
   const rank = pos.map((p, i) => ({ p, i })).sort((a, b) => a.p - b.p || a.i - b.i).map((x) => x.i);
@@ -104,7 +140,8 @@ export function score(pred: string, truth: string, running: string[] = [], pages
   for (const t of th) {
     const j = ph.findIndex((p, k) => !used.has(k) && ned(norm(p.text), norm(t.text)) <= 0.1);
     if (j < 0) continue;
-    used.add(j); matched++;
+    used.add(j);
+    matched++;
     if (ph[j]!.level === t.level) levelOk++;
   }
   const headingP = ph.length ? matched / ph.length : th.length ? 0 : 1;
@@ -118,7 +155,12 @@ export function score(pred: string, truth: string, running: string[] = [], pages
   if (tt.length) {
     tables = tt.reduce((sum, t) => {
       const cells = t.rows!.flat().length;
-      const best = Math.max(0, ...pt.map((p) => t.rows!.reduce((s, r, ri) => s + r.filter((c, ci) => norm(p.rows![ri]?.[ci] ?? '') === norm(c)).length, 0) / cells));
+      const best = Math.max(
+        0,
+        ...pt.map((p) =>
+          t.rows!.reduce((s, r, ri) => s + r.filter((c, ci) => norm(p.rows![ri]?.[ci] ?? '') === norm(c)).length, 0) / cells
+        ),
+      );
       return sum + best;
     }, 0) / tt.length;
   }

@@ -80,10 +80,28 @@ export const SOURCES: SourceDoc[] = [
       { kind: 'p', text: para(4, 2) },
       { kind: 'h', level: 3, text: '1.1 A first program' },
       { kind: 'p', text: para(6, 2) },
-      { kind: 'code', lines: ['#include <vec.h>', '', 'int main(void) {', '    vec_t *v = vec_new(16);', '    vec_push(v, 42);', '    return vec_len(v) == 1 ? 0 : 1;', '}'] },
+      {
+        kind: 'code',
+        lines: [
+          '#include <vec.h>',
+          '',
+          'int main(void) {',
+          '    vec_t *v = vec_new(16);',
+          '    vec_push(v, 42);',
+          '    return vec_len(v) == 1 ? 0 : 1;',
+          '}',
+        ],
+      },
       { kind: 'p', text: para(7, 3) },
       { kind: 'h', level: 2, text: '2. Functions' },
-      { kind: 'table', rows: [['Function', 'Arguments', 'Returns'], ['vec_new', 'capacity', 'vector'], ['vec_push', 'vector, value', 'status'], ['vec_len', 'vector', 'length'], ['vec_free', 'vector', 'nothing']] },
+      {
+        kind: 'table',
+        rows: [['Function', 'Arguments', 'Returns'], ['vec_new', 'capacity', 'vector'], ['vec_push', 'vector, value', 'status'], [
+          'vec_len',
+          'vector',
+          'length',
+        ], ['vec_free', 'vector', 'nothing']],
+      },
       { kind: 'p', text: para(8, 3) },
       { kind: 'h', level: 3, text: '2.1 Error handling' },
       { kind: 'ul', items: ['Every function returns a status code', 'Status zero means success', 'Negative codes name the failure'] },
@@ -125,22 +143,36 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
 export function toHtml(d: SourceDoc): string {
   const body = d.blocks.map((b) => {
     switch (b.kind) {
-      case 'h': return `<h${b.level}>${esc(b.text)}</h${b.level}>`;
-      case 'p': return `<p>${esc(b.text)}</p>`;
-      case 'ul': case 'ol': return `<${b.kind}>${b.items.map((i) => `<li>${esc(i)}</li>`).join('')}</${b.kind}>`;
-      case 'code': return `<pre><code>${esc(b.lines.join('\n'))}</code></pre>`;
-      case 'table': return `<table><thead><tr>${b.rows[0]!.map((c) => `<th>${esc(c)}</th>`).join('')}</tr></thead><tbody>${b.rows.slice(1).map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
+      case 'h':
+        return `<h${b.level}>${esc(b.text)}</h${b.level}>`;
+      case 'p':
+        return `<p>${esc(b.text)}</p>`;
+      case 'ul':
+      case 'ol':
+        return `<${b.kind}>${b.items.map((i) => `<li>${esc(i)}</li>`).join('')}</${b.kind}>`;
+      case 'code':
+        return `<pre><code>${esc(b.lines.join('\n'))}</code></pre>`;
+      case 'table':
+        return `<table><thead><tr>${b.rows[0]!.map((c) => `<th>${esc(c)}</th>`).join('')}</tr></thead><tbody>${
+          b.rows.slice(1).map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')
+        }</tbody></table>`;
     }
   }).join('\n');
   const css = `
   @page { size: A4; margin: 25mm 20mm; }
-  body { font-family: 'DejaVu Serif', serif; font-size: 10.5pt; line-height: 1.35; ${d.justify ? 'text-align: justify; hyphens: none;' : ''} }
+  body { font-family: 'DejaVu Serif', serif; font-size: 10.5pt; line-height: 1.35; ${
+    d.justify ? 'text-align: justify; hyphens: none;' : ''
+  } }
   main { ${d.columns ? `column-count: ${d.columns}; column-gap: 10mm;` : ''} }
   h1 { font-size: 22pt; column-span: all; } h2 { font-size: 15pt; } h3 { font-size: 12pt; }
   pre { font-family: 'DejaVu Sans Mono', monospace; font-size: 9pt; text-align: left; }
   table { border-collapse: collapse; } td, th { border: 0.5pt solid #000; padding: 2pt 8pt; text-align: left; }
   ${d.header ? `@page { @top-left { content: "${d.header}"; font: italic 8pt 'DejaVu Serif'; } }` : ''}
-  ${d.footer ? `@page { @bottom-left { content: "${d.footer}"; font: 8pt 'DejaVu Serif'; } @bottom-right { content: counter(page); font: 8pt 'DejaVu Serif'; } }` : ''}`;
+  ${
+    d.footer
+      ? `@page { @bottom-left { content: "${d.footer}"; font: 8pt 'DejaVu Serif'; } @bottom-right { content: counter(page); font: 8pt 'DejaVu Serif'; } }`
+      : ''
+  }`;
   return `<!DOCTYPE html><html><head><meta charset="utf-8"><title>${esc(d.name)}</title><style>${css}</style></head><body>
 <main>${body}</main></body></html>`;
 }
@@ -149,12 +181,18 @@ export function toHtml(d: SourceDoc): string {
 export function toMarkdown(d: SourceDoc): string {
   return d.blocks.map((b) => {
     switch (b.kind) {
-      case 'h': return `${'#'.repeat(b.level)} ${b.text}`;
-      case 'p': return b.text;
-      case 'ul': return b.items.map((i) => `- ${i}`).join('\n');
-      case 'ol': return b.items.map((i, k) => `${k + 1}. ${i}`).join('\n');
-      case 'code': return `\`\`\`\n${b.lines.join('\n')}\n\`\`\``;
-      case 'table': return [b.rows[0]!, b.rows[0]!.map(() => '---'), ...b.rows.slice(1)].map((r) => `| ${r.join(' | ')} |`).join('\n');
+      case 'h':
+        return `${'#'.repeat(b.level)} ${b.text}`;
+      case 'p':
+        return b.text;
+      case 'ul':
+        return b.items.map((i) => `- ${i}`).join('\n');
+      case 'ol':
+        return b.items.map((i, k) => `${k + 1}. ${i}`).join('\n');
+      case 'code':
+        return `\`\`\`\n${b.lines.join('\n')}\n\`\`\``;
+      case 'table':
+        return [b.rows[0]!, b.rows[0]!.map(() => '---'), ...b.rows.slice(1)].map((r) => `| ${r.join(' | ')} |`).join('\n');
     }
   }).join('\n\n') + '\n';
 }

@@ -16,7 +16,9 @@ import { ServiceError } from '../../services/errors.ts';
 
 async function objectBody(c: Context<AppEnv>): Promise<Record<string, unknown>> {
   const body = await readJsonBody(c);
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
+  if (!body || typeof body !== 'object' || Array.isArray(body)) {
+    throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
+  }
   return body as Record<string, unknown>;
 }
 

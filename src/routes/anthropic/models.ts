@@ -16,21 +16,36 @@ const yes = (b: boolean) => ({ supported: b });
 
 /** What this server can do with the model, in Anthropic's capability vocabulary (server-side features: none). */
 const capabilitiesOf = (caps: string[]) => ({
-  batch: no, citations: no, code_execution: no, pdf_input: no, structured_outputs: no,
+  batch: no,
+  citations: no,
+  code_execution: no,
+  pdf_input: no,
+  structured_outputs: no,
   context_management: { supported: false, clear_thinking_20251015: null, clear_tool_uses_20250919: null, compact_20260112: null },
   effort: { supported: false, low: no, medium: no, high: no, max: no, xhigh: null },
   image_input: yes(caps.includes('vision')),
   server_tools: { supported: false, code_execution: no, web_search: no },
-  thinking: { supported: caps.includes('thinking'), types: { enabled: yes(caps.includes('thinking')), disabled: yes(true), adaptive: no, between_tools: no } },
+  thinking: {
+    supported: caps.includes('thinking'),
+    types: { enabled: yes(caps.includes('thinking')), disabled: yes(true), adaptive: no, between_tools: no },
+  },
 });
 
 const anthropicModel = (m: ListedModel) => {
   const createdAt = (m.spec as Partial<CustomModelRecord>).created_at;
   const created = m.modified_at ?? (createdAt ? new Date(createdAt) : new Date(0));
   return {
-    type: 'model' as const, id: m.name, display_name: m.name, created_at: created.toISOString().replace(/\.\d{3}Z$/, 'Z'),
-    capabilities: capabilitiesOf(m.spec.capabilities ?? []), lifecycle: 'active' as const, deprecated_at: null, retires_at: null,
-    line: null, max_input_tokens: null, max_tokens: null,
+    type: 'model' as const,
+    id: m.name,
+    display_name: m.name,
+    created_at: created.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    capabilities: capabilitiesOf(m.spec.capabilities ?? []),
+    lifecycle: 'active' as const,
+    deprecated_at: null,
+    retires_at: null,
+    line: null,
+    max_input_tokens: null,
+    max_tokens: null,
   };
 };
 
@@ -64,7 +79,8 @@ export function anthropicModelRoutes(models: ModelServices) {
   app.get('/models/:id{.+}', async (c, next) => {
     if (!c.req.header('anthropic-version')) return next();
     const id = c.req.param('id');
-    const found = (await chatModels()).find((m) => m.id === id) ?? (await chatModels()).find((m) => m.id === models.catalog.resolve(id)?.name);
+    const found = (await chatModels()).find((m) => m.id === id) ??
+      (await chatModels()).find((m) => m.id === models.catalog.resolve(id)?.name);
     if (!found) throw new ServiceError(404, 'model_not_found', `model: ${id}`);
     return c.json(found);
   });

@@ -36,7 +36,11 @@ export function skillPrompts(agents: AgentService, owner: string): PromptSource 
         return {
           name: s.name,
           ...(s.description ? { description: s.description } : {}),
-          arguments: Object.entries(schema.properties ?? {}).map(([name, p]) => ({ name, ...(p?.description ? { description: p.description } : {}), required: schema.required?.includes(name) ?? false })),
+          arguments: Object.entries(schema.properties ?? {}).map(([name, p]) => ({
+            name,
+            ...(p?.description ? { description: p.description } : {}),
+            required: schema.required?.includes(name) ?? false,
+          })),
         };
       });
     },
@@ -47,7 +51,15 @@ export function skillPrompts(agents: AgentService, owner: string): PromptSource 
       const props = (skill.input_schema as { properties?: Record<string, { type?: string }> }).properties ?? {};
       for (const [k, val] of Object.entries(args)) {
         const t = props[k]?.type;
-        inputs[k] = t && t !== 'string' ? (() => { try { return JSON.parse(val); } catch { return val; } })() : val;
+        inputs[k] = t && t !== 'string'
+          ? (() => {
+            try {
+              return JSON.parse(val);
+            } catch {
+              return val;
+            }
+          })()
+          : val;
       }
       const r = await agents.renderSkill(owner, name, inputs);
       return { ...(r.description ? { description: r.description } : {}), messages: [{ role: 'user', text: r.text }] };

@@ -5,8 +5,13 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema, GetPromptRequestSchema, ListPromptsRequestSchema, ListToolsRequestSchema, McpError, ErrorCode,
+  CallToolRequestSchema,
   type CallToolResult,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 import { callNativeTool, type Dispatch } from '../../http/tool-call.ts';
 import { NATIVE_TOOLS, nativeTool } from '../../services/tools/native-tools.ts';
@@ -16,7 +21,10 @@ import { VERSION } from '../../version.ts';
 export interface PromptSource {
   list(): Promise<{ name: string; description?: string; arguments: { name: string; description?: string; required: boolean }[] }[]>;
   /** The rendered prompt; throws a ServiceError (400 naming the field, 404) on bad input. */
-  get(name: string, args: Record<string, string>): Promise<{ description?: string; messages: { role: 'user' | 'assistant'; text: string }[] }>;
+  get(
+    name: string,
+    args: Record<string, string>,
+  ): Promise<{ description?: string; messages: { role: 'user' | 'assistant'; text: string }[] }>;
 }
 
 export interface McpServerOptions {
@@ -34,7 +42,13 @@ function fileLinks(result: unknown): CallToolResult['content'] {
     if (!x || typeof x !== 'object') return;
     const f = x as { file_id?: unknown; filename?: unknown; content_type?: unknown };
     if (typeof f.file_id === 'string') {
-      out.push({ type: 'resource_link', uri: `svc://files/${f.file_id}`, name: typeof f.filename === 'string' ? f.filename : f.file_id, ...(typeof f.content_type === 'string' ? { mimeType: f.content_type } : {}), description: `GET /svc/v1/files/${f.file_id}/content` });
+      out.push({
+        type: 'resource_link',
+        uri: `svc://files/${f.file_id}`,
+        name: typeof f.filename === 'string' ? f.filename : f.file_id,
+        ...(typeof f.content_type === 'string' ? { mimeType: f.content_type } : {}),
+        description: `GET /svc/v1/files/${f.file_id}/content`,
+      });
       return;
     }
     Object.values(x).forEach(visit);
@@ -47,7 +61,12 @@ export function createMcpServer(o: McpServerOptions): Server {
   const server = new Server({ name: 'svc', version: VERSION }, { capabilities: { tools: {}, ...(o.prompts ? { prompts: {} } : {}) } });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: NATIVE_TOOLS.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as { type: 'object' } })),
+    tools: NATIVE_TOOLS.map((t) => ({
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      inputSchema: t.inputSchema as { type: 'object' },
+    })),
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
@@ -58,11 +77,18 @@ export function createMcpServer(o: McpServerOptions): Server {
       headers: o.headers,
       signal: extra.signal,
       onProgress: token === undefined ? undefined : (progress, total) =>
-        extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, ...(total !== undefined ? { total } : {}) } }),
+        extra.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress, ...(total !== undefined ? { total } : {}) },
+        }),
     });
     if (!outcome.ok) {
       // a tool failure is a result the model can read, not a protocol error
-      return { isError: true, content: [{ type: 'text', text: `${outcome.status} ${outcome.reason}: ${outcome.message}` }], structuredContent: { status: outcome.status, error: outcome.reason, message: outcome.message } };
+      return {
+        isError: true,
+        content: [{ type: 'text', text: `${outcome.status} ${outcome.reason}: ${outcome.message}` }],
+        structuredContent: { status: outcome.status, error: outcome.reason, message: outcome.message },
+      };
     }
     const result = outcome.result;
     const text = tool.name === 'chat' ? String((result as { content?: string }).content ?? '') : JSON.stringify(result);
@@ -78,7 +104,10 @@ export function createMcpServer(o: McpServerOptions): Server {
     server.setRequestHandler(GetPromptRequestSchema, async (req) => {
       try {
         const p = await prompts.get(req.params.name, req.params.arguments ?? {});
-        return { ...(p.description ? { description: p.description } : {}), messages: p.messages.map((m) => ({ role: m.role, content: { type: 'text' as const, text: m.text } })) };
+        return {
+          ...(p.description ? { description: p.description } : {}),
+          messages: p.messages.map((m) => ({ role: m.role, content: { type: 'text' as const, text: m.text } })),
+        };
       } catch (e) {
         throw new McpError(ErrorCode.InvalidParams, (e as Error).message);
       }

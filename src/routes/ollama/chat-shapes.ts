@@ -16,7 +16,9 @@ export const Images = v.optional(v.array(v.string()));
 export function formatOf(f: string | Record<string, unknown> | undefined): OutputFormat | undefined {
   if (f === undefined || f === '') return undefined;
   if (f === 'json') return 'json';
-  if (typeof f === 'string') throw invalidArgument(`format must be "json" or a JSON schema object, not "${f}"`, [{ field: 'format', message: 'invalid' }]);
+  if (typeof f === 'string') {
+    throw invalidArgument(`format must be "json" or a JSON schema object, not "${f}"`, [{ field: 'format', message: 'invalid' }]);
+  }
   return f;
 }
 
@@ -32,9 +34,12 @@ export function logprobsOf(b: { logprobs?: boolean; top_logprobs?: number }): nu
 }
 
 type Lp = NonNullable<ChatResult['logprobs']>;
-const lpField = (lps: Lp | undefined) => (lps?.length ? { logprobs: lps.map((t) => ({ ...t, top_logprobs: t.top_logprobs.length ? t.top_logprobs : undefined })) } : {});
+const lpField = (
+  lps: Lp | undefined,
+) => (lps?.length ? { logprobs: lps.map((t) => ({ ...t, top_logprobs: t.top_logprobs.length ? t.top_logprobs : undefined })) } : {});
 
-export const toolCallsOut = (calls: ParsedToolCall[]) => calls.map((c, index) => ({ function: { index, name: c.name, arguments: c.arguments } }));
+export const toolCallsOut = (calls: ParsedToolCall[]) =>
+  calls.map((c, index) => ({ function: { index, name: c.name, arguments: c.arguments } }));
 
 function assistantMessage(d: { content: string; thinking: string; toolCalls: ParsedToolCall[] }) {
   return {
@@ -58,9 +63,16 @@ export function finalFields(r: ChatResult) {
   };
 }
 
-export const chatLine = (model: string, d: OutputDelta, lps?: Lp) => ({ model, created_at: createdAt(), message: assistantMessage(d), ...lpField(lps), done: false });
+export const chatLine = (model: string, d: OutputDelta, lps?: Lp) => ({
+  model,
+  created_at: createdAt(),
+  message: assistantMessage(d),
+  ...lpField(lps),
+  done: false,
+});
 export const chatFinal = (r: ChatResult, whole: boolean, lps?: Lp) => ({
-  model: r.model, created_at: createdAt(),
+  model: r.model,
+  created_at: createdAt(),
   message: whole ? assistantMessage(r.message) : { role: 'assistant', content: '' },
   ...lpField(whole ? r.logprobs : lps),
   ...finalFields(r),
@@ -68,10 +80,16 @@ export const chatFinal = (r: ChatResult, whole: boolean, lps?: Lp) => ({
 
 /** Generate carries thinking beside `response`; tool calls cannot be asked for there. */
 export const generateLine = (model: string, d: OutputDelta, lps?: Lp) => ({
-  model, created_at: createdAt(), response: d.content, ...(d.thinking ? { thinking: d.thinking } : {}), ...lpField(lps), done: false,
+  model,
+  created_at: createdAt(),
+  response: d.content,
+  ...(d.thinking ? { thinking: d.thinking } : {}),
+  ...lpField(lps),
+  done: false,
 });
 export const generateFinal = (r: ChatResult, whole: boolean, lps?: Lp) => ({
-  model: r.model, created_at: createdAt(),
+  model: r.model,
+  created_at: createdAt(),
   response: whole ? r.message.content : '',
   ...(whole && r.message.thinking ? { thinking: r.message.thinking } : {}),
   ...lpField(whole ? r.logprobs : lps),
@@ -80,13 +98,18 @@ export const generateFinal = (r: ChatResult, whole: boolean, lps?: Lp) => ({
 
 /** An empty chat/generate: the model was loaded or unloaded, nothing generated. */
 export const preloadAnswer = (p: { model: string; action: 'load' | 'unload' }, route: 'chat' | 'generate') => ({
-  model: p.model, created_at: createdAt(),
+  model: p.model,
+  created_at: createdAt(),
   ...(route === 'chat' ? { message: { role: 'assistant', content: '' } } : { response: '' }),
-  done: true, done_reason: p.action,
+  done: true,
+  done_reason: p.action,
 });
 
 /** Stream lines: one per delta, then the final object. */
-export async function* streamLines(s: AsyncIterable<OutputDelta> & { model: string; result: Promise<ChatResult>; takeLogprobs(): Lp }, route: 'chat' | 'generate') {
+export async function* streamLines(
+  s: AsyncIterable<OutputDelta> & { model: string; result: Promise<ChatResult>; takeLogprobs(): Lp },
+  route: 'chat' | 'generate',
+) {
   for await (const d of s) yield route === 'chat' ? chatLine(s.model, d, s.takeLogprobs()) : generateLine(s.model, d, s.takeLogprobs());
   const r = await s.result;
   yield route === 'chat' ? chatFinal(r, false, s.takeLogprobs()) : generateFinal(r, false, s.takeLogprobs());

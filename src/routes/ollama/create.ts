@@ -32,7 +32,10 @@ export function ollamaCreateRoutes(models: ModelServices, log: Logger) {
   return new Hono<AppEnv>().post('/create', jsonBody(Create), async (c) => {
     const body = c.req.valid('json');
     if (body.modelfile !== undefined) {
-      throw invalidArgument('the "modelfile" field is not supported: send from, files, system, template, parameters and license as JSON fields', [{ field: 'modelfile', message: 'unsupported' }]);
+      throw invalidArgument(
+        'the "modelfile" field is not supported: send from, files, system, template, parameters and license as JSON fields',
+        [{ field: 'modelfile', message: 'unsupported' }],
+      );
     }
     const progress = await models.create({ ...body, name: modelField(body) });
     if (body.stream === false) return c.json((await lastOf(progress)) ?? { status: 'success' });

@@ -14,8 +14,12 @@ import { KeepAlive, Options } from './chat-shapes.ts';
 
 const model = v.pipe(v.string(), v.minLength(1, 'model is required'));
 const Embed = v.looseObject({
-  model, input: v.optional(v.union([v.string(), v.array(v.string())])), truncate: v.optional(v.boolean()),
-  keep_alive: KeepAlive, options: Options, dimensions: v.optional(v.number()),
+  model,
+  input: v.optional(v.union([v.string(), v.array(v.string())])),
+  truncate: v.optional(v.boolean()),
+  keep_alive: KeepAlive,
+  options: Options,
+  dimensions: v.optional(v.number()),
 });
 const Embeddings = v.looseObject({ model, prompt: v.optional(v.string()), keep_alive: KeepAlive, options: Options });
 
@@ -25,10 +29,18 @@ export function ollamaEmbedRoutes(chat: ChatService) {
   app.post('/embed', jsonBody(Embed), async (c) => {
     const b = c.req.valid('json');
     const dims = b.dimensions;
-    if (dims !== undefined && (!Number.isInteger(dims) || dims < 1)) throw invalidArgument('dimensions must be a positive integer', [{ field: 'dimensions', message: 'must be a positive integer' }]);
+    if (dims !== undefined && (!Number.isInteger(dims) || dims < 1)) {
+      throw invalidArgument('dimensions must be a positive integer', [{ field: 'dimensions', message: 'must be a positive integer' }]);
+    }
     const inputs = b.input === undefined ? [] : typeof b.input === 'string' ? [b.input] : b.input;
     const r = await chat.embed(b.model, inputs, { keepAlive: b.keep_alive, signal: c.req.raw.signal });
-    return c.json({ model: r.model, embeddings: dims === undefined ? r.vectors : r.vectors.map((vec) => truncateEmbedding(vec, dims)), total_duration: r.totalNs, load_duration: r.loadNs, prompt_eval_count: r.promptTokens });
+    return c.json({
+      model: r.model,
+      embeddings: dims === undefined ? r.vectors : r.vectors.map((vec) => truncateEmbedding(vec, dims)),
+      total_duration: r.totalNs,
+      load_duration: r.loadNs,
+      prompt_eval_count: r.promptTokens,
+    });
   });
 
   app.post('/embeddings', jsonBody(Embeddings), async (c) => {

@@ -56,8 +56,14 @@ export function ollamaModelRoutes(models: ModelServices, engine?: InferenceEngin
   app.post('/show', jsonBody(Named), async (c) => {
     const s = await models.show(modelField(c.req.valid('json')));
     return c.json({
-      license: s.license, modelfile: s.modelfile, parameters: s.parameters, template: s.template, system: s.system,
-      details: s.details, model_info: s.model_info, capabilities: s.capabilities,
+      license: s.license,
+      modelfile: s.modelfile,
+      parameters: s.parameters,
+      template: s.template,
+      system: s.system,
+      details: s.details,
+      model_info: s.model_info,
+      capabilities: s.capabilities,
       ...(s.modified_at ? { modified_at: s.modified_at.toISOString() } : {}),
       ...(s.unverified ? { unverified: true } : {}),
       ...backendIfLoaded(engine, s.name),

@@ -13,7 +13,12 @@ import { tagsEntry } from './models.ts';
 const GPU = new Set(['webgpu', 'cuda']);
 
 /** Where a resident model runs, as /api/ps and /api/show report it. */
-export const backendOf = (r: ResidentInfo) => ({ device: r.device, runtime: r.ort, dtype: r.dtype, ...(r.notes.length ? { notes: r.notes } : {}) });
+export const backendOf = (r: ResidentInfo) => ({
+  device: r.device,
+  runtime: r.ort,
+  dtype: r.dtype,
+  ...(r.notes.length ? { notes: r.notes } : {}),
+});
 
 export function ollamaPsRoutes(engine: InferenceEngine, models: ModelServices) {
   return new Hono<AppEnv>().get('/ps', async (c) => {
@@ -23,7 +28,14 @@ export function ollamaPsRoutes(engine: InferenceEngine, models: ModelServices) {
       models: resident.map((r) => {
         const l = listed.find((m) => m.name === r.name);
         const { modified_at: _m, ...tags } = l ? tagsEntry(l) : { name: r.name, model: r.name, digest: '', modified_at: undefined };
-        return { ...tags, name: r.name, model: r.name, size: r.sizeBytes, size_vram: GPU.has(r.device) ? r.sizeBytes : 0, backend: backendOf(r) };
+        return {
+          ...tags,
+          name: r.name,
+          model: r.name,
+          size: r.sizeBytes,
+          size_vram: GPU.has(r.device) ? r.sizeBytes : 0,
+          backend: backendOf(r),
+        };
       }),
     });
   });

@@ -12,7 +12,12 @@ import type { Logger } from '../../log.ts';
 import type { ModelServices } from '../../services/models/model-services.ts';
 import { modelField } from './models.ts';
 
-const Pull = v.object({ model: v.optional(v.string()), name: v.optional(v.string()), stream: v.optional(v.boolean()), insecure: v.optional(v.boolean()) });
+const Pull = v.object({
+  model: v.optional(v.string()),
+  name: v.optional(v.string()),
+  stream: v.optional(v.boolean()),
+  insecure: v.optional(v.boolean()),
+});
 
 export function ollamaPullRoutes(models: ModelServices, log: Logger) {
   return new Hono<AppEnv>().post('/pull', jsonBody(Pull), async (c) => {

@@ -13,19 +13,26 @@ import type { ChatService } from '../../services/chat/chat-service.ts';
 import { chatChunks, chatCompletion, planChat } from '../../services/chat/openai-chat.ts';
 import { ServiceError } from '../../services/errors.ts';
 import type { AgentService } from '../../services/agents/agent-service.ts';
-import { completionChunks, usesExtensions, type AgentTurns } from '../../services/agents/agent-turn.ts';
+import { type AgentTurns, completionChunks, usesExtensions } from '../../services/agents/agent-turn.ts';
 import type { Dispatch } from '../../http/tool-call.ts';
 
 /** Server tools and memory: the turn service and how its native tools reach the routes in-process. */
-export interface TurnDeps { turns: AgentTurns; dispatch: Dispatch }
+export interface TurnDeps {
+  turns: AgentTurns;
+  dispatch: Dispatch;
+}
 
 export function openaiChatRoutes(chat: ChatService, log: Logger, agents?: AgentService, turn?: TurnDeps) {
   const app = new Hono<AppEnv>();
   app.post('/chat/completions', async (c) => {
     const body = await readJsonBody(c);
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
+    if (!body || typeof body !== 'object' || Array.isArray(body)) {
+      throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
+    }
     // an agent and a skill become plain chat fields first (unknown names: 400)
-    const applied = agents ? await agents.applyToChat(c.get('owner').id, body as Record<string, unknown>) : (body as Record<string, unknown>);
+    const applied = agents
+      ? await agents.applyToChat(c.get('owner').id, body as Record<string, unknown>)
+      : (body as Record<string, unknown>);
     if (turn && usesExtensions(applied)) {
       // server tools and memory: the whole turn runs here; a stream is sent once it is done
       const owner = c.get('owner').id;
@@ -38,7 +45,13 @@ export function openaiChatRoutes(chat: ChatService, log: Logger, agents?: AgentS
       const answer = await turn.turns.run(owner, applied, ext, { dispatch: turn.dispatch, headers, signal: c.req.raw.signal });
       if (applied.stream !== true) return c.json(answer);
       const includeUsage = (applied.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-      return sseResponse(c, (async function* () { yield* completionChunks(answer, includeUsage); })(), { logError: log.error, requestId: c.get('requestId') });
+      return sseResponse(
+        c,
+        (async function* () {
+          yield* completionChunks(answer, includeUsage);
+        })(),
+        { logError: log.error, requestId: c.get('requestId') },
+      );
     }
     const plan = planChat(applied, c.req.raw.signal);
     if (!plan.stream) return c.json(await chatCompletion(chat, plan));

@@ -13,7 +13,9 @@ export function openaiCompletionRoutes(chat: ChatService, engine: InferenceEngin
   const app = new Hono<AppEnv>();
   app.post('/completions', async (c) => {
     const body = await readJsonBody(c);
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
+    if (!body || typeof body !== 'object' || Array.isArray(body)) {
+      throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
+    }
     const plan = planCompletion(body as Record<string, unknown>);
     const signal = c.req.raw.signal;
     if (!plan.stream) return c.json(await completion(chat, engine, plan, signal));

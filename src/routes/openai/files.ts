@@ -10,8 +10,15 @@ import type { FileStore, StoredFile } from '../../services/files/file-store.ts';
 const secs = (ms: number) => Math.floor(Number(ms) / 1000);
 
 export const openaiFile = (f: StoredFile) => ({
-  id: f.id, object: 'file', bytes: Number(f.bytes), created_at: secs(f.created_at), expires_at: secs(f.expires_at),
-  filename: f.filename, purpose: f.purpose, status: 'processed', status_details: null,
+  id: f.id,
+  object: 'file',
+  bytes: Number(f.bytes),
+  created_at: secs(f.created_at),
+  expires_at: secs(f.expires_at),
+  filename: f.filename,
+  purpose: f.purpose,
+  status: 'processed',
+  status_details: null,
 });
 
 const ListQuery = v.object({
@@ -33,14 +40,19 @@ function page(all: StoredFile[], q: v.InferOutput<typeof ListQuery>) {
 export function openaiFileRoutes(files: FileStore) {
   const app = new Hono<AppEnv>();
   app.post('/files', async (c) => {
-    if (!isMultipart(c)) throw invalidRequest('send multipart/form-data with the fields file and purpose', [{ field: 'file', message: 'required' }]);
+    if (!isMultipart(c)) {
+      throw invalidRequest('send multipart/form-data with the fields file and purpose', [{ field: 'file', message: 'required' }]);
+    }
     const mp = await readMultipart(c, files, 'user_data');
     const part = mp.files.find((f) => f.field === 'file');
     const purpose = mp.fields.get('purpose')?.[0];
     const owner = c.get('owner').id;
     if (!part || !purpose) {
       await Promise.all(mp.files.map((f) => files.delete(owner, f.file.id).catch(() => {})));
-      throw invalidRequest(!part ? "missing required field 'file'" : "missing required field 'purpose'", [{ field: !part ? 'file' : 'purpose', message: 'required' }]);
+      throw invalidRequest(!part ? "missing required field 'file'" : "missing required field 'purpose'", [{
+        field: !part ? 'file' : 'purpose',
+        message: 'required',
+      }]);
     }
     const saved = await files.setPurpose(owner, part.file.id, purpose);
     return c.json(openaiFile(saved));

@@ -26,9 +26,15 @@ export function openaiModelRoutes(models: ModelServices) {
   app.get('/models/:id{.+}', async (c) => {
     const id = c.req.param('id');
     let key: string | undefined;
-    try { key = nameKey(id); } catch { key = undefined; }
+    try {
+      key = nameKey(id);
+    } catch {
+      key = undefined;
+    }
     const all = await models.list();
-    const found = key && (all.find((m) => nameKey(m.name) === key) ?? (models.catalog.resolve(id) && all.find((m) => m.name === models.catalog.resolve(id)!.name)));
+    const found = key &&
+      (all.find((m) => nameKey(m.name) === key) ??
+        (models.catalog.resolve(id) && all.find((m) => m.name === models.catalog.resolve(id)!.name)));
     if (!found) throw new ServiceError(404, 'model_not_found', `The model '${id}' does not exist`);
     return c.json(openaiModel(found));
   });

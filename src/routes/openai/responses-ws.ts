@@ -37,14 +37,22 @@ export function responsesWebSocket(c: Context<AppEnv>, responses: ResponsesServi
       try {
         msg = JSON.parse(text);
       } catch {
-        throw new ServiceError(400, 'invalid_request', 'a message must be a JSON object', { details: [{ field: '(message)', message: 'malformed JSON' }] });
+        throw new ServiceError(400, 'invalid_request', 'a message must be a JSON object', {
+          details: [{ field: '(message)', message: 'malformed JSON' }],
+        });
       }
       if (!msg || typeof msg !== 'object' || msg.type !== 'response.create') {
-        throw new ServiceError(400, 'invalid_request', 'type: only "response.create" messages are accepted', { details: [{ field: 'type', message: 'unsupported' }] });
+        throw new ServiceError(400, 'invalid_request', 'type: only "response.create" messages are accepted', {
+          details: [{ field: 'type', message: 'unsupported' }],
+        });
       }
       const { type: _type, ...body } = msg;
       for (const k of ['stream', 'stream_options']) {
-        if (k in body) throw new ServiceError(400, 'invalid_request', `${k}: not sent in WebSocket mode (every response streams)`, { details: [{ field: k, message: 'not allowed' }] });
+        if (k in body) {
+          throw new ServiceError(400, 'invalid_request', `${k}: not sent in WebSocket mode (every response streams)`, {
+            details: [{ field: k, message: 'not allowed' }],
+          });
+        }
       }
       prev = typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined;
       const applied = agents ? await agents.applyToResponses(owner, body) : body;

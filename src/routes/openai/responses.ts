@@ -28,7 +28,9 @@ const ItemsQuery = v.object({
 
 async function objectBody(c: Context): Promise<Record<string, unknown>> {
   const body = await readJsonBody(c);
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
+  if (!body || typeof body !== 'object' || Array.isArray(body)) {
+    throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
+  }
   return body as Record<string, unknown>;
 }
 
@@ -50,11 +52,17 @@ export function openaiResponsesRoutes(responses: ResponsesService, log: Logger, 
         return frame({ type: 'error', sequence_number: -1, error, ...error });
       },
     });
-    return c.body(stream, 200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+    return c.body(stream, 200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache',
+      Connection: 'keep-alive',
+    });
   });
   // WebSocket mode (responses-ws.ts); a plain GET has nothing to answer
   app.get('/responses', (c) => {
-    if (!isWebSocketUpgrade(c.req.raw)) throw notFound('GET /v1/responses answers only WebSocket upgrades (WebSocket mode); create responses with POST');
+    if (!isWebSocketUpgrade(c.req.raw)) {
+      throw notFound('GET /v1/responses answers only WebSocket upgrades (WebSocket mode); create responses with POST');
+    }
     return responsesWebSocket(c, responses, log, agents);
   });
   app.post('/responses/compact', async (c) => c.json(await responses.compact(c.get('owner').id, await objectBody(c))));
@@ -62,7 +70,9 @@ export function openaiResponsesRoutes(responses: ResponsesService, log: Logger, 
   app.delete('/responses/:id', async (c) => c.json(await responses.delete(c.get('owner').id, c.req.param('id'))));
   app.get('/responses/:id/input_items', async (c) => {
     const q = validate(ItemsQuery, c.req.query());
-    return c.json(await responses.inputItems(c.get('owner').id, c.req.param('id'), { order: q.order, after: q.after, limit: Number(q.limit) }));
+    return c.json(
+      await responses.inputItems(c.get('owner').id, c.req.param('id'), { order: q.order, after: q.after, limit: Number(q.limit) }),
+    );
   });
   return app;
 }

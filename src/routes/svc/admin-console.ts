@@ -13,14 +13,24 @@ import type { AdminConsole } from '../../services/admin/console.ts';
 import { ServiceError } from '../../services/errors.ts';
 
 const Code = v.pipe(v.string(), v.trim(), v.maxLength(64));
-const SignIn = v.object({ key: v.pipe(v.string(), v.trim(), v.minLength(1, 'key is required'), v.maxLength(512)), code: v.optional(Code), recovery_code: v.optional(Code) });
+const SignIn = v.object({
+  key: v.pipe(v.string(), v.trim(), v.minLength(1, 'key is required'), v.maxLength(512)),
+  code: v.optional(Code),
+  recovery_code: v.optional(Code),
+});
 const Persist = v.optional(v.picklist(['true', 'false', '1', '0', '']), 'false');
 const SecondFactor = v.object({ code: v.optional(Code), recovery_code: v.optional(Code) });
 const Confirm = v.object({ code: v.pipe(v.string(), v.trim(), v.regex(/^\d{6}$/, 'code must be 6 digits')) });
 
 /** The key a second factor belongs to: the signed-in admin key, never the anonymous local owner. */
 function keyIdOf(owner: { keyId: string | null }): string {
-  if (!owner.keyId) throw new ServiceError(400, 'admin_key_required', 'two-factor sign-in belongs to an admin API key: create one and sign in with it first');
+  if (!owner.keyId) {
+    throw new ServiceError(
+      400,
+      'admin_key_required',
+      'two-factor sign-in belongs to an admin API key: create one and sign in with it first',
+    );
+  }
   return owner.keyId;
 }
 
@@ -54,9 +64,11 @@ export function adminConsoleRoutes(admin: AdminConsole) {
     const owner = c.get('owner');
     const ticket = c.get('areaTicket');
     return c.json({
-      signed_in: true, via: ticket ? 'area_ticket' : owner.keyId ? 'api_key' : 'local_owner',
+      signed_in: true,
+      via: ticket ? 'area_ticket' : owner.keyId ? 'api_key' : 'local_owner',
       key: owner.keyId ? { id: owner.keyId, name: owner.name } : null,
-      expires_at: ticket ? new Date(ticket.expiresAt).toISOString() : null, persist: ticket?.persist ?? false,
+      expires_at: ticket ? new Date(ticket.expiresAt).toISOString() : null,
+      persist: ticket?.persist ?? false,
       two_factor: owner.keyId ? await admin.twoFactor.status(owner.keyId) : null,
     });
   });

@@ -25,7 +25,11 @@ export function adminKeyRoutes(keys: KeyService, search?: SearchResources) {
     if (b.search) await search.requireCluster(b.search.cluster);
     const k = await keys.create(b);
     const owner = { id: k.id, role: k.role, keyId: k.id, name: k.name };
-    await search.setAccess(k.id, b.search === undefined ? 'default' : b.search?.cluster ?? null, (b.search?.grants ?? []).map((g) => ({ tenant: g.tenant, collection: g.collection ?? null, access: g.access })));
+    await search.setAccess(
+      k.id,
+      b.search === undefined ? 'default' : b.search?.cluster ?? null,
+      (b.search?.grants ?? []).map((g) => ({ tenant: g.tenant, collection: g.collection ?? null, access: g.access })),
+    );
     return c.json({ ...k, search: await search.reachOf(owner) }, 201);
   });
   app.get('/keys', async (c) => c.json({ object: 'list', data: await keys.list() }));

@@ -25,7 +25,16 @@ const AgentBody = v.strictObject({
   server_tools: v.optional(v.array(v.union([v.string(), v.looseObject({ name: v.string() })]))),
   step_limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(32))),
   memory_store: v.optional(name),
-  memory: v.optional(v.union([v.boolean(), v.strictObject({ recall: v.optional(v.boolean()), write: v.optional(v.boolean()), extract: v.optional(v.picklist(['rules', 'model'])) })])),
+  memory: v.optional(
+    v.union([
+      v.boolean(),
+      v.strictObject({
+        recall: v.optional(v.boolean()),
+        write: v.optional(v.boolean()),
+        extract: v.optional(v.picklist(['rules', 'model'])),
+      }),
+    ]),
+  ),
 });
 const SkillBody = v.strictObject({
   name,
@@ -59,7 +68,10 @@ export function agentRoutes(agents: AgentService) {
     const ver = c.req.query('version');
     return c.json(await agents.getSkill(owner(c), c.req.param('name'), ver === undefined ? undefined : Number(ver) || -1));
   });
-  app.get('/skills/:name/versions', async (c) => c.json({ object: 'list', data: await agents.skillVersions(owner(c), c.req.param('name')) }));
+  app.get(
+    '/skills/:name/versions',
+    async (c) => c.json({ object: 'list', data: await agents.skillVersions(owner(c), c.req.param('name')) }),
+  );
   app.delete('/skills/:name', async (c) => c.json(await agents.deleteSkill(owner(c), c.req.param('name'))));
   return app;
 }

@@ -23,12 +23,18 @@ export function memoryRoutes(memory: MemoryService) {
   app.get('/memory-stores', async (c) => c.json({ object: 'list', data: await memory.listStores(owner(c)) }));
   app.get('/memory-stores/:name', async (c) => c.json(await memory.getStore(owner(c), c.req.param('name'))));
   app.delete('/memory-stores/:name', async (c) => c.json(await memory.deleteStore(owner(c), c.req.param('name'))));
-  app.get('/memory-stores/:name/facts', async (c) => c.json({ object: 'list', data: await memory.listFacts(owner(c), c.req.param('name')) }));
+  app.get(
+    '/memory-stores/:name/facts',
+    async (c) => c.json({ object: 'list', data: await memory.listFacts(owner(c), c.req.param('name')) }),
+  );
   app.post('/memory-stores/:name/facts', jsonBody(FactBody), async (c) => {
     const f = await memory.addFact(owner(c), c.req.param('name'), c.req.valid('json').text, 'api', c.req.raw.signal);
     if (!f) throw new ServiceError(409, 'conflict', 'the same fact is already stored in this memory store');
     return c.json(f, 201);
   });
-  app.delete('/memory-stores/:name/facts/:id', async (c) => c.json(await memory.deleteFact(owner(c), c.req.param('name'), c.req.param('id'))));
+  app.delete(
+    '/memory-stores/:name/facts/:id',
+    async (c) => c.json(await memory.deleteFact(owner(c), c.req.param('name'), c.req.param('id'))),
+  );
   return app;
 }

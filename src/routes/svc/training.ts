@@ -46,38 +46,65 @@ const ClassifyBody = v.strictObject({
 
 export function trainingRoutes(deps: { runner: TaskRunner; files: FileStore; training: TrainingService }) {
   const app = new Hono<AppEnv>();
-  app.post('/training/classifier', taskHandler<TrainClassifierInput>(deps.runner, {
-    name: 'train-classifier',
-    async input(c) {
-      const ti = await readTaskInput(c, deps.files);
-      try {
-        const o = validate(TrainOptions, ti.options);
-        const cols = { text: o.text_column, label: o.label_column };
-        if ((o.examples ? 1 : 0) + ti.files.length !== 1) {
-          throw invalidRequest('give the examples either as JSON "examples" or as one file (CSV, JSONL or JSON)', [{ field: 'examples', message: 'exactly one source' }]);
+  app.post(
+    '/training/classifier',
+    taskHandler<TrainClassifierInput>(deps.runner, {
+      name: 'train-classifier',
+      async input(c) {
+        const ti = await readTaskInput(c, deps.files);
+        try {
+          const o = validate(TrainOptions, ti.options);
+          const cols = { text: o.text_column, label: o.label_column };
+          if ((o.examples ? 1 : 0) + ti.files.length !== 1) {
+            throw invalidRequest('give the examples either as JSON "examples" or as one file (CSV, JSONL or JSON)', [{
+              field: 'examples',
+              message: 'exactly one source',
+            }]);
+          }
+          const f = ti.files[0];
+          const examples = o.examples
+            ? examplesFromJson(o.examples, cols)
+            : examplesFromFile(new Uint8Array(await readFile(f.path)), f.filename, cols, o.file_format);
+          if (examples.length < 2 || examples.length > MAX_EXAMPLES) {
+            throw invalidRequest(`between 2 and ${MAX_EXAMPLES} examples are needed (got ${examples.length})`, [{
+              field: 'examples',
+              message: 'count',
+            }]);
+          }
+          await deps.training.assertCanStore(); // 503 before admission: nothing would be kept
+          return {
+            name: o.name,
+            embeddingModel: o.embedding_model,
+            examples,
+            head: o.head,
+            epochs: o.epochs,
+            learningRate: o.learning_rate,
+            hidden: o.hidden,
+            batchSize: o.batch_size,
+            weightDecay: o.weight_decay,
+            testSplit: o.test_split,
+            seed: o.seed,
+          };
+        } finally {
+          await ti.cleanup(); // the examples are in memory now
         }
-        const f = ti.files[0];
-        const examples = o.examples ? examplesFromJson(o.examples, cols) : examplesFromFile(new Uint8Array(await readFile(f.path)), f.filename, cols, o.file_format);
-        if (examples.length < 2 || examples.length > MAX_EXAMPLES) throw invalidRequest(`between 2 and ${MAX_EXAMPLES} examples are needed (got ${examples.length})`, [{ field: 'examples', message: 'count' }]);
-        await deps.training.assertCanStore(); // 503 before admission: nothing would be kept
-        return {
-          name: o.name, embeddingModel: o.embedding_model, examples, head: o.head, epochs: o.epochs, learningRate: o.learning_rate,
-          hidden: o.hidden, batchSize: o.batch_size, weightDecay: o.weight_decay, testSplit: o.test_split, seed: o.seed,
-        };
-      } finally {
-        await ti.cleanup(); // the examples are in memory now
-      }
-    },
-    run: (input, ctx) => deps.training.trainClassifier(input, ctx),
-  }));
-  app.post('/classify', taskHandler<{ model: string; texts: string[] }>(deps.runner, {
-    name: 'classify',
-    async input(c) {
-      const b = await readJson(c, ClassifyBody);
-      if ((b.text === undefined) === (b.texts === undefined)) throw invalidRequest('give either "text" or "texts"', [{ field: 'texts', message: 'exactly one of text, texts' }]);
-      return { model: b.model, texts: b.texts ?? [b.text!] };
-    },
-    run: (input, ctx) => deps.training.classify(input.model, input.texts, { signal: ctx.signal }),
-  }));
+      },
+      run: (input, ctx) => deps.training.trainClassifier(input, ctx),
+    }),
+  );
+  app.post(
+    '/classify',
+    taskHandler<{ model: string; texts: string[] }>(deps.runner, {
+      name: 'classify',
+      async input(c) {
+        const b = await readJson(c, ClassifyBody);
+        if ((b.text === undefined) === (b.texts === undefined)) {
+          throw invalidRequest('give either "text" or "texts"', [{ field: 'texts', message: 'exactly one of text, texts' }]);
+        }
+        return { model: b.model, texts: b.texts ?? [b.text!] };
+      },
+      run: (input, ctx) => deps.training.classify(input.model, input.texts, { signal: ctx.signal }),
+    }),
+  );
   return app;
 }

@@ -17,9 +17,27 @@ const CACHE_MS = 2000; // a logout or revocation on another node of a fleet is h
 const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 const randomToken = () => b64url(crypto.getRandomValues(new Uint8Array(32)));
 
-export interface SignInInput { key: string; code?: string; recovery_code?: string; persist: boolean; client: string }
-export interface IssuedTicket { ticket: string; csrf_token: string; expires_at: string; persist: boolean; key: { id: string; name: string }; second_factor: 'none' | 'totp' | 'recovery' }
-export interface TicketSession { owner: Owner; csrfToken: string; expiresAt: number; persist: boolean }
+export interface SignInInput {
+  key: string;
+  code?: string;
+  recovery_code?: string;
+  persist: boolean;
+  client: string;
+}
+export interface IssuedTicket {
+  ticket: string;
+  csrf_token: string;
+  expires_at: string;
+  persist: boolean;
+  key: { id: string; name: string };
+  second_factor: 'none' | 'totp' | 'recovery';
+}
+export interface TicketSession {
+  owner: Owner;
+  csrfToken: string;
+  expiresAt: number;
+  persist: boolean;
+}
 
 const badCredentials = () => new ServiceError(401, 'invalid_credentials', 'sign-in needs an active admin API key');
 
@@ -56,9 +74,23 @@ export class AreaTickets {
     const ticket = randomToken();
     const csrf_token = randomToken();
     await deleteExpiredTickets(this.db, now);
-    await insertTicket(this.db, { id_hash: await hashToken(ticket), key_id: owner.keyId, csrf_token, persist: input.persist ? 1 : 0, created_at: now, expires_at: now + TICKET_VALIDITY_MS });
+    await insertTicket(this.db, {
+      id_hash: await hashToken(ticket),
+      key_id: owner.keyId,
+      csrf_token,
+      persist: input.persist ? 1 : 0,
+      created_at: now,
+      expires_at: now + TICKET_VALIDITY_MS,
+    });
     await touchKey(this.db, owner.keyId, now);
-    return { ticket, csrf_token, expires_at: new Date(now + TICKET_VALIDITY_MS).toISOString(), persist: input.persist, key: { id: owner.keyId, name: owner.name }, second_factor: second };
+    return {
+      ticket,
+      csrf_token,
+      expires_at: new Date(now + TICKET_VALIDITY_MS).toISOString(),
+      persist: input.persist,
+      key: { id: owner.keyId, name: owner.name },
+      second_factor: second,
+    };
   }
 
   /** The session a ticket stands for, or null when unknown, expired, or its key is revoked or no longer admin. */
@@ -71,7 +103,12 @@ export class AreaTickets {
     if (row && Number(row.expires_at) > now) {
       const key = await findKey(this.db, row.key_id);
       if (key && key.revoked_at == null && key.role === 'admin') {
-        session = { owner: { id: key.id, role: key.role, keyId: key.id, name: key.name }, csrfToken: row.csrf_token, expiresAt: Number(row.expires_at), persist: row.persist === 1 };
+        session = {
+          owner: { id: key.id, role: key.role, keyId: key.id, name: key.name },
+          csrfToken: row.csrf_token,
+          expiresAt: Number(row.expires_at),
+          persist: row.persist === 1,
+        };
       }
     }
     if (this.#cache.size > 1000) this.#cache.clear();

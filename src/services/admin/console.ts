@@ -20,7 +20,9 @@ export class AdminConsole {
   readonly tickets: AreaTickets;
   readonly errors = new RecentErrors();
 
-  constructor(private o: { db: Db; keys: KeyService; log: Logger; config: Config; runner: TaskRunner; engine: InferenceEngine; nodeTag: string }) {
+  constructor(
+    private o: { db: Db; keys: KeyService; log: Logger; config: Config; runner: TaskRunner; engine: InferenceEngine; nodeTag: string },
+  ) {
     this.twoFactor = new TwoFactor(o.db);
     this.tickets = new AreaTickets(o.db, o.keys, this.twoFactor, new SignInLimiter());
     this.errors.attach(o.log);
@@ -34,7 +36,13 @@ export class AdminConsole {
       node: this.o.nodeTag,
       uptime_seconds: Math.round((Date.now() - startedAt) / 1000),
       loaded_models: this.o.engine.list().map((r) => ({
-        name: r.name, size: r.sizeBytes, device: r.device, runtime: r.ort, dtype: r.dtype, active: r.active, queued: r.queued,
+        name: r.name,
+        size: r.sizeBytes,
+        device: r.device,
+        runtime: r.ort,
+        dtype: r.dtype,
+        active: r.active,
+        queued: r.queued,
         expires_at: r.expiresAt?.toISOString() ?? null,
       })),
       jobs: {
@@ -50,11 +58,23 @@ export class AdminConsole {
   startupSettings() {
     const c = this.o.config;
     return {
-      host: c.host, port: c.port, require_keys: c.requireKeys, max_upload_bytes: c.maxUploadBytes, max_jobs_per_owner: c.maxJobsPerOwner,
-      job_retention_seconds: c.jobRetentionSeconds, file_retention_seconds: c.fileRetentionSeconds, backend: c.backend, threads: c.threads,
-      max_loaded_models: c.maxLoadedModels, memory_budget_bytes: c.memoryBudgetBytes, slots_per_model: c.slotsPerModel,
-      saturation_policy: c.saturationPolicy, keep_alive_seconds: c.keepAliveSeconds, idle_device_memory_release_seconds: c.idleDeviceMemoryReleaseSeconds,
-      hub_url: c.hubUrl, hub_allowed_hosts: c.hubAllowedHosts,
+      host: c.host,
+      port: c.port,
+      require_keys: c.requireKeys,
+      max_upload_bytes: c.maxUploadBytes,
+      max_jobs_per_owner: c.maxJobsPerOwner,
+      job_retention_seconds: c.jobRetentionSeconds,
+      file_retention_seconds: c.fileRetentionSeconds,
+      backend: c.backend,
+      threads: c.threads,
+      max_loaded_models: c.maxLoadedModels,
+      memory_budget_bytes: c.memoryBudgetBytes,
+      slots_per_model: c.slotsPerModel,
+      saturation_policy: c.saturationPolicy,
+      keep_alive_seconds: c.keepAliveSeconds,
+      idle_device_memory_release_seconds: c.idleDeviceMemoryReleaseSeconds,
+      hub_url: c.hubUrl,
+      hub_allowed_hosts: c.hubAllowedHosts,
     };
   }
 }

@@ -1,7 +1,11 @@
 /** The most recent errors and warnings the server logged, for the admin console's log view. */
 import type { Logger } from '../../log.ts';
 
-export interface LoggedError { at: string; level: 'error' | 'warn'; message: string }
+export interface LoggedError {
+  at: string;
+  level: 'error' | 'warn';
+  message: string;
+}
 
 export class RecentErrors {
   #items: LoggedError[] = [];
@@ -23,7 +27,13 @@ export class RecentErrors {
   /** Records every error and warning of a logger, whatever its level, and still logs them. */
   attach(log: Logger): void {
     const { error, warn } = log;
-    log.error = (m, e) => { this.record('error', m, e); error(m, e); };
-    log.warn = (m) => { this.record('warn', m); warn(m); };
+    log.error = (m, e) => {
+      this.record('error', m, e);
+      error(m, e);
+    };
+    log.warn = (m) => {
+      this.record('warn', m);
+      warn(m);
+    };
   }
 }

@@ -24,7 +24,9 @@ export class SignInLimiter {
       const list = this.#recent(b, now);
       if (list.length >= this.max) {
         const retry = Math.max(1, Math.ceil((list[0] + this.windowMs - now) / 1000));
-        throw new ServiceError(429, 'too_many_sign_in_attempts', `too many failed sign-ins; try again in ${retry} s`, { headers: { 'Retry-After': String(retry) } });
+        throw new ServiceError(429, 'too_many_sign_in_attempts', `too many failed sign-ins; try again in ${retry} s`, {
+          headers: { 'Retry-After': String(retry) },
+        });
       }
     }
   }

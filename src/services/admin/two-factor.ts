@@ -14,10 +14,19 @@ const ISSUER = 'svc';
 const RECOVERY_CODES = 10;
 const ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789'; // no 0/o, 1/l/i: codes are read and typed by people
 
-export interface TwoFactorSetup { secret: string; otpauth_url: string; qrSvg: string }
-export interface TwoFactorStatus { enabled: boolean; pending: boolean; recovery_codes_left: number }
+export interface TwoFactorSetup {
+  secret: string;
+  otpauth_url: string;
+  qrSvg: string;
+}
+export interface TwoFactorStatus {
+  enabled: boolean;
+  pending: boolean;
+  recovery_codes_left: number;
+}
 
-const totpOf = (secret: string, label: string) => new TOTP({ issuer: ISSUER, label, algorithm: 'SHA1', digits: 6, period: 30, secret: Secret.fromBase32(secret) });
+const totpOf = (secret: string, label: string) =>
+  new TOTP({ issuer: ISSUER, label, algorithm: 'SHA1', digits: 6, period: 30, secret: Secret.fromBase32(secret) });
 
 function recoveryCode(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(10));
@@ -33,7 +42,11 @@ export class TwoFactor {
 
   async status(keyId: string): Promise<TwoFactorStatus> {
     const row = await findTwoFactor(this.db, keyId);
-    return { enabled: row?.confirmed_at != null, pending: !!row && row.confirmed_at == null, recovery_codes_left: row?.confirmed_at != null ? (JSON.parse(row.recovery_hashes) as string[]).length : 0 };
+    return {
+      enabled: row?.confirmed_at != null,
+      pending: !!row && row.confirmed_at == null,
+      recovery_codes_left: row?.confirmed_at != null ? (JSON.parse(row.recovery_hashes) as string[]).length : 0,
+    };
   }
 
   async enabled(keyId: string): Promise<boolean> {
@@ -42,9 +55,18 @@ export class TwoFactor {
 
   /** Starts (or restarts) an enrollment; refused while a confirmed factor exists. */
   async setup(keyId: string, label: string): Promise<TwoFactorSetup> {
-    if (await this.enabled(keyId)) throw new ServiceError(409, 'two_factor_already_enabled', 'two-factor sign-in is already enabled for this key; disable it first');
+    if (await this.enabled(keyId)) {
+      throw new ServiceError(409, 'two_factor_already_enabled', 'two-factor sign-in is already enabled for this key; disable it first');
+    }
     const secret = new Secret({ size: 20 }).base32;
-    await saveTwoFactor(this.db, { key_id: keyId, secret, confirmed_at: null, recovery_hashes: '[]', last_step: null, created_at: Date.now() });
+    await saveTwoFactor(this.db, {
+      key_id: keyId,
+      secret,
+      confirmed_at: null,
+      recovery_hashes: '[]',
+      last_step: null,
+      created_at: Date.now(),
+    });
     const otpauth_url = totpOf(secret, label).toString();
     const qrSvg = await QRCode.toString(otpauth_url, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
     return { secret, otpauth_url, qrSvg };
@@ -53,7 +75,9 @@ export class TwoFactor {
   /** Confirms a pending enrollment with a 6-digit code; returns the recovery codes (the only time they are shown). */
   async confirm(keyId: string, code: string): Promise<{ recovery_codes: string[] }> {
     const row = await findTwoFactor(this.db, keyId);
-    if (!row || row.confirmed_at != null) throw new ServiceError(409, 'no_pending_enrollment', 'no two-factor enrollment is pending: call POST /svc/v1/admin/2fa/setup first');
+    if (!row || row.confirmed_at != null) {
+      throw new ServiceError(409, 'no_pending_enrollment', 'no two-factor enrollment is pending: call POST /svc/v1/admin/2fa/setup first');
+    }
     const step = this.#step(row.secret, code);
     if (step === null) throw invalidCode();
     const codes = Array.from({ length: RECOVERY_CODES }, recoveryCode);
@@ -78,7 +102,9 @@ export class TwoFactor {
       const h = await hashToken(normalizeRecovery(input.recovery_code));
       const hashes = JSON.parse(row.recovery_hashes) as string[];
       if (!hashes.includes(h)) throw invalidCode();
-      if (!(await consumeTwoFactor(this.db, keyId, before, { ...before, recovery_hashes: JSON.stringify(hashes.filter((x) => x !== h)) }))) throw invalidCode();
+      if (
+        !(await consumeTwoFactor(this.db, keyId, before, { ...before, recovery_hashes: JSON.stringify(hashes.filter((x) => x !== h)) }))
+      ) throw invalidCode();
       return 'recovery';
     }
     throw new ServiceError(401, 'second_factor_required', 'this key has two-factor sign-in: send a 6-digit code or a recovery code');
@@ -95,7 +121,15 @@ export class TwoFactor {
   #step(secret: string, code: string): number | null {
     if (!/^\d{6}$/.test(code.trim())) return null;
     const now = Date.now();
-    const delta = TOTP.validate({ token: code.trim(), secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30, timestamp: now, window: 1 });
+    const delta = TOTP.validate({
+      token: code.trim(),
+      secret: Secret.fromBase32(secret),
+      algorithm: 'SHA1',
+      digits: 6,
+      period: 30,
+      timestamp: now,
+      window: 1,
+    });
     return delta === null ? null : Math.floor(now / 30_000) + delta;
   }
 }

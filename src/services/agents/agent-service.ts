@@ -6,7 +6,17 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { ServiceError } from '../errors.ts';
-import { addSkillVersion, deleteAgent, deleteSkill, getAgent, getSkill, listAgents, listSkills, putAgent, skillVersions } from '../../store/agents.ts';
+import {
+  addSkillVersion,
+  deleteAgent,
+  deleteSkill,
+  getAgent,
+  getSkill,
+  listAgents,
+  listSkills,
+  putAgent,
+  skillVersions,
+} from '../../store/agents.ts';
 import type { Db, SkillTable } from '../../store/schema.ts';
 
 export interface AgentConfig {
@@ -40,17 +50,26 @@ export interface SkillInput {
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-const bad = (field: string, message: string) => new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
+const bad = (field: string, message: string) =>
+  new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
 const iso = (ms: number) => new Date(Number(ms)).toISOString();
 
 export function checkName(name: unknown, field = 'name'): string {
-  if (typeof name !== 'string' || !NAME.test(name)) throw bad(field, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit');
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    throw bad(field, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit');
+  }
   return name;
 }
 
 const skillView = (r: SkillTable) => ({
-  object: 'skill', name: r.name, version: Number(r.version), description: r.description, prompt: r.prompt,
-  input_schema: JSON.parse(r.input_schema), output_schema: r.output_schema ? JSON.parse(r.output_schema) : null, created_at: iso(r.created_at),
+  object: 'skill',
+  name: r.name,
+  version: Number(r.version),
+  description: r.description,
+  prompt: r.prompt,
+  input_schema: JSON.parse(r.input_schema),
+  output_schema: r.output_schema ? JSON.parse(r.output_schema) : null,
+  created_at: iso(r.created_at),
 });
 
 type Body = Record<string, unknown>;
@@ -73,10 +92,22 @@ export class AgentService {
   async getAgent(owner: string, name: string) {
     const r = await getAgent(this.db, owner, name);
     if (!r) throw new ServiceError(404, 'not_found', `agent "${name}" not found`);
-    return { object: 'agent', name: r.name, ...(JSON.parse(r.config) as AgentConfig), created_at: iso(r.created_at), updated_at: iso(r.updated_at) };
+    return {
+      object: 'agent',
+      name: r.name,
+      ...(JSON.parse(r.config) as AgentConfig),
+      created_at: iso(r.created_at),
+      updated_at: iso(r.updated_at),
+    };
   }
   async listAgents(owner: string) {
-    return (await listAgents(this.db, owner)).map((r) => ({ object: 'agent', name: r.name, ...(JSON.parse(r.config) as AgentConfig), created_at: iso(r.created_at), updated_at: iso(r.updated_at) }));
+    return (await listAgents(this.db, owner)).map((r) => ({
+      object: 'agent',
+      name: r.name,
+      ...(JSON.parse(r.config) as AgentConfig),
+      created_at: iso(r.created_at),
+      updated_at: iso(r.updated_at),
+    }));
   }
   async deleteAgent(owner: string, name: string) {
     if (!(await deleteAgent(this.db, owner, name))) throw new ServiceError(404, 'not_found', `agent "${name}" not found`);
@@ -97,8 +128,13 @@ export class AgentService {
       if (!(ref[1]! in props)) throw bad('prompt', `uses {{${ref[1]}}}, which input_schema.properties does not declare`);
     }
     const row = await addSkillVersion(this.db, {
-      owner, name: s.name, description: s.description ?? null, prompt: s.prompt,
-      input_schema: JSON.stringify(inputSchema), output_schema: s.output_schema ? JSON.stringify(s.output_schema) : null, created_at: Date.now(),
+      owner,
+      name: s.name,
+      description: s.description ?? null,
+      prompt: s.prompt,
+      input_schema: JSON.stringify(inputSchema),
+      output_schema: s.output_schema ? JSON.stringify(s.output_schema) : null,
+      created_at: Date.now(),
     });
     return skillView(row);
   }
@@ -125,7 +161,7 @@ export class AgentService {
     if (!r) throw bad('skill', `unknown skill "${ref}"`);
     const key = `${r.owner}\u0000${r.name}\u0000${r.version}`;
     let validate = this.compiled.get(key);
-    if (!validate) this.compiled.set(key, (validate = this.ajv.compile(JSON.parse(r.input_schema))));
+    if (!validate) this.compiled.set(key, validate = this.ajv.compile(JSON.parse(r.input_schema)));
     const given = inputs ?? {};
     if (!validate(given)) {
       const e = validate.errors![0]!;
@@ -140,7 +176,12 @@ export class AgentService {
       const x = values[k];
       return x === undefined ? '' : typeof x === 'string' ? x : JSON.stringify(x);
     });
-    return { text, outputSchema: r.output_schema ? (JSON.parse(r.output_schema) as Record<string, unknown>) : undefined, description: r.description, skill: skillView(r) };
+    return {
+      text,
+      outputSchema: r.output_schema ? (JSON.parse(r.output_schema) as Record<string, unknown>) : undefined,
+      description: r.description,
+      skill: skillView(r),
+    };
   }
 
   /**
@@ -155,17 +196,30 @@ export class AgentService {
     const row = await getAgent(this.db, owner, agentName);
     if (!row) throw bad('agent', `unknown agent "${agentName}"`);
     const a = JSON.parse(row.config) as AgentConfig;
-    const uses = [a.server_tools?.length ? 'server_tools' : '', a.skill ? 'skill' : '', a.memory_store && a.memory !== false ? 'memory_store' : ''].filter(Boolean);
+    const uses = [
+      a.server_tools?.length ? 'server_tools' : '',
+      a.skill ? 'skill' : '',
+      a.memory_store && a.memory !== false ? 'memory_store' : '',
+    ].filter(Boolean);
     if (uses.length) throw bad('agent', `agent "${agentName}" uses ${uses.join(', ')}, which run in /v1/chat/completions only`);
     const out: Body = { ...rest };
     if (out.model === undefined && a.model) out.model = a.model;
     for (const k of ['temperature', 'top_p', 'tool_choice'] as const) if (out[k] === undefined && a[k] !== undefined) out[k] = a[k];
     if (out.max_output_tokens === undefined && a.max_tokens !== undefined) out.max_output_tokens = a.max_tokens;
     if (a.tools?.length) {
-      const own = (a.tools as { function: { name: string; description?: string; parameters?: unknown } }[]).map((t) => ({ type: 'function', name: t.function.name, description: t.function.description, parameters: t.function.parameters }));
+      const own = (a.tools as { function: { name: string; description?: string; parameters?: unknown } }[]).map((t) => ({
+        type: 'function',
+        name: t.function.name,
+        description: t.function.description,
+        parameters: t.function.parameters,
+      }));
       out.tools = [...(Array.isArray(out.tools) ? out.tools : []), ...own];
     }
-    if (a.instructions) out.instructions = typeof out.instructions === 'string' && out.instructions ? `${a.instructions}\n\n${out.instructions}` : a.instructions;
+    if (a.instructions) {
+      out.instructions = typeof out.instructions === 'string' && out.instructions
+        ? `${a.instructions}\n\n${out.instructions}`
+        : a.instructions;
+    }
     return out;
   }
 
@@ -187,7 +241,9 @@ export class AgentService {
       for (const k of ['temperature', 'top_p', 'max_tokens', 'seed', 'tools', 'tool_choice'] as const) {
         if (out[k] === undefined && a[k] !== undefined) out[k] = a[k];
       }
-      if (a.instructions) out.messages = [{ role: 'system', content: a.instructions }, ...(Array.isArray(out.messages) ? out.messages : [])];
+      if (a.instructions) {
+        out.messages = [{ role: 'system', content: a.instructions }, ...(Array.isArray(out.messages) ? out.messages : [])];
+      }
       if ((skillRef === undefined || skillRef === null) && a.skill) skillRef = a.skill;
       if (a.server_tools?.length && out.server_tools === undefined) out.server_tools = a.server_tools;
       for (const k of ['step_limit', 'memory_store', 'memory'] as const) {
@@ -196,11 +252,15 @@ export class AgentService {
     }
     if (skillRef !== undefined && skillRef !== null) {
       if (typeof skillRef !== 'string' || !skillRef) throw bad('skill', 'must be a non-empty string');
-      if (skill_inputs !== undefined && skill_inputs !== null && (typeof skill_inputs !== 'object' || Array.isArray(skill_inputs))) throw bad('skill_inputs', 'must be an object');
+      if (skill_inputs !== undefined && skill_inputs !== null && (typeof skill_inputs !== 'object' || Array.isArray(skill_inputs))) {
+        throw bad('skill_inputs', 'must be an object');
+      }
       const r = await this.renderSkill(owner, skillRef, skill_inputs);
       out.messages = [...(Array.isArray(out.messages) ? out.messages : []), { role: 'user', content: r.text }];
       if (r.outputSchema) {
-        if (out.response_format !== undefined && out.response_format !== null) throw bad('response_format', `the skill "${skillRef}" fixes the output schema; leave response_format out`);
+        if (out.response_format !== undefined && out.response_format !== null) {
+          throw bad('response_format', `the skill "${skillRef}" fixes the output schema; leave response_format out`);
+        }
         out.response_format = { type: 'json_schema', json_schema: { name: r.skill.name, schema: r.outputSchema, strict: true } };
       }
     } else if (skill_inputs !== undefined && skill_inputs !== null) {

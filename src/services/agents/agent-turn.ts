@@ -20,7 +20,8 @@ export const MAX_STEP_LIMIT = 32;
 /** The most characters of one tool result put into the conversation (longer ones are cut and say so). */
 export const TOOL_RESULT_CHARS = 4000;
 
-const bad = (field: string, message: string) => new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
+const bad = (field: string, message: string) =>
+  new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
 
 export interface ServerToolCall {
   id: string;
@@ -42,18 +43,23 @@ export interface TurnExtensions {
 const EXTRACT_SCHEMA = {
   type: 'object',
   properties: { facts: { type: 'array', maxItems: 5, items: { type: 'string', minLength: 1, maxLength: 300 } } },
-  required: ['facts'], additionalProperties: false,
+  required: ['facts'],
+  additionalProperties: false,
 };
-const EXTRACT_INSTRUCTIONS = 'List the facts the user states about themself in their message (name, preferences, circumstances), each as one short sentence. Leave out questions and requests. Answer with JSON only.';
+const EXTRACT_INSTRUCTIONS =
+  'List the facts the user states about themself in their message (name, preferences, circumstances), each as one short sentence. Leave out questions and requests. Answer with JSON only.';
 
 /** Fields of the request this module serves, removed before the chat service plans it. */
 const EXTENSION_FIELDS = ['server_tools', 'step_limit', 'memory', 'memory_store'] as const;
 
 export const usesExtensions = (body: Body) => EXTENSION_FIELDS.some((k) => body[k] !== undefined && body[k] !== null && body[k] !== false);
 
-const textOf = (content: unknown): string => typeof content === 'string'
-  ? content
-  : Array.isArray(content) ? content.filter((p) => p?.type === 'text' && typeof p.text === 'string').map((p) => p.text as string).join('\n') : '';
+const textOf = (content: unknown): string =>
+  typeof content === 'string'
+    ? content
+    : Array.isArray(content)
+    ? content.filter((p) => p?.type === 'text' && typeof p.text === 'string').map((p) => p.text as string).join('\n')
+    : '';
 
 function parseArgs(raw: string): Record<string, unknown> | Error {
   try {
@@ -90,20 +96,33 @@ export class AgentTurns {
     let stepLimit = DEFAULT_STEP_LIMIT;
     if (body.step_limit !== undefined && body.step_limit !== null) {
       const n = body.step_limit;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_STEP_LIMIT) throw bad('step_limit', `must be an integer from 1 to ${MAX_STEP_LIMIT}`);
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_STEP_LIMIT) {
+        throw bad('step_limit', `must be an integer from 1 to ${MAX_STEP_LIMIT}`);
+      }
       stepLimit = n;
     }
     let memory: TurnExtensions['memory'];
     const m = body.memory;
-    if (m !== undefined && m !== null && typeof m !== 'boolean' && (typeof m !== 'object' || Array.isArray(m))) throw bad('memory', 'must be a boolean or an object {recall, write}');
+    if (m !== undefined && m !== null && typeof m !== 'boolean' && (typeof m !== 'object' || Array.isArray(m))) {
+      throw bad('memory', 'must be a boolean or an object {recall, write}');
+    }
     const store = body.memory_store;
-    if (store !== undefined && store !== null && (typeof store !== 'string' || !store)) throw bad('memory_store', 'must be a non-empty string');
+    if (store !== undefined && store !== null && (typeof store !== 'string' || !store)) {
+      throw bad('memory_store', 'must be a non-empty string');
+    }
     if (m && !store) throw bad('memory', 'needs a memory_store (in the request or its agent)');
     if (store && m !== false) {
       await this.memory.requireStore(owner, store as string);
       const o = typeof m === 'object' && m ? (m as { recall?: unknown; write?: unknown; extract?: unknown }) : {};
-      if (o.extract !== undefined && o.extract !== 'rules' && o.extract !== 'model') throw bad('memory.extract', 'must be "rules" or "model"');
-      memory = { store: store as string, recall: o.recall !== false, write: o.write !== false, extract: o.extract === 'model' ? 'model' : 'rules' };
+      if (o.extract !== undefined && o.extract !== 'rules' && o.extract !== 'model') {
+        throw bad('memory.extract', 'must be "rules" or "model"');
+      }
+      memory = {
+        store: store as string,
+        recall: o.recall !== false,
+        write: o.write !== false,
+        extract: o.extract === 'model' ? 'model' : 'rules',
+      };
     }
     return { tools, stepLimit, memory };
   }
@@ -127,24 +146,38 @@ export class AgentTurns {
 
     const byName = new Map(ext.tools.map((t) => [t.name, t]));
     const clientTools = Array.isArray(base.tools) ? (base.tools as { function?: { name?: string } }[]) : [];
-    for (const t of clientTools) if (t?.function?.name && byName.has(t.function.name)) throw bad('tools', `"${t.function.name}" is also a server tool; rename the client tool`);
+    for (const t of clientTools) {
+      if (t?.function?.name && byName.has(t.function.name)) {
+        throw bad('tools', `"${t.function.name}" is also a server tool; rename the client tool`);
+      }
+    }
     if (ext.tools.length && typeof base.n === 'number' && base.n > 1) throw bad('n', 'must be 1 with server tools');
     const withServerTools: Body = ext.tools.length
-      ? { tools: [...clientTools, ...ext.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))] }
+      ? {
+        tools: [
+          ...clientTools,
+          ...ext.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })),
+        ],
+      }
       : {};
     const calls: ServerToolCall[] = [];
     const usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
     let completion: Awaited<ReturnType<typeof chatCompletion>>;
-    for (let step = 0; ; step++) {
+    for (let step = 0;; step++) {
       const lastStep = step >= ext.stepLimit;
       // the step limit reached: one more answer, without the server tools, so the turn ends with text
-      const tools = lastStep ? (clientTools.length ? { tools: clientTools } : { tools: undefined, tool_choice: undefined }) : withServerTools;
+      const tools = lastStep
+        ? (clientTools.length ? { tools: clientTools } : { tools: undefined, tool_choice: undefined })
+        : withServerTools;
       // a forced tool_choice applies to the first step only (else every step would call again)
       const choice = step > 0 && !lastStep ? { tool_choice: undefined } : {};
       const plan = planChat({ ...base, ...tools, ...choice, messages, stream: false, stream_options: undefined }, ctx.signal);
       completion = await chatCompletion(this.chat, plan);
       for (const k of Object.keys(usage) as (keyof typeof usage)[]) usage[k] += completion.usage[k];
-      const msg = completion.choices[0]!.message as { content: string | null; tool_calls?: { id: string; function: { name: string; arguments: string } }[] };
+      const msg = completion.choices[0]!.message as {
+        content: string | null;
+        tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+      };
       const made = msg.tool_calls ?? [];
       const mine = made.filter((c) => byName.has(c.function.name));
       const theirs = made.filter((c) => !byName.has(c.function.name));
@@ -156,14 +189,27 @@ export class AgentTurns {
       if (!mine.length) break;
       if (lastStep) {
         // calls the model still makes past the step limit are listed, not run, and not sent as tool calls
-        for (const c of mine) calls.push({ id: c.id, step: step + 1, name: c.function.name, arguments: ((a) => (a instanceof Error ? {} : a))(parseArgs(c.function.arguments)), status: 'skipped', error: { status: 429, reason: 'step_limit_reached', message: `the turn reached its step limit (${ext.stepLimit})` } });
+        for (const c of mine) {
+          calls.push({
+            id: c.id,
+            step: step + 1,
+            name: c.function.name,
+            arguments: ((a) => (a instanceof Error ? {} : a))(parseArgs(c.function.arguments)),
+            status: 'skipped',
+            error: { status: 429, reason: 'step_limit_reached', message: `the turn reached its step limit (${ext.stepLimit})` },
+          });
+        }
         delete msg.tool_calls;
         if (msg.content === null) msg.content = '';
         const ch = completion.choices[0] as { finish_reason: string };
         if (ch.finish_reason === 'tool_calls') ch.finish_reason = 'stop';
         break;
       }
-      messages = [...messages, { role: 'assistant', content: msg.content, tool_calls: mine.map((c) => ({ id: c.id, type: 'function', function: c.function })) }];
+      messages = [...messages, {
+        role: 'assistant',
+        content: msg.content,
+        tool_calls: mine.map((c) => ({ id: c.id, type: 'function', function: c.function })),
+      }];
       for (const c of mine) {
         const tool = byName.get(c.function.name)!;
         const parsed = parseArgs(c.function.arguments);
@@ -181,10 +227,28 @@ export class AgentTurns {
           }
         }
         const record: ServerToolCall = outcome.ok
-          ? { id: c.id, step: step + 1, name: c.function.name, arguments: args, status: 'completed', output: toolResultView(c.function.name, outcome.result) }
-          : { id: c.id, step: step + 1, name: c.function.name, arguments: args, status: 'failed', error: { status: outcome.status, reason: outcome.reason, message: outcome.message } };
+          ? {
+            id: c.id,
+            step: step + 1,
+            name: c.function.name,
+            arguments: args,
+            status: 'completed',
+            output: toolResultView(c.function.name, outcome.result),
+          }
+          : {
+            id: c.id,
+            step: step + 1,
+            name: c.function.name,
+            arguments: args,
+            status: 'failed',
+            error: { status: outcome.status, reason: outcome.reason, message: outcome.message },
+          };
         calls.push(record);
-        messages = [...messages, { role: 'tool', tool_call_id: c.id, content: compact(record.status === 'completed' ? record.output : { error: record.error }) }];
+        messages = [...messages, {
+          role: 'tool',
+          tool_call_id: c.id,
+          content: compact(record.status === 'completed' ? record.output : { error: record.error }),
+        }];
       }
     }
 
@@ -208,7 +272,9 @@ export class AgentTurns {
 
   async #extractFacts(model: string, message: string, signal?: AbortSignal) {
     const plan = planChat({
-      model, temperature: 0, max_tokens: 400,
+      model,
+      temperature: 0,
+      max_tokens: 400,
       messages: [{ role: 'system', content: EXTRACT_INSTRUCTIONS }, { role: 'user', content: message }],
       response_format: { type: 'json_schema', json_schema: { name: 'facts', schema: EXTRACT_SCHEMA, strict: true } },
     }, signal);
@@ -225,12 +291,23 @@ export class AgentTurns {
 }
 
 /** A finished answer as the chunks of a stream (server tools and memory answer whole, then stream). */
-export function* completionChunks(c: { id: string; created: number; model: string; choices: { message: Record<string, unknown>; finish_reason: string }[]; usage: unknown } & Record<string, unknown>, includeUsage: boolean) {
+export function* completionChunks(
+  c:
+    & { id: string; created: number; model: string; choices: { message: Record<string, unknown>; finish_reason: string }[]; usage: unknown }
+    & Record<string, unknown>,
+  includeUsage: boolean,
+) {
   const { id, created, model } = c;
   const m = c.choices[0]!.message as { content?: string | null; reasoning_content?: string; tool_calls?: Record<string, unknown>[] };
   const chunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}) => ({
-    id, object: 'chat.completion.chunk', created, model, system_fingerprint: null,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...(includeUsage ? { usage: null } : {}), ...extra,
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model,
+    system_fingerprint: null,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    ...(includeUsage ? { usage: null } : {}),
+    ...extra,
   });
   yield chunk({ role: 'assistant', content: '' });
   if (m.reasoning_content) yield chunk({ reasoning_content: m.reasoning_content });

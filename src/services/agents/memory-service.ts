@@ -8,19 +8,34 @@
  * model itself lists the facts instead, in a constrained (JSON-schema) extraction call.
  */
 import { randomId } from '../../ids.ts';
-import { deleteFact, deleteMemoryStore, factsByIds, findFactByText, getFact, getMemoryStore, insertFact, insertMemoryStore, listFacts, listMemoryStores } from '../../store/memory.ts';
+import {
+  deleteFact,
+  deleteMemoryStore,
+  factsByIds,
+  findFactByText,
+  getFact,
+  getMemoryStore,
+  insertFact,
+  insertMemoryStore,
+  listFacts,
+  listMemoryStores,
+} from '../../store/memory.ts';
 import type { Db, MemoryFactTable, MemoryStoreTable } from '../../store/schema.ts';
 import { ServiceError } from '../errors.ts';
 import type { RetrievalEngine } from '../retrieval/engine.ts';
 import { checkName } from './agent-service.ts';
 
-export interface Fact { id: string; text: string }
+export interface Fact {
+  id: string;
+  text: string;
+}
 
 /** How many facts a turn recalls at most. */
 export const RECALL_LIMIT = 5;
 const MAX_FACT_CHARS = 300;
 
-const bad = (field: string, message: string) => new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
+const bad = (field: string, message: string) =>
+  new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
 const iso = (ms: number) => new Date(Number(ms)).toISOString();
 const indexOf = (owner: string, store: string) => `memory:${owner}:${store}`;
 
@@ -40,8 +55,20 @@ export function factsStated(message: string): string[] {
 export class MemoryService {
   constructor(private readonly db: Db, private readonly retrieval: RetrievalEngine, private readonly defaultModel: () => Promise<string>) {}
 
-  #storeView = (r: MemoryStoreTable) => ({ object: 'memory_store', name: r.name, embedding_model: r.embedding_model, created_at: iso(r.created_at) });
-  #factView = (r: MemoryFactTable) => ({ object: 'memory_fact', id: r.id, store: r.store, text: r.text, source: r.source, created_at: iso(r.created_at) });
+  #storeView = (r: MemoryStoreTable) => ({
+    object: 'memory_store',
+    name: r.name,
+    embedding_model: r.embedding_model,
+    created_at: iso(r.created_at),
+  });
+  #factView = (r: MemoryFactTable) => ({
+    object: 'memory_fact',
+    id: r.id,
+    store: r.store,
+    text: r.text,
+    source: r.source,
+    created_at: iso(r.created_at),
+  });
 
   async createStore(owner: string, name: string, embeddingModel?: string) {
     checkName(name);
@@ -70,7 +97,9 @@ export class MemoryService {
   }
   async deleteFact(owner: string, store: string, id: string) {
     await this.getStore(owner, store);
-    if (!(await deleteFact(this.db, owner, store, id))) throw new ServiceError(404, 'not_found', `fact "${id}" not found in memory store "${store}"`);
+    if (!(await deleteFact(this.db, owner, store, id))) {
+      throw new ServiceError(404, 'not_found', `fact "${id}" not found in memory store "${store}"`);
+    }
     await this.retrieval.deleteDocument(indexOf(owner, store), id);
     return { object: 'memory_fact.deleted', id, deleted: true };
   }
@@ -108,13 +137,28 @@ export class MemoryService {
     const s = await this.requireStore(owner, store);
     if (!query.trim()) return [];
     const model = await this.#model(s);
-    const hits = await this.retrieval.search([indexOf(owner, store)], query, { limit: RECALL_LIMIT, mode: model ? 'hybrid' : 'keyword', model: model || undefined, signal });
+    const hits = await this.retrieval.search([indexOf(owner, store)], query, {
+      limit: RECALL_LIMIT,
+      mode: model ? 'hybrid' : 'keyword',
+      model: model || undefined,
+      signal,
+    });
     const rows = new Map((await factsByIds(this.db, hits.map((h) => h.chunk.doc_id))).map((r) => [r.id, r]));
-    return hits.map((h) => rows.get(h.chunk.doc_id)).filter((r): r is MemoryFactTable => !!r && r.owner === owner).map((r) => ({ id: r.id, text: r.text }));
+    return hits.map((h) => rows.get(h.chunk.doc_id)).filter((r): r is MemoryFactTable => !!r && r.owner === owner).map((r) => ({
+      id: r.id,
+      text: r.text,
+    }));
   }
 
   /** Writes back facts (by default those the user stated in `message`); returns those newly stored. */
-  async remember(owner: string, store: string, message: string, signal?: AbortSignal, facts = factsStated(message), source: 'user' | 'model' = 'user'): Promise<Fact[]> {
+  async remember(
+    owner: string,
+    store: string,
+    message: string,
+    signal?: AbortSignal,
+    facts = factsStated(message),
+    source: 'user' | 'model' = 'user',
+  ): Promise<Fact[]> {
     const out: Fact[] = [];
     for (const text of facts) {
       if (!text.trim() || text.trim().length > MAX_FACT_CHARS) continue;

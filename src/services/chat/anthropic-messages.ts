@@ -6,10 +6,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ServiceError } from '../errors.ts';
-import { prepareConstraint, type OutputConstraint, type PreparedConstraint, type ToolSpec } from '../inference/structured/index.ts';
+import { type OutputConstraint, prepareConstraint, type PreparedConstraint, type ToolSpec } from '../inference/structured/index.ts';
 import type { ChatMessageIn, ChatRequest, ChatResult, ChatService, ChatStream } from './chat-service.ts';
 import { forcedCall } from './openai-chat.ts';
-import { toolFormatOf, type ParsedToolCall, type ToolFormat } from './tool-calls.ts';
+import { type ParsedToolCall, type ToolFormat, toolFormatOf } from './tool-calls.ts';
 
 type Body = Record<string, unknown>;
 type Block = Record<string, unknown>;
@@ -19,9 +19,25 @@ const bad = (field: string, message: string) =>
 
 /** Fields of the Messages request this server serves (others are refused by name, never ignored). */
 const MESSAGE_FIELDS = new Set([
-  'model', 'messages', 'max_tokens', 'system', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'stream',
-  'tools', 'tool_choice', 'thinking', 'metadata', 'service_tier', 'output_config', 'cache_control', 'speed',
-  'diagnostics', 'user_profile_id',
+  'model',
+  'messages',
+  'max_tokens',
+  'system',
+  'stop_sequences',
+  'temperature',
+  'top_p',
+  'top_k',
+  'stream',
+  'tools',
+  'tool_choice',
+  'thinking',
+  'metadata',
+  'service_tier',
+  'output_config',
+  'cache_control',
+  'speed',
+  'diagnostics',
+  'user_profile_id',
 ]);
 const COUNT_FIELDS = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'output_config', 'cache_control']);
 
@@ -38,7 +54,9 @@ const UNSUPPORTED: Record<string, string> = {
 const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 
 /** context_management asking for no edits changes nothing: accepted, so clients that always send it work. */
-const noEdits = (v: unknown) => v === null || (isObj(v) && Object.keys(v).every((k) => k === 'edits') && (v.edits === undefined || (Array.isArray(v.edits) && v.edits.length === 0)));
+const noEdits = (v: unknown) =>
+  v === null ||
+  (isObj(v) && Object.keys(v).every((k) => k === 'edits') && (v.edits === undefined || (Array.isArray(v.edits) && v.edits.length === 0)));
 
 function checkFields(body: Body, allowed: Set<string>) {
   for (const k of Object.keys(body)) {
@@ -47,9 +65,14 @@ function checkFields(body: Body, allowed: Set<string>) {
     if (k === 'thread') {
       if (body[k] === null) continue;
       // the SDK's thread helpers (and its tool runner) resend the whole conversation unthreaded on this code
-      throw new ServiceError(400, 'thread_unsupported_request', 'thread: message threads are not supported by this server; send the full conversation without thread', {
-        fields: { details: { error_code: 'thread_unsupported_request' } },
-      });
+      throw new ServiceError(
+        400,
+        'thread_unsupported_request',
+        'thread: message threads are not supported by this server; send the full conversation without thread',
+        {
+          fields: { details: { error_code: 'thread_unsupported_request' } },
+        },
+      );
     }
     throw bad(k, UNSUPPORTED[k] ?? 'unknown field; not supported by this server');
   }
@@ -80,7 +103,9 @@ function imageOf(b: Block, field: string): string {
   const src = b.source;
   if (!isObj(src)) throw bad(`${field}.source`, 'required');
   if (src.type === 'base64') {
-    if (typeof src.data !== 'string' || typeof src.media_type !== 'string') throw bad(`${field}.source`, 'base64 sources need media_type and data');
+    if (typeof src.data !== 'string' || typeof src.media_type !== 'string') {
+      throw bad(`${field}.source`, 'base64 sources need media_type and data');
+    }
     return src.data;
   }
   if (src.type === 'url') {
@@ -141,11 +166,18 @@ export function toChatMessages(input: unknown, system?: string): ChatMessageIn[]
         if (!name) throw bad(`${f}.tool_use_id`, `"${id}" does not match a tool_use block of an earlier assistant message`);
         const resultImages: string[] = [];
         const text = toolResultContent(b.content, f, resultImages);
-        const msg: ChatMessageIn = { role: 'tool', content: b.is_error === true ? `Error: ${text}` : text, tool_name: name, tool_call_id: id };
+        const msg: ChatMessageIn = {
+          role: 'tool',
+          content: b.is_error === true ? `Error: ${text}` : text,
+          tool_name: name,
+          tool_call_id: id,
+        };
         if (resultImages.length) msg.images = resultImages;
         out.push(msg);
       } else if (type === 'tool_use' && role === 'assistant') {
-        if (typeof b.id !== 'string' || typeof b.name !== 'string' || !isObj(b.input)) throw bad(f, 'tool_use needs id, name and an input object');
+        if (typeof b.id !== 'string' || typeof b.name !== 'string' || !isObj(b.input)) {
+          throw bad(f, 'tool_use needs id, name and an input object');
+        }
         callNames.set(b.id, b.name);
         calls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: b.input } });
       } else if (type === 'thinking' && role === 'assistant') {
@@ -167,7 +199,10 @@ export function toChatMessages(input: unknown, system?: string): ChatMessageIn[]
     }
   });
   if ((input.at(-1) as Body).role === 'assistant') {
-    throw bad(`messages.${input.length - 1}`, 'a final assistant message (prefill) is not supported by this server: end with a user message');
+    throw bad(
+      `messages.${input.length - 1}`,
+      'a final assistant message (prefill) is not supported by this server: end with a user message',
+    );
   }
   return out;
 }
@@ -198,14 +233,22 @@ function planTools(body: Body): ToolsPlan {
   const specs: ToolSpec[] = [];
   const defs = tools.map((t, i) => {
     if (!isObj(t)) throw bad(`tools.${i}`, 'must be an object');
-    if (t.type !== undefined && t.type !== null && t.type !== 'custom') throw bad(`tools.${i}.type`, `server tool "${String(t.type)}" is not supported by this server (only custom tools with an input_schema)`);
+    if (t.type !== undefined && t.type !== null && t.type !== 'custom') {
+      throw bad(
+        `tools.${i}.type`,
+        `server tool "${String(t.type)}" is not supported by this server (only custom tools with an input_schema)`,
+      );
+    }
     if (typeof t.name !== 'string' || !TOOL_NAME.test(t.name)) throw bad(`tools.${i}.name`, 'must match ^[a-zA-Z0-9_-]{1,128}$');
     if (names.has(t.name)) throw bad(`tools.${i}.name`, `"${t.name}" is given twice`);
     if (!isObj(t.input_schema)) throw bad(`tools.${i}.input_schema`, 'required: a JSON Schema object');
     if (t.description !== undefined && typeof t.description !== 'string') throw bad(`tools.${i}.description`, 'must be a string');
     names.add(t.name);
     specs.push({ name: t.name, parameters: t.input_schema });
-    return { type: 'function', function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema } };
+    return {
+      type: 'function',
+      function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema },
+    };
   });
   if (c.type === 'none') return { disableParallel };
   if (c.type === 'auto') return { tools: defs, disableParallel };
@@ -224,14 +267,18 @@ function thinkingOf(body: Body, maxTokens: number | undefined): { think: boolean
   const t = body.thinking;
   if (t === undefined || t === null) return { think: false, omit: false };
   if (!isObj(t)) throw bad('thinking', 'must be an object');
-  if (t.display !== undefined && t.display !== null && t.display !== 'summarized' && t.display !== 'omitted') throw bad('thinking.display', 'must be "summarized" or "omitted"');
+  if (t.display !== undefined && t.display !== null && t.display !== 'summarized' && t.display !== 'omitted') {
+    throw bad('thinking.display', 'must be "summarized" or "omitted"');
+  }
   const omit = t.display === 'omitted';
   if (t.type === 'disabled') return { think: false, omit };
   if (t.type === 'adaptive') return { think: undefined, omit };
   if (t.type === 'between_tools') return { think: true, omit };
   if (t.type !== 'enabled') throw bad('thinking.type', 'must be one of enabled, adaptive, between_tools, disabled');
   const budget = t.budget_tokens;
-  if (typeof budget !== 'number' || !Number.isInteger(budget) || budget < 1) throw bad('thinking.budget_tokens', 'must be a positive integer');
+  if (typeof budget !== 'number' || !Number.isInteger(budget) || budget < 1) {
+    throw bad('thinking.budget_tokens', 'must be a positive integer');
+  }
   if (maxTokens !== undefined && budget >= maxTokens) throw bad('thinking.budget_tokens', 'must be less than max_tokens');
   return { think: true, omit };
 }
@@ -241,11 +288,17 @@ function outputFormatOf(body: Body): OutputConstraint | undefined {
   const oc = body.output_config;
   if (oc === undefined || oc === null) return undefined;
   if (!isObj(oc)) throw bad('output_config', 'must be an object');
-  for (const k of Object.keys(oc)) if (k !== 'effort' && k !== 'format') throw bad(`output_config.${k}`, 'unknown field; not supported by this server');
-  if (oc.effort !== undefined && oc.effort !== null && !['low', 'medium', 'high', 'xhigh', 'max'].includes(oc.effort as string)) throw bad('output_config.effort', 'must be one of low, medium, high, xhigh, max');
+  for (const k of Object.keys(oc)) {
+    if (k !== 'effort' && k !== 'format') throw bad(`output_config.${k}`, 'unknown field; not supported by this server');
+  }
+  if (oc.effort !== undefined && oc.effort !== null && !['low', 'medium', 'high', 'xhigh', 'max'].includes(oc.effort as string)) {
+    throw bad('output_config.effort', 'must be one of low, medium, high, xhigh, max');
+  }
   const f = oc.format;
   if (f === undefined || f === null) return undefined;
-  if (!isObj(f) || f.type !== 'json_schema' || !isObj(f.schema)) throw bad('output_config.format', 'must be {"type":"json_schema","schema":{...}}');
+  if (!isObj(f) || f.type !== 'json_schema' || !isObj(f.schema)) {
+    throw bad('output_config.format', 'must be {"type":"json_schema","schema":{...}}');
+  }
   return { type: 'json_schema', schema: f.schema };
 }
 
@@ -255,7 +308,9 @@ function checkMeta(body: Body) {
     for (const k of Object.keys(body.metadata)) if (k !== 'user_id') throw bad(`metadata.${k}`, 'unknown field; only user_id is accepted');
   }
   const tier = body.service_tier;
-  if (tier !== undefined && tier !== null && tier !== 'auto' && tier !== 'standard_only') throw bad('service_tier', 'must be "auto" or "standard_only"');
+  if (tier !== undefined && tier !== null && tier !== 'auto' && tier !== 'standard_only') {
+    throw bad('service_tier', 'must be "auto" or "standard_only"');
+  }
   const speed = body.speed;
   if (speed !== undefined && speed !== null && speed !== 'standard' && speed !== 'fast') throw bad('speed', 'must be "standard" or "fast"');
 }
@@ -293,7 +348,9 @@ export function planMessages(body: Body, signal?: AbortSignal): MessagesPlan {
   let stop: string[] | undefined;
   if (body.stop_sequences !== undefined && body.stop_sequences !== null) {
     const s = body.stop_sequences;
-    if (!Array.isArray(s) || !s.every((x) => typeof x === 'string' && x.length > 0)) throw bad('stop_sequences', 'must be an array of non-empty strings');
+    if (!Array.isArray(s) || !s.every((x) => typeof x === 'string' && x.length > 0)) {
+      throw bad('stop_sequences', 'must be an array of non-empty strings');
+    }
     stop = s as string[];
   }
   const { request, forced, format, disableParallel, omit } = baseRequest(body, maxTokens, signal);
@@ -313,7 +370,7 @@ export function planMessages(body: Body, signal?: AbortSignal): MessagesPlan {
       const tpl = ctx.model.tokenizer.chat_template;
       toolFormat = toolFormatOf(typeof tpl === 'string' ? tpl : JSON.stringify(tpl ?? ''));
       let c = byFormat.get(toolFormat);
-      if (!c) byFormat.set(toolFormat, (c = prepareConstraint({ type: 'tool_call', format: toolFormat, tools: forced })));
+      if (!c) byFormat.set(toolFormat, c = prepareConstraint({ type: 'tool_call', format: toolFormat, tools: forced }));
       return c.processorsFor(ctx);
     };
     request.raw = true;
@@ -324,7 +381,13 @@ export function planMessages(body: Body, signal?: AbortSignal): MessagesPlan {
     request.processorsFor = (ctx) => c.processorsFor(ctx);
     request.raw = true;
   }
-  return { request, stream: body.stream === true, disableParallel, omitThinking: omit, forcedFormat: () => (forced ? toolFormat : undefined) };
+  return {
+    request,
+    stream: body.stream === true,
+    disableParallel,
+    omitThinking: omit,
+    forcedFormat: () => (forced ? toolFormat : undefined),
+  };
 }
 
 /** POST /v1/messages/count_tokens: the prompt's tokens, rendered as a Messages request would be. */
@@ -338,7 +401,12 @@ export async function countMessageTokens(chat: ChatService, body: Body, signal?:
 const msgId = () => `msg_${randomBytes(12).toString('base64url')}`;
 const toolUseId = () => `toolu_${randomBytes(12).toString('base64url')}`;
 
-const usage = (input: number, output: number) => ({ input_tokens: input, output_tokens: output, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
+const usage = (input: number, output: number) => ({
+  input_tokens: input,
+  output_tokens: output,
+  cache_creation_input_tokens: 0,
+  cache_read_input_tokens: 0,
+});
 
 function stopOf(r: ChatResult, calls: number): { stop_reason: string; stop_sequence: string | null } {
   if (calls) return { stop_reason: 'tool_use', stop_sequence: null };
@@ -365,8 +433,13 @@ export async function createMessage(chat: ChatService, plan: MessagesPlan) {
   if (text) content.push({ type: 'text', text });
   content.push(...calls.map(toolUse));
   return {
-    id: msgId(), type: 'message' as const, role: 'assistant' as const, model: r.model, content,
-    ...stopOf(r, calls.length), usage: usage(r.promptTokens, r.completionTokens),
+    id: msgId(),
+    type: 'message' as const,
+    role: 'assistant' as const,
+    model: r.model,
+    content,
+    ...stopOf(r, calls.length),
+    usage: usage(r.promptTokens, r.completionTokens),
   };
 }
 
@@ -376,7 +449,16 @@ type BlockKind = 'thinking' | 'text';
 export async function* messageEvents(s: ChatStream, plan: MessagesPlan): AsyncGenerator<{ type: string } & Record<string, unknown>> {
   yield {
     type: 'message_start',
-    message: { id: msgId(), type: 'message', role: 'assistant', model: s.model, content: [], stop_reason: null, stop_sequence: null, usage: usage(s.promptTokens, 0) },
+    message: {
+      id: msgId(),
+      type: 'message',
+      role: 'assistant',
+      model: s.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: usage(s.promptTokens, 0),
+    },
   };
   let index = -1;
   let open: BlockKind | 'tool_use' | undefined;

@@ -4,7 +4,7 @@
  * unless hosts are allowed). Decoding runs in the worker pool after the pixel limit is checked on the
  * image's header, so a decompression bomb is refused before any pixel is allocated.
  */
-import { ServiceError, invalidArgument } from '../errors.ts';
+import { invalidArgument, ServiceError } from '../errors.ts';
 import { EgressPolicy } from '../models/egress.ts';
 import { workers } from '../workers/index.ts';
 
@@ -54,12 +54,24 @@ function decodeBase64(b64: string): Uint8Array {
 async function fetchImage(url: string, o: ImageFetchOptions): Promise<Uint8Array> {
   const policy = new EgressPolicy([], o.allowedHosts);
   let target = new URL(url);
-  for (let hop = 0; ; hop++) {
+  for (let hop = 0;; hop++) {
     if (!policy.allowedHosts.length) {
-      throw new ServiceError(403, 'egress_denied', `image URL host '${target.host}' refused: image URLs are not fetched by this server (setting --chat-image-allowed-hosts is empty); send the image as a data URL or base64`, { fields: { host: target.host } });
+      throw new ServiceError(
+        403,
+        'egress_denied',
+        `image URL host '${target.host}' refused: image URLs are not fetched by this server (setting --chat-image-allowed-hosts is empty); send the image as a data URL or base64`,
+        { fields: { host: target.host } },
+      );
     }
     if (!policy.allows(target.host)) {
-      throw new ServiceError(403, 'egress_denied', `image host '${target.host}' is not allowed by the egress policy (setting --chat-image-allowed-hosts: ${policy.allowedHosts.join(', ')})`, { fields: { host: target.host } });
+      throw new ServiceError(
+        403,
+        'egress_denied',
+        `image host '${target.host}' is not allowed by the egress policy (setting --chat-image-allowed-hosts: ${
+          policy.allowedHosts.join(', ')
+        })`,
+        { fields: { host: target.host } },
+      );
     }
     let res: Response;
     try {

@@ -5,7 +5,7 @@
  */
 import { checkJsonDepth } from '../limits.ts';
 import { join } from 'node:path';
-import { ServiceError, invalidArgument } from '../errors.ts';
+import { invalidArgument, ServiceError } from '../errors.ts';
 import type { InferenceEngine } from '../inference/engine.ts';
 import type { GenerateOptions, GenerationResult } from '../inference/generate.ts';
 import type { LoadedModel } from '../inference/load.ts';
@@ -17,10 +17,10 @@ import type { ModelServices } from '../models/model-services.ts';
 import { deriveCapabilities, ownChatTemplate, readJsonFile } from '../models/show.ts';
 import type { Capability, CustomModelRecord, ModelKind, ModelSpec } from '../models/spec.ts';
 import { createOutputParser, emptyDelta, isEmptyDelta, type OutputDelta } from './output-parser.ts';
-import { fromGenerationConfig, fromOllamaOptions, mergeParams, type GenerationParams } from './params.ts';
+import { fromGenerationConfig, fromOllamaOptions, type GenerationParams, mergeParams } from './params.ts';
 import { ResolvedModelMemo } from './resolved-models.ts';
-import { loadChatImages, type ChatImage } from './chat-images.ts';
-import { toolFormatOf, type ParsedToolCall, type ToolFormat } from './tool-calls.ts';
+import { type ChatImage, loadChatImages } from './chat-images.ts';
+import { type ParsedToolCall, type ToolFormat, toolFormatOf } from './tool-calls.ts';
 
 export interface ChatMessageIn {
   role: string;
@@ -40,7 +40,10 @@ export interface ChatMessageIn {
 export type OutputFormat = 'json' | Record<string, unknown>;
 
 /** Builds the processors that keep the output inside `format` (the structured-output module). */
-export type FormatConstraint = (format: OutputFormat, ctx: { model: LoadedModel; promptTokens: number; maxNewTokens: number }) => LogitsProcessorLike[];
+export type FormatConstraint = (
+  format: OutputFormat,
+  ctx: { model: LoadedModel; promptTokens: number; maxNewTokens: number },
+) => LogitsProcessorLike[];
 
 export interface ChatRequest {
   model: string;
@@ -112,7 +115,13 @@ const TASK: Record<ModelKind, EngineSpec['task'] | undefined> = {
   classifier: undefined,
 };
 
-const KIND_WORD: Record<ModelKind, string> = { generation: 'generate', embedding: 'embed', reranker: 'rerank', speech: 'transcribe', classifier: 'classify' };
+const KIND_WORD: Record<ModelKind, string> = {
+  generation: 'generate',
+  embedding: 'embed',
+  reranker: 'rerank',
+  speech: 'transcribe',
+  classifier: 'classify',
+};
 
 export class ChatService {
   readonly #models: ModelServices;
@@ -141,7 +150,11 @@ export class ChatService {
   async #resolveFresh(name: string, kind: ModelKind): Promise<ResolvedChatModel> {
     const { spec, local } = await this.#models.pulls.ensure(name);
     if (spec.kind !== kind) {
-      throw invalidArgument(`"${spec.name}" does not support ${kind === 'generation' ? 'chat or generate' : KIND_WORD[kind] === 'embed' ? 'embeddings' : KIND_WORD[kind]}`);
+      throw invalidArgument(
+        `"${spec.name}" does not support ${
+          kind === 'generation' ? 'chat or generate' : KIND_WORD[kind] === 'embed' ? 'embeddings' : KIND_WORD[kind]
+        }`,
+      );
     }
     const task = TASK[kind];
     if (!task) throw new ServiceError(501, 'not_implemented', `${kind} models are not served by this route`);
@@ -272,13 +285,19 @@ export class ChatService {
     const m = await this.resolve(name, 'embedding');
     const t0 = performance.now();
     if (inputs.length === 0) {
-      const { loadNs } = await this.#engine.residency.preload(m.engineSpec, o.keepAlive === undefined ? undefined : parseKeepAlive(o.keepAlive, 0));
+      const { loadNs } = await this.#engine.residency.preload(
+        m.engineSpec,
+        o.keepAlive === undefined ? undefined : parseKeepAlive(o.keepAlive, 0),
+      );
       return { model: m.name, vectors: [] as number[][], promptTokens: 0, loadNs, totalNs: Math.round((performance.now() - t0) * 1e6) };
     }
     const r = await this.#engine.embed(m.engineSpec, inputs, { keepAlive: o.keepAlive, signal: o.signal });
     return {
-      model: m.name, vectors: r.vectors, promptTokens: r.tokens.reduce((a, b) => a + b, 0),
-      loadNs: r.loadNs, totalNs: Math.round((performance.now() - t0) * 1e6),
+      model: m.name,
+      vectors: r.vectors,
+      promptTokens: r.tokens.reduce((a, b) => a + b, 0),
+      loadNs: r.loadNs,
+      totalNs: Math.round((performance.now() - t0) * 1e6),
     };
   }
 }
@@ -319,7 +338,11 @@ function normaliseCall(c: unknown): unknown {
   return { ...(c as object), type: 'function', function: { ...fn, arguments: args ?? {} } };
 }
 
-function chatStream(model: string, gen: Awaited<ReturnType<InferenceEngine['generate']>>, parser: ReturnType<typeof createOutputParser>): ChatStream {
+function chatStream(
+  model: string,
+  gen: Awaited<ReturnType<InferenceEngine['generate']>>,
+  parser: ReturnType<typeof createOutputParser>,
+): ChatStream {
   let settle!: { resolve: (r: ChatResult) => void; reject: (e: unknown) => void };
   const result = new Promise<ChatResult>((resolve, reject) => (settle = { resolve, reject }));
   result.catch(() => {});

@@ -1,6 +1,17 @@
 /** Public surface of the chat service (shared by the Ollama and OpenAI dialects). */
-export { ChatService, opensThinking, templateMessages, type ChatMessageIn, type ChatRequest, type ChatResult, type ChatStream, type FormatConstraint, type OutputFormat, type ResolvedChatModel } from './chat-service.ts';
+export {
+  type ChatMessageIn,
+  type ChatRequest,
+  type ChatResult,
+  ChatService,
+  type ChatStream,
+  type FormatConstraint,
+  opensThinking,
+  type OutputFormat,
+  type ResolvedChatModel,
+  templateMessages,
+} from './chat-service.ts';
 export { createOutputParser, type OutputDelta, type OutputParser, type OutputParserOptions } from './output-parser.ts';
-export { fromGenerationConfig, fromOllamaOptions, mergeParams, type GenerationParams } from './params.ts';
-export { parseToolCallText, toolFormatOf, type ParsedToolCall, type ToolFormat } from './tool-calls.ts';
+export { fromGenerationConfig, fromOllamaOptions, type GenerationParams, mergeParams } from './params.ts';
+export { type ParsedToolCall, parseToolCallText, type ToolFormat, toolFormatOf } from './tool-calls.ts';
 export { truncateEmbedding } from './openai-completions.ts';

@@ -6,11 +6,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ServiceError } from '../errors.ts';
-import { prepareConstraint, type OutputConstraint, type PreparedConstraint, type ToolSpec } from '../inference/structured/index.ts';
+import { type OutputConstraint, prepareConstraint, type PreparedConstraint, type ToolSpec } from '../inference/structured/index.ts';
 import type { ChatMessageIn, ChatRequest, ChatResult, ChatService, ChatStream } from './chat-service.ts';
 import type { GenerationParams } from './params.ts';
 import { createCallFragmenter } from './call-fragments.ts';
-import { toolFormatOf, toToolCall, type ParsedToolCall, type ToolFormat } from './tool-calls.ts';
+import { type ParsedToolCall, type ToolFormat, toolFormatOf, toToolCall } from './tool-calls.ts';
 
 type Body = Record<string, unknown>;
 
@@ -64,7 +64,9 @@ export function checkExtensions(body: Body) {
   const store = str('memory_store');
   if (store) throw bad('memory_store', `unknown memory store "${store}"`);
   if (body.memory !== undefined && body.memory !== null && body.memory !== false) {
-    if (typeof body.memory !== 'boolean' && (typeof body.memory !== 'object' || Array.isArray(body.memory))) throw bad('memory', 'must be a boolean or an object');
+    if (typeof body.memory !== 'boolean' && (typeof body.memory !== 'object' || Array.isArray(body.memory))) {
+      throw bad('memory', 'must be a boolean or an object');
+    }
     throw bad('memory', 'no memory store is configured for this request (memory_store)');
   }
 }
@@ -82,7 +84,11 @@ export function samplingParams(body: Body): GenerationParams {
   if (maxTokens !== undefined && !Number.isInteger(maxTokens)) throw bad('max_tokens', 'must be an integer');
   let stop: string[] | undefined;
   if (body.stop !== undefined && body.stop !== null) {
-    stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) && body.stop.every((s) => typeof s === 'string') ? (body.stop as string[]) : undefined;
+    stop = typeof body.stop === 'string'
+      ? [body.stop]
+      : Array.isArray(body.stop) && body.stop.every((s) => typeof s === 'string')
+      ? (body.stop as string[])
+      : undefined;
     if (!stop || stop.length > 4) throw bad('stop', 'must be a string or an array of up to 4 strings');
   }
   const seed = num(body, 'seed', -(2 ** 63), 2 ** 64);
@@ -138,7 +144,9 @@ export function toChatMessages(input: unknown): ChatMessageIn[] {
     if (images.length) out.images = images;
     if (role === 'assistant' && Array.isArray(m.tool_calls)) {
       out.tool_calls = m.tool_calls;
-      for (const c of m.tool_calls as { id?: string; function?: { name?: string } }[]) if (c?.id && c.function?.name) callNames.set(c.id, c.function.name);
+      for (const c of m.tool_calls as { id?: string; function?: { name?: string } }[]) {
+        if (c?.id && c.function?.name) callNames.set(c.id, c.function.name);
+      }
     }
     if (role === 'assistant' && typeof m.reasoning_content === 'string') out.thinking = m.reasoning_content;
     if (role === 'tool') {
@@ -159,7 +167,9 @@ interface ToolsPlan {
 function planTools(body: Body): ToolsPlan {
   const tools = body.tools;
   if (tools === undefined || tools === null) {
-    if (body.tool_choice !== undefined && body.tool_choice !== null && body.tool_choice !== 'none' && body.tool_choice !== 'auto') throw bad('tool_choice', 'given without tools');
+    if (body.tool_choice !== undefined && body.tool_choice !== null && body.tool_choice !== 'none' && body.tool_choice !== 'auto') {
+      throw bad('tool_choice', 'given without tools');
+    }
     return {};
   }
   if (!Array.isArray(tools)) throw bad('tools', 'must be an array');
@@ -175,7 +185,9 @@ function planTools(body: Body): ToolsPlan {
   if (choice === 'auto') return { tools };
   if (choice === 'required') return { tools, forced: specs };
   const name = (choice as { type?: string; function?: { name?: unknown } })?.function?.name;
-  if ((choice as { type?: string })?.type !== 'function' || typeof name !== 'string') throw bad('tool_choice', 'must be "none", "auto", "required" or {"type":"function","function":{"name":...}}');
+  if ((choice as { type?: string })?.type !== 'function' || typeof name !== 'string') {
+    throw bad('tool_choice', 'must be "none", "auto", "required" or {"type":"function","function":{"name":...}}');
+  }
   const spec = specs.find((s) => s.name === name);
   if (!spec) throw bad('tool_choice', `names the function "${name}", which is not among tools`);
   return { tools, forced: [spec] };
@@ -196,7 +208,9 @@ function responseConstraint(body: Body): OutputConstraint | undefined {
 function logprobsOf(body: Body): number | undefined {
   const top = num(body, 'top_logprobs', 0, 20);
   if (top !== undefined && !Number.isInteger(top)) throw bad('top_logprobs', 'must be an integer from 0 to 20');
-  if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean') throw bad('logprobs', 'must be a boolean');
+  if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean') {
+    throw bad('logprobs', 'must be a boolean');
+  }
   if (body.logprobs !== true) {
     if (top !== undefined) throw bad('top_logprobs', 'requires logprobs: true');
     return undefined;
@@ -243,7 +257,9 @@ export function planChat(body: Body, signal?: AbortSignal): ChatPlan {
   const { tools, forced } = planTools(body);
   const response = responseConstraint(body);
   if (response && forced) throw bad('response_format', 'cannot be combined with a forced tool call (tool_choice)');
-  if ((response || forced) && params.stop?.length) throw bad('stop', 'cannot be combined with structured output or a forced tool call: a stop string could cut the JSON');
+  if ((response || forced) && params.stop?.length) {
+    throw bad('stop', 'cannot be combined with structured output or a forced tool call: a stop string could cut the JSON');
+  }
 
   let toolFormat: ToolFormat | undefined;
   let constraint: PreparedConstraint | undefined;
@@ -258,7 +274,7 @@ export function planChat(body: Body, signal?: AbortSignal): ChatPlan {
       const tpl = ctx.model.tokenizer.chat_template;
       toolFormat = toolFormatOf(typeof tpl === 'string' ? tpl : JSON.stringify(tpl ?? ''));
       let c = byFormat.get(toolFormat);
-      if (!c) byFormat.set(toolFormat, (c = prepareConstraint({ type: 'tool_call', format: toolFormat, tools: forced })));
+      if (!c) byFormat.set(toolFormat, c = prepareConstraint({ type: 'tool_call', format: toolFormat, tools: forced }));
       constraint = c;
       return c.processorsFor(ctx);
     };
@@ -270,7 +286,16 @@ export function planChat(body: Body, signal?: AbortSignal): ChatPlan {
     request.raw = true;
     request.think = false;
   }
-  return { request, stream, includeUsage: so?.include_usage === true, n, get constraint() { return constraint; }, forcedFormat: () => (forced ? toolFormat : undefined) };
+  return {
+    request,
+    stream,
+    includeUsage: so?.include_usage === true,
+    n,
+    get constraint() {
+      return constraint;
+    },
+    forcedFormat: () => (forced ? toolFormat : undefined),
+  };
 }
 
 /** The text of a forced call (constrained, so it parses): `<tool_call>\n{...}\n</tool_call>` or bare JSON. */
@@ -313,7 +338,14 @@ export function choiceOf(plan: ChatPlan, r: ChatResult, index: number) {
       content: calls.length && !content ? null : content,
       refusal: null,
       ...(r.message.thinking ? { reasoning_content: r.message.thinking } : {}),
-      ...(calls.length ? { tool_calls: calls.map((c, i) => { const { index: _i, ...rest } = toolCallOut(c, i); return rest; }) } : {}),
+      ...(calls.length
+        ? {
+          tool_calls: calls.map((c, i) => {
+            const { index: _i, ...rest } = toolCallOut(c, i);
+            return rest;
+          }),
+        }
+        : {}),
     },
     logprobs: r.logprobs ? { content: r.logprobs, refusal: null } : null,
     finish_reason: finish,
@@ -325,7 +357,10 @@ export async function chatCompletion(chat: ChatService, plan: ChatPlan) {
   const results: ChatResult[] = [];
   const choices = [];
   for (let i = 0; i < plan.n; i++) {
-    const params = { ...plan.request.params, seed: plan.request.params?.seed === undefined ? undefined : (plan.request.params.seed + i) >>> 0 };
+    const params = {
+      ...plan.request.params,
+      seed: plan.request.params?.seed === undefined ? undefined : (plan.request.params.seed + i) >>> 0,
+    };
     const r = await (await chat.chat({ ...plan.request, params })).complete();
     results.push(r);
     choices.push(choiceOf(plan, r, i));
@@ -351,8 +386,13 @@ export async function* chatChunks(s: ChatStream, plan: ChatPlan): AsyncGenerator
     // the tokens behind this chunk's text (streamed logprobs follow the content they produced)
     const lp = wantLogprobs && delta.role === undefined ? s.takeLogprobs() : [];
     return {
-      id, object: 'chat.completion.chunk', created, model: s.model, system_fingerprint: null,
-      choices: [{ index: 0, delta, logprobs: lp.length ? { content: lp, refusal: null } : null, finish_reason: finish }], ...usage,
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model: s.model,
+      system_fingerprint: null,
+      choices: [{ index: 0, delta, logprobs: lp.length ? { content: lp, refusal: null } : null, finish_reason: finish }],
+      ...usage,
     };
   };
   yield chunk({ role: 'assistant', content: '' });
@@ -365,7 +405,16 @@ export async function* chatChunks(s: ChatStream, plan: ChatPlan): AsyncGenerator
       // a forced call streams as OpenAI's do: id and name first, then the arguments in fragments
       raw += d.content;
       const frags = fragment(d.content);
-      if (frags.length) yield chunk({ tool_calls: frags.map((f) => (f.name !== undefined ? { ...toolCallOut({ name: f.name, arguments: {} }, 0), function: { name: f.name, arguments: f.arguments } } : { index: 0, function: { arguments: f.arguments } })) });
+      if (frags.length) {
+        yield chunk({
+          tool_calls: frags.map((
+            f,
+          ) => (f.name !== undefined
+            ? { ...toolCallOut({ name: f.name, arguments: {} }, 0), function: { name: f.name, arguments: f.arguments } }
+            : { index: 0, function: { arguments: f.arguments } })
+          ),
+        });
+      }
       continue;
     }
     if (d.thinking) yield chunk({ reasoning_content: d.thinking });

@@ -16,7 +16,8 @@ import { checkExtensions, choicesCount, completionId, refuseFields, samplingPara
 import { mergeParams } from './params.ts';
 
 type Body = Record<string, unknown>;
-const bad = (field: string, message: string) => new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
+const bad = (field: string, message: string) =>
+  new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
 
 export const REFUSED_COMPLETION_FIELDS: Record<string, (v: unknown) => boolean> = {
   suffix: (v) => typeof v === 'string' && v !== '',
@@ -57,7 +58,11 @@ export function planCompletion(body: Body): CompletionPlan {
   refuseFields(body, REFUSED_COMPLETION_FIELDS, 'completions');
   checkExtensions(body);
   const p = body.prompt ?? '';
-  const prompts = typeof p === 'string' ? [p] : Array.isArray(p) && p.length && p.every((x) => typeof x === 'string') ? (p as string[]) : undefined;
+  const prompts = typeof p === 'string'
+    ? [p]
+    : Array.isArray(p) && p.length && p.every((x) => typeof x === 'string')
+    ? (p as string[])
+    : undefined;
   if (!prompts) throw bad('prompt', 'must be a string or a non-empty array of strings (token arrays are not supported)');
   const stream = body.stream === true;
   if (stream && prompts.length > 1) throw bad('prompt', 'an array of prompts is not supported with stream');
@@ -71,10 +76,26 @@ export function planCompletion(body: Body): CompletionPlan {
     if (body.echo === true) throw bad('logprobs', 'is not supported together with echo (the prompt tokens are not scored)');
     logprobs = lp;
   }
-  return { model: body.model, prompts, n: choicesCount(body, stream), echo: body.echo === true, stream, includeUsage: stream && so?.include_usage === true, params, logprobs };
+  return {
+    model: body.model,
+    prompts,
+    n: choicesCount(body, stream),
+    echo: body.echo === true,
+    stream,
+    includeUsage: stream && so?.include_usage === true,
+    params,
+    logprobs,
+  };
 }
 
-async function generation(chat: ChatService, engine: InferenceEngine, plan: CompletionPlan, prompt: string, i: number, signal?: AbortSignal) {
+async function generation(
+  chat: ChatService,
+  engine: InferenceEngine,
+  plan: CompletionPlan,
+  prompt: string,
+  i: number,
+  signal?: AbortSignal,
+) {
   const m = await chat.resolve(plan.model, 'generation');
   const params = mergeParams(m.defaults, plan.params);
   if (params.seed !== undefined) params.seed = (params.seed + i) >>> 0;
@@ -95,18 +116,36 @@ export async function completion(chat: ChatService, engine: InferenceEngine, pla
       }
       const r = await g.gen.result;
       results.push(r);
-      choices.push({ index: pi * plan.n + k, text: (plan.echo ? prompt : '') + r.text, logprobs: r.logprobs ? legacyLogprobs(r.logprobs, 0) : null, finish_reason: r.finishReason });
+      choices.push({
+        index: pi * plan.n + k,
+        text: (plan.echo ? prompt : '') + r.text,
+        logprobs: r.logprobs ? legacyLogprobs(r.logprobs, 0) : null,
+        finish_reason: r.finishReason,
+      });
     }
   }
   const usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
   for (const [pi] of plan.prompts.entries()) usage.prompt_tokens += results[pi * plan.n].promptTokens;
   usage.completion_tokens = results.reduce((a, r) => a + r.completionTokens, 0);
   usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
-  return { id: completionId('cmpl'), object: 'text_completion' as const, created: Math.floor(Date.now() / 1000), model, choices, usage, system_fingerprint: null };
+  return {
+    id: completionId('cmpl'),
+    object: 'text_completion' as const,
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices,
+    usage,
+    system_fingerprint: null,
+  };
 }
 
 /** Starts the streamed completion (throws before anything streams) and returns its chunks. */
-export async function completionChunks(chat: ChatService, engine: InferenceEngine, plan: CompletionPlan, signal?: AbortSignal): Promise<AsyncGenerator<unknown>> {
+export async function completionChunks(
+  chat: ChatService,
+  engine: InferenceEngine,
+  plan: CompletionPlan,
+  signal?: AbortSignal,
+): Promise<AsyncGenerator<unknown>> {
   const { model, gen } = await generation(chat, engine, plan, plan.prompts[0], 0, signal);
   const id = completionId('cmpl');
   const created = Math.floor(Date.now() / 1000);
@@ -116,8 +155,13 @@ export async function completionChunks(chat: ChatService, engine: InferenceEngin
     const logprobs = lps.length ? legacyLogprobs(lps, offset) : null;
     offset += text.length;
     return {
-      id, object: 'text_completion', created, model, system_fingerprint: null,
-      choices: [{ index: 0, text, logprobs, finish_reason: finish }], ...(plan.includeUsage ? { usage: null } : {}),
+      id,
+      object: 'text_completion',
+      created,
+      model,
+      system_fingerprint: null,
+      choices: [{ index: 0, text, logprobs, finish_reason: finish }],
+      ...(plan.includeUsage ? { usage: null } : {}),
     };
   };
   return (async function* () {
@@ -125,7 +169,9 @@ export async function completionChunks(chat: ChatService, engine: InferenceEngin
     for await (const t of gen) yield chunk(t);
     const r = await gen.result;
     yield chunk('', r.finishReason);
-    if (plan.includeUsage) yield { id, object: 'text_completion', created, model, system_fingerprint: null, choices: [], usage: usageOf([r]) };
+    if (plan.includeUsage) {
+      yield { id, object: 'text_completion', created, model, system_fingerprint: null, choices: [], usage: usageOf([r]) };
+    }
   })();
 }
 
@@ -139,13 +185,19 @@ export interface EmbeddingPlan {
 export function planEmbeddings(body: Body): EmbeddingPlan {
   if (typeof body.model !== 'string' || !body.model) throw bad('model', 'required');
   const input = body.input;
-  const inputs = typeof input === 'string' ? [input] : Array.isArray(input) && input.length && input.every((x) => typeof x === 'string') ? (input as string[]) : undefined;
+  const inputs = typeof input === 'string'
+    ? [input]
+    : Array.isArray(input) && input.length && input.every((x) => typeof x === 'string')
+    ? (input as string[])
+    : undefined;
   if (!inputs) throw bad('input', 'must be a string or a non-empty array of strings (token arrays are not supported)');
   if (inputs.some((s) => s === '')) throw bad('input', 'must not contain empty strings');
   const fmt = body.encoding_format ?? 'float';
   if (fmt !== 'float' && fmt !== 'base64') throw bad('encoding_format', 'must be float or base64');
   const d = body.dimensions;
-  if (d !== undefined && d !== null && (typeof d !== 'number' || !Number.isInteger(d) || d < 1)) throw bad('dimensions', 'must be a positive integer');
+  if (d !== undefined && d !== null && (typeof d !== 'number' || !Number.isInteger(d) || d < 1)) {
+    throw bad('dimensions', 'must be a positive integer');
+  }
   return { model: body.model, inputs, base64: fmt === 'base64', dimensions: (d as number | undefined) ?? undefined };
 }
 

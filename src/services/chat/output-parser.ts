@@ -5,7 +5,7 @@
  * content. Whitespace around the blocks is trimmed the way chat UIs expect (`<think>\n…\n</think>\n\n`).
  * A tool-call block whose text is not a valid call is given back as content: no output is ever lost.
  */
-import { parseToolCallText, toToolCall, type ParsedToolCall, type ToolFormat } from './tool-calls.ts';
+import { type ParsedToolCall, parseToolCallText, type ToolFormat, toToolCall } from './tool-calls.ts';
 
 export interface OutputDelta {
   content: string;

@@ -43,14 +43,21 @@ export function fromOllamaOptions(options: Record<string, unknown> | undefined, 
     const key = NUMERIC[k];
     if (key) {
       const n = typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : raw;
-      if (typeof n !== 'number' || !Number.isFinite(n)) throw invalidArgument(`${where}.${k} must be a number`, [{ field: `${where}.${k}`, message: 'must be a number' }]);
+      if (typeof n !== 'number' || !Number.isFinite(n)) {
+        throw invalidArgument(`${where}.${k} must be a number`, [{ field: `${where}.${k}`, message: 'must be a number' }]);
+      }
       if (key === 'maxTokens') {
         if (n >= 0) out.maxTokens = Math.floor(n); // -1 infinite, -2 fill the context: both = what the context leaves
       } else if (key === 'topK' || key === 'contextTokens' || key === 'seed') out[key] = Math.floor(n);
       else (out as Record<string, number>)[key] = n;
     } else if (k === 'stop') {
       const list = Array.isArray(raw) ? raw : [raw];
-      if (!list.every((s) => typeof s === 'string')) throw invalidArgument(`${where}.stop must be a string or an array of strings`, [{ field: `${where}.stop`, message: 'must be strings' }]);
+      if (!list.every((s) => typeof s === 'string')) {
+        throw invalidArgument(`${where}.stop must be a string or an array of strings`, [{
+          field: `${where}.stop`,
+          message: 'must be strings',
+        }]);
+      }
       out.stop = (list as string[]).filter(Boolean);
     }
   }

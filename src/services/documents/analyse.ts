@@ -5,18 +5,27 @@
  */
 import { bytesToBase64 } from '../base64.ts';
 import { invalidArgument } from '../errors.ts';
-import { pdfLayout, type LayoutPage } from '../pdf/pdf-layout.ts';
-import { resolvePages, type PageSelection } from '../pdf/page-ranges.ts';
+import { type LayoutPage, pdfLayout } from '../pdf/pdf-layout.ts';
+import { type PageSelection, resolvePages } from '../pdf/page-ranges.ts';
 import { loadPdfium, openDoc } from '../pdf/pdfium.ts';
 import { renderPage } from '../pdf/pdf-to-images.ts';
-import { forEachPdfPage, ocrGray, pickEngine, type EngineChoice } from '../ocr/ocr.ts';
-import { cropGray, decodeGrayFrames, encodeGray, grayFromRgba, type Gray } from '../ocr/raster.ts';
+import { type EngineChoice, forEachPdfPage, ocrGray, pickEngine } from '../ocr/ocr.ts';
+import { cropGray, decodeGrayFrames, encodeGray, type Gray, grayFromRgba } from '../ocr/raster.ts';
 import type { OcrPage } from '../ocr/types.ts';
-import { isImage, type DocFormat } from './detect.ts';
-import { elementsToMarkdown, type AnalysedDocument, type DocElement } from './elements.ts';
+import { type DocFormat, isImage } from './detect.ts';
+import { type AnalysedDocument, type DocElement, elementsToMarkdown } from './elements.ts';
 import { analyseLayout, type InPage } from './layout-analysis.ts';
 import { markdownToElements } from './md-elements.ts';
-import { csvToMarkdown, decodeText, docxToMarkdown, emlToMarkdown, htmlToMarkdown, odtToMarkdown, pptxToMarkdown, xlsxToMarkdown } from './office.ts';
+import {
+  csvToMarkdown,
+  decodeText,
+  docxToMarkdown,
+  emlToMarkdown,
+  htmlToMarkdown,
+  odtToMarkdown,
+  pptxToMarkdown,
+  xlsxToMarkdown,
+} from './office.ts';
 
 export type Effort = 'Low' | 'Medium' | 'High';
 
@@ -47,7 +56,9 @@ const SCAN_CHARS = 16; // a page with fewer text-layer characters is treated as 
 export async function analyseBytes(bytes: Uint8Array, format: DocFormat, opts: AnalyseOptions = {}): Promise<Analysed> {
   if (format === 'pdf') return analysePdf(bytes, opts);
   if (isImage(format)) return analyseImage(bytes, opts);
-  if (opts.pages !== undefined && opts.pages !== 'all') throw invalidArgument(`pages: a ${format.toUpperCase()} document has no pages; leave pages out.`);
+  if (opts.pages !== undefined && opts.pages !== 'all') {
+    throw invalidArgument(`pages: a ${format.toUpperCase()} document has no pages; leave pages out.`);
+  }
   const markdown = await toMarkdown(bytes, format);
   opts.progress?.(1, 1);
   return { format, pages: [], elements: markdownToElements(markdown), markdown, ocrPages: [] };
@@ -55,16 +66,26 @@ export async function analyseBytes(bytes: Uint8Array, format: DocFormat, opts: A
 
 export async function toMarkdown(bytes: Uint8Array, format: DocFormat): Promise<string> {
   switch (format) {
-    case 'docx': return docxToMarkdown(bytes);
-    case 'xlsx': return xlsxToMarkdown(bytes);
-    case 'pptx': return pptxToMarkdown(bytes);
-    case 'odt': return odtToMarkdown(bytes);
-    case 'html': return htmlToMarkdown(decodeText(bytes));
-    case 'eml': return emlToMarkdown(bytes);
-    case 'csv': return csvToMarkdown(bytes);
-    case 'markdown': return `${decodeText(bytes).trim()}\n`;
-    case 'text': return `${decodeText(bytes).replace(/\r\n/g, '\n').trim()}\n`;
-    default: throw invalidArgument(`${format} has no Markdown converter`);
+    case 'docx':
+      return docxToMarkdown(bytes);
+    case 'xlsx':
+      return xlsxToMarkdown(bytes);
+    case 'pptx':
+      return pptxToMarkdown(bytes);
+    case 'odt':
+      return odtToMarkdown(bytes);
+    case 'html':
+      return htmlToMarkdown(decodeText(bytes));
+    case 'eml':
+      return emlToMarkdown(bytes);
+    case 'csv':
+      return csvToMarkdown(bytes);
+    case 'markdown':
+      return `${decodeText(bytes).trim()}\n`;
+    case 'text':
+      return `${decodeText(bytes).replace(/\r\n/g, '\n').trim()}\n`;
+    default:
+      throw invalidArgument(`${format} has no Markdown converter`);
   }
 }
 
@@ -72,19 +93,42 @@ export async function toMarkdown(bytes: Uint8Array, format: DocFormat): Promise<
 
 function pdfPageToIn(p: LayoutPage): InPage {
   return {
-    page: p.page, width: p.width, height: p.height, source: 'text', images: p.images,
-    lines: p.lines.map((l) => ({ text: l.text, box: l.box, words: l.words.map((w) => ({ text: w.text, box: w.box, font: w.font, fontSize: w.fontSize })) })),
+    page: p.page,
+    width: p.width,
+    height: p.height,
+    source: 'text',
+    images: p.images,
+    lines: p.lines.map((l) => ({
+      text: l.text,
+      box: l.box,
+      words: l.words.map((w) => ({ text: w.text, box: w.box, font: w.font, fontSize: w.fontSize })),
+    })),
   };
 }
 
 /** OCR result → positioned input for layout analysis; `scale` converts pixels to the page unit. */
 export function ocrToIn(o: OcrPage, scale: number): InPage {
-  const s = (b: { x: number; y: number; width: number; height: number }) => ({ x: b.x * scale, y: b.y * scale, width: b.width * scale, height: b.height * scale });
+  const s = (b: { x: number; y: number; width: number; height: number }) => ({
+    x: b.x * scale,
+    y: b.y * scale,
+    width: b.width * scale,
+    height: b.height * scale,
+  });
   return {
-    page: o.page, width: o.width * scale, height: o.height * scale, source: 'ocr', images: [], rotation: o.rotation, deskew: o.deskew,
+    page: o.page,
+    width: o.width * scale,
+    height: o.height * scale,
+    source: 'ocr',
+    images: [],
+    rotation: o.rotation,
+    deskew: o.deskew,
     lines: o.lines.map((l) => {
       const size = (l.font_size ?? l.box.height / 1.2) * scale;
-      return { text: l.text, box: s(l.box), words: l.words.map((w) => ({ text: w.text, box: s(w.box), fontSize: size, bold: l.bold ?? false })) };
+      return {
+        text: l.text,
+        box: s(l.box),
+        words: l.words.map((w) => ({ text: w.text, box: s(w.box), fontSize: size, bold: l.bold ?? false })),
+      };
     }),
   };
 }
@@ -102,7 +146,12 @@ async function analysePdf(bytes: Uint8Array, opts: AnalyseOptions): Promise<Anal
     const engine = pickEngine(opts.engine, opts.language);
     const want = new Set(scans);
     const byIndex = new Map(layout.pages.map((p) => [p.page - 1, p]));
-    await forEachPdfPage(bytes, { pages: scans.map((i) => i + 1), dpi: (i) => opts.dpi ?? scanDpi(byIndex.get(i)!), password: opts.password, only: (i) => want.has(i) }, async (g, page, _n, dpi) => {
+    await forEachPdfPage(bytes, {
+      pages: scans.map((i) => i + 1),
+      dpi: (i) => opts.dpi ?? scanDpi(byIndex.get(i)!),
+      password: opts.password,
+      only: (i) => want.has(i),
+    }, async (g, page, _n, dpi) => {
       opts.signal?.throwIfAborted();
       const o = await ocrGray(g, page, engine, { signal: opts.signal });
       ocrIn.set(page, ocrToIn(o, 72 / dpi));
@@ -134,14 +183,25 @@ function textOnly(pages: InPage[]): { elements: DocElement[]; pages: AnalysedDoc
       if (cur) {
         const x0 = Math.min(...cur.boxes.map((b) => b.x)), y0 = Math.min(...cur.boxes.map((b) => b.y));
         const x1 = Math.max(...cur.boxes.map((b) => b.x + b.width)), y1 = Math.max(...cur.boxes.map((b) => b.y + b.height));
-        elements.push({ type: 'paragraph', text: cur.text, page: p.page, bbox: { x: x0, y: y0, width: x1 - x0, height: y1 - y0 }, source: p.source });
+        elements.push({
+          type: 'paragraph',
+          text: cur.text,
+          page: p.page,
+          bbox: { x: x0, y: y0, width: x1 - x0, height: y1 - y0 },
+          source: p.source,
+        });
       }
       cur = null;
     };
     for (const l of p.lines) {
       const gap = last ? l.box.y - (last.box.y + last.box.height) : 0;
-      if (!cur || gap > last!.box.height * 0.8 || gap < -last!.box.height * 2) { flush(); cur = { text: l.text, boxes: [l.box] }; }
-      else { cur.text += ` ${l.text}`; cur.boxes.push(l.box); }
+      if (!cur || gap > last!.box.height * 0.8 || gap < -last!.box.height * 2) {
+        flush();
+        cur = { text: l.text, boxes: [l.box] };
+      } else {
+        cur.text += ` ${l.text}`;
+        cur.boxes.push(l.box);
+      }
       last = l;
     }
     flush();
@@ -159,7 +219,9 @@ async function figures(bytes: Uint8Array, elements: DocElement[], opts: AnalyseO
   const d = openDoc(m, bytes, opts.password);
   const renders = new Map<number, Gray>();
   try {
-    for (const f of figs) if (!renders.has(f.page!)) renders.set(f.page!, await grayFromRgba(renderPage(m, d.doc, f.page! - 1, dpi, false)));
+    for (const f of figs) {
+      if (!renders.has(f.page!)) renders.set(f.page!, await grayFromRgba(renderPage(m, d.doc, f.page! - 1, dpi, false)));
+    }
   } finally {
     d.close();
   }

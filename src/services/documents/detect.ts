@@ -10,28 +10,73 @@ import { unzipSync } from 'fflate';
 import { unsupportedFileType } from '../errors.ts';
 
 export type DocFormat =
-  | 'pdf' | 'png' | 'jpeg' | 'webp' | 'tiff' | 'avif' | 'gif' | 'bmp'
-  | 'docx' | 'xlsx' | 'pptx' | 'odt'
-  | 'html' | 'markdown' | 'text' | 'csv' | 'eml';
+  | 'pdf'
+  | 'png'
+  | 'jpeg'
+  | 'webp'
+  | 'tiff'
+  | 'avif'
+  | 'gif'
+  | 'bmp'
+  | 'docx'
+  | 'xlsx'
+  | 'pptx'
+  | 'odt'
+  | 'html'
+  | 'markdown'
+  | 'text'
+  | 'csv'
+  | 'eml';
 
 export const IMAGE_FORMATS: ReadonlySet<DocFormat> = new Set(['png', 'jpeg', 'webp', 'tiff', 'avif', 'gif', 'bmp']);
 export const isImage = (f: DocFormat) => IMAGE_FORMATS.has(f);
 
 export const MIME: Record<DocFormat, string> = {
-  pdf: 'application/pdf', png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp', tiff: 'image/tiff', avif: 'image/avif',
-  gif: 'image/gif', bmp: 'image/bmp',
+  pdf: 'application/pdf',
+  png: 'image/png',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  tiff: 'image/tiff',
+  avif: 'image/avif',
+  gif: 'image/gif',
+  bmp: 'image/bmp',
   docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
   xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
   pptx: 'application/vnd.openxmlformats-officedocument.presentationml.presentation',
   odt: 'application/vnd.oasis.opendocument.text',
-  html: 'text/html', markdown: 'text/markdown', text: 'text/plain', csv: 'text/csv', eml: 'message/rfc822',
+  html: 'text/html',
+  markdown: 'text/markdown',
+  text: 'text/plain',
+  csv: 'text/csv',
+  eml: 'message/rfc822',
 };
 
 /** The extension a name usually carries for each format (for validation's "claimed" format). */
 export const EXTENSIONS: Record<string, DocFormat> = {
-  pdf: 'pdf', png: 'png', jpg: 'jpeg', jpeg: 'jpeg', jpe: 'jpeg', webp: 'webp', tif: 'tiff', tiff: 'tiff', avif: 'avif', gif: 'gif', bmp: 'bmp',
-  docx: 'docx', xlsx: 'xlsx', pptx: 'pptx', odt: 'odt', html: 'html', htm: 'html', xhtml: 'html', md: 'markdown', markdown: 'markdown',
-  txt: 'text', text: 'text', csv: 'csv', eml: 'eml',
+  pdf: 'pdf',
+  png: 'png',
+  jpg: 'jpeg',
+  jpeg: 'jpeg',
+  jpe: 'jpeg',
+  webp: 'webp',
+  tif: 'tiff',
+  tiff: 'tiff',
+  avif: 'avif',
+  gif: 'gif',
+  bmp: 'bmp',
+  docx: 'docx',
+  xlsx: 'xlsx',
+  pptx: 'pptx',
+  odt: 'odt',
+  html: 'html',
+  htm: 'html',
+  xhtml: 'html',
+  md: 'markdown',
+  markdown: 'markdown',
+  txt: 'text',
+  text: 'text',
+  csv: 'csv',
+  eml: 'eml',
 };
 
 const ascii = (b: Uint8Array, from: number, to: number) => String.fromCharCode(...b.subarray(from, Math.min(to, b.length)));
@@ -41,12 +86,19 @@ export function sniffFormat(head: Uint8Array, whole?: () => Uint8Array): DocForm
   if (head.length === 0) return null;
   if (head[0] === 0x7f && ascii(head, 1, 4) === 'ELF') return null;
   if (ascii(head, 0, 2) === 'MZ' && head.length > 0x40) return null; // PE/DOS executables
-  if ([0xfeedface, 0xfeedfacf, 0xcafebabe, 0xcefaedfe, 0xcffaedfe].includes(new DataView(head.buffer, head.byteOffset, Math.min(4, head.length)).getUint32(0, false) >>> 0)) return null; // Mach-O, Java class
+  if (
+    [0xfeedface, 0xfeedfacf, 0xcafebabe, 0xcefaedfe, 0xcffaedfe].includes(
+      new DataView(head.buffer, head.byteOffset, Math.min(4, head.length)).getUint32(0, false) >>> 0,
+    )
+  ) return null; // Mach-O, Java class
   if (head.length >= 5 && findPdfHeader(head)) return 'pdf';
   if (head[0] === 0x89 && ascii(head, 1, 4) === 'PNG') return 'png';
   if (head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return 'jpeg';
   if (ascii(head, 0, 4) === 'RIFF' && ascii(head, 8, 12) === 'WEBP') return 'webp';
-  if ((head[0] === 0x49 && head[1] === 0x49 && head[2] === 0x2a && head[3] === 0) || (head[0] === 0x4d && head[1] === 0x4d && head[2] === 0 && head[3] === 0x2a)) return 'tiff';
+  if (
+    (head[0] === 0x49 && head[1] === 0x49 && head[2] === 0x2a && head[3] === 0) ||
+    (head[0] === 0x4d && head[1] === 0x4d && head[2] === 0 && head[3] === 0x2a)
+  ) return 'tiff';
   if (ascii(head, 4, 8) === 'ftyp' && /avi[fs]/.test(ascii(head, 8, 40))) return 'avif';
   if (ascii(head, 0, 6) === 'GIF87a' || ascii(head, 0, 6) === 'GIF89a') return 'gif';
   if (ascii(head, 0, 2) === 'BM' && head.length >= 26 && [12, 40, 52, 56, 108, 124].includes(head[14]! | (head[15]! << 8))) return 'bmp';
@@ -56,7 +108,9 @@ export function sniffFormat(head: Uint8Array, whole?: () => Uint8Array): DocForm
 
 function findPdfHeader(b: Uint8Array): boolean {
   const n = Math.min(b.length, 1024);
-  for (let i = 0; i + 5 <= n; i++) if (b[i] === 0x25 && b[i + 1] === 0x50 && b[i + 2] === 0x44 && b[i + 3] === 0x46 && b[i + 4] === 0x2d) return true;
+  for (let i = 0; i + 5 <= n; i++) {
+    if (b[i] === 0x25 && b[i + 1] === 0x50 && b[i + 2] === 0x44 && b[i + 3] === 0x46 && b[i + 4] === 0x2d) return true;
+  }
   return false;
 }
 
@@ -92,7 +146,10 @@ export function decodeTextHead(head: Uint8Array): string | null {
   // a multi-byte character cut at the end of the head is not an error
   for (let k = 1; k <= 3 && end - k >= 0; k++) {
     const c = head[end - k]!;
-    if ((c & 0xc0) === 0xc0) { end -= k; break; }
+    if ((c & 0xc0) === 0xc0) {
+      end -= k;
+      break;
+    }
     if ((c & 0x80) === 0) break;
   }
   let text: string;
@@ -118,9 +175,13 @@ function sniffText(head: Uint8Array): DocFormat | null {
   // headers without a body, RTF. Reading them as plain text would "convert" their source code.
   if (/^(%!|%PDF-|\{\\rtf)/.test(t)) return null;
   const start = t.trimStart().slice(0, 2000).toLowerCase();
-  if (/^(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*<!doctype html/.test(start) || /^(<\?xml[^>]*>\s*)?<(html|head|body)[\s>]/.test(start)) return 'html';
+  if (/^(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*<!doctype html/.test(start) || /^(<\?xml[^>]*>\s*)?<(html|head|body)[\s>]/.test(start)) {
+    return 'html';
+  }
   if (isEml(t)) return 'eml';
-  if (/^<(div|p|table|h[1-6]|section|article|ul|ol|span)[\s>]/.test(start) && /<\/(div|p|table|h[1-6]|section|article|ul|ol|span)>/.test(t)) return 'html';
+  if (
+    /^<(div|p|table|h[1-6]|section|article|ul|ol|span)[\s>]/.test(start) && /<\/(div|p|table|h[1-6]|section|article|ul|ol|span)>/.test(t)
+  ) return 'html';
   if (isCsv(t)) return 'csv';
   if (isMarkdown(t)) return 'markdown';
   return 'text';
@@ -131,7 +192,8 @@ function isEml(t: string): boolean {
   const lines = headerBlock.split(/\r?\n/).filter((l) => !/^[ \t]/.test(l));
   if (lines.length < 2 || !lines.every((l) => /^[A-Za-z0-9-]+:/.test(l))) return false;
   const names = new Set(lines.map((l) => l.slice(0, l.indexOf(':')).toLowerCase()));
-  const mailish = ['from', 'to', 'subject', 'date', 'message-id', 'received', 'mime-version', 'return-path'].filter((n) => names.has(n)).length;
+  const mailish =
+    ['from', 'to', 'subject', 'date', 'message-id', 'received', 'mime-version', 'return-path'].filter((n) => names.has(n)).length;
   return mailish >= 2 && (names.has('from') || names.has('received') || names.has('message-id'));
 }
 
@@ -185,7 +247,13 @@ export async function detectFile(path: string): Promise<DocFormat | null> {
 /** detectFile, or 415 unsupported_file_type. */
 export async function requireFormat(path: string, allowed?: ReadonlySet<DocFormat>, what = 'this operation'): Promise<DocFormat> {
   const f = await detectFile(path);
-  if (!f) throw unsupportedFileType('the file is not a format any document pipeline ingests (PDF, PNG, JPEG, WebP, TIFF, AVIF, GIF, BMP, DOCX, XLSX, PPTX, ODT, HTML, Markdown, plain text, CSV, EML)');
-  if (allowed && !allowed.has(f)) throw unsupportedFileType(`${f.toUpperCase()} input is not accepted by ${what} (accepted: ${[...allowed].join(', ')})`);
+  if (!f) {
+    throw unsupportedFileType(
+      'the file is not a format any document pipeline ingests (PDF, PNG, JPEG, WebP, TIFF, AVIF, GIF, BMP, DOCX, XLSX, PPTX, ODT, HTML, Markdown, plain text, CSV, EML)',
+    );
+  }
+  if (allowed && !allowed.has(f)) {
+    throw unsupportedFileType(`${f.toUpperCase()} input is not accepted by ${what} (accepted: ${[...allowed].join(', ')})`);
+  }
   return f;
 }

@@ -1,10 +1,24 @@
 /** Typed, positioned document elements: what layout analysis produces and every output format renders. */
 export type ElementType =
-  | 'title' | 'section_header' | 'paragraph' | 'list_item' | 'table' | 'figure' | 'caption'
-  | 'page_header' | 'page_footer' | 'formula' | 'code';
+  | 'title'
+  | 'section_header'
+  | 'paragraph'
+  | 'list_item'
+  | 'table'
+  | 'figure'
+  | 'caption'
+  | 'page_header'
+  | 'page_footer'
+  | 'formula'
+  | 'code';
 
 /** Points (1/72 in), origin top-left of the displayed page; for images and OCR'd pages, of the upright page. */
-export interface BBox { x: number; y: number; width: number; height: number }
+export interface BBox {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
 
 export interface TableCell {
   row: number;
@@ -40,7 +54,14 @@ export interface DocElement {
   source?: 'text' | 'ocr';
 }
 
-export interface PageMeta { page: number; width: number; height: number; source: 'text' | 'ocr'; rotation?: number; deskew?: number }
+export interface PageMeta {
+  page: number;
+  width: number;
+  height: number;
+  source: 'text' | 'ocr';
+  rotation?: number;
+  deskew?: number;
+}
 
 export interface AnalysedDocument {
   format: string;
@@ -55,7 +76,11 @@ const mdEscapeCell = (s: string) => s.replace(/\|/g, '\\|').replace(/\s*\n\s*/g,
 export function tableGrid(e: DocElement): string[][] {
   const rows = e.rows ?? 0, cols = e.cols ?? 0;
   const grid = Array.from({ length: rows }, () => Array.from({ length: cols }, () => ''));
-  for (const c of e.cells ?? []) if (grid[c.row] && c.col < cols) grid[c.row]![c.col] = grid[c.row]![c.col] ? `${grid[c.row]![c.col]} ${c.text}` : c.text;
+  for (const c of e.cells ?? []) {
+    if (grid[c.row] && c.col < cols) {
+      grid[c.row]![c.col] = grid[c.row]![c.col] ? `${grid[c.row]![c.col]} ${c.text}` : c.text;
+    }
+  }
   return grid;
 }
 
@@ -75,15 +100,32 @@ export function elementsToMarkdown(elements: DocElement[]): string {
     const isList = e.type === 'list_item';
     let s: string;
     switch (e.type) {
-      case 'title': s = `# ${oneLine(e.text)}`; break;
-      case 'section_header': s = `${'#'.repeat(Math.min(6, Math.max(2, e.level ?? 2)))} ${oneLine(e.text)}`; break;
-      case 'list_item': s = `${e.ordered ? `${(e.marker ?? '1.').replace(/[)]$/, '.')}` : '-'} ${oneLine(e.text)}`; break;
-      case 'table': s = markdownTable(tableGrid(e)); break;
-      case 'figure': s = '<!-- image -->'; break;
-      case 'formula': s = `$$\n${e.text}\n$$`; break;
-      case 'code': s = `\`\`\`${e.language ?? ''}\n${e.text.replace(/\s+$/, '')}\n\`\`\``; break;
-      case 'caption': s = `*${oneLine(e.text)}*`; break;
-      default: s = e.text.trim();
+      case 'title':
+        s = `# ${oneLine(e.text)}`;
+        break;
+      case 'section_header':
+        s = `${'#'.repeat(Math.min(6, Math.max(2, e.level ?? 2)))} ${oneLine(e.text)}`;
+        break;
+      case 'list_item':
+        s = `${e.ordered ? `${(e.marker ?? '1.').replace(/[)]$/, '.')}` : '-'} ${oneLine(e.text)}`;
+        break;
+      case 'table':
+        s = markdownTable(tableGrid(e));
+        break;
+      case 'figure':
+        s = '<!-- image -->';
+        break;
+      case 'formula':
+        s = `$$\n${e.text}\n$$`;
+        break;
+      case 'code':
+        s = `\`\`\`${e.language ?? ''}\n${e.text.replace(/\s+$/, '')}\n\`\`\``;
+        break;
+      case 'caption':
+        s = `*${oneLine(e.text)}*`;
+        break;
+      default:
+        s = e.text.trim();
     }
     if (!s) continue;
     out.push(isList && prevList ? `\n${s}` : `\n\n${s}`);
@@ -101,38 +143,75 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
 export function elementsToHtml(elements: DocElement[], title = 'document'): string {
   const body: string[] = [];
   let list: 'ul' | 'ol' | null = null;
-  const closeList = () => { if (list) { body.push(`</${list}>`); list = null; } };
+  const closeList = () => {
+    if (list) {
+      body.push(`</${list}>`);
+      list = null;
+    }
+  };
   for (const e of elements) {
-    const attrs = ` data-type="${e.type}"${e.page !== null ? ` data-page="${e.page}"` : ''}${e.bbox ? ` data-bbox="${[e.bbox.x, e.bbox.y, e.bbox.width, e.bbox.height].join(',')}"` : ''}`;
+    const attrs = ` data-type="${e.type}"${e.page !== null ? ` data-page="${e.page}"` : ''}${
+      e.bbox ? ` data-bbox="${[e.bbox.x, e.bbox.y, e.bbox.width, e.bbox.height].join(',')}"` : ''
+    }`;
     if (e.type === 'list_item') {
       const want = e.ordered ? 'ol' : 'ul';
-      if (list !== want) { closeList(); body.push(`<${want}>`); list = want; }
+      if (list !== want) {
+        closeList();
+        body.push(`<${want}>`);
+        list = want;
+      }
       body.push(`<li${attrs}>${esc(oneLine(e.text))}</li>`);
       continue;
     }
     closeList();
     switch (e.type) {
-      case 'title': body.push(`<h1${attrs}>${esc(oneLine(e.text))}</h1>`); break;
-      case 'section_header': { const h = Math.min(6, Math.max(2, e.level ?? 2)); body.push(`<h${h}${attrs}>${esc(oneLine(e.text))}</h${h}>`); break; }
+      case 'title':
+        body.push(`<h1${attrs}>${esc(oneLine(e.text))}</h1>`);
+        break;
+      case 'section_header': {
+        const h = Math.min(6, Math.max(2, e.level ?? 2));
+        body.push(`<h${h}${attrs}>${esc(oneLine(e.text))}</h${h}>`);
+        break;
+      }
       case 'table': {
         const grid = tableGrid(e);
         const rows = grid.map((r, i) => `<tr>${r.map((c) => (i === 0 ? `<th>${esc(c)}</th>` : `<td>${esc(c)}</td>`)).join('')}</tr>`);
-        body.push(`<table${attrs}>${e.caption ? `<caption>${esc(e.caption)}</caption>` : ''}<thead>${rows[0] ?? ''}</thead><tbody>${rows.slice(1).join('')}</tbody></table>`);
+        body.push(
+          `<table${attrs}>${e.caption ? `<caption>${esc(e.caption)}</caption>` : ''}<thead>${rows[0] ?? ''}</thead><tbody>${
+            rows.slice(1).join('')
+          }</tbody></table>`,
+        );
         break;
       }
       case 'figure':
-        body.push(`<figure${attrs}>${e.image ? `<img src="data:${e.image.mime_type};base64,${e.image.data}" alt="${esc(e.caption ?? '')}">` : ''}${e.caption ? `<figcaption>${esc(e.caption)}</figcaption>` : ''}</figure>`);
+        body.push(
+          `<figure${attrs}>${e.image ? `<img src="data:${e.image.mime_type};base64,${e.image.data}" alt="${esc(e.caption ?? '')}">` : ''}${
+            e.caption ? `<figcaption>${esc(e.caption)}</figcaption>` : ''
+          }</figure>`,
+        );
         break;
-      case 'caption': break; // inside its figure/table
-      case 'page_header': body.push(`<header${attrs}>${esc(oneLine(e.text))}</header>`); break;
-      case 'page_footer': body.push(`<footer${attrs}>${esc(oneLine(e.text))}</footer>`); break;
-      case 'formula': body.push(`<div class="formula"${attrs}>${esc(e.text)}</div>`); break;
-      case 'code': body.push(`<pre${attrs}><code${e.language ? ` class="language-${e.language}"` : ''}>${esc(e.text)}</code></pre>`); break;
-      default: body.push(`<p${attrs}>${esc(e.text.trim()).replace(/\n/g, '<br>')}</p>`);
+      case 'caption':
+        break; // inside its figure/table
+      case 'page_header':
+        body.push(`<header${attrs}>${esc(oneLine(e.text))}</header>`);
+        break;
+      case 'page_footer':
+        body.push(`<footer${attrs}>${esc(oneLine(e.text))}</footer>`);
+        break;
+      case 'formula':
+        body.push(`<div class="formula"${attrs}>${esc(e.text)}</div>`);
+        break;
+      case 'code':
+        body.push(`<pre${attrs}><code${e.language ? ` class="language-${e.language}"` : ''}>${esc(e.text)}</code></pre>`);
+        break;
+      default:
+        body.push(`<p${attrs}>${esc(e.text.trim()).replace(/\n/g, '<br>')}</p>`);
     }
   }
   closeList();
-  return `<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>${esc(title)}</title></head>\n<body>\n${body.join('\n')}\n</body></html>\n`;
+  return `<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>${esc(title)}</title></head>\n<body>\n${
+    body.join('\n')
+  }\n</body></html>\n`;
 }
 
 // ---------------------------------------------------------------- DocTags (Docling)
@@ -149,30 +228,52 @@ export function elementsToDocTags(elements: DocElement[], pages: PageMeta[]): st
     const p = e.page !== null ? size.get(e.page) : undefined;
     if (!e.bbox || !p) return '';
     const g = (v: number, max: number) => Math.max(0, Math.min(499, Math.round((v / max) * 500)));
-    return `<loc_${g(e.bbox.x, p.width)}><loc_${g(e.bbox.y, p.height)}><loc_${g(e.bbox.x + e.bbox.width, p.width)}><loc_${g(e.bbox.y + e.bbox.height, p.height)}>`;
+    return `<loc_${g(e.bbox.x, p.width)}><loc_${g(e.bbox.y, p.height)}><loc_${g(e.bbox.x + e.bbox.width, p.width)}><loc_${
+      g(e.bbox.y + e.bbox.height, p.height)
+    }>`;
   };
   const out: string[] = ['<doctag>'];
   let page: number | null = elements.find((e) => e.page !== null)?.page ?? null;
   let list: 'ordered_list' | 'unordered_list' | null = null;
-  const closeList = () => { if (list) { out.push(`</${list}>`); list = null; } };
+  const closeList = () => {
+    if (list) {
+      out.push(`</${list}>`);
+      list = null;
+    }
+  };
   for (let i = 0; i < elements.length; i++) {
     const e = elements[i]!;
-    if (e.page !== null && page !== null && e.page !== page) { closeList(); out.push('<page_break>'); }
+    if (e.page !== null && page !== null && e.page !== page) {
+      closeList();
+      out.push('<page_break>');
+    }
     if (e.page !== null) page = e.page;
     const text = esc(oneLine(e.text));
     if (e.type === 'list_item') {
       const want = e.ordered ? 'ordered_list' : 'unordered_list';
-      if (list !== want) { closeList(); out.push(`<${want}>`); list = want; }
+      if (list !== want) {
+        closeList();
+        out.push(`<${want}>`);
+        list = want;
+      }
       out.push(`<list_item>${loc(e)}${text}</list_item>`);
       continue;
     }
     closeList();
     switch (e.type) {
-      case 'title': out.push(`<title>${loc(e)}${text}</title>`); break;
-      case 'section_header': { const t = `section_header_level_${Math.max(1, (e.level ?? 2) - 1)}`; out.push(`<${t}>${loc(e)}${text}</${t}>`); break; }
+      case 'title':
+        out.push(`<title>${loc(e)}${text}</title>`);
+        break;
+      case 'section_header': {
+        const t = `section_header_level_${Math.max(1, (e.level ?? 2) - 1)}`;
+        out.push(`<${t}>${loc(e)}${text}</${t}>`);
+        break;
+      }
       case 'table': {
         const grid = tableGrid(e);
-        const cells = grid.map((r, ri) => r.map((c) => (c === '' ? '<ecel>' : `${ri === 0 ? '<ched>' : '<fcel>'}${esc(c)}`)).join('') + '<nl>').join('');
+        const cells = grid.map((r, ri) =>
+          r.map((c) => (c === '' ? '<ecel>' : `${ri === 0 ? '<ched>' : '<fcel>'}${esc(c)}`)).join('') + '<nl>'
+        ).join('');
         const cap = captionFor(elements, i);
         out.push(`<otsl>${loc(e)}${cells}${cap ? `<caption>${loc(cap)}${esc(oneLine(cap.text))}</caption>` : ''}</otsl>`);
         break;
@@ -182,12 +283,23 @@ export function elementsToDocTags(elements: DocElement[], pages: PageMeta[]): st
         out.push(`<picture>${loc(e)}${cap ? `<caption>${loc(cap)}${esc(oneLine(cap.text))}</caption>` : ''}</picture>`);
         break;
       }
-      case 'caption': if (!isAttachedCaption(elements, i)) out.push(`<caption>${loc(e)}${text}</caption>`); break;
-      case 'page_header': out.push(`<page_header>${loc(e)}${text}</page_header>`); break;
-      case 'page_footer': out.push(`<page_footer>${loc(e)}${text}</page_footer>`); break;
-      case 'formula': out.push(`<formula>${loc(e)}${text}</formula>`); break;
-      case 'code': out.push(`<code>${loc(e)}${e.language ? `<_${e.language}_>` : ''}${esc(e.text)}</code>`); break;
-      default: out.push(`<text>${loc(e)}${text}</text>`);
+      case 'caption':
+        if (!isAttachedCaption(elements, i)) out.push(`<caption>${loc(e)}${text}</caption>`);
+        break;
+      case 'page_header':
+        out.push(`<page_header>${loc(e)}${text}</page_header>`);
+        break;
+      case 'page_footer':
+        out.push(`<page_footer>${loc(e)}${text}</page_footer>`);
+        break;
+      case 'formula':
+        out.push(`<formula>${loc(e)}${text}</formula>`);
+        break;
+      case 'code':
+        out.push(`<code>${loc(e)}${e.language ? `<_${e.language}_>` : ''}${esc(e.text)}</code>`);
+        break;
+      default:
+        out.push(`<text>${loc(e)}${text}</text>`);
     }
   }
   closeList();

@@ -9,14 +9,14 @@
  */
 import { PDFArray, PDFDocument, PDFName, PDFNumber, PDFString } from '@cantoo/pdf-lib';
 import { compileQuery, findOnPage } from '../pdf/pdf-search.ts';
-import { resolvePages, type PageSelection } from '../pdf/page-ranges.ts';
+import { type PageSelection, resolvePages } from '../pdf/page-ranges.ts';
 import { loadPdfium, openDoc } from '../pdf/pdfium.ts';
 import { loadTextPage, pageString } from '../pdf/text-page.ts';
 import { renderPage } from '../pdf/pdf-to-images.ts';
 import { decodeGrayFrames, grayFromRgba } from '../ocr/raster.ts';
-import { ocrGray, pickEngine, type EngineChoice } from '../ocr/ocr.ts';
+import { type EngineChoice, ocrGray, pickEngine } from '../ocr/ocr.ts';
 import type { OcrPage } from '../ocr/types.ts';
-import { isImage, type DocFormat } from './detect.ts';
+import { type DocFormat, isImage } from './detect.ts';
 import type { BBox } from './elements.ts';
 import { toMarkdown } from './analyse.ts';
 
@@ -56,8 +56,14 @@ export interface HighlightResult {
 
 function passageOf(s: string, start: number, end: number, ctx: number): string {
   let a = Math.max(0, start - ctx), b = Math.min(s.length, end + ctx);
-  if (a > 0) { const sp = s.slice(a, start).search(/\s/); if (sp >= 0) a += sp + 1; }
-  if (b < s.length) { const sp = s.slice(end, b).search(/\s\S*$/); if (sp >= 0) b = end + sp; }
+  if (a > 0) {
+    const sp = s.slice(a, start).search(/\s/);
+    if (sp >= 0) a += sp + 1;
+  }
+  if (b < s.length) {
+    const sp = s.slice(end, b).search(/\s\S*$/);
+    if (sp >= 0) b = end + sp;
+  }
   return `${a > 0 ? '…' : ''}${s.slice(a, b).replace(/\s+/g, ' ').trim()}${b < s.length ? '…' : ''}`;
 }
 
@@ -79,7 +85,12 @@ function searchOcr(o: OcrPage, re: RegExp, ctx: number, scale: number): Passage[
     if (!m[0].length) continue;
     const start = m.index!, end = start + m[0].length;
     const byLine = new Map<number, BBox[]>();
-    for (const sp of spans) if (sp.end > start && sp.start < end) { if (!byLine.has(sp.line)) byLine.set(sp.line, []); byLine.get(sp.line)!.push(sp.box); }
+    for (const sp of spans) {
+      if (sp.end > start && sp.start < end) {
+        if (!byLine.has(sp.line)) byLine.set(sp.line, []);
+        byLine.get(sp.line)!.push(sp.box);
+      }
+    }
     const boxes = [...byLine.values()].map((bs) => {
       const x0 = Math.min(...bs.map((b) => b.x)), y0 = Math.min(...bs.map((b) => b.y));
       const x1 = Math.max(...bs.map((b) => b.x + b.width)), y1 = Math.max(...bs.map((b) => b.y + b.height));
@@ -91,7 +102,11 @@ function searchOcr(o: OcrPage, re: RegExp, ctx: number, scale: number): Passage[
   return out;
 }
 
-export async function highlightDocument(bytes: Uint8Array, format: DocFormat, opts: HighlightOptions & { returnPdf?: boolean }): Promise<HighlightResult> {
+export async function highlightDocument(
+  bytes: Uint8Array,
+  format: DocFormat,
+  opts: HighlightOptions & { returnPdf?: boolean },
+): Promise<HighlightResult> {
   const re = compileQuery(opts);
   const ctx = opts.context ?? 80;
   const limit = opts.limit ?? 1000;
@@ -99,7 +114,10 @@ export async function highlightDocument(bytes: Uint8Array, format: DocFormat, op
   let truncated = false;
   const add = (ps: Passage[]) => {
     for (const p of ps) {
-      if (matches.length >= limit) { truncated = true; return; }
+      if (matches.length >= limit) {
+        truncated = true;
+        return;
+      }
       matches.push(p);
     }
   };
@@ -114,14 +132,26 @@ export async function highlightDocument(bytes: Uint8Array, format: DocFormat, op
         opts.signal?.throwIfAborted();
         const tp = loadTextPage(m, d.doc, i);
         let s: string;
-        try { s = pageString(m, tp.text); } finally { tp.close(); }
+        try {
+          s = pageString(m, tp.text);
+        } finally {
+          tp.close();
+        }
         if (s.replace(/\s/g, '').length < 16 && opts.ocr !== false) {
           const dpi = 300;
           const g = await grayFromRgba(renderPage(m, d.doc, i, dpi, false));
           add(searchOcr(await ocrGray(g, i + 1, pickEngine(opts.engine), { signal: opts.signal }), re, ctx, 72 / dpi));
         } else {
           const hits = findOnPage(m, d.doc, i, re);
-          add(hits.map((h) => ({ page: i + 1, text: h.text, passage: passageOf(s, h.start, h.end, ctx), boxes: h.boxes, source: 'text' as const })));
+          add(
+            hits.map((h) => ({
+              page: i + 1,
+              text: h.text,
+              passage: passageOf(s, h.start, h.end, ctx),
+              boxes: h.boxes,
+              source: 'text' as const,
+            })),
+          );
           if (hits.length) rects.push({ page: i, rects: hits.flatMap((h) => h.userRects) });
         }
         opts.progress?.(++done, pages.length);
@@ -146,12 +176,24 @@ export async function highlightDocument(bytes: Uint8Array, format: DocFormat, op
   }
   const md = await toMarkdown(bytes, format);
   re.lastIndex = 0;
-  add([...md.matchAll(re)].filter((x) => x[0].length).map((x) => ({ page: null, text: x[0].replace(/\s+/g, ' '), passage: passageOf(md, x.index!, x.index! + x[0].length, ctx), boxes: [], source: 'text' as const })));
+  add(
+    [...md.matchAll(re)].filter((x) => x[0].length).map((x) => ({
+      page: null,
+      text: x[0].replace(/\s+/g, ' '),
+      passage: passageOf(md, x.index!, x.index! + x[0].length, ctx),
+      boxes: [],
+      source: 'text' as const,
+    })),
+  );
   return { query: opts.query, matches, truncated };
 }
 
 /** Highlight annotations (yellow, QuadPoints per rectangle) added to a copy of the PDF. */
-async function annotate(bytes: Uint8Array, pages: { page: number; rects: { left: number; bottom: number; right: number; top: number }[] }[], password?: string): Promise<Uint8Array> {
+async function annotate(
+  bytes: Uint8Array,
+  pages: { page: number; rects: { left: number; bottom: number; right: number; top: number }[] }[],
+  password?: string,
+): Promise<Uint8Array> {
   let src = bytes;
   const probe = await PDFDocument.load(bytes, { ignoreEncryption: true, updateMetadata: false });
   if (probe.isEncrypted) {
@@ -163,12 +205,22 @@ async function annotate(bytes: Uint8Array, pages: { page: number; rects: { left:
   for (const { page, rects } of pages) {
     const p = doc.getPage(page);
     let annots = p.node.lookupMaybe(PDFName.of('Annots'), PDFArray);
-    if (!annots) { annots = ctx.obj([]); p.node.set(PDFName.of('Annots'), annots); }
+    if (!annots) {
+      annots = ctx.obj([]);
+      p.node.set(PDFName.of('Annots'), annots);
+    }
     for (const r of rects) {
       const quad = [r.left, r.top, r.right, r.top, r.left, r.bottom, r.right, r.bottom];
       const annot = ctx.obj({
-        Type: 'Annot', Subtype: 'Highlight', Rect: [r.left, r.bottom, r.right, r.top], QuadPoints: quad,
-        C: [1, 0.92, 0.23], CA: PDFNumber.of(0.5), F: 4, Contents: PDFString.of('svc highlight'), P: p.ref,
+        Type: 'Annot',
+        Subtype: 'Highlight',
+        Rect: [r.left, r.bottom, r.right, r.top],
+        QuadPoints: quad,
+        C: [1, 0.92, 0.23],
+        CA: PDFNumber.of(0.5),
+        F: 4,
+        Contents: PDFString.of('svc highlight'),
+        P: p.ref,
       });
       annots.push(ctx.register(annot));
     }

@@ -23,11 +23,39 @@
  */
 import type { BBox, DocElement, PageMeta, TableCell } from './elements.ts';
 
-export interface InWord { text: string; box: BBox; font?: string; fontSize: number; bold?: boolean }
-export interface InLine { text: string; box: BBox; words: InWord[] }
-export interface InPage { page: number; width: number; height: number; lines: InLine[]; images: { box: BBox }[]; source: 'text' | 'ocr'; rotation?: number; deskew?: number }
+export interface InWord {
+  text: string;
+  box: BBox;
+  font?: string;
+  fontSize: number;
+  bold?: boolean;
+}
+export interface InLine {
+  text: string;
+  box: BBox;
+  words: InWord[];
+}
+export interface InPage {
+  page: number;
+  width: number;
+  height: number;
+  lines: InLine[];
+  images: { box: BBox }[];
+  source: 'text' | 'ocr';
+  rotation?: number;
+  deskew?: number;
+}
 
-interface Seg { text: string; box: BBox; size: number; bold: boolean; mono: boolean; chars: number; words: InWord[]; page: number }
+interface Seg {
+  text: string;
+  box: BBox;
+  size: number;
+  bold: boolean;
+  mono: boolean;
+  chars: number;
+  words: InWord[];
+  page: number;
+}
 type Unit = { kind: 'seg'; seg: Seg; box: BBox } | { kind: 'table'; el: DocElement; box: BBox } | { kind: 'image'; box: BBox };
 
 const BULLET = /^([•◦▪▫●○■□‣⁃∙·*+–—-])(\s+|$)/;
@@ -37,7 +65,8 @@ const isBoldFont = (f = '') => /bold|black|heavy|semibold|demi/i.test(f);
 const MONO_FONT = /mono|courier|consol|menlo|inconsolata|typewriter|cmtt|lmtt|sfmono|code|fixed/i;
 const isMono = (w: InWord) => !!w.font && MONO_FONT.test(w.font);
 /** A line that reads as code or a shell command: braces, statement ends, calls, preprocessor lines, a prompt. */
-const CODE_LINE = /^\s*([{}]|#\s*(include|define|if|endif)\b|\$ [a-z]|(return|if|for|while|int|void|char|const|let|var|def|import|from)\b.*[;:{(]|\w+\s*\([^)]*\)\s*[;{])|[;{}]\s*$/;
+const CODE_LINE =
+  /^\s*([{}]|#\s*(include|define|if|endif)\b|\$ [a-z]|(return|if|for|while|int|void|char|const|let|var|def|import|from)\b.*[;:{(]|\w+\s*\([^)]*\)\s*[;{])|[;{}]\s*$/;
 const right = (b: BBox) => b.x + b.width;
 const bottom = (b: BBox) => b.y + b.height;
 const unionBox = (bs: BBox[]): BBox => {
@@ -54,7 +83,10 @@ function segmentsOf(p: InPage): Seg[] {
   for (const line of p.lines) {
     const words = [...line.words].filter((w) => w.text.trim()).sort((a, b) => a.box.x - b.box.x);
     let cur: InWord[] = [];
-    const flush = () => { if (cur.length) out.push(makeSeg(cur, p.page)); cur = []; };
+    const flush = () => {
+      if (cur.length) out.push(makeSeg(cur, p.page));
+      cur = [];
+    };
     // justified text spreads every gap of a line alike; a column gutter or a table cell boundary is a gap
     // far wider than the line's usual one, or wider than justification ever stretches a space
     const gaps = words.slice(1).map((w, k) => w.box.x - right(words[k]!.box)).filter((g) => g > 0).sort((a, b) => a - b);
@@ -67,7 +99,8 @@ function segmentsOf(p: InPage): Seg[] {
         const gap = w.box.x - right(prev.box);
         const em = Math.max(prev.fontSize, w.fontSize, 4);
         const markerOnly = cur.length === 1 && (BULLET.test(prev.text) || ENUM.test(prev.text));
-        const vertical = Math.abs(w.box.y + w.box.height / 2 - (prev.box.y + prev.box.height / 2)) > Math.max(prev.box.height, w.box.height) * 0.7;
+        const vertical =
+          Math.abs(w.box.y + w.box.height / 2 - (prev.box.y + prev.box.height / 2)) > Math.max(prev.box.height, w.box.height) * 0.7;
         const wide = even ? gap > em * 6 : gap > em * 1.0 && (gap > em * 2.5 || gap > usual * 2.2 || isMono(prev) !== isMono(w));
         if (vertical || (wide && !(markerOnly && gap < em * 3))) flush();
       }
@@ -86,7 +119,16 @@ function makeSeg(words: InWord[], page: number): Seg {
   const monoChars = words.reduce((s, w) => s + (isMono(w) ? w.text.length : 0), 0);
   // OCR knows no fonts: there a line of code is known by its text
   const mono = words[0]?.font === undefined ? CODE_LINE.test(text) : monoChars > chars * 0.6;
-  return { text, box: unionBox(words.map((w) => w.box)), size: sizes[sizes.length >> 1]!, bold: boldChars > chars * 0.6, mono, chars, words, page };
+  return {
+    text,
+    box: unionBox(words.map((w) => w.box)),
+    size: sizes[sizes.length >> 1]!,
+    bold: boldChars > chars * 0.6,
+    mono,
+    chars,
+    words,
+    page,
+  };
 }
 
 // ---------------------------------------------------------------- 2. headers and footers
@@ -98,7 +140,10 @@ function markMargins(pages: InPage[], segs: Seg[][]): Set<Seg> {
   const marginal = new Set<Seg>();
   // the band: the top or bottom 12% of the page, and the first or last line there (a book's running head
   // sits a little lower than a letter's, and body text never comes above it)
-  const edges = pages.map((_, i) => ({ top: Math.min(...segs[i]!.map((s) => s.box.y)), foot: Math.max(...segs[i]!.map((s) => bottom(s.box))) }));
+  const edges = pages.map((_, i) => ({
+    top: Math.min(...segs[i]!.map((s) => s.box.y)),
+    foot: Math.max(...segs[i]!.map((s) => bottom(s.box))),
+  }));
   const zone = (p: InPage, s: Seg) => {
     const e = edges[pages.indexOf(p)]!;
     if (bottom(s.box) <= p.height * 0.09 || (bottom(s.box) <= p.height * 0.12 && s.box.y <= e.top + s.box.height * 0.5)) return 'top';
@@ -117,15 +162,26 @@ function markMargins(pages: InPage[], segs: Seg[][]): Set<Seg> {
   });
   // a band line that carries the page's printed number at one end ("12 Chapter 3", "3.1 Scope 13"): the
   // printed numbers follow the page index at one offset through the document
-  const folio = (s: Seg) => { const m = /^(\d{1,4})\s+\D.*$|^.*\D\s+(\d{1,4})$/.exec(s.text.trim()); return m && s.words.length <= 12 ? Number(m[1] ?? m[2]) : null; };
+  const folio = (s: Seg) => {
+    const m = /^(\d{1,4})\s+\D.*$|^.*\D\s+(\d{1,4})$/.exec(s.text.trim());
+    return m && s.words.length <= 12 ? Number(m[1] ?? m[2]) : null;
+  };
   const offsets = new Map<number, number>();
-  pages.forEach((p, i) => { for (const s of segs[i]!) { const n = zone(p, s) ? folio(s) : null; if (n !== null) offsets.set(n - p.page, (offsets.get(n - p.page) ?? 0) + 1); } });
+  pages.forEach((p, i) => {
+    for (const s of segs[i]!) {
+      const n = zone(p, s) ? folio(s) : null;
+      if (n !== null) offsets.set(n - p.page, (offsets.get(n - p.page) ?? 0) + 1);
+    }
+  });
   const [offset, seen] = [...offsets.entries()].sort((a, b) => b[1] - a[1])[0] ?? [0, 0];
   pages.forEach((p, i) => {
     for (const s of segs[i]!) {
       const z = zone(p, s);
       if (!z) continue;
-      if (seen >= 3 && folio(s) === p.page + offset) { marginal.add(s); continue; }
+      if (seen >= 3 && folio(s) === p.page + offset) {
+        marginal.add(s);
+        continue;
+      }
       // repeated on half the pages, or on three or more (a chapter's running head in a long book)
       const repeated = pages.length >= 2 && counts.get(`${z}:${maskDigits(s.text)}`)!.size >= Math.max(2, Math.min(pages.length * 0.5, 3));
       if (repeated || PAGE_NUMBER.test(s.text.trim())) marginal.add(s);
@@ -166,7 +222,10 @@ function findTables(segs: Seg[], page: number, body: number): { tables: { el: Do
   const wordsPer = (r: Seg[]) => r.reduce((s, x) => s + x.words.length, 0) / r.length;
   let i = 0;
   while (i < rows.length) {
-    if (rows[i]!.length < 2) { i++; continue; }
+    if (rows[i]!.length < 2) {
+      i++;
+      continue;
+    }
     let j = i + 1;
     while (j < rows.length && rows[j]!.length >= 2) {
       const prev = rows[j - 1]!, cur = rows[j]!;
@@ -191,8 +250,10 @@ function findTables(segs: Seg[], page: number, body: number): { tables: { el: Do
     const inRun = new Set(segsOfRun);
     const top = Math.min(...segsOfRun.map((sg) => sg.box.y)), foot = Math.max(...segsOfRun.map((sg) => bottom(sg.box)));
     const lead = Math.max(body, 6) * 0.8;
-    const continues = segs.some((sg) => !inRun.has(sg) && sg.words.length >= 5 && cols.some((c) => Math.abs(sg.box.x - c.x0) <= 3) &&
-      ((top - bottom(sg.box) >= -1 && top - bottom(sg.box) < lead) || (sg.box.y - foot >= -1 && sg.box.y - foot < lead)));
+    const continues = segs.some((sg) =>
+      !inRun.has(sg) && sg.words.length >= 5 && cols.some((c) => Math.abs(sg.box.x - c.x0) <= 3) &&
+      ((top - bottom(sg.box) >= -1 && top - bottom(sg.box) < lead) || (sg.box.y - foot >= -1 && sg.box.y - foot < lead))
+    );
     const prose = (avgWords >= 3 && filling >= segsOfRun.length * 0.6) || continues;
     if (run.length >= 2 && cols.length >= 2 && avgWords <= 5 && longest <= 12 && !prose) {
       const cells: TableCell[] = [];
@@ -200,15 +261,25 @@ function findTables(segs: Seg[], page: number, body: number): { tables: { el: Do
         for (const s of r) {
           const ci = cols.findIndex((c) => s.box.x >= c.x0 - 1 && s.box.x <= c.x1);
           const at = cells.find((c) => c.row === ri && c.col === ci);
-          if (at) { at.text += ` ${s.text}`; at.bbox = unionBox([at.bbox!, s.box]); }
-          else cells.push({ row: ri, col: ci, text: s.text, bbox: s.box, header: ri === 0 });
+          if (at) {
+            at.text += ` ${s.text}`;
+            at.bbox = unionBox([at.bbox!, s.box]);
+          } else cells.push({ row: ri, col: ci, text: s.text, bbox: s.box, header: ri === 0 });
         }
       });
       const set = new Set(run.flat());
       const box = unionBox([...set].map((s) => s.box));
       const grid = run.map((_, ri) => cols.map((__, ci) => cells.find((c) => c.row === ri && c.col === ci)?.text ?? ''));
       tables.push({
-        el: { type: 'table', text: grid.map((r) => r.join(' | ')).join('\n'), page, bbox: box, rows: run.length, cols: cols.length, cells: cells.sort((a, b) => a.row - b.row || a.col - b.col) },
+        el: {
+          type: 'table',
+          text: grid.map((r) => r.join(' | ')).join('\n'),
+          page,
+          bbox: box,
+          rows: run.length,
+          cols: cols.length,
+          cells: cells.sort((a, b) => a.row - b.row || a.col - b.col),
+        },
         segs: set,
       });
       i = j;
@@ -250,8 +321,13 @@ function order(units: Unit[], minGap: number, depth = 0): Unit[] {
   let reach = -Infinity;
   for (const u of sorted) {
     const tol = Math.min(u.box.height, 6) * 0.3;
-    if (!strips.length || u.box.y >= reach - tol) { strips.push([u]); reach = bottom(u.box); }
-    else { strips[strips.length - 1]!.push(u); reach = Math.max(reach, bottom(u.box)); }
+    if (!strips.length || u.box.y >= reach - tol) {
+      strips.push([u]);
+      reach = bottom(u.box);
+    } else {
+      strips[strips.length - 1]!.push(u);
+      reach = Math.max(reach, bottom(u.box));
+    }
   }
   if (strips.length === 1) return sorted; // overlapping in both directions: top-to-bottom
   const groups: Unit[][] = [];
@@ -264,12 +340,17 @@ function order(units: Unit[], minGap: number, depth = 0): Unit[] {
     else groups.push([...s]);
     prevBottom = Math.max(...s.map((u) => bottom(u.box)));
   }
-  return groups.flatMap((g) => (g.length === units.length ? g.sort((a, b) => a.box.y - b.box.y || a.box.x - b.box.x) : order(g, minGap, depth + 1)));
+  return groups.flatMap((
+    g,
+  ) => (g.length === units.length ? g.sort((a, b) => a.box.y - b.box.y || a.box.x - b.box.x) : order(g, minGap, depth + 1)));
 }
 
 // ---------------------------------------------------------------- 5 & 6. blocks and types
 
-interface Block { segs: Seg[]; list: { marker: string; ordered: boolean } | null }
+interface Block {
+  segs: Seg[];
+  list: { marker: string; ordered: boolean } | null;
+}
 
 /** OCR often reads a bullet as another lone symbol (», ©, ., °): any lone symbol before text counts there. */
 const OCR_BULLET = /^([^\p{L}\p{N}\s(])(\s+)(?=\p{L})/u;
@@ -296,7 +377,8 @@ function blocksOf(segs: Seg[], body: number): Block[] {
     if (cur && last && (s.mono || last.mono)) {
       // a code block: monospaced lines that follow each other, blank lines inside allowed
       const gap = s.box.y - bottom(last.box);
-      join = s.mono && last.mono && gap > -last.box.height * 0.5 && gap < Math.max(last.box.height, 4) * 2.6 && (s.words[0]?.font === undefined || Math.abs(s.size - last.size) <= 0.6); // OCR sizes come from ink heights
+      join = s.mono && last.mono && gap > -last.box.height * 0.5 && gap < Math.max(last.box.height, 4) * 2.6 &&
+        (s.words[0]?.font === undefined || Math.abs(s.size - last.size) <= 0.6); // OCR sizes come from ink heights
     } else if (cur && last && !marker) {
       const gap = s.box.y - bottom(last.box);
       const tol = s.words[0]?.font === undefined ? 0.15 : 0.08; // OCR sizes are estimates
@@ -361,7 +443,10 @@ function codeText(segs: Seg[]): string {
   const x0 = Math.min(...segs.map((s) => s.box.x));
   // the character pitch: a word's ink is its advances less about half a character of side bearings
   const long = segs.flatMap((s) => s.words).filter((w) => [...w.text].length >= 3);
-  const widths = (long.length ? long : segs.flatMap((s) => s.words)).map((w) => w.box.width / Math.max(1, [...w.text].length - 0.4)).sort((a, b) => a - b);
+  const widths = (long.length ? long : segs.flatMap((s) => s.words)).map((w) => w.box.width / Math.max(1, [...w.text].length - 0.4)).sort((
+    a,
+    b,
+  ) => a - b);
   const cw = widths[widths.length >> 1] || 1;
   const lines: string[] = [];
   segs.forEach((s, i) => {
@@ -398,7 +483,8 @@ function isFormula(text: string): boolean {
 /** A section number that opens a heading: "2", "2.", "2.1", "2.1.3", "A.2" (then a space and a capital). */
 const SECTION_NUMBER = /^((?:\d{1,2}(?:\.\d{1,2}){0,4}|[A-Z](?:\.\d{1,2}){1,4})\.?)\s+\p{Lu}/u;
 /** One to four people's names ("Ada Lovelace", "J. R. Smith and Mary Jones"). */
-const PERSON_NAMES = /^(\p{Lu}[\p{Ll}'’-]*\.?(\s+\p{Lu}[\p{Ll}'’-]*\.?){1,3})(\s*(,|and|&)\s*\p{Lu}[\p{Ll}'’-]*\.?(\s+\p{Lu}[\p{Ll}'’-]*\.?){1,3}){0,3}$/u;
+const PERSON_NAMES =
+  /^(\p{Lu}[\p{Ll}'’-]*\.?(\s+\p{Lu}[\p{Ll}'’-]*\.?){1,3})(\s*(,|and|&)\s*\p{Lu}[\p{Ll}'’-]*\.?(\s+\p{Lu}[\p{Ll}'’-]*\.?){1,3}){0,3}$/u;
 const mode = (xs: number[]) => {
   const c = new Map<number, number>();
   for (const x of xs) c.set(x, (c.get(x) ?? 0) + 1);
@@ -415,9 +501,18 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
   for (const s of segsByPage.flat()) bySize.set(Math.round(s.size * 2) / 2, (bySize.get(Math.round(s.size * 2) / 2) ?? 0) + s.chars);
   const body = [...bySize.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 10;
   const marginal = markMargins(pages, segsByPage);
-  const hyphenated = new Set(segsByPage.flat().flatMap((s) => s.words.map((w) => w.text.toLowerCase().replace(/^[^\p{L}]+|[^\p{L}]+$/gu, ''))).filter((w) => /\p{L}-\p{L}/u.test(w)));
+  const hyphenated = new Set(
+    segsByPage.flat().flatMap((s) => s.words.map((w) => w.text.toLowerCase().replace(/^[^\p{L}]+|[^\p{L}]+$/gu, ''))).filter((w) =>
+      /\p{L}-\p{L}/u.test(w)
+    ),
+  );
 
-  interface Pending { el: DocElement; size: number; bold: boolean; headingCandidate: boolean }
+  interface Pending {
+    el: DocElement;
+    size: number;
+    bold: boolean;
+    headingCandidate: boolean;
+  }
   const pending: Pending[] = [];
   const lastPara: { para: { x0: number; x1: number } | null } = { para: null }; // the paragraph before, across pages
   pages.forEach((p, pi) => {
@@ -432,14 +527,33 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
       ...p.images.filter((im) => im.box.width > 8 && im.box.height > 8).map((im): Unit => ({ kind: 'image', box: im.box })),
     ];
     const ordered = order(units, Math.max(body, 6) * 0.9);
-    for (const m of margins.filter((s) => bottom(s.box) <= p.height * 0.5)) pending.push({ el: { type: 'page_header', text: m.text, page: p.page, bbox: m.box, source: p.source }, size: m.size, bold: m.bold, headingCandidate: false });
+    for (const m of margins.filter((s) => bottom(s.box) <= p.height * 0.5)) {
+      pending.push({
+        el: { type: 'page_header', text: m.text, page: p.page, bbox: m.box, source: p.source },
+        size: m.size,
+        bold: m.bold,
+        headingCandidate: false,
+      });
+    }
     // runs of consecutive segments form blocks; tables and images stand alone
     let run: Seg[] = [];
     const flushRun = () => {
       for (const b of splitGraphicLists(blocksOf(run, body), body, lastPara)) {
         if (b.segs.every((s) => s.mono)) {
           const code = codeText(b.segs), language = codeLanguage(code);
-          pending.push({ el: { type: 'code', text: code, page: p.page, bbox: unionBox(b.segs.map((s) => s.box)), source: p.source, ...(language ? { language } : {}) }, size: body, bold: false, headingCandidate: false });
+          pending.push({
+            el: {
+              type: 'code',
+              text: code,
+              page: p.page,
+              bbox: unionBox(b.segs.map((s) => s.box)),
+              source: p.source,
+              ...(language ? { language } : {}),
+            },
+            size: body,
+            bold: false,
+            headingCandidate: false,
+          });
           continue;
         }
         const text = joinLines(b.segs, hyphenated);
@@ -458,20 +572,42 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
         const words = text.split(/\s+/).length;
         // OCR sizes and weights are estimates: there only a clearly larger line is a heading
         const ocr = p.source === 'ocr';
-        const headingCandidate = !b.list && el.type === 'paragraph' && words <= 20 && b.segs.length <= 3 && !/[.:;,]$/.test(text) && /\p{L}/u.test(text) &&
+        const headingCandidate = !b.list && el.type === 'paragraph' && words <= 20 && b.segs.length <= 3 && !/[.:;,]$/.test(text) &&
+          /\p{L}/u.test(text) &&
           (ocr ? size >= body * 1.25 || (SECTION_NUMBER.test(text) && size >= body * 1.1) : size >= body * 1.15 || (bold && words <= 12));
         pending.push({ el, size, bold, headingCandidate });
       }
       run = [];
     };
     for (const u of ordered) {
-      if (u.kind === 'seg') { run.push(u.seg); continue; }
+      if (u.kind === 'seg') {
+        run.push(u.seg);
+        continue;
+      }
       flushRun();
       if (u.kind === 'table') pending.push({ el: u.el, size: body, bold: false, headingCandidate: false });
-      else pending.push({ el: { type: 'figure', text: '', page: p.page, bbox: { x: r2(u.box.x), y: r2(u.box.y), width: r2(u.box.width), height: r2(u.box.height) }, source: p.source }, size: body, bold: false, headingCandidate: false });
+      else {pending.push({
+          el: {
+            type: 'figure',
+            text: '',
+            page: p.page,
+            bbox: { x: r2(u.box.x), y: r2(u.box.y), width: r2(u.box.width), height: r2(u.box.height) },
+            source: p.source,
+          },
+          size: body,
+          bold: false,
+          headingCandidate: false,
+        });}
     }
     flushRun();
-    for (const m of margins.filter((s) => bottom(s.box) > p.height * 0.5)) pending.push({ el: { type: 'page_footer', text: m.text, page: p.page, bbox: m.box, source: p.source }, size: m.size, bold: m.bold, headingCandidate: false });
+    for (const m of margins.filter((s) => bottom(s.box) > p.height * 0.5)) {
+      pending.push({
+        el: { type: 'page_footer', text: m.text, page: p.page, bbox: m.box, source: p.source },
+        size: m.size,
+        bold: m.bold,
+        headingCandidate: false,
+      });
+    }
   });
 
   // heading levels by size (larger = higher), bold body-size headings last; then section numbering, where
@@ -485,7 +621,10 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
     const sz = Math.round(x.size * 2) / 2;
     const rank = headSizes.indexOf(sz);
     if (!titled && x.el.page === firstPage && sz === titleSize && headSizes.length > 1 && sz >= body * 1.3) {
-      x.el.type = 'title'; x.el.level = 1; titled = true; continue;
+      x.el.type = 'title';
+      x.el.level = 1;
+      titled = true;
+      continue;
     }
     x.el.type = 'section_header';
     x.el.level = Math.min(6, 2 + rank - (titleSize !== undefined && headSizes.length > 1 && titleSize >= body * 1.3 && rank > 0 ? 1 : 0));
@@ -496,7 +635,10 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
     // between the title and the first numbered section, a short run of capitalised names is a byline
     for (const x of pending) {
       if (x === numbered[0]) break;
-      if (x.el.type === 'section_header' && x.el.page === firstPage && PERSON_NAMES.test(x.el.text)) { x.el.type = 'paragraph'; delete x.el.level; }
+      if (x.el.type === 'section_header' && x.el.page === firstPage && PERSON_NAMES.test(x.el.text)) {
+        x.el.type = 'paragraph';
+        delete x.el.level;
+      }
     }
     const depth = (t: string) => SECTION_NUMBER.exec(t)![1]!.split('.').filter(Boolean).length;
     // the level the author's top-level sections got from their size (the most common among depth 1)
@@ -510,9 +652,17 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
   const joined: Pending[] = [];
   let open: Pending | null = null;
   for (const x of pending) {
-    if (x.el.type === 'page_header' || x.el.type === 'page_footer') { joined.push(x); continue; }
-    const moved = open && (x.el.page !== open.el.page || (x.el.bbox && open.el.bbox && (x.el.bbox.y < open.el.bbox.y || Math.abs(x.el.bbox.x - open.el.bbox.x) > open.el.bbox.width * 0.5)));
-    if (open && moved && x.el.type === 'paragraph' && Math.abs(x.size - open.size) <= 0.6 && !/[.!?:;]["”’)]?$/.test(open.el.text) && /^[\p{Ll}\p{N}(]/u.test(x.el.text)) {
+    if (x.el.type === 'page_header' || x.el.type === 'page_footer') {
+      joined.push(x);
+      continue;
+    }
+    const moved = open &&
+      (x.el.page !== open.el.page ||
+        (x.el.bbox && open.el.bbox && (x.el.bbox.y < open.el.bbox.y || Math.abs(x.el.bbox.x - open.el.bbox.x) > open.el.bbox.width * 0.5)));
+    if (
+      open && moved && x.el.type === 'paragraph' && Math.abs(x.size - open.size) <= 0.6 && !/[.!?:;]["”’)]?$/.test(open.el.text) &&
+      /^[\p{Ll}\p{N}(]/u.test(x.el.text)
+    ) {
       open.el.text = joinLines([{ text: open.el.text } as Seg, { text: x.el.text } as Seg], hyphenated);
       continue;
     }
@@ -526,7 +676,8 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
   for (let i = 0; i < elements.length; i++) {
     const e = elements[i]!;
     if (e.type !== 'figure' && e.type !== 'table') continue;
-    const near = (c: DocElement | undefined) => c && c.page === e.page && (c.type === 'paragraph' || c.type === 'section_header') && CAPTION.test(c.text) && c.bbox && e.bbox &&
+    const near = (c: DocElement | undefined) =>
+      c && c.page === e.page && (c.type === 'paragraph' || c.type === 'section_header') && CAPTION.test(c.text) && c.bbox && e.bbox &&
       Math.min(Math.abs(c.bbox.y - bottom(e.bbox)), Math.abs(e.bbox.y - bottom(c.bbox))) < body * 3;
     const after = elements[i + 1], before = elements[i - 1];
     const cap = near(after) ? after! : near(before) ? before! : undefined;
@@ -535,6 +686,12 @@ export function analyseLayout(pages: InPage[]): { elements: DocElement[]; pages:
     delete cap.level;
     e.caption = cap.text;
   }
-  const meta: PageMeta[] = pages.map((p) => ({ page: p.page, width: p.width, height: p.height, source: p.source, ...(p.rotation !== undefined ? { rotation: p.rotation, deskew: p.deskew ?? 0 } : {}) }));
+  const meta: PageMeta[] = pages.map((p) => ({
+    page: p.page,
+    width: p.width,
+    height: p.height,
+    source: p.source,
+    ...(p.rotation !== undefined ? { rotation: p.rotation, deskew: p.deskew ?? 0 } : {}),
+  }));
   return { elements, pages: meta };
 }

@@ -13,6 +13,9 @@ let thumbnails: Promise<Thumbnails> | undefined;
 let validate: Promise<Validate> | undefined;
 
 export const analyseBytes: Analyse['analyseBytes'] = async (...a) => (await (analyse ??= import('./analyse.ts'))).analyseBytes(...a);
-export const highlightDocument: Highlight['highlightDocument'] = async (...a) => (await (highlight ??= import('./highlight.ts'))).highlightDocument(...a);
-export const documentThumbnails: Thumbnails['documentThumbnails'] = async (...a) => (await (thumbnails ??= import('./thumbnails.ts'))).documentThumbnails(...a);
-export const validateDocument: Validate['validateDocument'] = async (...a) => (await (validate ??= import('./validate.ts'))).validateDocument(...a);
+export const highlightDocument: Highlight['highlightDocument'] = async (...a) =>
+  (await (highlight ??= import('./highlight.ts'))).highlightDocument(...a);
+export const documentThumbnails: Thumbnails['documentThumbnails'] = async (...a) =>
+  (await (thumbnails ??= import('./thumbnails.ts'))).documentThumbnails(...a);
+export const validateDocument: Validate['validateDocument'] = async (...a) =>
+  (await (validate ??= import('./validate.ts'))).validateDocument(...a);

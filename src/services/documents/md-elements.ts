@@ -9,9 +9,13 @@ const splitRow = (line: string) => {
   let cur = '';
   const body = line.trim().replace(/^\|/, '').replace(/\|$/, '');
   for (let i = 0; i < body.length; i++) {
-    if (body[i] === '\\' && body[i + 1] === '|') { cur += '|'; i++; }
-    else if (body[i] === '|') { cells.push(cur.trim()); cur = ''; }
-    else cur += body[i];
+    if (body[i] === '\\' && body[i + 1] === '|') {
+      cur += '|';
+      i++;
+    } else if (body[i] === '|') {
+      cells.push(cur.trim());
+      cur = '';
+    } else cur += body[i];
   }
   cells.push(cur.trim());
   return cells;
@@ -31,13 +35,18 @@ export function markdownToElements(md: string): DocElement[] {
   };
   for (let i = 0; i < lines.length; i++) {
     const l = lines[i]!;
-    if (!l.trim()) { flush(); continue; }
+    if (!l.trim()) {
+      flush();
+      continue;
+    }
     const h = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(l);
     if (h) {
       flush();
       const level = h[1]!.length;
-      if (level === 1 && !titled) { out.push({ ...base, type: 'title', text: h[2]!, level: 1 }); titled = true; }
-      else out.push({ ...base, type: 'section_header', text: h[2]!, level: Math.max(2, level) });
+      if (level === 1 && !titled) {
+        out.push({ ...base, type: 'title', text: h[2]!, level: 1 });
+        titled = true;
+      } else out.push({ ...base, type: 'section_header', text: h[2]!, level: Math.max(2, level) });
       continue;
     }
     if (/^\s*\|/.test(l) && i + 1 < lines.length && isRule(lines[i + 1]!)) {
@@ -70,7 +79,9 @@ export function markdownToElements(md: string): DocElement[] {
     if (/^\$\$/.test(l.trim())) {
       flush();
       const f: string[] = [l.trim().replace(/^\$\$/, '').replace(/\$\$$/, '')];
-      if (!(l.trim().length > 2 && l.trim().endsWith('$$'))) while (++i < lines.length && !lines[i]!.trim().startsWith('$$')) f.push(lines[i]!);
+      if (!(l.trim().length > 2 && l.trim().endsWith('$$'))) {
+        while (++i < lines.length && !lines[i]!.trim().startsWith('$$')) f.push(lines[i]!);
+      }
       out.push({ ...base, type: 'formula', text: f.join('\n').trim() });
       continue;
     }
@@ -80,7 +91,10 @@ export function markdownToElements(md: string): DocElement[] {
       out.push({ ...base, type: 'figure', text: '', ...(alt ? { caption: alt } : {}) });
       continue;
     }
-    if (para.length && /^(-{3,}|\*{3,}|_{3,})\s*$/.test(l.trim())) { flush(); continue; }
+    if (para.length && /^(-{3,}|\*{3,}|_{3,})\s*$/.test(l.trim())) {
+      flush();
+      continue;
+    }
     para.push(l.replace(/^>\s?/, '').replace(/\s{2,}$/, ''));
   }
   flush();

@@ -12,12 +12,16 @@ import { ServiceError } from '../errors.ts';
 import { decodeTextHead } from './detect.ts';
 import { markdownTable } from './elements.ts';
 
-const corrupt = (what: string, e: unknown) => new ServiceError(422, 'document_corrupt', `the ${what} cannot be read: ${(e as Error)?.message ?? e}`);
+const corrupt = (what: string, e: unknown) =>
+  new ServiceError(422, 'document_corrupt', `the ${what} cannot be read: ${(e as Error)?.message ?? e}`);
 
 // ---------------------------------------------------------------- HTML
 
 type TurndownService = {
-  addRule(name: string, rule: { filter: string | string[] | ((node: HTMLElement) => boolean); replacement: (content: string, node: HTMLElement) => string }): void;
+  addRule(
+    name: string,
+    rule: { filter: string | string[] | ((node: HTMLElement) => boolean); replacement: (content: string, node: HTMLElement) => string },
+  ): void;
   remove(filter: string | string[]): void;
   use(plugin: unknown): void;
   turndown(html: string): string;
@@ -59,7 +63,9 @@ const tidy = (md: string) => `${md.replace(/\r\n/g, '\n').replace(/[ \t]+\n/g, '
 // ---------------------------------------------------------------- DOCX
 
 type MammothNode = { type: string; children?: MammothNode[]; isHeader?: boolean };
-type Mammoth = { convertToHtml(i: { buffer: Buffer }, o?: { transformDocument?: (d: MammothNode) => MammothNode }): Promise<{ value: string }> };
+type Mammoth = {
+  convertToHtml(i: { buffer: Buffer }, o?: { transformDocument?: (d: MammothNode) => MammothNode }): Promise<{ value: string }>;
+};
 
 /**
  * A GFM table needs a header row. Word marks one only when "repeat as header row" is set, so a table with
@@ -100,7 +106,9 @@ export async function xlsxToMarkdown(bytes: Uint8Array): Promise<string> {
     let width = 0;
     ws.eachRow({ includeEmpty: false }, (row) => {
       const cells: string[] = [];
-      row.eachCell({ includeEmpty: true }, (cell, col) => { cells[col - 1] = cellValue(cell.value, cell.text); });
+      row.eachCell({ includeEmpty: true }, (cell, col) => {
+        cells[col - 1] = cellValue(cell.value, cell.text);
+      });
       rows.push(Array.from(cells, (c) => c ?? ''));
       width = Math.max(width, cells.length);
     });
@@ -131,8 +139,16 @@ function cellValue(v: unknown, text: string): string {
 type XNode = Record<string, unknown>;
 
 const xml = new XMLParser({
-  preserveOrder: true, ignoreAttributes: false, attributeNamePrefix: '', parseTagValue: false, parseAttributeValue: false,
-  trimValues: false, processEntities: true, htmlEntities: false, ignoreDeclaration: true, ignorePiTags: true,
+  preserveOrder: true,
+  ignoreAttributes: false,
+  attributeNamePrefix: '',
+  parseTagValue: false,
+  parseAttributeValue: false,
+  trimValues: false,
+  processEntities: true,
+  htmlEntities: false,
+  ignoreDeclaration: true,
+  ignorePiTags: true,
 });
 
 function parseXml(text: string, what: string): XNode[] {
@@ -205,9 +221,15 @@ const placeholderType = (sp: XNode): string | null | undefined => {
 
 export function pptxToMarkdown(bytes: Uint8Array): string {
   const what = 'PPTX presentation';
-  const files = unzip(bytes, what, (n) => n === 'ppt/presentation.xml' || n === 'ppt/_rels/presentation.xml.rels' || /^ppt\/slides\/slide\d+\.xml$/.test(n));
+  const files = unzip(
+    bytes,
+    what,
+    (n) => n === 'ppt/presentation.xml' || n === 'ppt/_rels/presentation.xml.rels' || /^ppt\/slides\/slide\d+\.xml$/.test(n),
+  );
   // slide order: presentation.xml's sldIdLst → relationship ids → targets
-  const rels = new Map(findAll(parseXml(files['ppt/_rels/presentation.xml.rels'] ?? '', what), 'Relationship').map((r) => [attr(r, 'Id'), attr(r, 'Target')]));
+  const rels = new Map(
+    findAll(parseXml(files['ppt/_rels/presentation.xml.rels'] ?? '', what), 'Relationship').map((r) => [attr(r, 'Id'), attr(r, 'Target')]),
+  );
   let order = findAll(parseXml(files['ppt/presentation.xml'] ?? '', what), 'p:sldId')
     .map((s) => `ppt/${(rels.get(attr(s, 'r:id')) ?? '').replace(/^\/?ppt\//, '')}`).filter((n) => files[n]);
   const slideNo = (n: string) => Number(/(\d+)\.xml$/.exec(n)![1]);
@@ -218,13 +240,18 @@ export function pptxToMarkdown(bytes: Uint8Array): string {
     const body: string[] = [];
     for (const shape of shapes(findAll(parseXml(files[name]!, what), 'p:spTree').flatMap(kids))) {
       if (tagOf(shape) === 'p:graphicFrame') {
-        const rows = findAll(kids(shape), 'a:tr').map((tr) => findAll(kids(tr), 'a:tc').map((tc) => drawingParagraphs(kids(tc)).map((p) => p.text.replace(/\n/g, ' ')).join(' ')));
+        const rows = findAll(kids(shape), 'a:tr').map((tr) =>
+          findAll(kids(tr), 'a:tc').map((tc) => drawingParagraphs(kids(tc)).map((p) => p.text.replace(/\n/g, ' ')).join(' '))
+        );
         if (rows.length) body.push(markdownTable(rows));
         continue;
       }
       const ph = placeholderType(shape);
       const paras = drawingParagraphs(kids(shape));
-      if ((ph === 'title' || ph === 'ctrTitle') && !title) { title = paras.map((p) => p.text).join(' ').replace(/\s+/g, ' '); continue; }
+      if ((ph === 'title' || ph === 'ctrTitle') && !title) {
+        title = paras.map((p) => p.text).join(' ').replace(/\s+/g, ' ');
+        continue;
+      }
       if (ph === 'dt' || ph === 'ftr' || ph === 'sldNum') continue;
       const isBodyPh = ph === null || ph === 'body' || ph === 'obj';
       for (const p of paras) {
@@ -331,7 +358,11 @@ export function odtToMarkdown(bytes: Uint8Array): string {
 
 type Mailbox = { name?: string; address?: string; group?: Mailbox[] };
 const mailbox = (a: Mailbox): string =>
-  a.group ? `${a.name ? `${a.name}: ` : ''}${a.group.map(mailbox).join(', ')}` : a.name ? `${a.name} <${a.address ?? ''}>` : (a.address ?? '');
+  a.group
+    ? `${a.name ? `${a.name}: ` : ''}${a.group.map(mailbox).join(', ')}`
+    : a.name
+    ? `${a.name} <${a.address ?? ''}>`
+    : (a.address ?? '');
 
 export async function emlToMarkdown(bytes: Uint8Array): Promise<string> {
   let mail: Awaited<ReturnType<typeof PostalMime.parse>>;
@@ -353,12 +384,14 @@ export async function emlToMarkdown(bytes: Uint8Array): Promise<string> {
     ['Subject', mail.subject],
   ];
   const attachments = mail.attachments.filter((a) => a.disposition !== 'inline' || !a.contentId).map((a) => a.filename ?? 'attachment');
-  return tidy([
-    `# ${mail.subject || 'Message'}`,
-    head.filter(([, v]) => v).map(([k, v]) => `**${k}:** ${v}`).join('  \n'),
-    body.trim(),
-    attachments.length ? `**Attachments:** ${attachments.join(', ')}` : '',
-  ].filter(Boolean).join('\n\n'));
+  return tidy(
+    [
+      `# ${mail.subject || 'Message'}`,
+      head.filter(([, v]) => v).map(([k, v]) => `**${k}:** ${v}`).join('  \n'),
+      body.trim(),
+      attachments.length ? `**Attachments:** ${attachments.join(', ')}` : '',
+    ].filter(Boolean).join('\n\n'),
+  );
 }
 
 // ---------------------------------------------------------------- CSV and text

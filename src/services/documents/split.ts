@@ -7,7 +7,7 @@
  * within about ±25% and never depends on which model the chunks go to.
  */
 import { invalidArgument } from '../errors.ts';
-import { elementsToMarkdown, type DocElement } from './elements.ts';
+import { type DocElement, elementsToMarkdown } from './elements.ts';
 
 export type SplitStrategy = 'pages' | 'headings' | 'tokens';
 
@@ -32,7 +32,13 @@ export interface Chunk {
 const TOKEN = /\p{L}+|\p{N}+|[^\s\p{L}\p{N}]/gu;
 export const countTokens = (s: string) => (s.match(TOKEN) ?? []).length;
 
-interface Piece { md: string; page: number | null; path: string[]; tokens: number; heading: boolean }
+interface Piece {
+  md: string;
+  page: number | null;
+  path: string[];
+  tokens: number;
+  heading: boolean;
+}
 
 function pieces(elements: DocElement[]): Piece[] {
   const path: { level: number; text: string }[] = [];
@@ -53,7 +59,8 @@ function pieces(elements: DocElement[]): Piece[] {
 }
 
 const pagesOf = (ps: Piece[]) => [...new Set(ps.map((p) => p.page).filter((p): p is number => p !== null))].sort((a, b) => a - b);
-const joinMd = (ps: Piece[]) => ps.map((p, i) => (i && /^- |^\d+\. /.test(p.md) && /^- |^\d+\. /.test(ps[i - 1]!.md) ? `\n${p.md}` : `\n\n${p.md}`)).join('').trim();
+const joinMd = (ps: Piece[]) =>
+  ps.map((p, i) => (i && /^- |^\d+\. /.test(p.md) && /^- |^\d+\. /.test(ps[i - 1]!.md) ? `\n${p.md}` : `\n\n${p.md}`)).join('').trim();
 
 export function splitElements(elements: DocElement[], opts: SplitOptions): Chunk[] {
   const ps = pieces(elements);
@@ -76,7 +83,10 @@ export function splitElements(elements: DocElement[], opts: SplitOptions): Chunk
   } else if (opts.strategy === 'headings') {
     let cur: Piece[] = [];
     for (const p of ps) {
-      if (p.heading && cur.length) { sized(cur); cur = []; }
+      if (p.heading && cur.length) {
+        sized(cur);
+        cur = [];
+      }
       cur.push(p);
     }
     sized(cur);
@@ -91,7 +101,10 @@ export function splitElements(elements: DocElement[], opts: SplitOptions): Chunk
     const overlap = opts.overlap ?? (always ? 64 : 0);
     if (!(max >= 16)) throw invalidArgument('max_tokens: 16 or more.');
     if (!(overlap >= 0 && overlap < max / 2)) throw invalidArgument('overlap: 0 or more and less than half of max_tokens.');
-    if (group.reduce((s, p) => s + p.tokens, 0) <= max) { push(group); return; }
+    if (group.reduce((s, p) => s + p.tokens, 0) <= max) {
+      push(group);
+      return;
+    }
     let cur: Piece[] = [];
     let size = 0;
     const emit = () => {
@@ -127,8 +140,13 @@ function cutPiece(p: Piece, max: number): Piece[] {
   let cur = '', n = 0;
   for (const w of words) {
     const t = countTokens(w);
-    if (n + t > max && cur.trim()) { out.push({ ...p, md: cur.trim(), tokens: n }); cur = ''; n = 0; }
-    cur += w; n += t;
+    if (n + t > max && cur.trim()) {
+      out.push({ ...p, md: cur.trim(), tokens: n });
+      cur = '';
+      n = 0;
+    }
+    cur += w;
+    n += t;
   }
   if (cur.trim()) out.push({ ...p, md: cur.trim(), tokens: countTokens(cur) });
   return out;

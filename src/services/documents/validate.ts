@@ -6,8 +6,8 @@
 import { unzipSync } from 'fflate';
 import { isServiceError } from '../errors.ts';
 import { pdfInfo } from '../pdf/pdf-info.ts';
-import { sharpLib, decodeBmp } from '../ocr/raster.ts';
-import { EXTENSIONS, MIME, isImage, sniffFormat, type DocFormat } from './detect.ts';
+import { decodeBmp, sharpLib } from '../ocr/raster.ts';
+import { type DocFormat, EXTENSIONS, isImage, MIME, sniffFormat } from './detect.ts';
 import { toMarkdown } from './analyse.ts';
 
 export interface ValidationReport {
@@ -33,28 +33,59 @@ export interface ValidationReport {
 
 const CFB = [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1];
 
-export async function validateDocument(bytes: Uint8Array, meta: { filename?: string; contentType?: string; password?: string } = {}): Promise<ValidationReport> {
+export async function validateDocument(
+  bytes: Uint8Array,
+  meta: { filename?: string; contentType?: string; password?: string } = {},
+): Promise<ValidationReport> {
   const issues: ValidationReport['issues'] = [];
   const ext = /\.([A-Za-z0-9]+)$/.exec(meta.filename ?? '')?.[1]?.toLowerCase();
-  const byType = Object.entries(MIME).find(([, m]) => m === (meta.contentType ?? '').split(';')[0]!.trim().toLowerCase())?.[0] as DocFormat | undefined;
+  const byType = Object.entries(MIME).find(([, m]) => m === (meta.contentType ?? '').split(';')[0]!.trim().toLowerCase())?.[0] as
+    | DocFormat
+    | undefined;
   const claimed = (ext ? EXTENSIONS[ext] : undefined) ?? byType ?? null;
   let detected: DocFormat | null = null;
-  try { detected = sniffFormat(bytes.subarray(0, 65536), () => bytes); } catch { detected = null; }
+  try {
+    detected = sniffFormat(bytes.subarray(0, 65536), () => bytes);
+  } catch {
+    detected = null;
+  }
   const r: ValidationReport = {
-    valid: false, filename: meta.filename ?? null, bytes: bytes.byteLength, detected_format: detected, mime_type: detected ? MIME[detected] : null,
-    claimed_format: claimed, matches_claim: claimed ? claimed === detected : null, readable: false, encrypted: false, damaged: false,
-    page_count: null, has_text: null, issues,
+    valid: false,
+    filename: meta.filename ?? null,
+    bytes: bytes.byteLength,
+    detected_format: detected,
+    mime_type: detected ? MIME[detected] : null,
+    claimed_format: claimed,
+    matches_claim: claimed ? claimed === detected : null,
+    readable: false,
+    encrypted: false,
+    damaged: false,
+    page_count: null,
+    has_text: null,
+    issues,
   };
-  if (bytes.byteLength === 0) { issues.push({ code: 'empty', message: 'the file is empty' }); return r; }
+  if (bytes.byteLength === 0) {
+    issues.push({ code: 'empty', message: 'the file is empty' });
+    return r;
+  }
   if (!detected) {
     if (CFB.every((b, i) => bytes[i] === b)) {
-      issues.push({ code: 'unsupported_format', message: 'an OLE compound file: a legacy Office document (.doc/.xls/.ppt) or a password-protected Office file; not a supported format' });
+      issues.push({
+        code: 'unsupported_format',
+        message:
+          'an OLE compound file: a legacy Office document (.doc/.xls/.ppt) or a password-protected Office file; not a supported format',
+      });
     } else if (bytes[0] === 0x50 && bytes[1] === 0x4b) {
       issues.push({ code: 'unsupported_format', message: 'a ZIP archive that is not an Office Open XML or OpenDocument text file' });
     } else issues.push({ code: 'unsupported_format', message: 'the content is not a supported document format' });
     return r;
   }
-  if (claimed && claimed !== detected) issues.push({ code: 'format_mismatch', message: `the name or declared type says ${claimed.toUpperCase()} but the content is ${detected.toUpperCase()}` });
+  if (claimed && claimed !== detected) {
+    issues.push({
+      code: 'format_mismatch',
+      message: `the name or declared type says ${claimed.toUpperCase()} but the content is ${detected.toUpperCase()}`,
+    });
+  }
   try {
     if (detected === 'pdf') await checkPdf(bytes, r, meta.password);
     else if (isImage(detected)) await checkImage(bytes, detected, r);
@@ -70,7 +101,10 @@ export async function validateDocument(bytes: Uint8Array, meta: { filename?: str
 
 async function checkPdf(bytes: Uint8Array, r: ValidationReport, password?: string): Promise<void> {
   const tail = new TextDecoder('latin1').decode(bytes.subarray(Math.max(0, bytes.length - 2048)));
-  if (!tail.includes('%%EOF')) { r.damaged = true; r.issues.push({ code: 'truncated', message: 'no %%EOF marker at the end: the file looks truncated' }); }
+  if (!tail.includes('%%EOF')) {
+    r.damaged = true;
+    r.issues.push({ code: 'truncated', message: 'no %%EOF marker at the end: the file looks truncated' });
+  }
   try {
     const info = await pdfInfo(bytes, { password });
     r.readable = true;
@@ -78,7 +112,14 @@ async function checkPdf(bytes: Uint8Array, r: ValidationReport, password?: strin
     r.page_count = info.pageCount;
     r.has_text = info.pages.some((p) => p.content === 'text');
     r.scanned_pages = info.pages.filter((p) => p.content === 'scan').map((p) => p.page);
-    if (info.encrypted) r.issues.push({ code: 'encrypted', message: `encrypted (${info.encryption?.algorithm ?? 'unknown'}); opened ${password ? 'with the password given' : 'without a password (owner restrictions only)'}` });
+    if (info.encrypted) {
+      r.issues.push({
+        code: 'encrypted',
+        message: `encrypted (${info.encryption?.algorithm ?? 'unknown'}); opened ${
+          password ? 'with the password given' : 'without a password (owner restrictions only)'
+        }`,
+      });
+    }
     if (!r.has_text) r.issues.push({ code: 'no_text_layer', message: 'no page has a text layer: OCR is needed to read it' });
   } catch (e) {
     if (!isServiceError(e)) throw e;
@@ -99,7 +140,11 @@ async function checkImage(bytes: Uint8Array, f: DocFormat, r: ValidationReport):
     return;
   }
   const sharp = await sharpLib();
-  if (!sharp) { r.issues.push({ code: 'not_checked', message: 'image decoding is unavailable in this runtime' }); r.readable = true; return; }
+  if (!sharp) {
+    r.issues.push({ code: 'not_checked', message: 'image decoding is unavailable in this runtime' });
+    r.readable = true;
+    return;
+  }
   try {
     const m = await sharp(bytes).metadata();
     await sharp(bytes, { failOn: 'truncated' }).raw().toBuffer(); // decodes every pixel: truncation shows here
@@ -113,7 +158,13 @@ async function checkImage(bytes: Uint8Array, f: DocFormat, r: ValidationReport):
 
 async function checkOther(bytes: Uint8Array, f: DocFormat, r: ValidationReport): Promise<void> {
   if (f === 'docx' || f === 'xlsx' || f === 'pptx' || f === 'odt') {
-    try { unzipSync(bytes); } catch (e) { r.damaged = true; r.issues.push({ code: 'zip_corrupt', message: `a part of the archive does not inflate: ${(e as Error).message}` }); return; }
+    try {
+      unzipSync(bytes);
+    } catch (e) {
+      r.damaged = true;
+      r.issues.push({ code: 'zip_corrupt', message: `a part of the archive does not inflate: ${(e as Error).message}` });
+      return;
+    }
   }
   const md = await toMarkdown(bytes, f);
   r.readable = true;

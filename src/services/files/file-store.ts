@@ -7,13 +7,26 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomId } from '../../ids.ts';
-import { deleteFileRow, expiredFiles, filesOfPurposeUnder, getFileRow, insertFile, listFileRows, setFilePurpose, type FileRow } from '../../store/files.ts';
+import {
+  deleteFileRow,
+  expiredFiles,
+  type FileRow,
+  filesOfPurposeUnder,
+  getFileRow,
+  insertFile,
+  listFileRows,
+  setFilePurpose,
+} from '../../store/files.ts';
 import type { Db } from '../../store/schema.ts';
 import { notFound } from '../errors.ts';
 
 export type StoredFile = FileRow;
 
-export interface FileMeta { filename: string; contentType?: string; purpose?: string }
+export interface FileMeta {
+  filename: string;
+  contentType?: string;
+  purpose?: string;
+}
 
 /** The purpose of a task's inline input (base64 or multipart): removed when the task ends. */
 export const TASK_INPUT = 'task-input';
@@ -46,7 +59,12 @@ export class FileStore {
     try {
       for await (const chunk of chunks) {
         bytes += chunk.byteLength;
-        if (!out.write(chunk)) await new Promise<void>((r, j) => { out.once('drain', r); out.once('error', j); });
+        if (!out.write(chunk)) {
+          await new Promise<void>((r, j) => {
+            out.once('drain', r);
+            out.once('error', j);
+          });
+        }
       }
       await new Promise<void>((r, j) => out.end((err?: Error | null) => (err ? j(err) : r())));
       return await this.#commit(ownerId, id, partial, bytes, meta);
@@ -58,7 +76,13 @@ export class FileStore {
   }
 
   async saveBytes(ownerId: string, data: Uint8Array, meta: FileMeta): Promise<StoredFile> {
-    return this.saveStream(ownerId, (async function* () { yield data; })(), meta);
+    return this.saveStream(
+      ownerId,
+      (async function* () {
+        yield data;
+      })(),
+      meta,
+    );
   }
 
   async #commit(ownerId: string, id: string, partial: string, bytes: number, meta: FileMeta): Promise<StoredFile> {
@@ -66,8 +90,14 @@ export class FileStore {
     await rename(partial, path);
     const now = Date.now();
     const row: StoredFile = {
-      id, owner_id: ownerId, filename: meta.filename || 'upload', purpose: meta.purpose ?? 'task',
-      bytes, content_type: meta.contentType || 'application/octet-stream', path, created_at: now,
+      id,
+      owner_id: ownerId,
+      filename: meta.filename || 'upload',
+      purpose: meta.purpose ?? 'task',
+      bytes,
+      content_type: meta.contentType || 'application/octet-stream',
+      path,
+      created_at: now,
       expires_at: now + this.retentionSeconds * 1000,
     };
     try {

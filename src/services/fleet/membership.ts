@@ -40,7 +40,9 @@ export class FleetMembership {
   /** Called by the node's periodic upkeep; a heartbeat still running is not doubled. */
   tick(): void {
     if (this.#beating) return;
-    this.#beating = this.beat().catch((e) => this.o.log.error('fleet heartbeat', e)).finally(() => { this.#beating = undefined; });
+    this.#beating = this.beat().catch((e) => this.o.log.error('fleet heartbeat', e)).finally(() => {
+      this.#beating = undefined;
+    });
   }
 
   /** One heartbeat: write ours, take over the dead, refresh the live list. */

@@ -8,7 +8,7 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { capabilityUnavailable, invalidArgument } from '../errors.ts';
-import { firstLine, initBackend, sessionPlacement, type BackendSetting } from '../inference/backend.ts';
+import { type BackendSetting, firstLine, initBackend, sessionPlacement } from '../inference/backend.ts';
 import type { Engine, OutputFormat, Rgba } from './codecs.ts';
 import { loadPage } from './load.ts';
 import { writeOutput } from './output.ts';
@@ -16,7 +16,10 @@ import { parseColor } from './watermark.ts';
 
 // deno-lint-ignore no-explicit-any
 type Pipe = (image: unknown) => Promise<any>;
-const pipes = new Map<string, Promise<{ run: Pipe; tf: { RawImage: new (d: Uint8ClampedArray, w: number, h: number, c: number) => unknown } }>>();
+const pipes = new Map<
+  string,
+  Promise<{ run: Pipe; tf: { RawImage: new (d: Uint8ClampedArray, w: number, h: number, c: number) => unknown } }>
+>();
 
 async function pipelineFor(dirIn: string, backend: BackendSetting, threads: number) {
   const dir = resolve(dirIn);
@@ -34,7 +37,8 @@ async function pipelineFor(dirIn: string, backend: BackendSetting, threads: numb
       const errors: string[] = [];
       for (const d of rt.devices) {
         try {
-          const run = (await rt.tf.pipeline('background-removal', dir, { dtype: 'fp32', ...sessionPlacement(rt, d) } as never)) as unknown as Pipe;
+          const run =
+            (await rt.tf.pipeline('background-removal', dir, { dtype: 'fp32', ...sessionPlacement(rt, d) } as never)) as unknown as Pipe;
           return { run, tf: rt.tf as never };
         } catch (e) {
           errors.push(`${d}: ${firstLine(e)}`);
@@ -64,9 +68,15 @@ export interface BackgroundOptions {
 }
 
 export async function imageBackgroundRemoval(bytes: Uint8Array, o: BackgroundOptions) {
-  if (!o.modelDir) throw capabilityUnavailable('no background-removal model is configured (setting imageBackgroundModel: a local MODNet/ISNet/BiRefNet ONNX directory)');
+  if (!o.modelDir) {
+    throw capabilityUnavailable(
+      'no background-removal model is configured (setting imageBackgroundModel: a local MODNet/ISNet/BiRefNet ONNX directory)',
+    );
+  }
   const bg = o.background ? parseColor(o.background) : undefined;
-  if (!bg && o.format && !['png', 'webp', 'tiff', 'avif'].includes(o.format)) throw invalidArgument(`format ${o.format} has no alpha channel: choose png, webp, tiff or avif, or give a background colour.`);
+  if (!bg && o.format && !['png', 'webp', 'tiff', 'avif'].includes(o.format)) {
+    throw invalidArgument(`format ${o.format} has no alpha channel: choose png, webp, tiff or avif, or give a background colour.`);
+  }
   const page = await loadPage(bytes, o);
   const { run, tf } = await pipelineFor(o.modelDir, o.backend ?? 'auto', o.threads ?? 1);
   const out = await run(new tf.RawImage(new Uint8ClampedArray(page.img.data), page.img.width, page.img.height, 4));
@@ -80,6 +90,11 @@ export async function imageBackgroundRemoval(bytes: Uint8Array, o: BackgroundOpt
       cut.data[i + 3] = 255;
     }
   }
-  const written = await writeOutput(cut, page.format, { format: o.format ?? (bg ? undefined : 'png'), quality: o.quality, engine: o.engine, needsAlpha: !bg });
+  const written = await writeOutput(cut, page.format, {
+    format: o.format ?? (bg ? undefined : 'png'),
+    quality: o.quality,
+    engine: o.engine,
+    needsAlpha: !bg,
+  });
   return { ...written, pageIndex: page.pageIndex, foreground: Math.round((alphaSum / 255 / (cut.width * cut.height)) * 10000) / 10000 };
 }

@@ -7,7 +7,8 @@ export function encodeBmp(img: Rgba): Uint8Array {
   const size = header + w * h * 4;
   const out = new Uint8Array(size);
   const dv = new DataView(out.buffer);
-  out[0] = 0x42; out[1] = 0x4d;
+  out[0] = 0x42;
+  out[1] = 0x4d;
   dv.setUint32(2, size, true);
   dv.setUint32(10, header, true);
   dv.setUint32(14, 108, true);
@@ -28,7 +29,10 @@ export function encodeBmp(img: Rgba): Uint8Array {
   for (let y = 0; y < h; y++) {
     let o = header + (h - 1 - y) * w * 4;
     for (let x = 0, i = y * w * 4; x < w; x++, i += 4, o += 4) {
-      out[o] = d[i + 2]!; out[o + 1] = d[i + 1]!; out[o + 2] = d[i]!; out[o + 3] = d[i + 3]!;
+      out[o] = d[i + 2]!;
+      out[o + 1] = d[i + 1]!;
+      out[o + 2] = d[i]!;
+      out[o + 3] = d[i + 3]!;
     }
   }
   return out;

@@ -12,7 +12,7 @@ import { capabilityUnavailable, invalidArgument, ServiceError } from '../errors.
 import { decodeBmp } from '../ocr/raster.ts';
 import { encodeBmp } from './bmp.ts';
 import { iccToSrgb } from './icc.ts';
-import { readMetadata, type ImageMetadata } from './metadata.ts';
+import { type ImageMetadata, readMetadata } from './metadata.ts';
 import { applyOrientation } from './pixels.ts';
 import type { ImageFormat } from './probe.ts';
 import { decodeTiffPages } from './tiff.ts';
@@ -35,17 +35,38 @@ export async function sharpFor(engine: Engine): Promise<Sharp | null> {
   return s;
 }
 
-const corrupt = (e: unknown) => (e instanceof ServiceError ? e : new ServiceError(422, 'image_corrupt', `The image cannot be decoded: ${(e as Error).message}`));
+const corrupt = (
+  e: unknown,
+) => (e instanceof ServiceError ? e : new ServiceError(422, 'image_corrupt', `The image cannot be decoded: ${(e as Error).message}`));
 
 const wasm = (spec: string) => readFile(packageFile(spec)).then((b) => WebAssembly.compile(b));
-const once = <T>(f: () => Promise<T>) => { let p: Promise<T> | undefined; return () => (p ??= f()); };
+const once = <T>(f: () => Promise<T>) => {
+  let p: Promise<T> | undefined;
+  return () => (p ??= f());
+};
 
 type Decoder = (b: ArrayBuffer) => Promise<ImageData>;
 const wasmDecoders: Partial<Record<ImageFormat, () => Promise<Decoder>>> = {
-  png: once(async () => { const m = await import('@jsquash/png/decode.js'); await m.init(await wasm('@jsquash/png/codec/pkg/squoosh_png_bg.wasm')); return (b) => m.default(b) as Promise<ImageData>; }),
-  jpeg: once(async () => { const m = await import('@jsquash/jpeg/decode.js'); await m.init(await wasm('@jsquash/jpeg/codec/dec/mozjpeg_dec.wasm') as never); return (b) => m.default(b); }),
-  webp: once(async () => { const m = await import('@jsquash/webp/decode.js'); await m.init(await wasm('@jsquash/webp/codec/dec/webp_dec.wasm') as never); return (b) => m.default(b); }),
-  avif: once(async () => { const m = await import('@jsquash/avif/decode.js'); await m.init(await wasm('@jsquash/avif/codec/dec/avif_dec.wasm') as never); return async (b) => (await m.default(b)) as ImageData; }),
+  png: once(async () => {
+    const m = await import('@jsquash/png/decode.js');
+    await m.init(await wasm('@jsquash/png/codec/pkg/squoosh_png_bg.wasm'));
+    return (b) => m.default(b) as Promise<ImageData>;
+  }),
+  jpeg: once(async () => {
+    const m = await import('@jsquash/jpeg/decode.js');
+    await m.init(await wasm('@jsquash/jpeg/codec/dec/mozjpeg_dec.wasm') as never);
+    return (b) => m.default(b);
+  }),
+  webp: once(async () => {
+    const m = await import('@jsquash/webp/decode.js');
+    await m.init(await wasm('@jsquash/webp/codec/dec/webp_dec.wasm') as never);
+    return (b) => m.default(b);
+  }),
+  avif: once(async () => {
+    const m = await import('@jsquash/avif/decode.js');
+    await m.init(await wasm('@jsquash/avif/codec/dec/avif_dec.wasm') as never);
+    return async (b) => (await m.default(b)) as ImageData;
+  }),
 };
 
 export interface Decoded {
@@ -62,9 +83,21 @@ export interface Decoded {
  * Decodes the chosen pages (0-based; default all) to upright sRGB RGBA. The caller has already checked the
  * declared pixel count (probe.ts), so decoders never meet a bomb.
  */
-export async function decodeImage(bytes: Uint8Array, format: ImageFormat, pageCount: number, opts: { pages?: number[]; engine?: Engine; maxPixels: number; size?: (width: number, height: number) => { width: number; height: number } }): Promise<Decoded> {
+export async function decodeImage(
+  bytes: Uint8Array,
+  format: ImageFormat,
+  pageCount: number,
+  opts: {
+    pages?: number[];
+    engine?: Engine;
+    maxPixels: number;
+    size?: (width: number, height: number) => { width: number; height: number };
+  },
+): Promise<Decoded> {
   const want = opts.pages ?? [...Array(pageCount).keys()];
-  for (const p of want) if (p < 0 || p >= pageCount) throw invalidArgument(`page_index ${p} is past the last page (the image has ${pageCount}).`);
+  for (const p of want) {
+    if (p < 0 || p >= pageCount) throw invalidArgument(`page_index ${p} is past the last page (the image has ${pageCount}).`);
+  }
   const metadata = await readMetadata(bytes, format);
   const sharp = await sharpFor(opts.engine ?? 'auto');
   // HEVC-coded HEIC: no WASM decoder exists, and sharp's prebuilt libheif reads AVIF only
@@ -92,11 +125,21 @@ export async function decodeImage(bytes: Uint8Array, format: ImageFormat, pageCo
     else if (format === 'bmp') pages = [toRgba(decodeBmp(bytes))];
     else {
       // mozjpeg's WASM build aborts on 4-component (CMYK/YCCK) JPEGs
-      if (format === 'jpeg' && jpegComponents(bytes) === 4) throw capabilityUnavailable('CMYK JPEG decoding needs the sharp image library, which this build does not carry; send the image as TIFF');
+      if (format === 'jpeg' && jpegComponents(bytes) === 4) {
+        throw capabilityUnavailable(
+          'CMYK JPEG decoding needs the sharp image library, which this build does not carry; send the image as TIFF',
+        );
+      }
       const dec = wasmDecoders[format];
-      if (!dec) throw capabilityUnavailable(`decoding ${format.toUpperCase()} needs the sharp image library, which this build does not carry`);
+      if (!dec) {
+        throw capabilityUnavailable(`decoding ${format.toUpperCase()} needs the sharp image library, which this build does not carry`);
+      }
       const img = await (await dec())(bytes.slice().buffer as ArrayBuffer);
-      pages = [{ data: new Uint8ClampedArray(img.data.buffer, img.data.byteOffset, img.data.byteLength), width: img.width, height: img.height }];
+      pages = [{
+        data: new Uint8ClampedArray(img.data.buffer, img.data.byteOffset, img.data.byteLength),
+        width: img.width,
+        height: img.height,
+      }];
     }
     if (metadata.icc && format !== 'tiff') pages = await Promise.all(pages.map((p) => iccToSrgb(p, metadata.icc!)));
     if (metadata.orientation > 1) pages = pages.map((p) => applyOrientation(p, metadata.orientation));
@@ -109,30 +152,70 @@ export async function decodeImage(bytes: Uint8Array, format: ImageFormat, pageCo
 /** Components in the JPEG frame header (3 = YCbCr, 4 = CMYK/YCCK, 1 = gray). */
 function jpegComponents(b: Uint8Array): number {
   for (let i = 2; i + 9 < b.length;) {
-    if (b[i] !== 0xff) { i++; continue; }
+    if (b[i] !== 0xff) {
+      i++;
+      continue;
+    }
     const m = b[i + 1]!;
     if (m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc) return b[i + 9]!;
-    if (m === 0xd8 || m === 0xff || m === 0x01 || (m >= 0xd0 && m <= 0xd7)) { i += m === 0xff ? 1 : 2; continue; }
+    if (m === 0xd8 || m === 0xff || m === 0x01 || (m >= 0xd0 && m <= 0xd7)) {
+      i += m === 0xff ? 1 : 2;
+      continue;
+    }
     i += 2 + ((b[i + 2]! << 8) | b[i + 3]!);
   }
   return 3;
 }
 
-const toRgba = (x: { data: Uint8Array; width: number; height: number }): Rgba => ({ data: new Uint8ClampedArray(x.data.buffer, x.data.byteOffset, x.data.byteLength), width: x.width, height: x.height });
+const toRgba = (x: { data: Uint8Array; width: number; height: number }): Rgba => ({
+  data: new Uint8ClampedArray(x.data.buffer, x.data.byteOffset, x.data.byteLength),
+  width: x.width,
+  height: x.height,
+});
 
 export type OutputFormat = 'jpeg' | 'png' | 'webp' | 'avif' | 'tiff' | 'gif' | 'bmp';
 export const OUTPUT_FORMATS: OutputFormat[] = ['jpeg', 'png', 'webp', 'avif', 'tiff', 'gif', 'bmp'];
 export const CONTENT_TYPES: Record<OutputFormat, string> = {
-  jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp', avif: 'image/avif', tiff: 'image/tiff', gif: 'image/gif', bmp: 'image/bmp',
+  jpeg: 'image/jpeg',
+  png: 'image/png',
+  webp: 'image/webp',
+  avif: 'image/avif',
+  tiff: 'image/tiff',
+  gif: 'image/gif',
+  bmp: 'image/bmp',
 };
-export const EXTENSIONS: Record<OutputFormat, string> = { jpeg: 'jpg', png: 'png', webp: 'webp', avif: 'avif', tiff: 'tif', gif: 'gif', bmp: 'bmp' };
+export const EXTENSIONS: Record<OutputFormat, string> = {
+  jpeg: 'jpg',
+  png: 'png',
+  webp: 'webp',
+  avif: 'avif',
+  tiff: 'tif',
+  gif: 'gif',
+  bmp: 'bmp',
+};
 
 type Encoder = (d: ImageData, o: object) => Promise<ArrayBuffer>;
 const wasmEncoders: Partial<Record<OutputFormat, () => Promise<Encoder>>> = {
-  png: once(async () => { const m = await import('@jsquash/png/encode.js'); await m.init(await wasm('@jsquash/png/codec/pkg/squoosh_png_bg.wasm')); return (d) => m.default(d); }),
-  jpeg: once(async () => { const m = await import('@jsquash/jpeg/encode.js'); await m.init(await wasm('@jsquash/jpeg/codec/enc/mozjpeg_enc.wasm') as never); return (d, o) => m.default(d, o); }),
-  webp: once(async () => { const m = await import('@jsquash/webp/encode.js'); await m.init(await wasm('@jsquash/webp/codec/enc/webp_enc_simd.wasm') as never); return (d, o) => m.default(d, o); }),
-  avif: once(async () => { const m = await import('@jsquash/avif/encode.js'); await m.init(await wasm('@jsquash/avif/codec/enc/avif_enc.wasm') as never); return (d, o) => m.default(d, o as never); }),
+  png: once(async () => {
+    const m = await import('@jsquash/png/encode.js');
+    await m.init(await wasm('@jsquash/png/codec/pkg/squoosh_png_bg.wasm'));
+    return (d) => m.default(d);
+  }),
+  jpeg: once(async () => {
+    const m = await import('@jsquash/jpeg/encode.js');
+    await m.init(await wasm('@jsquash/jpeg/codec/enc/mozjpeg_enc.wasm') as never);
+    return (d, o) => m.default(d, o);
+  }),
+  webp: once(async () => {
+    const m = await import('@jsquash/webp/encode.js');
+    await m.init(await wasm('@jsquash/webp/codec/enc/webp_enc_simd.wasm') as never);
+    return (d, o) => m.default(d, o);
+  }),
+  avif: once(async () => {
+    const m = await import('@jsquash/avif/encode.js');
+    await m.init(await wasm('@jsquash/avif/codec/enc/avif_enc.wasm') as never);
+    return (d, o) => m.default(d, o as never);
+  }),
 };
 
 export interface EncodeOptions {
@@ -173,14 +256,30 @@ function sharpEncode(s: Sharp, format: OutputFormat, quality: number, opts: { gr
   if (format === 'jpeg') s = s.flatten({ background: '#ffffff' });
   if (opts.gray) s = s.toColourspace('b-w');
   if (format === 'avif' && opts.xmp) s = s.withXmp(new TextDecoder().decode(opts.xmp));
-  return format === 'png' ? s.png({ compressionLevel: 6 }) : format === 'jpeg' ? s.jpeg({ quality }) : format === 'webp' ? s.webp({ quality }) : format === 'avif' ? s.avif({ quality }) : s.gif();
+  return format === 'png'
+    ? s.png({ compressionLevel: 6 })
+    : format === 'jpeg'
+    ? s.jpeg({ quality })
+    : format === 'webp'
+    ? s.webp({ quality })
+    : format === 'avif'
+    ? s.avif({ quality })
+    : s.gif();
 }
 
 /**
  * One libvips pipeline from input bytes to output bytes (decode, orient, resize, colour, encode), for
  * conversions that need no pixel work of ours: the pixels never cross into JavaScript.
  */
-export async function transcodeWithSharp(bytes: Uint8Array, page: number, o: EncodeOptions & { format: OutputFormat; maxPixels: number; size?: (width: number, height: number) => { width: number; height: number } }): Promise<{ bytes: Uint8Array; width: number; height: number }> {
+export async function transcodeWithSharp(
+  bytes: Uint8Array,
+  page: number,
+  o: EncodeOptions & {
+    format: OutputFormat;
+    maxPixels: number;
+    size?: (width: number, height: number) => { width: number; height: number };
+  },
+): Promise<{ bytes: Uint8Array; width: number; height: number }> {
   const sharp = await sharpFor(o.engine ?? 'auto');
   const quality = Math.round(o.quality ?? (o.format === 'webp' ? 80 : o.format === 'avif' ? 50 : 85));
   try {
@@ -214,7 +313,11 @@ function flattenForWasm(img: Rgba, white: boolean, gray: boolean): Uint8ClampedA
 
 /** Formats this runtime decodes and encodes, measured once at start by round-tripping a 2×2 image. */
 export async function measureFormats(engine: Engine = 'auto'): Promise<{ input: ImageFormat[]; output: OutputFormat[] }> {
-  const probe: Rgba = { data: new Uint8ClampedArray([255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 255, 255, 255, 128]), width: 2, height: 2 };
+  const probe: Rgba = {
+    data: new Uint8ClampedArray([255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 255, 255, 255, 128]),
+    width: 2,
+    height: 2,
+  };
   const output: OutputFormat[] = [];
   const input: ImageFormat[] = ['bmp', 'tiff'];
   const { probeImage } = await import('./probe.ts');

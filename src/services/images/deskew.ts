@@ -11,14 +11,28 @@ import { grayOf, rotate } from './pixels.ts';
 import { parseColor } from './watermark.ts';
 
 export async function deskewRgba(img: Rgba, o: { detectOrientation?: boolean; background?: string }) {
-  const o2 = await orientPage({ data: grayOf(img), width: img.width, height: img.height }, { detectOrientation: o.detectOrientation ?? false, deskew: true });
+  const o2 = await orientPage({ data: grayOf(img), width: img.width, height: img.height }, {
+    detectOrientation: o.detectOrientation ?? false,
+    deskew: true,
+  });
   const fill = [...parseColor(o.background ?? '#ffffff'), 255] as [number, number, number, number];
   let out = o2.rotation ? rotate(img, o2.rotation, fill) : img;
   if (o2.deskew) out = rotate(out, o2.deskew, fill);
   return { img: out, rotation: o2.rotation, deskew: o2.deskew };
 }
 
-export async function imageDeskew(bytes: Uint8Array, o: { detectOrientation?: boolean; background?: string; format?: OutputFormat; quality?: number; pageIndex?: number; engine?: Engine; maxPixels: number }) {
+export async function imageDeskew(
+  bytes: Uint8Array,
+  o: {
+    detectOrientation?: boolean;
+    background?: string;
+    format?: OutputFormat;
+    quality?: number;
+    pageIndex?: number;
+    engine?: Engine;
+    maxPixels: number;
+  },
+) {
   const page = await loadPage(bytes, o);
   const r = await deskewRgba(page.img, o);
   return { ...(await writeOutput(r.img, page.format, o)), pageIndex: page.pageIndex, rotation: r.rotation, deskewAngle: r.deskew };

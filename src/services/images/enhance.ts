@@ -23,7 +23,10 @@ export interface EnhanceOptions {
   maxPixels: number;
 }
 
-export async function enhanceRgba(img: Rgba, o: Omit<EnhanceOptions, 'maxPixels' | 'format' | 'quality' | 'pageIndex' | 'engine'>): Promise<Rgba> {
+export async function enhanceRgba(
+  img: Rgba,
+  o: Omit<EnhanceOptions, 'maxPixels' | 'format' | 'quality' | 'pageIndex' | 'engine'>,
+): Promise<Rgba> {
   const photon = await import('@cf-wasm/photon');
   const p = new photon.PhotonImage(new Uint8Array(img.data), img.width, img.height);
   try {
@@ -39,7 +42,9 @@ export async function enhanceRgba(img: Rgba, o: Omit<EnhanceOptions, 'maxPixels'
 
 export async function imageEnhance(bytes: Uint8Array, o: EnhanceOptions) {
   if (o.contrast !== undefined && !(o.contrast >= -100 && o.contrast <= 100)) throw invalidArgument('contrast: -100 to 100.');
-  if (o.denoise !== undefined && !(Number.isInteger(o.denoise) && o.denoise >= 0 && o.denoise <= 3)) throw invalidArgument('denoise: a median radius 0 to 3.');
+  if (o.denoise !== undefined && !(Number.isInteger(o.denoise) && o.denoise >= 0 && o.denoise <= 3)) {
+    throw invalidArgument('denoise: a median radius 0 to 3.');
+  }
   if (o.sharpen !== undefined && !(o.sharpen >= 0 && o.sharpen <= 150)) throw invalidArgument('sharpen: 0 to 150.');
   const page = await loadPage(bytes, o);
   const out = await enhanceRgba(page.img, o);

@@ -30,7 +30,8 @@ function engine(): Promise<Lcms> {
 }
 
 /** A shipped profile: embedded in the single binary (scripts/compile.mjs), else read beside this module. */
-export const profileFile = (name: string) => embeddedAssets[`./src/services/images/profiles/${name}`] ?? fileURLToPath(new URL(`./profiles/${name}`, import.meta.url));
+export const profileFile = (name: string) =>
+  embeddedAssets[`./src/services/images/profiles/${name}`] ?? fileURLToPath(new URL(`./profiles/${name}`, import.meta.url));
 let cmykBytes: Promise<Uint8Array> | undefined;
 /** The shipped CMYK output profile (embedded into every CMYK image written). */
 export const cmykProfile = () => (cmykBytes ??= readFile(profileFile('cmyk-fogra39.icc')).then((b) => new Uint8Array(b)));
@@ -82,7 +83,12 @@ export async function cmykToSrgb(cmyk: Uint8Array, width: number, height: number
     const n = width * height;
     const rgb = chunked(m, t, cmyk, 4, 3, n);
     const data = new Uint8ClampedArray(n * 4);
-    for (let i = 0, j = 0; i < n; i++, j += 3) { data[i * 4] = rgb[j]!; data[i * 4 + 1] = rgb[j + 1]!; data[i * 4 + 2] = rgb[j + 2]!; data[i * 4 + 3] = 255; }
+    for (let i = 0, j = 0; i < n; i++, j += 3) {
+      data[i * 4] = rgb[j]!;
+      data[i * 4 + 1] = rgb[j + 1]!;
+      data[i * 4 + 2] = rgb[j + 2]!;
+      data[i * 4 + 3] = 255;
+    }
     return { data, width, height };
   } finally {
     m.cmsDeleteTransform(t);
@@ -105,7 +111,11 @@ export async function iccToSrgb(img: Rgba, icc: Uint8Array): Promise<Rgba> {
       const n = img.width * img.height;
       const rgb = chunked(m, t, rgbOf(img, 0), 3, 3, n);
       const out = new Uint8ClampedArray(img.data);
-      for (let i = 0, j = 0; i < n; i++, j += 3) { out[i * 4] = rgb[j]!; out[i * 4 + 1] = rgb[j + 1]!; out[i * 4 + 2] = rgb[j + 2]!; }
+      for (let i = 0, j = 0; i < n; i++, j += 3) {
+        out[i * 4] = rgb[j]!;
+        out[i * 4 + 1] = rgb[j + 1]!;
+        out[i * 4 + 2] = rgb[j + 2]!;
+      }
       return { data: out, width: img.width, height: img.height };
     } finally {
       if (t) m.cmsDeleteTransform(t);

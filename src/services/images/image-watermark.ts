@@ -6,6 +6,17 @@ import type { Engine } from './codecs.ts';
 import { imageConvert } from './convert.ts';
 import type { ImageWatermark } from './watermark.ts';
 
-export async function imageWatermark(bytes: Uint8Array, watermark: ImageWatermark, o: { quality?: number; pageIndex?: number; engine?: Engine; maxPixels: number }) {
-  return imageConvert(bytes, { watermark, keepMetadata: true, quality: o.quality ?? 92, pageIndex: o.pageIndex, engine: o.engine, maxPixels: o.maxPixels });
+export async function imageWatermark(
+  bytes: Uint8Array,
+  watermark: ImageWatermark,
+  o: { quality?: number; pageIndex?: number; engine?: Engine; maxPixels: number },
+) {
+  return imageConvert(bytes, {
+    watermark,
+    keepMetadata: true,
+    quality: o.quality ?? 92,
+    pageIndex: o.pageIndex,
+    engine: o.engine,
+    maxPixels: o.maxPixels,
+  });
 }

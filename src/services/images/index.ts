@@ -1,5 +1,5 @@
 /** The image services (docs/api/images.md); loaded on first use through ./lazy.ts. */
-export { imageConvert, type ConvertOptions, type ConvertResult } from './convert.ts';
+export { type ConvertOptions, type ConvertResult, imageConvert } from './convert.ts';
 export { imageWatermark } from './image-watermark.ts';
 export { imageCapabilities } from './capabilities.ts';
 export { imageWatermarkCapabilities } from './watermark.ts';

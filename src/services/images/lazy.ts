@@ -7,7 +7,8 @@ type Fn<K extends keyof Images> = Images[K] extends (...a: infer A) => infer R ?
 
 let loading: Promise<Images> | undefined;
 const load = () => (loading ??= import('./index.ts'));
-const lazy = <K extends keyof Images>(name: K): Fn<K> => (async (...args: unknown[]) => ((await load())[name] as (...a: unknown[]) => unknown)(...args)) as Fn<K>;
+const lazy = <K extends keyof Images>(name: K): Fn<K> =>
+  (async (...args: unknown[]) => ((await load())[name] as (...a: unknown[]) => unknown)(...args)) as Fn<K>;
 
 export const imageConvert = lazy('imageConvert');
 export const imageWatermark = lazy('imageWatermark');

@@ -2,15 +2,24 @@
 import { invalidArgument } from '../errors.ts';
 import { decodeImage, type Engine, type Rgba } from './codecs.ts';
 import type { ImageMetadata } from './metadata.ts';
-import { checkPixels, probeImage, type ImageFormat } from './probe.ts';
+import { checkPixels, type ImageFormat, probeImage } from './probe.ts';
 
-export interface LoadedPage { img: Rgba; format: ImageFormat; pageCount: number; pageIndex: number; metadata: ImageMetadata }
+export interface LoadedPage {
+  img: Rgba;
+  format: ImageFormat;
+  pageCount: number;
+  pageIndex: number;
+  metadata: ImageMetadata;
+}
 
 export async function loadPage(bytes: Uint8Array, o: { pageIndex?: number; maxPixels: number; engine?: Engine }): Promise<LoadedPage> {
   const p = probeImage(bytes);
   const pageIndex = o.pageIndex ?? 0;
-  if (!Number.isInteger(pageIndex) || pageIndex < 0 || pageIndex >= p.pages.length)
-    throw invalidArgument(`page_index ${pageIndex} is past the last page: the image has ${p.pages.length} page${p.pages.length === 1 ? '' : 's'} (0-based).`);
+  if (!Number.isInteger(pageIndex) || pageIndex < 0 || pageIndex >= p.pages.length) {
+    throw invalidArgument(
+      `page_index ${pageIndex} is past the last page: the image has ${p.pages.length} page${p.pages.length === 1 ? '' : 's'} (0-based).`,
+    );
+  }
   checkPixels(p, o.maxPixels, [pageIndex]);
   const d = await decodeImage(bytes, p.format, p.pages.length, { pages: [pageIndex], maxPixels: o.maxPixels, engine: o.engine });
   return { img: d.pages[0]!, format: p.format, pageCount: p.pages.length, pageIndex, metadata: d.metadata };

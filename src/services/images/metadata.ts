@@ -37,7 +37,11 @@ export async function readMetadata(b: Uint8Array, format: ImageFormat): Promise<
       const sharp = await loadSharp();
       if (sharp) {
         const md = await sharp(b).metadata();
-        m = { exif: md.exif ? new Uint8Array(md.exif) : undefined, xmp: md.xmp ? new Uint8Array(md.xmp) : undefined, icc: md.icc ? new Uint8Array(md.icc) : undefined };
+        m = {
+          exif: md.exif ? new Uint8Array(md.exif) : undefined,
+          xmp: md.xmp ? new Uint8Array(md.xmp) : undefined,
+          icc: md.icc ? new Uint8Array(md.icc) : undefined,
+        };
       }
     }
   } catch { /* damaged metadata is dropped, never fatal */ }
@@ -114,7 +118,9 @@ function fromWebp(b: Uint8Array) {
 
 function fromTiff(b: Uint8Array) {
   const ifd = UTIF.decode(b.slice().buffer as ArrayBuffer)[0] as Record<string, unknown> | undefined;
-  const bytes = (v: unknown) => (Array.isArray(v) ? new Uint8Array(v as number[]) : v instanceof Uint8Array ? v : typeof v === 'string' ? enc.encode(v) : undefined);
+  const bytes = (
+    v: unknown,
+  ) => (Array.isArray(v) ? new Uint8Array(v as number[]) : v instanceof Uint8Array ? v : typeof v === 'string' ? enc.encode(v) : undefined);
   const orient = (ifd?.['t274'] as number[] | undefined)?.[0];
   return { xmp: bytes(ifd?.['t700']), icc: bytes(ifd?.['t34675']), ...(orient && orient > 1 ? { exif: minimalExif(orient) } : {}) };
 }
@@ -123,8 +129,14 @@ function fromTiff(b: Uint8Array) {
 function minimalExif(orientation: number): Uint8Array {
   const b = new Uint8Array(8 + 2 + 12 + 4);
   const dv = new DataView(b.buffer);
-  b[0] = b[1] = 0x49; dv.setUint16(2, 42, true); dv.setUint32(4, 8, true);
-  dv.setUint16(8, 1, true); dv.setUint16(10, 0x0112, true); dv.setUint16(12, 3, true); dv.setUint32(14, 1, true); dv.setUint16(18, orientation, true);
+  b[0] = b[1] = 0x49;
+  dv.setUint16(2, 42, true);
+  dv.setUint32(4, 8, true);
+  dv.setUint16(8, 1, true);
+  dv.setUint16(10, 0x0112, true);
+  dv.setUint16(12, 3, true);
+  dv.setUint32(14, 1, true);
+  dv.setUint16(18, orientation, true);
   return b;
 }
 
@@ -137,7 +149,9 @@ function exifEntries(exif: Uint8Array): { le: boolean; dv: DataView; entries: { 
   if (ifd + 2 > exif.length) return null;
   const n = dv.getUint16(ifd, le);
   const entries = [];
-  for (let k = 0; k < n && ifd + 2 + k * 12 + 12 <= exif.length; k++) entries.push({ tag: dv.getUint16(ifd + 2 + k * 12, le), at: ifd + 2 + k * 12 });
+  for (let k = 0; k < n && ifd + 2 + k * 12 + 12 <= exif.length; k++) {
+    entries.push({ tag: dv.getUint16(ifd + 2 + k * 12, le), at: ifd + 2 + k * 12 });
+  }
   return { le, dv, entries };
 }
 
@@ -161,7 +175,17 @@ export function exifUpright(exif: Uint8Array): Uint8Array {
 export function exifSummary(exif: Uint8Array): Record<string, string | number> {
   const e = exifEntries(exif);
   if (!e) return {};
-  const names: Record<number, string> = { 0x010f: 'make', 0x0110: 'model', 0x0131: 'software', 0x0132: 'date_time', 0x0112: 'orientation', 0x8298: 'copyright', 0x013b: 'artist', 0x9003: 'date_time_original', 0x8825: 'gps' };
+  const names: Record<number, string> = {
+    0x010f: 'make',
+    0x0110: 'model',
+    0x0131: 'software',
+    0x0132: 'date_time',
+    0x0112: 'orientation',
+    0x8298: 'copyright',
+    0x013b: 'artist',
+    0x9003: 'date_time_original',
+    0x8825: 'gps',
+  };
   const out: Record<string, string | number> = {};
   const read = (entries: { tag: number; at: number }[]) => {
     for (const { tag, at } of entries) {
@@ -170,7 +194,9 @@ export function exifSummary(exif: Uint8Array): Record<string, string | number> {
         const ifd = e.dv.getUint32(at + 8, e.le);
         if (ifd + 2 < exif.length) {
           const n = e.dv.getUint16(ifd, e.le), sub = [];
-          for (let k = 0; k < n && ifd + 14 + k * 12 <= exif.length; k++) sub.push({ tag: e.dv.getUint16(ifd + 2 + k * 12, e.le), at: ifd + 2 + k * 12 });
+          for (let k = 0; k < n && ifd + 14 + k * 12 <= exif.length; k++) {
+            sub.push({ tag: e.dv.getUint16(ifd + 2 + k * 12, e.le), at: ifd + 2 + k * 12 });
+          }
           read(sub);
         }
         continue;
@@ -219,7 +245,11 @@ export function rightsXmp(r: Rights): Uint8Array {
   );
 }
 
-export interface MetadataBlocks { exif?: Uint8Array; xmp?: Uint8Array; icc?: Uint8Array }
+export interface MetadataBlocks {
+  exif?: Uint8Array;
+  xmp?: Uint8Array;
+  icc?: Uint8Array;
+}
 
 /** Adds the blocks to freshly encoded JPEG/PNG/WebP bytes (which carry none of their own). Other formats: unchanged. */
 export function writeMetadata(b: Uint8Array, format: string, m: MetadataBlocks): Uint8Array {
@@ -232,7 +262,8 @@ export function writeMetadata(b: Uint8Array, format: string, m: MetadataBlocks):
 
 function segment(marker: number, body: Uint8Array): Uint8Array {
   const s = new Uint8Array(4 + body.length);
-  s[0] = 0xff; s[1] = marker;
+  s[0] = 0xff;
+  s[1] = marker;
   new DataView(s.buffer).setUint16(2, body.length + 2);
   s.set(body, 4);
   return s;
@@ -254,7 +285,9 @@ function toJpeg(b: Uint8Array, m: MetadataBlocks): Uint8Array {
   if (m.icc) {
     const max = 65519;
     const n = Math.ceil(m.icc.length / max);
-    for (let k = 0; k < n; k++) segs.push(segment(0xe2, concat([enc.encode('ICC_PROFILE\0'), new Uint8Array([k + 1, n]), m.icc.subarray(k * max, (k + 1) * max)])));
+    for (let k = 0; k < n; k++) {
+      segs.push(segment(0xe2, concat([enc.encode('ICC_PROFILE\0'), new Uint8Array([k + 1, n]), m.icc.subarray(k * max, (k + 1) * max)])));
+    }
   }
   segs.push(b.subarray(i));
   return concat(segs);
@@ -273,7 +306,9 @@ function pngChunk(type: string, data: Uint8Array): Uint8Array {
 function toPng(b: Uint8Array, m: MetadataBlocks): Uint8Array {
   const parts: Uint8Array[] = [b.subarray(0, 8)];
   for (const c of pngChunks(b)) {
-    if (['eXIf', 'iCCP', 'sRGB', 'gAMA', 'cHRM'].includes(c.type) || (c.type === 'iTXt' && ascii(c.data, 0, 18) === 'XML:com.adobe.xmp\0')) continue;
+    if (
+      ['eXIf', 'iCCP', 'sRGB', 'gAMA', 'cHRM'].includes(c.type) || (c.type === 'iTXt' && ascii(c.data, 0, 18) === 'XML:com.adobe.xmp\0')
+    ) continue;
     parts.push(b.subarray(c.start, c.end));
     if (c.type === 'IHDR') {
       if (m.icc) parts.push(pngChunk('iCCP', concat([enc.encode('icc\0\0'), zlibSync(m.icc)])));
@@ -298,13 +333,18 @@ function toWebp(b: Uint8Array, m: MetadataBlocks): Uint8Array {
   const vp8x = chunks.find((c) => c.type === 'VP8X');
   const { probeImage } = probeModule;
   const size = probeImage(b).pages[0]!;
-  const alpha = chunks.some((c) => c.type === 'ALPH') || (chunks.find((c) => c.type === 'VP8L')?.data[4]! & 0x10) !== 0 || (vp8x ? (vp8x.data[0]! & 0x10) !== 0 : false);
+  const alpha = chunks.some((c) => c.type === 'ALPH') || (chunks.find((c) => c.type === 'VP8L')?.data[4]! & 0x10) !== 0 ||
+    (vp8x ? (vp8x.data[0]! & 0x10) !== 0 : false);
   const flags = (m.icc ? 0x20 : 0) | (alpha ? 0x10 : 0) | (m.exif ? 0x08 : 0) | (m.xmp ? 0x04 : 0) | (vp8x ? vp8x.data[0]! & 0x02 : 0);
   const head = new Uint8Array(10);
   head[0] = flags;
   const w = size.width - 1, h = size.height - 1;
-  head[4] = w & 255; head[5] = (w >> 8) & 255; head[6] = (w >> 16) & 255;
-  head[7] = h & 255; head[8] = (h >> 8) & 255; head[9] = (h >> 16) & 255;
+  head[4] = w & 255;
+  head[5] = (w >> 8) & 255;
+  head[6] = (w >> 16) & 255;
+  head[7] = h & 255;
+  head[8] = (h >> 8) & 255;
+  head[9] = (h >> 16) & 255;
   const body = concat([
     riffChunk('VP8X', head),
     ...(m.icc ? [riffChunk('ICCP', m.icc)] : []),
@@ -325,11 +365,18 @@ const startsWith = (b: Uint8Array, p: Uint8Array) => p.every((x, i) => b[i] === 
 export function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let o = 0;
-  for (const p of parts) { out.set(p, o); o += p.length; }
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
   return out;
 }
 
-const CRC = new Uint32Array(256).map((_, n) => { let c = n; for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1; return c >>> 0; });
+const CRC = new Uint32Array(256).map((_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
 function crc32(b: Uint8Array): number {
   let c = 0xffffffff;
   for (let i = 0; i < b.length; i++) c = CRC[(c ^ b[i]!) & 255]! ^ (c >>> 8);

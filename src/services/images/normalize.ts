@@ -26,7 +26,11 @@ export async function imageNormalization(bytes: Uint8Array, o: NormalizeOptions)
   const page = await loadPage(bytes, o);
   let img = page.img;
   let deskewAngle = 0;
-  if (o.deskew) { const r = await deskewRgba(img, {}); img = r.img; deskewAngle = r.deskew; }
+  if (o.deskew) {
+    const r = await deskewRgba(img, {});
+    img = r.img;
+    deskewAngle = r.deskew;
+  }
   const size = fitSize(img.width, img.height, { width: maxSide, height: maxSide }, 'inside', false);
   img = await resize(img, size.width, size.height, o.engine);
   const gray = o.colourSpace === 'gray';

@@ -18,13 +18,34 @@ export function applyOrientation(img: Rgba, o: number): Rgba {
     for (let x = 0; x < W; x++) {
       let sx: number, sy: number;
       switch (o) {
-        case 2: sx = w - 1 - x; sy = y; break;
-        case 3: sx = w - 1 - x; sy = h - 1 - y; break;
-        case 4: sx = x; sy = h - 1 - y; break;
-        case 5: sx = y; sy = x; break;
-        case 6: sx = y; sy = h - 1 - x; break;
-        case 7: sx = w - 1 - y; sy = h - 1 - x; break;
-        default: sx = w - 1 - y; sy = x; break; // 8
+        case 2:
+          sx = w - 1 - x;
+          sy = y;
+          break;
+        case 3:
+          sx = w - 1 - x;
+          sy = h - 1 - y;
+          break;
+        case 4:
+          sx = x;
+          sy = h - 1 - y;
+          break;
+        case 5:
+          sx = y;
+          sy = x;
+          break;
+        case 6:
+          sx = y;
+          sy = h - 1 - x;
+          break;
+        case 7:
+          sx = w - 1 - y;
+          sy = h - 1 - x;
+          break;
+        default:
+          sx = w - 1 - y;
+          sy = x;
+          break; // 8
       }
       dst[y * W + x] = src[sy * w + sx]!;
     }
@@ -47,8 +68,12 @@ export async function resize(img: Rgba, width: number, height: number, engine: E
     const r = photon.resize(p, width, height, photon.SamplingFilter.Lanczos3);
     try {
       return { data: new Uint8ClampedArray(r.get_raw_pixels()), width: r.get_width(), height: r.get_height() };
-    } finally { r.free(); }
-  } finally { p.free(); }
+    } finally {
+      r.free();
+    }
+  } finally {
+    p.free();
+  }
 }
 
 /** Rotates clockwise by `degrees` around the centre (bilinear), the canvas grown to fit, new area filled with `fill`. */
@@ -73,9 +98,15 @@ export function rotate(img: Rgba, degrees: number, fill: [number, number, number
       const x0 = Math.floor(sx), y0 = Math.floor(sy), fx = sx - x0, fy = sy - y0;
       if (x0 >= 0 && y0 >= 0 && x0 + 1 < w && y0 + 1 < h) {
         const i00 = (y0 * w + x0) * 4, i10 = i00 + 4, i01 = i00 + w * 4, i11 = i01 + 4;
-        for (let k = 0; k < 4; k++) out[o + k] = (data[i00 + k]! * (1 - fx) + data[i10 + k]! * fx) * (1 - fy) + (data[i01 + k]! * (1 - fx) + data[i11 + k]! * fx) * fy;
+        for (let k = 0; k < 4; k++) {
+          out[o + k] = (data[i00 + k]! * (1 - fx) + data[i10 + k]! * fx) * (1 - fy) +
+            (data[i01 + k]! * (1 - fx) + data[i11 + k]! * fx) * fy;
+        }
       } else {
-        for (let k = 0; k < 4; k++) out[o + k] = (px(x0, y0, k) * (1 - fx) + px(x0 + 1, y0, k) * fx) * (1 - fy) + (px(x0, y0 + 1, k) * (1 - fx) + px(x0 + 1, y0 + 1, k) * fx) * fy;
+        for (let k = 0; k < 4; k++) {
+          out[o + k] = (px(x0, y0, k) * (1 - fx) + px(x0 + 1, y0, k) * fx) * (1 - fy) +
+            (px(x0, y0 + 1, k) * (1 - fx) + px(x0 + 1, y0 + 1, k) * fx) * fy;
+        }
       }
     }
   }
@@ -101,7 +132,13 @@ export function toGrayRgba(img: Rgba): Rgba {
 }
 
 /** Target size for `size` (longest edge, or a box) keeping the aspect ratio; never larger than the master unless `upscale`. */
-export function fitSize(w: number, h: number, box: { width?: number; height?: number }, fit: 'inside' | 'fill', upscale: boolean): { width: number; height: number } {
+export function fitSize(
+  w: number,
+  h: number,
+  box: { width?: number; height?: number },
+  fit: 'inside' | 'fill',
+  upscale: boolean,
+): { width: number; height: number } {
   if (!box.width && !box.height) return { width: w, height: h };
   if (fit === 'fill' && box.width && box.height) {
     if (upscale) return { width: box.width, height: box.height };

@@ -20,7 +20,9 @@ export function sniffFormat(b: Uint8Array): ImageFormat | null {
   if (b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'jpeg';
   if (b[0] === 0x89 && ascii(b, 1, 4) === 'PNG') return 'png';
   if (ascii(b, 0, 4) === 'RIFF' && ascii(b, 8, 12) === 'WEBP') return 'webp';
-  if ((b[0] === 0x49 && b[1] === 0x49 && b[2] === 0x2a && b[3] === 0) || (b[0] === 0x4d && b[1] === 0x4d && b[2] === 0 && b[3] === 0x2a)) return 'tiff';
+  if ((b[0] === 0x49 && b[1] === 0x49 && b[2] === 0x2a && b[3] === 0) || (b[0] === 0x4d && b[1] === 0x4d && b[2] === 0 && b[3] === 0x2a)) {
+    return 'tiff';
+  }
   if (ascii(b, 0, 4) === 'GIF8') return 'gif';
   if (b[0] === 0x42 && b[1] === 0x4d && b.length > 26) return 'bmp';
   if (ascii(b, 4, 8) === 'ftyp') {
@@ -41,13 +43,24 @@ function pngSize(b: Uint8Array, dv: DataView) {
 function jpegSize(b: Uint8Array, dv: DataView) {
   let i = 2;
   while (i + 9 < b.length) {
-    if (b[i] !== 0xff) { i++; continue; }
+    if (b[i] !== 0xff) {
+      i++;
+      continue;
+    }
     const m = b[i + 1]!;
-    if (m === 0xff) { i++; continue; }
-    if (m === 0xd8 || m === 0x01 || (m >= 0xd0 && m <= 0xd7)) { i += 2; continue; }
+    if (m === 0xff) {
+      i++;
+      continue;
+    }
+    if (m === 0xd8 || m === 0x01 || (m >= 0xd0 && m <= 0xd7)) {
+      i += 2;
+      continue;
+    }
     const len = dv.getUint16(i + 2);
     // SOF0..SOF15 except DHT (c4), JPG (c8) and DAC (cc)
-    if (m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc) return { width: dv.getUint16(i + 7), height: dv.getUint16(i + 5) };
+    if (m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc) {
+      return { width: dv.getUint16(i + 7), height: dv.getUint16(i + 5) };
+    }
     i += 2 + len;
   }
   throw corrupt('JPEG without a frame header');
@@ -121,13 +134,20 @@ export function probeImage(b: Uint8Array): Probe {
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
   try {
     switch (format) {
-      case 'png': return { format, pages: [pngSize(b, dv)] };
-      case 'jpeg': return { format, pages: [jpegSize(b, dv)] };
-      case 'webp': return { format, pages: [webpSize(b, dv)] };
-      case 'gif': return { format, pages: [gifSize(dv)] };
-      case 'bmp': return { format, pages: [bmpSize(dv)] };
-      case 'tiff': return { format, pages: tiffPages(b, dv) };
-      default: return { format, pages: [heifSize(b, dv)] };
+      case 'png':
+        return { format, pages: [pngSize(b, dv)] };
+      case 'jpeg':
+        return { format, pages: [jpegSize(b, dv)] };
+      case 'webp':
+        return { format, pages: [webpSize(b, dv)] };
+      case 'gif':
+        return { format, pages: [gifSize(dv)] };
+      case 'bmp':
+        return { format, pages: [bmpSize(dv)] };
+      case 'tiff':
+        return { format, pages: tiffPages(b, dv) };
+      default:
+        return { format, pages: [heifSize(b, dv)] };
     }
   } catch (e) {
     if (e instanceof ServiceError) throw e;
@@ -146,7 +166,13 @@ export function checkPixels(p: Probe, maxPixels: number, pageIndexes?: number[])
     if (!pg) continue;
     if (pg.width <= 0 || pg.height <= 0) throw corrupt('zero width or height');
     if (pg.width * pg.height > maxPixels) {
-      throw new ServiceError(413, 'input_too_large', `The image declares ${pg.width}×${pg.height} pixels (${(pg.width * pg.height).toLocaleString('en')}), more than the limit of ${maxPixels.toLocaleString('en')} pixels (setting maxImagePixels).`);
+      throw new ServiceError(
+        413,
+        'input_too_large',
+        `The image declares ${pg.width}×${pg.height} pixels (${(pg.width * pg.height).toLocaleString('en')}), more than the limit of ${
+          maxPixels.toLocaleString('en')
+        } pixels (setting maxImagePixels).`,
+      );
     }
   }
 }

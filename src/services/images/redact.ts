@@ -4,14 +4,19 @@
  * (no deskew), so word boxes are in the image's own pixels.
  */
 import { invalidArgument } from '../errors.ts';
-import { pickEngine, ocrGray } from '../ocr/ocr.ts';
+import { ocrGray, pickEngine } from '../ocr/ocr.ts';
 import type { Engine, OutputFormat, Rgba } from './codecs.ts';
 import { loadPage } from './load.ts';
 import { writeOutput } from './output.ts';
 import { grayOf } from './pixels.ts';
 import { parseColor } from './watermark.ts';
 
-export interface Box { x: number; y: number; width: number; height: number }
+export interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
 
 export interface RedactOptions {
   boxes?: Box[];
@@ -37,14 +42,19 @@ export async function imageRedact(bytes: Uint8Array, o: RedactOptions) {
   const { img } = page;
   const boxes: Box[] = [];
   for (const [i, b] of (o.boxes ?? []).entries()) {
-    if (!(b.width > 0 && b.height > 0) || b.x < 0 || b.y < 0 || b.x + b.width > img.width || b.y + b.height > img.height)
+    if (!(b.width > 0 && b.height > 0) || b.x < 0 || b.y < 0 || b.x + b.width > img.width || b.y + b.height > img.height) {
       throw invalidArgument(`boxes.${i} (${b.x},${b.y} ${b.width}×${b.height}) lies outside the ${img.width}×${img.height} image.`);
+    }
     boxes.push(b);
   }
   let found = 0;
   if (o.text?.length) {
     const targets = o.text.map((t) => t.split(/\s+/).map(norm).filter(Boolean)).filter((t) => t.length);
-    const res = await ocrGray({ data: grayOf(img), width: img.width, height: img.height }, 1, pickEngine('auto', o.language), { detectOrientation: false, deskew: false, signal: o.signal });
+    const res = await ocrGray({ data: grayOf(img), width: img.width, height: img.height }, 1, pickEngine('auto', o.language), {
+      detectOrientation: false,
+      deskew: false,
+      signal: o.signal,
+    });
     for (const line of res.lines) {
       const words = line.words.map((w) => norm(w.text));
       for (const t of targets) {
@@ -69,5 +79,13 @@ export async function imageRedact(bytes: Uint8Array, o: RedactOptions) {
 function fill(img: Rgba, b: Box, [r, g, bl]: [number, number, number]) {
   const x0 = Math.max(0, Math.floor(b.x)), y0 = Math.max(0, Math.floor(b.y));
   const x1 = Math.min(img.width, Math.ceil(b.x + b.width)), y1 = Math.min(img.height, Math.ceil(b.y + b.height));
-  for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) { const i = (y * img.width + x) * 4; img.data[i] = r; img.data[i + 1] = g; img.data[i + 2] = bl; img.data[i + 3] = 255; }
+  for (let y = y0; y < y1; y++) {
+    for (let x = x0; x < x1; x++) {
+      const i = (y * img.width + x) * 4;
+      img.data[i] = r;
+      img.data[i + 1] = g;
+      img.data[i + 2] = bl;
+      img.data[i + 3] = 255;
+    }
+  }
 }

@@ -14,13 +14,20 @@ export interface Mask {
   height: number;
 }
 
-interface FkGlyph { path: { commands: { command: string; args: number[] }[] } }
-interface FkFont { unitsPerEm: number; ascent: number; descent: number; layout(text: string): { glyphs: FkGlyph[]; positions: { xAdvance: number; xOffset: number; yOffset: number }[] } }
+interface FkGlyph {
+  path: { commands: { command: string; args: number[] }[] };
+}
+interface FkFont {
+  unitsPerEm: number;
+  ascent: number;
+  descent: number;
+  layout(text: string): { glyphs: FkGlyph[]; positions: { xAdvance: number; xOffset: number; yOffset: number }[] };
+}
 
 const fonts = new WeakMap<Uint8Array, FkFont>();
 const fkFont = (bytes: Uint8Array) => {
   let f = fonts.get(bytes);
-  if (!f) fonts.set(bytes, (f = fontkit.create(bytes) as unknown as FkFont));
+  if (!f) fonts.set(bytes, f = fontkit.create(bytes) as unknown as FkFont);
   return f;
 };
 
@@ -39,21 +46,37 @@ function outline(runs: TextRun[], size: number): { polys: Poly[]; width: number 
       const ox = pen + pos.xOffset * k, oy = -pos.yOffset * k;
       let cur: Poly = [];
       let x = 0, y = 0;
-      const to = (px: number, py: number) => { x = px; y = py; cur.push([ox + px * k, oy - py * k]); };
+      const to = (px: number, py: number) => {
+        x = px;
+        y = py;
+        cur.push([ox + px * k, oy - py * k]);
+      };
       for (const c of g.path.commands) {
         const a = c.args;
-        if (c.command === 'moveTo') { if (cur.length > 2) polys.push(cur); cur = []; to(a[0]!, a[1]!); }
-        else if (c.command === 'lineTo') to(a[0]!, a[1]!);
+        if (c.command === 'moveTo') {
+          if (cur.length > 2) polys.push(cur);
+          cur = [];
+          to(a[0]!, a[1]!);
+        } else if (c.command === 'lineTo') to(a[0]!, a[1]!);
         else if (c.command === 'quadraticCurveTo') {
           const [x0, y0] = [x, y];
-          for (let t = 1; t <= 8; t++) { const u = t / 8, v = 1 - u; to(v * v * x0 + 2 * v * u * a[0]! + u * u * a[2]!, v * v * y0 + 2 * v * u * a[1]! + u * u * a[3]!); }
+          for (let t = 1; t <= 8; t++) {
+            const u = t / 8, v = 1 - u;
+            to(v * v * x0 + 2 * v * u * a[0]! + u * u * a[2]!, v * v * y0 + 2 * v * u * a[1]! + u * u * a[3]!);
+          }
         } else if (c.command === 'bezierCurveTo') {
           const [x0, y0] = [x, y];
           for (let t = 1; t <= 10; t++) {
             const u = t / 10, v = 1 - u;
-            to(v * v * v * x0 + 3 * v * v * u * a[0]! + 3 * v * u * u * a[2]! + u * u * u * a[4]!, v * v * v * y0 + 3 * v * v * u * a[1]! + 3 * v * u * u * a[3]! + u * u * u * a[5]!);
+            to(
+              v * v * v * x0 + 3 * v * v * u * a[0]! + 3 * v * u * u * a[2]! + u * u * u * a[4]!,
+              v * v * v * y0 + 3 * v * v * u * a[1]! + 3 * v * u * u * a[3]! + u * u * u * a[5]!,
+            );
           }
-        } else if (c.command === 'closePath') { if (cur.length > 2) polys.push(cur); cur = []; }
+        } else if (c.command === 'closePath') {
+          if (cur.length > 2) polys.push(cur);
+          cur = [];
+        }
       }
       if (cur.length > 2) polys.push(cur);
       pen += pos.xAdvance * k;
@@ -101,10 +124,14 @@ export function fillPolygons(polys: Poly[], width: number, height: number): Mask
 }
 
 function span(acc: Float32Array, rowStart: number, width: number, a: number, b: number, weight: number) {
-  a = Math.max(0, a); b = Math.min(width, b);
+  a = Math.max(0, a);
+  b = Math.min(width, b);
   if (b <= a) return;
   const ia = Math.floor(a), ib = Math.floor(b);
-  if (ia === ib) { acc[rowStart + ia]! += (b - a) * weight; return; }
+  if (ia === ib) {
+    acc[rowStart + ia]! += (b - a) * weight;
+    return;
+  }
   acc[rowStart + ia]! += (ia + 1 - a) * weight;
   for (let x = ia + 1; x < ib; x++) acc[rowStart + x]! += weight;
   if (ib < width) acc[rowStart + ib]! += (b - ib) * weight;
@@ -123,7 +150,14 @@ export function textMask(runs: TextRun[], size: number, degrees: number): Mask {
   const mx = width / 2, my = -size * 0.35; // centre: half the advance, half the cap height (~0.7 em)
   const moved = polys.map((p) => p.map(([x, y]) => [c * (x - mx) - s * (y - my), s * (x - mx) + c * (y - my)] as [number, number]));
   let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
-  for (const p of moved) for (const [x, y] of p) { minX = Math.min(minX, x); minY = Math.min(minY, y); maxX = Math.max(maxX, x); maxY = Math.max(maxY, y); }
+  for (const p of moved) {
+    for (const [x, y] of p) {
+      minX = Math.min(minX, x);
+      minY = Math.min(minY, y);
+      maxX = Math.max(maxX, x);
+      maxY = Math.max(maxY, y);
+    }
+  }
   if (!Number.isFinite(minX)) return { data: new Uint8Array(1), width: 1, height: 1 };
   // symmetric box around the centre, so the caller can place the mask by its centre
   const hw = Math.ceil(Math.max(-minX, maxX)) + 1, hh = Math.ceil(Math.max(-minY, maxY)) + 1;

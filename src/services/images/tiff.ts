@@ -20,7 +20,14 @@ export async function decodeTiffPages(bytes: Uint8Array, pages: number[]): Promi
     const tag = (t: number) => (ifd[`t${t}`] as number[] | undefined)?.[0];
     if (tag(262) === 5 && tag(277) === 4 && tag(258) === 8 && (tag(284) ?? 1) === 1) {
       const icc = ifd['t34675'] as number[] | Uint8Array | undefined;
-      out.push(await cmykToSrgb(new Uint8Array((ifd.data as Uint8Array).buffer, (ifd.data as Uint8Array).byteOffset, w * h * 4), w, h, icc ? new Uint8Array(icc) : undefined));
+      out.push(
+        await cmykToSrgb(
+          new Uint8Array((ifd.data as Uint8Array).buffer, (ifd.data as Uint8Array).byteOffset, w * h * 4),
+          w,
+          h,
+          icc ? new Uint8Array(icc) : undefined,
+        ),
+      );
     } else out.push({ data: new Uint8ClampedArray(UTIF.toRGBA8(ifd).buffer), width: w, height: h });
   }
   return out;
@@ -37,13 +44,26 @@ export interface TiffTags {
 
 const SHORT = 3, LONG = 4, RATIONAL = 5, UNDEFINED = 7, BYTE = 1;
 
-interface Entry { tag: number; type: number; values: number[] | Uint8Array }
+interface Entry {
+  tag: number;
+  type: number;
+  values: number[] | Uint8Array;
+}
 
 /** One TIFF file holding every page, in order. Little-endian, one Deflate strip per page. */
 export function encodeTiff(pages: TiffPage[], tags: TiffTags = {}): Uint8Array {
   const chunks: Uint8Array[] = [];
   let offset = 8;
-  const put = (b: Uint8Array) => { const at = offset; chunks.push(b); offset += b.length; if (offset & 1) { chunks.push(new Uint8Array(1)); offset++; } return at; };
+  const put = (b: Uint8Array) => {
+    const at = offset;
+    chunks.push(b);
+    offset += b.length;
+    if (offset & 1) {
+      chunks.push(new Uint8Array(1));
+      offset++;
+    }
+    return at;
+  };
   const ifdOffsets: number[] = [];
   const ifdPatches: { at: number; entries: Entry[] }[] = [];
   for (const page of pages) {
@@ -96,7 +116,10 @@ export function encodeTiff(pages: TiffPage[], tags: TiffTags = {}): Uint8Array {
   dv.setUint16(2, 42, true);
   dv.setUint32(4, ifdOffsets[0]!, true);
   let o = 8;
-  for (const c of chunks) { out.set(c, o); o += c.length; }
+  for (const c of chunks) {
+    out.set(c, o);
+    o += c.length;
+  }
   ifdPatches.forEach((p, i) => dv.setUint32(p.at + 2 + p.entries.length * 12, ifdOffsets[i + 1] ?? 0, true));
   return out;
 }

@@ -7,7 +7,7 @@ import { invalidArgument, ServiceError } from '../errors.ts';
 import { fontRuns, installedFonts } from '../pdf/fonts.ts';
 import type { Engine, Rgba } from './codecs.ts';
 import { resize, rotate } from './pixels.ts';
-import { textMask, type Mask } from './text-raster.ts';
+import { type Mask, textMask } from './text-raster.ts';
 
 export type WatermarkLayout = 'tiled' | 'centered' | 'corner';
 export type Corner = 'top-left' | 'top-right' | 'bottom-left' | 'bottom-right';
@@ -46,13 +46,23 @@ export async function prepareWatermark(w: ImageWatermark) {
   const rotation = w.rotation ?? (layout === 'corner' ? 0 : 45);
   if (!Number.isFinite(rotation)) throw invalidArgument('watermark rotation: degrees.');
   if (w.fontSize !== undefined && !(w.fontSize >= 4 && w.fontSize <= 2000)) throw invalidArgument('watermark font_size: 4 to 2000 pixels.');
-  if (w.logoWidth !== undefined && !(w.logoWidth >= 1 && w.logoWidth <= 20000)) throw invalidArgument('watermark logo_width: 1 to 20000 pixels.');
+  if (w.logoWidth !== undefined && !(w.logoWidth >= 1 && w.logoWidth <= 20000)) {
+    throw invalidArgument('watermark logo_width: 1 to 20000 pixels.');
+  }
   const color = parseColor(w.color ?? '#808080');
   let runs: Awaited<ReturnType<typeof fontRuns>>['runs'] = [];
   if (w.text) {
     const r = await fontRuns(w.text);
-    if (r.missing.length)
-      throw new ServiceError(422, 'unsupported_characters', `No installed font draws: ${r.missing.map((c) => `${c} (U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`).join(', ')}.`, { details: { characters: r.missing } });
+    if (r.missing.length) {
+      throw new ServiceError(
+        422,
+        'unsupported_characters',
+        `No installed font draws: ${
+          r.missing.map((c) => `${c} (U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`).join(', ')
+        }.`,
+        { details: { characters: r.missing } },
+      );
+    }
     runs = r.runs;
   }
   return { ...w, layout, corner, opacity, rotation, color, runs };
@@ -85,8 +95,9 @@ export async function burnWatermark(img: Rgba, w: PreparedWatermark, engine: Eng
   } else {
     const stepX = stamp.width + Math.max(20, stamp.width * 0.4), stepY = stamp.height + Math.max(20, stamp.height * 0.6);
     let row = 0;
-    for (let y = stepY / 2; y < img.height + stepY; y += stepY, row++)
-      for (let x = (row % 2 ? stepX / 2 : 0); x < img.width + stepX; x += stepX) centres.push([x, y]);
+    for (let y = stepY / 2; y < img.height + stepY; y += stepY, row++) {
+      for (let x = row % 2 ? stepX / 2 : 0; x < img.width + stepX; x += stepX) centres.push([x, y]);
+    }
   }
   for (const [cx, cy] of centres) stampAt(out, stamp, Math.round(cx - stamp.width / 2), Math.round(cy - stamp.height / 2), w.opacity);
   return out;
@@ -94,7 +105,12 @@ export async function burnWatermark(img: Rgba, w: PreparedWatermark, engine: Eng
 
 function colourMask(m: Mask, [r, g, b]: [number, number, number]): Rgba {
   const data = new Uint8ClampedArray(m.width * m.height * 4);
-  for (let i = 0; i < m.data.length; i++) { data[i * 4] = r; data[i * 4 + 1] = g; data[i * 4 + 2] = b; data[i * 4 + 3] = m.data[i]!; }
+  for (let i = 0; i < m.data.length; i++) {
+    data[i * 4] = r;
+    data[i * 4 + 1] = g;
+    data[i * 4 + 2] = b;
+    data[i * 4 + 3] = m.data[i]!;
+  }
   return { data, width: m.width, height: m.height };
 }
 

@@ -45,7 +45,9 @@ export function initBackend(requested: BackendSetting = 'auto', opts: BackendOpt
   if (current) {
     return current.then((rt) => {
       if (rt.requested === requested) return rt;
-      const conflict = rt.ort === 'onnxruntime-node' ? requested === 'wasm' : rt.requested === 'wasm' && (requested === 'cpu' || requested === 'cuda');
+      const conflict = rt.ort === 'onnxruntime-node'
+        ? requested === 'wasm'
+        : rt.requested === 'wasm' && (requested === 'cpu' || requested === 'cuda');
       if (conflict) throw new Error(`backend already bound to ${rt.ort} in this process; cannot switch to "${requested}"`);
       return { ...rt, requested, devices: devicesFor(requested, rt.ort) };
     });
@@ -81,8 +83,7 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   if (embeddedOrtWasmPath && !opts.wasmPaths) {
     ort.env.wasm.wasmBinary = readFileSync(embeddedOrtWasmPath);
     ort.env.wasm.wasmPaths = {};
-  }
-  else ort.env.wasm.wasmPaths = opts.wasmPaths ?? defaultWasmPaths();
+  } else ort.env.wasm.wasmPaths = opts.wasmPaths ?? defaultWasmPaths();
   ort.env.wasm.numThreads = threads || undefined;
   ort.env.wasm.proxy = false;
   // onnxruntime-web fetch()es a model path outside Node (Deno, the compiled binary): hand it the bytes
@@ -90,7 +91,11 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   // transformers.js' Node build still require()s onnxruntime-node when evaluated (its web build cannot read
   // local files), so where the addon is absent a bundle must alias that module to a stub.
   const tf = await import('@huggingface/transformers').catch((e) => {
-    throw new Error(`onnxruntime-web fallback: transformers.js failed to load (${firstLine(e)}); alias onnxruntime-node to a stub when bundling without it`);
+    throw new Error(
+      `onnxruntime-web fallback: transformers.js failed to load (${
+        firstLine(e)
+      }); alias onnxruntime-node to a stub when bundling without it`,
+    );
   });
   const devices: Device[] = useWebGpu && gpu.adapter ? ['webgpu', 'wasm'] : ['wasm'];
   if (requested === 'webgpu' && !gpu.adapter) notes.push(`webgpu: ${gpu.description}; falling back to wasm`);

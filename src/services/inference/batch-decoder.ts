@@ -33,7 +33,11 @@ export interface BatchDecoder {
 }
 
 type Typed = Float32Array | Uint16Array;
-interface OrtTensorLike { data: unknown; dims: readonly number[]; type: string }
+interface OrtTensorLike {
+  data: unknown;
+  dims: readonly number[];
+  type: string;
+}
 interface SessionLike {
   inputNames: readonly string[];
   outputNames: readonly string[];
@@ -78,15 +82,16 @@ function supports(m: LoadedModel): boolean {
   if (!s) return false;
   const ins = new Set(s.inputNames);
   const past = s.inputNames.filter((n) => n.startsWith('past_key_values.'));
-  return ins.has('input_ids') && ins.has('attention_mask') && ins.has('position_ids') && past.length > 0
-    && ins.size === 3 + past.length && past.every((n) => s.outputNames.includes(n.replace('past_key_values.', 'present.')))
-    && s.outputNames.includes('logits');
+  return ins.has('input_ids') && ins.has('attention_mask') && ins.has('position_ids') && past.length > 0 &&
+    ins.size === 3 + past.length && past.every((n) => s.outputNames.includes(n.replace('past_key_values.', 'present.'))) &&
+    s.outputNames.includes('logits');
 }
 
 function createBatchDecoder(m: LoadedModel): BatchDecoder {
   const s = session(m)!;
   const pastNames = s.inputNames.filter((n) => n.startsWith('past_key_values.'));
-  const tensor = (type: string, data: unknown, dims: number[]) => (new m.tf.Tensor(type as never, data as never, dims) as unknown as { ort_tensor: unknown }).ort_tensor;
+  const tensor = (type: string, data: unknown, dims: number[]) =>
+    (new m.tf.Tensor(type as never, data as never, dims) as unknown as { ort_tensor: unknown }).ort_tensor;
   const i64 = (xs: ArrayLike<number>, dims: number[]) => tensor('int64', BigInt64Array.from(Array.from(xs, BigInt)), dims);
   const c = m.config as { num_key_value_heads?: number; num_attention_heads?: number; hidden_size?: number; head_dim?: number };
   const heads = Number(c.num_key_value_heads ?? c.num_attention_heads);
@@ -144,7 +149,12 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
       });
       if (extra) {
         const e = extra.past.get(name)!;
-        for (let h = 0; h < heads; h++) out.set(e.subarray(h * extra.len * headDim, (h + 1) * extra.len * headDim), ((keep.length * heads + h) * len + (len - extra.len)) * headDim);
+        for (let h = 0; h < heads; h++) {
+          out.set(
+            e.subarray(h * extra.len * headDim, (h + 1) * extra.len * headDim),
+            ((keep.length * heads + h) * len + (len - extra.len)) * headDim,
+          );
+        }
       }
       data.set(name, out);
     }
@@ -160,7 +170,11 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
 
   const prefill = async (row: Row) => {
     const ids = row.req.promptIds;
-    const feeds: Record<string, unknown> = { input_ids: i64(ids, [1, ids.length]), attention_mask: i64(ids.map(() => 1), [1, ids.length]), position_ids: i64(ids.map((_, i) => i), [1, ids.length]) };
+    const feeds: Record<string, unknown> = {
+      input_ids: i64(ids, [1, ids.length]),
+      attention_mask: i64(ids.map(() => 1), [1, ids.length]),
+      position_ids: i64(ids.map((_, i) => i), [1, ids.length]),
+    };
     feedPast(feeds, undefined, 1, 0, cache?.type ?? 'float32');
     const out = await s.run(feeds);
     const logits = out.logits!;
@@ -181,7 +195,9 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     const b = rows.length;
     const len = cache!.len;
     const mask = new Array<number>(b * (len + 1));
-    rows.forEach((r, i) => { for (let j = 0; j <= len; j++) mask[i * (len + 1) + j] = j < r.pad ? 0 : 1; });
+    rows.forEach((r, i) => {
+      for (let j = 0; j <= len; j++) mask[i * (len + 1) + j] = j < r.pad ? 0 : 1;
+    });
     const feeds: Record<string, unknown> = {
       input_ids: tensor('int64', BigInt64Array.from(rows.map((r) => r.ids.at(-1)!)), [b, 1]),
       attention_mask: i64(mask, [b, len + 1]),
@@ -210,10 +226,16 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
         // join: each waiting request is prefilled alone, then enters the batch
         while (pending.length) {
           const row = pending.shift()!;
-          if (row.req.signal.aborted) { row.done(); continue; }
+          if (row.req.signal.aborted) {
+            row.done();
+            continue;
+          }
           try {
             const p = await prefill(row);
-            if (accept(row, p.token)) { row.done(); continue; }
+            if (accept(row, p.token)) {
+              row.done();
+              continue;
+            }
             repack(rows, { row, ...p });
           } catch (e) {
             row.fail(e);

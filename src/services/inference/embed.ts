@@ -108,11 +108,14 @@ async function poolSequences(m: LoadedModel, seqs: number[][], batchSize: number
       input_ids: new T('int64', ids, [batch.length, len]),
       attention_mask: new T('int64', mask, [batch.length, len]),
     };
-    if (inputNames.includes('token_type_ids')) feeds.token_type_ids = new T('int64', new BigInt64Array(batch.length * len), [batch.length, len]);
-    const res = (await (m.model as unknown as (x: unknown) => Promise<Record<string, { data: Float32Array; dims: number[] }>>)(feeds)) as Record<
-      string,
-      { data: Float32Array; dims: number[] }
-    >;
+    if (inputNames.includes('token_type_ids')) {
+      feeds.token_type_ids = new T('int64', new BigInt64Array(batch.length * len), [batch.length, len]);
+    }
+    const res =
+      (await (m.model as unknown as (x: unknown) => Promise<Record<string, { data: Float32Array; dims: number[] }>>)(feeds)) as Record<
+        string,
+        { data: Float32Array; dims: number[] }
+      >;
     const hidden = res.last_hidden_state ?? res.token_embeddings ?? Object.values(res)[0];
     const [, seqLen, dim] = hidden.dims;
     batch.forEach((s, i) => out.push(pool(hidden.data, i * seqLen * dim, s.length, dim, mode)));

@@ -2,10 +2,18 @@
  * The inference service's front: residency + slots + the task functions, so a caller (route, job, agent)
  * names a model and gets a result without handling leases. Knows nothing of HTTP.
  */
-import { countPromptTokens, generateText, renderPrompt, type GenerateOptions, type GenerationInput, type PreparedPrompt, type TextGeneration } from './generate.ts';
+import {
+  countPromptTokens,
+  type GenerateOptions,
+  generateText,
+  type GenerationInput,
+  type PreparedPrompt,
+  renderPrompt,
+  type TextGeneration,
+} from './generate.ts';
 import type { LoadedModel } from './load.ts';
-import { embedTexts, type EmbedOptions, type EmbedResult } from './embed.ts';
-import { scorePairs, type PairScore } from './rerank.ts';
+import { type EmbedOptions, type EmbedResult, embedTexts } from './embed.ts';
+import { type PairScore, scorePairs } from './rerank.ts';
 import { createResidency, defaultLoader, type Loader, type ModelSpec, type ResidencySettings } from './residency.ts';
 import { parseKeepAlive } from './keep-alive.ts';
 import { tokenizeOffLoop } from './tokenize-off-loop.ts';

@@ -5,14 +5,20 @@
  */
 import { inputTooLarge } from '../errors.ts';
 import type { LoadedModel } from './load.ts';
-import { renderChatPrompt, type ChatInput } from './chat-prompt.ts';
+import { type ChatInput, renderChatPrompt } from './chat-prompt.ts';
 import { createAsyncQueue } from './async-queue.ts';
 import { createDetokenizer } from './detokenizer.ts';
 import { createStopMatcher } from './stop-strings.ts';
 import { batchDecoderFor } from './batch-decoder.ts';
 import { createLogprobRecorder, type TokenLogprob } from './logprobs.ts';
 import { vocabOf } from './structured/vocab.ts';
-import { createPenaltyProcessor, createSamplerProcessor, type LogitsProcessorLike, type PenaltyOptions, type SamplingOptions } from './sampling.ts';
+import {
+  createPenaltyProcessor,
+  createSamplerProcessor,
+  type LogitsProcessorLike,
+  type PenaltyOptions,
+  type SamplingOptions,
+} from './sampling.ts';
 
 export type GenerationInput = { prompt: string } | ChatInput;
 
@@ -70,7 +76,9 @@ const now = () => performance.now() * 1e6;
 
 /** The prompt text the model sees, and whether the tokenizer adds its special tokens to it. */
 export function renderPrompt(m: LoadedModel, input: GenerationInput): { prompt: string; addSpecialTokens: boolean } {
-  return 'prompt' in input ? { prompt: input.prompt, addSpecialTokens: true } : { prompt: renderChatPrompt(m.tokenizer, input), addSpecialTokens: false };
+  return 'prompt' in input
+    ? { prompt: input.prompt, addSpecialTokens: true }
+    : { prompt: renderChatPrompt(m.tokenizer, input), addSpecialTokens: false };
 }
 
 /**
@@ -78,7 +86,12 @@ export function renderPrompt(m: LoadedModel, input: GenerationInput): { prompt: 
  * `vision` when it holds images: the processor's output (input_ids with the image tokens expanded,
  * attention_mask, pixel_values and what else the model takes).
  */
-export interface PreparedPrompt { prompt: string; addSpecialTokens: boolean; ids?: number[]; vision?: { input_ids: { dims: number[] }; attention_mask: unknown } }
+export interface PreparedPrompt {
+  prompt: string;
+  addSpecialTokens: boolean;
+  ids?: number[];
+  vision?: { input_ids: { dims: number[] }; attention_mask: unknown };
+}
 
 /** Tokens of a prompt exactly as generateText would feed it (count_tokens-style answers). */
 export function countPromptTokens(m: LoadedModel, input: GenerationInput): number {
@@ -90,14 +103,27 @@ export function countPromptTokens(m: LoadedModel, input: GenerationInput): numbe
 function encodedOf(m: LoadedModel, ids: number[]): { input_ids: { dims: number[] }; attention_mask: unknown } {
   const Tensor = (m.tf as unknown as { Tensor: new (type: string, data: BigInt64Array, dims: number[]) => { dims: number[] } }).Tensor;
   const n = ids.length;
-  return { input_ids: new Tensor('int64', BigInt64Array.from(ids, BigInt), [1, n]), attention_mask: new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]) };
+  return {
+    input_ids: new Tensor('int64', BigInt64Array.from(ids, BigInt), [1, n]),
+    attention_mask: new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]),
+  };
 }
 
-export function generateText(m: LoadedModel, input: GenerationInput, opts: GenerateOptions = {}, loadNs = 0, prepared?: PreparedPrompt): TextGeneration {
+export function generateText(
+  m: LoadedModel,
+  input: GenerationInput,
+  opts: GenerateOptions = {},
+  loadNs = 0,
+  prepared?: PreparedPrompt,
+): TextGeneration {
   const tok = m.tokenizer;
   const rendered = prepared ?? renderPrompt(m, input);
   const prompt = rendered.prompt;
-  const encoded = prepared?.vision ?? (prepared?.ids ? encodedOf(m, prepared.ids) : (tok(prompt, { add_special_tokens: rendered.addSpecialTokens }) as unknown as { input_ids: { dims: number[] }; attention_mask: unknown }));
+  const encoded = prepared?.vision ??
+    (prepared?.ids ? encodedOf(m, prepared.ids) : (tok(prompt, { add_special_tokens: rendered.addSpecialTokens }) as unknown as {
+      input_ids: { dims: number[] };
+      attention_mask: unknown;
+    }));
   const promptTokens = encoded.input_ids.dims[1];
   // num_ctx bounds prompt + output; it never cuts the prompt (a prompt longer than it gets the model's window)
   const window = opts.contextTokens && opts.contextTokens > promptTokens ? Math.min(m.maxTokens, opts.contextTokens) : m.maxTokens;
@@ -222,5 +248,11 @@ export function generateText(m: LoadedModel, input: GenerationInput, opts: Gener
     () => queue.end(),
     (e) => queue.fail(e),
   );
-  return { result, prompt, promptTokens, takeLogprobs: () => recorder?.take() ?? [], [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator]() };
+  return {
+    result,
+    prompt,
+    promptTokens,
+    takeLogprobs: () => recorder?.take() ?? [],
+    [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator](),
+  };
 }

@@ -1,13 +1,28 @@
 /** Public surface of the inference service. */
-export { initBackend, type BackendSetting, type BackendRuntime, type Device, type OrtPackage } from './backend.ts';
-export { loadModel, type LoadedModel, type LoadOptions, type Task } from './load.ts';
-export { availableDtypes, modelSizeBytes, readPooling, onnxFileName, type Dtype, type PoolingConfig } from './model-files.ts';
-export { renderChatPrompt, type ChatInput, type ChatMessage } from './chat-prompt.ts';
-export { generateText, type GenerateOptions, type GenerationInput, type GenerationResult, type TextGeneration, type FinishReason } from './generate.ts';
-export { embedTexts, chunkTokenIds, meanPoolNormalize, type EmbedOptions, type EmbedResult } from './embed.ts';
-export { scorePairs, type PairScore } from './rerank.ts';
-export { createSlots, type Slots, type SaturationPolicy } from './slots.ts';
+export { type BackendRuntime, type BackendSetting, type Device, initBackend, type OrtPackage } from './backend.ts';
+export { type LoadedModel, loadModel, type LoadOptions, type Task } from './load.ts';
+export { availableDtypes, type Dtype, modelSizeBytes, onnxFileName, type PoolingConfig, readPooling } from './model-files.ts';
+export { type ChatInput, type ChatMessage, renderChatPrompt } from './chat-prompt.ts';
+export {
+  type FinishReason,
+  type GenerateOptions,
+  generateText,
+  type GenerationInput,
+  type GenerationResult,
+  type TextGeneration,
+} from './generate.ts';
+export { chunkTokenIds, type EmbedOptions, type EmbedResult, embedTexts, meanPoolNormalize } from './embed.ts';
+export { type PairScore, scorePairs } from './rerank.ts';
+export { createSlots, type SaturationPolicy, type Slots } from './slots.ts';
 export { parseKeepAlive } from './keep-alive.ts';
-export { createResidency, defaultLoader, type Residency, type ResidencySettings, type ModelSpec, type ResidentInfo, type Lease } from './residency.ts';
-export { createInferenceEngine, type InferenceEngine, type EngineSettings } from './engine.ts';
+export {
+  createResidency,
+  defaultLoader,
+  type Lease,
+  type ModelSpec,
+  type Residency,
+  type ResidencySettings,
+  type ResidentInfo,
+} from './residency.ts';
+export { createInferenceEngine, type EngineSettings, type InferenceEngine } from './engine.ts';
 export type { LogitsProcessorLike } from './sampling.ts';

@@ -5,8 +5,16 @@
 import type { PreTrainedModel, PreTrainedTokenizer } from '@huggingface/transformers';
 import { join, resolve } from 'node:path';
 import { ServiceError } from '../errors.ts';
-import { initBackend, sessionPlacement, firstLine, type BackendSetting, type Device, type OrtPackage, type Transformers } from './backend.ts';
-import { availableDtypes, modelSizeBytes, readJson, readPooling, type Dtype, type PoolingConfig } from './model-files.ts';
+import {
+  type BackendSetting,
+  type Device,
+  firstLine,
+  initBackend,
+  type OrtPackage,
+  sessionPlacement,
+  type Transformers,
+} from './backend.ts';
+import { availableDtypes, type Dtype, modelSizeBytes, type PoolingConfig, readJson, readPooling } from './model-files.ts';
 
 export type Task = 'text-generation' | 'feature-extraction' | 'text-classification' | 'automatic-speech-recognition';
 
@@ -57,7 +65,9 @@ const AUTO_CLASS = {
 
 /** ONNX graph whose presence names the dtypes a model has: speech models split into encoder and decoder. */
 const MAIN_GRAPH: Record<Task, string> = {
-  'text-generation': 'model', 'feature-extraction': 'model', 'text-classification': 'model',
+  'text-generation': 'model',
+  'feature-extraction': 'model',
+  'text-classification': 'model',
   'automatic-speech-recognition': 'encoder_model',
 };
 
@@ -94,7 +104,9 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
   if (!model || !device) throw modelLoadFailed(`could not load ${dir}: ${fallbacks.map((f) => `${f.device}: ${f.error}`).join('; ')}`);
   const notes = [...rt.notes, ...fallbacks.map((f) => `${f.device} failed (${f.error}); fell back`)];
   const tokMax = Number((tokenizer as unknown as { model_max_length?: number }).model_max_length);
-  const posMax = Number(config.max_position_embeddings ?? (config.text_config as { max_position_embeddings?: number } | undefined)?.max_position_embeddings);
+  const posMax = Number(
+    config.max_position_embeddings ?? (config.text_config as { max_position_embeddings?: number } | undefined)?.max_position_embeddings,
+  );
   const maxTokens = Math.min(...[tokMax, posMax].filter((n) => Number.isFinite(n) && n > 0), 1 << 20);
   const m = model;
   return {
@@ -108,8 +120,8 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
     sizeBytes: task === 'automatic-speech-recognition'
       ? (await modelSizeBytes(dir, dtype, 'encoder_model')) + (await modelSizeBytes(dir, dtype, 'decoder_model_merged'))
       : vision
-        ? (await Promise.all(VISION_GRAPHS.map((g) => modelSizeBytes(dir, dtype, g)))).reduce((a, b) => a + b, 0)
-        : await modelSizeBytes(dir, dtype),
+      ? (await Promise.all(VISION_GRAPHS.map((g) => modelSizeBytes(dir, dtype, g)))).reduce((a, b) => a + b, 0)
+      : await modelSizeBytes(dir, dtype),
     loadNs: Math.round((performance.now() - t0) * 1e6),
     config,
     tokenizer,

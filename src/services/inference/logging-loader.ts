@@ -12,7 +12,11 @@ export function loggingLoader(o: { backend: BackendSetting; threads: number; was
   return async (spec) => {
     const m = await load(spec);
     const notes = m.notes.length ? `; ${m.notes.join('; ')}` : '';
-    log.info(`model ${spec.name} loaded on ${m.device} (${m.ort}, backend setting ${o.backend}, ${m.dtype}, ${(m.loadNs / 1e6).toFixed(0)} ms)${notes}`);
+    log.info(
+      `model ${spec.name} loaded on ${m.device} (${m.ort}, backend setting ${o.backend}, ${m.dtype}, ${
+        (m.loadNs / 1e6).toFixed(0)
+      } ms)${notes}`,
+    );
     return m;
   };
 }

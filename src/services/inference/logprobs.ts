@@ -25,7 +25,12 @@ export interface LogprobRecorder {
   all: TokenLogprob[];
 }
 
-export function createLogprobRecorder(top: number, temperature: number, tokenBytes: (id: number) => Uint8Array, skip: Set<number>): LogprobRecorder {
+export function createLogprobRecorder(
+  top: number,
+  temperature: number,
+  tokenBytes: (id: number) => Uint8Array,
+  skip: Set<number>,
+): LogprobRecorder {
   const t = temperature > 0 ? temperature : 1;
   const dec = new TextDecoder();
   const alt = (id: number, logprob: number): TokenAlternative => {
@@ -42,7 +47,7 @@ export function createLogprobRecorder(top: number, temperature: number, tokenByt
       let max = -Infinity;
       for (let i = 0; i < data.length; i++) if (data[i] > max) max = data[i];
       let z = 0;
-      if (max > -Infinity) for (let i = 0; i < data.length; i++) z += Math.exp((data[i] - max) / t);
+      if (max > -Infinity) { for (let i = 0; i < data.length; i++) z += Math.exp((data[i] - max) / t); }
       const lse = max / t + Math.log(z);
       // the `top` largest finite logits (a small insertion list: top ≤ 20)
       const best: number[] = [];

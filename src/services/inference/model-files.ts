@@ -62,9 +62,9 @@ export async function readPooling(dir: string): Promise<PoolingConfig> {
   const pooling: PoolingMode = c.pooling_mode_cls_token
     ? 'cls'
     : c.pooling_mode_max_tokens
-      ? 'max'
-      : c.pooling_mode_lasttoken
-        ? 'last_token'
-        : 'mean';
+    ? 'max'
+    : c.pooling_mode_lasttoken
+    ? 'last_token'
+    : 'mean';
   return { pooling, normalize };
 }

@@ -18,7 +18,7 @@ export async function scorePairs(m: LoadedModel, query: string, documents: strin
       docs.map(() => query),
       { text_pair: docs, padding: true, truncation: true, max_length: m.maxTokens },
     );
-    const { logits } = (await (m.model as unknown as (x: unknown) => Promise<{ logits: { data: Float32Array; dims: number[] } }>)(inputs));
+    const { logits } = await (m.model as unknown as (x: unknown) => Promise<{ logits: { data: Float32Array; dims: number[] } }>)(inputs);
     const labels = logits.dims[1];
     for (let i = 0; i < docs.length; i++) {
       // one label: the relevance logit; two labels: "relevant" minus "not relevant"

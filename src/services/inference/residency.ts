@@ -4,8 +4,8 @@
  * policy, and release of idle device memory.
  */
 import { ServiceError } from '../errors.ts';
-import { loadModel, type LoadedModel, type LoadOptions, type Task } from './load.ts';
-import { availableDtypes, modelSizeBytes, type Dtype } from './model-files.ts';
+import { type LoadedModel, loadModel, type LoadOptions, type Task } from './load.ts';
+import { availableDtypes, type Dtype, modelSizeBytes } from './model-files.ts';
 import { createSlots, type SaturationPolicy, type Slots } from './slots.ts';
 
 export interface ResidencySettings {
@@ -100,7 +100,8 @@ export function createResidency(settings: ResidencySettings, load: Loader = defa
       const all = [...entries.values()];
       const bytes = all.reduce((n, e) => n + e.model.sizeBytes, 0);
       // in-flight loads (this one included) count against the limit too
-      return all.length + loading.size > settings.maxLoadedModels || (settings.memoryBudgetBytes > 0 && bytes + incomingBytes > settings.memoryBudgetBytes);
+      return all.length + loading.size > settings.maxLoadedModels ||
+        (settings.memoryBudgetBytes > 0 && bytes + incomingBytes > settings.memoryBudgetBytes);
     };
     while (over()) {
       const victim = [...entries.values()].filter(isIdle).sort((a, b) => a.useSeq - b.useSeq)[0];
@@ -250,7 +251,9 @@ export function createResidency(settings: ResidencySettings, load: Loader = defa
         }
       }
       const bytes = released.reduce((n, r) => n + r.bytes, 0);
-      const note = released.length ? `released ${released.length} idle GPU model(s)` : 'no idle GPU sessions; CPU/WASM sessions hold no device memory';
+      const note = released.length
+        ? `released ${released.length} idle GPU model(s)`
+        : 'no idle GPU sessions; CPU/WASM sessions hold no device memory';
       return { released, bytes, note };
     },
 

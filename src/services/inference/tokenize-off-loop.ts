@@ -10,7 +10,12 @@ import type { LoadedModel } from './load.ts';
 export const OFF_LOOP_CHARS = 16_384;
 
 /** Token ids per text, or null when the texts are small enough to tokenize on the loop. */
-export async function tokenizeOffLoop(m: LoadedModel, texts: string[], addSpecialTokens: boolean, signal?: AbortSignal): Promise<number[][] | null> {
+export async function tokenizeOffLoop(
+  m: LoadedModel,
+  texts: string[],
+  addSpecialTokens: boolean,
+  signal?: AbortSignal,
+): Promise<number[][] | null> {
   let chars = 0;
   for (const t of texts) chars += t.length;
   if (chars < OFF_LOOP_CHARS) return null;

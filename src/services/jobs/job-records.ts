@@ -1,5 +1,5 @@
 /** Polling and cancelling job records, with the ownership, expiry and fleet rules of docs/jobs.md. */
-import { deleteJobsEndedBefore, getJob, requestCancel, type JobRow } from '../../store/jobs.ts';
+import { deleteJobsEndedBefore, getJob, type JobRow, requestCancel } from '../../store/jobs.ts';
 import type { Db } from '../../store/schema.ts';
 import { notFound, ServiceError } from '../errors.ts';
 import type { TaskRunner } from './task-runner.ts';
@@ -10,7 +10,13 @@ export type CancelAnswer = { kind: 'cancelled'; record: string } | { kind: 'requ
 
 export class JobRecords {
   /** `nodeIsLive`: on a fleet, whether a node still heartbeats (a result held by a dead node is gone). */
-  constructor(private db: Db, private runner: TaskRunner, private nodeTag: string, private retentionSeconds: number, private nodeIsLive?: (tag: string) => boolean) {}
+  constructor(
+    private db: Db,
+    private runner: TaskRunner,
+    private nodeTag: string,
+    private retentionSeconds: number,
+    private nodeIsLive?: (tag: string) => boolean,
+  ) {}
 
   /** The record as JSON text; `result` is spliced in verbatim so it is byte-for-byte the synchronous answer. */
   async poll(id: string, ownerId: string): Promise<string> {
@@ -20,7 +26,9 @@ export class JobRecords {
       if (row.result_location === 'node') {
         if (row.node !== this.nodeTag) {
           // Re-routing to a node that stopped would loop: its memory, and the result with it, is gone.
-          if (this.nodeIsLive && !this.nodeIsLive(row.node)) throw notFound(`job '${id}' not found (its result was held by node ${row.node}, which has stopped)`);
+          if (this.nodeIsLive && !this.nodeIsLive(row.node)) {
+            throw notFound(`job '${id}' not found (its result was held by node ${row.node}, which has stopped)`);
+          }
           throw misdirected(row.node);
         }
         const held = this.runner.heldResult(row.id);
@@ -53,7 +61,9 @@ export class JobRecords {
     const row = await getJob(this.db, id);
     // Another key's job is indistinguishable from an unknown one.
     if (!row || row.owner_id !== ownerId) throw notFound(`job '${id}' not found`);
-    if (row.completed_at != null && Number(row.completed_at) + this.retentionSeconds * 1000 <= Date.now()) throw notFound(`job '${id}' not found (expired)`);
+    if (row.completed_at != null && Number(row.completed_at) + this.retentionSeconds * 1000 <= Date.now()) {
+      throw notFound(`job '${id}' not found (expired)`);
+    }
     return row;
   }
 
@@ -74,12 +84,18 @@ export const misdirected = (node: string) =>
 
 function render(row: JobRow, resultText: string): string {
   const head = {
-    job_id: row.id, task: row.task, status: row.status,
+    job_id: row.id,
+    task: row.task,
+    status: row.status,
   };
   const tail = {
-    error: row.error, error_code: row.error_code, error_reason: row.error_reason,
-    progress_current: row.progress_current, progress_total: row.progress_total,
-    created_at: iso(row.created_at), completed_at: iso(row.completed_at),
+    error: row.error,
+    error_code: row.error_code,
+    error_reason: row.error_reason,
+    progress_current: row.progress_current,
+    progress_total: row.progress_total,
+    created_at: iso(row.created_at),
+    completed_at: iso(row.completed_at),
   };
   return `${JSON.stringify(head).slice(0, -1)},"result":${resultText},${JSON.stringify(tail).slice(1)}`;
 }

@@ -8,7 +8,7 @@
  */
 import { randomId } from '../../ids.ts';
 import type { Logger } from '../../log.ts';
-import { cancelRequestsFor, failLostJobs, finishJob, insertJob, setProgress, type JobRow } from '../../store/jobs.ts';
+import { cancelRequestsFor, failLostJobs, finishJob, insertJob, type JobRow, setProgress } from '../../store/jobs.ts';
 import type { Db } from '../../store/schema.ts';
 import { inputTooLarge, isServiceError, ServiceError } from '../errors.ts';
 import type { FileStore } from '../files/file-store.ts';
@@ -113,8 +113,13 @@ export class TaskRunner {
 
   active(): ExecutionView[] {
     return [...this.#executions.values()].map((e) => ({
-      job_id: e.id, owner_id: e.owner.id, task: e.task, mode: e.mode, started_at: new Date(e.startedAt).toISOString(),
-      progress_current: e.progress.current, progress_total: e.progress.total,
+      job_id: e.id,
+      owner_id: e.owner.id,
+      task: e.task,
+      mode: e.mode,
+      started_at: new Date(e.startedAt).toISOString(),
+      progress_current: e.progress.current,
+      progress_total: e.progress.total,
     }));
   }
 
@@ -127,9 +132,15 @@ export class TaskRunner {
     const { owner } = opts;
     const ceiling = this.ceiling();
     if (this.inflightOf(owner.id) >= ceiling) {
-      const share = ceiling === this.o.maxJobsPerOwner ? '' : ` (this node's share of ${this.o.maxJobsPerOwner} over ${this.o.liveNodes?.()} live nodes)`;
-      throw new ServiceError(429, 'too_many_inflight_jobs',
-        `in-flight ceiling of ${ceiling} tasks for this API key reached${share}; retry after some finish`, { headers: { 'Retry-After': '5' } });
+      const share = ceiling === this.o.maxJobsPerOwner
+        ? ''
+        : ` (this node's share of ${this.o.maxJobsPerOwner} over ${this.o.liveNodes?.()} live nodes)`;
+      throw new ServiceError(
+        429,
+        'too_many_inflight_jobs',
+        `in-flight ceiling of ${ceiling} tasks for this API key reached${share}; retry after some finish`,
+        { headers: { 'Retry-After': '5' } },
+      );
     }
     const exec = this.#admit(task.name, owner);
     try {
@@ -145,7 +156,11 @@ export class TaskRunner {
       opts.clientSignal?.addEventListener('abort', onClient, { once: true });
       if (opts.clientSignal?.aborted) exec.close('client');
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const timedOut = timeoutS > 0 ? new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), timeoutS * 1000); }) : new Promise<never>(() => {});
+      const timedOut = timeoutS > 0
+        ? new Promise<'timeout'>((r) => {
+          timer = setTimeout(() => r('timeout'), timeoutS * 1000);
+        })
+        : new Promise<never>(() => {});
       const winner = await Promise.race([work.then((o) => ({ o })), timedOut, exec.closed]);
       clearTimeout(timer);
       opts.clientSignal?.removeEventListener('abort', onClient);
@@ -171,7 +186,13 @@ export class TaskRunner {
     exec.close('cancel');
     if (exec.mode === 'job') {
       await exec.registered;
-      await finishJob(this.o.db, id, { status: 'cancelled', completed_at: Date.now(), error: 'the job was cancelled', error_code: 499, error_reason: 'cancelled' });
+      await finishJob(this.o.db, id, {
+        status: 'cancelled',
+        completed_at: Date.now(),
+        error: 'the job was cancelled',
+        error_code: 499,
+        error_reason: 'cancelled',
+      });
     }
     return true;
   }
@@ -184,11 +205,19 @@ export class TaskRunner {
 
   #admit(taskName: string, owner: Owner): Execution {
     let close!: (by: 'cancel' | 'client') => void;
-    const closed = new Promise<'cancel' | 'client'>((r) => { close = r; });
+    const closed = new Promise<'cancel' | 'client'>((r) => {
+      close = r;
+    });
     const controller = new AbortController();
     const exec: Execution = {
-      id: `${this.o.nodeTag}-${randomId(20)}`, owner, task: taskName, mode: 'inline', startedAt: Date.now(),
-      progress: { current: null, total: null }, controller, closed,
+      id: `${this.o.nodeTag}-${randomId(20)}`,
+      owner,
+      task: taskName,
+      mode: 'inline',
+      startedAt: Date.now(),
+      progress: { current: null, total: null },
+      controller,
+      closed,
       close: (by) => {
         if (!controller.signal.aborted) controller.abort(new CancelledError(by));
         close(by);
@@ -209,10 +238,21 @@ export class TaskRunner {
   #register(exec: Execution): Promise<void> {
     exec.mode = 'job';
     const row: JobRow = {
-      id: exec.id, owner_id: exec.owner.id, node: this.o.nodeTag, task: exec.task, status: 'processing',
-      result: null, result_location: null, error: null, error_code: null, error_reason: null,
-      progress_current: exec.progress.current, progress_total: exec.progress.total, cancel_requested: 0,
-      created_at: exec.startedAt, completed_at: null,
+      id: exec.id,
+      owner_id: exec.owner.id,
+      node: this.o.nodeTag,
+      task: exec.task,
+      status: 'processing',
+      result: null,
+      result_location: null,
+      error: null,
+      error_code: null,
+      error_reason: null,
+      progress_current: exec.progress.current,
+      progress_total: exec.progress.total,
+      cancel_requested: 0,
+      created_at: exec.startedAt,
+      completed_at: null,
     };
     const registered = insertJob(this.o.db, row).then(() => {});
     exec.registered = registered;
@@ -247,7 +287,9 @@ export class TaskRunner {
   /** Same cause, same answer: expected failures keep their status and reason; the rest are a sanitized 500. */
   #classify(e: unknown, exec: Execution): ServiceError {
     if (isServiceError(e)) return e;
-    if (exec.controller.signal.aborted) return new ServiceError(499, 'cancelled', (exec.controller.signal.reason as Error)?.message ?? 'cancelled');
+    if (exec.controller.signal.aborted) {
+      return new ServiceError(499, 'cancelled', (exec.controller.signal.reason as Error)?.message ?? 'cancelled');
+    }
     this.o.log.error(`task ${exec.task} failed job=${exec.id}`, e);
     return new ServiceError(500, 'internal_error', `Internal server error (job ${exec.id})`);
   }
@@ -271,7 +313,14 @@ export class TaskRunner {
     const progress = { progress_current: exec.progress.current, progress_total: exec.progress.total };
     if (!outcome.ok) {
       const status = outcome.error.status === 499 ? 'cancelled' : 'failed';
-      return { status, completed_at, error: outcome.error.message, error_code: outcome.error.status, error_reason: outcome.error.reason, ...progress };
+      return {
+        status,
+        completed_at,
+        error: outcome.error.message,
+        error_code: outcome.error.status,
+        error_reason: outcome.error.reason,
+        ...progress,
+      };
     }
     // A binary answer is recorded as a new file of the owner (docs/jobs.md): the record stays JSON.
     const json = 'json' in outcome ? outcome.json : JSON.stringify(await this.#binaryRecord(exec, outcome.binary));
@@ -286,7 +335,18 @@ export class TaskRunner {
   }
 
   async #binaryRecord(exec: Execution, b: BinaryResult) {
-    const file = await this.o.files.saveBytes(exec.owner.id, b.bytes, { filename: b.filename ?? 'result', contentType: b.contentType, purpose: 'task_result' });
-    return { object: 'file', file_id: file.id, filename: file.filename, content_type: file.content_type, bytes: file.bytes, content_url: `/svc/v1/files/${file.id}/content` };
+    const file = await this.o.files.saveBytes(exec.owner.id, b.bytes, {
+      filename: b.filename ?? 'result',
+      contentType: b.contentType,
+      purpose: 'task_result',
+    });
+    return {
+      object: 'file',
+      file_id: file.id,
+      filename: file.filename,
+      content_type: file.content_type,
+      bytes: file.bytes,
+      content_url: `/svc/v1/files/${file.id}/content`,
+    };
   }
 }

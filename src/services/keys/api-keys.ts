@@ -2,7 +2,7 @@
  * API keys: created with a token shown once, stored only as a SHA-256 hash, revocable.
  * Keys are required once an active key exists (or when the server is told to require them).
  */
-import { countActiveKeys, findKey, findKeyByHash, insertKey, listKeys, revokeKey, touchKey, type ApiKeyRow } from '../../store/keys.ts';
+import { type ApiKeyRow, countActiveKeys, findKey, findKeyByHash, insertKey, listKeys, revokeKey, touchKey } from '../../store/keys.ts';
 import type { Db } from '../../store/schema.ts';
 import { invalidArgument, notFound } from '../errors.ts';
 
@@ -10,15 +10,33 @@ export type Role = 'admin' | 'user';
 export const TOKEN_PREFIX = 'svc_';
 
 /** Who a request acts for: an API key, or the local anonymous owner while keys are not required. */
-export interface Owner { id: string; role: Role; keyId: string | null; name: string }
+export interface Owner {
+  id: string;
+  role: Role;
+  keyId: string | null;
+  name: string;
+}
 export const LOCAL_OWNER: Owner = { id: 'local', role: 'admin', keyId: null, name: 'local' };
 
-export interface PublicKey { id: string; name: string; role: Role; token_prefix: string; created_at: string; revoked_at: string | null; last_used_at: string | null }
+export interface PublicKey {
+  id: string;
+  name: string;
+  role: Role;
+  token_prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
 
 const iso = (ms: number | null) => (ms == null ? null : new Date(Number(ms)).toISOString());
 const toPublic = (r: ApiKeyRow): PublicKey => ({
-  id: r.id, name: r.name, role: r.role, token_prefix: r.token_prefix,
-  created_at: iso(r.created_at)!, revoked_at: iso(r.revoked_at), last_used_at: iso(r.last_used_at),
+  id: r.id,
+  name: r.name,
+  role: r.role,
+  token_prefix: r.token_prefix,
+  created_at: iso(r.created_at)!,
+  revoked_at: iso(r.revoked_at),
+  last_used_at: iso(r.last_used_at),
 });
 
 const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
@@ -48,8 +66,13 @@ export class KeyService {
     const token = TOKEN_PREFIX + b64url(crypto.getRandomValues(new Uint8Array(32)));
     const row: ApiKeyRow = {
       id: `key_${b64url(crypto.getRandomValues(new Uint8Array(9)))}`,
-      name, role, token_hash: await hashToken(token), token_prefix: token.slice(0, 10),
-      created_at: Date.now(), revoked_at: null, last_used_at: null,
+      name,
+      role,
+      token_hash: await hashToken(token),
+      token_prefix: token.slice(0, 10),
+      created_at: Date.now(),
+      revoked_at: null,
+      last_used_at: null,
     };
     await insertKey(this.db, row);
     this.#activeCount = null;
@@ -72,7 +95,9 @@ export class KeyService {
 
   async activeCount(fresh = false): Promise<number> {
     const now = Date.now();
-    if (fresh || !this.#activeCount || now - this.#activeCount.at > CACHE_MS) this.#activeCount = { n: await countActiveKeys(this.db), at: now };
+    if (fresh || !this.#activeCount || now - this.#activeCount.at > CACHE_MS) {
+      this.#activeCount = { n: await countActiveKeys(this.db), at: now };
+    }
     return this.#activeCount.n;
   }
 

@@ -18,12 +18,41 @@ export interface MediaCapabilities {
 
 // Extension → the ffmpeg demuxer that reads it.
 const AUDIO: Record<string, string> = {
-  wav: 'wav', mp3: 'mp3', flac: 'flac', ogg: 'ogg', oga: 'ogg', opus: 'ogg', m4a: 'mov', aac: 'aac', wma: 'asf',
-  aif: 'aiff', aiff: 'aiff', amr: 'amr', caf: 'caf', au: 'au', mka: 'matroska', weba: 'matroska', ac3: 'ac3',
+  wav: 'wav',
+  mp3: 'mp3',
+  flac: 'flac',
+  ogg: 'ogg',
+  oga: 'ogg',
+  opus: 'ogg',
+  m4a: 'mov',
+  aac: 'aac',
+  wma: 'asf',
+  aif: 'aiff',
+  aiff: 'aiff',
+  amr: 'amr',
+  caf: 'caf',
+  au: 'au',
+  mka: 'matroska',
+  weba: 'matroska',
+  ac3: 'ac3',
 };
 const VIDEO: Record<string, string> = {
-  mp4: 'mov', m4v: 'mov', mov: 'mov', '3gp': 'mov', mkv: 'matroska', webm: 'matroska', avi: 'avi', flv: 'flv',
-  ts: 'mpegts', mts: 'mpegts', m2ts: 'mpegts', mpg: 'mpeg', mpeg: 'mpeg', ogv: 'ogg', wmv: 'asf', asf: 'asf',
+  mp4: 'mov',
+  m4v: 'mov',
+  mov: 'mov',
+  '3gp': 'mov',
+  mkv: 'matroska',
+  webm: 'matroska',
+  avi: 'avi',
+  flv: 'flv',
+  ts: 'mpegts',
+  mts: 'mpegts',
+  m2ts: 'mpegts',
+  mpg: 'mpeg',
+  mpeg: 'mpeg',
+  ogv: 'ogg',
+  wmv: 'asf',
+  asf: 'asf',
 };
 const IMAGE_ENCODERS: Record<string, string> = { png: 'png', jpeg: 'mjpeg', webp: 'libwebp' };
 

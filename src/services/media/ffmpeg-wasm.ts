@@ -24,7 +24,12 @@ export interface WasmRun {
   signal?: AbortSignal;
 }
 
-export interface WasmResult { code: number; log: string; output?: Uint8Array; probe?: string }
+export interface WasmResult {
+  code: number;
+  log: string;
+  output?: Uint8Array;
+  probe?: string;
+}
 
 function corePaths(): { js: string; wasm: string } | null {
   try {
@@ -68,8 +73,13 @@ async function run(r: WasmRun): Promise<WasmResult> {
   const input = r.inputPath ? await readFile(r.inputPath) : undefined;
   const buf = input ? (input.buffer.slice(input.byteOffset, input.byteOffset + input.byteLength) as ArrayBuffer) : undefined;
   return runInWorker<WasmResult>(WORKER, {
-    coreUrl: pathToFileURL(paths.js).href, wasmPath: paths.wasm,
-    input: buf, inputName: r.inputName ?? '/input', probe: r.probe ?? false, args: r.args ?? [], outputName: r.outputName,
+    coreUrl: pathToFileURL(paths.js).href,
+    wasmPath: paths.wasm,
+    input: buf,
+    inputName: r.inputName ?? '/input',
+    probe: r.probe ?? false,
+    args: r.args ?? [],
+    outputName: r.outputName,
   }, { timeoutMs: r.timeoutMs, signal: r.signal, transfer: buf ? [buf] : [] });
 }
 
@@ -81,7 +91,12 @@ export const ffmpegWasm = Object.assign(run, {
     return (availability ??= (async () => {
       const p = corePaths();
       if (!p) return false;
-      try { await Promise.all([access(p.js), access(p.wasm)]); return true; } catch { return false; }
+      try {
+        await Promise.all([access(p.js), access(p.wasm)]);
+        return true;
+      } catch {
+        return false;
+      }
     })());
   },
 });

@@ -5,8 +5,8 @@
  * docs/api/media.md.
  */
 import { capabilityUnavailable, invalidArgument, ServiceError, unsupportedFileType } from '../errors.ts';
-import { findMediaTool, MediaToolError, type MediaTool } from './media-tool.ts';
-import { mediaInfo, type MediaInfo } from './probe.ts';
+import { findMediaTool, type MediaTool, MediaToolError } from './media-tool.ts';
+import { type MediaInfo, mediaInfo } from './probe.ts';
 import { speechProbabilities, VAD_MODEL, VAD_SAMPLE_RATE, VAD_WINDOW } from './silero-vad.ts';
 import { speechRanges, VAD_DEFAULTS, type VadOptions } from './speech-ranges.ts';
 import { measureCapabilities, type MediaCapabilities } from './capabilities.ts';
@@ -21,7 +21,13 @@ export interface SpeechDetection {
 }
 
 export type FrameFormat = 'png' | 'jpeg' | 'webp';
-export interface FrameOptions { at?: number; format: FrameFormat; width?: number; height?: number; quality?: number }
+export interface FrameOptions {
+  at?: number;
+  format: FrameFormat;
+  width?: number;
+  height?: number;
+  quality?: number;
+}
 export interface Frame {
   bytes: Uint8Array;
   contentType: string;
@@ -49,7 +55,11 @@ export class MediaService {
 
   private async requireTool(what: string): Promise<MediaTool> {
     const t = await this.tool();
-    if (!t) throw capabilityUnavailable(`${what} needs ffmpeg: install it (Debian: apt-get install ffmpeg) or allow its WASM build (setting ffmpegWasm)`);
+    if (!t) {
+      throw capabilityUnavailable(
+        `${what} needs ffmpeg: install it (Debian: apt-get install ffmpeg) or allow its WASM build (setting ffmpegWasm)`,
+      );
+    }
     return t;
   }
 
@@ -69,11 +79,22 @@ export class MediaService {
   /** 16 kHz mono float PCM of the file's first audio stream, in chunks as ffmpeg writes it. */
   async *decodeAudio(tool: MediaTool, path: string, signal?: AbortSignal): AsyncGenerator<Float32Array> {
     let rest = new Uint8Array(0);
-    const chunks = tool.stream(path, (i, o) => ['-v', 'error', '-i', i, '-map', '0:a:0', '-vn', '-sn', '-dn', '-ac', '1', '-ar', String(VAD_SAMPLE_RATE), '-f', 'f32le', o], signal);
+    const chunks = tool.stream(
+      path,
+      (
+        i,
+        o,
+      ) => ['-v', 'error', '-i', i, '-map', '0:a:0', '-vn', '-sn', '-dn', '-ac', '1', '-ar', String(VAD_SAMPLE_RATE), '-f', 'f32le', o],
+      signal,
+    );
     try {
       for await (const chunk of chunks) {
         let bytes = chunk;
-        if (rest.byteLength) { bytes = new Uint8Array(rest.byteLength + chunk.byteLength); bytes.set(rest); bytes.set(chunk, rest.byteLength); }
+        if (rest.byteLength) {
+          bytes = new Uint8Array(rest.byteLength + chunk.byteLength);
+          bytes.set(rest);
+          bytes.set(chunk, rest.byteLength);
+        }
         const whole = bytes.byteLength - (bytes.byteLength % 4);
         // Copy into an aligned buffer: a chunk may start at any byte offset.
         yield new Float32Array(bytes.slice(0, whole).buffer);
@@ -95,7 +116,14 @@ export class MediaService {
     const ranges = speechRanges(probs, samples, VAD_WINDOW, VAD_SAMPLE_RATE, o);
     const segments = ranges.map((r) => ({ start: round3(r.start / VAD_SAMPLE_RATE), end: round3(r.end / VAD_SAMPLE_RATE) }));
     const speech = ranges.reduce((s, r) => s + (r.end - r.start), 0) / VAD_SAMPLE_RATE;
-    return { segments, speech_duration: round3(speech), audio_duration: round3(samples / VAD_SAMPLE_RATE), sample_rate: VAD_SAMPLE_RATE, model: VAD_MODEL, decoder: tool.kind };
+    return {
+      segments,
+      speech_duration: round3(speech),
+      audio_duration: round3(samples / VAD_SAMPLE_RATE),
+      sample_rate: VAD_SAMPLE_RATE,
+      model: VAD_MODEL,
+      decoder: tool.kind,
+    };
   }
 
   /**
@@ -110,18 +138,43 @@ export class MediaService {
     if (!v) throw new ServiceError(422, 'no_video_stream', 'the file has no decodable video stream');
     const duration = info.duration ?? v.duration;
     if (o.at !== undefined && duration !== null && o.at >= duration) {
-      throw invalidArgument(`at=${o.at} is past the end of the clip (${round3(duration)} s)`, [{ field: 'at', message: `must be below ${round3(duration)}` }]);
+      throw invalidArgument(`at=${o.at} is past the end of the clip (${round3(duration)} s)`, [{
+        field: 'at',
+        message: `must be below ${round3(duration)}`,
+      }]);
     }
     const mode = o.at === undefined ? 'auto' : 'exact';
     const at = o.at ?? (await this.representativeTime(tool, path, duration ?? 0, signal));
     const filters = ['showinfo'];
     if (o.width || o.height) filters.push(`scale=${o.width ?? -2}:${o.height ?? -2}:flags=lanczos`);
-    const codec = o.format === 'png' ? ['-c:v', 'png'] : o.format === 'jpeg' ? ['-c:v', 'mjpeg', '-q:v', String(jpegQ(o.quality ?? 85))] : ['-c:v', 'libwebp', '-quality', String(o.quality ?? 85)];
+    const codec = o.format === 'png'
+      ? ['-c:v', 'png']
+      : o.format === 'jpeg'
+      ? ['-c:v', 'mjpeg', '-q:v', String(jpegQ(o.quality ?? 85))]
+      : ['-c:v', 'libwebp', '-quality', String(o.quality ?? 85)];
     let r;
     try {
       r = await tool.exec(path, (i, out) => [
-        '-loglevel', 'info', '-copyts', '-ss', String(info.startTime + at), '-i', i, '-map', '0:v:0', '-frames:v', '1', '-an', '-sn', '-dn',
-        '-vf', filters.join(','), ...codec, '-f', 'image2pipe', out,
+        '-loglevel',
+        'info',
+        '-copyts',
+        '-ss',
+        String(info.startTime + at),
+        '-i',
+        i,
+        '-map',
+        '0:v:0',
+        '-frames:v',
+        '1',
+        '-an',
+        '-sn',
+        '-dn',
+        '-vf',
+        filters.join(','),
+        ...codec,
+        '-f',
+        'image2pipe',
+        out,
       ], { signal, maxOutputBytes: MAX_FRAME_BYTES });
     } catch (e) {
       if (e instanceof MediaToolError) throw new ServiceError(422, 'no_video_stream', `the video stream cannot be decoded: ${e.message}`);
@@ -130,7 +183,13 @@ export class MediaService {
     if (!r.output.byteLength) throw new ServiceError(422, 'no_video_stream', `no frame could be decoded at ${round3(at)} s`);
     const pts = /pts_time:\s*(-?[\d.]+)/.exec(r.log);
     const timestamp = pts ? Number(pts[1]) - info.startTime : at;
-    return { bytes: r.output, contentType: FRAME_TYPES[o.format], info: { ...info, video: v }, timestamp: round3(Math.max(0, timestamp)), mode };
+    return {
+      bytes: r.output,
+      contentType: FRAME_TYPES[o.format],
+      info: { ...info, video: v },
+      timestamp: round3(Math.max(0, timestamp)),
+      mode,
+    };
   }
 
   /** Of five times spread over the clip, the one whose frame has the most contrast among the frames that are not black. */
@@ -140,11 +199,31 @@ export class MediaService {
     const side = 32;
     const inputs = times.flatMap((t) => ['-ss', String(t), '-i', '']);
     // The five frames side by side in one 32·5 × 32 grey image: one decoder run for all candidates.
-    const graph = times.map((_, k) => `[${k}:v:0]scale=${side}:${side},format=gray,setsar=1,setpts=PTS-STARTPTS[c${k}]`).join(';')
-      + `;${times.map((_, k) => `[c${k}]`).join('')}hstack=inputs=${times.length}[out]`;
+    const graph = times.map((_, k) => `[${k}:v:0]scale=${side}:${side},format=gray,setsar=1,setpts=PTS-STARTPTS[c${k}]`).join(';') +
+      `;${times.map((_, k) => `[c${k}]`).join('')}hstack=inputs=${times.length}[out]`;
     let r;
     try {
-      r = await tool.exec(path, (i, out) => ['-v', 'error', ...inputs.map((a) => (a === '' ? i : a)), '-filter_complex', graph, '-map', '[out]', '-frames:v', '1', '-f', 'rawvideo', out], { signal });
+      r = await tool.exec(
+        path,
+        (
+          i,
+          out,
+        ) => [
+          '-v',
+          'error',
+          ...inputs.map((a) => (a === '' ? i : a)),
+          '-filter_complex',
+          graph,
+          '-map',
+          '[out]',
+          '-frames:v',
+          '1',
+          '-f',
+          'rawvideo',
+          out,
+        ],
+        { signal },
+      );
     } catch {
       return times[2]!; // a candidate failed to decode: fall back to the middle of the clip
     }
@@ -154,11 +233,18 @@ export class MediaService {
     for (let k = 0; k < times.length; k++) {
       let sum = 0, sq = 0;
       for (let y = 0; y < side; y++) {
-        for (let x = 0; x < side; x++) { const v = r.output[y * row + k * side + x]!; sum += v; sq += v * v; }
+        for (let x = 0; x < side; x++) {
+          const v = r.output[y * row + k * side + x]!;
+          sum += v;
+          sq += v * v;
+        }
       }
       const n = side * side, mean = sum / n, sd = Math.sqrt(Math.max(0, sq / n - mean * mean));
       const score = mean < 16 ? sd / 100 : sd + 1; // black frames only win when every candidate is black
-      if (score > bestScore) { bestScore = score; best = times[k]!; }
+      if (score > bestScore) {
+        bestScore = score;
+        best = times[k]!;
+      }
     }
     return best;
   }

@@ -12,7 +12,10 @@ import { ffmpegWasm } from './ffmpeg-wasm.ts';
 /** ffmpeg arguments for an input path and an output target (stdout for the system tool, a file for WASM). */
 export type ArgsFor = (input: string, output: string) => string[];
 
-export interface ExecResult { output: Uint8Array; log: string }
+export interface ExecResult {
+  output: Uint8Array;
+  log: string;
+}
 
 export interface MediaTool {
   kind: 'system' | 'wasm';
@@ -27,7 +30,10 @@ export interface MediaTool {
 }
 
 export class MediaToolError extends Error {
-  constructor(message: string, readonly log: string) { super(message); this.name = 'MediaToolError'; }
+  constructor(message: string, readonly log: string) {
+    super(message);
+    this.name = 'MediaToolError';
+  }
 }
 
 const lastLines = (log: string, n = 3) => log.trim().split('\n').slice(-n).join(' | ');
@@ -36,12 +42,19 @@ export function systemTool(ffmpeg: string, ffprobe: string): MediaTool {
   return {
     kind: 'system',
     async probe(path, signal) {
-      const r = await runTool(ffprobe, ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', path], { signal, timeoutMs: 60_000 });
+      const r = await runTool(ffprobe, ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', path], {
+        signal,
+        timeoutMs: 60_000,
+      });
       if (r.code !== 0) return null;
       return JSON.parse(new TextDecoder().decode(r.stdout)) as unknown;
     },
     async exec(path, args, opts = {}) {
-      const r = await runTool(ffmpeg, ['-nostdin', '-hide_banner', ...args(path, 'pipe:1')], { signal: opts.signal, maxStdoutBytes: opts.maxOutputBytes, timeoutMs: 10 * 60_000 });
+      const r = await runTool(ffmpeg, ['-nostdin', '-hide_banner', ...args(path, 'pipe:1')], {
+        signal: opts.signal,
+        maxStdoutBytes: opts.maxOutputBytes,
+        timeoutMs: 10 * 60_000,
+      });
       if (r.code !== 0) throw new MediaToolError(`ffmpeg failed: ${lastLines(r.stderr)}`, r.stderr);
       return { output: r.stdout, log: r.stderr };
     },
@@ -79,9 +92,18 @@ export function wasmTool(): MediaTool {
     async exec(path, args, opts = {}) {
       const size = (await stat(path)).size;
       const name = inName(path);
-      const r = await ffmpegWasm({ inputPath: path, inputName: name, args: args(name, '/output'), outputName: '/output', timeoutMs: wasmDeadline(size), signal: opts.signal });
+      const r = await ffmpegWasm({
+        inputPath: path,
+        inputName: name,
+        args: args(name, '/output'),
+        outputName: '/output',
+        timeoutMs: wasmDeadline(size),
+        signal: opts.signal,
+      });
       if (r.code !== 0 || !r.output) throw new MediaToolError(`ffmpeg (WASM) failed: ${lastLines(r.log)}`, r.log);
-      if (opts.maxOutputBytes !== undefined && r.output.byteLength > opts.maxOutputBytes) throw new MediaToolError('ffmpeg (WASM) output too large', r.log);
+      if (opts.maxOutputBytes !== undefined && r.output.byteLength > opts.maxOutputBytes) {
+        throw new MediaToolError('ffmpeg (WASM) output too large', r.log);
+      }
       return { output: r.output, log: r.log };
     },
     async *stream(path, args, signal) {

@@ -1,7 +1,17 @@
 /** What a media file holds, read from ffprobe's JSON (both tools print the same). */
 
-export interface VideoStreamInfo { codec: string; width: number; height: number; frameRate: number | null; duration: number | null }
-export interface AudioStreamInfo { codec: string; sampleRate: number; channels: number }
+export interface VideoStreamInfo {
+  codec: string;
+  width: number;
+  height: number;
+  frameRate: number | null;
+  duration: number | null;
+}
+export interface AudioStreamInfo {
+  codec: string;
+  sampleRate: number;
+  channels: number;
+}
 
 export interface MediaInfo {
   /** ffmpeg's demuxer name(s), e.g. "mov,mp4,m4a,3gp,3g2,mj2". */
@@ -14,10 +24,21 @@ export interface MediaInfo {
 }
 
 interface FfStream {
-  codec_type?: string; codec_name?: string; width?: number; height?: number; avg_frame_rate?: string; r_frame_rate?: string;
-  sample_rate?: string; channels?: number; duration?: string; disposition?: { attached_pic?: number };
+  codec_type?: string;
+  codec_name?: string;
+  width?: number;
+  height?: number;
+  avg_frame_rate?: string;
+  r_frame_rate?: string;
+  sample_rate?: string;
+  channels?: number;
+  duration?: string;
+  disposition?: { attached_pic?: number };
 }
-interface FfProbe { format?: { format_name?: string; duration?: string; start_time?: string }; streams?: FfStream[] }
+interface FfProbe {
+  format?: { format_name?: string; duration?: string; start_time?: string };
+  streams?: FfStream[];
+}
 
 const num = (s: string | undefined) => {
   const n = s === undefined ? NaN : Number(s);
@@ -48,7 +69,15 @@ export function mediaInfo(json: unknown): MediaInfo | null {
     container,
     duration: num(p.format.duration) ?? (streamDurations.length ? Math.max(...streamDurations) : null),
     startTime: num(p.format.start_time) ?? 0,
-    video: v ? { codec: v.codec_name!, width: v.width!, height: v.height!, frameRate: rate(v.avg_frame_rate) ?? rate(v.r_frame_rate), duration: num(v.duration) } : null,
+    video: v
+      ? {
+        codec: v.codec_name!,
+        width: v.width!,
+        height: v.height!,
+        frameRate: rate(v.avg_frame_rate) ?? rate(v.r_frame_rate),
+        duration: num(v.duration),
+      }
+      : null,
     audio: a ? { codec: a.codec_name!, sampleRate: Number(a.sample_rate ?? 0), channels: a.channels ?? 0 } : null,
   };
 }

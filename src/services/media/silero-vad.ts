@@ -20,13 +20,19 @@ export const VAD_WINDOW = 512;
 const CONTEXT = 64;
 export const VAD_MODEL = 'silero-vad-v5';
 
-interface Silero { ort: typeof Ort; session: Ort.InferenceSession; runtime: 'onnxruntime-node' | 'onnxruntime-web' }
+interface Silero {
+  ort: typeof Ort;
+  session: Ort.InferenceSession;
+  runtime: 'onnxruntime-node' | 'onnxruntime-web';
+}
 
 async function loadOrt(): Promise<{ ort: typeof Ort; runtime: Silero['runtime'] }> {
   try {
     return { ort: (await import('onnxruntime-node')) as unknown as typeof Ort, runtime: 'onnxruntime-node' };
   } catch {
-    const ort = (await import('onnxruntime-web')) as unknown as typeof Ort & { env: { wasm: { wasmPaths?: unknown; numThreads?: number } } };
+    const ort = (await import('onnxruntime-web')) as unknown as typeof Ort & {
+      env: { wasm: { wasmPaths?: unknown; numThreads?: number } };
+    };
     if (!ort.env.wasm.wasmPaths) ort.env.wasm.wasmPaths = `${dirname(createRequire(import.meta.url).resolve('onnxruntime-web'))}/`;
     ort.env.wasm.numThreads = 1;
     return { ort, runtime: 'onnxruntime-web' };
@@ -51,7 +57,10 @@ export const releaseSilero = () => engine.release();
  * Speech probabilities of a 16 kHz mono stream, one per 512-sample window (the last window zero-padded).
  * Returns the probabilities and the number of samples read.
  */
-export function speechProbabilities(audio: AsyncIterable<Float32Array>, signal?: AbortSignal): Promise<{ probs: Float32Array; samples: number; runtime: string }> {
+export function speechProbabilities(
+  audio: AsyncIterable<Float32Array>,
+  signal?: AbortSignal,
+): Promise<{ probs: Float32Array; samples: number; runtime: string }> {
   return engine.use(async ({ ort, session, runtime }) => {
     let probs = new Float32Array(1024), count = 0, samples = 0;
     let state = new ort.Tensor('float32', new Float32Array(2 * 128), [2, 1, 128]);
@@ -61,7 +70,11 @@ export function speechProbabilities(audio: AsyncIterable<Float32Array>, signal?:
     const step = async () => {
       const out = await session.run({ input: new ort.Tensor('float32', input.slice(), [1, CONTEXT + VAD_WINDOW]), state, sr });
       state = out.stateN as Ort.Tensor as typeof state;
-      if (count === probs.length) { const grown = new Float32Array(probs.length * 2); grown.set(probs); probs = grown; }
+      if (count === probs.length) {
+        const grown = new Float32Array(probs.length * 2);
+        grown.set(probs);
+        probs = grown;
+      }
       probs[count++] = (out.output!.data as Float32Array)[0]!;
       input.copyWithin(0, VAD_WINDOW, VAD_WINDOW + CONTEXT); // the window's last 64 samples become the next context
       fill = 0;
@@ -72,11 +85,15 @@ export function speechProbabilities(audio: AsyncIterable<Float32Array>, signal?:
       for (let i = 0; i < chunk.length;) {
         const n = Math.min(VAD_WINDOW - fill, chunk.length - i);
         input.set(chunk.subarray(i, i + n), CONTEXT + fill);
-        fill += n; i += n;
+        fill += n;
+        i += n;
         if (fill === VAD_WINDOW) await step();
       }
     }
-    if (fill > 0) { input.fill(0, CONTEXT + fill); await step(); }
+    if (fill > 0) {
+      input.fill(0, CONTEXT + fill);
+      await step();
+    }
     return { probs: probs.slice(0, count), samples, runtime };
   });
 }

@@ -15,12 +15,27 @@ export interface VadOptions {
   max_speech_duration_s: number;
 }
 
-export const VAD_DEFAULTS: VadOptions = { threshold: 0.5, min_speech_duration_ms: 250, min_silence_duration_ms: 100, speech_pad_ms: 30, max_speech_duration_s: Infinity };
+export const VAD_DEFAULTS: VadOptions = {
+  threshold: 0.5,
+  min_speech_duration_ms: 250,
+  min_silence_duration_ms: 100,
+  speech_pad_ms: 30,
+  max_speech_duration_s: Infinity,
+};
 
-export interface SampleRange { start: number; end: number }
+export interface SampleRange {
+  start: number;
+  end: number;
+}
 
 /** Ranges in samples. `probs[i]` is the probability of window i (samples i·window … (i+1)·window). */
-export function speechRanges(probs: ArrayLike<number>, totalSamples: number, window: number, sampleRate: number, o: VadOptions): SampleRange[] {
+export function speechRanges(
+  probs: ArrayLike<number>,
+  totalSamples: number,
+  window: number,
+  sampleRate: number,
+  o: VadOptions,
+): SampleRange[] {
   const minSpeech = (sampleRate * o.min_speech_duration_ms) / 1000;
   const pad = Math.round((sampleRate * o.speech_pad_ms) / 1000);
   const maxSpeech = sampleRate * o.max_speech_duration_s - window - 2 * pad;
@@ -30,7 +45,9 @@ export function speechRanges(probs: ArrayLike<number>, totalSamples: number, win
 
   const ranges: SampleRange[] = [];
   let triggered = false, start = 0, tempEnd = 0, prevEnd = 0, nextStart = 0;
-  const close = (end: number) => { ranges.push({ start, end }); };
+  const close = (end: number) => {
+    ranges.push({ start, end });
+  };
   for (let i = 0; i < probs.length; i++) {
     const p = probs[i]!, at = window * i;
     if (p >= o.threshold && tempEnd) {

@@ -32,8 +32,19 @@ export function formatTranscription(t: Transcription, format: ResponseFormat): {
     case 'verbose_json':
       return {
         body: JSON.stringify({
-          task: t.task, language: languageName(t.language), duration: t.duration, text: t.text,
-          segments: t.segments.map((s) => ({ id: s.id, seek: s.seek, start: s.start, end: s.end, text: s.text, tokens: s.tokens, temperature: s.temperature })),
+          task: t.task,
+          language: languageName(t.language),
+          duration: t.duration,
+          text: t.text,
+          segments: t.segments.map((s) => ({
+            id: s.id,
+            seek: s.seek,
+            start: s.start,
+            end: s.end,
+            text: s.text,
+            tokens: s.tokens,
+            temperature: s.temperature,
+          })),
         }),
         contentType: 'application/json',
       };

@@ -25,7 +25,15 @@ export interface TranscriptionOptions {
   timestampGranularities?: ('segment' | 'word')[];
   keepAlive?: unknown;
 }
-export interface TranscriptionSegment { id: number; seek: number; start: number; end: number; text: string; tokens: number[]; temperature: number }
+export interface TranscriptionSegment {
+  id: number;
+  seek: number;
+  start: number;
+  end: number;
+  text: string;
+  tokens: number[];
+  temperature: number;
+}
 export interface Transcription {
   task: TranscriptionTask;
   model: string;
@@ -61,24 +69,45 @@ export class TranscriptionService {
 
   async transcribe(path: string, o: TranscriptionOptions, signal?: AbortSignal): Promise<Transcription> {
     if (o.timestampGranularities?.includes('word')) {
-      throw invalidArgument('word timestamps are not available: the served Whisper exports give segment timestamps only', [{ field: 'timestamp_granularities', message: 'only "segment" is supported' }]);
+      throw invalidArgument('word timestamps are not available: the served Whisper exports give segment timestamps only', [{
+        field: 'timestamp_granularities',
+        message: 'only "segment" is supported',
+      }]);
     }
     const m = await this.deps.chat.resolve(o.model, 'speech');
     const tool = await this.deps.media.tool();
-    if (!tool) throw new ServiceError(501, 'capability_unavailable', 'transcription needs ffmpeg: install it or allow its WASM build (setting ffmpegWasm)');
+    if (!tool) {
+      throw new ServiceError(
+        501,
+        'capability_unavailable',
+        'transcription needs ffmpeg: install it or allow its WASM build (setting ffmpegWasm)',
+      );
+    }
     const info = await this.deps.media.info(path, signal);
     if (!info.audio) throw new ServiceError(422, 'no_audio_track', 'the file has no audio track (a video without sound?)');
-    if (info.duration !== null && info.duration > MAX_AUDIO_S) throw new ServiceError(413, 'input_too_large', `the audio lasts ${Math.round(info.duration)} s; at most ${MAX_AUDIO_S} s are transcribed`);
+    if (info.duration !== null && info.duration > MAX_AUDIO_S) {
+      throw new ServiceError(
+        413,
+        'input_too_large',
+        `the audio lasts ${Math.round(info.duration)} s; at most ${MAX_AUDIO_S} s are transcribed`,
+      );
+    }
 
     // One decode: the PCM is kept for Whisper while Silero VAD reads it.
     const parts: Float32Array[] = [];
     const pcmTee = (async function* (src: AsyncIterable<Float32Array>) {
-      for await (const c of src) { parts.push(c); yield c; }
+      for await (const c of src) {
+        parts.push(c);
+        yield c;
+      }
     })(this.deps.media.decodeAudio(tool, path, signal));
     const { probs, samples } = await speechProbabilities(pcmTee, signal);
     const pcm = new Float32Array(samples);
     let off = 0;
-    for (const p of parts) { pcm.set(p.subarray(0, samples - off), off); off += p.length; }
+    for (const p of parts) {
+      pcm.set(p.subarray(0, samples - off), off);
+      off += p.length;
+    }
     const windows = speechWindows(speechRanges(probs, samples, VAD_WINDOW, VAD_SAMPLE_RATE, CHUNK_VAD));
 
     const lease = await this.deps.engine.residency.acquire(m.engineSpec, { signal });
@@ -106,24 +135,37 @@ export function speechWindows(ranges: { start: number; end: number }[]): { start
   return out;
 }
 
-async function decodeWindows(lm: LoadedModel, pcm: Float32Array, windows: { start: number; end: number }[], o: TranscriptionOptions, signal?: AbortSignal) {
+async function decodeWindows(
+  lm: LoadedModel,
+  pcm: Float32Array,
+  windows: { start: number; end: number }[],
+  o: TranscriptionOptions,
+  signal?: AbortSignal,
+) {
   const model = lm.model as PreTrainedModel;
   const tok = lm.tokenizer as PreTrainedTokenizer;
   const processor = lm.processor as Processor;
   const gen = (model as unknown as { generation_config: WhisperGen }).generation_config;
   const multilingual = Boolean(gen.is_multilingual && gen.lang_to_id && gen.task_to_id);
   if (!multilingual && (o.task === 'translate' || (o.language && languageCode(o.language) !== 'en'))) {
-    throw invalidArgument(`"${o.model}" is an English-only model: ${o.task === 'translate' ? 'it cannot translate' : 'it only transcribes English'}`);
+    throw invalidArgument(
+      `"${o.model}" is an English-only model: ${o.task === 'translate' ? 'it cannot translate' : 'it only transcribes English'}`,
+    );
   }
   let language = o.language ? languageCode(o.language) : undefined;
   if (language && multilingual && gen.lang_to_id![`<|${language}|>`] === undefined) {
-    throw invalidArgument(`"${o.model}" does not know the language "${o.language}"`, [{ field: 'language', message: 'unsupported by this model' }]);
+    throw invalidArgument(`"${o.model}" does not know the language "${o.language}"`, [{
+      field: 'language',
+      message: 'unsupported by this model',
+    }]);
   }
   const tsBegin = gen.no_timestamps_token_id + 1;
   const eot = Number((model.config as unknown as { eos_token_id: number }).eos_token_id);
   const promptIds = o.prompt ? tok.encode(' ' + o.prompt.trim(), { add_special_tokens: false }) : [];
   const maxLen = gen.max_length ?? 448;
-  const prefix = promptIds.length && gen.prev_sot_token_id !== undefined ? [gen.prev_sot_token_id, ...promptIds.slice(-Math.floor(maxLen / 2) + 1)] : [];
+  const prefix = promptIds.length && gen.prev_sot_token_id !== undefined
+    ? [gen.prev_sot_token_id, ...promptIds.slice(-Math.floor(maxLen / 2) + 1)]
+    : [];
   const int64 = (ids: number[]) => new lm.tf.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
 
   const segments: TranscriptionSegment[] = [];
@@ -133,10 +175,18 @@ async function decodeWindows(lm: LoadedModel, pcm: Float32Array, windows: { star
     const audio = pcm.subarray(w.start, w.end);
     const { input_features } = await processor(audio);
     if (multilingual && !language) language = await detectLanguage(model, gen, input_features, int64);
-    const init = [...prefix, gen.decoder_start_token_id, ...(multilingual ? [gen.lang_to_id![`<|${language}|>`]!, gen.task_to_id![o.task]!] : [])];
+    const init = [
+      ...prefix,
+      gen.decoder_start_token_id,
+      ...(multilingual ? [gen.lang_to_id![`<|${language}|>`]!, gen.task_to_id![o.task]!] : []),
+    ];
     const out = (await model.generate({
-      inputs: input_features, decoder_input_ids: int64(init), return_timestamps: true,
-      max_new_tokens: maxLen - init.length - 1, do_sample: false, num_beams: 1,
+      inputs: input_features,
+      decoder_input_ids: int64(init),
+      return_timestamps: true,
+      max_new_tokens: maxLen - init.length - 1,
+      do_sample: false,
+      num_beams: 1,
     } as never)) as unknown as { tolist(): bigint[][] };
     const ids = out.tolist()[0]!.slice(init.length).map(Number).filter((t) => t !== eot);
     const winStart = w.start / VAD_SAMPLE_RATE, winEnd = w.end / VAD_SAMPLE_RATE;
@@ -146,7 +196,15 @@ async function decodeWindows(lm: LoadedModel, pcm: Float32Array, windows: { star
       const prevEnd = segments.at(-1)?.end ?? 0;
       const start = round2(Math.max(prevEnd, winStart + s.start));
       const end = round2(Math.min(winEnd, Math.max(start, winStart + s.end)));
-      segments.push({ id: segments.length, seek: Math.round(winStart * 100), start, end: Math.max(start, end), text, tokens: s.tokens, temperature: 0 });
+      segments.push({
+        id: segments.length,
+        seek: Math.round(winStart * 100),
+        start,
+        end: Math.max(start, end),
+        text,
+        tokens: s.tokens,
+        temperature: 0,
+      });
       texts.push(text);
     }
   }
@@ -169,8 +227,11 @@ export function timestampSegments(ids: number[], tsBegin: number, windowSeconds:
   for (const id of ids) {
     if (id >= tsBegin) {
       const t = clamp((id - tsBegin) * TIME_PRECISION);
-      if (tokens.length) { out.push({ start: start ?? last, end: t, tokens }); tokens = []; start = null; }
-      else start = t;
+      if (tokens.length) {
+        out.push({ start: start ?? last, end: t, tokens });
+        tokens = [];
+        start = null;
+      } else start = t;
       last = t;
     } else tokens.push(id);
   }
@@ -179,15 +240,24 @@ export function timestampSegments(ids: number[], tsBegin: number, windowSeconds:
 }
 
 /** Whisper's own language identification: the most likely language token after <|startoftranscript|>. */
-async function detectLanguage(model: PreTrainedModel, gen: WhisperGen, input_features: unknown, int64: (ids: number[]) => unknown): Promise<string> {
-  const out = (await (model as unknown as (x: unknown) => Promise<{ logits: { data: Float32Array; dims: number[] } }>)({
-    input_features, decoder_input_ids: int64([gen.decoder_start_token_id]),
-  }));
+async function detectLanguage(
+  model: PreTrainedModel,
+  gen: WhisperGen,
+  input_features: unknown,
+  int64: (ids: number[]) => unknown,
+): Promise<string> {
+  const out = await (model as unknown as (x: unknown) => Promise<{ logits: { data: Float32Array; dims: number[] } }>)({
+    input_features,
+    decoder_input_ids: int64([gen.decoder_start_token_id]),
+  });
   const vocab = out.logits.dims.at(-1)!;
   const row = out.logits.data.subarray(out.logits.data.length - vocab);
   let best = 'en', bestLogit = -Infinity;
   for (const [token, id] of Object.entries(gen.lang_to_id!)) {
-    if (row[id]! > bestLogit) { bestLogit = row[id]!; best = token.slice(2, -2); }
+    if (row[id]! > bestLogit) {
+      bestLogit = row[id]!;
+      best = token.slice(2, -2);
+    }
   }
   return best;
 }
@@ -199,7 +269,10 @@ export function languageCode(language: string): string {
   for (const [code, name] of WHISPER_LANGUAGES) if (name === l) return code;
   const alias = WHISPER_LANGUAGE_ALIASES.get(l);
   if (alias) return alias;
-  throw invalidArgument(`unknown language "${language}"`, [{ field: 'language', message: 'an ISO-639-1 code such as "en" or an English name' }]);
+  throw invalidArgument(`unknown language "${language}"`, [{
+    field: 'language',
+    message: 'an ISO-639-1 code such as "en" or an English name',
+  }]);
 }
 
 /** English name of a language code, as OpenAI's verbose_json reports it. */

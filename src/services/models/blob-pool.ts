@@ -30,7 +30,9 @@ export class BlobPool {
     if (!e.download) {
       e.download = fetch();
       // A failed download is retried by the next caller, not replayed.
-      e.download.catch(() => { if (this.#entries.get(key) === e) e.download = undefined; });
+      e.download.catch(() => {
+        if (this.#entries.get(key) === e) e.download = undefined;
+      });
     }
     return e.download;
   }

@@ -12,7 +12,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ServiceError, invalidArgument } from '../errors.ts';
+import { invalidArgument, ServiceError } from '../errors.ts';
 import { readOnlyError } from './layout.ts';
 
 const DIGEST = /^sha256[:-]([0-9a-f]{64})$/;
@@ -30,7 +30,9 @@ export const blobNotFound = (digest: string) =>
 export class BlobStore {
   constructor(readonly dir: string) {}
 
-  path(digest: string): string { return join(this.dir, `sha256-${parseBlobDigest(digest)}`); }
+  path(digest: string): string {
+    return join(this.dir, `sha256-${parseBlobDigest(digest)}`);
+  }
 
   async has(digest: string): Promise<boolean> {
     const st = await stat(this.path(digest)).catch(() => undefined);
@@ -72,7 +74,11 @@ export class BlobStore {
       await Promise.race([new Promise<void>((r, j) => out.end((e?: Error | null) => (e ? j(e) : r()))), failed]);
       const got = hash.digest('hex');
       if (got !== hex) {
-        throw new ServiceError(400, 'digest_mismatch', `digest mismatch: the body's SHA-256 is sha256:${got}, not sha256:${hex}; nothing was stored`);
+        throw new ServiceError(
+          400,
+          'digest_mismatch',
+          `digest mismatch: the body's SHA-256 is sha256:${got}, not sha256:${hex}; nothing was stored`,
+        );
       }
       const existed = await this.has(digest);
       await rename(incoming, final);

@@ -7,9 +7,9 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ServiceError, invalidArgument } from '../errors.ts';
+import { invalidArgument, ServiceError } from '../errors.ts';
 import { installCustom, newCustomRepo } from './custom-store.ts';
-import { destinationName, modelInUse, newAssemblyDir, retireReplaced, type ModelAdminContext, type NameLocks } from './manage.ts';
+import { destinationName, type ModelAdminContext, modelInUse, type NameLocks, newAssemblyDir, retireReplaced } from './manage.ts';
 import { readLocalCopy } from './manifest.ts';
 import { modelNotFound, resolveModel } from './resolve.ts';
 import type { CustomModelRecord } from './spec.ts';
@@ -27,7 +27,12 @@ export interface ClassifierFile {
 }
 
 /** Writes a new classifier model `name` (replacing an older custom model of that name). */
-export async function installClassifier(ctx: ModelAdminContext, locks: NameLocks, rawName: string, file: ClassifierFile): Promise<CustomModelRecord> {
+export async function installClassifier(
+  ctx: ModelAdminContext,
+  locks: NameLocks,
+  rawName: string,
+  file: ClassifierFile,
+): Promise<CustomModelRecord> {
   const name = destinationName(ctx.catalog, rawName, 'name');
   return locks.run(name, async () => {
     if (ctx.usage.isServing(name)) throw modelInUse(name);
@@ -46,8 +51,16 @@ export async function installClassifier(ctx: ModelAdminContext, locks: NameLocks
       throw err;
     }
     const record: CustomModelRecord = {
-      name, repo, dtype: 'fp32', kind: 'classifier', capabilities: [], components: [],
-      details: { family: 'classifier' }, source: 'create', unverified: true, created_at: new Date().toISOString(),
+      name,
+      repo,
+      dtype: 'fp32',
+      kind: 'classifier',
+      capabilities: [],
+      components: [],
+      details: { family: 'classifier' },
+      source: 'create',
+      unverified: true,
+      created_at: new Date().toISOString(),
       profile: { parent: file.embedding_model },
     };
     await ctx.registry.put(record);
@@ -60,7 +73,12 @@ export async function installClassifier(ctx: ModelAdminContext, locks: NameLocks
 export async function readClassifier(ctx: ModelAdminContext, name: string): Promise<{ name: string; file: ClassifierFile }> {
   const r = await resolveModel(name, ctx.catalog, ctx.registry);
   if (r.source === 'hub') throw modelNotFound(name);
-  if (r.spec.kind !== 'classifier') throw invalidArgument(`model '${r.spec.name}' is not a classifier (kind ${r.spec.kind})`, [{ field: 'model', message: 'not a classifier' }]);
+  if (r.spec.kind !== 'classifier') {
+    throw invalidArgument(`model '${r.spec.name}' is not a classifier (kind ${r.spec.kind})`, [{
+      field: 'model',
+      message: 'not a classifier',
+    }]);
+  }
   const local = await readLocalCopy(ctx.layout, r.spec.repo, r.spec.dtype);
   if (!local) throw modelNotFound(name);
   let file: ClassifierFile;

@@ -13,19 +13,27 @@
 import { createHash } from 'node:crypto';
 import { readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ServiceError, invalidArgument } from '../errors.ts';
+import { invalidArgument, ServiceError } from '../errors.ts';
 import { fromOllamaOptions } from '../chat/params.ts';
 import { blobNotFound, parseBlobDigest } from './blobs.ts';
 import { installCustom, linkOrCopy, newCustomRepo } from './custom-store.ts';
-import { DEFAULT_DTYPE_ORDER, REQUIRED_FILES, isSafeRepoPath, onnxPath } from './files.ts';
-import { readLocalCopy, type LocalCopy, type ManifestFile } from './manifest.ts';
-import { modelInUse, derivedRecord, destinationName, newAssemblyDir, retireReplaced, type ModelAdminContext, type NameLocks } from './manage.ts';
-import { mergeLoraOnnx, readLoraAdapter, type LoraAdapter } from './onnx-lora.ts';
+import { DEFAULT_DTYPE_ORDER, isSafeRepoPath, onnxPath, REQUIRED_FILES } from './files.ts';
+import { type LocalCopy, type ManifestFile, readLocalCopy } from './manifest.ts';
+import {
+  derivedRecord,
+  destinationName,
+  type ModelAdminContext,
+  modelInUse,
+  type NameLocks,
+  newAssemblyDir,
+  retireReplaced,
+} from './manage.ts';
+import { type LoraAdapter, mergeLoraOnnx, readLoraAdapter } from './onnx-lora.ts';
 import { parseQuantize, quantizeOnnx, type QuantTarget } from './onnx-quantize.ts';
 import type { PullProgress } from './progress.ts';
 import { resolveModel } from './resolve.ts';
 import { deriveCapabilities, ownChatTemplate } from './show.ts';
-import { DTYPES, type CustomModelRecord, type Dtype, type ModelKind, type ModelProfile, type ModelSpec } from './spec.ts';
+import { type CustomModelRecord, type Dtype, DTYPES, type ModelKind, type ModelProfile, type ModelSpec } from './spec.ts';
 
 export interface CreateRequest {
   name: string;
@@ -39,7 +47,11 @@ export interface CreateRequest {
   license?: string | string[];
 }
 
-interface Source { path: string; digest?: string; from?: { dir: string; sha256: string } }
+interface Source {
+  path: string;
+  digest?: string;
+  from?: { dir: string; sha256: string };
+}
 
 interface Plan {
   name: string;
@@ -53,7 +65,7 @@ interface Plan {
   adapter?: LoraAdapter;
   profile: ModelProfile;
   kind: ModelKind;
-// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
+  // deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
   config: Record<string, any>;
 }
 
@@ -78,7 +90,9 @@ export async function prepareCreate(ctx: ModelAdminContext, req: CreateRequest):
   const quantize = req.quantize ? parseQuantize(req.quantize) : undefined;
   // Parameters are checked as a request's options would be: stored wrong, the model could never serve.
   if (req.parameters !== undefined) {
-    if (req.parameters === null || typeof req.parameters !== 'object' || Array.isArray(req.parameters)) throw bad('parameters must be an object of options', 'parameters');
+    if (req.parameters === null || typeof req.parameters !== 'object' || Array.isArray(req.parameters)) {
+      throw bad('parameters must be an object of options', 'parameters');
+    }
     fromOllamaOptions(req.parameters, 'parameters');
   }
 
@@ -86,7 +100,9 @@ export async function prepareCreate(ctx: ModelAdminContext, req: CreateRequest):
   const files = new Map<string, Source>();
   const layers: { path: string; digest: string }[] = [];
   for (const [path, digest] of userFiles) {
-    if (!isSafeRepoPath(path)) throw bad(`invalid file name '${path}': a relative path inside the model folder is expected`, `files.${path}`);
+    if (!isSafeRepoPath(path)) {
+      throw bad(`invalid file name '${path}': a relative path inside the model folder is expected`, `files.${path}`);
+    }
     if (typeof digest !== 'string') throw bad(`files.${path} must be a digest string`, `files.${path}`);
     parseBlobDigest(digest);
     if (!(await ctx.blobs.has(digest))) throw blobNotFound(digest);
@@ -116,7 +132,9 @@ export async function prepareCreate(ctx: ModelAdminContext, req: CreateRequest):
     });
     if (r.source === 'hub') throw new ServiceError(404, 'not_found', `model '${req.from}' not found; pull it before creating from it`);
     const local = await readLocalCopy(ctx.layout, r.spec.repo, r.spec.dtype);
-    if (!local && r.source === 'custom') throw new ServiceError(404, 'not_found', `model '${req.from}' has no downloaded files; pull it first`);
+    if (!local && r.source === 'custom') {
+      throw new ServiceError(404, 'not_found', `model '${req.from}' has no downloaded files; pull it first`);
+    }
     base = { spec: r.spec, local, pullName: local ? undefined : r.spec.name, profile: (r.spec as Partial<CustomModelRecord>).profile };
   }
 
@@ -144,13 +162,20 @@ export async function prepareCreate(ctx: ModelAdminContext, req: CreateRequest):
   }
   if (base?.local || !base) {
     const missing = REQUIRED_FILES.filter((f) => !files.has(f));
-    if (missing.length) throw bad(`missing file(s) ${missing.join(', ')}: a model needs config.json, tokenizer.json and tokenizer_config.json`, 'files');
+    if (missing.length) {
+      throw bad(`missing file(s) ${missing.join(', ')}: a model needs config.json, tokenizer.json and tokenizer_config.json`, 'files');
+    }
   }
   if (adapter && dtype !== 'fp32') {
-    throw bad(`adapters can only be merged into fp32 weights (onnx/model.onnx); this model's weights are ${dtype}, already quantized. `
-      + 'Create from an fp32 model with adapters and quantize (q8/q4) to get a quantized model with the adapter merged', 'adapters');
+    throw bad(
+      `adapters can only be merged into fp32 weights (onnx/model.onnx); this model's weights are ${dtype}, already quantized. ` +
+        'Create from an fp32 model with adapters and quantize (q8/q4) to get a quantized model with the adapter merged',
+      'adapters',
+    );
   }
-  if (quantize && dtype !== 'fp32') throw bad(`quantize needs fp32 weights (onnx/model.onnx); this model's weights are ${dtype}`, 'quantize');
+  if (quantize && dtype !== 'fp32') {
+    throw bad(`quantize needs fp32 weights (onnx/model.onnx); this model's weights are ${dtype}`, 'quantize');
+  }
   // With every graph at hand (a local base, or pushed files), the adapter's modules are matched now so
   // that a module no MatMul has, or a shape mismatch, answers 400 before any work.
   if (adapter && (base?.local || !base)) await matchAdapter(ctx, files, components, adapter);
@@ -174,7 +199,12 @@ export async function prepareCreate(ctx: ModelAdminContext, req: CreateRequest):
  * Matches the adapter's modules to the components' fp32 graphs without merging; 400 naming any module that
  * no graph has (and, from onnx-lora.ts, any shape mismatch). Returns how many modules each component merges.
  */
-async function matchAdapter(ctx: ModelAdminContext, files: Map<string, Source>, components: string[], adapter: LoraAdapter): Promise<Map<string, number>> {
+async function matchAdapter(
+  ctx: ModelAdminContext,
+  files: Map<string, Source>,
+  components: string[],
+  adapter: LoraAdapter,
+): Promise<Map<string, number>> {
   const found = new Set<string>();
   const counts = new Map<string, number>();
   for (const c of components) {
@@ -187,7 +217,12 @@ async function matchAdapter(ctx: ModelAdminContext, files: Map<string, Source>, 
   }
   const missing = adapter.modules.filter((m) => !found.has(m.path)).map((m) => m.path);
   if (missing.length) {
-    throw bad(`adapter module(s) ${missing.map((m) => `'${m}'`).join(', ')} match no MatMul weight of the model's ONNX graph (node names are matched by module path, e.g. /model/layers.0/self_attn/q_proj/MatMul); the adapter was trained for a different architecture`, 'adapters');
+    throw bad(
+      `adapter module(s) ${
+        missing.map((m) => `'${m}'`).join(', ')
+      } match no MatMul weight of the model's ONNX graph (node names are matched by module path, e.g. /model/layers.0/self_attn/q_proj/MatMul); the adapter was trained for a different architecture`,
+      'adapters',
+    );
   }
   return counts;
 }
@@ -224,11 +259,24 @@ export async function* runCreate(ctx: ModelAdminContext, locks: NameLocks, plan:
   yield { status: 'parsing model files' };
   const steps: PullProgress[] = [];
   let wake: (() => void) | undefined;
-  const work = locks.run(plan.name, () => assemble(ctx, plan, (ev) => { steps.push(ev); wake?.(); }));
+  const work = locks.run(plan.name, () =>
+    assemble(ctx, plan, (ev) => {
+      steps.push(ev);
+      wake?.();
+    }));
   let finished = false;
-  work.then(() => { finished = true; wake?.(); }, () => { finished = true; wake?.(); });
+  work.then(() => {
+    finished = true;
+    wake?.();
+  }, () => {
+    finished = true;
+    wake?.();
+  });
   while (!finished || steps.length) {
-    if (steps.length) { yield steps.shift()!; continue; }
+    if (steps.length) {
+      yield steps.shift()!;
+      continue;
+    }
     await new Promise<void>((r) => (wake = r));
     wake = undefined;
   }
@@ -301,7 +349,10 @@ async function assemble(ctx: ModelAdminContext, plan: Plan, emit: (ev: PullProgr
         manifest.set(output, { path: output, size: r.bytes.byteLength, sha256: createHash('sha256').update(r.bytes).digest('hex') });
         // The fp32 graph and its external data are not part of the quantized model.
         for (const p of [...manifest.keys()]) {
-          if (p === input || p.startsWith(`${input}_data`)) { manifest.delete(p); await unlink(join(stage, p)); }
+          if (p === input || p.startsWith(`${input}_data`)) {
+            manifest.delete(p);
+            await unlink(join(stage, p));
+          }
         }
       }
       dtype = target;
@@ -315,15 +366,35 @@ async function assemble(ctx: ModelAdminContext, plan: Plan, emit: (ev: PullProgr
     const details = {
       ...(family ? { family } : {}),
       ...(plan.base?.spec.details?.parameter_size && !graphsOf([...plan.files.values()].filter((s) => s.digest).map((s) => s.path)).length
-        ? { parameter_size: plan.base.spec.details.parameter_size } : {}),
+        ? { parameter_size: plan.base.spec.details.parameter_size }
+        : {}),
       quantization_level: dtype.toUpperCase(),
     };
     const record: CustomModelRecord = plan.base
-      ? derivedRecord(plan.base.spec, { name: plan.name, repo, dtype, source: 'create', kind: plan.kind, capabilities, components: plan.components, details, profile: plan.profile })
+      ? derivedRecord(plan.base.spec, {
+        name: plan.name,
+        repo,
+        dtype,
+        source: 'create',
+        kind: plan.kind,
+        capabilities,
+        components: plan.components,
+        details,
+        profile: plan.profile,
+      })
       : {
-        name: plan.name, repo, dtype, kind: plan.kind, capabilities, components: plan.components, details,
+        name: plan.name,
+        repo,
+        dtype,
+        kind: plan.kind,
+        capabilities,
+        components: plan.components,
+        details,
         ...(plan.kind === 'embedding' ? { embedding: { pooling: 'mean' as const, normalize: true } } : {}),
-        source: 'create', unverified: true, created_at: new Date().toISOString(), profile: plan.profile,
+        source: 'create',
+        unverified: true,
+        created_at: new Date().toISOString(),
+        profile: plan.profile,
       };
     await ctx.registry.put(record);
     await retireReplaced(ctx, old, record);

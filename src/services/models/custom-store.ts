@@ -14,8 +14,8 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, link, mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ModelStoreLayout } from './layout.ts';
-import { readLocalCopy, writeManifest, type ManifestFile } from './manifest.ts';
-import { DTYPES, type Dtype } from './spec.ts';
+import { type ManifestFile, readLocalCopy, writeManifest } from './manifest.ts';
+import { type Dtype, DTYPES } from './spec.ts';
 
 export const CUSTOM_OWNER = '.custom';
 
@@ -41,7 +41,13 @@ export async function linkOrCopy(src: string, dst: string): Promise<void> {
 }
 
 /** Renames an assembled stage directory into place as `repo` and writes its manifest (last). */
-export async function installCustom(layout: ModelStoreLayout, repo: string, stage: string, dtype: Dtype, files: ManifestFile[]): Promise<void> {
+export async function installCustom(
+  layout: ModelStoreLayout,
+  repo: string,
+  stage: string,
+  dtype: Dtype,
+  files: ManifestFile[],
+): Promise<void> {
   const dir = layout.modelDir(repo);
   await mkdir(dirname(dir), { recursive: true });
   await rename(stage, dir);
@@ -83,7 +89,11 @@ async function pruneEmptyDirs(dir: string, root: string): Promise<void> {
     for (const n of await readdir(d)) {
       if (!(await walk(join(d, n)))) empty = false;
     }
-    if (empty && d !== root) await rmdir(d).catch(() => { empty = false; });
+    if (empty && d !== root) {
+      await rmdir(d).catch(() => {
+        empty = false;
+      });
+    }
     return empty;
   };
   await walk(dir);

@@ -8,7 +8,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, rm, stat, truncate } from 'node:fs/promises';
 import { ServiceError } from '../errors.ts';
-import { badUpstream, upstream, type HubClient, type HubSibling } from './hub.ts';
+import { badUpstream, type HubClient, type HubSibling, upstream } from './hub.ts';
 
 export interface DownloadFileOptions {
   hub: HubClient;
@@ -54,7 +54,10 @@ export async function downloadFile(opts: DownloadFileOptions): Promise<Downloade
 
   let hash = new ContentHash(total, wantGit);
   let offset = (await stat(partialPath).catch(() => undefined))?.size ?? 0;
-  if (total !== undefined && offset > total) { await truncate(partialPath, 0); offset = 0; }
+  if (total !== undefined && offset > total) {
+    await truncate(partialPath, 0);
+    offset = 0;
+  }
   if (offset > 0) await hashExisting(partialPath, hash);
 
   if (total === undefined || offset < total) {
@@ -73,7 +76,9 @@ export async function downloadFile(opts: DownloadFileOptions): Promise<Downloade
     }
     if (res.status !== 200 && res.status !== 206) {
       await res.body?.cancel();
-      throw (res.status >= 500 || res.status === 429 ? upstream : badUpstream)(`the model hub answered ${res.status} for '${file.rfilename}'`);
+      throw (res.status >= 500 || res.status === 429 ? upstream : badUpstream)(
+        `the model hub answered ${res.status} for '${file.rfilename}'`,
+      );
     }
     if (offset > 0 && (res.status === 200 || rangeStart(res) !== offset)) {
       // Range ignored (or answered for another start): the body is the whole file.
@@ -86,10 +91,12 @@ export async function downloadFile(opts: DownloadFileOptions): Promise<Downloade
   }
 
   const sha256 = hash.sha256.digest('hex');
-  const problem =
-    total !== undefined && hash.size !== total ? `size ${hash.size} != declared ${total}`
-    : file.lfs && sha256 !== file.lfs.sha256.toLowerCase() ? `sha256 ${sha256} != declared ${file.lfs.sha256}`
-    : hash.sha1 && hash.sha1.digest('hex') !== file.blobId!.toLowerCase() ? `git blob id differs from declared ${file.blobId}`
+  const problem = total !== undefined && hash.size !== total
+    ? `size ${hash.size} != declared ${total}`
+    : file.lfs && sha256 !== file.lfs.sha256.toLowerCase()
+    ? `sha256 ${sha256} != declared ${file.lfs.sha256}`
+    : hash.sha1 && hash.sha1.digest('hex') !== file.blobId!.toLowerCase()
+    ? `git blob id differs from declared ${file.blobId}`
     : undefined;
   if (problem) {
     await rm(partialPath, { force: true });
@@ -130,7 +137,9 @@ async function appendBody(res: Response, path: string, hash: ContentHash, opts: 
           const ms = opts.idleTimeoutMs ?? 60_000;
           step = await Promise.race([
             reader.read(),
-            new Promise<never>((_, reject) => { idle = setTimeout(() => reject(new Error(`no data for ${ms} ms`)), ms); }),
+            new Promise<never>((_, reject) => {
+              idle = setTimeout(() => reject(new Error(`no data for ${ms} ms`)), ms);
+            }),
           ]);
         } catch (err) {
           if (opts.signal?.aborted) throw err;
@@ -138,7 +147,10 @@ async function appendBody(res: Response, path: string, hash: ContentHash, opts: 
         } finally {
           clearTimeout(idle);
         }
-        if (step.done) { finished = true; break; }
+        if (step.done) {
+          finished = true;
+          break;
+        }
         await fh.write(step.value);
         hash.update(step.value);
         opts.onProgress?.(hash.size, total);

@@ -2,7 +2,7 @@
  * Egress policy: the hub hosts the server may talk to. A host is allowed when it equals an allowed
  * host or is a subdomain of one (the hub redirects LFS downloads to `cdn-lfs.hf.co`, `cas-bridge.xethub.hf.co`).
  */
-import { ServiceError, invalidArgument } from '../errors.ts';
+import { invalidArgument, ServiceError } from '../errors.ts';
 
 export const DEFAULT_ALLOWED_HOSTS: readonly string[] = ['huggingface.co', 'hf.co'];
 
@@ -26,7 +26,8 @@ export class EgressPolicy {
   assertReferenceHost(host: string): void {
     if (!this.allows(host)) {
       throw invalidArgument(`hub host '${host}' is not allowed by the egress policy (allowed: ${this.allowedHosts.join(', ')})`, {
-        host, allowed_hosts: this.allowedHosts,
+        host,
+        allowed_hosts: this.allowedHosts,
       });
     }
   }

@@ -55,9 +55,7 @@ export class HubClient {
   }
 
   async modelInfo(repo: string, revision?: string, signal?: AbortSignal): Promise<HubModelInfo> {
-    const path = revision && revision !== 'main'
-      ? `api/models/${repo}/revision/${encodeURIComponent(revision)}`
-      : `api/models/${repo}`;
+    const path = revision && revision !== 'main' ? `api/models/${repo}/revision/${encodeURIComponent(revision)}` : `api/models/${repo}`;
     const url = new URL(path, this.baseUrl);
     url.searchParams.set('blobs', 'true');
     const res = await this.request(url, { signal });
@@ -96,7 +94,7 @@ export class HubClient {
   /** fetch with redirects followed by hand, each hop checked against the egress policy. */
   async request(url: URL, init: { headers?: Record<string, string>; signal?: AbortSignal }): Promise<Response> {
     let current = url;
-    for (let hop = 0; ; hop++) {
+    for (let hop = 0;; hop++) {
       this.policy.assertUrl(current);
       const headers = { ...init.headers };
       // Credentials go to the configured hub only, never to a CDN it redirects to.
@@ -131,6 +129,7 @@ export class HubClient {
  * The hub cannot be reached or is failing (network error, 5xx, an interrupted transfer): an upstream outage,
  * not the client's fault and worth retrying: 503 hub_unavailable with Retry-After.
  */
-export const upstream = (message: string, cause?: unknown) => new ServiceError(503, 'hub_unavailable', message, { cause, headers: { 'Retry-After': '30' } });
+export const upstream = (message: string, cause?: unknown) =>
+  new ServiceError(503, 'hub_unavailable', message, { cause, headers: { 'Retry-After': '30' } });
 /** The hub answered, but with something unusable (an unreadable listing, a redirect loop, an unexpected status): 502. */
 export const badUpstream = (message: string, cause?: unknown) => new ServiceError(502, 'hub_bad_response', message, { cause });

@@ -18,13 +18,27 @@ import type { Dtype } from './spec.ts';
 export class ModelStoreLayout {
   constructor(readonly root: string) {}
 
-  modelDir(repo: string): string { return join(this.root, ...repo.split('/')); }
-  manifestPath(repo: string, dtype: Dtype): string { return join(this.root, '.manifests', ...repo.split('/'), `${dtype}.json`); }
-  get registryDir(): string { return join(this.root, '.registry'); }
-  get partialDir(): string { return join(this.root, '.partial'); }
-  blobPartial(key: string): string { return join(this.partialDir, 'blobs', `${key}.part`); }
-  blobDone(key: string): string { return join(this.partialDir, 'blobs', key); }
-  newStageDir(): string { return join(this.partialDir, `stage-${randomBytes(6).toString('hex')}`); }
+  modelDir(repo: string): string {
+    return join(this.root, ...repo.split('/'));
+  }
+  manifestPath(repo: string, dtype: Dtype): string {
+    return join(this.root, '.manifests', ...repo.split('/'), `${dtype}.json`);
+  }
+  get registryDir(): string {
+    return join(this.root, '.registry');
+  }
+  get partialDir(): string {
+    return join(this.root, '.partial');
+  }
+  blobPartial(key: string): string {
+    return join(this.partialDir, 'blobs', `${key}.part`);
+  }
+  blobDone(key: string): string {
+    return join(this.partialDir, 'blobs', key);
+  }
+  newStageDir(): string {
+    return join(this.partialDir, `stage-${randomBytes(6).toString('hex')}`);
+  }
 
   /** Removes `stage-*` folders: only a process that died while installing leaves them. */
   async sweepStages(): Promise<void> {
@@ -52,6 +66,7 @@ export function readOnlyError(err: unknown): ServiceError | undefined {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (!code || !READ_ONLY_CODES.has(code)) return undefined;
   return new ServiceError(503, 'model_store_read_only', 'the model directory is read-only; model imports are not possible', {
-    headers: { 'Retry-After': '5' }, cause: err,
+    headers: { 'Retry-After': '5' },
+    cause: err,
   });
 }

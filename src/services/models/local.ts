@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { Catalog } from './catalog.ts';
 import type { ModelStoreLayout } from './layout.ts';
-import { readLocalCopy, type LocalCopy } from './manifest.ts';
+import { type LocalCopy, readLocalCopy } from './manifest.ts';
 import type { ModelRegistryStore } from './registry-store.ts';
 import type { ModelSpec } from './spec.ts';
 

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ServiceError, invalidArgument } from '../errors.ts';
+import { invalidArgument, ServiceError } from '../errors.ts';
 import type { BlobStore } from './blobs.ts';
 import type { Catalog } from './catalog.ts';
 import { installCustom, isCustomRepo, linkOrCopy, newCustomRepo, removeVariant } from './custom-store.ts';
@@ -40,7 +40,9 @@ export const modelInUse = (name: string) =>
 export function destinationName(catalog: Catalog, raw: string, field: string): string {
   if (!raw?.trim()) throw invalidArgument(`${field} is required`, [{ field, message: 'required' }]);
   const name = displayName(parseModelName(raw));
-  if (catalog.resolve(name)) throw invalidArgument(`'${raw}' is a catalog model; choose another name for a custom model`, [{ field, message: 'catalog name' }]);
+  if (catalog.resolve(name)) {
+    throw invalidArgument(`'${raw}' is a catalog model; choose another name for a custom model`, [{ field, message: 'catalog name' }]);
+  }
   return name;
 }
 
@@ -72,21 +74,31 @@ export async function sweepAssemblyDirs(layout: ModelStoreLayout): Promise<void>
 
 /** Whether a listed model other than `except` uses the variant repo+dtype. */
 async function variantShared(ctx: ModelAdminContext, spec: ModelSpec, except: string): Promise<boolean> {
-  const same = (s: ModelSpec) => s.repo.toLowerCase() === spec.repo.toLowerCase() && s.dtype === spec.dtype && nameKey(s.name) !== nameKey(except);
+  const same = (s: ModelSpec) =>
+    s.repo.toLowerCase() === spec.repo.toLowerCase() && s.dtype === spec.dtype && nameKey(s.name) !== nameKey(except);
   return ctx.catalog.list().some(same) || (await ctx.registry.list()).some(same);
 }
 
 /** Replaces an older custom model of the same name: unload it and drop its files (if no one else uses them). */
-export async function retireReplaced(ctx: ModelAdminContext, old: CustomModelRecord | undefined, current: CustomModelRecord): Promise<void> {
+export async function retireReplaced(
+  ctx: ModelAdminContext,
+  old: CustomModelRecord | undefined,
+  current: CustomModelRecord,
+): Promise<void> {
   if (!old || (old.repo === current.repo && old.dtype === current.dtype)) return;
   await ctx.usage.unload(old.name);
   if (isCustomRepo(old.repo) && !(await variantShared(ctx, old, old.name))) await removeVariant(ctx.layout, old.repo, old.dtype);
 }
 
 /** A record for a new custom model derived from `spec` (catalog-only fields dropped). */
-export function derivedRecord(spec: ModelSpec, fields: Partial<CustomModelRecord> & Pick<CustomModelRecord, 'name' | 'repo' | 'source'>): CustomModelRecord {
-  const { name: _n, aliases: _a, hub_host: _h, revision: _r, source: _s, unverified: _u, created_at: _c, profile, ...rest } =
-    spec as ModelSpec & Partial<CustomModelRecord> & { aliases?: string[] };
+export function derivedRecord(
+  spec: ModelSpec,
+  fields: Partial<CustomModelRecord> & Pick<CustomModelRecord, 'name' | 'repo' | 'source'>,
+): CustomModelRecord {
+  const { name: _n, aliases: _a, hub_host: _h, revision: _r, source: _s, unverified: _u, created_at: _c, profile, ...rest } = spec as
+    & ModelSpec
+    & Partial<CustomModelRecord>
+    & { aliases?: string[] };
   return { ...rest, profile, unverified: true, created_at: new Date().toISOString(), ...fields };
 }
 
@@ -120,7 +132,11 @@ export async function copyModel(ctx: ModelAdminContext, locks: NameLocks, source
   });
 }
 
-export async function deleteModel(ctx: ModelAdminContext, locks: NameLocks, name: string): Promise<{ name: string; removedFiles: boolean }> {
+export async function deleteModel(
+  ctx: ModelAdminContext,
+  locks: NameLocks,
+  name: string,
+): Promise<{ name: string; removedFiles: boolean }> {
   if (!name?.trim()) throw invalidArgument('model is required', [{ field: 'model', message: 'required' }]);
   const r = await resolveModel(name, ctx.catalog, ctx.registry);
   if (r.source === 'hub') throw modelNotFound(name);

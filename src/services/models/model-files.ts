@@ -10,7 +10,7 @@ import type { ModelAdminContext } from './manage.ts';
 import { readLocalCopy } from './manifest.ts';
 import { modelNotFound, resolveModel } from './resolve.ts';
 import { isSafeRepoPath } from './files.ts';
-import { DTYPES, type Dtype } from './spec.ts';
+import { type Dtype, DTYPES } from './spec.ts';
 
 export interface ModelFileList {
   name: string;
@@ -30,7 +30,12 @@ export async function modelFileList(ctx: Ctx, name: string): Promise<ModelFileLi
   const local = await readLocalCopy(ctx.layout, r.spec.repo, r.spec.dtype);
   if (!local) throw new ServiceError(404, 'not_found', `model '${name}' is not downloaded; pull it first`);
   return {
-    name: r.spec.name, repo: r.spec.repo, dtype: r.spec.dtype, kind: r.spec.kind, revision: local.manifest.revision, dir: local.dir,
+    name: r.spec.name,
+    repo: r.spec.repo,
+    dtype: r.spec.dtype,
+    kind: r.spec.kind,
+    revision: local.manifest.revision,
+    dir: local.dir,
     files: local.manifest.files.map((f) => ({ path: f.path, size: f.size, sha256: f.sha256 })),
   };
 }

@@ -7,12 +7,12 @@
 import { join } from 'node:path';
 import { BlobStore } from './blobs.ts';
 import { Catalog } from './catalog.ts';
-import { prepareCreate, runCreate, type CreateRequest } from './create.ts';
+import { type CreateRequest, prepareCreate, runCreate } from './create.ts';
 import { isCustomRepo } from './custom-store.ts';
 import { ModelStoreLayout } from './layout.ts';
-import { listModels, type ListedModel } from './local.ts';
-import { installClassifier, readClassifier, type ClassifierFile } from './classifier-model.ts';
-import { copyModel, deleteModel, NameLocks, sweepAssemblyDirs, type ModelAdminContext } from './manage.ts';
+import { type ListedModel, listModels } from './local.ts';
+import { type ClassifierFile, installClassifier, readClassifier } from './classifier-model.ts';
+import { copyModel, deleteModel, type ModelAdminContext, NameLocks, sweepAssemblyDirs } from './manage.ts';
 import { readLocalCopy } from './manifest.ts';
 import type { PullProgress } from './progress.ts';
 import { PullService } from './pull.ts';
@@ -20,7 +20,7 @@ import { JsonFileRegistryStore, type ModelRegistryStore } from './registry-store
 import { modelNotFound, resolveModel } from './resolve.ts';
 import { showModel, type ShownModel } from './show.ts';
 import type { CustomModelRecord } from './spec.ts';
-import { NO_USAGE, type ModelUsage } from './usage.ts';
+import { type ModelUsage, NO_USAGE } from './usage.ts';
 
 export interface ModelServicesOptions {
   modelsDir: string;
@@ -54,16 +54,25 @@ export class ModelServices implements ModelAdminContext {
     this.catalog = opts.catalog ?? new Catalog();
     this.registry = new JsonFileRegistryStore(this.layout.registryDir);
     this.pulls = new PullService({
-      modelsDir: opts.modelsDir, hubBaseUrl: opts.hubBaseUrl, allowedHosts: opts.allowedHosts, hubToken: opts.hubToken,
-      catalog: this.catalog, registry: this.registry, fetch: opts.fetch,
+      modelsDir: opts.modelsDir,
+      hubBaseUrl: opts.hubBaseUrl,
+      allowedHosts: opts.allowedHosts,
+      hubToken: opts.hubToken,
+      catalog: this.catalog,
+      registry: this.registry,
+      fetch: opts.fetch,
     });
     this.blobs = new BlobStore(join(opts.modelsDir, '.blobs'));
     this.usage = opts.usage ?? NO_USAGE;
   }
 
-  list(): Promise<ListedModel[]> { return listModels(this.catalog, this.registry, this.layout); }
+  list(): Promise<ListedModel[]> {
+    return listModels(this.catalog, this.registry, this.layout);
+  }
 
-  show(name: string): Promise<ShownModel> { return showModel(this, name); }
+  show(name: string): Promise<ShownModel> {
+    return showModel(this, name);
+  }
 
   /**
    * Starts (or joins) a pull. A model created or copied here has no hub origin: a pull of it succeeds at
@@ -77,7 +86,9 @@ export class ModelServices implements ModelAdminContext {
       return {
         name: r.spec.name,
         done: Promise.resolve(),
-        progress: async function* () { yield { status: 'success' }; } as () => AsyncIterableIterator<PullProgress>,
+        progress: async function* () {
+          yield { status: 'success' };
+        } as () => AsyncIterableIterator<PullProgress>,
       };
     }
     const h = await this.pulls.pull(name);
@@ -102,13 +113,17 @@ export class ModelServices implements ModelAdminContext {
     return installClassifier(this, this.#locks, name, file);
   }
 
-  readClassifier(name: string): Promise<{ name: string; file: ClassifierFile }> { return readClassifier(this, name); }
+  readClassifier(name: string): Promise<{ name: string; file: ClassifierFile }> {
+    return readClassifier(this, name);
+  }
 
   delete(name: string): Promise<{ name: string; removedFiles: boolean }> {
     return deleteModel(this, this.#locks, name);
   }
 
-  close(): Promise<void> { return this.pulls.close(); }
+  close(): Promise<void> {
+    return this.pulls.close();
+  }
 
   /** Assembly folders of a process that died mid-create, removed once before the first create/copy. */
   #sweep(): Promise<void> {

@@ -18,7 +18,7 @@
  */
 import { ServiceError } from '../errors.ts';
 import { floats, tensor } from './onnx-quantize.ts';
-import { ONNX, WireWriter, decodeFields, first, indexGraph, type GraphNode, type WireField } from './onnx-wire.ts';
+import { decodeFields, first, type GraphNode, indexGraph, ONNX, type WireField, WireWriter } from './onnx-wire.ts';
 
 export interface LoraModule {
   /** Module path inside the model, e.g. `model.layers.0.self_attn.q_proj`. */
@@ -33,9 +33,16 @@ export interface LoraModule {
   scale: number;
 }
 
-export interface LoraAdapter { modules: LoraModule[]; rslora: boolean }
+export interface LoraAdapter {
+  modules: LoraModule[];
+  rslora: boolean;
+}
 
-interface StTensor { dtype: string; shape: number[]; data: Float32Array }
+interface StTensor {
+  dtype: string;
+  shape: number[];
+  data: Float32Array;
+}
 
 const refuse = (m: string) => new ServiceError(400, 'invalid_argument', m);
 const MAX_PROTO = 2 ** 31 - 1;
@@ -45,8 +52,10 @@ export function parseSafetensors(bytes: Uint8Array, label: string): Map<string, 
   if (bytes.byteLength < 8) throw refuse(`${label} is not a safetensors file (shorter than its 8-byte header length)`);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLen = Number(dv.getBigUint64(0, true));
-  if (headerLen > bytes.byteLength - 8 || headerLen > 100_000_000) throw refuse(`${label} is not a safetensors file (header length ${headerLen} exceeds the file)`);
-// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
+  if (headerLen > bytes.byteLength - 8 || headerLen > 100_000_000) {
+    throw refuse(`${label} is not a safetensors file (header length ${headerLen} exceeds the file)`);
+  }
+  // deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
   let header: Record<string, any>;
   try {
     header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLen)));
@@ -60,8 +69,10 @@ export function parseSafetensors(bytes: Uint8Array, label: string): Map<string, 
     if (name === '__metadata__') continue;
     const shape: unknown = t?.shape;
     const offs: unknown = t?.data_offsets;
-    if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0) || !Array.isArray(offs) || offs.length !== 2
-      || !offs.every((o) => Number.isInteger(o) && o >= 0)) {
+    if (
+      !Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0) || !Array.isArray(offs) || offs.length !== 2 ||
+      !offs.every((o) => Number.isInteger(o) && o >= 0)
+    ) {
       throw refuse(`${label}: tensor '${name}' has a malformed header entry`);
     }
     const size = ({ F32: 4, F16: 2, BF16: 2 } as Record<string, number>)[t.dtype];
@@ -69,16 +80,23 @@ export function parseSafetensors(bytes: Uint8Array, label: string): Map<string, 
     const count = shape.reduce((a: number, b: number) => a * b, 1);
     const [begin, end] = offs as number[];
     if (end - begin !== count * size || dataStart + end > bytes.byteLength) {
-      throw refuse(`${label}: tensor '${name}' data (${end - begin} bytes at ${begin}) does not fit its shape [${shape.join(', ')}] ${t.dtype} or the file`);
+      throw refuse(
+        `${label}: tensor '${name}' data (${end - begin} bytes at ${begin}) does not fit its shape [${
+          shape.join(', ')
+        }] ${t.dtype} or the file`,
+      );
     }
     const data = new Float32Array(count);
     const base = bytes.byteOffset + dataStart + begin;
     const v = new DataView(bytes.buffer, base, end - begin);
-    if (t.dtype === 'F32') for (let i = 0; i < count; i++) data[i] = v.getFloat32(i * 4, true);
-    else if (t.dtype === 'F16') for (let i = 0; i < count; i++) data[i] = halfToFloat(v.getUint16(i * 2, true));
+    if (t.dtype === 'F32') { for (let i = 0; i < count; i++) data[i] = v.getFloat32(i * 4, true); }
+    else if (t.dtype === 'F16') { for (let i = 0; i < count; i++) data[i] = halfToFloat(v.getUint16(i * 2, true)); }
     else {
       const f = new DataView(new ArrayBuffer(4));
-      for (let i = 0; i < count; i++) { f.setUint32(0, v.getUint16(i * 2, true) << 16); data[i] = f.getFloat32(0); }
+      for (let i = 0; i < count; i++) {
+        f.setUint32(0, v.getUint16(i * 2, true) << 16);
+        data[i] = f.getFloat32(0);
+      }
     }
     out.set(name, { dtype: t.dtype, shape: shape as number[], data });
   }
@@ -99,7 +117,11 @@ function patternValue(patterns: unknown, path: string): number | undefined {
   if (!patterns || typeof patterns !== 'object') return undefined;
   for (const [k, v] of Object.entries(patterns as Record<string, unknown>)) {
     let re: RegExp;
-    try { re = new RegExp(`(^|\\.)(${k})$`); } catch { continue; }
+    try {
+      re = new RegExp(`(^|\\.)(${k})$`);
+    } catch {
+      continue;
+    }
     if (re.test(path) && typeof v === 'number') return v;
   }
   return undefined;
@@ -108,7 +130,11 @@ function patternValue(patterns: unknown, path: string): number | undefined {
 function targeted(target: unknown, path: string): boolean {
   if (target === undefined || target === null || target === 'all-linear') return true;
   if (typeof target === 'string') {
-    try { return new RegExp(`^(?:${target})$`).test(path) || path === target || path.endsWith(`.${target}`); } catch { return path.endsWith(`.${target}`); }
+    try {
+      return new RegExp(`^(?:${target})$`).test(path) || path === target || path.endsWith(`.${target}`);
+    } catch {
+      return path.endsWith(`.${target}`);
+    }
   }
   if (Array.isArray(target)) return target.some((t) => typeof t === 'string' && (path === t || path.endsWith(`.${t}`)));
   return true;
@@ -121,7 +147,11 @@ function targeted(target: unknown, path: string): boolean {
 export function readLoraAdapter(files: Map<string, Uint8Array>): LoraAdapter {
   const names = [...files.keys()];
   const bin = names.find((n) => /\.(bin|pt|pth|gguf|ggml)$/i.test(n));
-  if (bin) throw refuse(`adapter file '${bin}' is not supported: give a PEFT LoRA adapter as adapter_config.json + adapter_model.safetensors (pickled .bin and GGUF adapters are not read)`);
+  if (bin) {
+    throw refuse(
+      `adapter file '${bin}' is not supported: give a PEFT LoRA adapter as adapter_config.json + adapter_model.safetensors (pickled .bin and GGUF adapters are not read)`,
+    );
+  }
   const configName = names.find((n) => /(^|\/)adapter_config\.json$/.test(n)) ?? names.find((n) => n.endsWith('.json'));
   if (!configName) throw refuse('adapters needs adapter_config.json (the PEFT config giving r and lora_alpha) beside the adapter weights');
   const weightNames = names.filter((n) => n.endsWith('.safetensors'));
@@ -129,7 +159,7 @@ export function readLoraAdapter(files: Map<string, Uint8Array>): LoraAdapter {
   const other = names.find((n) => n !== configName && !weightNames.includes(n));
   if (other) throw refuse(`adapter file '${other}' is not understood: adapters takes adapter_config.json and adapter_model.safetensors`);
 
-// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
+  // deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
   let config: Record<string, any>;
   try {
     config = JSON.parse(new TextDecoder().decode(files.get(configName)!));
@@ -137,10 +167,14 @@ export function readLoraAdapter(files: Map<string, Uint8Array>): LoraAdapter {
   } catch (e) {
     throw refuse(`${configName} is not a JSON object: ${(e as Error).message}`);
   }
-  if (config.peft_type !== undefined && config.peft_type !== 'LORA') throw refuse(`${configName}: peft_type '${config.peft_type}' is not supported; only LORA adapters can be merged`);
+  if (config.peft_type !== undefined && config.peft_type !== 'LORA') {
+    throw refuse(`${configName}: peft_type '${config.peft_type}' is not supported; only LORA adapters can be merged`);
+  }
   if (config.use_dora) throw refuse(`${configName}: DoRA adapters (use_dora) are not supported; only plain LoRA can be merged`);
   if (!Number.isInteger(config.r) || config.r <= 0) throw refuse(`${configName}: "r" must be a positive integer (the LoRA rank)`);
-  if (typeof config.lora_alpha !== 'number' || !Number.isFinite(config.lora_alpha)) throw refuse(`${configName}: "lora_alpha" must be a number`);
+  if (typeof config.lora_alpha !== 'number' || !Number.isFinite(config.lora_alpha)) {
+    throw refuse(`${configName}: "lora_alpha" must be a number`);
+  }
   const rslora = config.use_rslora === true;
 
   const tensors = new Map<string, StTensor>();
@@ -149,8 +183,10 @@ export function readLoraAdapter(files: Map<string, Uint8Array>): LoraAdapter {
   for (const [key, t] of tensors) {
     const m = /^(?:base_model\.model\.)?(.+)\.lora_([AB])(?:\.[A-Za-z0-9_-]+)?\.weight$/.exec(key);
     if (!m) {
-      const why = /lora_embedding_/.test(key) ? 'embedding LoRA (lora_embedding_A/B) is not supported'
-        : /\.bias$/.test(key) ? 'trained biases are not supported'
+      const why = /lora_embedding_/.test(key)
+        ? 'embedding LoRA (lora_embedding_A/B) is not supported'
+        : /\.bias$/.test(key)
+        ? 'trained biases are not supported'
         : 'only lora_A/lora_B weights can be merged (modules_to_save and other full weights are not)';
       throw refuse(`adapter tensor '${key}': ${why}`);
     }
@@ -163,13 +199,27 @@ export function readLoraAdapter(files: Map<string, Uint8Array>): LoraAdapter {
   const modules: LoraModule[] = [];
   for (const [path, { A, B }] of pairs) {
     if (!A || !B) throw refuse(`adapter module '${path}' has lora_${A ? 'A' : 'B'} but no lora_${A ? 'B' : 'A'} weight`);
-    if (!targeted(config.target_modules, path)) throw refuse(`adapter module '${path}' is not among target_modules ${JSON.stringify(config.target_modules)}`);
+    if (!targeted(config.target_modules, path)) {
+      throw refuse(`adapter module '${path}' is not among target_modules ${JSON.stringify(config.target_modules)}`);
+    }
     const r = patternValue(config.rank_pattern, path) ?? config.r;
     const alpha = patternValue(config.alpha_pattern, path) ?? config.lora_alpha;
     if (A.shape.length !== 2 || B.shape.length !== 2 || A.shape[0] !== r || B.shape[1] !== r) {
-      throw refuse(`adapter module '${path}': lora_A is [${A.shape.join(', ')}] and lora_B [${B.shape.join(', ')}]; expected [${r}, in] and [out, ${r}] for r=${r}`);
+      throw refuse(
+        `adapter module '${path}': lora_A is [${A.shape.join(', ')}] and lora_B [${
+          B.shape.join(', ')
+        }]; expected [${r}, in] and [out, ${r}] for r=${r}`,
+      );
     }
-    modules.push({ path, r, inFeatures: A.shape[1], outFeatures: B.shape[0], A: A.data, B: B.data, scale: rslora ? alpha / Math.sqrt(r) : alpha / r });
+    modules.push({
+      path,
+      r,
+      inFeatures: A.shape[1],
+      outFeatures: B.shape[0],
+      A: A.data,
+      B: B.data,
+      scale: rslora ? alpha / Math.sqrt(r) : alpha / r,
+    });
   }
   return { modules, rslora };
 }
@@ -237,21 +287,44 @@ export async function mergeLoraOnnx(input: Uint8Array, adapter: LoraAdapter, opt
     let hits: Node[] = [];
     for (const c of candidates) {
       const s = matchScore(c.atoms, atoms);
-      if (s > best) { best = s; hits = [c.n]; } else if (s && s === best) hits.push(c.n);
+      if (s > best) {
+        best = s;
+        hits = [c.n];
+      } else if (s && s === best) hits.push(c.n);
     }
     if (!hits.length) continue;
     const weights = [...new Set(hits.map((h) => h.inputs[1]))];
-    if (weights.length > 1) throw refuse(`adapter module '${m.path}' matches several MatMul nodes (${hits.map((h) => h.name).join(', ')}); cannot tell which weight it adapts`);
+    if (weights.length > 1) {
+      throw refuse(
+        `adapter module '${m.path}' matches several MatMul nodes (${
+          hits.map((h) => h.name).join(', ')
+        }); cannot tell which weight it adapts`,
+      );
+    }
     const w = inits.get(weights[0])!;
     if (w.dataType !== ONNX.dtype.FLOAT || w.dims.length !== 2) {
-      throw refuse(`adapter module '${m.path}' maps to MatMul '${hits[0].name}' whose weight is not a 2-D float32 tensor; only fp32 weights can be merged`);
+      throw refuse(
+        `adapter module '${m.path}' maps to MatMul '${
+          hits[0].name
+        }' whose weight is not a 2-D float32 tensor; only fp32 weights can be merged`,
+      );
     }
     if (w.dims[0] !== m.inFeatures || w.dims[1] !== m.outFeatures) {
-      throw refuse(`adapter module '${m.path}': lora_B·lora_A is [${m.outFeatures}, ${m.inFeatures}] but the weight of '${hits[0].name}' is [${w.dims[1]}, ${w.dims[0]}] ([out, in]); the adapter was trained for a different model`);
+      throw refuse(
+        `adapter module '${m.path}': lora_B·lora_A is [${m.outFeatures}, ${m.inFeatures}] but the weight of '${hits[0].name}' is [${
+          w.dims[1]
+        }, ${w.dims[0]}] ([out, in]); the adapter was trained for a different model`,
+      );
     }
     if (owner.has(w.name)) throw refuse(`adapter modules '${owner.get(w.name)}' and '${m.path}' both map to weight '${w.name}'`);
     const users = nodes.filter((n) => n.inputs.includes(w.name) && !hits.includes(n));
-    if (users.length) throw refuse(`adapter module '${m.path}': its weight '${w.name}' is shared with ${users.map((u) => u.name || u.opType).join(', ')}; merging would change those too`);
+    if (users.length) {
+      throw refuse(
+        `adapter module '${m.path}': its weight '${w.name}' is shared with ${
+          users.map((u) => u.name || u.opType).join(', ')
+        }; merging would change those too`,
+      );
+    }
     owner.set(w.name, m.path);
     matched.set(m.path, w.name);
   }

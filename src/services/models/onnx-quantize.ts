@@ -22,9 +22,9 @@
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { ServiceError, invalidArgument } from '../errors.ts';
+import { invalidArgument, ServiceError } from '../errors.ts';
 import { isSafeRepoPath } from './files.ts';
-import { ONNX, WireWriter, all, decodeFields, first, indexGraph, str, type GraphNode, type Tensor, type WireField } from './onnx-wire.ts';
+import { all, decodeFields, first, type GraphNode, indexGraph, ONNX, str, type Tensor, type WireField, WireWriter } from './onnx-wire.ts';
 
 export type QuantTarget = 'q8' | 'q4';
 
@@ -75,15 +75,21 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
     return { domain: str(first(o, ONNX.opset.domain)?.bytes), version: Number(first(o, ONNX.opset.version)?.int ?? 0n) };
   });
   const defaultOpset = opsets.find((o) => o.domain === '' || o.domain === 'ai.onnx')?.version ?? 0;
-  if (target === 'q8' && defaultOpset < 11) throw unsupported(`q8 quantization needs ONNX opset 11 or later; the graph has opset ${defaultOpset}`);
+  if (target === 'q8' && defaultOpset < 11) {
+    throw unsupported(`q8 quantization needs ONNX opset 11 or later; the graph has opset ${defaultOpset}`);
+  }
 
   const { inits, nodes } = indexGraph(graph);
 
   const isFp32Matrix = (t: Tensor | undefined): t is Tensor => !!t && t.dims.length === 2 && t.dataType === ONNX.dtype.FLOAT;
-  const matmuls = nodes.filter((n) => n.opType === 'MatMul' && (n.domain === '' || n.domain === 'ai.onnx') && isFp32Matrix(inits.get(n.inputs[1])));
+  const matmuls = nodes.filter((n) =>
+    n.opType === 'MatMul' && (n.domain === '' || n.domain === 'ai.onnx') && isFp32Matrix(inits.get(n.inputs[1]))
+  );
   // DequantizeLinear with an int8 zero point needs opset 10; graphs that old keep fp32 tables under q4
   const gathers = defaultOpset >= 10
-    ? nodes.filter((n) => n.opType === 'Gather' && (n.domain === '' || n.domain === 'ai.onnx') && isFp32Matrix(inits.get(n.inputs[0])) && gatherAxis(n) === 0)
+    ? nodes.filter((n) =>
+      n.opType === 'Gather' && (n.domain === '' || n.domain === 'ai.onnx') && isFp32Matrix(inits.get(n.inputs[0])) && gatherAxis(n) === 0
+    )
     : [];
   const total = matmuls.length + gathers.length;
   if (total === 0) throw unsupported('the graph has no fp32 MatMul weights to quantize (is it quantized already?)');
@@ -124,8 +130,13 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
         newInits.set(`${w.name}_q4_scales`, tensor(`${w.name}_q4_scales`, [N * blocks], ONNX.dtype.FLOAT, f32bytes(scales)));
       }
       replace.set(n.index, [
-        node('MatMulNBits', [n.inputs[0], `${w.name}_q4`, `${w.name}_q4_scales`], [n.outputs[0]], p, 'com.microsoft',
-          { K, N, bits: 4, block_size: block, accuracy_level: 4 }),
+        node('MatMulNBits', [n.inputs[0], `${w.name}_q4`, `${w.name}_q4_scales`], [n.outputs[0]], p, 'com.microsoft', {
+          K,
+          N,
+          bits: 4,
+          block_size: block,
+          accuracy_level: 4,
+        }),
       ]);
     }
     dropped.add(w.name);
@@ -201,13 +212,23 @@ function hasSubgraph(n: Node): boolean {
   });
 }
 
-function node(opType: string, inputs: string[], outputs: string[], name: string, domain = '', ints: Record<string, number> = {}): WireWriter {
+function node(
+  opType: string,
+  inputs: string[],
+  outputs: string[],
+  name: string,
+  domain = '',
+  ints: Record<string, number> = {},
+): WireWriter {
   const w = new WireWriter();
   for (const i of inputs) w.string(ONNX.node.input, i);
   for (const o of outputs) w.string(ONNX.node.output, o);
   w.string(ONNX.node.name, name).string(ONNX.node.opType, opType);
   for (const [k, v] of Object.entries(ints)) {
-    w.message(ONNX.node.attribute, new WireWriter().string(ONNX.attr.name, k).varint(ONNX.attr.i, v).varint(ONNX.attr.type, ONNX.attrType.INT));
+    w.message(
+      ONNX.node.attribute,
+      new WireWriter().string(ONNX.attr.name, k).varint(ONNX.attr.i, v).varint(ONNX.attr.type, ONNX.attrType.INT),
+    );
   }
   if (domain) w.string(ONNX.node.domain, domain);
   return w;
@@ -218,8 +239,15 @@ export function tensor(name: string, dims: number[], dataType: number, raw: Uint
   const w = new WireWriter();
   for (const d of dims) w.varint(ONNX.tensor.dims, d);
   w.varint(ONNX.tensor.dataType, dataType).string(ONNX.tensor.name, name).bytes(ONNX.tensor.rawData, raw);
-  const replaced = new Set<number>([ONNX.tensor.dims, ONNX.tensor.dataType, ONNX.tensor.name, ONNX.tensor.rawData,
-    ONNX.tensor.floatData, ONNX.tensor.externalData, ONNX.tensor.dataLocation]);
+  const replaced = new Set<number>([
+    ONNX.tensor.dims,
+    ONNX.tensor.dataType,
+    ONNX.tensor.name,
+    ONNX.tensor.rawData,
+    ONNX.tensor.floatData,
+    ONNX.tensor.externalData,
+    ONNX.tensor.dataLocation,
+  ]);
   for (const f of keep) if (!replaced.has(f.no)) w.field(f);
   return w;
 }
@@ -227,10 +255,12 @@ export function tensor(name: string, dims: number[], dataType: number, raw: Uint
 export const isExternal = (t: Tensor) => Number(first(t.fields, ONNX.tensor.dataLocation)?.int ?? 0n) === 1;
 
 function readExternal(t: Tensor, dir: string): Uint8Array {
-  const kv = new Map(all(t.fields, ONNX.tensor.externalData).map((f) => {
-    const e = decodeFields(f.bytes!);
-    return [str(first(e, ONNX.entry.key)?.bytes), str(first(e, ONNX.entry.value)?.bytes)] as const;
-  }));
+  const kv = new Map(
+    all(t.fields, ONNX.tensor.externalData).map((f) => {
+      const e = decodeFields(f.bytes!);
+      return [str(first(e, ONNX.entry.key)?.bytes), str(first(e, ONNX.entry.value)?.bytes)] as const;
+    }),
+  );
   const location = kv.get('location') ?? '';
   if (!isSafeRepoPath(location)) throw unsupported(`tensor '${t.name}' points at external data outside the model folder ('${location}')`);
   const offset = Number(kv.get('offset') ?? 0);
@@ -268,7 +298,10 @@ export function floats(t: Tensor, dir: string): Float32Array {
     const parts = all(t.fields, ONNX.tensor.floatData).map((f) => f.bytes!);
     raw = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
     let off = 0;
-    for (const p of parts) { raw.set(p, off); off += p.byteLength; }
+    for (const p of parts) {
+      raw.set(p, off);
+      off += p.byteLength;
+    }
   }
   if (raw.byteLength !== count * 4) throw unsupported(`weight '${t.name}' holds ${raw.byteLength} bytes, expected ${count * 4}`);
   const copy = new Uint8Array(raw); // aligned copy
@@ -288,7 +321,9 @@ function int8PerColumn(W: Float32Array, K: number, N: number): { q: Int8Array; s
   for (let k = 0; k < K; k++) for (let n = 0; n < N; n++) max[n] = Math.max(max[n]!, Math.abs(W[k * N + n]!));
   const scales = Array.from(max, (m) => Math.fround(Math.max(m, 1e-8) / 127));
   const q = new Int8Array(W.length);
-  for (let k = 0; k < K; k++) for (let n = 0; n < N; n++) q[k * N + n] = Math.max(-127, Math.min(127, Math.round(W[k * N + n]! / scales[n]!)));
+  for (let k = 0; k < K; k++) {
+    for (let n = 0; n < N; n++) q[k * N + n] = Math.max(-127, Math.min(127, Math.round(W[k * N + n]! / scales[n]!)));
+  }
   return { q, scales };
 }
 

@@ -75,17 +75,28 @@ export class WireWriter {
   readonly parts: Uint8Array[] = [];
   length = 0;
 
-  #push(p: Uint8Array) { this.parts.push(p); this.length += p.byteLength; }
-  #key(no: number, wt: number) { this.#push(Uint8Array.from(varintBytes(BigInt((no << 3) | wt)))); }
+  #push(p: Uint8Array) {
+    this.parts.push(p);
+    this.length += p.byteLength;
+  }
+  #key(no: number, wt: number) {
+    this.#push(Uint8Array.from(varintBytes(BigInt((no << 3) | wt))));
+  }
 
-  varint(no: number, v: number | bigint): this { this.#key(no, 0); this.#push(Uint8Array.from(varintBytes(BigInt(v)))); return this; }
+  varint(no: number, v: number | bigint): this {
+    this.#key(no, 0);
+    this.#push(Uint8Array.from(varintBytes(BigInt(v))));
+    return this;
+  }
   bytes(no: number, b: Uint8Array): this {
     this.#key(no, 2);
     this.#push(Uint8Array.from(varintBytes(BigInt(b.byteLength))));
     this.#push(b);
     return this;
   }
-  string(no: number, s: string): this { return this.bytes(no, new TextEncoder().encode(s)); }
+  string(no: number, s: string): this {
+    return this.bytes(no, new TextEncoder().encode(s));
+  }
   message(no: number, w: WireWriter): this {
     this.#key(no, 2);
     this.#push(Uint8Array.from(varintBytes(BigInt(w.length))));
@@ -110,7 +121,10 @@ export class WireWriter {
   finish(): Uint8Array {
     const out = new Uint8Array(this.length);
     let off = 0;
-    for (const p of this.parts) { out.set(p, off); off += p.byteLength; }
+    for (const p of this.parts) {
+      out.set(p, off);
+      off += p.byteLength;
+    }
     return out;
   }
 }
@@ -155,9 +169,24 @@ export const ONNX = {
 } as const;
 
 /** An initializer of a graph, with its position among the graph's fields. */
-export interface Tensor { index: number; fields: WireField[]; name: string; dims: number[]; dataType: number }
+export interface Tensor {
+  index: number;
+  fields: WireField[];
+  name: string;
+  dims: number[];
+  dataType: number;
+}
 /** A node of a graph, with its raw bytes and position among the graph's fields. */
-export interface GraphNode { index: number; raw: Uint8Array; fields: WireField[]; name: string; inputs: string[]; outputs: string[]; opType: string; domain: string }
+export interface GraphNode {
+  index: number;
+  raw: Uint8Array;
+  fields: WireField[];
+  name: string;
+  inputs: string[];
+  outputs: string[];
+  opType: string;
+  domain: string;
+}
 
 /** Initializers by name and nodes in order, from a decoded GraphProto. */
 export function indexGraph(graph: WireField[]): { inits: Map<string, Tensor>; nodes: GraphNode[] } {
@@ -167,11 +196,19 @@ export function indexGraph(graph: WireField[]): { inits: Map<string, Tensor>; no
     if (f.no === ONNX.graph.initializer) {
       const fields = decodeFields(f.bytes!);
       const name = str(first(fields, ONNX.tensor.name)?.bytes);
-      inits.set(name, { index, fields, name, dims: int64s(fields, ONNX.tensor.dims), dataType: Number(first(fields, ONNX.tensor.dataType)?.int ?? 0n) });
+      inits.set(name, {
+        index,
+        fields,
+        name,
+        dims: int64s(fields, ONNX.tensor.dims),
+        dataType: Number(first(fields, ONNX.tensor.dataType)?.int ?? 0n),
+      });
     } else if (f.no === ONNX.graph.node) {
       const fields = decodeFields(f.bytes!);
       nodes.push({
-        index, raw: f.bytes!, fields,
+        index,
+        raw: f.bytes!,
+        fields,
         name: str(first(fields, ONNX.node.name)?.bytes),
         inputs: all(fields, ONNX.node.input).map((x) => str(x.bytes)),
         outputs: all(fields, ONNX.node.output).map((x) => str(x.bytes)),

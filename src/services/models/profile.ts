@@ -17,7 +17,10 @@ const PIPELINE_KIND: Record<string, ModelKind> = {
   'automatic-speech-recognition': 'speech',
 };
 
-export async function inferProfile(dir: string, pipelineTag?: string): Promise<{ kind: ModelKind; capabilities: Capability[]; family?: string }> {
+export async function inferProfile(
+  dir: string,
+  pipelineTag?: string,
+): Promise<{ kind: ModelKind; capabilities: Capability[]; family?: string }> {
   const config = (await readJsonFile(join(dir, 'config.json'))) ?? {};
   const archs: string[] = Array.isArray(config.architectures) ? config.architectures : [];
   const family = typeof config.model_type === 'string' ? config.model_type : undefined;

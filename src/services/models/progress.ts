@@ -44,9 +44,13 @@ export class ProgressChannel {
     for (const s of this.#subs) s.push({ ev });
   }
 
-  close(): void { this.#finish({ end: true }); }
+  close(): void {
+    this.#finish({ end: true });
+  }
 
-  fail(error: unknown): void { this.#finish({ error }); }
+  fail(error: unknown): void {
+    this.#finish({ error });
+  }
 
   #finish(item: Item) {
     if (this.#end) return;
@@ -70,7 +74,11 @@ export class ProgressChannel {
       next: async () => {
         while (!sub.closed) {
           const item = sub.queue.shift();
-          if (!item) { await new Promise<void>((r) => (sub.wake = r)); sub.wake = undefined; continue; }
+          if (!item) {
+            await new Promise<void>((r) => (sub.wake = r));
+            sub.wake = undefined;
+            continue;
+          }
           if ('ev' in item) return { done: false, value: item.ev };
           done();
           if ('error' in item) throw item.error;

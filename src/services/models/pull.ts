@@ -8,15 +8,15 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { copyFile, link, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { ServiceError, isServiceError } from '../errors.ts';
+import { isServiceError, ServiceError } from '../errors.ts';
 import { BlobPool } from './blob-pool.ts';
 import { Catalog } from './catalog.ts';
-import { declaredSize, downloadFile, sha256File, type DownloadedFile } from './download.ts';
+import { declaredSize, type DownloadedFile, downloadFile, sha256File } from './download.ts';
 import { EgressPolicy } from './egress.ts';
 import { detectComponents, pickDefaultDtype, selectFiles } from './files.ts';
 import { HubClient, type HubModelInfo, type HubSibling } from './hub.ts';
 import { ModelStoreLayout, readOnlyError } from './layout.ts';
-import { manifestStamp, readLocalCopy, writeManifest, type LocalCopy, type ManifestFile } from './manifest.ts';
+import { type LocalCopy, type ManifestFile, manifestStamp, readLocalCopy, writeManifest } from './manifest.ts';
 import { inferProfile } from './profile.ts';
 import { ProgressChannel, type PullProgress } from './progress.ts';
 import { JsonFileRegistryStore, type ModelRegistryStore } from './registry-store.ts';
@@ -95,7 +95,10 @@ export class PullService {
     this.catalog = opts.catalog ?? new Catalog();
     this.registry = opts.registry ?? new JsonFileRegistryStore(this.layout.registryDir);
     this.hub = new HubClient({
-      baseUrl: opts.hubBaseUrl, policy: new EgressPolicy(opts.allowedHosts), fetch: opts.fetch, token: opts.hubToken,
+      baseUrl: opts.hubBaseUrl,
+      policy: new EgressPolicy(opts.allowedHosts),
+      fetch: opts.fetch,
+      token: opts.hubToken,
     });
     this.#pool = new BlobPool(this.layout);
     this.#retries = opts.retries ?? 3;
@@ -137,7 +140,9 @@ export class PullService {
     if (!job) {
       job = this.#start(target);
       this.#jobs.set(key, job);
-      const forget = () => { if (this.#jobs.get(key) === job) this.#jobs.delete(key); };
+      const forget = () => {
+        if (this.#jobs.get(key) === job) this.#jobs.delete(key);
+      };
       job.result.then(forget, forget);
     }
 
@@ -148,7 +153,9 @@ export class PullService {
         const record = await this.#recordImport(displayName, importAs!.host, target.repo, res);
         return { spec: record, local: res.local, unverified: true };
       })
-      .catch((err) => { throw readOnlyError(err) ?? err; });
+      .catch((err) => {
+        throw readOnlyError(err) ?? err;
+      });
     done.catch(() => {}); // settled by whoever awaits it; never an unhandled rejection
 
     return {
@@ -189,20 +196,31 @@ export class PullService {
   }
 
   /** Models with a download in flight, as `owner/repo@rev#dtype` keys. */
-  inFlight(): string[] { return [...this.#jobs.keys()]; }
+  inFlight(): string[] {
+    return [...this.#jobs.keys()];
+  }
 
   /** Aborts downloads in flight (server shutdown); partial files stay for the next start to resume. */
   async close(): Promise<void> {
     const jobs = [...this.#jobs.values()];
-    for (const j of jobs) j.controller.abort(new ServiceError(503, 'service_unavailable', 'the server is shutting down', { headers: { 'Retry-After': '5' } }));
+    for (const j of jobs) {
+      j.controller.abort(new ServiceError(503, 'service_unavailable', 'the server is shutting down', { headers: { 'Retry-After': '5' } }));
+    }
     await Promise.allSettled(jobs.map((j) => j.result));
   }
 
   #start(target: Target): Job {
     const job: Job = { channel: new ProgressChannel(), controller: new AbortController(), result: undefined! };
     job.result = this.#run(job, target).then(
-      (res) => { job.channel.close(); return res; },
-      (err) => { const e = readOnlyError(err) ?? err; job.channel.fail(e); throw e; },
+      (res) => {
+        job.channel.close();
+        return res;
+      },
+      (err) => {
+        const e = readOnlyError(err) ?? err;
+        job.channel.fail(e);
+        throw e;
+      },
     );
     job.result.catch(() => {});
     return job;
@@ -242,16 +260,28 @@ export class PullService {
           channel.publish({ ...step, total, completed: total });
           continue;
         }
-        const got = await this.#pool.get(n.key, () => this.#fetchBlob(repo, revision, f, n.key, signal, (completed) =>
-          channel.publish({ ...step, total, completed })));
+        const got = await this.#pool.get(
+          n.key,
+          () => this.#fetchBlob(repo, revision, f, n.key, signal, (completed) => channel.publish({ ...step, total, completed })),
+        );
         channel.publish({ ...step, total: got.size, completed: got.size });
-        entries.set(f.rfilename, { path: f.rfilename, size: got.size, sha256: got.sha256, ...(f.lfs ? {} : f.blobId ? { blob_id: f.blobId } : {}) });
+        entries.set(f.rfilename, {
+          path: f.rfilename,
+          size: got.size,
+          sha256: got.sha256,
+          ...(f.lfs ? {} : f.blobId ? { blob_id: f.blobId } : {}),
+        });
       }
       channel.publish({ status: 'verifying sha256 digest' });
       await this.#install(repo, needed);
       channel.publish({ status: 'writing manifest' });
       await writeManifest(this.layout, {
-        schema: 1, repo, revision, dtype, files: files.map((f) => entries.get(f.rfilename)!), pulled_at: new Date().toISOString(),
+        schema: 1,
+        repo,
+        revision,
+        dtype,
+        files: files.map((f) => entries.get(f.rfilename)!),
+        pulled_at: new Date().toISOString(),
       });
       outcome = 'consumed';
     } catch (err) {
@@ -267,16 +297,30 @@ export class PullService {
   }
 
   /** One file into `.partial/blobs/<key>`: reuse a verified blob, else download with retries (each resumes). */
-  async #fetchBlob(repo: string, revision: string, f: HubSibling, key: string, signal: AbortSignal,
-    onProgress: (completed: number) => void): Promise<DownloadedFile> {
+  async #fetchBlob(
+    repo: string,
+    revision: string,
+    f: HubSibling,
+    key: string,
+    signal: AbortSignal,
+    onProgress: (completed: number) => void,
+  ): Promise<DownloadedFile> {
     const done = this.layout.blobDone(key);
     const existing = await stat(done).catch(() => undefined);
     if (existing) return { size: existing.size, sha256: f.lfs?.sha256.toLowerCase() ?? (await sha256File(done)) };
     const partialPath = this.layout.blobPartial(key);
     const url = this.hub.fileUrl(repo, revision, f.rfilename);
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0;; attempt++) {
       try {
-        const got = await downloadFile({ hub: this.hub, url, file: f, partialPath, signal, onProgress, idleTimeoutMs: this.#idleTimeoutMs });
+        const got = await downloadFile({
+          hub: this.hub,
+          url,
+          file: f,
+          partialPath,
+          signal,
+          onProgress,
+          idleTimeoutMs: this.#idleTimeoutMs,
+        });
         await rename(partialPath, done);
         return got;
       } catch (err) {
@@ -322,9 +366,17 @@ export class PullService {
     const existing = await this.registry.get(name);
     const profile = await inferProfile(res.local.dir, res.info.pipeline_tag);
     const record: CustomModelRecord = {
-      name, repo, dtype: res.dtype, kind: profile.kind, capabilities: profile.capabilities, components: res.components,
+      name,
+      repo,
+      dtype: res.dtype,
+      kind: profile.kind,
+      capabilities: profile.capabilities,
+      components: res.components,
       details: { family: profile.family, quantization_level: res.dtype.toUpperCase() },
-      source: 'hub', unverified: true, hub_host: host, created_at: existing?.created_at ?? new Date().toISOString(),
+      source: 'hub',
+      unverified: true,
+      hub_host: host,
+      created_at: existing?.created_at ?? new Date().toISOString(),
     };
     await this.registry.put(record);
     return record;
@@ -369,8 +421,14 @@ async function linkOrCopy(src: string, dst: string): Promise<void> {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
-    const t = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, ms);
-    const onAbort = () => { clearTimeout(t); reject(signal.reason); };
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }

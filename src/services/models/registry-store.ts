@@ -19,7 +19,9 @@ export interface ModelRegistryStore {
 export class JsonFileRegistryStore implements ModelRegistryStore {
   constructor(readonly dir: string) {}
 
-  #file(name: string) { return join(this.dir, `${encodeURIComponent(nameKey(name))}.json`); }
+  #file(name: string) {
+    return join(this.dir, `${encodeURIComponent(nameKey(name))}.json`);
+  }
 
   async list(): Promise<CustomModelRecord[]> {
     const names = await readdir(this.dir).catch(() => [] as string[]);

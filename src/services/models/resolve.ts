@@ -2,11 +2,11 @@
  * Name → model: a catalog entry, a recorded custom model, or a hub reference not imported yet.
  * Anything else is a 404 `model 'x' not found`.
  */
-import { ServiceError, invalidArgument } from '../errors.ts';
+import { invalidArgument, ServiceError } from '../errors.ts';
 import type { Catalog } from './catalog.ts';
-import { asHubReference, parseModelName, type HubReference } from './names.ts';
+import { asHubReference, type HubReference, parseModelName } from './names.ts';
 import type { ModelRegistryStore } from './registry-store.ts';
-import { DTYPES, isDtype, type CatalogEntry, type CustomModelRecord, type Dtype } from './spec.ts';
+import { type CatalogEntry, type CustomModelRecord, type Dtype, DTYPES, isDtype } from './spec.ts';
 
 export type ResolvedModel =
   | { source: 'catalog'; spec: CatalogEntry }

@@ -37,7 +37,12 @@ export interface ShownModel {
 
 /** Capabilities from the architecture (kind, config.json) and the chat template. */
 // deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
-export function deriveCapabilities(kind: ModelKind, config: Record<string, any> | undefined, template: string, declared: Capability[] = []): Capability[] {
+export function deriveCapabilities(
+  kind: ModelKind,
+  config: Record<string, any> | undefined,
+  template: string,
+  declared: Capability[] = [],
+): Capability[] {
   const caps = new Set<Capability>();
   if (kind === 'embedding') caps.add('embedding');
   if (kind === 'generation') {
@@ -80,11 +85,18 @@ export function modelInfo(config: Record<string, any>, extra: Record<string, unk
   if (Array.isArray(config.architectures)) info['general.architectures'] = config.architectures;
   Object.assign(info, extra);
   const map: [string, string][] = [
-    ['max_position_embeddings', 'context_length'], ['hidden_size', 'embedding_length'], ['num_hidden_layers', 'block_count'],
-    ['intermediate_size', 'feed_forward_length'], ['num_attention_heads', 'attention.head_count'],
-    ['num_key_value_heads', 'attention.head_count_kv'], ['head_dim', 'attention.key_length'],
-    ['rms_norm_eps', 'attention.layer_norm_rms_epsilon'], ['layer_norm_eps', 'attention.layer_norm_epsilon'],
-    ['rope_theta', 'rope.freq_base'], ['vocab_size', 'vocab_size'], ['sliding_window', 'attention.sliding_window'],
+    ['max_position_embeddings', 'context_length'],
+    ['hidden_size', 'embedding_length'],
+    ['num_hidden_layers', 'block_count'],
+    ['intermediate_size', 'feed_forward_length'],
+    ['num_attention_heads', 'attention.head_count'],
+    ['num_key_value_heads', 'attention.head_count_kv'],
+    ['head_dim', 'attention.key_length'],
+    ['rms_norm_eps', 'attention.layer_norm_rms_epsilon'],
+    ['layer_norm_eps', 'attention.layer_norm_epsilon'],
+    ['rope_theta', 'rope.freq_base'],
+    ['vocab_size', 'vocab_size'],
+    ['sliding_window', 'attention.sliding_window'],
   ];
   // a vision-language model keeps its decoder's shape in text_config
   const text = { ...(config.text_config ?? {}), ...config };
@@ -93,8 +105,13 @@ export function modelInfo(config: Record<string, any>, extra: Record<string, unk
   const vision = config.vision_config;
   if (vision && typeof vision === 'object') {
     const vmap: [string, string][] = [
-      ['hidden_size', 'embedding_length'], ['num_hidden_layers', 'block_count'], ['intermediate_size', 'feed_forward_length'],
-      ['num_attention_heads', 'attention.head_count'], ['image_size', 'image_size'], ['patch_size', 'patch_size'], ['num_channels', 'num_channels'],
+      ['hidden_size', 'embedding_length'],
+      ['num_hidden_layers', 'block_count'],
+      ['intermediate_size', 'feed_forward_length'],
+      ['num_attention_heads', 'attention.head_count'],
+      ['image_size', 'image_size'],
+      ['patch_size', 'patch_size'],
+      ['num_channels', 'num_channels'],
     ];
     for (const [from, to] of vmap) if (vision[from] !== undefined && vision[from] !== null) info[`${arch}.vision.${to}`] = vision[from];
   }
@@ -133,7 +150,10 @@ export async function showModel(ctx: ShowContext, name: string): Promise<ShownMo
     quantization_level: spec.details?.quantization_level ?? spec.dtype.toUpperCase(),
   };
   const info = config
-    ? modelInfo(config, { 'general.file_type': spec.dtype, ...(spec.details?.parameter_size ? { 'general.parameter_size': spec.details.parameter_size } : {}) })
+    ? modelInfo(config, {
+      'general.file_type': spec.dtype,
+      ...(spec.details?.parameter_size ? { 'general.parameter_size': spec.details.parameter_size } : {}),
+    })
     : { 'general.architecture': family || 'unknown', 'general.file_type': spec.dtype };
   const system = profile?.system ?? '';
   const license = (profile?.license ?? []).join('\n');
@@ -144,13 +164,25 @@ export async function showModel(ctx: ShowContext, name: string): Promise<ShownMo
     `FROM ${profile?.parent ?? from}`,
     template ? `TEMPLATE """${template}"""` : '',
     system ? `SYSTEM """${system}"""` : '',
-    ...Object.entries(profile?.parameters ?? {}).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => `PARAMETER ${k} ${typeof x === 'string' ? JSON.stringify(x) : String(x)}`)),
+    ...Object.entries(profile?.parameters ?? {}).flatMap(([k, v]) =>
+      (Array.isArray(v) ? v : [v]).map((x) => `PARAMETER ${k} ${typeof x === 'string' ? JSON.stringify(x) : String(x)}`)
+    ),
     ...(profile?.license ?? []).map((l) => `LICENSE """${l}"""`),
   ].filter(Boolean).join('\n');
   return {
-    name: spec.name, spec, unverified: r.source === 'custom',
+    name: spec.name,
+    spec,
+    unverified: r.source === 'custom',
     source: record ? record.source : 'catalog',
-    local: !!local, modified_at: local?.modifiedAt,
-    details, model_info: info, capabilities, template, system, parameters, license, modelfile,
+    local: !!local,
+    modified_at: local?.modifiedAt,
+    details,
+    model_info: info,
+    capabilities,
+    template,
+    system,
+    parameters,
+    license,
+    modelfile,
   };
 }

@@ -16,11 +16,16 @@ export class IdleResource<T> {
   /** Runs fn with the engine, loading it first if needed; the idle clock restarts when the last user ends. */
   async use<R>(fn: (value: T) => Promise<R>): Promise<R> {
     this.users++;
-    if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
     try {
       if (!this.loading) {
         this.loading = this.load();
-        this.loading.catch(() => { this.loading = undefined; });
+        this.loading.catch(() => {
+          this.loading = undefined;
+        });
       }
       return await fn(await this.loading);
     } finally {
@@ -28,20 +33,29 @@ export class IdleResource<T> {
     }
   }
 
-  get loaded(): boolean { return this.loading !== undefined; }
+  get loaded(): boolean {
+    return this.loading !== undefined;
+  }
 
   /** Releases now (when no one uses it). */
   async release(): Promise<void> {
     if (this.users > 0 || !this.loading) return;
     const p = this.loading;
     this.loading = undefined;
-    if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
-    try { await this.dispose(await p); } catch { /* a failed load has nothing to release */ }
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    try {
+      await this.dispose(await p);
+    } catch { /* a failed load has nothing to release */ }
   }
 
   private arm() {
     if (this.idleMs <= 0) return;
-    this.timer = setTimeout(() => { void this.release(); }, this.idleMs);
+    this.timer = setTimeout(() => {
+      void this.release();
+    }, this.idleMs);
     (this.timer as { unref?: () => void }).unref?.();
   }
 }

@@ -3,12 +3,12 @@
  * (orient.ts), then read by one engine. Progress is reported per page.
  */
 import { invalidArgument } from '../errors.ts';
-import { resolvePages, type PageSelection } from '../pdf/page-ranges.ts';
+import { type PageSelection, resolvePages } from '../pdf/page-ranges.ts';
 import { loadPdfium, openDoc } from '../pdf/pdfium.ts';
 import { renderPage } from '../pdf/pdf-to-images.ts';
 import { orientPage } from './orient.ts';
 import { paddleEngine } from './paddle-engine.ts';
-import { decodeGrayFrames, grayFromRgba, type Gray } from './raster.ts';
+import { decodeGrayFrames, type Gray, grayFromRgba } from './raster.ts';
 import { tesseractEngine } from './tesseract-engine.ts';
 import type { OcrEngine, OcrEngineName, OcrPage } from './types.ts';
 
@@ -32,17 +32,26 @@ const CHINESE = /^(zh|chi|chi_sim|chi_tra|zh-.*|chinese)$/i;
 
 export function pickEngine(choice: EngineChoice = 'auto', language = 'eng'): OcrEngine {
   if (choice === 'tesseract') {
-    if (CHINESE.test(language)) throw invalidArgument(`language: the tesseract engine ships English data only; use engine "paddle" for ${language}.`);
+    if (CHINESE.test(language)) {
+      throw invalidArgument(`language: the tesseract engine ships English data only; use engine "paddle" for ${language}.`);
+    }
     return tesseractEngine;
   }
   if (choice === 'paddle') return paddleEngine;
   if (choice !== 'auto') throw invalidArgument('engine: tesseract, paddle or auto.');
-  if (!/^(eng?|english|zh|chi.*|chinese|zh-.*)$/i.test(language)) throw invalidArgument(`language: ${language} is not available (eng, chi_sim).`);
+  if (!/^(eng?|english|zh|chi.*|chinese|zh-.*)$/i.test(language)) {
+    throw invalidArgument(`language: ${language} is not available (eng, chi_sim).`);
+  }
   return CHINESE.test(language) ? paddleEngine : tesseractEngine;
 }
 
 /** OCR of one upright-or-not gray page. */
-export async function ocrGray(g: Gray, page: number, engine: OcrEngine, opts: Pick<OcrOptions, 'detectOrientation' | 'deskew' | 'signal'> = {}): Promise<OcrPage> {
+export async function ocrGray(
+  g: Gray,
+  page: number,
+  engine: OcrEngine,
+  opts: Pick<OcrOptions, 'detectOrientation' | 'deskew' | 'signal'> = {},
+): Promise<OcrPage> {
   const o = await orientPage(g, opts);
   opts.signal?.throwIfAborted();
   const r = await engine.recognize(o.image, opts.signal);
@@ -50,8 +59,15 @@ export async function ocrGray(g: Gray, page: number, engine: OcrEngine, opts: Pi
   const words = r.lines.flatMap((l) => l.words);
   const conf = words.length ? words.reduce((s, w) => s + w.confidence, 0) / words.length : 0;
   return {
-    page, engine: engine.name, width: o.image.width, height: o.image.height, rotation: o.rotation, deskew: o.deskew,
-    text: r.lines.map((l) => l.text).join('\n'), confidence: Math.round(conf * 1000) / 1000, lines: r.lines,
+    page,
+    engine: engine.name,
+    width: o.image.width,
+    height: o.image.height,
+    rotation: o.rotation,
+    deskew: o.deskew,
+    text: r.lines.map((l) => l.text).join('\n'),
+    confidence: Math.round(conf * 1000) / 1000,
+    lines: r.lines,
   };
 }
 
@@ -72,14 +88,22 @@ export function lineMetrics(g: Gray, b: { x: number; y: number; width: number; h
   const max = Math.max(0, ...rows);
   if (!max) return { font_size: b.height / 1.2, bold: false };
   let top = -1, bot = -1;
-  rows.forEach((c, i) => { if (c >= max * 0.5) { if (top < 0) top = i; bot = i; } });
+  rows.forEach((c, i) => {
+    if (c >= max * 0.5) {
+      if (top < 0) top = i;
+      bot = i;
+    }
+  });
   const xh = Math.max(2, bot - top + 1);
   const runs: number[] = [];
   for (let y = y0 + top; y <= y0 + bot; y++) {
     let run = 0;
     for (let x = x0, o = y * g.width; x <= x1; x++) {
       if (x < x1 && g.data[o + x]! < 128) run++;
-      else if (run) { runs.push(run); run = 0; }
+      else if (run) {
+        runs.push(run);
+        run = 0;
+      }
     }
   }
   runs.sort((a, c) => a - c);
@@ -88,7 +112,11 @@ export function lineMetrics(g: Gray, b: { x: number; y: number; width: number; h
 }
 
 /** Rasterises selected PDF pages to gray at `dpi` (PDFium), one at a time through `each`. */
-export async function forEachPdfPage(bytes: Uint8Array, opts: { pages?: PageSelection; dpi?: number | ((index: number) => number); password?: string; only?: (index: number) => boolean }, each: (g: Gray, page: number, total: number, dpi: number) => Promise<void>): Promise<number> {
+export async function forEachPdfPage(
+  bytes: Uint8Array,
+  opts: { pages?: PageSelection; dpi?: number | ((index: number) => number); password?: string; only?: (index: number) => boolean },
+  each: (g: Gray, page: number, total: number, dpi: number) => Promise<void>,
+): Promise<number> {
   const dpiOf = typeof opts.dpi === 'function' ? opts.dpi : () => (opts.dpi as number | undefined) ?? 300;
   if (typeof opts.dpi === 'number' && !(opts.dpi >= 50 && opts.dpi <= 600)) throw invalidArgument('dpi: 50 to 600.');
   const m = await loadPdfium();

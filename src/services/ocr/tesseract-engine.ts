@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import type Tesseract from 'tesseract.js';
 import { capabilityUnavailable } from '../errors.ts';
 import { IdleResource } from './idle-pool.ts';
-import { toPgm, type Gray } from './raster.ts';
+import { type Gray, toPgm } from './raster.ts';
 import type { EngineResult, OcrEngine, OcrLine } from './types.ts';
 
 const require = createRequire(import.meta.url);
@@ -22,14 +22,17 @@ export function tesseractLangPath(): string {
 class WorkerPool {
   private free: Tesseract.Worker[] = [];
   private waiters: ((w: Tesseract.Worker) => void)[] = [];
-  constructor(readonly workers: Tesseract.Worker[]) { this.free = [...workers]; }
+  constructor(readonly workers: Tesseract.Worker[]) {
+    this.free = [...workers];
+  }
   async with<R>(fn: (w: Tesseract.Worker) => Promise<R>): Promise<R> {
     const w = this.free.pop() ?? (await new Promise<Tesseract.Worker>((r) => this.waiters.push(r)));
     try {
       return await fn(w);
     } finally {
       const next = this.waiters.shift();
-      if (next) next(w); else this.free.push(w);
+      if (next) next(w);
+      else this.free.push(w);
     }
   }
 }
@@ -40,7 +43,7 @@ const pool = new IdleResource<WorkerPool>(
   async () => {
     const { createWorker } = (await import('tesseract.js')) as unknown as typeof Tesseract;
     const make = async () => {
-      const w = await createWorker('eng', 1 /* LSTM_ONLY */, { langPath: tesseractLangPath(), cacheMethod: 'none', gzip: true });
+      const w = await createWorker('eng', 1, /* LSTM_ONLY */ { langPath: tesseractLangPath(), cacheMethod: 'none', gzip: true });
       await w.setParameters({ tessedit_pageseg_mode: '3' as Tesseract.PSM, user_defined_dpi: '300' });
       return w;
     };
@@ -51,7 +54,9 @@ const pool = new IdleResource<WorkerPool>(
       throw capabilityUnavailable(`the tesseract OCR engine cannot start here (${(e as Error).message})`);
     }
   },
-  async (p) => { await Promise.all(p.workers.map((w) => w.terminate())); },
+  async (p) => {
+    await Promise.all(p.workers.map((w) => w.terminate()));
+  },
 );
 
 export const releaseTesseract = () => pool.release();
@@ -59,21 +64,27 @@ export const releaseTesseract = () => pool.release();
 export const tesseractEngine: OcrEngine = {
   name: 'tesseract',
   async recognize(image: Gray, signal?: AbortSignal): Promise<EngineResult> {
-    return pool.use((p) => p.with(async (w) => {
-      signal?.throwIfAborted();
-      const r = await w.recognize(Buffer.from(toPgm(image)), {}, { blocks: true, text: false });
-      const lines: OcrLine[] = [];
-      for (const b of r.data.blocks ?? []) {
-        for (const para of b.paragraphs) {
-          for (const l of para.lines) {
-            const words = l.words.filter((wd) => wd.text.trim()).map((wd) => ({ text: wd.text, box: box(wd.bbox), confidence: round(wd.confidence / 100) }));
-            if (!words.length) continue;
-            lines.push({ text: words.map((wd) => wd.text).join(' '), box: box(l.bbox), confidence: round(l.confidence / 100), words });
+    return pool.use((p) =>
+      p.with(async (w) => {
+        signal?.throwIfAborted();
+        const r = await w.recognize(Buffer.from(toPgm(image)), {}, { blocks: true, text: false });
+        const lines: OcrLine[] = [];
+        for (const b of r.data.blocks ?? []) {
+          for (const para of b.paragraphs) {
+            for (const l of para.lines) {
+              const words = l.words.filter((wd) => wd.text.trim()).map((wd) => ({
+                text: wd.text,
+                box: box(wd.bbox),
+                confidence: round(wd.confidence / 100),
+              }));
+              if (!words.length) continue;
+              lines.push({ text: words.map((wd) => wd.text).join(' '), box: box(l.bbox), confidence: round(l.confidence / 100), words });
+            }
           }
         }
-      }
-      return { lines };
-    }));
+        return { lines };
+      })
+    );
   },
 };
 

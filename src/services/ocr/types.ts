@@ -1,11 +1,23 @@
 /** OCR results: boxes in pixels of the corrected (upright, deskewed) page image, origin top-left. */
 import type { Gray } from './raster.ts';
 
-export interface PixelBox { x: number; y: number; width: number; height: number }
+export interface PixelBox {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
 
-export interface OcrWord { text: string; box: PixelBox; confidence: number }
+export interface OcrWord {
+  text: string;
+  box: PixelBox;
+  confidence: number;
+}
 export interface OcrLine {
-  text: string; box: PixelBox; confidence: number; words: OcrWord[];
+  text: string;
+  box: PixelBox;
+  confidence: number;
+  words: OcrWord[];
   /** estimated font size in pixels (from the x-height measured in the image) */
   font_size?: number;
   /** strokes thick for their size */
@@ -15,7 +27,9 @@ export interface OcrLine {
 export type OcrEngineName = 'tesseract' | 'paddle';
 
 /** What an engine returns for one upright image. */
-export interface EngineResult { lines: OcrLine[] }
+export interface EngineResult {
+  lines: OcrLine[];
+}
 
 export interface OcrEngine {
   name: OcrEngineName;

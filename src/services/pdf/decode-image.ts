@@ -16,7 +16,9 @@ export function sniffImage(b: Uint8Array): ImageKind | null {
   if (b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'jpeg';
   if (b[0] === 0x89 && ascii(1, 4) === 'PNG') return 'png';
   if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP') return 'webp';
-  if ((b[0] === 0x49 && b[1] === 0x49 && b[2] === 0x2a && b[3] === 0) || (b[0] === 0x4d && b[1] === 0x4d && b[2] === 0 && b[3] === 0x2a)) return 'tiff';
+  if ((b[0] === 0x49 && b[1] === 0x49 && b[2] === 0x2a && b[3] === 0) || (b[0] === 0x4d && b[1] === 0x4d && b[2] === 0 && b[3] === 0x2a)) {
+    return 'tiff';
+  }
   if (ascii(4, 8) === 'ftyp' && /avi[fs]/.test(ascii(8, 32))) return 'avif';
   return null;
 }
@@ -36,8 +38,22 @@ async function decodeWebp(bytes: Uint8Array): Promise<Rgba> {
 }
 
 async function viaSharp(bytes: Uint8Array): Promise<Rgba> {
-  const sharp = (await loadSharp()) as unknown as ((b: Uint8Array) => { ensureAlpha(): { raw(): { toBuffer(o: { resolveWithObject: true }): Promise<{ data: Buffer; info: { width: number; height: number } }> } } }) | null;
-  if (!sharp) throw new ServiceError(415, 'unsupported_file_type', 'AVIF input needs the sharp image library, which is not available in this runtime.');
+  const sharp = (await loadSharp()) as unknown as
+    | ((
+      b: Uint8Array,
+    ) => {
+      ensureAlpha(): {
+        raw(): { toBuffer(o: { resolveWithObject: true }): Promise<{ data: Buffer; info: { width: number; height: number } }> };
+      };
+    })
+    | null;
+  if (!sharp) {
+    throw new ServiceError(
+      415,
+      'unsupported_file_type',
+      'AVIF input needs the sharp image library, which is not available in this runtime.',
+    );
+  }
   try {
     const { data, info } = await sharp(bytes).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
     return { data: new Uint8ClampedArray(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height };

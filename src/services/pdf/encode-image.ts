@@ -16,7 +16,6 @@ export interface Rgba {
   height: number;
 }
 
-
 type SharpFn = (input: Uint8Array | Uint8ClampedArray, opts: object) => {
   png(o?: object): { toBuffer(): Promise<Buffer> };
   jpeg(o?: object): { toBuffer(): Promise<Buffer> };
@@ -32,18 +31,20 @@ let jpeg: Promise<(d: ImageData, o: object) => Promise<ArrayBuffer>> | undefined
 let webp: Promise<(d: ImageData, o: object) => Promise<ArrayBuffer>> | undefined;
 
 function wasmEncoder(format: ImageFormat) {
-  if (format === 'png')
+  if (format === 'png') {
     return (png ??= (async () => {
       const mod = await import('@jsquash/png/encode.js');
       await mod.init(await WebAssembly.compile(await wasmFile('@jsquash/png/codec/pkg/squoosh_png_bg.wasm')));
       return (d: ImageData) => mod.default(d);
     })());
-  if (format === 'jpeg')
+  }
+  if (format === 'jpeg') {
     return (jpeg ??= (async () => {
       const mod = await import('@jsquash/jpeg/encode.js');
       await mod.init(await WebAssembly.compile(await wasmFile('@jsquash/jpeg/codec/enc/mozjpeg_enc.wasm')));
       return (d: ImageData, o: object) => mod.default(d, o);
     })());
+  }
   return (webp ??= (async () => {
     const mod = await import('@jsquash/webp/encode.js');
     // every runtime we target has wasm SIMD, and the package picks its SIMD build when SIMD is present
@@ -59,7 +60,11 @@ export async function encodeRgba(img: Rgba, format: ImageFormat, opts: { quality
     const sharp = await loadSharp();
     if (sharp) {
       const s = sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } });
-      const out = format === 'png' ? s.png({ compressionLevel: 6 }) : format === 'jpeg' ? s.jpeg({ quality, mozjpeg: false }) : s.webp({ quality });
+      const out = format === 'png'
+        ? s.png({ compressionLevel: 6 })
+        : format === 'jpeg'
+        ? s.jpeg({ quality, mozjpeg: false })
+        : s.webp({ quality });
       return new Uint8Array(await out.toBuffer());
     }
     if (engine === 'sharp') throw new Error('sharp is not available in this runtime');

@@ -16,7 +16,11 @@ export interface ShippedFont {
 export const SHIPPED_FONTS: ShippedFont[] = [
   { family: 'DejaVu Sans', scripts: ['Latin', 'Greek', 'Cyrillic'], spec: 'dejavu-fonts-ttf/ttf/DejaVuSans.ttf' },
   { family: 'Noto Sans Arabic', scripts: ['Arabic'], spec: '@expo-google-fonts/noto-sans-arabic/400Regular/NotoSansArabic_400Regular.ttf' },
-  { family: 'Noto Sans SC', scripts: ['Han', 'Hiragana', 'Katakana', 'Hangul (partial)'], spec: '@expo-google-fonts/noto-sans-sc/400Regular/NotoSansSC_400Regular.ttf' },
+  {
+    family: 'Noto Sans SC',
+    scripts: ['Han', 'Hiragana', 'Katakana', 'Hangul (partial)'],
+    spec: '@expo-google-fonts/noto-sans-sc/400Regular/NotoSansSC_400Regular.ttf',
+  },
 ];
 
 export interface LoadedFont {
@@ -77,9 +81,15 @@ export async function fontRuns(text: string): Promise<{ runs: TextRun[]; missing
   const neutral = (ch: string) => /[\s\u200c\u200d\p{M}]/u.test(ch);
   for (const ch of text) {
     const last = runs[runs.length - 1];
-    if (last && neutral(ch) && last.font.has(ch.codePointAt(0)!)) { last.text += ch; continue; }
+    if (last && neutral(ch) && last.font.has(ch.codePointAt(0)!)) {
+      last.text += ch;
+      continue;
+    }
     const f = await pick(ch.codePointAt(0)!);
-    if (!f) { missing.add(ch); continue; }
+    if (!f) {
+      missing.add(ch);
+      continue;
+    }
     if (last && last.font === f) last.text += ch;
     else runs.push({ font: f, text: ch });
   }

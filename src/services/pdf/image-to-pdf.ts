@@ -3,7 +3,16 @@
  * JPEG bytes are embedded as they are (DCTDecode, no re-encoding); PNG through pdf-lib; the other
  * formats are decoded to RGBA and stored losslessly (Flate, alpha as an SMask).
  */
-import { PageSizes, PDFDocument, PDFName, popGraphicsState, pushGraphicsState, concatTransformationMatrix, drawObject, type PDFRef } from '@cantoo/pdf-lib';
+import {
+  concatTransformationMatrix,
+  drawObject,
+  PageSizes,
+  PDFDocument,
+  PDFName,
+  type PDFRef,
+  popGraphicsState,
+  pushGraphicsState,
+} from '@cantoo/pdf-lib';
 import { invalidArgument, ServiceError } from '../errors.ts';
 import { decodeFrames, sniffImage } from './decode-image.ts';
 import type { Rgba } from './encode-image.ts';
@@ -28,7 +37,9 @@ interface Placed {
 export async function imageToPdf(inputs: { bytes: Uint8Array }[], opts: ImageToPdfOptions = {}): Promise<Uint8Array> {
   if (!inputs.length) throw invalidArgument('give at least one image.');
   const size = opts.pageSize ?? 'fit';
-  if (size !== 'fit' && !Object.hasOwn(PageSizes, size)) throw invalidArgument('pageSize: fit or a paper name (A0-A10, B0-B10, Letter, Legal, Tabloid, ...).');
+  if (size !== 'fit' && !Object.hasOwn(PageSizes, size)) {
+    throw invalidArgument('pageSize: fit or a paper name (A0-A10, B0-B10, Letter, Legal, Tabloid, ...).');
+  }
   const margin = opts.margin ?? (size === 'fit' ? 0 : 36);
   if (!(margin >= 0 && margin <= 500)) throw invalidArgument('margin: 0 to 500 points.');
   const doc = await PDFDocument.create();
@@ -63,7 +74,12 @@ function addPage(doc: PDFDocument, img: Placed, size: PaperSize, margin: number,
   const h = img.height * scale;
   const page = doc.addPage([pw, ph]);
   const name = page.node.newXObject('Im', img.ref);
-  page.pushOperators(pushGraphicsState(), concatTransformationMatrix(w, 0, 0, h, (pw - w) / 2, (ph - h) / 2), drawObject(name), popGraphicsState());
+  page.pushOperators(
+    pushGraphicsState(),
+    concatTransformationMatrix(w, 0, 0, h, (pw - w) / 2, (ph - h) / 2),
+    drawObject(name),
+    popGraphicsState(),
+  );
 }
 
 /** RGB samples + an SMask when any pixel is not opaque. */

@@ -8,7 +8,8 @@ type Fn<K extends keyof Pdf> = Pdf[K] extends (...a: infer A) => infer R ? (...a
 
 let loading: Promise<Pdf> | undefined;
 const load = () => (loading ??= import('./index.ts'));
-const lazy = <K extends keyof Pdf>(name: K): Fn<K> => (async (...args: unknown[]) => ((await load())[name] as (...a: unknown[]) => unknown)(...args)) as Fn<K>;
+const lazy = <K extends keyof Pdf>(name: K): Fn<K> =>
+  (async (...args: unknown[]) => ((await load())[name] as (...a: unknown[]) => unknown)(...args)) as Fn<K>;
 
 export const pdfInfo = lazy('pdfInfo');
 export const pdfLayout = lazy('pdfLayout');

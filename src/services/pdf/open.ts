@@ -7,7 +7,7 @@
 import { checkPages } from '../limits.ts';
 import { PDFDict, PDFDocument, PDFName, PDFNumber } from '@cantoo/pdf-lib';
 import { notAPdf, pdfCorrupt } from './reasons.ts';
-import { loadPdfium, openDoc, saveDoc, SAVE_REMOVE_SECURITY } from './pdfium.ts';
+import { loadPdfium, openDoc, SAVE_REMOVE_SECURITY, saveDoc } from './pdfium.ts';
 
 export interface OpenOptions {
   password?: string;

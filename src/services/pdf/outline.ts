@@ -4,7 +4,7 @@
  * output's pages. Entries whose target page is not in the output are dropped (their children move up).
  * Only GoTo targets inside the document are kept; URI / launch actions are dropped.
  */
-import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, PDFNumber, PDFRef, PDFString, type PDFObject } from '@cantoo/pdf-lib';
+import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, PDFNumber, type PDFObject, PDFRef, PDFString } from '@cantoo/pdf-lib';
 
 export interface OutlineNode {
   title: string;
@@ -87,7 +87,10 @@ function namedDestinations(doc: PDFDocument): Map<string, PDFArray> {
 }
 
 /** Re-target nodes at output pages: `map(sourceIndex)` gives the output page ref or undefined. */
-export function retarget(nodes: OutlineNode[], map: (i: number) => PDFRef | undefined): { title: string; page?: PDFRef; view: PDFObject[]; children: ReturnType<typeof retarget> }[] {
+export function retarget(
+  nodes: OutlineNode[],
+  map: (i: number) => PDFRef | undefined,
+): { title: string; page?: PDFRef; view: PDFObject[]; children: ReturnType<typeof retarget> }[] {
   const out: ReturnType<typeof retarget> = [];
   for (const n of nodes) {
     const children = retarget(n.children, map);

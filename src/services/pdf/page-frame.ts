@@ -33,26 +33,40 @@ export class PageFrame {
 
   static of(box: { left: number; bottom: number; right: number; top: number }, rotationDegrees: number): PageFrame {
     const q = ((Math.round(rotationDegrees / 90) % 4) + 4) % 4;
-    return new PageFrame(Math.min(box.left, box.right), Math.min(box.bottom, box.top), Math.max(box.left, box.right), Math.max(box.bottom, box.top), q);
+    return new PageFrame(
+      Math.min(box.left, box.right),
+      Math.min(box.bottom, box.top),
+      Math.max(box.left, box.right),
+      Math.max(box.bottom, box.top),
+      q,
+    );
   }
 
   /** user space point -> display point */
   toDisplay(x: number, y: number): [number, number] {
     switch (this.quarterTurns) {
-      case 1: return [y - this.bottom, x - this.left];
-      case 2: return [this.right - x, y - this.bottom];
-      case 3: return [this.top - y, this.right - x];
-      default: return [x - this.left, this.top - y];
+      case 1:
+        return [y - this.bottom, x - this.left];
+      case 2:
+        return [this.right - x, y - this.bottom];
+      case 3:
+        return [this.top - y, this.right - x];
+      default:
+        return [x - this.left, this.top - y];
     }
   }
 
   /** display point -> user space point */
   toUser(X: number, Y: number): [number, number] {
     switch (this.quarterTurns) {
-      case 1: return [Y + this.left, X + this.bottom];
-      case 2: return [this.right - X, Y + this.bottom];
-      case 3: return [this.right - Y, this.top - X];
-      default: return [X + this.left, this.top - Y];
+      case 1:
+        return [Y + this.left, X + this.bottom];
+      case 2:
+        return [this.right - X, Y + this.bottom];
+      case 3:
+        return [this.right - Y, this.top - X];
+      default:
+        return [X + this.left, this.top - Y];
     }
   }
 
@@ -74,8 +88,13 @@ export class PageFrame {
   assertInside(b: Box, what: string): void {
     const ok = [b.x, b.y, b.width, b.height].every(Number.isFinite) && b.width > 0 && b.height > 0;
     const eps = 0.01;
-    if (!ok || b.x < -eps || b.y < -eps || b.x + b.width > this.width + eps || b.y + b.height > this.height + eps)
-      throw invalidArgument(`${what}: rectangle ${JSON.stringify(b)} is not inside the page (${this.width.toFixed(2)} x ${this.height.toFixed(2)} pt, origin top-left).`);
+    if (!ok || b.x < -eps || b.y < -eps || b.x + b.width > this.width + eps || b.y + b.height > this.height + eps) {
+      throw invalidArgument(
+        `${what}: rectangle ${JSON.stringify(b)} is not inside the page (${this.width.toFixed(2)} x ${
+          this.height.toFixed(2)
+        } pt, origin top-left).`,
+      );
+    }
   }
 }
 

@@ -6,8 +6,8 @@ import { degrees, PDFArray, PDFDocument, PDFName, PDFNumber, type PDFPage } from
 import { invalidArgument } from '../errors.ts';
 import { openPdf } from './open.ts';
 import { guardSigned } from './signed-guard.ts';
-import { PageFrame, type Box } from './page-frame.ts';
-import { resolvePages, type PageSelection } from './page-ranges.ts';
+import { type Box, PageFrame } from './page-frame.ts';
+import { type PageSelection, resolvePages } from './page-ranges.ts';
 
 export type EditOperation =
   /** turn pages clockwise by a multiple of 90 degrees (added to their current rotation) */
@@ -19,9 +19,21 @@ export type EditOperation =
   | { op: 'insert_blank'; after: number; count?: number; width?: number; height?: number }
   /** crop to a box in points, origin top-left of the page as displayed */
   | { op: 'crop'; pages?: PageSelection; box: Box }
-  | { op: 'set_metadata'; title?: string; author?: string; subject?: string; keywords?: string[] | string; creator?: string; producer?: string };
+  | {
+    op: 'set_metadata';
+    title?: string;
+    author?: string;
+    subject?: string;
+    keywords?: string[] | string;
+    creator?: string;
+    producer?: string;
+  };
 
-export async function pdfEdit(bytes: Uint8Array, operations: EditOperation[], opts: { password?: string; dropSignatures?: boolean } = {}): Promise<Uint8Array> {
+export async function pdfEdit(
+  bytes: Uint8Array,
+  operations: EditOperation[],
+  opts: { password?: string; dropSignatures?: boolean } = {},
+): Promise<Uint8Array> {
   if (!Array.isArray(operations) || !operations.length) throw invalidArgument('operations: give at least one operation.');
   const { doc } = await openPdf(bytes, opts);
   guardSigned(doc, opts.dropSignatures, 'editing it');
@@ -49,7 +61,9 @@ function apply(doc: PDFDocument, op: EditOperation, at: string): void {
     case 'reorder': {
       const order = op.order;
       const idx = resolvePages(order, count, `${at}.order`);
-      if (idx.length !== count || new Set(idx).size !== count) throw invalidArgument(`${at}.order: list every page number exactly once (${count} pages).`);
+      if (idx.length !== count || new Set(idx).size !== count) {
+        throw invalidArgument(`${at}.order: list every page number exactly once (${count} pages).`);
+      }
       setPageOrder(doc, idx.map((i) => doc.getPage(i)));
       return;
     }

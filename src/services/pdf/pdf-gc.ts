@@ -2,7 +2,7 @@
  * Drop objects nothing references any more. pdf-lib writes every object it holds, so after removing a
  * watermark its form, font and image objects would stay in the file (invisible, but extractable).
  */
-import { PDFArray, PDFDict, PDFRef, PDFStream, type PDFDocument, type PDFObject } from '@cantoo/pdf-lib';
+import { PDFArray, PDFDict, type PDFDocument, type PDFObject, PDFRef, PDFStream } from '@cantoo/pdf-lib';
 
 export function dropUnreachable(doc: PDFDocument): number {
   const ctx = doc.context;
@@ -17,11 +17,16 @@ export function dropUnreachable(doc: PDFDocument): number {
       reachable.add(o);
       const v = ctx.lookup(o);
       if (v) stack.push(v);
-    } else if (o instanceof PDFDict) for (const [, v] of o.entries()) stack.push(v);
-    else if (o instanceof PDFArray) for (const v of o.asArray()) stack.push(v);
+    } else if (o instanceof PDFDict) { for (const [, v] of o.entries()) stack.push(v); }
+    else if (o instanceof PDFArray) { for (const v of o.asArray()) stack.push(v); }
     else if (o instanceof PDFStream) stack.push(o.dict);
   }
   let dropped = 0;
-  for (const [ref] of ctx.enumerateIndirectObjects()) if (!reachable.has(ref)) { ctx.delete(ref); dropped++; }
+  for (const [ref] of ctx.enumerateIndirectObjects()) {
+    if (!reachable.has(ref)) {
+      ctx.delete(ref);
+      dropped++;
+    }
+  }
   return dropped;
 }

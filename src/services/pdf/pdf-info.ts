@@ -1,7 +1,7 @@
 /** pdfInfo: what a document is, read without changing it. */
-import { PDFName, type PDFDocument } from '@cantoo/pdf-lib';
-import { openPdf, type EncryptionInfo } from './open.ts';
-import { countSignatures, listFonts, pdfaClaim, type FontInfo, type PdfaClaim } from './pdf-structure.ts';
+import { type PDFDocument, PDFName } from '@cantoo/pdf-lib';
+import { type EncryptionInfo, openPdf } from './open.ts';
+import { countSignatures, type FontInfo, listFonts, type PdfaClaim, pdfaClaim } from './pdf-structure.ts';
 import { loadPdfium, OBJ_IMAGE, openDoc } from './pdfium.ts';
 
 export interface PageInfo {

@@ -5,8 +5,8 @@
  */
 import { assertPdf } from './open.ts';
 import type { Box } from './page-frame.ts';
-import { resolvePages, type PageSelection } from './page-ranges.ts';
-import { getF32, heap, loadPdfium, OBJ_IMAGE, openDoc, withScratch, type Pdfium } from './pdfium.ts';
+import { type PageSelection, resolvePages } from './page-ranges.ts';
+import { getF32, heap, loadPdfium, OBJ_IMAGE, openDoc, type Pdfium, withScratch } from './pdfium.ts';
 import { charBox, loadTextPage } from './text-page.ts';
 
 export interface LayoutWord {
@@ -35,7 +35,10 @@ export interface LayoutPage {
   images: LayoutImage[];
 }
 
-export async function pdfLayout(bytes: Uint8Array, opts: { pages?: PageSelection; password?: string } = {}): Promise<{ origin: 'top-left'; unit: 'pt'; pages: LayoutPage[] }> {
+export async function pdfLayout(
+  bytes: Uint8Array,
+  opts: { pages?: PageSelection; password?: string } = {},
+): Promise<{ origin: 'top-left'; unit: 'pt'; pages: LayoutPage[] }> {
   assertPdf(bytes);
   const m = await loadPdfium();
   const d = openDoc(m, bytes, opts.password);
@@ -48,7 +51,12 @@ export async function pdfLayout(bytes: Uint8Array, opts: { pages?: PageSelection
 }
 
 type U = { left: number; bottom: number; right: number; top: number };
-const union = (a: U | null, b: U): U => (a ? { left: Math.min(a.left, b.left), bottom: Math.min(a.bottom, b.bottom), right: Math.max(a.right, b.right), top: Math.max(a.top, b.top) } : { ...b });
+const union = (
+  a: U | null,
+  b: U,
+): U => (a
+  ? { left: Math.min(a.left, b.left), bottom: Math.min(a.bottom, b.bottom), right: Math.max(a.right, b.right), top: Math.max(a.top, b.top) }
+  : { ...b });
 
 function pageLayout(m: Pdfium, doc: number, index: number): LayoutPage {
   const p = loadTextPage(m, doc, index);
@@ -75,10 +83,20 @@ function pageLayout(m: Pdfium, doc: number, index: number): LayoutPage {
     const fontName = fontReader(m, p.text);
     for (let i = 0; i < n; i++) {
       const u = m.FPDFText_GetUnicode(p.text, i);
-      if (u === 10 || u === 13) { endLine(); continue; }
+      if (u === 10 || u === 13) {
+        endLine();
+        continue;
+      }
       // PDFium reports a hyphen that ends a line as U+0002 and emits no line break after it
-      if (u === 2) { if (word) word += '-'; endLine(); continue; }
-      if (u === 32 || u === 9 || u === 0xa0 || u === 0) { endWord(); continue; }
+      if (u === 2) {
+        if (word) word += '-';
+        endLine();
+        continue;
+      }
+      if (u === 32 || u === 9 || u === 0xa0 || u === 0) {
+        endWord();
+        continue;
+      }
       const b = charBox(m, p.text, i);
       if (!b) continue;
       if (!word) wfont = { font: fontName(i), size: Math.round(m.FPDFText_GetFontSize(p.text, i) * 100) / 100 };
@@ -86,7 +104,14 @@ function pageLayout(m: Pdfium, doc: number, index: number): LayoutPage {
       wbox = union(wbox, b);
     }
     endLine();
-    return { page: index + 1, width: r2(p.frame.width), height: r2(p.frame.height), rotation: p.frame.quarterTurns * 90, lines, images: images(m, p.page, toBox) };
+    return {
+      page: index + 1,
+      width: r2(p.frame.width),
+      height: r2(p.frame.height),
+      rotation: p.frame.quarterTurns * 90,
+      lines,
+      images: images(m, p.page, toBox),
+    };
   } finally {
     p.close();
   }

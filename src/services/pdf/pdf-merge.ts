@@ -2,8 +2,8 @@
 import { PDFDocument, type PDFRef } from '@cantoo/pdf-lib';
 import { invalidArgument } from '../errors.ts';
 import { openPdf } from './open.ts';
-import { readOutline, retarget, writeOutline, type OutlineNode } from './outline.ts';
-import { resolvePages, type PageSelection } from './page-ranges.ts';
+import { type OutlineNode, readOutline, retarget, writeOutline } from './outline.ts';
+import { type PageSelection, resolvePages } from './page-ranges.ts';
 
 export interface MergeInput {
   bytes: Uint8Array;

@@ -6,13 +6,13 @@
  */
 import fontkit from '@cantoo/fontkit';
 import { readFile } from 'node:fs/promises';
-import { PDFArray, PDFName, PDFRef, type PDFFont } from '@cantoo/pdf-lib';
+import { PDFArray, type PDFFont, PDFName, PDFRef } from '@cantoo/pdf-lib';
 import { packageFile } from '../../runtime/assets.ts';
 import { ServiceError } from '../errors.ts';
 import type { EngineChoice } from '../ocr/ocr.ts';
 import { ocrDocument } from '../ocr/lazy.ts';
 import { openPdf } from './open.ts';
-import { resolvePages, type PageSelection } from './page-ranges.ts';
+import { type PageSelection, resolvePages } from './page-ranges.ts';
 import { loadPdfium, openDoc } from './pdfium.ts';
 import { countSignatures } from './pdf-structure.ts';
 import { loadTextPage, pageString } from './text-page.ts';
@@ -37,14 +37,31 @@ export interface PdfOcrResult {
 export async function pdfOcr(bytes: Uint8Array, o: PdfOcrOptions = {}): Promise<PdfOcrResult> {
   const dpi = o.dpi ?? 300;
   const { doc, plain } = await openPdf(bytes, { password: o.password });
-  if (countSignatures(doc) > 0) throw new ServiceError(422, 'signed_document', 'The PDF is digitally signed; adding a text layer rewrites pages and would invalidate the signature.');
+  if (countSignatures(doc) > 0) {
+    throw new ServiceError(
+      422,
+      'signed_document',
+      'The PDF is digitally signed; adding a text layer rewrites pages and would invalidate the signature.',
+    );
+  }
   const selected = resolvePages(o.pages, doc.getPageCount());
   const hasText = await pagesWithText(plain, selected);
   const todo = selected.filter((i) => o.force || !hasText.has(i));
-  const report: PdfOcrResult['pages'] = selected.filter((i) => !todo.includes(i)).map((i) => ({ page: i + 1, status: 'skipped_has_text' as const, words: 0 }));
+  const report: PdfOcrResult['pages'] = selected.filter((i) => !todo.includes(i)).map((i) => ({
+    page: i + 1,
+    status: 'skipped_has_text' as const,
+    words: 0,
+  }));
   if (todo.length) {
     const ocr = await ocrDocument(plain, 'pdf', {
-      pages: todo.map((i) => i + 1), dpi, engine: o.engine, language: o.language, detectOrientation: false, deskew: false, signal: o.signal, progress: o.progress,
+      pages: todo.map((i) => i + 1),
+      dpi,
+      engine: o.engine,
+      language: o.language,
+      detectOrientation: false,
+      deskew: false,
+      signal: o.signal,
+      progress: o.progress,
     });
     doc.registerFontkit(fontkit);
     const font = await doc.embedFont(new Uint8Array(await readFile(packageFile('dejavu-fonts-ttf/ttf/DejaVuSans.ttf'))), { subset: true });
@@ -86,7 +103,14 @@ const f = (n: number) => (Math.round(n * 100) / 100).toString();
  * Operators placing each word invisibly over its box. Image pixels (origin top-left, the page as
  * displayed) map to user space through the crop box and the page rotation.
  */
-function textLayer(font: PDFFont, words: { text: string; box: { x: number; y: number; width: number; height: number } }[], crop: { x: number; y: number; width: number; height: number }, iw: number, ih: number, rotation: number): string {
+function textLayer(
+  font: PDFFont,
+  words: { text: string; box: { x: number; y: number; width: number; height: number } }[],
+  crop: { x: number; y: number; width: number; height: number },
+  iw: number,
+  ih: number,
+  rotation: number,
+): string {
   const rot = ((rotation % 360) + 360) % 360;
   const dispW = rot % 180 ? crop.height : crop.width;
   const dispH = rot % 180 ? crop.width : crop.height;
@@ -95,10 +119,14 @@ function textLayer(font: PDFFont, words: { text: string; box: { x: number; y: nu
   // display (x right, y up from the bottom-left of the displayed page) → user space
   const toUser = (x: number, y: number): [number, number] => {
     switch (rot) {
-      case 90: return [crop.x + y, crop.y + crop.height - x];
-      case 180: return [crop.x + crop.width - x, crop.y + crop.height - y];
-      case 270: return [crop.x + crop.width - y, crop.y + x];
-      default: return [crop.x + x, crop.y + y];
+      case 90:
+        return [crop.x + y, crop.y + crop.height - x];
+      case 180:
+        return [crop.x + crop.width - x, crop.y + crop.height - y];
+      case 270:
+        return [crop.x + crop.width - y, crop.y + x];
+      default:
+        return [crop.x + x, crop.y + y];
     }
   };
   const [a, b, c, d] = rot === 90 ? [0, -1, 1, 0] : rot === 180 ? [-1, 0, 0, -1] : rot === 270 ? [0, 1, -1, 0] : [1, 0, 0, 1];
@@ -125,7 +153,7 @@ function addLayer(doc: import('@cantoo/pdf-lib').PDFDocument, page: import('@can
   const list: PDFRef[] = [];
   const resolved = existing instanceof PDFRef ? ctx.lookup(existing) : existing;
   const arr = resolved instanceof PDFArray ? resolved : undefined;
-  if (arr) for (const r of arr.asArray()) list.push(r as PDFRef);
+  if (arr) { for (const r of arr.asArray()) list.push(r as PDFRef); }
   else if (existing instanceof PDFRef) list.push(existing);
   const pre = ctx.register(ctx.flateStream('q\n'));
   const post = ctx.register(ctx.flateStream(`Q\n${ops}`));

@@ -11,8 +11,20 @@ import { withoutSignatures } from './signed-guard.ts';
 import { invalidArgument } from '../errors.ts';
 import { assertPdf } from './open.ts';
 import type { Box } from './page-frame.ts';
-import { resolvePages, type PageSelection } from './page-ranges.ts';
-import { heap, loadPdfium, OBJ_IMAGE, openDoc, saveDoc, SAVE_FULL, SAVE_REMOVE_SECURITY, setF32, withScratch, getF32, type Pdfium } from './pdfium.ts';
+import { type PageSelection, resolvePages } from './page-ranges.ts';
+import {
+  getF32,
+  heap,
+  loadPdfium,
+  OBJ_IMAGE,
+  openDoc,
+  type Pdfium,
+  SAVE_FULL,
+  SAVE_REMOVE_SECURITY,
+  saveDoc,
+  setF32,
+  withScratch,
+} from './pdfium.ts';
 import { compileQuery, findOnPage } from './pdf-search.ts';
 import { pageFrame } from './text-page.ts';
 
@@ -69,9 +81,11 @@ export async function pdfRedact(bytes: Uint8Array, opts: RedactOptions): Promise
       frame.assertInside(r, `rects[${k}]`);
       add(i!, frame.userFromBox(r));
     }
-    if (queries.length)
-      for (const i of resolvePages(opts.pages, count))
+    if (queries.length) {
+      for (const i of resolvePages(opts.pages, count)) {
         for (const re of queries) for (const hit of findOnPage(m, d.doc, i, re)) for (const r of hit.userRects) add(i, r);
+      }
+    }
 
     const redactions: RedactResult['redactions'] = [];
     for (const [i, rects] of [...perPage.entries()].sort((a, b) => a[0] - b[0])) {
@@ -109,7 +123,7 @@ function redactPage(m: Pdfium, page: number, rects: URect[]): void {
   for (const r of rects) {
     const box = m.FPDFPageObj_CreateNewRect(r.left, r.bottom, r.right - r.left, r.top - r.bottom);
     m.FPDFPageObj_SetFillColor(box, 0, 0, 0, 255);
-    m.FPDFPath_SetDrawMode(box, 1 /* alternate fill */, false);
+    m.FPDFPath_SetDrawMode(box, 1, /* alternate fill */ false);
     m.FPDFPage_InsertObject(page, box);
   }
   if (!m.FPDFPage_GenerateContent(page)) throw new Error('PDFium could not rewrite the page content');
@@ -155,7 +169,10 @@ function overwriteImages(m: Pdfium, page: number, rects: URect[]): void {
       // image space: unit square, (0,0) bottom-left of the image = bitmap row h-1
       for (const r of hit) {
         const corners = [
-          [r.left, r.bottom], [r.right, r.bottom], [r.left, r.top], [r.right, r.top],
+          [r.left, r.bottom],
+          [r.right, r.bottom],
+          [r.left, r.top],
+          [r.right, r.top],
         ].map(([x, y]) => [(dd * (x! - e) - c * (y! - f)) / det, (-bb * (x! - e) + a * (y! - f)) / det]);
         const us = corners.map((p) => p[0]!);
         const vs = corners.map((p) => p[1]!);
@@ -208,7 +225,7 @@ function flattenPage(m: Pdfium, doc: number, index: number, dpi: number): void {
     const H = frame.top - frame.bottom;
     const pw = Math.max(1, Math.round((W * dpi) / 72));
     const ph = Math.max(1, Math.round((H * dpi) / 72));
-    const bmp = m.FPDFBitmap_CreateEx(pw, ph, 2 /* BGR: no alpha needed */, 0, 0);
+    const bmp = m.FPDFBitmap_CreateEx(pw, ph, 2, /* BGR: no alpha needed */ 0, 0);
     m.FPDFBitmap_FillRect(bmp, 0, 0, pw, ph, 0xffffffff);
     m.FPDF_RenderPageBitmap(bmp, page, 0, 0, pw, ph, 0, 0x01 /* FPDF_ANNOT */);
     for (let o = m.FPDFPage_CountObjects(page) - 1; o >= 0; o--) {

@@ -2,7 +2,7 @@
 import { invalidArgument } from '../errors.ts';
 import { assertPdf } from './open.ts';
 import type { Box } from './page-frame.ts';
-import { resolvePages, type PageSelection } from './page-ranges.ts';
+import { type PageSelection, resolvePages } from './page-ranges.ts';
 import { loadPdfium, openDoc, type Pdfium } from './pdfium.ts';
 import { loadTextPage, pageString, rangeRects } from './text-page.ts';
 

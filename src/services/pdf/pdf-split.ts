@@ -5,14 +5,16 @@ import { openPdf } from './open.ts';
 import { readOutline, retarget, writeOutline } from './outline.ts';
 import { resolvePages } from './page-ranges.ts';
 
-export type SplitOptions = { password?: string } & (
-  /** each entry is one output, in the page-selection syntax: ["1-3", "4-", [7, 9]] */
-  | { ranges: (string | number[])[]; every?: never; single?: never }
-  /** chunks of N pages */
-  | { every: number; ranges?: never; single?: never }
-  /** one output per page */
-  | { single: true; ranges?: never; every?: never }
-);
+export type SplitOptions =
+  & { password?: string }
+  & (
+    /** each entry is one output, in the page-selection syntax: ["1-3", "4-", [7, 9]] */
+    | { ranges: (string | number[])[]; every?: never; single?: never }
+    /** chunks of N pages */
+    | { every: number; ranges?: never; single?: never }
+    /** one output per page */
+    | { single: true; ranges?: never; every?: never }
+  );
 
 export async function pdfSplit(bytes: Uint8Array, opts: SplitOptions): Promise<Uint8Array[]> {
   const { doc } = await openPdf(bytes, { password: opts.password });

@@ -11,7 +11,10 @@ export function countSignatures(doc: PDFDocument): number {
     const dict = obj instanceof PDFDict ? obj : null;
     if (!dict) continue;
     const type = dict.get(PDFName.of('Type'));
-    if (type === PDFName.of('Sig') || (dict.has(PDFName.of('ByteRange')) && dict.has(PDFName.of('Contents')) && dict.has(PDFName.of('Filter')))) n++;
+    if (
+      type === PDFName.of('Sig') ||
+      (dict.has(PDFName.of('ByteRange')) && dict.has(PDFName.of('Contents')) && dict.has(PDFName.of('Filter')))
+    ) n++;
   }
   return n;
 }
@@ -68,7 +71,9 @@ export function listFonts(doc: PDFDocument): FontInfo[] {
       if (seen.has(v)) continue;
       seen.add(v);
       const x = doc.context.lookupMaybe(v, PDFStream);
-      if (x?.dict.get(PDFName.of('Subtype')) === PDFName.of('Form')) visitResources(x.dict.lookupMaybe(PDFName.of('Resources'), PDFDict), depth + 1);
+      if (x?.dict.get(PDFName.of('Subtype')) === PDFName.of('Form')) {
+        visitResources(x.dict.lookupMaybe(PDFName.of('Resources'), PDFDict), depth + 1);
+      }
     }
   };
   const addFont = (f: PDFDict) => {
@@ -77,7 +82,9 @@ export function listFonts(doc: PDFDocument): FontInfo[] {
     const type = f.get(PDFName.of('Subtype'))?.toString().replace(/^\//, '') ?? 'Unknown';
     let desc = f.lookupMaybe(PDFName.of('FontDescriptor'), PDFDict);
     const descendants = f.lookupMaybe(PDFName.of('DescendantFonts'), PDFArray);
-    if (!desc && descendants?.size()) desc = doc.context.lookupMaybe(descendants.get(0), PDFDict)?.lookupMaybe(PDFName.of('FontDescriptor'), PDFDict);
+    if (!desc && descendants?.size()) {
+      desc = doc.context.lookupMaybe(descendants.get(0), PDFDict)?.lookupMaybe(PDFName.of('FontDescriptor'), PDFDict);
+    }
     const embedded = type === 'Type3' || !!desc && ['FontFile', 'FontFile2', 'FontFile3'].some((k) => desc!.has(PDFName.of(k)));
     const key = `${name}|${type}|${embedded}`;
     if (!fonts.has(key)) fonts.set(key, { name, type, embedded, subset: /^[A-Z]{6}\+/.test(name) });

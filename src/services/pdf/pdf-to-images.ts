@@ -2,7 +2,7 @@
 import { invalidArgument } from '../errors.ts';
 import { encodeRgba, type Engine, type ImageFormat } from './encode-image.ts';
 import { assertPdf } from './open.ts';
-import { resolvePages, type PageSelection } from './page-ranges.ts';
+import { type PageSelection, resolvePages } from './page-ranges.ts';
 import { heap, loadPdfium, openDoc, type Pdfium } from './pdfium.ts';
 import type { Rgba } from './encode-image.ts';
 
@@ -44,8 +44,15 @@ export async function pdfToImages(bytes: Uint8Array, opts: ToImagesOptions = {})
     d.close();
   }
   const out: PageImage[] = [];
-  for (const r of rendered)
-    out.push({ page: r.page, width: r.img.width, height: r.img.height, mimeType: `image/${format}`, bytes: await encodeRgba(r.img, format, opts) });
+  for (const r of rendered) {
+    out.push({
+      page: r.page,
+      width: r.img.width,
+      height: r.img.height,
+      mimeType: `image/${format}`,
+      bytes: await encodeRgba(r.img, format, opts),
+    });
+  }
   return out;
 }
 
@@ -61,7 +68,9 @@ export function renderPage(m: Pdfium, doc: number, index: number, dpi: number, w
     const scale = dpi / 72;
     const width = Math.max(1, Math.round(m.FPDF_GetPageWidthF(page) * scale));
     const height = Math.max(1, Math.round(m.FPDF_GetPageHeightF(page) * scale));
-    if (width * height > MAX_PIXELS) throw invalidArgument(`page ${index + 1} at ${dpi} dpi would be ${width}x${height} pixels; lower dpi.`);
+    if (width * height > MAX_PIXELS) {
+      throw invalidArgument(`page ${index + 1} at ${dpi} dpi would be ${width}x${height} pixels; lower dpi.`);
+    }
     const bmp = m.FPDFBitmap_CreateEx(width, height, FPDFBitmap_BGRA, 0, 0);
     try {
       m.FPDFBitmap_FillRect(bmp, 0, 0, width, height, 0xffffffff);

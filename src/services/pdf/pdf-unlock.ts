@@ -4,7 +4,7 @@
  * An unencrypted input comes back unchanged.
  */
 import { assertPdf } from './open.ts';
-import { loadPdfium, openDoc, saveDoc, SAVE_REMOVE_SECURITY } from './pdfium.ts';
+import { loadPdfium, openDoc, SAVE_REMOVE_SECURITY, saveDoc } from './pdfium.ts';
 
 export interface UnlockResult {
   pdf: Uint8Array;

@@ -3,12 +3,24 @@
  * the previous mark (see watermark-tag.ts for how marks are recognised).
  */
 import fontkit from '@cantoo/fontkit';
-import { PDFBool, PDFHexString, PDFName, PDFNumber, PDFOperator, PDFOperatorNames as Op, type PDFDocument, type PDFFont, type PDFImage, type PDFPage, type PDFRef } from '@cantoo/pdf-lib';
+import {
+  PDFBool,
+  type PDFDocument,
+  type PDFFont,
+  PDFHexString,
+  type PDFImage,
+  PDFName,
+  PDFNumber,
+  PDFOperator,
+  PDFOperatorNames as Op,
+  type PDFPage,
+  type PDFRef,
+} from '@cantoo/pdf-lib';
 import { invalidArgument, ServiceError } from '../errors.ts';
 import { fontRuns, installedFonts, type TextRun } from './fonts.ts';
 import { openPdf } from './open.ts';
 import { PageFrame } from './page-frame.ts';
-import { resolvePages, type PageSelection } from './page-ranges.ts';
+import { type PageSelection, resolvePages } from './page-ranges.ts';
 import { pdfaClaim } from './pdf-structure.ts';
 import { guardSigned } from './signed-guard.ts';
 import { removeMarks, TAG } from './watermark-tag.ts';
@@ -45,7 +57,9 @@ export async function pdfWatermark(bytes: Uint8Array, opts: WatermarkOptions): P
   const layout = opts.layout ?? 'centered';
   if (!['tiled', 'centered', 'corner'].includes(layout)) throw invalidArgument('layout: tiled, centered or corner.');
   const corner = opts.corner ?? 'bottom-right';
-  if (!['top-left', 'top-right', 'bottom-left', 'bottom-right'].includes(corner)) throw invalidArgument('corner: top-left, top-right, bottom-left or bottom-right.');
+  if (!['top-left', 'top-right', 'bottom-left', 'bottom-right'].includes(corner)) {
+    throw invalidArgument('corner: top-left, top-right, bottom-left or bottom-right.');
+  }
   if (!opts.text && !opts.logo) throw invalidArgument('give text or logo.');
   if (opts.text && opts.text.length > MAX_TEXT_LENGTH) throw invalidArgument(`text: at most ${MAX_TEXT_LENGTH} characters.`);
   const opacity = opts.opacity ?? 0.3;
@@ -58,13 +72,26 @@ export async function pdfWatermark(bytes: Uint8Array, opts: WatermarkOptions): P
 
   const { doc } = await openPdf(bytes, { password: opts.password });
   guardSigned(doc, opts.dropSignatures, 'a watermark');
-  if (opacity < 1 && pdfaClaim(doc).claimed)
-    throw new ServiceError(422, 'pdfa_forbids_transparency', 'The PDF claims PDF/A conformance, which forbids transparency: use opacity 1.');
+  if (opacity < 1 && pdfaClaim(doc).claimed) {
+    throw new ServiceError(
+      422,
+      'pdfa_forbids_transparency',
+      'The PDF claims PDF/A conformance, which forbids transparency: use opacity 1.',
+    );
+  }
   let runs: TextRun[] = [];
   if (opts.text) {
     const r = await fontRuns(opts.text);
-    if (r.missing.length)
-      throw new ServiceError(422, 'unsupported_characters', `No installed font draws: ${r.missing.map((c) => `${c} (U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`).join(', ')}.`, { details: { characters: r.missing } });
+    if (r.missing.length) {
+      throw new ServiceError(
+        422,
+        'unsupported_characters',
+        `No installed font draws: ${
+          r.missing.map((c) => `${c} (U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`).join(', ')
+        }.`,
+        { details: { characters: r.missing } },
+      );
+    }
     runs = r.runs;
   }
   const pages = [...new Set(resolvePages(opts.pages, doc.getPageCount()))];
@@ -75,7 +102,7 @@ export async function pdfWatermark(bytes: Uint8Array, opts: WatermarkOptions): P
   const pdfRuns: { font: PDFFont; text: string }[] = [];
   for (const r of runs) {
     let f = embedded.get(r.font.bytes);
-    if (!f) embedded.set(r.font.bytes, (f = await doc.embedFont(r.font.bytes, { subset: true })));
+    if (!f) embedded.set(r.font.bytes, f = await doc.embedFont(r.font.bytes, { subset: true }));
     pdfRuns.push({ font: f, text: r.text });
   }
   const logo = opts.logo ? await embedLogo(doc, opts.logo) : undefined;
@@ -126,8 +153,9 @@ function drawMark(page: PDFPage, s: MarkSpec): PDFOperator[] {
     const stepX = Math.max(w, 20) + s.fontSize * 2;
     const stepY = Math.max(h, 10) + s.fontSize * 3;
     let row = 0;
-    for (let y = stepY / 2; y < frame.height + stepY; y += stepY, row++)
+    for (let y = stepY / 2; y < frame.height + stepY; y += stepY, row++) {
       for (let x = (row % 2 ? stepX / 2 : 0) + stepX / 2 - stepX; x < frame.width + stepX; x += stepX) centres.push([x, y]);
+    }
   }
   const ops: PDFOperator[] = [PDFOperator.of(Op.PushGraphicsState), PDFOperator.of(Op.SetGraphicsStateParams, [PDFName.of('SvcWmGS')])];
   for (const [X, Y] of centres) {
@@ -160,7 +188,12 @@ function drawMark(page: PDFPage, s: MarkSpec): PDFOperator[] {
 }
 
 /** Wrap the page's content in q/Q and append the tagged form that draws the mark. */
-function addMark(doc: PDFDocument, page: PDFPage, ops: PDFOperator[], res: { runs: { font: PDFFont }[]; logo?: PDFImage; gs: unknown }): void {
+function addMark(
+  doc: PDFDocument,
+  page: PDFPage,
+  ops: PDFOperator[],
+  res: { runs: { font: PDFFont }[]; logo?: PDFImage; gs: unknown },
+): void {
   const ctx = doc.context;
   const c = page.getMediaBox();
   const fonts: Record<string, PDFRef> = {};

@@ -7,7 +7,7 @@
  */
 import fontkit from '@cantoo/fontkit';
 import { readFile } from 'node:fs/promises';
-import { PDFArray, PDFDict, PDFName, PDFNumber, PDFRef, PDFStream, type PDFDocument } from '@cantoo/pdf-lib';
+import { PDFArray, PDFDict, type PDFDocument, PDFName, PDFNumber, PDFRef, PDFStream } from '@cantoo/pdf-lib';
 import { packageFile } from '../../runtime/assets.ts';
 import { invalidArgument, ServiceError } from '../errors.ts';
 import { openPdf } from './open.ts';
@@ -15,22 +15,48 @@ import { countSignatures, pdfaClaim } from './pdf-structure.ts';
 
 export type PdfaLevel = '2b' | '3b';
 
-export interface PdfaViolation { rule: string; message: string }
-export interface PdfaCheck { claimed: { part?: number; conformance?: string } | null; compliant: boolean; violations: PdfaViolation[] }
+export interface PdfaViolation {
+  rule: string;
+  message: string;
+}
+export interface PdfaCheck {
+  claimed: { part?: number; conformance?: string } | null;
+  compliant: boolean;
+  violations: PdfaViolation[];
+}
 
 const STANDARD: Record<string, string> = {
-  Helvetica: 'DejaVuSans', 'Helvetica-Bold': 'DejaVuSans-Bold', 'Helvetica-Oblique': 'DejaVuSans-Oblique', 'Helvetica-BoldOblique': 'DejaVuSans-BoldOblique',
-  Arial: 'DejaVuSans', 'Arial-Bold': 'DejaVuSans-Bold', ArialMT: 'DejaVuSans',
-  'Times-Roman': 'DejaVuSerif', 'Times-Bold': 'DejaVuSerif-Bold', 'Times-Italic': 'DejaVuSerif-Italic', 'Times-BoldItalic': 'DejaVuSerif-BoldItalic',
-  Courier: 'DejaVuSansMono', 'Courier-Bold': 'DejaVuSansMono-Bold', 'Courier-Oblique': 'DejaVuSansMono-Oblique', 'Courier-BoldOblique': 'DejaVuSansMono-BoldOblique',
+  Helvetica: 'DejaVuSans',
+  'Helvetica-Bold': 'DejaVuSans-Bold',
+  'Helvetica-Oblique': 'DejaVuSans-Oblique',
+  'Helvetica-BoldOblique': 'DejaVuSans-BoldOblique',
+  Arial: 'DejaVuSans',
+  'Arial-Bold': 'DejaVuSans-Bold',
+  ArialMT: 'DejaVuSans',
+  'Times-Roman': 'DejaVuSerif',
+  'Times-Bold': 'DejaVuSerif-Bold',
+  'Times-Italic': 'DejaVuSerif-Italic',
+  'Times-BoldItalic': 'DejaVuSerif-BoldItalic',
+  Courier: 'DejaVuSansMono',
+  'Courier-Bold': 'DejaVuSansMono-Bold',
+  'Courier-Oblique': 'DejaVuSansMono-Oblique',
+  'Courier-BoldOblique': 'DejaVuSansMono-BoldOblique',
 };
 
-export async function pdfToPdfa(bytes: Uint8Array, opts: { level?: PdfaLevel; password?: string } = {}): Promise<{ pdf: Uint8Array; changes: string[]; check: PdfaCheck }> {
+export async function pdfToPdfa(
+  bytes: Uint8Array,
+  opts: { level?: PdfaLevel; password?: string } = {},
+): Promise<{ pdf: Uint8Array; changes: string[]; check: PdfaCheck }> {
   const level = opts.level ?? '2b';
   if (level !== '2b' && level !== '3b') throw invalidArgument('level: 2b or 3b.', { field: 'level' });
   const { doc, encryption } = await openPdf(bytes, { password: opts.password });
-  if (countSignatures(doc) > 0)
-    throw new ServiceError(422, 'signed_document', 'The PDF is digitally signed; converting it to PDF/A rewrites the file and would invalidate the signature.');
+  if (countSignatures(doc) > 0) {
+    throw new ServiceError(
+      422,
+      'signed_document',
+      'The PDF is digitally signed; converting it to PDF/A rewrites the file and would invalidate the signature.',
+    );
+  }
   const changes: string[] = [];
   if (encryption) changes.push(`removed the encryption (${encryption.algorithm}): PDF/A forbids it`);
   await embedStandardFonts(doc, changes);
@@ -57,19 +83,29 @@ export async function pdfaCheck(bytes: Uint8Array, opts: { password?: string } =
 function checkDoc(doc: PDFDocument, encrypted: boolean): PdfaCheck {
   const v: PdfaViolation[] = [];
   const claim = pdfaClaim(doc);
-  if (!claim.claimed) v.push({ rule: 'xmp_identification', message: 'no XMP metadata stream with pdfaid:part and pdfaid:conformance in the catalog' });
+  if (!claim.claimed) {
+    v.push({ rule: 'xmp_identification', message: 'no XMP metadata stream with pdfaid:part and pdfaid:conformance in the catalog' });
+  }
   if (encrypted) v.push({ rule: 'encryption', message: 'the file is encrypted' });
   const intents = doc.catalog.lookupMaybe(PDFName.of('OutputIntents'), PDFArray);
-  const pdfa = (intents?.asArray() ?? []).map((r) => doc.context.lookupMaybe(r, PDFDict)).find((d) => d?.get(PDFName.of('S'))?.toString() === '/GTS_PDFA1');
+  const pdfa = (intents?.asArray() ?? []).map((r) => doc.context.lookupMaybe(r, PDFDict)).find((d) =>
+    d?.get(PDFName.of('S'))?.toString() === '/GTS_PDFA1'
+  );
   if (!pdfa) v.push({ rule: 'output_intent', message: 'no OutputIntent with /S /GTS_PDFA1' });
-  else if (!pdfa.lookupMaybe(PDFName.of('DestOutputProfile'), PDFStream)) v.push({ rule: 'output_intent', message: 'the PDF/A OutputIntent has no embedded ICC profile (DestOutputProfile)' });
+  else if (!pdfa.lookupMaybe(PDFName.of('DestOutputProfile'), PDFStream)) {
+    v.push({ rule: 'output_intent', message: 'the PDF/A OutputIntent has no embedded ICC profile (DestOutputProfile)' });
+  }
   if (!doc.context.trailerInfo.ID) v.push({ rule: 'trailer_id', message: 'the trailer has no /ID' });
   for (const f of fontsOf(doc)) if (!f.embedded) v.push({ rule: 'font_embedding', message: `the font ${f.name} is not embedded` });
   if (hasJavaScript(doc)) v.push({ rule: 'javascript', message: 'the document carries JavaScript' });
   const part = claim.part;
-  if (part === 1 && hasTransparency(doc)) v.push({ rule: 'transparency', message: 'PDF/A-1 forbids transparency (soft masks, constant alpha below 1, transparency groups)' });
+  if (part === 1 && hasTransparency(doc)) {
+    v.push({ rule: 'transparency', message: 'PDF/A-1 forbids transparency (soft masks, constant alpha below 1, transparency groups)' });
+  }
   const names = doc.catalog.lookupMaybe(PDFName.of('Names'), PDFDict);
-  if (part === 2 && names?.has(PDFName.of('EmbeddedFiles'))) v.push({ rule: 'embedded_files', message: 'PDF/A-2 allows only PDF/A files as attachments' });
+  if (part === 2 && names?.has(PDFName.of('EmbeddedFiles'))) {
+    v.push({ rule: 'embedded_files', message: 'PDF/A-2 allows only PDF/A files as attachments' });
+  }
   if (part === 1 && names?.has(PDFName.of('EmbeddedFiles'))) v.push({ rule: 'embedded_files', message: 'PDF/A-1 forbids embedded files' });
   return { claimed: claim.claimed ? { part: claim.part, conformance: claim.conformance } : null, compliant: v.length === 0, violations: v };
 }
@@ -90,12 +126,19 @@ function fontsOf(doc: PDFDocument): { name: string; dict: PDFDict; embedded: boo
       const kids = f.lookupMaybe(PDFName.of('DescendantFonts'), PDFArray);
       if (!desc && kids?.size()) desc = doc.context.lookupMaybe(kids.get(0), PDFDict)?.lookupMaybe(PDFName.of('FontDescriptor'), PDFDict);
       const embedded = subtype === '/Type3' || (!!desc && ['FontFile', 'FontFile2', 'FontFile3'].some((k) => desc!.has(PDFName.of(k))));
-      out.set(f, { name: f.get(PDFName.of('BaseFont'))?.toString().replace(/^\//, '') ?? '(unnamed)', dict: f, embedded, ref: ref instanceof PDFRef ? ref : undefined });
+      out.set(f, {
+        name: f.get(PDFName.of('BaseFont'))?.toString().replace(/^\//, '') ?? '(unnamed)',
+        dict: f,
+        embedded,
+        ref: ref instanceof PDFRef ? ref : undefined,
+      });
     }
     const xobjects = res.lookupMaybe(PDFName.of('XObject'), PDFDict);
     for (const [, ref] of xobjects?.entries() ?? []) {
       const x = doc.context.lookupMaybe(ref, PDFStream);
-      if (x?.dict.get(PDFName.of('Subtype'))?.toString() === '/Form') visit(x.dict.lookupMaybe(PDFName.of('Resources'), PDFDict), depth + 1);
+      if (x?.dict.get(PDFName.of('Subtype'))?.toString() === '/Form') {
+        visit(x.dict.lookupMaybe(PDFName.of('Resources'), PDFDict), depth + 1);
+      }
     }
   };
   for (const p of doc.getPages()) visit(p.node.Resources(), 0);
@@ -109,7 +152,20 @@ function fontsOf(doc: PDFDocument): { name: string; dict: PDFDict; embedded: boo
  */
 async function embedStandardFonts(doc: PDFDocument, changes: string[]) {
   const missing: string[] = [];
-  const programs = new Map<string, { ref: PDFRef; widths: number[]; font: { unitsPerEm: number; ascent: number; descent: number; capHeight: number; bbox: { minX: number; minY: number; maxX: number; maxY: number } } }>();
+  const programs = new Map<
+    string,
+    {
+      ref: PDFRef;
+      widths: number[];
+      font: {
+        unitsPerEm: number;
+        ascent: number;
+        descent: number;
+        capHeight: number;
+        bbox: { minX: number; minY: number; maxX: number; maxY: number };
+      };
+    }
+  >();
   const cp1252 = new TextDecoder('windows-1252');
   for (const f of fontsOf(doc)) {
     if (f.embedded) continue;
@@ -123,7 +179,14 @@ async function embedStandardFonts(doc: PDFDocument, changes: string[]) {
     let prog = programs.get(sub);
     if (!prog) {
       const bytes = new Uint8Array(await readFile(packageFile(`dejavu-fonts-ttf/ttf/${sub}.ttf`)));
-      const font = fontkit.create(bytes) as unknown as { unitsPerEm: number; ascent: number; descent: number; capHeight: number; bbox: { minX: number; minY: number; maxX: number; maxY: number }; glyphForCodePoint(cp: number): { advanceWidth: number } };
+      const font = fontkit.create(bytes) as unknown as {
+        unitsPerEm: number;
+        ascent: number;
+        descent: number;
+        capHeight: number;
+        bbox: { minX: number; minY: number; maxX: number; maxY: number };
+        glyphForCodePoint(cp: number): { advanceWidth: number };
+      };
       const widths: number[] = [];
       for (let c = 32; c <= 255; c++) {
         const ch = cp1252.decode(new Uint8Array([c])).codePointAt(0)!;
@@ -135,9 +198,15 @@ async function embedStandardFonts(doc: PDFDocument, changes: string[]) {
     }
     const s = 1000 / prog.font.unitsPerEm;
     const desc = doc.context.obj({
-      Type: 'FontDescriptor', FontName: PDFName.of(sub), Flags: 32,
+      Type: 'FontDescriptor',
+      FontName: PDFName.of(sub),
+      Flags: 32,
       FontBBox: [prog.font.bbox.minX * s, prog.font.bbox.minY * s, prog.font.bbox.maxX * s, prog.font.bbox.maxY * s].map(Math.round),
-      ItalicAngle: 0, Ascent: Math.round(prog.font.ascent * s), Descent: Math.round(prog.font.descent * s), CapHeight: Math.round((prog.font.capHeight || prog.font.ascent) * s), StemV: 80,
+      ItalicAngle: 0,
+      Ascent: Math.round(prog.font.ascent * s),
+      Descent: Math.round(prog.font.descent * s),
+      CapHeight: Math.round((prog.font.capHeight || prog.font.ascent) * s),
+      StemV: 80,
       FontFile2: prog.ref,
     });
     f.dict.set(PDFName.of('Subtype'), PDFName.of('TrueType'));
@@ -149,8 +218,16 @@ async function embedStandardFonts(doc: PDFDocument, changes: string[]) {
     f.dict.set(PDFName.of('FontDescriptor'), doc.context.register(desc));
     changes.push(`embedded ${sub} in place of the non-embedded standard font ${f.name}`);
   }
-  if (missing.length)
-    throw new ServiceError(422, 'pdfa_font_not_embedded', `PDF/A requires every font to be embedded, and these are not (no substitute is shipped for them): ${[...new Set(missing)].join(', ')}.`, { details: { fonts: [...new Set(missing)] } });
+  if (missing.length) {
+    throw new ServiceError(
+      422,
+      'pdfa_font_not_embedded',
+      `PDF/A requires every font to be embedded, and these are not (no substitute is shipped for them): ${
+        [...new Set(missing)].join(', ')
+      }.`,
+      { details: { fonts: [...new Set(missing)] } },
+    );
+  }
 }
 
 function hasJavaScript(doc: PDFDocument): boolean {

@@ -8,7 +8,7 @@ import { init, type WrappedPdfiumModule } from '@embedpdf/pdfium';
 import { readFile } from 'node:fs/promises';
 import { packageFile } from '../../runtime/assets.ts';
 import { ServiceError } from '../errors.ts';
-import { pdfCorrupt, passwordIncorrect, passwordRequired } from './reasons.ts';
+import { passwordIncorrect, passwordRequired, pdfCorrupt } from './reasons.ts';
 
 export type Pdfium = WrappedPdfiumModule;
 
@@ -23,7 +23,9 @@ export function loadPdfium(): Promise<Pdfium> {
   loading ??= (async () => {
     const wasmPath = packageFile('@embedpdf/pdfium/pdfium.wasm');
     const wasmBinary = await readFile(wasmPath);
-    const m = await init({ wasmBinary: wasmBinary.buffer.slice(wasmBinary.byteOffset, wasmBinary.byteOffset + wasmBinary.byteLength) as ArrayBuffer });
+    const m = await init({
+      wasmBinary: wasmBinary.buffer.slice(wasmBinary.byteOffset, wasmBinary.byteOffset + wasmBinary.byteLength) as ArrayBuffer,
+    });
     m.PDFiumExt_Init();
     return m;
   })().catch((e) => {
@@ -57,8 +59,13 @@ export function openDoc(m: Pdfium, bytes: Uint8Array, password?: string): Pdfium
     const err = m.FPDF_GetLastError();
     m.pdfium.wasmExports.free(ptr);
     if (err === FPDF_ERR_PASSWORD) throw password ? passwordIncorrect() : passwordRequired();
-    if (err === FPDF_ERR_SECURITY)
-      throw new ServiceError(422, 'unsupported_encryption', 'The PDF uses a security handler this service cannot open (for example certificate-based encryption).');
+    if (err === FPDF_ERR_SECURITY) {
+      throw new ServiceError(
+        422,
+        'unsupported_encryption',
+        'The PDF uses a security handler this service cannot open (for example certificate-based encryption).',
+      );
+    }
     if (err === FPDF_ERR_FORMAT || err === FPDF_ERR_FILE) throw pdfCorrupt('PDFium could not parse the file structure.');
     throw pdfCorrupt(`PDFium could not open the file (error ${err}).`);
   }

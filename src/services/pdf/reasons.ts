@@ -14,5 +14,4 @@ export const passwordIncorrect = () =>
 export const pdfCorrupt = (detail: string) =>
   new ServiceError(422, 'pdf_corrupt', `The file starts like a PDF but cannot be read: ${detail}`);
 
-export const notAPdf = () =>
-  new ServiceError(415, 'unsupported_file_type', 'The bytes are not a PDF (no %PDF- header).');
+export const notAPdf = () => new ServiceError(415, 'unsupported_file_type', 'The bytes are not a PDF (no %PDF- header).');

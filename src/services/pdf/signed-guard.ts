@@ -3,7 +3,7 @@
  * signed_document unless the caller asks to drop the signatures: then the signature fields, their
  * widgets and values, the DocMDP permissions and the DSS are removed before the operation runs.
  */
-import { PDFArray, PDFDict, PDFName, PDFRef, type PDFDocument } from '@cantoo/pdf-lib';
+import { PDFArray, PDFDict, type PDFDocument, PDFName, PDFRef } from '@cantoo/pdf-lib';
 import { ServiceError } from '../errors.ts';
 import { openPdf } from './open.ts';
 import { countSignatures } from './pdf-structure.ts';
@@ -11,8 +11,13 @@ import { countSignatures } from './pdf-structure.ts';
 export function guardSigned(doc: PDFDocument, dropSignatures: boolean | undefined, what: string): number {
   const n = countSignatures(doc);
   if (!n) return 0;
-  if (!dropSignatures)
-    throw new ServiceError(422, 'signed_document', `The PDF is digitally signed; ${what} would invalidate the signature. Pass drop_signatures: true to remove the signatures and go on.`);
+  if (!dropSignatures) {
+    throw new ServiceError(
+      422,
+      'signed_document',
+      `The PDF is digitally signed; ${what} would invalidate the signature. Pass drop_signatures: true to remove the signatures and go on.`,
+    );
+  }
   return dropAllSignatures(doc);
 }
 
@@ -45,7 +50,8 @@ export function dropAllSignatures(doc: PDFDocument): number {
   for (const [ref, obj] of [...ctx.enumerateIndirectObjects()]) {
     if (!(obj instanceof PDFDict)) continue;
     const type = obj.get(PDFName.of('Type'));
-    const isSig = type === PDFName.of('Sig') || type === PDFName.of('DocTimeStamp') || (obj.has(PDFName.of('ByteRange')) && obj.has(PDFName.of('Contents')) && obj.has(PDFName.of('Filter')));
+    const isSig = type === PDFName.of('Sig') || type === PDFName.of('DocTimeStamp') ||
+      (obj.has(PDFName.of('ByteRange')) && obj.has(PDFName.of('Contents')) && obj.has(PDFName.of('Filter')));
     if (isSig) {
       ctx.delete(ref as PDFRef);
       n++;
@@ -55,10 +61,21 @@ export function dropAllSignatures(doc: PDFDocument): number {
 }
 
 /** For engines other than pdf-lib: the input itself when unsigned, else refused or rewritten without its signatures. */
-export async function withoutSignatures(bytes: Uint8Array, password: string | undefined, drop: boolean | undefined, what: string): Promise<{ bytes: Uint8Array; dropped: number }> {
+export async function withoutSignatures(
+  bytes: Uint8Array,
+  password: string | undefined,
+  drop: boolean | undefined,
+  what: string,
+): Promise<{ bytes: Uint8Array; dropped: number }> {
   const { doc, encryption } = await openPdf(bytes, { password });
   if (!countSignatures(doc)) return { bytes, dropped: 0 };
   const dropped = guardSigned(doc, drop, what);
-  if (encryption) throw new ServiceError(422, 'signed_document', 'The PDF is signed and encrypted: unlock it first (pdf-unlock), then redact with drop_signatures.');
+  if (encryption) {
+    throw new ServiceError(
+      422,
+      'signed_document',
+      'The PDF is signed and encrypted: unlock it first (pdf-unlock), then redact with drop_signatures.',
+    );
+  }
   return { bytes: await doc.save({ useObjectStreams: true }), dropped };
 }

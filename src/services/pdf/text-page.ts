@@ -3,7 +3,7 @@
  * whose index i is PDFium's character i, and rectangles for a character range. Shared by layout,
  * search and redact so they agree on positions.
  */
-import { getF32, getF64, heap, withScratch, type Pdfium } from './pdfium.ts';
+import { getF32, getF64, heap, type Pdfium, withScratch } from './pdfium.ts';
 import { PageFrame } from './page-frame.ts';
 
 export interface PdfiumPage {
@@ -55,7 +55,12 @@ export function pageString(m: Pdfium, text: number): string {
 }
 
 /** User-space rectangles PDFium merges for characters [start, start+count), one per line run. */
-export function rangeRects(m: Pdfium, text: number, start: number, count: number): { left: number; bottom: number; right: number; top: number }[] {
+export function rangeRects(
+  m: Pdfium,
+  text: number,
+  start: number,
+  count: number,
+): { left: number; bottom: number; right: number; top: number }[] {
   const n = m.FPDFText_CountRects(text, start, count);
   const out: { left: number; bottom: number; right: number; top: number }[] = [];
   withScratch(m, 4, (s) => {

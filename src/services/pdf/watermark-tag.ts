@@ -5,7 +5,7 @@
  * marked content /Artifact <</Type /Pagination /Subtype /Watermark>> so readers and accessibility tools
  * treat it as a watermark. Removal deletes exactly the tagged streams and resource entries.
  */
-import { PDFArray, PDFBool, PDFDict, PDFName, PDFRef, PDFStream, type PDFDocument, type PDFPage } from '@cantoo/pdf-lib';
+import { PDFArray, PDFBool, PDFDict, type PDFDocument, PDFName, type PDFPage, PDFRef, PDFStream } from '@cantoo/pdf-lib';
 import { dropUnreachable } from './pdf-gc.ts';
 
 export const TAG = PDFName.of('SvcWatermark');

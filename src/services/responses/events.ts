@@ -10,7 +10,10 @@ import { itemId } from './request.ts';
 export type Event = Record<string, unknown> & { type: string; sequence_number: number };
 type OutItem = Record<string, unknown> & { id: string; type: string };
 
-export interface Citation { file_id: string; filename: string }
+export interface Citation {
+  file_id: string;
+  filename: string;
+}
 
 export class OutputBuilder {
   readonly output: OutItem[] = [];
@@ -56,7 +59,11 @@ export class OutputBuilder {
     const o = this.#open!;
     o.text += delta;
     const at = { item_id: o.item.id, output_index: this.output.length - 1, content_index: 0 };
-    out.push(kind === 'message' ? this.ev('response.output_text.delta', { ...at, delta, logprobs: [] }) : this.ev('response.reasoning.delta', { ...at, delta }));
+    out.push(
+      kind === 'message'
+        ? this.ev('response.output_text.delta', { ...at, delta, logprobs: [] })
+        : this.ev('response.reasoning.delta', { ...at, delta }),
+    );
     return out;
   }
 
@@ -67,7 +74,9 @@ export class OutputBuilder {
     this.output.push(item);
     this.#open = { kind, item, text: '' };
     const at = { item_id: item.id, output_index: this.output.length - 1, content_index: 0 };
-    const part = kind === 'message' ? { type: 'output_text', text: '', annotations: [], logprobs: [] } : { type: 'reasoning_text', text: '' };
+    const part = kind === 'message'
+      ? { type: 'output_text', text: '', annotations: [], logprobs: [] }
+      : { type: 'reasoning_text', text: '' };
     return [
       this.ev('response.output_item.added', { output_index: at.output_index, item: structuredClone(item) }),
       this.ev('response.content_part.added', { ...at, part }),
@@ -83,7 +92,9 @@ export class OutputBuilder {
     const out: Event[] = [];
     if (o.kind === 'message') {
       const annotations = citations.map((c) => ({ type: 'file_citation', file_id: c.file_id, filename: c.filename, index: o.text.length }));
-      annotations.forEach((a, i) => out.push(this.ev('response.output_text.annotation.added', { ...at, annotation_index: i, annotation: a })));
+      annotations.forEach((a, i) =>
+        out.push(this.ev('response.output_text.annotation.added', { ...at, annotation_index: i, annotation: a }))
+      );
       const part = { type: 'output_text', text: o.text, annotations, logprobs: [] };
       out.push(this.ev('response.output_text.done', { ...at, text: o.text, logprobs: [] }));
       out.push(this.ev('response.content_part.done', { ...at, part }));

@@ -5,32 +5,59 @@
  * `store` is false; the stored input items are the effective input with the chained prelude expanded.
  */
 import { randomBytes } from 'node:crypto';
-import { deleteResponseRow, getResponseRow, allInputItems, inputItemPosition, insertResponse, pageInputItems } from '../../store/responses.ts';
+import {
+  allInputItems,
+  deleteResponseRow,
+  getResponseRow,
+  inputItemPosition,
+  insertResponse,
+  pageInputItems,
+} from '../../store/responses.ts';
 import type { Db } from '../../store/schema.ts';
 import type { ChatService } from '../chat/chat-service.ts';
 import { forcedCall, planChat } from '../chat/openai-chat.ts';
-import { sniffFormat, MIME, type DocFormat } from '../documents/detect.ts';
+import { type DocFormat, MIME, sniffFormat } from '../documents/detect.ts';
 import { analyseBytes } from '../documents/lazy.ts';
 import { requireFormat } from '../documents/detect.ts';
 import { notFound, ServiceError, unsupportedFileType } from '../errors.ts';
 import type { FileStore } from '../files/file-store.ts';
 import type { VectorStores } from '../retrieval/vector-stores.ts';
-import { OutputBuilder, type Citation, type Event } from './events.ts';
-import { bad, chatTools, itemId, itemsToMessages, normaliseInput, refuseResponseFields, responseFormat, type Item, type ItemResolver } from './request.ts';
+import { type Citation, type Event, OutputBuilder } from './events.ts';
+import {
+  bad,
+  chatTools,
+  type Item,
+  itemId,
+  type ItemResolver,
+  itemsToMessages,
+  normaliseInput,
+  refuseResponseFields,
+  responseFormat,
+} from './request.ts';
 
 type Body = Record<string, unknown>;
 
 /** A finished response as a chain continues from it: its effective input and its output. */
-export interface ChainLink { id: string; owner: string; input: Item[]; output: Item[] }
+export interface ChainLink {
+  id: string;
+  owner: string;
+  input: Item[];
+  output: Item[];
+}
 
 /** store:false responses kept for one WebSocket connection (continuation only there). */
 export type ConnectionCache = Map<string, ChainLink>;
 
 const secs = () => Math.floor(Date.now() / 1000);
 const previousNotFound = (id: string) =>
-  new ServiceError(400, 'previous_response_not_found', `Previous response with id '${id}' not found.`, { details: [{ field: 'previous_response_id', message: 'not found' }] });
+  new ServiceError(400, 'previous_response_not_found', `Previous response with id '${id}' not found.`, {
+    details: [{ field: 'previous_response_id', message: 'not found' }],
+  });
 
-export interface CreateOptions { signal?: AbortSignal; cache?: ConnectionCache }
+export interface CreateOptions {
+  signal?: AbortSignal;
+  cache?: ConnectionCache;
+}
 
 export interface Started {
   stream: boolean;
@@ -83,7 +110,9 @@ export class ResponsesService {
   async create(owner: string, body: Body, o: CreateOptions = {}): Promise<Started> {
     if (typeof body.model !== 'string' || !body.model) throw bad('model', 'required');
     refuseResponseFields(body);
-    if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string') throw bad('instructions', 'must be a string');
+    if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string') {
+      throw bad('instructions', 'must be a string');
+    }
     const store = body.store !== false;
     const prevId = body.previous_response_id;
     if (prevId !== undefined && prevId !== null && typeof prevId !== 'string') throw bad('previous_response_id', 'must be a string');
@@ -117,17 +146,34 @@ export class ResponsesService {
     let searchItem: (Item & { id: string }) | undefined;
     if (fileSearch && body.tool_choice !== 'none') {
       const query = lastUserText(effective);
-      const hits = query ? await this.vectorStores.search(owner, fileSearch.vector_store_ids, query, { limit: fileSearch.max_num_results, signal: o.signal, filters: fileSearch.filters }) : [];
+      const hits = query
+        ? await this.vectorStores.search(owner, fileSearch.vector_store_ids, query, {
+          limit: fileSearch.max_num_results,
+          signal: o.signal,
+          filters: fileSearch.filters,
+        })
+        : [];
       const include = Array.isArray(body.include) && body.include.includes('file_search_call.results');
       searchItem = {
-        id: itemId('fs'), type: 'file_search_call', status: 'completed', queries: query ? [query] : [],
-        results: include ? hits.map((h) => ({ file_id: h.file_id, filename: h.filename, score: h.score, attributes: h.attributes, text: h.text })) : null,
+        id: itemId('fs'),
+        type: 'file_search_call',
+        status: 'completed',
+        queries: query ? [query] : [],
+        results: include
+          ? hits.map((h) => ({ file_id: h.file_id, filename: h.filename, score: h.score, attributes: h.attributes, text: h.text }))
+          : null,
       };
       const seen = new Set<string>();
-      citations = hits.filter((h) => !seen.has(h.file_id) && seen.add(h.file_id)).map((h) => ({ file_id: h.file_id, filename: h.filename }));
+      citations = hits.filter((h) => !seen.has(h.file_id) && seen.add(h.file_id)).map((h) => ({
+        file_id: h.file_id,
+        filename: h.filename,
+      }));
       if (hits.length) {
         const context = hits.map((h, i) => `[${i + 1}] ${h.filename}:\n${h.text}`).join('\n\n');
-        messages.unshift({ role: 'system', content: `Passages retrieved by file search for the user's question; answer from them:\n\n${context}` });
+        messages.unshift({
+          role: 'system',
+          content: `Passages retrieved by file search for the user's question; answer from them:\n\n${context}`,
+        });
       }
     }
     if (instructions) messages.unshift({ role: 'system', content: instructions });
@@ -139,10 +185,18 @@ export class ResponsesService {
     if (!messages.some((m) => m.role !== 'system')) throw bad('input', 'needs at least one message or item besides instructions');
 
     const maxOut = body.max_output_tokens;
-    if (maxOut !== undefined && maxOut !== null && (typeof maxOut !== 'number' || !Number.isInteger(maxOut) || maxOut < 1)) throw bad('max_output_tokens', 'must be a positive integer');
+    if (maxOut !== undefined && maxOut !== null && (typeof maxOut !== 'number' || !Number.isInteger(maxOut) || maxOut < 1)) {
+      throw bad('max_output_tokens', 'must be a positive integer');
+    }
     const chatBody: Body = {
-      model: body.model, messages, tools, tool_choice, response_format: responseFormat(body),
-      max_tokens: maxOut ?? undefined, temperature: body.temperature ?? undefined, top_p: body.top_p ?? undefined,
+      model: body.model,
+      messages,
+      tools,
+      tool_choice,
+      response_format: responseFormat(body),
+      max_tokens: maxOut ?? undefined,
+      temperature: body.temperature ?? undefined,
+      top_p: body.top_p ?? undefined,
     };
     const plan = planChat(chatBody, o.signal);
     const stream = await this.chat.chat(plan.request);
@@ -150,18 +204,45 @@ export class ResponsesService {
     const id = `resp_${randomBytes(18).toString('hex')}`;
     const created = secs();
     const state = {
-      status: 'in_progress' as string, completed_at: null as number | null, incomplete_details: null as unknown, error: null as unknown,
+      status: 'in_progress' as string,
+      completed_at: null as number | null,
+      incomplete_details: null as unknown,
+      error: null as unknown,
       usage: null as unknown,
     };
     const snapshot = (): Record<string, unknown> => ({
-      id, object: 'response', created_at: created, completed_at: state.completed_at, status: state.status,
-      incomplete_details: state.incomplete_details, model: stream.model, previous_response_id: prevId ?? null, instructions,
-      output: builder.output, error: state.error, tools: responseTools(body), tool_choice: body.tool_choice ?? 'auto', truncation: 'disabled',
-      parallel_tool_calls: body.parallel_tool_calls ?? true, text: { format: (body.text as { format?: unknown })?.format ?? { type: 'text' } },
-      top_p: body.top_p ?? 1, presence_penalty: 0, frequency_penalty: 0, top_logprobs: 0, temperature: body.temperature ?? 1,
-      reasoning: { effort: null, summary: null }, usage: state.usage, max_output_tokens: maxOut ?? null, max_tool_calls: null,
-      store, background: false, service_tier: 'default', metadata: body.metadata ?? {}, safety_identifier: null,
-      prompt_cache_key: typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : null, user: body.user ?? null,
+      id,
+      object: 'response',
+      created_at: created,
+      completed_at: state.completed_at,
+      status: state.status,
+      incomplete_details: state.incomplete_details,
+      model: stream.model,
+      previous_response_id: prevId ?? null,
+      instructions,
+      output: builder.output,
+      error: state.error,
+      tools: responseTools(body),
+      tool_choice: body.tool_choice ?? 'auto',
+      truncation: 'disabled',
+      parallel_tool_calls: body.parallel_tool_calls ?? true,
+      text: { format: (body.text as { format?: unknown })?.format ?? { type: 'text' } },
+      top_p: body.top_p ?? 1,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      top_logprobs: 0,
+      temperature: body.temperature ?? 1,
+      reasoning: { effort: null, summary: null },
+      usage: state.usage,
+      max_output_tokens: maxOut ?? null,
+      max_tool_calls: null,
+      store,
+      background: false,
+      service_tier: 'default',
+      metadata: body.metadata ?? {},
+      safety_identifier: null,
+      prompt_cache_key: typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : null,
+      user: body.user ?? null,
     });
     const builder = new OutputBuilder(() => structuredClone(snapshot()));
     const db = this.db;
@@ -170,7 +251,13 @@ export class ResponsesService {
 
     async function* run(): AsyncGenerator<Event> {
       yield* builder.start();
-      if (searchItem) yield* builder.whole(searchItem, ['response.file_search_call.in_progress', 'response.file_search_call.searching', 'response.file_search_call.completed']);
+      if (searchItem) {
+        yield* builder.whole(searchItem, [
+          'response.file_search_call.in_progress',
+          'response.file_search_call.searching',
+          'response.file_search_call.completed',
+        ]);
+      }
       const forced = plan.forcedFormat;
       let raw = '';
       try {
@@ -179,8 +266,8 @@ export class ResponsesService {
             raw += d.content; // a forced call is constrained JSON: sent whole once complete
             continue;
           }
-          if (d.thinking) for (const e of builder.reasoning(d.thinking)) yield e;
-          if (d.content) for (const e of builder.text(d.content)) yield e;
+          if (d.thinking) { for (const e of builder.reasoning(d.thinking)) yield e; }
+          if (d.content) { for (const e of builder.text(d.content)) yield e; }
           for (const c of d.toolCalls) yield* builder.functionCall(c.name, JSON.stringify(c.arguments), callId());
         }
         const r = await stream.result;
@@ -195,8 +282,10 @@ export class ResponsesService {
         yield* builder.close(citations);
         const reasoningTokens = Math.min(builder.reasoningDeltas, r.completionTokens);
         state.usage = {
-          input_tokens: r.promptTokens, input_tokens_details: { cached_tokens: 0 },
-          output_tokens: r.completionTokens, output_tokens_details: { reasoning_tokens: reasoningTokens },
+          input_tokens: r.promptTokens,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens: r.completionTokens,
+          output_tokens_details: { reasoning_tokens: reasoningTokens },
           total_tokens: r.promptTokens + r.completionTokens,
         };
         state.completed_at = secs();
@@ -206,7 +295,13 @@ export class ResponsesService {
         } else state.status = 'completed';
         const final = structuredClone(snapshot());
         const link: ChainLink = { id, owner, input: effective, output: builder.output as Item[] };
-        if (store) await insertResponse(db, { id, owner_id: owner, created_at: Date.now(), body: JSON.stringify(final) }, effective.map((it) => ({ id: String(it.id), item: it })));
+        if (store) {
+          await insertResponse(
+            db,
+            { id, owner_id: owner, created_at: Date.now(), body: JSON.stringify(final) },
+            effective.map((it) => ({ id: String(it.id), item: it })),
+          );
+        }
         cache?.set(id, link);
         yield builder.ev(cutShort ? 'response.incomplete' : 'response.completed', { response: final });
       } catch (e) {
@@ -228,7 +323,10 @@ export class ResponsesService {
     for await (const e of started.events) last = e;
     const r = (last?.response ?? {}) as Record<string, unknown>;
     // a non-streamed failure answers with its own status (the event stream could only tell it in-band)
-    if (last?.type === 'response.failed') throw started.failure() ?? new ServiceError(500, 'internal_error', String((r.error as { message?: string })?.message ?? 'the response failed'));
+    if (last?.type === 'response.failed') {
+      throw started.failure() ??
+        new ServiceError(500, 'internal_error', String((r.error as { message?: string })?.message ?? 'the response failed'));
+    }
     return r;
   }
 
@@ -254,7 +352,13 @@ export class ResponsesService {
     }
     const rows = await pageInputItems(this.db, id, { order: q.order, after, limit: q.limit });
     const page = rows.slice(0, q.limit).map((r) => r.item);
-    return { object: 'list' as const, data: page, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: rows.length > q.limit };
+    return {
+      object: 'list' as const,
+      data: page,
+      first_id: page[0]?.id ?? null,
+      last_id: page.at(-1)?.id ?? null,
+      has_more: rows.length > q.limit,
+    };
   }
 
   /**
@@ -274,9 +378,17 @@ export class ResponsesService {
     // checks that every item converts (files readable, types known) before it is packed
     await itemsToMessages(items, this.#resolver(owner));
     return {
-      id: `cmp_${randomBytes(18).toString('hex')}`, object: 'response.compaction' as const, created_at: secs(),
+      id: `cmp_${randomBytes(18).toString('hex')}`,
+      object: 'response.compaction' as const,
+      created_at: secs(),
       output: [{ id: itemId('cmp'), type: 'compaction', encrypted_content: encodeCompaction(items) }],
-      usage: { input_tokens: 0, input_tokens_details: { cached_tokens: 0 }, output_tokens: 0, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 0 },
+      usage: {
+        input_tokens: 0,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: 0,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: 0,
+      },
     };
   }
 }
@@ -287,7 +399,9 @@ function lastUserText(items: Item[]): string {
   for (let i = items.length - 1; i >= 0; i--) {
     const it = items[i]!;
     if (it.type === 'message' && it.role === 'user') {
-      return (it.content as { type?: string; text?: string }[]).filter((p) => p?.type === 'input_text' || p?.type === 'text').map((p) => p.text ?? '').join('\n').trim();
+      return (it.content as { type?: string; text?: string }[]).filter((p) => p?.type === 'input_text' || p?.type === 'text').map((p) =>
+        p.text ?? ''
+      ).join('\n').trim();
     }
   }
   return '';
@@ -295,9 +409,12 @@ function lastUserText(items: Item[]): string {
 
 function responseTools(body: Body): unknown[] {
   const tools = (body.tools as Record<string, unknown>[] | undefined) ?? [];
-  return tools.map((t) => (t.type === 'function'
+  return tools.map((
+    t,
+  ) => (t.type === 'function'
     ? { type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? null }
-    : t));
+    : t)
+  );
 }
 
 const COMPACTION_PREFIX = 'svc1.';

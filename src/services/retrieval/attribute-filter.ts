@@ -8,7 +8,10 @@ import type { AttributeFilter } from '../../store/search/attribute-filter.ts';
 
 export type { AttributeFilter };
 
-const FilterKey = v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/, 'a filter key is an attribute name: letters, digits, _ . - (up to 64)'));
+const FilterKey = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/, 'a filter key is an attribute name: letters, digits, _ . - (up to 64)'),
+);
 const FilterScalar = v.union([v.string(), v.number(), v.boolean()]);
 const Comparison = v.variant('type', [
   v.object({ type: v.picklist(['eq', 'ne']), key: FilterKey, value: FilterScalar }),
@@ -22,4 +25,7 @@ const Node: v.GenericSchema<AttributeFilter> = v.union([
 ]) as v.GenericSchema<AttributeFilter>;
 const depth = (f: AttributeFilter): number => ('filters' in f ? 1 + Math.max(0, ...f.filters.map(depth)) : 1);
 
-export const AttributeFilterSchema = v.pipe(Node, v.check((f) => depth(f) <= MAX_FILTER_DEPTH, `filters nest at most ${MAX_FILTER_DEPTH} deep`));
+export const AttributeFilterSchema = v.pipe(
+  Node,
+  v.check((f) => depth(f) <= MAX_FILTER_DEPTH, `filters nest at most ${MAX_FILTER_DEPTH} deep`),
+);

@@ -6,8 +6,20 @@
  */
 import type { Db } from '../../store/schema.ts';
 import {
-  annVectorSearch, anyEmbedded, chunksByIds, deleteChunks, exactVectorSearch, ftsSearch, insertChunks, pendingChunks, storeVectors, vectorCounts,
-  type ChunkFilter, type ChunkIn, type ChunkRow, type VectorHit,
+  annVectorSearch,
+  anyEmbedded,
+  type ChunkFilter,
+  type ChunkIn,
+  type ChunkRow,
+  chunksByIds,
+  deleteChunks,
+  exactVectorSearch,
+  ftsSearch,
+  insertChunks,
+  pendingChunks,
+  storeVectors,
+  vectorCounts,
+  type VectorHit,
 } from '../../store/retrieval.ts';
 import { reciprocalRankFusion } from './fusion.ts';
 
@@ -32,7 +44,12 @@ export interface SearchOptions {
   signal?: AbortSignal;
 }
 
-export interface SearchHit { chunk: ChunkRow; score: number; keywordRank?: number; semanticRank?: number }
+export interface SearchHit {
+  chunk: ChunkRow;
+  score: number;
+  keywordRank?: number;
+  semanticRank?: number;
+}
 
 /** Scopes with at most this many vectors are scanned exactly: faster than the index at that size and always exact. */
 export const EXACT_SCAN_MAX = 4000;
@@ -73,7 +90,13 @@ export class RetrievalEngine {
   }
 
   /** Nearest chunks by cosine distance: exact for small scopes, the DiskANN index (over-fetched, then exact if short) for large ones. */
-  async semantic(indexIds: string[], query: Float32Array, limit: number, strategy: SearchOptions['vectorStrategy'] = 'auto', filter?: ChunkFilter): Promise<VectorHit[]> {
+  async semantic(
+    indexIds: string[],
+    query: Float32Array,
+    limit: number,
+    strategy: SearchOptions['vectorStrategy'] = 'auto',
+    filter?: ChunkFilter,
+  ): Promise<VectorHit[]> {
     const dims = query.length;
     if (filter) return exactVectorSearch(this.db, dims, indexIds, query, limit, filter);
     if (strategy === 'exact') return exactVectorSearch(this.db, dims, indexIds, query, limit);
@@ -99,10 +122,18 @@ export class RetrievalEngine {
       semanticHits = await this.semantic(indexIds, q!, pool, o.vectorStrategy, o.filter);
     }
     const w = o.semanticWeight ?? 0.5;
-    const fused = reciprocalRankFusion([{ hits: keywordHits, weight: mode === 'semantic' ? 0 : 1 - w }, { hits: semanticHits, weight: mode === 'keyword' ? 0 : w }], o.limit);
+    const fused = reciprocalRankFusion([{ hits: keywordHits, weight: mode === 'semantic' ? 0 : 1 - w }, {
+      hits: semanticHits,
+      weight: mode === 'keyword' ? 0 : w,
+    }], o.limit);
     const rows = await chunksByIds(this.db, fused.map((f) => f.id));
     const kRank = new Map(keywordHits.map((h, i) => [h.id, i + 1]));
     const sRank = new Map(semanticHits.map((h, i) => [h.id, i + 1]));
-    return fused.filter((f) => rows.has(f.id)).map((f) => ({ chunk: rows.get(f.id)!, score: f.score, keywordRank: kRank.get(f.id), semanticRank: sRank.get(f.id) }));
+    return fused.filter((f) => rows.has(f.id)).map((f) => ({
+      chunk: rows.get(f.id)!,
+      score: f.score,
+      keywordRank: kRank.get(f.id),
+      semanticRank: sRank.get(f.id),
+    }));
   }
 }

@@ -4,11 +4,17 @@
  * cosine distances need no common scale. k = 60 is the paper's constant. The score returned is divided by
  * the best score possible (rank 1 in every list), so it lies in (0, 1].
  */
-export interface Ranked { id: number }
+export interface Ranked {
+  id: number;
+}
 
 export const RRF_K = 60;
 
-export function reciprocalRankFusion(lists: { hits: Ranked[]; weight: number }[], limit: number, k = RRF_K): { id: number; score: number }[] {
+export function reciprocalRankFusion(
+  lists: { hits: Ranked[]; weight: number }[],
+  limit: number,
+  k = RRF_K,
+): { id: number; score: number }[] {
   const scores = new Map<number, number>();
   for (const { hits, weight } of lists) {
     hits.forEach((h, i) => scores.set(h.id, (scores.get(h.id) ?? 0) + weight / (k + i + 1)));

@@ -8,18 +8,29 @@
 import { randomId } from '../../ids.ts';
 import type { Db } from '../../store/schema.ts';
 import {
-  deleteVectorStoreFileRow, deleteVectorStoreRows, getVectorStoreFileRow, getVectorStoreRow, insertVectorStore, insertVectorStoreFile,
-  listVectorStoreFileRows, listVectorStoreRows, setVectorStoreFileAttributes, setVectorStoreFileStatus, touchVectorStore, updateVectorStore,
-  type VectorStoreFileRow, type VectorStoreRow,
+  deleteVectorStoreFileRow,
+  deleteVectorStoreRows,
+  getVectorStoreFileRow,
+  getVectorStoreRow,
+  insertVectorStore,
+  insertVectorStoreFile,
+  listVectorStoreFileRows,
+  listVectorStoreRows,
+  setVectorStoreFileAttributes,
+  setVectorStoreFileStatus,
+  touchVectorStore,
+  updateVectorStore,
+  type VectorStoreFileRow,
+  type VectorStoreRow,
 } from '../../store/vector-stores.ts';
 import { docsWithoutMetadata, documentChunks, updateChunkMeta } from '../../store/retrieval.ts';
 import { isPostgres } from '../../store/dialect.ts';
-import { attributeFilterSql, type AttributeFilter } from '../../store/search/attribute-filter.ts';
+import { type AttributeFilter, attributeFilterSql } from '../../store/search/attribute-filter.ts';
 import { requireFormat } from '../documents/detect.ts';
 import { invalidArgument, notFound, ServiceError } from '../errors.ts';
 import type { FileStore } from '../files/file-store.ts';
 import { workers } from '../workers/index.ts';
-import { DEFAULT_CHUNKING, type ChunkingOptions } from './chunk-document.ts';
+import { type ChunkingOptions, DEFAULT_CHUNKING } from './chunk-document.ts';
 import type { RetrievalEngine, SearchHit, SearchMode } from './engine.ts';
 
 export interface VectorStoreCreate {
@@ -31,12 +42,26 @@ export interface VectorStoreCreate {
   chunking?: ChunkingOptions;
 }
 
-export interface StoreSearchResult { file_id: string; filename: string; score: number; attributes: Record<string, unknown>; text: string; chunk: SearchHit['chunk'] }
+export interface StoreSearchResult {
+  file_id: string;
+  filename: string;
+  score: number;
+  attributes: Record<string, unknown>;
+  text: string;
+  chunk: SearchHit['chunk'];
+}
 
 const secs = (ms: number) => Math.floor(Number(ms) / 1000);
 
 /** A file batch: the files attached together; its status and counts are read from those files. */
-interface FileBatch { id: string; owner: string; storeId: string; fileIds: string[]; createdAt: number; cancelled: boolean }
+interface FileBatch {
+  id: string;
+  owner: string;
+  storeId: string;
+  fileIds: string[];
+  createdAt: number;
+  cancelled: boolean;
+}
 
 export class VectorStores {
   /** Background embeddings in flight (awaited by close() and by tests). */
@@ -58,8 +83,13 @@ export class VectorStores {
     // the files must exist for this owner before anything is written
     for (const f of req.file_ids ?? []) await this.files.get(owner, f);
     const row: VectorStoreRow = {
-      id: `vs_${randomId(24)}`, owner_id: owner, name: req.name ?? '', embedding_model: req.embedding_model?.trim() || null,
-      metadata: JSON.stringify(req.metadata ?? {}), created_at: now, last_active_at: now,
+      id: `vs_${randomId(24)}`,
+      owner_id: owner,
+      name: req.name ?? '',
+      embedding_model: req.embedding_model?.trim() || null,
+      metadata: JSON.stringify(req.metadata ?? {}),
+      created_at: now,
+      last_active_at: now,
     };
     await insertVectorStore(this.db, row);
     for (const f of req.file_ids ?? []) await this.attach(owner, row.id, f, {}, req.chunking);
@@ -82,7 +112,10 @@ export class VectorStores {
 
   async update(owner: string, id: string, patch: { name?: string; metadata?: Record<string, string> }) {
     await this.#store(owner, id);
-    await updateVectorStore(this.db, id, { ...(patch.name !== undefined ? { name: patch.name } : {}), ...(patch.metadata ? { metadata: JSON.stringify(patch.metadata) } : {}) });
+    await updateVectorStore(this.db, id, {
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.metadata ? { metadata: JSON.stringify(patch.metadata) } : {}),
+    });
     return this.get(owner, id);
   }
 
@@ -98,7 +131,13 @@ export class VectorStores {
   }
 
   /** Parses, chunks and stores the file (full-text searchable on return); embedding continues in the background. */
-  async attach(owner: string, storeId: string, fileId: string, attributes: Record<string, unknown> = {}, chunking: ChunkingOptions = DEFAULT_CHUNKING) {
+  async attach(
+    owner: string,
+    storeId: string,
+    fileId: string,
+    attributes: Record<string, unknown> = {},
+    chunking: ChunkingOptions = DEFAULT_CHUNKING,
+  ) {
     const store = await this.#store(owner, storeId);
     const file = await this.files.get(owner, fileId);
     const existing = await getVectorStoreFileRow(this.db, storeId, fileId);
@@ -106,10 +145,21 @@ export class VectorStores {
     const format = await requireFormat(file.path, undefined, 'vector stores');
     const bytes = await this.files.read(owner, fileId);
     // the attributes ride on every chunk so search filters run in the store's own queries
-    const chunks = await workers.run('retrieval.chunk', [bytes, format, { file_id: fileId, filename: file.filename, metadata: attributes, chunking }, chunking]);
+    const chunks = await workers.run('retrieval.chunk', [bytes, format, {
+      file_id: fileId,
+      filename: file.filename,
+      metadata: attributes,
+      chunking,
+    }, chunking]);
     const row: VectorStoreFileRow = {
-      vector_store_id: storeId, file_id: fileId, filename: file.filename, status: 'in_progress', last_error: null,
-      usage_bytes: chunks.reduce((a, c) => a + new TextEncoder().encode(c.text).length, 0), attributes: JSON.stringify(attributes), created_at: Date.now(),
+      vector_store_id: storeId,
+      file_id: fileId,
+      filename: file.filename,
+      status: 'in_progress',
+      last_error: null,
+      usage_bytes: chunks.reduce((a, c) => a + new TextEncoder().encode(c.text).length, 0),
+      attributes: JSON.stringify(attributes),
+      created_at: Date.now(),
     };
     await insertVectorStoreFile(this.db, row);
     this.#chunking.set(`${storeId}/${fileId}`, chunking);
@@ -129,7 +179,13 @@ export class VectorStores {
       let error: string | null = null;
       try {
         const model = await this.#modelOf(store);
-        if (!model) throw new ServiceError(400, 'invalid_argument', 'no embedding model: set the admin setting default_embedding_model or create the store with embedding_model');
+        if (!model) {
+          throw new ServiceError(
+            400,
+            'invalid_argument',
+            'no embedding model: set the admin setting default_embedding_model or create the store with embedding_model',
+          );
+        }
         await this.engine.embedDocument(store.id, fileId, model, this.#closed.signal);
       } catch (e) {
         if (this.#closed.signal.aborted) return;
@@ -179,7 +235,14 @@ export class VectorStores {
   async createBatch(owner: string, storeId: string, fileIds: string[], attributes: Record<string, unknown>, chunking?: ChunkingOptions) {
     await this.#store(owner, storeId);
     for (const f of fileIds) await this.files.get(owner, f);
-    const batch: FileBatch = { id: `vsfb_${randomId(24)}`, owner, storeId, fileIds: [...new Set(fileIds)], createdAt: Date.now(), cancelled: false };
+    const batch: FileBatch = {
+      id: `vsfb_${randomId(24)}`,
+      owner,
+      storeId,
+      fileIds: [...new Set(fileIds)],
+      createdAt: Date.now(),
+      cancelled: false,
+    };
     for (const f of batch.fileIds) await this.attach(owner, storeId, f, attributes, chunking);
     this.#batches.set(batch.id, batch);
     return this.batchView(batch);
@@ -233,9 +296,24 @@ export class VectorStores {
     const count = (s: string) => files.filter((f) => f.status === s).length;
     const inProgress = count('in_progress');
     return {
-      id: b.id, object: 'vector_store.files_batch' as const, created_at: secs(b.createdAt), vector_store_id: b.storeId,
-      status: b.cancelled ? ('cancelled' as const) : inProgress ? ('in_progress' as const) : count('failed') === files.length && files.length ? ('failed' as const) : ('completed' as const),
-      file_counts: { in_progress: inProgress, completed: count('completed'), failed: count('failed'), cancelled: count('cancelled'), total: files.length },
+      id: b.id,
+      object: 'vector_store.files_batch' as const,
+      created_at: secs(b.createdAt),
+      vector_store_id: b.storeId,
+      status: b.cancelled
+        ? ('cancelled' as const)
+        : inProgress
+        ? ('in_progress' as const)
+        : count('failed') === files.length && files.length
+        ? ('failed' as const)
+        : ('completed' as const),
+      file_counts: {
+        in_progress: inProgress,
+        completed: count('completed'),
+        failed: count('failed'),
+        cancelled: count('cancelled'),
+        total: files.length,
+      },
     };
   }
 
@@ -247,7 +325,12 @@ export class VectorStores {
   }
 
   /** Hybrid search over the given stores of this owner (each must be the owner's: 404 otherwise). */
-  async search(owner: string, storeIds: string[], query: string, o: { limit: number; mode?: SearchMode; signal?: AbortSignal; filters?: AttributeFilter }): Promise<StoreSearchResult[]> {
+  async search(
+    owner: string,
+    storeIds: string[],
+    query: string,
+    o: { limit: number; mode?: SearchMode; signal?: AbortSignal; filters?: AttributeFilter },
+  ): Promise<StoreSearchResult[]> {
     if (!query.trim()) throw invalidArgument('query: must not be empty', [{ field: 'query', message: 'required' }]);
     const stores = await Promise.all(storeIds.map((id) => this.#store(owner, id)));
     // stores embedded with different models cannot share one query vector: group by model
@@ -256,17 +339,30 @@ export class VectorStores {
       const m = await this.#modelOf(s);
       byModel.set(m, [...(byModel.get(m) ?? []), s.id]);
     }
-    if (o.filters) for (const s of stores) await this.#backfillAttributes(s.id);
+    if (o.filters) { for (const s of stores) await this.#backfillAttributes(s.id); }
     const filter = o.filters ? attributeFilterSql(o.filters, isPostgres(this.db)) : undefined;
     const hits: SearchHit[] = [];
-    for (const [model, ids] of byModel) hits.push(...(await this.engine.search(ids, query, { limit: o.limit, mode: o.mode, model: model || undefined, signal: o.signal, filter })));
+    for (const [model, ids] of byModel) {
+      hits.push(
+        ...(await this.engine.search(ids, query, { limit: o.limit, mode: o.mode, model: model || undefined, signal: o.signal, filter })),
+      );
+    }
     hits.sort((a, b) => b.score - a.score);
     const attrs = new Map<string, Record<string, unknown>>();
     const out: StoreSearchResult[] = [];
     for (const h of hits.slice(0, o.limit)) {
       const key = `${h.chunk.index_id}/${h.chunk.doc_id}`;
-      if (!attrs.has(key)) attrs.set(key, JSON.parse((await getVectorStoreFileRow(this.db, h.chunk.index_id, h.chunk.doc_id))?.attributes ?? '{}'));
-      out.push({ file_id: h.chunk.doc_id, filename: String(h.chunk.meta.filename ?? ''), score: h.score, attributes: attrs.get(key)!, text: h.chunk.text, chunk: h.chunk });
+      if (!attrs.has(key)) {
+        attrs.set(key, JSON.parse((await getVectorStoreFileRow(this.db, h.chunk.index_id, h.chunk.doc_id))?.attributes ?? '{}'));
+      }
+      out.push({
+        file_id: h.chunk.doc_id,
+        filename: String(h.chunk.meta.filename ?? ''),
+        score: h.score,
+        attributes: attrs.get(key)!,
+        text: h.chunk.text,
+        chunk: h.chunk,
+      });
     }
     for (const s of stores) await touchVectorStore(this.db, s.id, Date.now());
     return out;
@@ -299,11 +395,23 @@ export class VectorStores {
     const files = await listVectorStoreFileRows(this.db, row.id);
     const count = (s: string) => files.filter((f) => f.status === s).length;
     return {
-      id: row.id, object: 'vector_store' as const, created_at: secs(row.created_at), name: row.name,
+      id: row.id,
+      object: 'vector_store' as const,
+      created_at: secs(row.created_at),
+      name: row.name,
       usage_bytes: files.reduce((a, f) => a + Number(f.usage_bytes), 0),
-      file_counts: { in_progress: count('in_progress'), completed: count('completed'), failed: count('failed'), cancelled: count('cancelled'), total: files.length },
+      file_counts: {
+        in_progress: count('in_progress'),
+        completed: count('completed'),
+        failed: count('failed'),
+        cancelled: count('cancelled'),
+        total: files.length,
+      },
       status: count('in_progress') ? ('in_progress' as const) : ('completed' as const),
-      expires_after: null, expires_at: null, last_active_at: secs(row.last_active_at), metadata: JSON.parse(row.metadata),
+      expires_after: null,
+      expires_at: null,
+      last_active_at: secs(row.last_active_at),
+      metadata: JSON.parse(row.metadata),
       embedding_model: row.embedding_model,
     };
   }
@@ -314,8 +422,13 @@ export class VectorStores {
   fileView(r: VectorStoreFileRow) {
     const ch = this.#chunking.get(`${r.vector_store_id}/${r.file_id}`) ?? DEFAULT_CHUNKING;
     return {
-      id: r.file_id, object: 'vector_store.file' as const, usage_bytes: Number(r.usage_bytes), created_at: secs(r.created_at), vector_store_id: r.vector_store_id,
-      status: r.status, last_error: r.last_error ? { code: 'server_error' as const, message: r.last_error } : null,
+      id: r.file_id,
+      object: 'vector_store.file' as const,
+      usage_bytes: Number(r.usage_bytes),
+      created_at: secs(r.created_at),
+      vector_store_id: r.vector_store_id,
+      status: r.status,
+      last_error: r.last_error ? { code: 'server_error' as const, message: r.last_error } : null,
       chunking_strategy: { type: 'static' as const, static: { max_chunk_size_tokens: ch.maxTokens, chunk_overlap_tokens: ch.overlap } },
       attributes: JSON.parse(r.attributes),
     };

@@ -21,7 +21,12 @@ export interface BackendSearch {
   signal?: AbortSignal;
 }
 
-export interface BackendHit { chunk: ChunkRow; score: number; keywordRank?: number; semanticRank?: number }
+export interface BackendHit {
+  chunk: ChunkRow;
+  score: number;
+  keywordRank?: number;
+  semanticRank?: number;
+}
 
 export interface ClusterStatus {
   reachable: boolean;

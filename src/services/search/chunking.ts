@@ -11,7 +11,10 @@ import type { DocElement } from '../documents/elements.ts';
 import { splitElements } from '../documents/split.ts';
 import type { ChunkIn } from '../../store/retrieval.ts';
 
-export interface SearchChunking { maxTokens: number; overlap: number }
+export interface SearchChunking {
+  maxTokens: number;
+  overlap: number;
+}
 export const DEFAULT_SEARCH_CHUNKING: SearchChunking = { maxTokens: 400, overlap: 60 };
 
 const isHeading = (e: DocElement) => e.type === 'title' || e.type === 'section_header';
@@ -43,7 +46,11 @@ export function pageGroups(elements: DocElement[]): DocElement[][] {
   return groups;
 }
 
-export function chunkElements(elements: DocElement[], meta: Record<string, unknown>, o: SearchChunking = DEFAULT_SEARCH_CHUNKING): ChunkIn[] {
+export function chunkElements(
+  elements: DocElement[],
+  meta: Record<string, unknown>,
+  o: SearchChunking = DEFAULT_SEARCH_CHUNKING,
+): ChunkIn[] {
   const out: ChunkIn[] = [];
   for (const group of pageGroups(elements)) {
     for (const c of splitElements(group, { strategy: 'headings', maxTokens: o.maxTokens, overlap: o.overlap })) {
@@ -53,7 +60,13 @@ export function chunkElements(elements: DocElement[], meta: Record<string, unkno
   return out;
 }
 
-export async function chunkForSearch(bytes: Uint8Array, format: DocFormat, meta: Record<string, unknown>, o: SearchChunking = DEFAULT_SEARCH_CHUNKING, signal?: AbortSignal): Promise<ChunkIn[]> {
+export async function chunkForSearch(
+  bytes: Uint8Array,
+  format: DocFormat,
+  meta: Record<string, unknown>,
+  o: SearchChunking = DEFAULT_SEARCH_CHUNKING,
+  signal?: AbortSignal,
+): Promise<ChunkIn[]> {
   const doc = await analyseBytes(bytes, format, { ocrScans: true, signal });
   return chunkElements(doc.elements, meta, o);
 }

@@ -4,16 +4,30 @@
  * match whole and case-insensitively, as the full-text index matches them.
  */
 
-export interface TermHighlight { term: string; start: number; end: number; passage: string }
+export interface TermHighlight {
+  term: string;
+  start: number;
+  end: number;
+  passage: string;
+}
 
 const CONTEXT = 60;
 const MAX = 5;
 
 function passageOf(s: string, start: number, end: number, ctx: number): string {
   let a = Math.max(0, start - ctx), b = Math.min(s.length, end + ctx);
-  if (a > 0) { const sp = s.slice(a, start).search(/\s/); if (sp >= 0) a += sp + 1; }
-  if (b < s.length) { const sp = s.slice(end, b).search(/\s\S*$/); if (sp >= 0) b = end + sp; }
-  return `${a > 0 ? '…' : ''}${s.slice(a, start)}<em>${s.slice(start, end)}</em>${s.slice(end, b)}${b < s.length ? '…' : ''}`.replace(/\s+/g, ' ');
+  if (a > 0) {
+    const sp = s.slice(a, start).search(/\s/);
+    if (sp >= 0) a += sp + 1;
+  }
+  if (b < s.length) {
+    const sp = s.slice(end, b).search(/\s\S*$/);
+    if (sp >= 0) b = end + sp;
+  }
+  return `${a > 0 ? '…' : ''}${s.slice(a, start)}<em>${s.slice(start, end)}</em>${s.slice(end, b)}${b < s.length ? '…' : ''}`.replace(
+    /\s+/g,
+    ' ',
+  );
 }
 
 export function highlightTerms(text: string, query: string, max = MAX): TermHighlight[] {

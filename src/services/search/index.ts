@@ -16,7 +16,9 @@ export interface Search {
   close(): Promise<void>;
 }
 
-export function createSearch(o: { db: Db; chat: ChatService; engine: InferenceEngine; embedder: Embedder; defaultEmbeddingModel: () => Promise<string> | string }): Search {
+export function createSearch(
+  o: { db: Db; chat: ChatService; engine: InferenceEngine; embedder: Embedder; defaultEmbeddingModel: () => Promise<string> | string },
+): Search {
   const resources = new SearchResources(o.db, o.embedder);
   const reranker = new Reranker(o.chat, o.engine);
   const service = new SearchService(resources, {

@@ -4,10 +4,10 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../../store/schema.ts';
-import { chunksByIds, hasVectorFunctions, type ChunkIn, type ChunkRow } from '../../store/retrieval.ts';
+import { type ChunkIn, type ChunkRow, chunksByIds, hasVectorFunctions } from '../../store/retrieval.ts';
 import { pgFilter, sqliteFilter } from '../../store/search/filter-sql.ts';
 import { isPostgres } from '../../store/dialect.ts';
-import { RetrievalEngine, type Embedder } from '../retrieval/engine.ts';
+import { type Embedder, RetrievalEngine } from '../retrieval/engine.ts';
 import type { BackendHit, BackendSearch, ClusterStatus, SearchBackend } from './backend.ts';
 import type { Filter } from './filter.ts';
 
@@ -37,7 +37,8 @@ export class LibsqlBackend implements SearchBackend {
     await this.engine.deleteDocument(indexId, staging);
     await this.engine.addDocument(indexId, staging, chunks);
     await this.engine.deleteDocument(indexId, docId);
-    await this.db.updateTable('retrieval_chunks').set({ doc_id: docId }).where('index_id', '=', indexId).where('doc_id', '=', staging).execute();
+    await this.db.updateTable('retrieval_chunks').set({ doc_id: docId }).where('index_id', '=', indexId).where('doc_id', '=', staging)
+      .execute();
     return chunks.length;
   }
 
@@ -46,13 +47,16 @@ export class LibsqlBackend implements SearchBackend {
   }
 
   async deleteDocument(indexId: string, docId: string): Promise<boolean> {
-    const n = await this.db.selectFrom('retrieval_chunks').select('id').where('index_id', '=', indexId).where('doc_id', '=', docId).limit(1).executeTakeFirst();
+    const n = await this.db.selectFrom('retrieval_chunks').select('id').where('index_id', '=', indexId).where('doc_id', '=', docId).limit(1)
+      .executeTakeFirst();
     await this.engine.deleteDocument(indexId, docId);
     return n !== undefined;
   }
 
   async deleteByFilter(indexId: string, filter: Filter): Promise<string[]> {
-    const r = await sql<{ doc_id: string }>`select distinct c.doc_id as doc_id from retrieval_chunks c where c.index_id = ${indexId}${this.#filter(filter) ?? sql``}`.execute(this.db);
+    const r = await sql<{ doc_id: string }>`select distinct c.doc_id as doc_id from retrieval_chunks c where c.index_id = ${indexId}${
+      this.#filter(filter) ?? sql``
+    }`.execute(this.db);
     const ids = r.rows.map((x) => x.doc_id);
     for (const id of ids) await this.engine.deleteDocument(indexId, id);
     return ids;
@@ -63,18 +67,31 @@ export class LibsqlBackend implements SearchBackend {
   }
 
   async documentChunks(indexId: string, docId: string): Promise<ChunkRow[]> {
-    const rows = await this.db.selectFrom('retrieval_chunks').select('id').where('index_id', '=', indexId).where('doc_id', '=', docId).orderBy('position').execute();
+    const rows = await this.db.selectFrom('retrieval_chunks').select('id').where('index_id', '=', indexId).where('doc_id', '=', docId)
+      .orderBy('position').execute();
     const map = await chunksByIds(this.db, rows.map((r) => Number(r.id)));
     return rows.map((r) => map.get(Number(r.id))!).filter(Boolean);
   }
 
   async listDocuments(indexId: string, limit: number, offset: number): Promise<{ id: string; chunks: number }[]> {
-    const r = await sql<{ id: string; n: number }>`select doc_id as id, count(*) as n from retrieval_chunks where index_id = ${indexId} group by doc_id order by doc_id limit ${limit} offset ${offset}`.execute(this.db);
+    const r = await sql<
+      { id: string; n: number }
+    >`select doc_id as id, count(*) as n from retrieval_chunks where index_id = ${indexId} group by doc_id order by doc_id limit ${limit} offset ${offset}`
+      .execute(this.db);
     return r.rows.map((x) => ({ id: x.id, chunks: Number(x.n) }));
   }
 
   search(indexIds: string[], query: string, o: BackendSearch): Promise<BackendHit[]> {
-    return this.engine.search(indexIds, query, { limit: o.limit, pool: o.limit, mode: o.mode, model: o.model, semanticWeight: o.semanticWeight, filter: this.#filter(o.filter), vectorStrategy: o.exactVectors ? 'exact' : 'auto', signal: o.signal });
+    return this.engine.search(indexIds, query, {
+      limit: o.limit,
+      pool: o.limit,
+      mode: o.mode,
+      model: o.model,
+      semanticWeight: o.semanticWeight,
+      filter: this.#filter(o.filter),
+      vectorStrategy: o.exactVectors ? 'exact' : 'auto',
+      signal: o.signal,
+    });
   }
 
   async close(): Promise<void> {

@@ -37,11 +37,21 @@ export class PgBackend implements SearchBackend {
     }
   }
 
-  deleteDocument(indexId: string, docId: string): Promise<boolean> { return this.store.deleteDocument(indexId, docId); }
-  deleteByFilter(indexId: string, filter: Filter): Promise<string[]> { return this.store.deleteByFilter(indexId, filter); }
-  deleteIndex(indexId: string): Promise<void> { return this.store.deleteIndex(indexId); }
-  documentChunks(indexId: string, docId: string): Promise<ChunkRow[]> { return this.store.documentChunks(indexId, docId); }
-  listDocuments(indexId: string, limit: number, offset: number) { return this.store.listDocuments(indexId, limit, offset); }
+  deleteDocument(indexId: string, docId: string): Promise<boolean> {
+    return this.store.deleteDocument(indexId, docId);
+  }
+  deleteByFilter(indexId: string, filter: Filter): Promise<string[]> {
+    return this.store.deleteByFilter(indexId, filter);
+  }
+  deleteIndex(indexId: string): Promise<void> {
+    return this.store.deleteIndex(indexId);
+  }
+  documentChunks(indexId: string, docId: string): Promise<ChunkRow[]> {
+    return this.store.documentChunks(indexId, docId);
+  }
+  listDocuments(indexId: string, limit: number, offset: number) {
+    return this.store.listDocuments(indexId, limit, offset);
+  }
 
   async search(indexIds: string[], query: string, o: BackendSearch): Promise<BackendHit[]> {
     if (!indexIds.length || !query.trim()) return [];
@@ -52,12 +62,22 @@ export class PgBackend implements SearchBackend {
       semanticHits = await this.store.semantic(indexIds, q!, o.limit, o.filter);
     }
     const w = o.semanticWeight;
-    const fused = reciprocalRankFusion([{ hits: keywordHits, weight: o.mode === 'semantic' ? 0 : 1 - w }, { hits: semanticHits, weight: o.mode === 'keyword' ? 0 : w }], o.limit);
+    const fused = reciprocalRankFusion([{ hits: keywordHits, weight: o.mode === 'semantic' ? 0 : 1 - w }, {
+      hits: semanticHits,
+      weight: o.mode === 'keyword' ? 0 : w,
+    }], o.limit);
     const rows = await this.store.chunksByIds(fused.map((f) => f.id));
     const kRank = new Map(keywordHits.map((h, i) => [h.id, i + 1]));
     const sRank = new Map(semanticHits.map((h, i) => [h.id, i + 1]));
-    return fused.filter((f) => rows.has(f.id)).map((f) => ({ chunk: rows.get(f.id)!, score: f.score, keywordRank: kRank.get(f.id), semanticRank: sRank.get(f.id) }));
+    return fused.filter((f) => rows.has(f.id)).map((f) => ({
+      chunk: rows.get(f.id)!,
+      score: f.score,
+      keywordRank: kRank.get(f.id),
+      semanticRank: sRank.get(f.id),
+    }));
   }
 
-  close(): Promise<void> { return this.store.close(); }
+  close(): Promise<void> {
+    return this.store.close();
+  }
 }

@@ -16,42 +16,110 @@ import { PgBackend } from './pg-backend.ts';
 
 export const DEFAULT_CLUSTER = 'default';
 export type Access = 'read' | 'write';
-export interface Grant { tenant: string; collection: string | null; access: Access }
-export interface KeySearchAccess { cluster: string | null; grants: Grant[]; all: boolean }
+export interface Grant {
+  tenant: string;
+  collection: string | null;
+  access: Access;
+}
+export interface KeySearchAccess {
+  cluster: string | null;
+  grants: Grant[];
+  all: boolean;
+}
 
 export const unavailable = (message: string, cause?: unknown) =>
   new ServiceError(503, 'service_unavailable', message, { headers: { 'Retry-After': '5' }, cause });
 export const searchAccessDenied = () =>
-  new ServiceError(403, 'search_access_denied', 'this API key has no search access; an administrator grants it with PUT /svc/v1/admin/keys/{id}/search');
+  new ServiceError(
+    403,
+    'search_access_denied',
+    'this API key has no search access; an administrator grants it with PUT /svc/v1/admin/keys/{id}/search',
+  );
 
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'EPIPE', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+]);
 /** Whether an error means the cluster's database could not be reached (rather than a bug or a bad query). */
 export function isConnectionError(e: unknown): boolean {
   for (let x = e as { code?: unknown; cause?: unknown; message?: unknown } | undefined, i = 0; x && i < 5; x = x.cause as typeof x, i++) {
     if (typeof x.code === 'string' && CONNECTION_CODES.has(x.code)) return true;
-    if (typeof x.message === 'string' && /ECONNREFUSED|fetch failed|Connection terminated|connect ETIMEDOUT|timeout exceeded when trying to connect|SERVER_ERROR|socket hang up/i.test(x.message)) return true;
+    if (
+      typeof x.message === 'string' &&
+      /ECONNREFUSED|fetch failed|Connection terminated|connect ETIMEDOUT|timeout exceeded when trying to connect|SERVER_ERROR|socket hang up/i
+        .test(x.message)
+    ) return true;
   }
   return false;
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 export function checkName(what: string, name: string): string {
-  if (!NAME.test(name)) throw invalidArgument(`${what} name '${name}': 1 to 63 letters, digits, _ . -, starting with a letter or digit`, [{ field: 'name', message: 'invalid name' }]);
+  if (!NAME.test(name)) {
+    throw invalidArgument(`${what} name '${name}': 1 to 63 letters, digits, _ . -, starting with a letter or digit`, [{
+      field: 'name',
+      message: 'invalid name',
+    }]);
+  }
   return name;
 }
 
-export interface ClusterOut { id: string; object: 'search.cluster'; kind: string; url: string | null; created_at: number; status?: ClusterStatus }
-export interface CollectionOut { id: string; object: 'search.collection'; cluster: string; tenant: string; name: string; embedding_model: string | null; created_at: number }
+export interface ClusterOut {
+  id: string;
+  object: 'search.cluster';
+  kind: string;
+  url: string | null;
+  created_at: number;
+  status?: ClusterStatus;
+}
+export interface CollectionOut {
+  id: string;
+  object: 'search.collection';
+  cluster: string;
+  tenant: string;
+  name: string;
+  embedding_model: string | null;
+  created_at: number;
+}
 
-const clusterOut = (r: control.SearchClusterTable): ClusterOut => ({ id: r.id, object: 'search.cluster', kind: r.kind, url: r.url ? redact(r.url) : null, created_at: Math.floor(Number(r.created_at) / 1000) });
-const collectionOut = (r: control.SearchCollectionTable): CollectionOut => ({ id: r.id, object: 'search.collection', cluster: r.cluster_id, tenant: r.tenant, name: r.name, embedding_model: r.embedding_model, created_at: Math.floor(Number(r.created_at) / 1000) });
+const clusterOut = (r: control.SearchClusterTable): ClusterOut => ({
+  id: r.id,
+  object: 'search.cluster',
+  kind: r.kind,
+  url: r.url ? redact(r.url) : null,
+  created_at: Math.floor(Number(r.created_at) / 1000),
+});
+const collectionOut = (r: control.SearchCollectionTable): CollectionOut => ({
+  id: r.id,
+  object: 'search.collection',
+  cluster: r.cluster_id,
+  tenant: r.tenant,
+  name: r.name,
+  embedding_model: r.embedding_model,
+  created_at: Math.floor(Number(r.created_at) / 1000),
+});
 /** A URL without its password (connection strings carry credentials). */
 function redact(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
     return u.toString();
-  } catch { return url; }
+  } catch {
+    return url;
+  }
 }
 
 export class SearchResources {
@@ -62,7 +130,13 @@ export class SearchResources {
 
   /** The embedded store is the default cluster; its row is made on first use. */
   #ensureDefault(): Promise<void> {
-    this.#defaultReady ??= control.insertCluster(this.db, { id: DEFAULT_CLUSTER, kind: isPostgres(this.db) ? 'postgres' : 'libsql', url: null, auth_token: null, created_at: Date.now() }).then(() => {});
+    this.#defaultReady ??= control.insertCluster(this.db, {
+      id: DEFAULT_CLUSTER,
+      kind: isPostgres(this.db) ? 'postgres' : 'libsql',
+      url: null,
+      auth_token: null,
+      created_at: Date.now(),
+    }).then(() => {});
     return this.#defaultReady;
   }
 
@@ -70,9 +144,15 @@ export class SearchResources {
 
   async createCluster(id: string, kind: 'libsql' | 'postgres', url: string | null, authToken: string | null): Promise<ClusterOut> {
     checkName('cluster', id);
-    if (kind === 'postgres' && !url) throw invalidArgument('a postgres cluster needs url (postgres://user:pass@host:port/db)', [{ field: 'url', message: 'required' }]);
-    if (url && kind === 'postgres' && !/^postgres(ql)?:\/\//.test(url)) throw invalidArgument('url: a postgres:// URL', [{ field: 'url', message: 'invalid' }]);
-    if (url && kind === 'libsql' && !/^(libsql|https?|wss?|file):/.test(url)) throw invalidArgument('url: a libsql://, http(s):// or file: URL', [{ field: 'url', message: 'invalid' }]);
+    if (kind === 'postgres' && !url) {
+      throw invalidArgument('a postgres cluster needs url (postgres://user:pass@host:port/db)', [{ field: 'url', message: 'required' }]);
+    }
+    if (url && kind === 'postgres' && !/^postgres(ql)?:\/\//.test(url)) {
+      throw invalidArgument('url: a postgres:// URL', [{ field: 'url', message: 'invalid' }]);
+    }
+    if (url && kind === 'libsql' && !/^(libsql|https?|wss?|file):/.test(url)) {
+      throw invalidArgument('url: a libsql://, http(s):// or file: URL', [{ field: 'url', message: 'invalid' }]);
+    }
     await this.#ensureDefault();
     const row = { id, kind, url, auth_token: authToken, created_at: Date.now() };
     if (!(await control.insertCluster(this.db, row))) throw new ServiceError(409, 'conflict', `cluster '${id}' already exists`);
@@ -141,7 +221,9 @@ export class SearchResources {
     try {
       return await fn();
     } catch (e) {
-      if (isConnectionError(e)) throw unavailable(`search cluster${cluster ? ` '${cluster}'` : ''} is momentarily unavailable: ${(e as Error).message}`, e);
+      if (isConnectionError(e)) {
+        throw unavailable(`search cluster${cluster ? ` '${cluster}'` : ''} is momentarily unavailable: ${(e as Error).message}`, e);
+      }
       throw e;
     }
   }
@@ -168,7 +250,9 @@ export class SearchResources {
     await this.#cluster(cluster);
     checkName('tenant', name);
     const row = { cluster_id: cluster, name, created_at: Date.now() };
-    if (!(await control.insertTenant(this.db, row))) throw new ServiceError(409, 'conflict', `tenant '${name}' already exists in cluster '${cluster}'`);
+    if (!(await control.insertTenant(this.db, row))) {
+      throw new ServiceError(409, 'conflict', `tenant '${name}' already exists in cluster '${cluster}'`);
+    }
     return tenantOut(row);
   }
 
@@ -187,7 +271,11 @@ export class SearchResources {
   async deleteTenant(cluster: string, name: string) {
     await this.getTenant(cluster, name);
     const cols = await control.listCollections(this.db, cluster, name);
-    if (cols.length) await this.withBackend(cluster, async (b) => { for (const c of cols) await b.deleteIndex(c.id); });
+    if (cols.length) {
+      await this.withBackend(cluster, async (b) => {
+        for (const c of cols) await b.deleteIndex(c.id);
+      });
+    }
     await control.deleteControl(this.db, cluster, name);
     return { id: name, object: 'search.tenant', cluster, deleted: true };
   }
@@ -197,8 +285,17 @@ export class SearchResources {
   async createCollection(cluster: string, tenant: string, name: string, embeddingModel: string | null): Promise<CollectionOut> {
     await this.getTenant(cluster, tenant);
     checkName('collection', name);
-    const row = { id: `scol_${crypto.randomUUID().replace(/-/g, '').slice(0, 24)}`, cluster_id: cluster, tenant, name, embedding_model: embeddingModel, created_at: Date.now() };
-    if (!(await control.insertCollection(this.db, row))) throw new ServiceError(409, 'conflict', `collection '${name}' already exists in tenant '${tenant}'`);
+    const row = {
+      id: `scol_${crypto.randomUUID().replace(/-/g, '').slice(0, 24)}`,
+      cluster_id: cluster,
+      tenant,
+      name,
+      embedding_model: embeddingModel,
+      created_at: Date.now(),
+    };
+    if (!(await control.insertCollection(this.db, row))) {
+      throw new ServiceError(409, 'conflict', `collection '${name}' already exists in tenant '${tenant}'`);
+    }
     return collectionOut(row);
   }
 
@@ -227,7 +324,13 @@ export class SearchResources {
   async accessOf(owner: Owner): Promise<KeySearchAccess> {
     const row = owner.keyId ? await control.getKeyAccess(this.db, owner.keyId) : undefined;
     const cluster = row ? row.cluster_id : DEFAULT_CLUSTER;
-    const grants = owner.keyId ? (await control.listGrants(this.db, owner.keyId)).map((g) => ({ tenant: g.tenant, collection: g.collection || null, access: g.access })) : [];
+    const grants = owner.keyId
+      ? (await control.listGrants(this.db, owner.keyId)).map((g) => ({
+        tenant: g.tenant,
+        collection: g.collection || null,
+        access: g.access,
+      }))
+      : [];
     return { cluster, grants, all: owner.role === 'admin' };
   }
 
@@ -239,7 +342,14 @@ export class SearchResources {
 
   async setAccess(keyId: string, cluster: string | null, grants: Grant[]): Promise<void> {
     if (cluster !== null) await this.#cluster(cluster);
-    await control.setKeyAccess(this.db, keyId, cluster, cluster === null ? [] : grants.map((g) => ({ cluster_id: cluster, tenant: g.tenant, collection: g.collection ?? '', access: g.access })));
+    await control.setKeyAccess(
+      this.db,
+      keyId,
+      cluster,
+      cluster === null
+        ? []
+        : grants.map((g) => ({ cluster_id: cluster, tenant: g.tenant, collection: g.collection ?? '', access: g.access })),
+    );
   }
 
   /** The key's cluster, or 403 search_access_denied. */
@@ -257,7 +367,9 @@ export class SearchResources {
     if (!row) throw hidden();
     const level = a.all ? 'write' : bestGrant(a.grants, tenant, name);
     if (!level) throw hidden();
-    if (need === 'write' && level !== 'write') throw new ServiceError(403, 'search_write_denied', `this API key may only read collection '${tenant}/${name}'`);
+    if (need === 'write' && level !== 'write') {
+      throw new ServiceError(403, 'search_write_denied', `this API key may only read collection '${tenant}/${name}'`);
+    }
     return collectionOut(row);
   }
 
@@ -275,7 +387,12 @@ export class SearchResources {
   }
 }
 
-const tenantOut = (r: control.SearchTenantTable) => ({ id: r.name, object: 'search.tenant', cluster: r.cluster_id, created_at: Math.floor(Number(r.created_at) / 1000) });
+const tenantOut = (r: control.SearchTenantTable) => ({
+  id: r.name,
+  object: 'search.tenant',
+  cluster: r.cluster_id,
+  created_at: Math.floor(Number(r.created_at) / 1000),
+});
 
 function bestGrant(grants: Grant[], tenant: string, name: string): Access | null {
   let best: Access | null = null;

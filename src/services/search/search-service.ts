@@ -15,10 +15,21 @@ import type { Filter } from './filter.ts';
 import { highlightTerms, type TermHighlight } from './highlight.ts';
 import type { CollectionOut, SearchResources } from './resources.ts';
 
-export interface RerankFn { (model: string | undefined, query: string, documents: string[], signal?: AbortSignal): Promise<{ model: string; scores: number[] }> }
-export interface RewriteFn { (model: string, query: string, signal?: AbortSignal): Promise<string> }
+export interface RerankFn {
+  (model: string | undefined, query: string, documents: string[], signal?: AbortSignal): Promise<{ model: string; scores: number[] }>;
+}
+export interface RewriteFn {
+  (model: string, query: string, signal?: AbortSignal): Promise<string>;
+}
 
-export interface DocumentIn { id: string; text?: string; bytes?: Uint8Array; format?: DocFormat; filename?: string; metadata: Record<string, unknown> }
+export interface DocumentIn {
+  id: string;
+  text?: string;
+  bytes?: Uint8Array;
+  format?: DocFormat;
+  filename?: string;
+  metadata: Record<string, unknown>;
+}
 
 export interface QueryIn {
   q: string;
@@ -65,7 +76,14 @@ export class SearchService {
   }
 
   /** Adds or replaces documents: chunked by structure, stored (full-text searchable), then embedded. */
-  async putDocuments(owner: Owner, tenant: string, collection: string, docs: DocumentIn[], signal?: AbortSignal, progress?: (d: number, t: number) => void) {
+  async putDocuments(
+    owner: Owner,
+    tenant: string,
+    collection: string,
+    docs: DocumentIn[],
+    signal?: AbortSignal,
+    progress?: (d: number, t: number) => void,
+  ) {
     const c = await this.resources.collectionFor(owner, tenant, collection, 'write');
     const model = await this.embeddingModelOf(c);
     // chunk everything first: a document the pipeline cannot read fails the task before anything is written
@@ -88,27 +106,47 @@ export class SearchService {
     const rows = await this.resources.withBackend(c.cluster, (b) => b.documentChunks(c.id, id));
     if (!rows.length) throw notFound(`document '${id}' not found in '${tenant}/${collection}'`);
     return {
-      id, object: 'search.document', collection: `${tenant}/${collection}`,
+      id,
+      object: 'search.document',
+      collection: `${tenant}/${collection}`,
       metadata: (rows[0]!.meta.metadata ?? {}) as Record<string, unknown>,
       filename: rows[0]!.meta.filename ?? null,
-      chunks: rows.map((r) => ({ chunk: r.position, pages: (r.meta.pages ?? []) as number[], heading_path: (r.meta.heading_path ?? []) as string[], text: r.text })),
+      chunks: rows.map((r) => ({
+        chunk: r.position,
+        pages: (r.meta.pages ?? []) as number[],
+        heading_path: (r.meta.heading_path ?? []) as string[],
+        text: r.text,
+      })),
     };
   }
 
   async listDocuments(owner: Owner, tenant: string, collection: string, limit: number, offset: number) {
     const c = await this.resources.collectionFor(owner, tenant, collection, 'read');
     const docs = await this.resources.withBackend(c.cluster, (b) => b.listDocuments(c.id, limit + 1, offset));
-    return { object: 'list', data: docs.slice(0, limit).map((d) => ({ id: d.id, object: 'search.document', chunks: d.chunks })), offset, limit, has_more: docs.length > limit };
+    return {
+      object: 'list',
+      data: docs.slice(0, limit).map((d) => ({ id: d.id, object: 'search.document', chunks: d.chunks })),
+      offset,
+      limit,
+      has_more: docs.length > limit,
+    };
   }
 
   async deleteDocument(owner: Owner, tenant: string, collection: string, id: string) {
     const c = await this.resources.collectionFor(owner, tenant, collection, 'write');
-    if (!(await this.resources.withBackend(c.cluster, (b) => b.deleteDocument(c.id, id)))) throw notFound(`document '${id}' not found in '${tenant}/${collection}'`);
+    if (!(await this.resources.withBackend(c.cluster, (b) => b.deleteDocument(c.id, id)))) {
+      throw notFound(`document '${id}' not found in '${tenant}/${collection}'`);
+    }
     return { id, object: 'search.document', deleted: true };
   }
 
   async deleteByFilter(owner: Owner, tenant: string, collection: string, filter: Filter) {
-    if (!Object.keys(filter).length) throw invalidArgument('filter: at least one condition (delete the collection to remove everything)', [{ field: 'filter', message: 'empty' }]);
+    if (!Object.keys(filter).length) {
+      throw invalidArgument('filter: at least one condition (delete the collection to remove everything)', [{
+        field: 'filter',
+        message: 'empty',
+      }]);
+    }
     const c = await this.resources.collectionFor(owner, tenant, collection, 'write');
     const ids = await this.resources.withBackend(c.cluster, (b) => b.deleteByFilter(c.id, filter));
     return { object: 'search.documents.deleted', deleted: ids.length, ids };
@@ -130,13 +168,26 @@ export class SearchService {
     }
     if (!cols.length) return this.#answer(q, text, rewritten, [], 0, t0);
     const model = await this.embeddingModelOf(cols[0]!);
-    if (q.mode === 'semantic' && !model) throw invalidArgument('semantic search needs an embedding model: set the collection\'s embedding_model or the default_embedding_model setting');
-    const candidates = Math.min(MAX_CANDIDATES, Math.max(q.offset + q.limit, q.rerank?.candidates ?? 0, q.facets?.length ? MAX_CANDIDATES : 0, 50));
+    if (q.mode === 'semantic' && !model) {
+      throw invalidArgument(
+        "semantic search needs an embedding model: set the collection's embedding_model or the default_embedding_model setting",
+      );
+    }
+    const candidates = Math.min(
+      MAX_CANDIDATES,
+      Math.max(q.offset + q.limit, q.rerank?.candidates ?? 0, q.facets?.length ? MAX_CANDIDATES : 0, 50),
+    );
     const cluster = cols[0]!.cluster;
     const byId = new Map(cols.map((c) => [c.id, c]));
-    let hits = await this.resources.withBackend(cluster, (b) => b.search(cols.map((c) => c.id), text, {
-      mode: q.mode, limit: candidates, model, semanticWeight: q.mode === 'keyword' ? 0 : q.mode === 'semantic' ? 1 : q.semantic_ratio, filter: q.filter, signal: q.signal,
-    }));
+    let hits = await this.resources.withBackend(cluster, (b) =>
+      b.search(cols.map((c) => c.id), text, {
+        mode: q.mode,
+        limit: candidates,
+        model,
+        semanticWeight: q.mode === 'keyword' ? 0 : q.mode === 'semantic' ? 1 : q.semantic_ratio,
+        filter: q.filter,
+        signal: q.signal,
+      }));
     let rerankScores: Map<number, number> | undefined;
     if (q.rerank && hits.length) {
       const top = hits.slice(0, q.rerank.candidates);
@@ -146,17 +197,35 @@ export class SearchService {
       hits = [...order, ...hits.slice(q.rerank.candidates)];
     }
     const facets = q.facets?.length ? facetCounts(hits, q.facets) : undefined;
-    const page = hits.slice(q.offset, q.offset + q.limit).map((h) => toHit(h, byId.get(h.chunk.index_id), rerankScores?.get(h.chunk.id), q.highlight ? text : undefined));
+    const page = hits.slice(q.offset, q.offset + q.limit).map((h) =>
+      toHit(h, byId.get(h.chunk.index_id), rerankScores?.get(h.chunk.id), q.highlight ? text : undefined)
+    );
     return this.#answer(q, text, rewritten, page, hits.length, t0, facets);
   }
 
-  #answer(q: QueryIn, text: string, rewritten: string | undefined, data: QueryHit[], total: number, t0: number, facets?: Record<string, Record<string, number>>) {
+  #answer(
+    q: QueryIn,
+    text: string,
+    rewritten: string | undefined,
+    data: QueryHit[],
+    total: number,
+    t0: number,
+    facets?: Record<string, Record<string, number>>,
+  ) {
     return {
-      object: 'search.results', query: q.q, ...(rewritten !== undefined ? { rewritten_query: rewritten } : {}),
-      mode: q.mode, semantic_ratio: q.mode === 'hybrid' ? q.semantic_ratio : undefined,
-      offset: q.offset, limit: q.limit, estimated_total_hits: total, has_more: q.offset + data.length < total,
-      data, ...(facets ? { facet_distribution: facets } : {}),
-      processing_time_ms: Math.round(performance.now() - t0), searched_text: text,
+      object: 'search.results',
+      query: q.q,
+      ...(rewritten !== undefined ? { rewritten_query: rewritten } : {}),
+      mode: q.mode,
+      semantic_ratio: q.mode === 'hybrid' ? q.semantic_ratio : undefined,
+      offset: q.offset,
+      limit: q.limit,
+      estimated_total_hits: total,
+      has_more: q.offset + data.length < total,
+      data,
+      ...(facets ? { facet_distribution: facets } : {}),
+      processing_time_ms: Math.round(performance.now() - t0),
+      searched_text: text,
     };
   }
 }
@@ -167,7 +236,9 @@ async function toChunks(doc: DocumentIn, signal?: AbortSignal): Promise<ChunkIn[
   const chunks = doc.bytes && doc.format
     ? await chunkForSearch(doc.bytes, doc.format, meta, DEFAULT_SEARCH_CHUNKING, signal)
     : await chunkForSearch(new TextEncoder().encode(doc.text ?? ''), 'markdown', meta, DEFAULT_SEARCH_CHUNKING, signal);
-  if (!chunks.length) throw invalidArgument(`document '${doc.id}' has no text to index`, [{ field: doc.bytes ? 'file' : 'text', message: 'no text' }]);
+  if (!chunks.length) {
+    throw invalidArgument(`document '${doc.id}' has no text to index`, [{ field: doc.bytes ? 'file' : 'text', message: 'no text' }]);
+  }
   return chunks;
 }
 
@@ -175,10 +246,21 @@ function toHit(h: BackendHit, col: CollectionOut | undefined, rerank: number | u
   const r: ChunkRow = h.chunk;
   const pages = (r.meta.pages ?? []) as number[];
   return {
-    id: `${r.doc_id}#${r.position}`, document_id: r.doc_id, chunk: r.position, page: pages[0] ?? null, pages,
-    heading_path: (r.meta.heading_path ?? []) as string[], text: r.text, metadata: (r.meta.metadata ?? {}) as Record<string, unknown>,
+    id: `${r.doc_id}#${r.position}`,
+    document_id: r.doc_id,
+    chunk: r.position,
+    page: pages[0] ?? null,
+    pages,
+    heading_path: (r.meta.heading_path ?? []) as string[],
+    text: r.text,
+    metadata: (r.meta.metadata ?? {}) as Record<string, unknown>,
     score: rerank ?? h.score,
-    scores: { fused: h.score, keyword_rank: h.keywordRank ?? null, semantic_rank: h.semanticRank ?? null, ...(rerank !== undefined ? { rerank } : {}) },
+    scores: {
+      fused: h.score,
+      keyword_rank: h.keywordRank ?? null,
+      semantic_rank: h.semanticRank ?? null,
+      ...(rerank !== undefined ? { rerank } : {}),
+    },
     ...(highlightQuery !== undefined ? { highlights: highlightTerms(r.text, highlightQuery) } : {}),
     ...(col ? { collection: col.name, tenant: col.tenant } : {}),
   };

@@ -1,13 +1,21 @@
 /** The edits that turn one text into another, as spans of the original (word-level diff, jsdiff). */
 import { diffWordsWithSpace } from 'diff';
 
-export interface Edit { start: number; end: number; original: string; replacement: string; type: 'replace' | 'insert' | 'delete' }
+export interface Edit {
+  start: number;
+  end: number;
+  original: string;
+  replacement: string;
+  type: 'replace' | 'insert' | 'delete';
+}
 
 export function textEdits(original: string, corrected: string): Edit[] {
   const edits: Edit[] = [];
   let at = 0;
   let pending: Edit | null = null;
-  const flush = () => { if (pending) edits.push(pending), (pending = null); };
+  const flush = () => {
+    if (pending) edits.push(pending), (pending = null);
+  };
   for (const part of diffWordsWithSpace(original, corrected)) {
     if (!part.added && !part.removed) {
       flush();

@@ -4,14 +4,18 @@
  * scans walk every character in JavaScript and held the event loop for seconds on a large document.
  */
 import { ENTITIES_METHOD, patternEntities } from './entities.ts';
-import { KEYWORDS_METHOD, keyphrases } from './keywords.ts';
-import { LANGUAGE_METHOD, detectLanguage } from './language.ts';
-import { PII_METHOD, findPii, redact, type PiiType, type RedactMode } from './pii.ts';
+import { keyphrases, KEYWORDS_METHOD } from './keywords.ts';
+import { detectLanguage, LANGUAGE_METHOD } from './language.ts';
+import { findPii, PII_METHOD, type PiiType, redact, type RedactMode } from './pii.ts';
 
 /** Inputs from this many characters up run in the worker pool; below it the hop costs more than the work. */
 export const TEXT_OFF_LOOP_CHARS = 16_384;
 
-export interface PiiOptions { types?: PiiType[]; redact?: boolean; redactMode?: RedactMode }
+export interface PiiOptions {
+  types?: PiiType[];
+  redact?: boolean;
+  redactMode?: RedactMode;
+}
 
 export const languageOf = (text: string) => detectLanguage(text).then((d) => ({ ...d, method: LANGUAGE_METHOD }));
 
@@ -20,7 +24,10 @@ export function piiOf(text: string, o: PiiOptions) {
   return { method: PII_METHOD, entities, ...(o.redact ? { redacted_text: redact(text, entities, o.redactMode) } : {}) };
 }
 
-export const keywordsOf = (text: string, o: { limit: number; maxWords: number }) => ({ method: KEYWORDS_METHOD, keywords: keyphrases(text, o) });
+export const keywordsOf = (text: string, o: { limit: number; maxWords: number }) => ({
+  method: KEYWORDS_METHOD,
+  keywords: keyphrases(text, o),
+});
 
 export function entitiesOf(text: string, o: { types?: string[] }) {
   const all = patternEntities(text);

@@ -15,7 +15,12 @@ const STOP = new Set((
   'within without would yet you your yours yourself yourselves new get got also around across among'
 ).split(/\s+/));
 
-export interface Keyphrase { text: string; score: number; count: number; offsets: { start: number; end: number }[] }
+export interface Keyphrase {
+  text: string;
+  score: number;
+  count: number;
+  offsets: { start: number; end: number }[];
+}
 
 const WORD = /[\p{L}\p{N}][\p{L}\p{N}'’-]*/gu;
 const BREAK = /[.,;:!?()[\]{}"“”«»\n\r\t|/\\]/;
@@ -26,13 +31,19 @@ export function keyphrases(text: string, o: { limit?: number; maxWords?: number 
   const phrases: { words: string[]; start: number; end: number }[] = [];
   let cur: { words: string[]; start: number; end: number } | null = null;
   let last = 0;
-  const close = () => { if (cur && cur.words.length <= maxWords) phrases.push(cur); cur = null; };
+  const close = () => {
+    if (cur && cur.words.length <= maxWords) phrases.push(cur);
+    cur = null;
+  };
   for (const m of text.matchAll(WORD)) {
     const w = m[0].toLowerCase();
     const between = text.slice(last, m.index);
     if (BREAK.test(between)) close();
     last = m.index! + m[0].length;
-    if (STOP.has(w) || /^\p{N}+$/u.test(w) || w.length < 2) { close(); continue; }
+    if (STOP.has(w) || /^\p{N}+$/u.test(w) || w.length < 2) {
+      close();
+      continue;
+    }
     if (!cur) cur = { words: [], start: m.index!, end: 0 };
     cur.words.push(w);
     cur.end = last;
@@ -40,9 +51,11 @@ export function keyphrases(text: string, o: { limit?: number; maxWords?: number 
   close();
   const freq = new Map<string, number>();
   const degree = new Map<string, number>();
-  for (const p of phrases) for (const w of p.words) {
-    freq.set(w, (freq.get(w) ?? 0) + 1);
-    degree.set(w, (degree.get(w) ?? 0) + p.words.length);
+  for (const p of phrases) {
+    for (const w of p.words) {
+      freq.set(w, (freq.get(w) ?? 0) + 1);
+      degree.set(w, (degree.get(w) ?? 0) + p.words.length);
+    }
   }
   const byText = new Map<string, Keyphrase>();
   for (const p of phrases) {
@@ -50,11 +63,13 @@ export function keyphrases(text: string, o: { limit?: number; maxWords?: number 
     let k = byText.get(key);
     if (!k) {
       const score = p.words.reduce((s, w) => s + degree.get(w)! / freq.get(w)!, 0);
-      byText.set(key, (k = { text: text.slice(p.start, p.end), score: Math.round(score * 1000) / 1000, count: 0, offsets: [] }));
+      byText.set(key, k = { text: text.slice(p.start, p.end), score: Math.round(score * 1000) / 1000, count: 0, offsets: [] });
     }
     k.count++;
     k.offsets.push({ start: p.start, end: p.end });
   }
   // a phrase that occurs often ranks above a one-off of equal score
-  return [...byText.values()].sort((a, b) => b.score * Math.sqrt(b.count) - a.score * Math.sqrt(a.count) || a.offsets[0]!.start - b.offsets[0]!.start).slice(0, limit);
+  return [...byText.values()].sort((a, b) =>
+    b.score * Math.sqrt(b.count) - a.score * Math.sqrt(a.count) || a.offsets[0]!.start - b.offsets[0]!.start
+  ).slice(0, limit);
 }

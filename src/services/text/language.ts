@@ -37,7 +37,12 @@ export function languageName(code: string): string | null {
 /** A caller's language code, canonical (`EN-us` → `en-US`); 400 when it names no language. */
 export function requireLanguage(code: string, field: string): { code: string; name: string } {
   const name = languageName(code.trim());
-  if (!name) throw invalidArgument(`${field}: "${code}" is not a known language code (use ISO 639-1 or BCP 47, e.g. "de", "pt-BR")`, [{ field, message: 'unknown language' }]);
+  if (!name) {
+    throw invalidArgument(`${field}: "${code}" is not a known language code (use ISO 639-1 or BCP 47, e.g. "de", "pt-BR")`, [{
+      field,
+      message: 'unknown language',
+    }]);
+  }
   return { code: Intl.getCanonicalLocales(code.trim())[0]!, name };
 }
 

@@ -8,18 +8,96 @@
 export type PiiType = 'EMAIL' | 'PHONE' | 'IBAN' | 'CREDIT_CARD' | 'US_SSN' | 'IP_ADDRESS' | 'URL';
 export const PII_TYPES: readonly PiiType[] = ['EMAIL', 'PHONE', 'IBAN', 'CREDIT_CARD', 'US_SSN', 'IP_ADDRESS', 'URL'];
 
-export interface PiiEntity { type: PiiType; text: string; start: number; end: number; score: number; method: string }
+export interface PiiEntity {
+  type: PiiType;
+  text: string;
+  start: number;
+  end: number;
+  score: number;
+  method: string;
+}
 
 export const PII_METHOD = 'validated patterns (IBAN mod-97, Luhn, SSN area rules, IPv4 ranges)';
 
 /** IBAN lengths by country (ISO 13616 registry). */
 const IBAN_LENGTH: Record<string, number> = {
-  AD: 24, AE: 23, AL: 28, AT: 20, AZ: 28, BA: 20, BE: 16, BG: 22, BH: 22, BR: 29, BY: 28, CH: 21, CR: 22, CY: 28, CZ: 24,
-  DE: 22, DK: 18, DO: 28, EE: 20, EG: 29, ES: 24, FI: 18, FO: 18, FR: 27, GB: 22, GE: 22, GI: 23, GL: 18, GR: 27, GT: 28,
-  HR: 21, HU: 28, IE: 22, IL: 23, IQ: 23, IS: 26, IT: 27, JO: 30, KW: 30, KZ: 20, LB: 28, LC: 32, LI: 21, LT: 20, LU: 20,
-  LV: 21, MC: 27, MD: 24, ME: 22, MK: 19, MR: 27, MT: 31, MU: 30, NL: 18, NO: 15, PK: 24, PL: 28, PS: 29, PT: 25, QA: 29,
-  RO: 24, RS: 22, SA: 24, SC: 31, SE: 24, SI: 19, SK: 24, SM: 27, ST: 25, SV: 28, TL: 23, TN: 24, TR: 26, UA: 29, VA: 22,
-  VG: 24, XK: 20,
+  AD: 24,
+  AE: 23,
+  AL: 28,
+  AT: 20,
+  AZ: 28,
+  BA: 20,
+  BE: 16,
+  BG: 22,
+  BH: 22,
+  BR: 29,
+  BY: 28,
+  CH: 21,
+  CR: 22,
+  CY: 28,
+  CZ: 24,
+  DE: 22,
+  DK: 18,
+  DO: 28,
+  EE: 20,
+  EG: 29,
+  ES: 24,
+  FI: 18,
+  FO: 18,
+  FR: 27,
+  GB: 22,
+  GE: 22,
+  GI: 23,
+  GL: 18,
+  GR: 27,
+  GT: 28,
+  HR: 21,
+  HU: 28,
+  IE: 22,
+  IL: 23,
+  IQ: 23,
+  IS: 26,
+  IT: 27,
+  JO: 30,
+  KW: 30,
+  KZ: 20,
+  LB: 28,
+  LC: 32,
+  LI: 21,
+  LT: 20,
+  LU: 20,
+  LV: 21,
+  MC: 27,
+  MD: 24,
+  ME: 22,
+  MK: 19,
+  MR: 27,
+  MT: 31,
+  MU: 30,
+  NL: 18,
+  NO: 15,
+  PK: 24,
+  PL: 28,
+  PS: 29,
+  PT: 25,
+  QA: 29,
+  RO: 24,
+  RS: 22,
+  SA: 24,
+  SC: 31,
+  SE: 24,
+  SI: 19,
+  SK: 24,
+  SM: 27,
+  ST: 25,
+  SV: 28,
+  TL: 23,
+  TN: 24,
+  TR: 26,
+  UA: 29,
+  VA: 22,
+  VG: 24,
+  XK: 20,
 };
 
 export function ibanValid(raw: string): boolean {
@@ -63,17 +141,40 @@ function ssnValid(s: string): boolean {
   return a !== '000' && a !== '666' && a![0] !== '9' && g !== '00' && n !== '0000';
 }
 
-interface Rule { type: PiiType; re: RegExp; check?: (m: string) => boolean; score: number }
+interface Rule {
+  type: PiiType;
+  re: RegExp;
+  check?: (m: string) => boolean;
+  score: number;
+}
 
 const RULES: Rule[] = [
   { type: 'EMAIL', re: /[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)*\.\p{L}{2,}/gu, score: 0.99 },
   { type: 'URL', re: /\bhttps?:\/\/[^\s<>"')\]]+[^\s<>"')\].,;:!?]/gu, score: 0.95 },
   { type: 'IBAN', re: /\b[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]){11,30}\b/g, check: ibanValid, score: 0.99 },
-  { type: 'CREDIT_CARD', re: /\b\d(?:[ -]?\d){11,18}\b/g, check: (m) => { const d = m.replace(/\D/g, ''); return cardIssuer(d) && luhnValid(d); }, score: 0.97 },
+  {
+    type: 'CREDIT_CARD',
+    re: /\b\d(?:[ -]?\d){11,18}\b/g,
+    check: (m) => {
+      const d = m.replace(/\D/g, '');
+      return cardIssuer(d) && luhnValid(d);
+    },
+    score: 0.97,
+  },
   { type: 'US_SSN', re: /\b\d{3}-\d{2}-\d{4}\b/g, check: ssnValid, score: 0.9 },
-  { type: 'IP_ADDRESS', re: /\b(?:\d{1,3}\.){3}\d{1,3}\b/g, check: (m) => m.split('.').every((o) => Number(o) <= 255 && !/^0\d/.test(o)), score: 0.9 },
+  {
+    type: 'IP_ADDRESS',
+    re: /\b(?:\d{1,3}\.){3}\d{1,3}\b/g,
+    check: (m) => m.split('.').every((o) => Number(o) <= 255 && !/^0\d/.test(o)),
+    score: 0.9,
+  },
   // international (+CC …) or grouped national numbers with at least 7 digits; dates and plain counts do not match
-  { type: 'PHONE', re: /(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,8}){1,4}(?![\w-])/g, check: phoneLike, score: 0.8 },
+  {
+    type: 'PHONE',
+    re: /(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,8}){1,4}(?![\w-])/g,
+    check: phoneLike,
+    score: 0.8,
+  },
 ];
 
 function phoneLike(m: string): boolean {
@@ -119,6 +220,8 @@ export function redact(text: string, spans: readonly { start: number; end: numbe
 /** Regex-only detection (no checksums): the baseline the benchmark compares against. */
 export function findPiiRegexOnly(text: string): { type: PiiType; start: number; end: number }[] {
   const out: { type: PiiType; start: number; end: number }[] = [];
-  for (const rule of RULES) for (const m of text.matchAll(rule.re)) out.push({ type: rule.type, start: m.index!, end: m.index! + m[0].length });
+  for (const rule of RULES) {
+    for (const m of text.matchAll(rule.re)) out.push({ type: rule.type, start: m.index!, end: m.index! + m[0].length });
+  }
   return out;
 }

@@ -9,8 +9,17 @@ import { sentences } from './sentences.ts';
 export const SENTIMENT_METHOD = 'afinn-165 lexicon (English) with negation';
 
 export type SentimentLabel = 'positive' | 'negative' | 'neutral' | 'mixed';
-export interface SentimentScore { label: SentimentLabel; score: number; positive: number; negative: number }
-export interface SentenceSentiment extends SentimentScore { text: string; start: number; end: number }
+export interface SentimentScore {
+  label: SentimentLabel;
+  score: number;
+  positive: number;
+  negative: number;
+}
+export interface SentenceSentiment extends SentimentScore {
+  text: string;
+  start: number;
+  end: number;
+}
 
 let analyser: Sentiment | undefined;
 const THRESHOLD = 0.05;
@@ -21,7 +30,13 @@ function score(text: string): SentimentScore {
   const neg = r.calculation.reduce((s, c) => s + Math.max(0, -(Object.values(c)[0] as number)), 0);
   const total = pos + neg || 1;
   const comparative = Math.max(-1, Math.min(1, r.comparative / 5 * 2));
-  const label: SentimentLabel = comparative > THRESHOLD ? 'positive' : comparative < -THRESHOLD ? 'negative' : pos > 0 && neg > 0 ? 'mixed' : 'neutral';
+  const label: SentimentLabel = comparative > THRESHOLD
+    ? 'positive'
+    : comparative < -THRESHOLD
+    ? 'negative'
+    : pos > 0 && neg > 0
+    ? 'mixed'
+    : 'neutral';
   return { label, score: round(comparative), positive: round(pos / total), negative: round(neg / total) };
 }
 
@@ -29,7 +44,9 @@ export function lexiconSentiment(text: string): { overall: SentimentScore; sente
   const parts = sentences(text).map((s) => ({ ...score(s.text), ...s }));
   const overall = score(text);
   // several sentences pulling in opposite directions are mixed, whatever the sum says
-  if (parts.some((p) => p.label === 'positive') && parts.some((p) => p.label === 'negative') && Math.abs(overall.score) < 0.2) overall.label = 'mixed';
+  if (parts.some((p) => p.label === 'positive') && parts.some((p) => p.label === 'negative') && Math.abs(overall.score) < 0.2) {
+    overall.label = 'mixed';
+  }
   return { overall, sentences: parts };
 }
 

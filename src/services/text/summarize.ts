@@ -24,8 +24,16 @@ export interface SummarizeOptions {
   progress?: (done: number, total: number) => void;
 }
 
-const WORDS: Record<SummaryLength, string> = { short: 'at most 3 sentences', medium: 'about one paragraph (5-8 sentences)', long: 'several paragraphs' };
-const BULLETS: Record<SummaryLength, string> = { short: 'at most 3 bullet points', medium: '4 to 7 bullet points', long: '8 to 15 bullet points' };
+const WORDS: Record<SummaryLength, string> = {
+  short: 'at most 3 sentences',
+  medium: 'about one paragraph (5-8 sentences)',
+  long: 'several paragraphs',
+};
+const BULLETS: Record<SummaryLength, string> = {
+  short: 'at most 3 bullet points',
+  medium: '4 to 7 bullet points',
+  long: '8 to 15 bullet points',
+};
 const MAX_TOKENS: Record<SummaryLength, number> = { short: 160, medium: 400, long: 900 };
 
 export async function summarize(text: string, o: SummarizeOptions) {
@@ -43,18 +51,24 @@ export async function summarize(text: string, o: SummarizeOptions) {
   };
   const finalSystem = (combined: boolean) => {
     const shape = o.format === 'bullets' ? `as ${BULLETS[o.length]}, each line starting with "- "` : `in ${WORDS[o.length]} of prose`;
-    return `You summarise ${combined ? 'the partial summaries of one long document into one summary of the whole document' : 'documents'} ${shape}. Keep facts, names and numbers exact; add nothing. ${extra} Answer with the summary only.`.trim();
+    return `You summarise ${
+      combined ? 'the partial summaries of one long document into one summary of the whole document' : 'documents'
+    } ${shape}. Keep facts, names and numbers exact; add nothing. ${extra} Answer with the summary only.`.trim();
   };
   if (chunks.length === 1) {
     const summary = await call(finalSystem(false), text, MAX_TOKENS[o.length]);
     return { summary, model, method: 'single-pass', chunks: 1, calls };
   }
   // map
-  const mapSystem = `You summarise one part of a longer document in a few sentences. Keep facts, names and numbers exact; add nothing. ${o.language ? `Write in ${o.language}.` : ''} Answer with the summary only.`.trim();
+  const mapSystem = `You summarise one part of a longer document in a few sentences. Keep facts, names and numbers exact; add nothing. ${
+    o.language ? `Write in ${o.language}.` : ''
+  } Answer with the summary only.`.trim();
   // a partial summary is kept well under a chunk, so that two of them always fit one reduce call
   const partialTokens = Math.min(MAX_TOKENS.short, Math.max(16, Math.floor(o.chunkTokens / 2)));
   let partials: string[] = [];
-  for (let i = 0; i < chunks.length; i++) partials.push(await call(mapSystem, `Part ${i + 1} of ${chunks.length}:\n\n${chunks[i]}`, partialTokens));
+  for (let i = 0; i < chunks.length; i++) {
+    partials.push(await call(mapSystem, `Part ${i + 1} of ${chunks.length}:\n\n${chunks[i]}`, partialTokens));
+  }
   // reduce, level by level, while the partial summaries do not fit one chunk together
   let levels = 1;
   while (partials.length > 1 && countTokens(partials.join('\n\n')) > o.chunkTokens) {

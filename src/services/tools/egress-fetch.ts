@@ -14,17 +14,27 @@ export class ToolEgress {
   }
 
   check(url: URL, what: string): void {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ServiceError(400, 'invalid_request', `${what}: only http and https URLs can be fetched`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new ServiceError(400, 'invalid_request', `${what}: only http and https URLs can be fetched`);
+    }
     if (!this.policy.allows(url.host)) {
-      throw new ServiceError(403, 'egress_denied', `${what}: host '${url.host}' is not allowed by the server tools' egress policy (setting tool-allowed-hosts: ${this.policy.allowedHosts.join(', ') || 'none'})`);
+      throw new ServiceError(
+        403,
+        'egress_denied',
+        `${what}: host '${url.host}' is not allowed by the server tools' egress policy (setting tool-allowed-hosts: ${
+          this.policy.allowedHosts.join(', ') || 'none'
+        })`,
+      );
     }
   }
 
   /** A fetch whose every hop passes the policy (for the MCP client transport too). */
   readonly fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     let url = new URL(input instanceof Request ? input.url : String(input));
-    const base: RequestInit = input instanceof Request ? { method: input.method, headers: input.headers, body: input.body, signal: input.signal } : {};
-    for (let hop = 0; ; hop++) {
+    const base: RequestInit = input instanceof Request
+      ? { method: input.method, headers: input.headers, body: input.body, signal: input.signal }
+      : {};
+    for (let hop = 0;; hop++) {
       this.check(url, 'fetch');
       const res = await this.fetchImpl(url, { ...base, ...init, redirect: 'manual' });
       const loc = res.headers.get('location');
@@ -36,7 +46,11 @@ export class ToolEgress {
   };
 
   /** GET a URL as text (at most maxBytes; longer bodies are cut and say so). */
-  async fetchText(raw: string, maxBytes: number, signal?: AbortSignal): Promise<{ url: string; status: number; content_type: string; text: string; truncated: boolean }> {
+  async fetchText(
+    raw: string,
+    maxBytes: number,
+    signal?: AbortSignal,
+  ): Promise<{ url: string; status: number; content_type: string; text: string; truncated: boolean }> {
     let url: URL;
     try {
       url = new URL(raw);
@@ -67,6 +81,12 @@ export class ToolEgress {
       at += take;
       if (at >= all.length) break;
     }
-    return { url: url.href, status: res.status, content_type: res.headers.get('content-type') ?? '', text: new TextDecoder().decode(all), truncated };
+    return {
+      url: url.href,
+      status: res.status,
+      content_type: res.headers.get('content-type') ?? '',
+      text: new TextDecoder().decode(all),
+      truncated,
+    };
   }
 }

@@ -8,7 +8,11 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ServiceError } from '../errors.ts';
 import type { ToolEgress } from './egress-fetch.ts';
 
-export interface McpToolInfo { name: string; description?: string; inputSchema: Record<string, unknown> }
+export interface McpToolInfo {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+}
 
 export class McpServers {
   readonly servers = new Map<string, URL>();

@@ -9,7 +9,7 @@ import { callNativeTool, type Dispatch, type ToolOutcome } from '../../http/tool
 import { ServiceError } from '../errors.ts';
 import type { ToolEgress } from './egress-fetch.ts';
 import type { McpServers } from './mcp-client.ts';
-import { NATIVE_TOOLS, nativeTool, type JsonSchema } from './native-tools.ts';
+import { type JsonSchema, NATIVE_TOOLS, nativeTool } from './native-tools.ts';
 
 export interface ToolRunContext {
   dispatch: Dispatch;
@@ -31,11 +31,13 @@ export interface ServerTool {
 /** The most bytes fetch_url reads from a page. */
 const FETCH_MAX_BYTES = 256 * 1024;
 
-const bad = (message: string) => new ServiceError(400, 'invalid_request', `server_tools: ${message}`, { details: [{ field: 'server_tools', message }] });
+const bad = (message: string) =>
+  new ServiceError(400, 'invalid_request', `server_tools: ${message}`, { details: [{ field: 'server_tools', message }] });
 
-const asOutcome = (e: unknown): ToolOutcome => e instanceof ServiceError
-  ? { ok: false, status: e.status, reason: e.reason, message: e.message }
-  : { ok: false, status: 502, reason: 'tool_failed', message: (e as Error)?.message ?? String(e) };
+const asOutcome = (e: unknown): ToolOutcome =>
+  e instanceof ServiceError
+    ? { ok: false, status: e.status, reason: e.reason, message: e.message }
+    : { ok: false, status: 502, reason: 'tool_failed', message: (e as Error)?.message ?? String(e) };
 
 /**
  * A tool with some arguments fixed by the request or agent (`{"name":"vector_store_search",
@@ -81,14 +83,22 @@ export class ServerToolCatalog {
     const native = nativeTool(name);
     if (native) {
       return [{
-        name, description: native.description, parameters: native.inputSchema,
+        name,
+        description: native.description,
+        parameters: native.inputSchema,
         run: (args, ctx) => callNativeTool(ctx.dispatch, native, args, { headers: ctx.headers, signal: ctx.signal }),
       }];
     }
     if (name === 'fetch_url') {
       return [{
-        name, description: 'Fetches a web page or document by URL (only hosts the operator allows) and returns its text (HTML as Markdown).',
-        parameters: { type: 'object', properties: { url: { type: 'string', description: 'absolute http(s) URL' } }, required: ['url'], additionalProperties: false },
+        name,
+        description: 'Fetches a web page or document by URL (only hosts the operator allows) and returns its text (HTML as Markdown).',
+        parameters: {
+          type: 'object',
+          properties: { url: { type: 'string', description: 'absolute http(s) URL' } },
+          required: ['url'],
+          additionalProperties: false,
+        },
         run: async (args, ctx) => {
           try {
             const page = await this.egress.fetchText(String(args.url ?? ''), FETCH_MAX_BYTES, ctx.signal);
@@ -107,7 +117,9 @@ export class ServerToolCatalog {
     const m = /^mcp:([A-Za-z0-9_-]+)(?:\/(.+))?$/.exec(name);
     if (m) {
       const [, server, only] = m as unknown as [string, string, string | undefined];
-      if (!this.mcp.servers.has(server)) throw bad(`unknown MCP server "${server}" (registered: ${[...this.mcp.servers.keys()].join(', ') || 'none'})`);
+      if (!this.mcp.servers.has(server)) {
+        throw bad(`unknown MCP server "${server}" (registered: ${[...this.mcp.servers.keys()].join(', ') || 'none'})`);
+      }
       const listed = await this.mcp.listTools(server, signal);
       const chosen = only ? listed.filter((t) => t.name === only) : listed;
       if (only && !chosen.length) throw bad(`MCP server "${server}" has no tool "${only}"`);
@@ -119,7 +131,9 @@ export class ServerToolCatalog {
         run: async (args, ctx) => {
           try {
             const r = await this.mcp.callTool(server, t.name, args, ctx.signal);
-            return r.isError ? { ok: false, status: 502, reason: 'tool_error', message: r.text || 'the MCP tool reported an error' } : { ok: true, result: r.structured ?? r.text };
+            return r.isError
+              ? { ok: false, status: 502, reason: 'tool_error', message: r.text || 'the MCP tool reported an error' }
+              : { ok: true, result: r.structured ?? r.text };
           } catch (e) {
             return asOutcome(e);
           }

@@ -7,9 +7,15 @@ import { parse } from 'csv-parse/sync';
 import { invalidArgument } from '../errors.ts';
 import { seededRandom } from './head.ts';
 
-export interface Example { text: string; label: string }
+export interface Example {
+  text: string;
+  label: string;
+}
 
-export interface ExampleColumns { text: string; label: string }
+export interface ExampleColumns {
+  text: string;
+  label: string;
+}
 
 const bad = (field: string, message: string) => invalidArgument(`${field}: ${message}`, [{ field, message }]);
 

@@ -43,7 +43,12 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-interface Layer { w: Float32Array; b: Float32Array; rows: number; cols: number }
+interface Layer {
+  w: Float32Array;
+  b: Float32Array;
+  rows: number;
+  cols: number;
+}
 
 function initLayer(rows: number, cols: number, rand: () => number): Layer {
   // He/Glorot-style scale keeps early logits small
@@ -97,7 +102,9 @@ const yieldToLoop = () => new Promise<void>((r) => setTimeout(r, 0));
 export async function trainHead(x: Float32Array[], y: number[], classes: number, o: TrainOptions): Promise<HeadWeights> {
   const dims = x[0]?.length ?? 0;
   const rand = seededRandom(o.seed);
-  const layers: Layer[] = o.type === 'mlp' ? [initLayer(o.hidden, dims, rand), initLayer(classes, o.hidden, rand)] : [initLayer(classes, dims, rand)];
+  const layers: Layer[] = o.type === 'mlp'
+    ? [initLayer(o.hidden, dims, rand), initLayer(classes, o.hidden, rand)]
+    : [initLayer(classes, dims, rand)];
   const grads = layers.map((l) => ({ w: new Float32Array(l.w.length), b: new Float32Array(l.b.length) }));
   const opts = layers.flatMap((l) => [new Adam(l.w, o.learningRate), new Adam(l.b, o.learningRate)]);
   const acts = layers.map((l) => new Float32Array(l.rows));
@@ -120,7 +127,7 @@ export async function trainHead(x: Float32Array[], y: number[], classes: number,
         let input = x[idx];
         layers.forEach((l, k) => {
           affine(l, input, acts[k]);
-          if (k < layers.length - 1) for (let r = 0; r < acts[k].length; r++) acts[k][r] = Math.max(0, acts[k][r]);
+          if (k < layers.length - 1) { for (let r = 0; r < acts[k].length; r++) acts[k][r] = Math.max(0, acts[k][r]); }
           input = acts[k];
         });
         const probs = acts[layers.length - 1];
@@ -166,7 +173,10 @@ export async function trainHead(x: Float32Array[], y: number[], classes: number,
     lastYield = performance.now();
   }
   return {
-    type: o.type, inputDims: dims, classes, ...(o.type === 'mlp' ? { hidden: o.hidden } : {}),
+    type: o.type,
+    inputDims: dims,
+    classes,
+    ...(o.type === 'mlp' ? { hidden: o.hidden } : {}),
     layers: layers.map((l) => ({ w: Array.from(l.w), b: Array.from(l.b), rows: l.rows, cols: l.cols })),
   };
 }
@@ -178,7 +188,7 @@ export function predictHead(h: HeadWeights, x: ArrayLike<number>): Float32Array 
     const l: Layer = { w: Float32Array.from(raw.w), b: Float32Array.from(raw.b), rows: raw.rows, cols: raw.cols };
     const out = new Float32Array(l.rows);
     affine(l, input, out);
-    if (k < h.layers.length - 1) for (let r = 0; r < out.length; r++) out[r] = Math.max(0, out[r]);
+    if (k < h.layers.length - 1) { for (let r = 0; r < out.length; r++) out[r] = Math.max(0, out[r]); }
     input = out;
   });
   softmaxInPlace(input);
@@ -188,10 +198,14 @@ export function predictHead(h: HeadWeights, x: ArrayLike<number>): Float32Array 
 /** Checks a stored head's shapes (a damaged classifier.json is refused, never half-used). */
 export function isHeadWeights(v: unknown): v is HeadWeights {
   const h = v as HeadWeights;
-  if (!h || (h.type !== 'logistic' && h.type !== 'mlp') || !Array.isArray(h.layers) || h.layers.length !== (h.type === 'mlp' ? 2 : 1)) return false;
+  if (!h || (h.type !== 'logistic' && h.type !== 'mlp') || !Array.isArray(h.layers) || h.layers.length !== (h.type === 'mlp' ? 2 : 1)) {
+    return false;
+  }
   let cols = h.inputDims;
   for (const l of h.layers) {
-    if (l.cols !== cols || !Array.isArray(l.w) || l.w.length !== l.rows * l.cols || !Array.isArray(l.b) || l.b.length !== l.rows) return false;
+    if (l.cols !== cols || !Array.isArray(l.w) || l.w.length !== l.rows * l.cols || !Array.isArray(l.b) || l.b.length !== l.rows) {
+      return false;
+    }
     cols = l.rows;
   }
   return cols === h.classes;

@@ -1,6 +1,12 @@
 /** Classification metrics over a held-out set: accuracy, macro-averaged F1, and per-label precision/recall/F1. */
 
-export interface LabelMetrics { label: string; precision: number; recall: number; f1: number; support: number }
+export interface LabelMetrics {
+  label: string;
+  precision: number;
+  recall: number;
+  f1: number;
+  support: number;
+}
 
 export interface ClassificationMetrics {
   examples: number;

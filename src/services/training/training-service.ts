@@ -4,12 +4,12 @@
  * runs such a model. Training waits (up to a configured time, ten minutes by default) while the engine
  * refuses for memory pressure, instead of failing. See docs/api/training.md.
  */
-import { isServiceError, invalidArgument, ServiceError } from '../errors.ts';
+import { invalidArgument, isServiceError, ServiceError } from '../errors.ts';
 import type { ChatService } from '../chat/chat-service.ts';
 import type { TaskContext } from '../jobs/task.ts';
 import type { ModelServices } from '../models/model-services.ts';
-import { stratifiedSplit, type Example } from './examples.ts';
-import { isHeadWeights, predictHead, trainHead, type HeadType, type HeadWeights } from './head.ts';
+import { type Example, stratifiedSplit } from './examples.ts';
+import { type HeadType, type HeadWeights, isHeadWeights, predictHead, trainHead } from './head.ts';
 import { classificationMetrics } from './metrics.ts';
 
 export interface TrainClassifierInput {
@@ -44,7 +44,8 @@ const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 /** The engine's refusal for memory pressure (503 with Retry-After), as opposed to any other 503. */
-const isMemoryPressure = (e: unknown): e is ServiceError => isServiceError(e) && e.status === 503 && e.reason === 'service_unavailable' && /memory/i.test(e.message);
+const isMemoryPressure = (e: unknown): e is ServiceError =>
+  isServiceError(e) && e.status === 503 && e.reason === 'service_unavailable' && /memory/i.test(e.message);
 
 export class TrainingService {
   readonly #chat: ChatService;
@@ -93,7 +94,9 @@ export class TrainingService {
     await this.assertCanStore();
     const embedding = await this.#chat.resolve(input.embeddingModel, 'embedding');
     const labels = [...new Set(input.examples.map((e) => e.label))].sort();
-    if (labels.length < 2) throw invalidArgument('training needs examples of at least two labels', [{ field: 'examples', message: 'one label only' }]);
+    if (labels.length < 2) {
+      throw invalidArgument('training needs examples of at least two labels', [{ field: 'examples', message: 'one label only' }]);
+    }
     const { train, test } = stratifiedSplit(input.examples, input.testSplit, input.seed);
     const index = new Map(labels.map((l, i) => [l, i]));
     ctx.progress(0, input.epochs);
@@ -102,8 +105,14 @@ export class TrainingService {
     const testX = await this.#embed(embedding.name, test.map((e) => e.text), signal);
     let finalLoss = Number.NaN;
     const head = await trainHead(trainX, train.map((e) => index.get(e.label)!), labels.length, {
-      type: input.head, epochs: input.epochs, learningRate: input.learningRate, batchSize: input.batchSize,
-      hidden: input.hidden, weightDecay: input.weightDecay, seed: input.seed, signal,
+      type: input.head,
+      epochs: input.epochs,
+      learningRate: input.learningRate,
+      batchSize: input.batchSize,
+      hidden: input.hidden,
+      weightDecay: input.weightDecay,
+      seed: input.seed,
+      signal,
       onEpoch: (epoch, loss) => {
         finalLoss = loss;
         ctx.progress(epoch, input.epochs);
@@ -114,9 +123,18 @@ export class TrainingService {
     const heldOut = test.length ? classificationMetrics(labels, test.map((e) => index.get(e.label)!), predict(testX)) : null;
 
     signal.throwIfAborted();
-    const metrics = { held_out: heldOut, training: { accuracy: trainMetrics.accuracy, macro_f1: trainMetrics.macro_f1, final_loss: finalLoss } };
+    const metrics = {
+      held_out: heldOut,
+      training: { accuracy: trainMetrics.accuracy, macro_f1: trainMetrics.macro_f1, final_loss: finalLoss },
+    };
     const record = await this.#models.installClassifier(input.name, {
-      format: 'svc-classifier', version: 1, embedding_model: embedding.name, labels, head, metrics, trained_at: new Date().toISOString(),
+      format: 'svc-classifier',
+      version: 1,
+      embedding_model: embedding.name,
+      labels,
+      head,
+      metrics,
+      trained_at: new Date().toISOString(),
     });
     return {
       model: record.name,
@@ -133,10 +151,16 @@ export class TrainingService {
   async classify(model: string, texts: string[], o: { signal?: AbortSignal } = {}) {
     const { name, file } = await this.#models.readClassifier(model);
     const head = file.head as HeadWeights;
-    if (!isHeadWeights(head) || head.classes !== file.labels.length) throw new ServiceError(500, 'model_corrupt', `classifier '${name}' has a damaged head`);
+    if (!isHeadWeights(head) || head.classes !== file.labels.length) {
+      throw new ServiceError(500, 'model_corrupt', `classifier '${name}' has a damaged head`);
+    }
     const r = await this.#chat.embed(file.embedding_model, texts, { signal: o.signal });
     if (r.vectors[0] && r.vectors[0].length !== head.inputDims) {
-      throw new ServiceError(409, 'model_mismatch', `classifier '${name}' expects ${head.inputDims}-dimensional embeddings; '${file.embedding_model}' now gives ${r.vectors[0].length}`);
+      throw new ServiceError(
+        409,
+        'model_mismatch',
+        `classifier '${name}' expects ${head.inputDims}-dimensional embeddings; '${file.embedding_model}' now gives ${r.vectors[0].length}`,
+      );
     }
     const results = r.vectors.map((v) => {
       const p = predictHead(head, v);

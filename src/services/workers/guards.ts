@@ -8,7 +8,10 @@ import type { DocFormat } from '../documents/detect.ts';
 import { checkPixels, limitExceeded, type Limits } from '../limits.ts';
 import { imageSize } from './image-size.ts';
 
-interface Ctx { limits: Limits; signal?: AbortSignal }
+interface Ctx {
+  limits: Limits;
+  signal?: AbortSignal;
+}
 
 export function guardImage(bytes: Uint8Array, ctx: Ctx): void {
   const size = imageSize(bytes);
@@ -46,7 +49,15 @@ export async function guardPdf(bytes: Uint8Array, ctx: Ctx): Promise<void> {
     }
     if (!/\/FlateDecode|\/Fl\b/.test(dict)) continue;
     total += inflatedSize(bytes.subarray(start, end), l, total);
-    if (total > l.maxPdfDecompressedBytes) throw limitExceeded('maxPdfDecompressedBytes', 422, 'decompressed_size_limit_exceeded', 'the document\'s streams decompress to more bytes than allowed', l);
+    if (total > l.maxPdfDecompressedBytes) {
+      throw limitExceeded(
+        'maxPdfDecompressedBytes',
+        422,
+        'decompressed_size_limit_exceeded',
+        "the document's streams decompress to more bytes than allowed",
+        l,
+      );
+    }
     ctx.signal?.throwIfAborted();
   }
 }
@@ -63,11 +74,29 @@ function inflatedSize(data: Uint8Array, l: Limits, before: number): number {
   });
   try {
     // Feed in slices so a bomb is stopped after at most one slice's worth of output.
-    for (let i = 0; i < data.length && !over; i += 16384) z.push(data.subarray(i, Math.min(data.length, i + 16384)), i + 16384 >= data.length);
+    for (let i = 0; i < data.length && !over; i += 16384) {
+      z.push(data.subarray(i, Math.min(data.length, i + 16384)), i + 16384 >= data.length);
+    }
   } catch {
     // over a limit (checked below) or corrupt: the engine reports corrupt data in its own words
   }
-  if (over === 'stream') throw limitExceeded('maxPdfStreamBytes', 422, 'decompressed_size_limit_exceeded', 'a stream of the document decompresses to more bytes than allowed', l);
-  if (over === 'total') throw limitExceeded('maxPdfDecompressedBytes', 422, 'decompressed_size_limit_exceeded', 'the document\'s streams decompress to more bytes than allowed', l);
+  if (over === 'stream') {
+    throw limitExceeded(
+      'maxPdfStreamBytes',
+      422,
+      'decompressed_size_limit_exceeded',
+      'a stream of the document decompresses to more bytes than allowed',
+      l,
+    );
+  }
+  if (over === 'total') {
+    throw limitExceeded(
+      'maxPdfDecompressedBytes',
+      422,
+      'decompressed_size_limit_exceeded',
+      "the document's streams decompress to more bytes than allowed",
+      l,
+    );
+  }
   return n;
 }

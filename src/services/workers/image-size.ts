@@ -3,7 +3,10 @@
  * decoding, so a pixel bomb is refused before a codec allocates for it. null when the format is not one of
  * these (the codec then answers in its own words).
  */
-export interface Size { width: number; height: number }
+export interface Size {
+  width: number;
+  height: number;
+}
 
 export function imageSize(b: Uint8Array): Size | null {
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
@@ -19,7 +22,9 @@ export function imageSize(b: Uint8Array): Size | null {
 
 function webp(b: Uint8Array, dv: DataView): Size | null {
   const kind = String.fromCharCode(b[12]!, b[13]!, b[14]!, b[15]!);
-  if (kind === 'VP8X') return { width: 1 + (b[24]! | (b[25]! << 8) | (b[26]! << 16)), height: 1 + (b[27]! | (b[28]! << 8) | (b[29]! << 16)) };
+  if (kind === 'VP8X') {
+    return { width: 1 + (b[24]! | (b[25]! << 8) | (b[26]! << 16)), height: 1 + (b[27]! | (b[28]! << 8) | (b[29]! << 16)) };
+  }
   if (kind === 'VP8L') {
     const bits = dv.getUint32(21, true);
     return { width: 1 + (bits & 0x3fff), height: 1 + ((bits >> 14) & 0x3fff) };
@@ -38,7 +43,9 @@ function jpeg(b: Uint8Array, dv: DataView): Size | null {
       continue;
     }
     // SOF0-SOF15 except DHT (C4), JPG (C8) and DAC (CC) carry the frame size
-    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) return { width: dv.getUint16(i + 7), height: dv.getUint16(i + 5) };
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+      return { width: dv.getUint16(i + 7), height: dv.getUint16(i + 5) };
+    }
     if (marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) {
       i += 2;
       continue;

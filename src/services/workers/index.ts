@@ -6,7 +6,7 @@
  * Operations are registered by name in ./operations.ts; the server sizes the pool from its settings at
  * start (configureWorkers). The pool starts its threads on first use and stops idle ones.
  */
-import { WorkerPool, type PoolOptions, type RunOptions } from './pool.ts';
+import { type PoolOptions, type RunOptions, WorkerPool } from './pool.ts';
 import type { OpArgs, OpName, OpResult } from './operations.ts';
 
 let pool: WorkerPool | undefined;
@@ -34,4 +34,4 @@ export async function closeWorkers(): Promise<void> {
   await old?.close();
 }
 
-export { WorkerPool, type PoolOptions, type RunOptions } from './pool.ts';
+export { type PoolOptions, type RunOptions, WorkerPool } from './pool.ts';

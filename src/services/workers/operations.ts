@@ -29,11 +29,15 @@ const cb = (ctx: OpContext) => ({ signal: ctx.signal, progress: (d: number, t: n
 export const operations = {
   /** Only the limit checks of a PDF, for work that must stay on the loop (it needs the network, say). */
   'pdf.guard': async ([b]: [Uint8Array], c: OpContext) => void (await guardPdf(b, c)),
-  'text.tokenize': async ([dir, texts, addSpecial]: [string, string[], boolean]) => (await import('./tokenizer.ts')).tokenize(dir, texts, addSpecial),
+  'text.tokenize': async ([dir, texts, addSpecial]: [string, string[], boolean]) =>
+    (await import('./tokenizer.ts')).tokenize(dir, texts, addSpecial),
   'pdf.info': async ([b, o]: P<'pdfInfo'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfInfo(b, o)),
   'pdf.layout': async ([b, o]: P<'pdfLayout'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfLayout(b, o)),
   'pdf.search': async ([b, o]: P<'pdfSearch'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfSearch(b, o)),
-  'pdf.merge': async ([ins, o]: P<'pdfMerge'>, c: OpContext) => { for (const i of ins) await guardPdf(i.bytes, c); return (await pdf()).pdfMerge(ins, o); },
+  'pdf.merge': async ([ins, o]: P<'pdfMerge'>, c: OpContext) => {
+    for (const i of ins) await guardPdf(i.bytes, c);
+    return (await pdf()).pdfMerge(ins, o);
+  },
   'pdf.split': async ([b, o]: P<'pdfSplit'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfSplit(b, o)),
   'pdf.edit': async ([b, ops, o]: P<'pdfEdit'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfEdit(b, ops, o)),
   'pdf.unlock': async ([b, o]: P<'pdfUnlock'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfUnlock(b, o)),
@@ -44,24 +48,50 @@ export const operations = {
     if (o.logo) guardImage(o.logo, c);
     return (await pdf()).pdfWatermark(b, o);
   },
-  'pdf.remove-watermark': async ([b, o]: P<'pdfRemoveWatermark'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfRemoveWatermark(b, o)),
-  'pdf.from-images': async ([ins, o]: P<'imageToPdf'>, c: OpContext) => { for (const i of ins) guardImage(i.bytes, c); return (await pdf()).imageToPdf(ins, o); },
+  'pdf.remove-watermark': async (
+    [b, o]: P<'pdfRemoveWatermark'>,
+    c: OpContext,
+  ) => (await guardPdf(b, c), (await pdf()).pdfRemoveWatermark(b, o)),
+  'pdf.from-images': async ([ins, o]: P<'imageToPdf'>, c: OpContext) => {
+    for (const i of ins) guardImage(i.bytes, c);
+    return (await pdf()).imageToPdf(ins, o);
+  },
   'pdf.to-pdfa': async ([b, o]: P<'pdfToPdfa'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfToPdfa(b, o)),
   'pdf.pdfa-check': async ([b, o]: P<'pdfaCheck'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfaCheck(b, o)),
-  'pdf.ocr': async ([b, o]: [Uint8Array, NoCallbacks<NonNullable<P<'pdfOcr'>[1]>>], c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfOcr(b, { ...o, ...cb(c) })),
-  'document.analyse': async ([b, f, o]: [Uint8Array, DocFormat, AnalyseOpts?], c: OpContext) => (await guardDocument(b, f, c), (await analyse()).analyseBytes(b, f, { ...o, ...cb(c) })),
-  'document.highlight': async ([b, f, o]: [Uint8Array, DocFormat, HighlightOpts], c: OpContext) =>
-    (await guardDocument(b, f, c), (await import('../documents/highlight.ts')).highlightDocument(b, f, { ...o, ...cb(c) } as Parameters<typeof import('../documents/highlight.ts')['highlightDocument']>[2])),
-  'document.thumbnails': async ([b, f, o]: [Uint8Array, DocFormat, ThumbOpts?], c: OpContext) => (await guardDocument(b, f, c), (await import('../documents/thumbnails.ts')).documentThumbnails(b, f, o)),
-  'document.validate': async ([b, meta]: [Uint8Array, ValidateMeta?], _c: OpContext) => (await import('../documents/validate.ts')).validateDocument(b, meta),
+  'pdf.ocr': async (
+    [b, o]: [Uint8Array, NoCallbacks<NonNullable<P<'pdfOcr'>[1]>>],
+    c: OpContext,
+  ) => (await guardPdf(b, c), (await pdf()).pdfOcr(b, { ...o, ...cb(c) })),
+  'document.analyse': async (
+    [b, f, o]: [Uint8Array, DocFormat, AnalyseOpts?],
+    c: OpContext,
+  ) => (await guardDocument(b, f, c), (await analyse()).analyseBytes(b, f, { ...o, ...cb(c) })),
+  'document.highlight': async (
+    [b, f, o]: [Uint8Array, DocFormat, HighlightOpts],
+    c: OpContext,
+  ) => (await guardDocument(b, f, c),
+    (await import('../documents/highlight.ts')).highlightDocument(
+      b,
+      f,
+      { ...o, ...cb(c) } as Parameters<typeof import('../documents/highlight.ts')['highlightDocument']>[2],
+    )),
+  'document.thumbnails': async (
+    [b, f, o]: [Uint8Array, DocFormat, ThumbOpts?],
+    c: OpContext,
+  ) => (await guardDocument(b, f, c), (await import('../documents/thumbnails.ts')).documentThumbnails(b, f, o)),
+  'document.validate': async ([b, meta]: [Uint8Array, ValidateMeta?], _c: OpContext) =>
+    (await import('../documents/validate.ts')).validateDocument(b, meta),
   /** One image page as RGBA pixels (a chat image for a vision model); the pixel limit is checked on its header first. */
   'image.decode-rgba': async ([b]: [Uint8Array], c: OpContext) => {
     guardImage(b, c);
     const { img } = await (await import('../images/load.ts')).loadPage(b, { maxPixels: c.limits.maxImagePixels });
     return { data: img.data, width: img.width, height: img.height };
   },
-  'ocr.recognize': async ([b, kind, o]: [Uint8Array, 'pdf' | 'image', OcrOpts?], c: OpContext) =>
-    (await (kind === 'pdf' ? guardPdf(b, c) : guardImage(b, c)), (await import('../ocr/ocr.ts')).ocrDocument(b, kind, { ...o, ...cb(c) })),
+  'ocr.recognize': async (
+    [b, kind, o]: [Uint8Array, 'pdf' | 'image', OcrOpts?],
+    c: OpContext,
+  ) => (await (kind === 'pdf' ? guardPdf(b, c) : guardImage(b, c)),
+    (await import('../ocr/ocr.ts')).ocrDocument(b, kind, { ...o, ...cb(c) })),
   // Images: each service checks the declared pixels (its maxPixels) before decoding. Background removal
   // stays on the loop: its ONNX session runs on ONNX Runtime's own threads.
   'image.convert': async ([b, o]: I<'imageConvert'>) => (await img()).imageConvert(b, o),
@@ -74,20 +104,30 @@ export const operations = {
   'image.normalization': async ([b, o]: I<'imageNormalization'>) => (await img()).imageNormalization(b, o),
   'image.redact': async ([b, o]: INoSignal<'imageRedact'>, c: OpContext) => (await img()).imageRedact(b, { ...o, signal: c.signal }),
   // PDF trust: the PDF work of sign, timestamp and LTV (the TSA, OCSP and CRL requests stay with the caller).
-  'pdf.sign-prepare': async ([b, o]: Parameters<typeof import('../pdf/trust/pdf-sign.ts')['prepareSignature']>, c: OpContext) =>
-    (await guardPdf(b, c), (await import('../pdf/trust/pdf-sign.ts')).prepareSignature(b, o)),
-  'pdf.timestamp-prepare': async ([b, o]: Parameters<typeof import('../pdf/trust/pdf-timestamp.ts')['prepareTimestamp']>, c: OpContext) =>
-    (await guardPdf(b, c), (await import('../pdf/trust/pdf-timestamp.ts')).prepareTimestamp(b, o)),
-  'pdf.ltv-read': async ([b]: [Uint8Array], c: OpContext) => (await guardPdf(b, c), (await import('../pdf/trust/pdf-ltv.ts')).readLtvInputs(b)),
-  'pdf.ltv-write': async (a: Parameters<typeof import('../pdf/trust/pdf-ltv.ts')['writeLtv']>) => (await import('../pdf/trust/pdf-ltv.ts')).writeLtv(...a),
+  'pdf.sign-prepare': async (
+    [b, o]: Parameters<typeof import('../pdf/trust/pdf-sign.ts')['prepareSignature']>,
+    c: OpContext,
+  ) => (await guardPdf(b, c), (await import('../pdf/trust/pdf-sign.ts')).prepareSignature(b, o)),
+  'pdf.timestamp-prepare': async (
+    [b, o]: Parameters<typeof import('../pdf/trust/pdf-timestamp.ts')['prepareTimestamp']>,
+    c: OpContext,
+  ) => (await guardPdf(b, c), (await import('../pdf/trust/pdf-timestamp.ts')).prepareTimestamp(b, o)),
+  'pdf.ltv-read': async (
+    [b]: [Uint8Array],
+    c: OpContext,
+  ) => (await guardPdf(b, c), (await import('../pdf/trust/pdf-ltv.ts')).readLtvInputs(b)),
+  'pdf.ltv-write': async (a: Parameters<typeof import('../pdf/trust/pdf-ltv.ts')['writeLtv']>) =>
+    (await import('../pdf/trust/pdf-ltv.ts')).writeLtv(...a),
   // Text tasks without a model, on large inputs (../text/fast-tasks.ts).
   'text.language': async ([t]: [string]) => (await text()).languageOf(t),
   'text.pii': async ([t, o]: [string, import('../text/fast-tasks.ts').PiiOptions]) => (await text()).piiOf(t, o),
   'text.keywords': async ([t, o]: [string, { limit: number; maxWords: number }]) => (await text()).keywordsOf(t, o),
   'text.entities': async ([t, o]: [string, { types?: string[] }]) => (await text()).entitiesOf(t, o),
   /** A file's bytes to retrieval chunks (document analysis with OCR, then the token splitter). */
-  'retrieval.chunk': async ([b, f, meta, o]: [Uint8Array, DocFormat, Record<string, unknown>, import('../retrieval/chunk-document.ts').ChunkingOptions?], c: OpContext) =>
-    (await guardDocument(b, f, c), (await import('../retrieval/chunk-document.ts')).chunkDocument(b, f, meta, o, c.signal)),
+  'retrieval.chunk': async (
+    [b, f, meta, o]: [Uint8Array, DocFormat, Record<string, unknown>, import('../retrieval/chunk-document.ts').ChunkingOptions?],
+    c: OpContext,
+  ) => (await guardDocument(b, f, c), (await import('../retrieval/chunk-document.ts')).chunkDocument(b, f, meta, o, c.signal)),
 };
 
 export type Operations = typeof operations;

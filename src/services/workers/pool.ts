@@ -5,9 +5,9 @@
  * request sees another's damage. A worker whose memory grew past `recycleBytes` is retired after its task,
  * which gives that memory back. Idle workers stop after `idleMs`.
  */
-import { cpuCount, startThread, workerEntry, type Thread } from '../../runtime/worker.ts';
+import { cpuCount, startThread, type Thread, workerEntry } from '../../runtime/worker.ts';
 import { ServiceError } from '../errors.ts';
-import { limitExceeded, limits as currentLimits, type Limits } from '../limits.ts';
+import { limitExceeded, type Limits, limits as currentLimits } from '../limits.ts';
 import { fromWire, type FromWorker, type ToWorker } from './protocol.ts';
 
 export interface PoolOptions {
@@ -89,7 +89,11 @@ export class WorkerPool {
 
   /** Runs a registered operation in a worker; resolves with its result or rejects with its error. */
   run(op: string, args: unknown, opts: RunOptions = {}): Promise<unknown> {
-    if (this.closed) return Promise.reject(new ServiceError(503, 'service_unavailable', 'the server is shutting down', { headers: { 'Retry-After': '5' } }));
+    if (this.closed) {
+      return Promise.reject(
+        new ServiceError(503, 'service_unavailable', 'the server is shutting down', { headers: { 'Retry-After': '5' } }),
+      );
+    }
     opts.signal?.throwIfAborted();
     return new Promise((resolve, reject) => {
       const job: Job = { id: nextId++, op, args, opts, resolve, reject };
@@ -106,9 +110,21 @@ export class WorkerPool {
   /** Terminates every worker; queued tasks are refused. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const j of this.queue.splice(0)) this.finish(j, false, new ServiceError(503, 'service_unavailable', 'the server is shutting down', { headers: { 'Retry-After': '5' } }));
+    for (const j of this.queue.splice(0)) {
+      this.finish(
+        j,
+        false,
+        new ServiceError(503, 'service_unavailable', 'the server is shutting down', { headers: { 'Retry-After': '5' } }),
+      );
+    }
     for (const s of [...this.slots]) {
-      if (s.job) this.finish(s.job, false, new ServiceError(503, 'service_unavailable', 'the server is shutting down', { headers: { 'Retry-After': '5' } }));
+      if (s.job) {
+        this.finish(
+          s.job,
+          false,
+          new ServiceError(503, 'service_unavailable', 'the server is shutting down', { headers: { 'Retry-After': '5' } }),
+        );
+      }
       this.discard(s, false);
     }
   }
@@ -128,7 +144,14 @@ export class WorkerPool {
 
   private spawn(): Slot {
     const threadP = startThread(this.opts.entry ?? workerEntry(), { maxHeapMb: this.opts.maxHeapMb, name: 'svc-worker' });
-    const slot: Slot = { thread: undefined as unknown as Thread, ready: undefined as unknown as Promise<void>, job: null, dead: false, tasks: 0, started: false };
+    const slot: Slot = {
+      thread: undefined as unknown as Thread,
+      ready: undefined as unknown as Promise<void>,
+      job: null,
+      dead: false,
+      tasks: 0,
+      started: false,
+    };
     slot.ready = threadP.then((thread) => {
       slot.thread = thread;
       thread.keepAlive(false);
@@ -148,7 +171,11 @@ export class WorkerPool {
     const deadline = job.opts.deadlineMs ?? this.opts.limits().taskDeadlineMs;
     slot.timer = setTimeout(() => {
       if (slot.job !== job) return;
-      this.finish(job, false, limitExceeded('taskDeadlineMs', 422, 'deadline_exceeded', `the ${job.op} task ran past its deadline`, this.opts.limits()));
+      this.finish(
+        job,
+        false,
+        limitExceeded('taskDeadlineMs', 422, 'deadline_exceeded', `the ${job.op} task ran past its deadline`, this.opts.limits()),
+      );
       this.discard(slot, true);
     }, deadline);
     void slot.ready.then(() => {
@@ -190,10 +217,20 @@ export class WorkerPool {
     if (slot.job) {
       // A worker that never loaded its entry is the server's fault, not the input's.
       if (!slot.started) this.finish(slot.job, false, new Error(`a worker thread failed to start: ${err?.message ?? 'it exited'}`));
-      const oom = err && /out of memory|ERR_WORKER_OUT_OF_MEMORY|allocation failed/i.test(`${(err as { code?: string }).code ?? ''} ${err.message}`);
-      this.finish(slot.job, false, oom
-        ? new ServiceError(422, 'memory_limit_exceeded', `the ${slot.job.op} task ran out of memory on this input (worker heap limit ${this.opts.maxHeapMb} MiB, setting --worker-heap-mb)`, { fields: { limit: 'worker-heap-mb' } })
-        : engineFailure(slot.job.op, err?.message ?? 'the worker stopped'));
+      const oom = err &&
+        /out of memory|ERR_WORKER_OUT_OF_MEMORY|allocation failed/i.test(`${(err as { code?: string }).code ?? ''} ${err.message}`);
+      this.finish(
+        slot.job,
+        false,
+        oom
+          ? new ServiceError(
+            422,
+            'memory_limit_exceeded',
+            `the ${slot.job.op} task ran out of memory on this input (worker heap limit ${this.opts.maxHeapMb} MiB, setting --worker-heap-mb)`,
+            { fields: { limit: 'worker-heap-mb' } },
+          )
+          : engineFailure(slot.job.op, err?.message ?? 'the worker stopped'),
+      );
       this.stats.discarded++;
     }
     this.pump();

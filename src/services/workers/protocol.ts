@@ -25,7 +25,9 @@ export interface WireError {
 }
 
 export function toWire(e: unknown): WireError {
-  if (e instanceof ServiceError) return { name: 'ServiceError', message: e.message, status: e.status, reason: e.reason, details: e.details, fields: e.fields };
+  if (e instanceof ServiceError) {
+    return { name: 'ServiceError', message: e.message, status: e.status, reason: e.reason, details: e.details, fields: e.fields };
+  }
   if (e instanceof Error) return { name: e.name, message: e.message };
   return { name: 'Error', message: String(e) };
 }
@@ -43,7 +45,9 @@ export function isPoisoning(e: unknown): boolean {
 }
 
 export function fromWire(w: WireError): Error {
-  if (w.name === 'ServiceError' && w.status && w.reason) return new ServiceError(w.status, w.reason, w.message, { details: w.details, fields: w.fields });
+  if (w.name === 'ServiceError' && w.status && w.reason) {
+    return new ServiceError(w.status, w.reason, w.message, { details: w.details, fields: w.fields });
+  }
   const e = new Error(w.message);
   e.name = w.name;
   return e;

@@ -4,8 +4,8 @@
  */
 import { parentChannel, threadMemoryBytes } from '../../runtime/worker.ts';
 import { ServiceError } from '../errors.ts';
-import { setLimits, type Limits } from '../limits.ts';
-import { isPoisoning, toWire, type FromWorker, type ToWorker } from './protocol.ts';
+import { type Limits, setLimits } from '../limits.ts';
+import { type FromWorker, isPoisoning, toWire, type ToWorker } from './protocol.ts';
 
 export interface OpContext {
   signal: AbortSignal;
@@ -21,7 +21,7 @@ function transferables(v: unknown, out: Set<ArrayBuffer> = new Set(), depth = 0)
   if (depth > 8 || v === null || typeof v !== 'object') return out;
   if (ArrayBuffer.isView(v)) {
     if (v.buffer instanceof ArrayBuffer && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) out.add(v.buffer);
-  } else if (Array.isArray(v)) for (const x of v) transferables(x, out, depth + 1);
+  } else if (Array.isArray(v)) { for (const x of v) transferables(x, out, depth + 1); }
   else for (const x of Object.values(v)) transferables(x, out, depth + 1);
   return out;
 }
@@ -39,7 +39,11 @@ export async function serveOperations(ops: Record<string, Operation>): Promise<v
       const op = ops[m.op];
       if (!op) throw new ServiceError(500, 'internal_error', `no worker operation named ${m.op}`);
       setLimits(m.limits); // module-level checks (page counts in the PDF engines) read the same values
-      const ctx: OpContext = { signal: ac.signal, limits: m.limits, progress: (done, total) => send({ type: 'progress', id: m.id, done, total: total ?? null }) };
+      const ctx: OpContext = {
+        signal: ac.signal,
+        limits: m.limits,
+        progress: (done, total) => send({ type: 'progress', id: m.id, done, total: total ?? null }),
+      };
       const value = await op(m.args, ctx);
       const memory = await threadMemoryBytes();
       try {

@@ -3,7 +3,7 @@
  * SQL over the chunk row aliased `c`, whose `meta.metadata` holds the file's attributes. Each comparison
  * is compiled by the typed single-field filter of filter-sql.ts, so a value compares only with its own type.
  */
-import { sql, type RawBuilder } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Scalar } from '../../services/search/filter.ts';
 import { pgFilter, sqliteFilter } from './filter-sql.ts';
 

@@ -5,11 +5,38 @@
 import type { Kysely } from 'kysely';
 import type { Database, Db } from '../schema.ts';
 
-export interface SearchClusterTable { id: string; kind: 'libsql' | 'postgres'; url: string | null; auth_token: string | null; created_at: number }
-export interface SearchTenantTable { cluster_id: string; name: string; created_at: number }
-export interface SearchCollectionTable { id: string; cluster_id: string; tenant: string; name: string; embedding_model: string | null; created_at: number }
-export interface SearchKeyAccessTable { key_id: string; cluster_id: string | null; updated_at: number }
-export interface SearchGrantTable { key_id: string; cluster_id: string; tenant: string; collection: string; access: 'read' | 'write' }
+export interface SearchClusterTable {
+  id: string;
+  kind: 'libsql' | 'postgres';
+  url: string | null;
+  auth_token: string | null;
+  created_at: number;
+}
+export interface SearchTenantTable {
+  cluster_id: string;
+  name: string;
+  created_at: number;
+}
+export interface SearchCollectionTable {
+  id: string;
+  cluster_id: string;
+  tenant: string;
+  name: string;
+  embedding_model: string | null;
+  created_at: number;
+}
+export interface SearchKeyAccessTable {
+  key_id: string;
+  cluster_id: string | null;
+  updated_at: number;
+}
+export interface SearchGrantTable {
+  key_id: string;
+  cluster_id: string;
+  tenant: string;
+  collection: string;
+  access: 'read' | 'write';
+}
 
 interface SearchTables {
   search_clusters: SearchClusterTable;
@@ -28,10 +55,13 @@ export async function insertCluster(db: Db, row: SearchClusterTable): Promise<bo
   return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
-export const listTenants = (db: Db, clusterId: string) => s(db).selectFrom('search_tenants').selectAll().where('cluster_id', '=', clusterId).orderBy('name').execute();
-export const getTenant = (db: Db, clusterId: string, name: string) => s(db).selectFrom('search_tenants').selectAll().where('cluster_id', '=', clusterId).where('name', '=', name).executeTakeFirst();
+export const listTenants = (db: Db, clusterId: string) =>
+  s(db).selectFrom('search_tenants').selectAll().where('cluster_id', '=', clusterId).orderBy('name').execute();
+export const getTenant = (db: Db, clusterId: string, name: string) =>
+  s(db).selectFrom('search_tenants').selectAll().where('cluster_id', '=', clusterId).where('name', '=', name).executeTakeFirst();
 export async function insertTenant(db: Db, row: SearchTenantTable): Promise<boolean> {
-  const r = await s(db).insertInto('search_tenants').values(row).onConflict((oc) => oc.columns(['cluster_id', 'name']).doNothing()).executeTakeFirst();
+  const r = await s(db).insertInto('search_tenants').values(row).onConflict((oc) => oc.columns(['cluster_id', 'name']).doNothing())
+    .executeTakeFirst();
   return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
@@ -41,9 +71,15 @@ export function listCollections(db: Db, clusterId: string, tenant?: string) {
   return q.orderBy('tenant').orderBy('name').execute();
 }
 export const getCollection = (db: Db, clusterId: string, tenant: string, name: string) =>
-  s(db).selectFrom('search_collections').selectAll().where('cluster_id', '=', clusterId).where('tenant', '=', tenant).where('name', '=', name).executeTakeFirst();
+  s(db).selectFrom('search_collections').selectAll().where('cluster_id', '=', clusterId).where('tenant', '=', tenant).where(
+    'name',
+    '=',
+    name,
+  ).executeTakeFirst();
 export async function insertCollection(db: Db, row: SearchCollectionTable): Promise<boolean> {
-  const r = await s(db).insertInto('search_collections').values(row).onConflict((oc) => oc.columns(['cluster_id', 'tenant', 'name']).doNothing()).executeTakeFirst();
+  const r = await s(db).insertInto('search_collections').values(row).onConflict((oc) =>
+    oc.columns(['cluster_id', 'tenant', 'name']).doNothing()
+  ).executeTakeFirst();
   return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
@@ -61,16 +97,24 @@ export async function deleteControl(db: Db, clusterId: string, tenant?: string, 
     if (tenant !== undefined) tenants = tenants.where('name', '=', tenant);
     await tenants.execute();
     if (tenant !== undefined) return;
-    await trx.updateTable('search_key_access').set({ cluster_id: null, updated_at: Date.now() }).where('cluster_id', '=', clusterId).execute();
+    await trx.updateTable('search_key_access').set({ cluster_id: null, updated_at: Date.now() }).where('cluster_id', '=', clusterId)
+      .execute();
     await trx.deleteFrom('search_clusters').where('id', '=', clusterId).execute();
   });
 }
 
-export const getKeyAccess = (db: Db, keyId: string) => s(db).selectFrom('search_key_access').selectAll().where('key_id', '=', keyId).executeTakeFirst();
-export const listGrants = (db: Db, keyId: string) => s(db).selectFrom('search_grants').selectAll().where('key_id', '=', keyId).orderBy('tenant').orderBy('collection').execute();
+export const getKeyAccess = (db: Db, keyId: string) =>
+  s(db).selectFrom('search_key_access').selectAll().where('key_id', '=', keyId).executeTakeFirst();
+export const listGrants = (db: Db, keyId: string) =>
+  s(db).selectFrom('search_grants').selectAll().where('key_id', '=', keyId).orderBy('tenant').orderBy('collection').execute();
 
 /** Replaces a key's search cluster (null = no search access) and all its grants at once. */
-export async function setKeyAccess(db: Db, keyId: string, clusterId: string | null, grants: Omit<SearchGrantTable, 'key_id'>[]): Promise<void> {
+export async function setKeyAccess(
+  db: Db,
+  keyId: string,
+  clusterId: string | null,
+  grants: Omit<SearchGrantTable, 'key_id'>[],
+): Promise<void> {
   await s(db).transaction().execute(async (trx) => {
     await trx.insertInto('search_key_access').values({ key_id: keyId, cluster_id: clusterId, updated_at: Date.now() })
       .onConflict((oc) => oc.column('key_id').doUpdateSet({ cluster_id: clusterId, updated_at: Date.now() })).execute();

@@ -3,7 +3,7 @@
  * the document's metadata under `metadata`. Comparisons are typed: a number compares with numbers only,
  * a string with strings only (a field of another type never matches), as the in-memory `matches` does.
  */
-import { sql, type RawBuilder } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { conditions, type Filter, type Scalar } from '../../services/search/filter.ts';
 
 const OPS = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
@@ -14,9 +14,12 @@ export function sqliteFilter(f: Filter | undefined): RawBuilder<unknown> | undef
     const path = `$.metadata."${field}"`;
     const x = sql`json_extract(c.meta, ${path})`;
     const t = sql`json_type(c.meta, ${path})`;
-    const typed = (val: Scalar) => typeof val === 'boolean'
-      ? sql`${t} = ${val ? 'true' : 'false'}`
-      : typeof val === 'number' ? sql`(${t} in ('integer', 'real') and ${x} = ${val})` : sql`(${t} = 'text' and ${x} = ${val})`;
+    const typed = (val: Scalar) =>
+      typeof val === 'boolean'
+        ? sql`${t} = ${val ? 'true' : 'false'}`
+        : typeof val === 'number'
+        ? sql`(${t} in ('integer', 'real') and ${x} = ${val})`
+        : sql`(${t} = 'text' and ${x} = ${val})`;
     if (op === 'eq') return typed(value as Scalar);
     if (op === 'ne') return sql`not coalesce(${typed(value as Scalar)}, 0)`;
     if (op === 'in') return sql`(${sql.join((value as Scalar[]).map(typed), sql` or `)})`;

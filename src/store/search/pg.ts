@@ -47,7 +47,9 @@ export class PgSearchStore {
       try {
         await sql`create extension if not exists vector`.execute(this.db);
         this.pgvector = true;
-      } catch { this.pgvector = false; }
+      } catch {
+        this.pgvector = false;
+      }
     }
     await sql`create table if not exists search_chunks (
       id bigserial primary key, index_id text not null, doc_id text not null, position integer not null,
@@ -65,7 +67,9 @@ export class PgSearchStore {
       await sql`delete from search_chunks where index_id = ${indexId} and doc_id = ${docId}`.execute(trx);
       for (let i = 0; i < chunks.length; i += 200) {
         const part = chunks.slice(i, i + 200);
-        await sql`insert into search_chunks (index_id, doc_id, position, text, meta) values ${sql.join(part.map((c) => sql`(${indexId}, ${docId}, ${c.position}, ${c.text}, ${JSON.stringify(c.meta)}::jsonb)`))}`.execute(trx);
+        await sql`insert into search_chunks (index_id, doc_id, position, text, meta) values ${
+          sql.join(part.map((c) => sql`(${indexId}, ${docId}, ${c.position}, ${c.text}, ${JSON.stringify(c.meta)}::jsonb)`))
+        }`.execute(trx);
       }
     });
     return chunks.length;
@@ -73,7 +77,10 @@ export class PgSearchStore {
 
   async pending(indexId: string, docId: string, limit: number): Promise<{ id: number; text: string }[]> {
     await this.ready();
-    const r = await sql<{ id: number; text: string }>`select id, text from search_chunks where index_id = ${indexId} and doc_id = ${docId} and embedding_dims is null order by position limit ${limit}`.execute(this.db);
+    const r = await sql<
+      { id: number; text: string }
+    >`select id, text from search_chunks where index_id = ${indexId} and doc_id = ${docId} and embedding_dims is null order by position limit ${limit}`
+      .execute(this.db);
     return r.rows.map((x) => ({ id: Number(x.id), text: x.text }));
   }
 
@@ -88,7 +95,9 @@ export class PgSearchStore {
         });
         const cols = this.pgvector ? sql`(id, e, d, vv)` : sql`(id, e, d)`;
         const vec = this.pgvector ? sql`, vec = v.vv` : sql``;
-        await sql`update search_chunks c set embedding = v.e, embedding_dims = v.d${vec} from (values ${sql.join(values)}) as v${cols} where c.id = v.id`.execute(trx);
+        await sql`update search_chunks c set embedding = v.e, embedding_dims = v.d${vec} from (values ${
+          sql.join(values)
+        }) as v${cols} where c.id = v.id`.execute(trx);
       }
     });
   }
@@ -102,7 +111,9 @@ export class PgSearchStore {
   async deleteByFilter(indexId: string, filter: Filter): Promise<string[]> {
     await this.ready();
     return this.db.transaction().execute(async (trx) => {
-      const r = await sql<{ doc_id: string }>`select distinct c.doc_id from search_chunks c where c.index_id = ${indexId}${pgFilter(filter) ?? sql``}`.execute(trx);
+      const r = await sql<{ doc_id: string }>`select distinct c.doc_id from search_chunks c where c.index_id = ${indexId}${
+        pgFilter(filter) ?? sql``
+      }`.execute(trx);
       const ids = r.rows.map((x) => x.doc_id);
       if (ids.length) await sql`delete from search_chunks where index_id = ${indexId} and doc_id = any(${ids}::text[])`.execute(trx);
       return ids;
@@ -116,13 +127,19 @@ export class PgSearchStore {
 
   async documentChunks(indexId: string, docId: string): Promise<ChunkRow[]> {
     await this.ready();
-    const r = await sql<ChunkRow>`select id, index_id, doc_id, position, text, meta from search_chunks where index_id = ${indexId} and doc_id = ${docId} order by position`.execute(this.db);
+    const r = await sql<
+      ChunkRow
+    >`select id, index_id, doc_id, position, text, meta from search_chunks where index_id = ${indexId} and doc_id = ${docId} order by position`
+      .execute(this.db);
     return r.rows.map((x) => ({ ...x, id: Number(x.id) }));
   }
 
   async listDocuments(indexId: string, limit: number, offset: number): Promise<{ id: string; chunks: number }[]> {
     await this.ready();
-    const r = await sql<{ id: string; n: number }>`select doc_id as id, count(*)::int as n from search_chunks where index_id = ${indexId} group by doc_id order by doc_id limit ${limit} offset ${offset}`.execute(this.db);
+    const r = await sql<
+      { id: string; n: number }
+    >`select doc_id as id, count(*)::int as n from search_chunks where index_id = ${indexId} group by doc_id order by doc_id limit ${limit} offset ${offset}`
+      .execute(this.db);
     return r.rows.map((x) => ({ id: x.id, chunks: Number(x.n) }));
   }
 
@@ -142,7 +159,8 @@ export class PgSearchStore {
 
   async anyEmbedded(indexIds: string[]): Promise<boolean> {
     await this.ready();
-    const r = await sql`select 1 from search_chunks where index_id = any(${indexIds}::text[]) and embedding_dims is not null limit 1`.execute(this.db);
+    const r = await sql`select 1 from search_chunks where index_id = any(${indexIds}::text[]) and embedding_dims is not null limit 1`
+      .execute(this.db);
     return r.rows.length > 0;
   }
 
@@ -153,7 +171,9 @@ export class PgSearchStore {
     if (this.pgvector) {
       const r = await sql<{ id: number; d: number }>`
         select c.id, c.vec <=> ${`[${Array.from(query).join(',')}]`}::vector as d from search_chunks c
-        where c.index_id = any(${indexIds}::text[]) and c.embedding_dims = ${query.length}${f} order by d, c.id limit ${limit}`.execute(this.db);
+        where c.index_id = any(${indexIds}::text[]) and c.embedding_dims = ${query.length}${f} order by d, c.id limit ${limit}`.execute(
+        this.db,
+      );
       return r.rows.map((x) => ({ id: Number(x.id), distance: Number(x.d) }));
     }
     const r = await sql<{ id: number; e: Uint8Array }>`
@@ -174,7 +194,8 @@ export class PgSearchStore {
   async chunksByIds(ids: number[]): Promise<Map<number, ChunkRow>> {
     const out = new Map<number, ChunkRow>();
     if (!ids.length) return out;
-    const r = await sql<ChunkRow>`select id, index_id, doc_id, position, text, meta from search_chunks where id = any(${ids}::bigint[])`.execute(this.db);
+    const r = await sql<ChunkRow>`select id, index_id, doc_id, position, text, meta from search_chunks where id = any(${ids}::bigint[])`
+      .execute(this.db);
     for (const x of r.rows) out.set(Number(x.id), { ...x, id: Number(x.id) });
     return out;
   }

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Secret, TOTP } from 'otpauth';
-import { inProcess, json, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess, json } from '../../support/server.ts';
 
 let srv: InProcess;
 let admin: string;
@@ -26,7 +26,8 @@ function cookies(res: Response) {
   return out;
 }
 
-const signIn = (body: unknown, query = '', headers: Record<string, string> = {}) => srv.request(`http://svc.test/svc/v1/admin/area-ticket${query}`, json(body, headers));
+const signIn = (body: unknown, query = '', headers: Record<string, string> = {}) =>
+  srv.request(`http://svc.test/svc/v1/admin/area-ticket${query}`, json(body, headers));
 
 test('sign-in sets an HttpOnly SameSite=Strict ticket; with persist a 12 h Max-Age; logout clears it', async () => {
   const res = await signIn({ key: admin });
@@ -56,19 +57,30 @@ test('sign-in sets an HttpOnly SameSite=Strict ticket; with persist a 12 h Max-A
   const ok = await srv.request('/svc/v1/admin/keys', { headers: { cookie, 'x-svc-csrf': body.csrf_token } });
   assert.equal(ok.status, 200);
   // a state-changing request from another origin is refused even with the header
-  const cross = await srv.request('http://svc.test/svc/v1/admin/settings', { method: 'PATCH', headers: { cookie, 'x-svc-csrf': body.csrf_token, origin: 'http://evil.test', 'content-type': 'application/json' }, body: '{"sync_timeout_seconds":1}' });
+  const cross = await srv.request('http://svc.test/svc/v1/admin/settings', {
+    method: 'PATCH',
+    headers: { cookie, 'x-svc-csrf': body.csrf_token, origin: 'http://evil.test', 'content-type': 'application/json' },
+    body: '{"sync_timeout_seconds":1}',
+  });
   assert.equal(cross.status, 403);
   assert.equal((await cross.json()).error, 'csrf_check_failed');
   const last = (await srv.s.keys.list()).find((k) => k.name === 'operator')!;
   assert.ok(last.last_used_at, 'sign-in records when the key was last used');
 
-  const out = await srv.request('http://svc.test/svc/v1/admin/logout', { method: 'POST', headers: { cookie, 'x-svc-csrf': body.csrf_token } });
+  const out = await srv.request('http://svc.test/svc/v1/admin/logout', {
+    method: 'POST',
+    headers: { cookie, 'x-svc-csrf': body.csrf_token },
+  });
   assert.equal(out.status, 200);
   const cleared = cookies(out)['svc-area-ticket'];
   assert.equal(cleared.value, '');
   assert.ok(cleared.attrs.includes('max-age=0'));
   await new Promise((r) => setTimeout(r, 2100)); // past the session cache of another node
-  assert.equal((await srv.request('/svc/v1/admin/keys', { headers: { cookie, 'x-svc-csrf': body.csrf_token } })).status, 401, 'the ticket is void after logout');
+  assert.equal(
+    (await srv.request('/svc/v1/admin/keys', { headers: { cookie, 'x-svc-csrf': body.csrf_token } })).status,
+    401,
+    'the ticket is void after logout',
+  );
 });
 
 test('TOTP enrollment: setup draws a QR code, a code confirms it, ten recovery codes work once, disable needs a code', async () => {
@@ -80,7 +92,10 @@ test('TOTP enrollment: setup draws a QR code, a code confirms it, ten recovery c
   assert.match(s.otpauth_url, /^otpauth:\/\/totp\/svc:operator\?/);
   assert.equal(new URL(s.otpauth_url).searchParams.get('secret'), s.secret);
   const totp = new TOTP({ secret: Secret.fromBase32(s.secret), digits: 6, period: 30, algorithm: 'SHA1' });
-  assert.equal((await srv.request('/svc/v1/admin/2fa/confirm', json({ code: '000000' === totp.generate() ? '111111' : '000000' }, h))).status, 401);
+  assert.equal(
+    (await srv.request('/svc/v1/admin/2fa/confirm', json({ code: '000000' === totp.generate() ? '111111' : '000000' }, h))).status,
+    401,
+  );
   const conf = await srv.request('/svc/v1/admin/2fa/confirm', json({ code: totp.generate() }, h));
   assert.equal(conf.status, 200);
   const { recovery_codes } = await conf.json();
@@ -120,4 +135,3 @@ test('a user key, an unknown key and bad bodies are refused; failed sign-ins are
   // the good key is refused too from that client while the window lasts
   assert.equal((await signIn({ key: admin })).status, 429);
 });
-

@@ -10,7 +10,7 @@ import { Ajv } from 'ajv';
 import OpenAI from 'openai';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startHarness, type Harness } from '../ollama/harness.ts';
+import { type Harness, startHarness } from '../ollama/harness.ts';
 
 let h: Harness;
 let keyA: string;
@@ -19,7 +19,11 @@ let openai: OpenAI;
 const MODEL = 'tiny-llama:test';
 
 const call = (key: string, method: string, path: string, body?: unknown) =>
-  fetch(`${h.srv.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  fetch(`${h.srv.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
 
 before(async () => {
   h = await startHarness();
@@ -30,15 +34,32 @@ before(async () => {
 after(async () => h?.close());
 
 const SUMMARY = {
-  name: 'summarize', description: 'Summarizes a text',
+  name: 'summarize',
+  description: 'Summarizes a text',
   prompt: 'Summarize in {{words}} words: {{text}}',
-  input_schema: { type: 'object', properties: { text: { type: 'string', description: 'the text' }, words: { type: 'integer', minimum: 1 } }, required: ['text', 'words'], additionalProperties: false },
-  output_schema: { type: 'object', properties: { summary: { type: 'string', maxLength: 20 } }, required: ['summary'], additionalProperties: false },
+  input_schema: {
+    type: 'object',
+    properties: { text: { type: 'string', description: 'the text' }, words: { type: 'integer', minimum: 1 } },
+    required: ['text', 'words'],
+    additionalProperties: false,
+  },
+  output_schema: {
+    type: 'object',
+    properties: { summary: { type: 'string', maxLength: 20 } },
+    required: ['summary'],
+    additionalProperties: false,
+  },
 };
 
 describe('agents', () => {
   it('lifecycle: create, read, replace, list, private to the key, delete', async () => {
-    let r = await call(keyA, 'POST', '/svc/v1/agents', { name: 'helper', model: MODEL, instructions: 'Be brief.', max_tokens: 5, temperature: 0 });
+    let r = await call(keyA, 'POST', '/svc/v1/agents', {
+      name: 'helper',
+      model: MODEL,
+      instructions: 'Be brief.',
+      max_tokens: 5,
+      temperature: 0,
+    });
     assert.equal(r.status, 201);
     r = await call(keyA, 'GET', '/svc/v1/agents/helper');
     assert.equal(((await r.json()) as { instructions: string }).instructions, 'Be brief.');
@@ -57,8 +78,15 @@ describe('agents', () => {
   });
 
   it('an agent in chat gives the same answer as the request it stands for', async () => {
-    const viaAgent = await openai.chat.completions.create({ agent: 'helper', messages: [{ role: 'user', content: 'hello there' }] } as never);
-    const plain = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'system', content: 'Be very brief.' }, { role: 'user', content: 'hello there' }], max_tokens: 4, temperature: 0 });
+    const viaAgent = await openai.chat.completions.create(
+      { agent: 'helper', messages: [{ role: 'user', content: 'hello there' }] } as never,
+    );
+    const plain = await openai.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'system', content: 'Be very brief.' }, { role: 'user', content: 'hello there' }],
+      max_tokens: 4,
+      temperature: 0,
+    });
     assert.equal(viaAgent.model, MODEL);
     assert.equal(viaAgent.choices[0].message.content, plain.choices[0].message.content);
     assert.equal(viaAgent.usage!.prompt_tokens, plain.usage!.prompt_tokens);
@@ -66,9 +94,15 @@ describe('agents', () => {
   });
 
   it('unknown agent: 400 naming it; another key cannot use the agent', async () => {
-    await assert.rejects(openai.chat.completions.create({ agent: 'nope', messages: [{ role: 'user', content: 'x' }] } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown agent "nope"/.test(e.message));
+    await assert.rejects(
+      openai.chat.completions.create({ agent: 'nope', messages: [{ role: 'user', content: 'x' }] } as never),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown agent "nope"/.test(e.message),
+    );
     const b = new OpenAI({ baseURL: `${h.srv.url}/v1`, apiKey: keyB, maxRetries: 0 });
-    await assert.rejects(b.chat.completions.create({ agent: 'helper', messages: [{ role: 'user', content: 'x' }] } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown agent "helper"/.test(e.message));
+    await assert.rejects(
+      b.chat.completions.create({ agent: 'helper', messages: [{ role: 'user', content: 'x' }] } as never),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown agent "helper"/.test(e.message),
+    );
   });
 });
 
@@ -80,8 +114,16 @@ describe('skills', () => {
     r = await call(keyA, 'POST', '/svc/v1/skills', SUMMARY);
     assert.equal(((await r.json()) as { version: number }).version, 2);
     assert.equal(((await (await call(keyA, 'GET', '/svc/v1/skills/summarize')).json()) as { version: number }).version, 2);
-    assert.equal(((await (await call(keyA, 'GET', '/svc/v1/skills/summarize?version=1')).json()) as { prompt: string }).prompt, 'Old: {{text}}');
-    assert.deepEqual(((await (await call(keyA, 'GET', '/svc/v1/skills/summarize/versions')).json()) as { data: { version: number }[] }).data.map((s) => s.version), [1, 2]);
+    assert.equal(
+      ((await (await call(keyA, 'GET', '/svc/v1/skills/summarize?version=1')).json()) as { prompt: string }).prompt,
+      'Old: {{text}}',
+    );
+    assert.deepEqual(
+      ((await (await call(keyA, 'GET', '/svc/v1/skills/summarize/versions')).json()) as { data: { version: number }[] }).data.map((s) =>
+        s.version
+      ),
+      [1, 2],
+    );
     assert.equal((await call(keyB, 'GET', '/svc/v1/skills/summarize')).status, 404);
     r = await call(keyA, 'POST', '/svc/v1/skills', { ...SUMMARY, name: 'broken', prompt: 'uses {{missing}}' });
     assert.equal(r.status, 400);
@@ -89,7 +131,8 @@ describe('skills', () => {
   });
 
   it('skill_inputs are validated against the input schema: 400 naming the field', async () => {
-    const ask = (inputs: unknown) => call(keyA, 'POST', '/v1/chat/completions', { model: MODEL, skill: 'summarize', skill_inputs: inputs, max_tokens: 8 });
+    const ask = (inputs: unknown) =>
+      call(keyA, 'POST', '/v1/chat/completions', { model: MODEL, skill: 'summarize', skill_inputs: inputs, max_tokens: 8 });
     let r = await ask({ text: 'abc' });
     assert.equal(r.status, 400);
     assert.match(((await r.json()) as { error: { message: string } }).error.message, /skill_inputs\.words/);
@@ -102,17 +145,27 @@ describe('skills', () => {
     r = await call(keyA, 'POST', '/v1/chat/completions', { model: MODEL, skill: 'no-such-skill', max_tokens: 8 });
     assert.equal(r.status, 400);
     assert.match(((await r.json()) as { error: { message: string } }).error.message, /unknown skill "no-such-skill"/);
-    r = await call(keyB, 'POST', '/v1/chat/completions', { model: MODEL, skill: 'summarize', skill_inputs: { text: 'a', words: 2 }, max_tokens: 8 });
+    r = await call(keyB, 'POST', '/v1/chat/completions', {
+      model: MODEL,
+      skill: 'summarize',
+      skill_inputs: { text: 'a', words: 2 },
+      max_tokens: 8,
+    });
     assert.equal(r.status, 400);
   });
 
   it('a skill renders its prompt and its output schema is enforced by constrained decoding', async () => {
-    const out = await openai.chat.completions.create({ model: MODEL, skill: 'summarize', skill_inputs: { text: 'The cat sat.', words: 3 }, max_tokens: 40, temperature: 0 } as never) as OpenAI.ChatCompletion;
+    const out = await openai.chat.completions.create(
+      { model: MODEL, skill: 'summarize', skill_inputs: { text: 'The cat sat.', words: 3 }, max_tokens: 40, temperature: 0 } as never,
+    ) as OpenAI.ChatCompletion;
     const parsed = JSON.parse(out.choices[0].message.content!);
     assert.ok(new Ajv().validate(SUMMARY.output_schema, parsed), JSON.stringify(parsed));
     // the same as the plain request the skill stands for
     const plain = await openai.chat.completions.create({
-      model: MODEL, messages: [{ role: 'user', content: 'Summarize in 3 words: The cat sat.' }], max_tokens: 40, temperature: 0,
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Summarize in 3 words: The cat sat.' }],
+      max_tokens: 40,
+      temperature: 0,
       response_format: { type: 'json_schema', json_schema: { name: 'summarize', schema: SUMMARY.output_schema, strict: true } },
     });
     assert.equal(out.choices[0].message.content, plain.choices[0].message.content);
@@ -120,13 +173,17 @@ describe('skills', () => {
 
   it('an agent can carry a default skill', async () => {
     await call(keyA, 'POST', '/svc/v1/agents', { name: 'summarizer', model: MODEL, skill: 'summarize', temperature: 0, max_tokens: 40 });
-    const out = await openai.chat.completions.create({ agent: 'summarizer', skill_inputs: { text: 'The cat sat.', words: 3 } } as never) as OpenAI.ChatCompletion;
+    const out = await openai.chat.completions.create(
+      { agent: 'summarizer', skill_inputs: { text: 'The cat sat.', words: 3 } } as never,
+    ) as OpenAI.ChatCompletion;
     assert.ok(new Ajv().validate(SUMMARY.output_schema, JSON.parse(out.choices[0].message.content!)));
   });
 
   it('skills are MCP prompts of their key', async () => {
     const client = new Client({ name: 't', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${h.srv.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${keyA}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${h.srv.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${keyA}` } } }),
+    );
     const { prompts } = await client.listPrompts();
     const p = prompts.find((x) => x.name === 'summarize')!;
     assert.deepEqual(p.arguments!.map((a) => [a.name, a.required]), [['text', true], ['words', true]]);

@@ -47,7 +47,10 @@ interface Harness {
 }
 async function startHarness(overrides: Parameters<typeof listening>[0]): Promise<Harness> {
   const longDir = await longLlamaDir();
-  const hub = await HubStandIn.start({ 'svc-test/tiny-llama-long': longDir, 'svc-test/tiny-bert-embed': join(FIXTURE_MODELS_DIR, 'tiny-bert-embed') });
+  const hub = await HubStandIn.start({
+    'svc-test/tiny-llama-long': longDir,
+    'svc-test/tiny-bert-embed': join(FIXTURE_MODELS_DIR, 'tiny-bert-embed'),
+  });
   const srv = await listening({ hubUrl: hub.url, hubAllowedHosts: ['127.0.0.1'], backend: 'cpu', ...overrides });
   const llama = FIXTURE_CATALOG.find((e) => e.name === 'tiny-llama:test')!;
   srv.models.catalog.register({ ...llama, name: MODEL, aliases: [], repo: 'svc-test/tiny-llama-long' });
@@ -56,7 +59,8 @@ async function startHarness(overrides: Parameters<typeof listening>[0]): Promise
   const chat = srv.chat.chat.bind(srv.chat);
   srv.chat.chat = (req: ChatRequest) => chat(make ? { ...req, logitsProcessors: [...(req.logitsProcessors ?? []), ...make()] } : req);
   return {
-    srv, steer: (m) => (make = m),
+    srv,
+    steer: (m) => (make = m),
     close: async () => {
       await srv.stop();
       await hub.close();
@@ -81,7 +85,11 @@ function startMcp(): Promise<string> {
   mcp = createServer(async (req, res) => {
     const server = new Server({ name: 'geo', version: '1.0.0' }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({
-      tools: [{ name: 'capital', description: 'The capital city of a country', inputSchema: { type: 'object', properties: { country: { type: 'string' } }, required: ['country'] } }],
+      tools: [{
+        name: 'capital',
+        description: 'The capital city of a country',
+        inputSchema: { type: 'object', properties: { country: { type: 'string' } }, required: ['country'] },
+      }],
     }));
     server.setRequestHandler(CallToolRequestSchema, async (r) => {
       mcpCalls.push(r.params.arguments);
@@ -99,8 +107,16 @@ function startMcp(): Promise<string> {
 before(async () => {
   const mcpUrl = await startMcp();
   page = createServer((req, res) => {
-    if (req.url === '/away') { res.writeHead(302, { location: 'http://forbidden.example/' }).end(); return; }
-    if (req.url === '/html') { res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<html><head><script>var x=1;</script></head><body><h1>Reading room</h1><p>Opens at <b>07:45</b>.</p></body></html>'); return; }
+    if (req.url === '/away') {
+      res.writeHead(302, { location: 'http://forbidden.example/' }).end();
+      return;
+    }
+    if (req.url === '/html') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(
+        '<html><head><script>var x=1;</script></head><body><h1>Reading room</h1><p>Opens at <b>07:45</b>.</p></body></html>',
+      );
+      return;
+    }
     res.writeHead(200, { 'content-type': 'text/plain' }).end('Opening hours: the reading room opens at 07:45.');
   });
   await new Promise<void>((r) => page.listen(0, '127.0.0.1', () => r()));
@@ -139,22 +155,44 @@ async function script(texts: string[]) {
   return prompts;
 }
 const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
-type Ext = { server_tool_calls?: { name: string; status: string; arguments: Record<string, unknown>; output?: any; error?: { status: number; reason: string; message: string } }[]; memory?: { store: string; recalled: { id: string; text: string }[]; written: { id: string; text: string }[] } };
+type Ext = {
+  server_tool_calls?: {
+    name: string;
+    status: string;
+    arguments: Record<string, unknown>;
+    output?: any;
+    error?: { status: number; reason: string; message: string };
+  }[];
+  memory?: { store: string; recalled: { id: string; text: string }[]; written: { id: string; text: string }[] };
+};
 const ext = (r: unknown) => r as Ext;
 
 describe('server tools', () => {
   let storeId: string;
   before(async () => {
-    const f = await a.files.create({ file: await toFile(Buffer.from('Harbour notes.\n\nThe harbour pilot on duty this week is Captain Ilse Marwick.\n'), 'harbour.txt'), purpose: 'assistants' });
+    const f = await a.files.create({
+      file: await toFile(Buffer.from('Harbour notes.\n\nThe harbour pilot on duty this week is Captain Ilse Marwick.\n'), 'harbour.txt'),
+      purpose: 'assistants',
+    });
     storeId = (await a.vectorStores.create({ name: 'harbour', file_ids: [f.id] })).id;
     await h.srv.vectorStores.settle();
   });
 
   it('searches a vector store, feeds the result back, and answers citing it; the calls are listed', async () => {
     const answer = 'The pilot is Captain Ilse Marwick (harbour.txt).';
-    const prompts = await script([call('vector_store_search', { vector_store_id: storeId, query: 'harbour pilot', max_num_results: 1 }), answer]);
+    const prompts = await script([
+      call('vector_store_search', { vector_store_id: storeId, query: 'harbour pilot', max_num_results: 1 }),
+      answer,
+    ]);
     try {
-      const r = await a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Who is the pilot?' }], max_tokens: 200, server_tools: ['vector_store_search'] } as never);
+      const r = await a.chat.completions.create(
+        {
+          model: MODEL,
+          messages: [{ role: 'user', content: 'Who is the pilot?' }],
+          max_tokens: 200,
+          server_tools: ['vector_store_search'],
+        } as never,
+      );
       assert.equal(r.choices[0].message.content, answer);
       assert.equal(r.choices[0].finish_reason, 'stop');
       const calls = ext(r).server_tool_calls!;
@@ -173,10 +211,20 @@ describe('server tools', () => {
     }
   });
 
-  it('bound arguments: fixed by the request, hidden from the model, and they win over the model\'s', async () => {
-    const prompts = await script([call('vector_store_search', { query: 'harbour pilot', vector_store_id: 'vs_elsewhere' }), 'Ilse Marwick.']);
+  it("bound arguments: fixed by the request, hidden from the model, and they win over the model's", async () => {
+    const prompts = await script([
+      call('vector_store_search', { query: 'harbour pilot', vector_store_id: 'vs_elsewhere' }),
+      'Ilse Marwick.',
+    ]);
     try {
-      const r = await a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Who is the pilot?' }], max_tokens: 200, server_tools: [{ name: 'vector_store_search', vector_store_id: storeId, max_num_results: 1 }] } as never);
+      const r = await a.chat.completions.create(
+        {
+          model: MODEL,
+          messages: [{ role: 'user', content: 'Who is the pilot?' }],
+          max_tokens: 200,
+          server_tools: [{ name: 'vector_store_search', vector_store_id: storeId, max_num_results: 1 }],
+        } as never,
+      );
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'completed', JSON.stringify(c.error));
       assert.match(c.output[0].text, /Captain Ilse Marwick/);
@@ -186,16 +234,28 @@ describe('server tools', () => {
     } finally {
       h.steer(undefined);
     }
-    await assert.rejects(a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: [{ name: 'fetch_url', nope: 1 }] } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /"nope" is not an argument of fetch_url/.test(e.message));
+    await assert.rejects(
+      a.chat.completions.create(
+        { model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: [{ name: 'fetch_url', nope: 1 }] } as never,
+      ),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /"nope" is not an argument of fetch_url/.test(e.message),
+    );
   });
 
-  it('the same tools over our MCP server: vector_store_search lists and runs under the caller\'s key', async () => {
+  it("the same tools over our MCP server: vector_store_search lists and runs under the caller's key", async () => {
     const client = new Client({ name: 'test', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${h.srv.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${keyA}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${h.srv.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${keyA}` } } }),
+    );
     try {
       const names = (await client.listTools()).tools.map((t) => t.name);
-      for (const n of ['vector_store_search', 'summarize', 'translate', 'extract', 'transcribe', 'image_convert']) assert.ok(names.includes(n), n);
-      const r = await client.callTool({ name: 'vector_store_search', arguments: { vector_store_id: storeId, query: 'harbour pilot', max_num_results: 1 } });
+      for (const n of ['vector_store_search', 'summarize', 'translate', 'extract', 'transcribe', 'image_convert']) {
+        assert.ok(names.includes(n), n);
+      }
+      const r = await client.callTool({
+        name: 'vector_store_search',
+        arguments: { vector_store_id: storeId, query: 'harbour pilot', max_num_results: 1 },
+      });
       assert.notEqual(r.isError, true, JSON.stringify(r.content));
       assert.match(JSON.stringify(r.structuredContent ?? r.content), /Captain Ilse Marwick/);
     } finally {
@@ -203,10 +263,20 @@ describe('server tools', () => {
     }
   });
 
-  it('runs under the caller\'s key: another key\'s search fails with 404, fed back as an error', async () => {
-    const prompts = await script([call('vector_store_search', { vector_store_id: storeId, query: 'harbour pilot' }), 'I could not search it.']);
+  it("runs under the caller's key: another key's search fails with 404, fed back as an error", async () => {
+    const prompts = await script([
+      call('vector_store_search', { vector_store_id: storeId, query: 'harbour pilot' }),
+      'I could not search it.',
+    ]);
     try {
-      const r = await b.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Who is the pilot?' }], max_tokens: 200, server_tools: ['vector_store_search'] } as never);
+      const r = await b.chat.completions.create(
+        {
+          model: MODEL,
+          messages: [{ role: 'user', content: 'Who is the pilot?' }],
+          max_tokens: 200,
+          server_tools: ['vector_store_search'],
+        } as never,
+      );
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'failed');
       assert.equal(c.error!.status, 404);
@@ -222,11 +292,17 @@ describe('server tools', () => {
     await script([call('lookup', { q: 'x' })]);
     try {
       const r = await a.chat.completions.create({
-        model: MODEL, messages: [{ role: 'user', content: 'look it up' }], max_tokens: 200, server_tools: ['vector_store_search'],
+        model: MODEL,
+        messages: [{ role: 'user', content: 'look it up' }],
+        max_tokens: 200,
+        server_tools: ['vector_store_search'],
         tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
       } as never);
       assert.equal(r.choices[0].finish_reason, 'tool_calls');
-      assert.equal(r.choices[0].message.tool_calls![0]!.type === 'function' && r.choices[0].message.tool_calls![0]!.function.name, 'lookup');
+      assert.equal(
+        r.choices[0].message.tool_calls![0]!.type === 'function' && r.choices[0].message.tool_calls![0]!.function.name,
+        'lookup',
+      );
       assert.deepEqual(ext(r).server_tool_calls, []);
     } finally {
       h.steer(undefined);
@@ -237,7 +313,11 @@ describe('server tools', () => {
     const prompts = await script([call('fetch_url', { url: `${pageUrl}/a` }), call('fetch_url', { url: `${pageUrl}/b` })]);
     try {
       const r = await a.chat.completions.create({
-        model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'], step_limit: 1,
+        model: MODEL,
+        messages: [{ role: 'user', content: 'hours?' }],
+        max_tokens: 200,
+        server_tools: ['fetch_url'],
+        step_limit: 1,
         tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
       } as never);
       const calls = ext(r).server_tool_calls!;
@@ -258,7 +338,9 @@ describe('server tools', () => {
   it('fetch_url gives HTML as Markdown', async () => {
     await script([call('fetch_url', { url: `${pageUrl}/html` }), 'At 07:45.']);
     try {
-      const r = await a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'] } as never);
+      const r = await a.chat.completions.create(
+        { model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'] } as never,
+      );
       const out = ext(r).server_tool_calls![0]!.output;
       assert.equal(out.format, 'markdown');
       assert.match(out.text, /^# Reading room/m);
@@ -272,7 +354,9 @@ describe('server tools', () => {
   it('fetch_url goes through the egress policy: a redirect to a host outside it fails', async () => {
     await script([call('fetch_url', { url: `${pageUrl}/away` }), 'No.']);
     try {
-      const r = await a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'] } as never);
+      const r = await a.chat.completions.create(
+        { model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'] } as never,
+      );
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'failed');
       assert.equal(c.error!.reason, 'egress_denied');
@@ -283,22 +367,36 @@ describe('server tools', () => {
   });
 
   it('unknown server tools and bad step limits are 400s naming them', async () => {
-    await assert.rejects(a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: ['nope'] } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown server tool "nope"/.test(e.message));
-    await assert.rejects(a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: ['mcp:other'] } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown MCP server "other"/.test(e.message));
-    await assert.rejects(a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: ['fetch_url'], step_limit: 0 } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /step_limit/.test(e.message));
+    await assert.rejects(
+      a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: ['nope'] } as never),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown server tool "nope"/.test(e.message),
+    );
+    await assert.rejects(
+      a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: ['mcp:other'] } as never),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown MCP server "other"/.test(e.message),
+    );
+    await assert.rejects(
+      a.chat.completions.create(
+        { model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: ['fetch_url'], step_limit: 0 } as never,
+      ),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /step_limit/.test(e.message),
+    );
   });
 });
 
 describe('MCP client', () => {
   it('an agent uses a tool of an external MCP server registered by the operator', async () => {
     const put = await fetch(`${h.srv.url}/svc/v1/agents`, {
-      method: 'POST', headers: { authorization: `Bearer ${keyA}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${keyA}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'geographer', model: MODEL, server_tools: ['mcp:geo'], max_tokens: 200, step_limit: 2 }),
     });
     assert.equal(put.status, 201);
     const prompts = await script([call('geo__capital', { country: 'Freedonia' }), 'Zlotograd.']);
     try {
-      const r = await a.chat.completions.create({ agent: 'geographer', messages: [{ role: 'user', content: 'Capital of Freedonia?' }] } as never);
+      const r = await a.chat.completions.create(
+        { agent: 'geographer', messages: [{ role: 'user', content: 'Capital of Freedonia?' }] } as never,
+      );
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.name, 'geo__capital');
       assert.equal(c.status, 'completed');
@@ -315,7 +413,9 @@ describe('MCP client', () => {
   it('an MCP tool error is fed back as a failed call', async () => {
     await script([call('geo__capital', { country: 'Atlantis' }), 'Unknown.']);
     try {
-      const r = await a.chat.completions.create({ agent: 'geographer', messages: [{ role: 'user', content: 'Capital of Atlantis?' }] } as never);
+      const r = await a.chat.completions.create(
+        { agent: 'geographer', messages: [{ role: 'user', content: 'Capital of Atlantis?' }] } as never,
+      );
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'failed');
       assert.match(c.error!.message, /no capital known for Atlantis/);
@@ -327,7 +427,11 @@ describe('MCP client', () => {
 
 describe('memory', () => {
   const req = (key: string, method: string, path: string, body?: unknown) =>
-    fetch(`${h.srv.url}${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    fetch(`${h.srv.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
 
   it('facts stated by the user are written back, recalled by meaning in a later request, private to the key', async () => {
     assert.equal((await req(keyA, 'POST', '/svc/v1/memory-stores', { name: 'prefs' })).status, 201);
@@ -335,26 +439,52 @@ describe('memory', () => {
     assert.equal((await req(keyA, 'POST', '/svc/v1/memory-stores', { name: 'prefs' })).status, 409);
 
     await script(['Noted.']);
-    const first = await a.chat.completions.create({ model: MODEL, max_tokens: 20, memory_store: 'prefs', memory: true, messages: [{ role: 'user', content: 'My favourite colour is teal. I live in Lisbon. Can you suggest a paint?' }] } as never);
+    const first = await a.chat.completions.create(
+      {
+        model: MODEL,
+        max_tokens: 20,
+        memory_store: 'prefs',
+        memory: true,
+        messages: [{ role: 'user', content: 'My favourite colour is teal. I live in Lisbon. Can you suggest a paint?' }],
+      } as never,
+    );
     const m1 = ext(first).memory!;
     assert.deepEqual(m1.written.map((f) => f.text), ['My favourite colour is teal.', 'I live in Lisbon.']);
     assert.deepEqual(m1.recalled, []);
-    const listed = (await (await req(keyA, 'GET', '/svc/v1/memory-stores/prefs/facts')).json()) as { data: { id: string; text: string; source: string }[] };
+    const listed = (await (await req(keyA, 'GET', '/svc/v1/memory-stores/prefs/facts')).json()) as {
+      data: { id: string; text: string; source: string }[];
+    };
     assert.deepEqual(listed.data.map((f) => [f.text, f.source]), [['My favourite colour is teal.', 'user'], ['I live in Lisbon.', 'user']]);
 
     const prompts = await script(['Teal.']);
-    const second = await a.chat.completions.create({ model: MODEL, max_tokens: 20, memory_store: 'prefs', messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }] } as never);
+    const second = await a.chat.completions.create(
+      {
+        model: MODEL,
+        max_tokens: 20,
+        memory_store: 'prefs',
+        messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }],
+      } as never,
+    );
     const m2 = ext(second).memory!;
     assert.ok(m2.recalled.some((f) => f.text === 'My favourite colour is teal.'), JSON.stringify(m2.recalled));
     assert.match(prompts[0]!, /Facts remembered about the user:[\s\S]*My favourite colour is teal\./);
     assert.deepEqual(m2.written, [], 'a question states no fact');
     // no word in common with the facts: found by the embedding side of the hybrid search only
-    const byMeaning = await a.chat.completions.create({ model: MODEL, max_tokens: 5, memory_store: 'prefs', messages: [{ role: 'user', content: 'Which hue suits a kitchen' }] } as never);
+    const byMeaning = await a.chat.completions.create(
+      { model: MODEL, max_tokens: 5, memory_store: 'prefs', messages: [{ role: 'user', content: 'Which hue suits a kitchen' }] } as never,
+    );
     assert.ok(ext(byMeaning).memory!.recalled.length > 0, 'recalled through the vectors');
 
     // key B's store of the same name is another store
     const pb = await script(['Hm.']);
-    const other = await b.chat.completions.create({ model: MODEL, max_tokens: 20, memory_store: 'prefs', messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }] } as never);
+    const other = await b.chat.completions.create(
+      {
+        model: MODEL,
+        max_tokens: 20,
+        memory_store: 'prefs',
+        messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }],
+      } as never,
+    );
     assert.deepEqual(ext(other).memory!.recalled, []);
     assert.doesNotMatch(pb[0]!, /teal/);
     assert.deepEqual(((await (await req(keyB, 'GET', '/svc/v1/memory-stores/prefs/facts')).json()) as { data: unknown[] }).data, []);
@@ -366,17 +496,32 @@ describe('memory', () => {
     assert.equal((await req(keyA, 'POST', '/svc/v1/memory-stores', { name: 'bees' })).status, 201);
     const prompts = await script(['How lovely.', '{"facts":["The user keeps bees on a rooftop."]}']);
     try {
-      const r = await a.chat.completions.create({ model: MODEL, max_tokens: 20, memory_store: 'bees', memory: { extract: 'model' }, messages: [{ role: 'user', content: 'We have hives on our roof, three of them.' }] } as never);
+      const r = await a.chat.completions.create(
+        {
+          model: MODEL,
+          max_tokens: 20,
+          memory_store: 'bees',
+          memory: { extract: 'model' },
+          messages: [{ role: 'user', content: 'We have hives on our roof, three of them.' }],
+        } as never,
+      );
       assert.equal(r.choices[0].message.content, 'How lovely.');
       assert.deepEqual(ext(r).memory!.written.map((f) => f.text), ['The user keeps bees on a rooftop.']);
       assert.equal(prompts.length, 2);
       assert.match(prompts[1]!, /List the facts the user states[\s\S]*We have hives on our roof/);
-      const facts = (await (await req(keyA, 'GET', '/svc/v1/memory-stores/bees/facts')).json()) as { data: { text: string; source: string }[] };
+      const facts = (await (await req(keyA, 'GET', '/svc/v1/memory-stores/bees/facts')).json()) as {
+        data: { text: string; source: string }[];
+      };
       assert.deepEqual(facts.data.map((f) => [f.text, f.source]), [['The user keeps bees on a rooftop.', 'model']]);
     } finally {
       h.steer(undefined);
     }
-    await assert.rejects(a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], memory_store: 'bees', memory: { extract: 'magic' } } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /memory\.extract/.test(e.message));
+    await assert.rejects(
+      a.chat.completions.create(
+        { model: MODEL, messages: [{ role: 'user', content: 'x' }], memory_store: 'bees', memory: { extract: 'magic' } } as never,
+      ),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /memory\.extract/.test(e.message),
+    );
   });
 
   it('facts are deletable; a deleted fact is not recalled; unknown stores are 400 in chat', async () => {
@@ -384,11 +529,24 @@ describe('memory', () => {
     const teal = listed.data.find((f) => /teal/.test(f.text))!;
     assert.equal((await req(keyA, 'DELETE', `/svc/v1/memory-stores/prefs/facts/${teal.id}`)).status, 200);
     await script(['Ok.']);
-    const r = await a.chat.completions.create({ model: MODEL, max_tokens: 5, memory_store: 'prefs', messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }] } as never);
+    const r = await a.chat.completions.create(
+      {
+        model: MODEL,
+        max_tokens: 5,
+        memory_store: 'prefs',
+        messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }],
+      } as never,
+    );
     assert.ok(!ext(r).memory!.recalled.some((f) => /teal/.test(f.text)));
     h.steer(undefined);
-    await assert.rejects(a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], memory_store: 'nope' } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown memory store "nope"/.test(e.message));
-    await assert.rejects(a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], memory: true } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /memory_store/.test(e.message));
+    await assert.rejects(
+      a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], memory_store: 'nope' } as never),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown memory store "nope"/.test(e.message),
+    );
+    await assert.rejects(
+      a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], memory: true } as never),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /memory_store/.test(e.message),
+    );
     assert.equal((await req(keyA, 'DELETE', '/svc/v1/memory-stores/prefs')).status, 200);
     assert.equal((await req(keyA, 'GET', '/svc/v1/memory-stores/prefs')).status, 404);
   });
@@ -398,20 +556,36 @@ describe('agent in /v1/responses', () => {
   it('applies the agent: the same answer as the request it stands for; unknown agents and chat-only agents are 400', async () => {
     h.steer(undefined);
     const put = await fetch(`${h.srv.url}/svc/v1/agents`, {
-      method: 'POST', headers: { authorization: `Bearer ${keyA}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${keyA}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'terse', model: MODEL, instructions: 'Answer in one word.', max_tokens: 6, temperature: 0 }),
     });
     assert.equal(put.status, 201);
     const viaAgent = await a.responses.create({ agent: 'terse', input: 'hello there', instructions: 'Be polite.' } as never);
-    const plain = await a.responses.create({ model: MODEL, input: 'hello there', instructions: 'Answer in one word.\n\nBe polite.', max_output_tokens: 6, temperature: 0 });
+    const plain = await a.responses.create({
+      model: MODEL,
+      input: 'hello there',
+      instructions: 'Answer in one word.\n\nBe polite.',
+      max_output_tokens: 6,
+      temperature: 0,
+    });
     assert.equal(viaAgent.model, MODEL);
     assert.equal(viaAgent.instructions, plain.instructions);
     assert.equal(viaAgent.max_output_tokens, 6);
     assert.equal(viaAgent.output_text, plain.output_text);
     assert.equal(viaAgent.usage!.input_tokens, plain.usage!.input_tokens);
-    await assert.rejects(a.responses.create({ agent: 'nope', input: 'x' } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown agent "nope"/.test(e.message));
-    await assert.rejects(b.responses.create({ agent: 'terse', input: 'x' } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown agent "terse"/.test(e.message));
-    await assert.rejects(a.responses.create({ agent: 'geographer', input: 'x' } as never), (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /server_tools/.test(e.message));
+    await assert.rejects(
+      a.responses.create({ agent: 'nope', input: 'x' } as never),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown agent "nope"/.test(e.message),
+    );
+    await assert.rejects(
+      b.responses.create({ agent: 'terse', input: 'x' } as never),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /unknown agent "terse"/.test(e.message),
+    );
+    await assert.rejects(
+      a.responses.create({ agent: 'geographer', input: 'x' } as never),
+      (e: InstanceType<typeof OpenAI.APIError>) => e.status === 400 && /server_tools/.test(e.message),
+    );
   });
 });
 
@@ -419,7 +593,16 @@ describe('streaming with server tools', () => {
   it('the finished turn arrives as chunks; the last choice chunk carries server_tool_calls', async () => {
     await script([call('fetch_url', { url: `${pageUrl}/hours` }), 'At 07:45.']);
     try {
-      const stream = await a.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'], stream: true, stream_options: { include_usage: true } } as never) as unknown as AsyncIterable<Record<string, any>>;
+      const stream = await a.chat.completions.create(
+        {
+          model: MODEL,
+          messages: [{ role: 'user', content: 'hours?' }],
+          max_tokens: 200,
+          server_tools: ['fetch_url'],
+          stream: true,
+          stream_options: { include_usage: true },
+        } as never,
+      ) as unknown as AsyncIterable<Record<string, any>>;
       const chunks: Record<string, any>[] = [];
       for await (const c of stream) chunks.push(c);
       assert.equal(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), 'At 07:45.');

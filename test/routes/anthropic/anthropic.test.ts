@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { Ajv } from 'ajv';
-import { forceTokens, startHarness, tinyLlamaIds, type Harness } from '../ollama/harness.ts';
+import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
 import { LONG_LLAMA } from '../../support/hub-stand-in.ts';
 
 let h: Harness;
@@ -41,7 +41,10 @@ async function steered<T>(text: string, fn: () => Promise<T>): Promise<T> {
 
 describe('messages', () => {
   it('a message: text block, end_turn, usage', async () => {
-    const r = await steered('Hello there, friend', () => client.messages.create({ model: MODEL, max_tokens: 30, messages: user('hi'), system: 'Be brief.' }));
+    const r = await steered(
+      'Hello there, friend',
+      () => client.messages.create({ model: MODEL, max_tokens: 30, messages: user('hi'), system: 'Be brief.' }),
+    );
     assert.equal(r.type, 'message');
     assert.equal(r.role, 'assistant');
     assert.match(r.id, /^msg_/);
@@ -54,10 +57,18 @@ describe('messages', () => {
   });
 
   it('max_tokens and stop_sequences give their stop reasons', async () => {
-    const cut = await client.messages.create({ model: MODEL, max_tokens: 3, messages: user('talk'), ...sampling({ temperature: 1, top_k: 50 }) });
+    const cut = await client.messages.create({
+      model: MODEL,
+      max_tokens: 3,
+      messages: user('talk'),
+      ...sampling({ temperature: 1, top_k: 50 }),
+    });
     assert.equal(cut.stop_reason, 'max_tokens');
     assert.equal(cut.usage.output_tokens, 3);
-    const stopped = await steered('one two three four', () => client.messages.create({ model: MODEL, max_tokens: 30, messages: user('count'), stop_sequences: ['three'] }));
+    const stopped = await steered(
+      'one two three four',
+      () => client.messages.create({ model: MODEL, max_tokens: 30, messages: user('count'), stop_sequences: ['three'] }),
+    );
     assert.equal(stopped.stop_reason, 'stop_sequence');
     assert.equal(stopped.stop_sequence, 'three');
     assert.deepEqual(stopped.content, [{ type: 'text', text: 'one two ' }]);
@@ -81,7 +92,11 @@ describe('messages', () => {
     assert.equal(delta.delta.stop_reason, whole.stop_reason);
     assert.equal(delta.usage.output_tokens, whole.usage.output_tokens);
     // on the wire: every data line is announced by an `event:` line of its own type
-    const res = await fetch(`${h.srv.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify({ ...params, stream: true }) });
+    const res = await fetch(`${h.srv.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ ...params, stream: true }),
+    });
     assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
     const frames = (await res.text()).split('\n\n').filter(Boolean);
     for (const f of frames) {
@@ -106,7 +121,10 @@ describe('messages', () => {
     const starts = events.filter((e) => e.type === 'content_block_start') as Anthropic.RawContentBlockStartEvent[];
     assert.deepEqual(starts.map((e) => [e.index, e.content_block.type]), [[0, 'thinking'], [1, 'text']]);
     const deltas = events.filter((e) => e.type === 'content_block_delta') as Anthropic.RawContentBlockDeltaEvent[];
-    assert.equal(deltas.filter((d) => d.index === 0).map((d) => (d.delta as Anthropic.ThinkingDelta).thinking).join(''), 'The user greets me.');
+    assert.equal(
+      deltas.filter((d) => d.index === 0).map((d) => (d.delta as Anthropic.ThinkingDelta).thinking).join(''),
+      'The user greets me.',
+    );
     assert.equal(deltas.filter((d) => d.index === 1).map((d) => (d.delta as Anthropic.TextDelta).text).join(''), 'Hello there');
     // the stop of block 0 comes before the start of block 1
     const order = events.map((e) => `${e.type}${'index' in e ? e.index : ''}`);
@@ -114,17 +132,40 @@ describe('messages', () => {
   });
 
   it('thinking display omitted: the block is kept without its text', async () => {
-    const r = await steered('<think>\nsecret plan\n</think>\n\nDone', () =>
-      client.messages.create({ model: MODEL, max_tokens: 40, messages: user('hi'), thinking: { type: 'enabled', budget_tokens: 20, display: 'omitted' } }));
+    const r = await steered(
+      '<think>\nsecret plan\n</think>\n\nDone',
+      () =>
+        client.messages.create({
+          model: MODEL,
+          max_tokens: 40,
+          messages: user('hi'),
+          thinking: { type: 'enabled', budget_tokens: 20, display: 'omitted' },
+        }),
+    );
     assert.deepEqual(r.content.map((b) => b.type), ['thinking', 'text']);
     assert.equal((r.content[0] as Anthropic.ThinkingBlock).thinking, '');
   });
 
   it("output_config.format json_schema: the random model's output parses and validates", async () => {
-    const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer' }, tags: { type: 'array', items: { enum: ['a', 'b'] }, maxItems: 2 } }, required: ['name', 'age', 'tags'], additionalProperties: false };
+    const schema = {
+      type: 'object',
+      properties: {
+        name: { type: 'string', maxLength: 12 },
+        age: { type: 'integer' },
+        tags: { type: 'array', items: { enum: ['a', 'b'] }, maxItems: 2 },
+      },
+      required: ['name', 'age', 'tags'],
+      additionalProperties: false,
+    };
     const validate = ajv.compile(schema);
     for (let i = 0; i < 3; i++) {
-      const r = await client.messages.create({ model: MODEL, max_tokens: 80, messages: user('a person'), output_config: { format: { type: 'json_schema', schema } }, ...sampling({ temperature: 1 }) });
+      const r = await client.messages.create({
+        model: MODEL,
+        max_tokens: 80,
+        messages: user('a person'),
+        output_config: { format: { type: 'json_schema', schema } },
+        ...sampling({ temperature: 1 }),
+      });
       const text = (r.content[0] as Anthropic.TextBlock).text;
       assert.ok(validate(JSON.parse(text)), `${text} ${JSON.stringify(validate.errors)}`);
       assert.equal(r.stop_reason, 'end_turn');
@@ -132,7 +173,10 @@ describe('messages', () => {
   });
 
   it('the SDK stream helper accumulates the final message', async () => {
-    const msg = await steered('Streaming works', () => client.messages.stream({ model: MODEL, max_tokens: 20, messages: user('x') }).finalMessage());
+    const msg = await steered(
+      'Streaming works',
+      () => client.messages.stream({ model: MODEL, max_tokens: 20, messages: user('x') }).finalMessage(),
+    );
     assert.deepEqual(msg.content, [{ type: 'text', text: 'Streaming works' }]);
     assert.equal(msg.stop_reason, 'end_turn');
   });
@@ -148,7 +192,10 @@ const WEATHER: Anthropic.Tool = {
     additionalProperties: false,
   },
 };
-const ADD: Anthropic.Tool = { name: 'add', input_schema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } };
+const ADD: Anthropic.Tool = {
+  name: 'add',
+  input_schema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+};
 
 describe('tools', () => {
   it('tool_choice any on the random model: a tool_use whose input validates; the tool_result round trip', async () => {
@@ -157,7 +204,14 @@ describe('tools', () => {
     // same weights declaring a longer context.
     const MODEL = LONG_LLAMA.name;
     for (let i = 0; i < 2; i++) {
-      const r = await client.messages.create({ model: MODEL, max_tokens: 200, messages: user('weather in Paris?'), tools: [WEATHER], tool_choice: { type: 'any' }, ...sampling({ temperature: 1 }) });
+      const r = await client.messages.create({
+        model: MODEL,
+        max_tokens: 200,
+        messages: user('weather in Paris?'),
+        tools: [WEATHER],
+        tool_choice: { type: 'any' },
+        ...sampling({ temperature: 1 }),
+      });
       assert.equal(r.stop_reason, 'tool_use');
       const use = r.content.find((b) => b.type === 'tool_use') as Anthropic.ToolUseBlock;
       assert.ok(use, JSON.stringify(r.content));
@@ -165,8 +219,13 @@ describe('tools', () => {
       assert.equal(use.name, 'weather');
       assert.ok(validate(use.input), JSON.stringify(validate.errors));
       const next = await client.messages.create({
-        model: MODEL, max_tokens: 4, tools: [WEATHER],
-        messages: [...user('weather in Paris?'), { role: 'assistant', content: r.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny, 21 degrees' }] }],
+        model: MODEL,
+        max_tokens: 4,
+        tools: [WEATHER],
+        messages: [...user('weather in Paris?'), { role: 'assistant', content: r.content }, {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny, 21 degrees' }],
+        }],
       });
       assert.equal(next.type, 'message');
       assert.ok(next.usage.input_tokens > r.usage.input_tokens, 'the call and its result are in the prompt');
@@ -175,7 +234,17 @@ describe('tools', () => {
 
   it('tool_choice tool, streamed: one tool_use block with an input_json_delta; the SDK parses the input', async () => {
     const events = [];
-    for await (const e of await client.messages.create({ model: MODEL, max_tokens: 200, messages: user('add'), tools: [ADD], tool_choice: { type: 'tool', name: 'add' }, stream: true, ...sampling({ temperature: 0 }) })) events.push(e);
+    for await (
+      const e of await client.messages.create({
+        model: MODEL,
+        max_tokens: 200,
+        messages: user('add'),
+        tools: [ADD],
+        tool_choice: { type: 'tool', name: 'add' },
+        stream: true,
+        ...sampling({ temperature: 0 }),
+      })
+    ) events.push(e);
     const start = events.find((e) => e.type === 'content_block_start') as Anthropic.RawContentBlockStartEvent;
     assert.equal(start.content_block.type, 'tool_use');
     assert.equal((start.content_block as Anthropic.ToolUseBlock).name, 'add');
@@ -184,13 +253,21 @@ describe('tools', () => {
     const input = JSON.parse((d.delta as Anthropic.InputJSONDelta).partial_json);
     assert.equal(typeof input.a, 'number');
     assert.equal((events.at(-2) as Anthropic.RawMessageDeltaEvent).delta.stop_reason, 'tool_use');
-    const msg = await client.messages.stream({ model: MODEL, max_tokens: 200, messages: user('add'), tools: [ADD], tool_choice: { type: 'tool', name: 'add' } }).finalMessage();
+    const msg = await client.messages.stream({
+      model: MODEL,
+      max_tokens: 200,
+      messages: user('add'),
+      tools: [ADD],
+      tool_choice: { type: 'tool', name: 'add' },
+    }).finalMessage();
     assert.equal(typeof ((msg.content[0] as Anthropic.ToolUseBlock).input as { a: unknown }).a, 'number');
   });
 
   it('tool_choice auto: a call in the model output becomes a tool_use block', async () => {
-    const r = await steered('<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>', () =>
-      client.messages.create({ model: MODEL, max_tokens: 60, messages: user('1+2?'), tools: [ADD] }));
+    const r = await steered(
+      '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>',
+      () => client.messages.create({ model: MODEL, max_tokens: 60, messages: user('1+2?'), tools: [ADD] }),
+    );
     assert.equal(r.stop_reason, 'tool_use');
     const use = r.content.find((b) => b.type === 'tool_use') as Anthropic.ToolUseBlock;
     assert.deepEqual([use.name, use.input], ['add', { a: 1, b: 2 }]);
@@ -224,7 +301,10 @@ describe('models', () => {
     const openai = await (await fetch(`${h.srv.url}/v1/models`)).json();
     assert.equal(openai.object, 'list');
     assert.ok(openai.data.some((m: { id: string; object: string }) => m.id === 'tiny-bert-embed:test' && m.object === 'model'));
-    await assert.rejects(client.models.retrieve('nope:1'), (e: unknown) => e instanceof Anthropic.NotFoundError && (e.error as { error: { type: string } }).error.type === 'not_found_error');
+    await assert.rejects(
+      client.models.retrieve('nope:1'),
+      (e: unknown) => e instanceof Anthropic.NotFoundError && (e.error as { error: { type: string } }).error.type === 'not_found_error',
+    );
   });
 });
 
@@ -240,20 +320,48 @@ describe('errors', () => {
   };
 
   it('unknown model: 404 not_found_error through the SDK and on the wire', async () => {
-    await assert.rejects(client.messages.create({ model: 'no-such-model', max_tokens: 5, messages: user('x') }), (e: unknown) => e instanceof Anthropic.NotFoundError);
+    await assert.rejects(
+      client.messages.create({ model: 'no-such-model', max_tokens: 5, messages: user('x') }),
+      (e: unknown) => e instanceof Anthropic.NotFoundError,
+    );
     await envelope(await h.post('/v1/messages', { model: 'no-such-model', max_tokens: 5, messages: user('x') }), 404, 'not_found_error');
   });
 
   it('validation: missing max_tokens, bad role, malformed JSON are invalid_request_error', async () => {
-    assert.match(await envelope(await h.post('/v1/messages', { model: MODEL, messages: user('x') }), 400, 'invalid_request_error'), /^max_tokens: required/);
-    assert.match(await envelope(await h.post('/v1/messages', { model: MODEL, max_tokens: 5, messages: [{ role: 'system', content: 'x' }] }), 400, 'invalid_request_error'), /messages\.0\.role/);
-    await envelope(await fetch(`${h.srv.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":' }), 400, 'invalid_request_error');
-    await assert.rejects(client.messages.create({ model: MODEL, max_tokens: 5, messages: user('x'), ...sampling({ temperature: 1.5 }) }), (e: unknown) => e instanceof Anthropic.BadRequestError && /temperature/.test(e.message));
+    assert.match(
+      await envelope(await h.post('/v1/messages', { model: MODEL, messages: user('x') }), 400, 'invalid_request_error'),
+      /^max_tokens: required/,
+    );
+    assert.match(
+      await envelope(
+        await h.post('/v1/messages', { model: MODEL, max_tokens: 5, messages: [{ role: 'system', content: 'x' }] }),
+        400,
+        'invalid_request_error',
+      ),
+      /messages\.0\.role/,
+    );
+    await envelope(
+      await fetch(`${h.srv.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":' }),
+      400,
+      'invalid_request_error',
+    );
+    await assert.rejects(
+      client.messages.create({ model: MODEL, max_tokens: 5, messages: user('x'), ...sampling({ temperature: 1.5 }) }),
+      (e: unknown) => e instanceof Anthropic.BadRequestError && /temperature/.test(e.message),
+    );
   });
 
-  for (const [field, value] of [['mcp_servers', [{ type: 'url', url: 'http://x', name: 'x' }]], ['container', 'c1'], ['context_management', { edits: [{ type: 'clear_tool_uses_20250919' }] }], ['frobnicate', 1]] as const) {
+  for (
+    const [field, value] of [['mcp_servers', [{ type: 'url', url: 'http://x', name: 'x' }]], ['container', 'c1'], ['context_management', {
+      edits: [{ type: 'clear_tool_uses_20250919' }],
+    }], ['frobnicate', 1]] as const
+  ) {
     it(`refuses ${field} by name`, async () => {
-      const msg = await envelope(await h.post('/v1/messages', { model: MODEL, max_tokens: 5, messages: user('x'), [field]: value }), 400, 'invalid_request_error');
+      const msg = await envelope(
+        await h.post('/v1/messages', { model: MODEL, max_tokens: 5, messages: user('x'), [field]: value }),
+        400,
+        'invalid_request_error',
+      );
       assert.match(msg, new RegExp(`^${field}:`));
     });
   }
@@ -264,21 +372,72 @@ describe('errors', () => {
   });
 
   it('refuses server tools, document blocks and prefill by name', async () => {
-    assert.match(await envelope(await h.post('/v1/messages', { model: MODEL, max_tokens: 5, messages: user('x'), tools: [{ type: 'web_search_20250305', name: 'web_search' }] }), 400, 'invalid_request_error'), /web_search_20250305/);
-    assert.match(await envelope(await h.post('/v1/messages', { model: MODEL, max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }] }), 400, 'invalid_request_error'), /"document" blocks/);
-    assert.match(await envelope(await h.post('/v1/messages', { model: MODEL, max_tokens: 5, messages: [...user('x'), { role: 'assistant', content: 'The answer is' }] }), 400, 'invalid_request_error'), /prefill/);
+    assert.match(
+      await envelope(
+        await h.post('/v1/messages', {
+          model: MODEL,
+          max_tokens: 5,
+          messages: user('x'),
+          tools: [{ type: 'web_search_20250305', name: 'web_search' }],
+        }),
+        400,
+        'invalid_request_error',
+      ),
+      /web_search_20250305/,
+    );
+    assert.match(
+      await envelope(
+        await h.post('/v1/messages', {
+          model: MODEL,
+          max_tokens: 5,
+          messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }],
+        }),
+        400,
+        'invalid_request_error',
+      ),
+      /"document" blocks/,
+    );
+    assert.match(
+      await envelope(
+        await h.post('/v1/messages', {
+          model: MODEL,
+          max_tokens: 5,
+          messages: [...user('x'), { role: 'assistant', content: 'The answer is' }],
+        }),
+        400,
+        'invalid_request_error',
+      ),
+      /prefill/,
+    );
   });
 
   it('an image block to a model without vision is a 400 naming vision', async () => {
     await assert.rejects(
-      client.messages.create({ model: MODEL, max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'text', text: 'what?' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] }] }),
-      (e: unknown) => e instanceof Anthropic.BadRequestError && /vision/.test(e.message) && (e.error as { error: { type: string } }).error.type === 'invalid_request_error',
+      client.messages.create({
+        model: MODEL,
+        max_tokens: 5,
+        messages: [{
+          role: 'user',
+          content: [{ type: 'text', text: 'what?' }, {
+            type: 'image',
+            source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' },
+          }],
+        }],
+      }),
+      (e: unknown) =>
+        e instanceof Anthropic.BadRequestError && /vision/.test(e.message) &&
+        (e.error as { error: { type: string } }).error.type === 'invalid_request_error',
     );
   });
 
   it('a tool_result naming no earlier tool_use is refused', async () => {
     await assert.rejects(
-      client.messages.create({ model: MODEL, max_tokens: 5, tools: [ADD], messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_nope', content: '3' }] }] }),
+      client.messages.create({
+        model: MODEL,
+        max_tokens: 5,
+        tools: [ADD],
+        messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_nope', content: '3' }] }],
+      }),
       (e: unknown) => e instanceof Anthropic.BadRequestError && /toolu_nope/.test(e.message),
     );
   });
@@ -292,7 +451,9 @@ describe('errors', () => {
     try {
       const got: unknown[] = [];
       await assert.rejects(async () => {
-        for await (const e of await client.messages.create({ model: MODEL, max_tokens: 20, messages: user('x'), stream: true })) got.push(e);
+        for await (const e of await client.messages.create({ model: MODEL, max_tokens: 20, messages: user('x'), stream: true })) {
+          got.push(e);
+        }
       }, (e: unknown) => e instanceof Anthropic.APIError && /Internal server error/.test(e.message));
       assert.ok(got.length >= 1, 'events came before the error');
     } finally {
@@ -303,7 +464,11 @@ describe('errors', () => {
   // last: creating a key makes keys required on this server
   it('x-api-key is a key: a wrong one is a 401 authentication_error, the right one works', async () => {
     const key = await h.srv.keys.create({ name: 'desk' });
-    await assert.rejects(client.messages.countTokens({ model: MODEL, messages: user('x') }), (e: unknown) => e instanceof Anthropic.AuthenticationError && (e.error as { error: { type: string } }).error.type === 'authentication_error');
+    await assert.rejects(
+      client.messages.countTokens({ model: MODEL, messages: user('x') }),
+      (e: unknown) =>
+        e instanceof Anthropic.AuthenticationError && (e.error as { error: { type: string } }).error.type === 'authentication_error',
+    );
     const keyed = new Anthropic({ baseURL: h.srv.url, apiKey: key.token, maxRetries: 0 });
     assert.ok((await keyed.messages.countTokens({ model: MODEL, messages: user('x') })).input_tokens > 0);
     assert.ok((await keyed.models.list()).data.length > 0);

@@ -5,12 +5,16 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { zipSync } from 'fflate';
 import { sniffFormat } from '../../../src/services/documents/detect.ts';
-import { inProcess, json, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess, json } from '../../support/server.ts';
 import { docx, EML, HTML, post, pptx, twoColumnPdfLib, xlsx } from './make-docs.ts';
 
 let app: InProcess;
-before(async () => { app = await inProcess(); });
-after(async () => { await app.close(); });
+before(async () => {
+  app = await inProcess();
+});
+after(async () => {
+  await app.close();
+});
 
 const sharpPng = async (fmt: 'png' | 'jpeg' | 'webp' | 'tiff' | 'gif' | 'avif') => {
   const sharp = (await import('sharp')).default;
@@ -20,17 +24,36 @@ const sharpPng = async (fmt: 'png' | 'jpeg' | 'webp' | 'tiff' | 'gif' | 'avif') 
 test('every supported format is recognised from its bytes alone', async () => {
   const u8 = (s: string) => new TextEncoder().encode(s);
   const cases: [Uint8Array, string][] = [
-    [await twoColumnPdfLib(1), 'pdf'], [await sharpPng('png'), 'png'], [await sharpPng('jpeg'), 'jpeg'], [await sharpPng('webp'), 'webp'],
-    [await sharpPng('tiff'), 'tiff'], [await sharpPng('gif'), 'gif'], [await sharpPng('avif'), 'avif'],
-    [docx(), 'docx'], [await xlsx(), 'xlsx'], [pptx(), 'pptx'],
-    [zipSync({ mimetype: u8('application/vnd.oasis.opendocument.text'), 'content.xml': u8('<office:document-content/>') }, { level: 0 }), 'odt'],
-    [u8(HTML), 'html'], [u8('# Title\n\nSome *text* with a [link](http://x).\n\n- a\n- b\n'), 'markdown'],
-    [u8('just some words\non two lines\n'), 'text'], [u8('name,value\nalpha,1\nbeta,2\n'), 'csv'], [u8(EML), 'eml'],
+    [await twoColumnPdfLib(1), 'pdf'],
+    [await sharpPng('png'), 'png'],
+    [await sharpPng('jpeg'), 'jpeg'],
+    [await sharpPng('webp'), 'webp'],
+    [await sharpPng('tiff'), 'tiff'],
+    [await sharpPng('gif'), 'gif'],
+    [await sharpPng('avif'), 'avif'],
+    [docx(), 'docx'],
+    [await xlsx(), 'xlsx'],
+    [pptx(), 'pptx'],
+    [
+      zipSync({ mimetype: u8('application/vnd.oasis.opendocument.text'), 'content.xml': u8('<office:document-content/>') }, { level: 0 }),
+      'odt',
+    ],
+    [u8(HTML), 'html'],
+    [u8('# Title\n\nSome *text* with a [link](http://x).\n\n- a\n- b\n'), 'markdown'],
+    [u8('just some words\non two lines\n'), 'text'],
+    [u8('name,value\nalpha,1\nbeta,2\n'), 'csv'],
+    [u8(EML), 'eml'],
   ];
   // a 2x1 24-bit BMP, written by hand
   const bmpBytes = Buffer.alloc(62);
-  bmpBytes.write('BM', 0); bmpBytes.writeUInt32LE(62, 2); bmpBytes.writeUInt32LE(54, 10); bmpBytes.writeUInt32LE(40, 14);
-  bmpBytes.writeInt32LE(2, 18); bmpBytes.writeInt32LE(1, 22); bmpBytes.writeUInt16LE(1, 26); bmpBytes.writeUInt16LE(24, 28);
+  bmpBytes.write('BM', 0);
+  bmpBytes.writeUInt32LE(62, 2);
+  bmpBytes.writeUInt32LE(54, 10);
+  bmpBytes.writeUInt32LE(40, 14);
+  bmpBytes.writeInt32LE(2, 18);
+  bmpBytes.writeInt32LE(1, 22);
+  bmpBytes.writeUInt16LE(1, 26);
+  bmpBytes.writeUInt16LE(24, 28);
   cases.push([new Uint8Array(bmpBytes), 'bmp']);
   for (const [bytes, want] of cases) assert.equal(sniffFormat(bytes.subarray(0, 65536), () => bytes), want, `expected ${want}`);
 });
@@ -47,7 +70,10 @@ test('415 unsupported_file_type for a zip of random bytes, an executable and ran
     }
   }
   // base64 JSON form answers the same
-  const res = await app.request('/svc/v1/document-to-markdown', json({ input_format: 'Base64EncodedFile', file: Buffer.from(zip).toString('base64'), filename: 'x.zip' }));
+  const res = await app.request(
+    '/svc/v1/document-to-markdown',
+    json({ input_format: 'Base64EncodedFile', file: Buffer.from(zip).toString('base64'), filename: 'x.zip' }),
+  );
   assert.equal(res.status, 415);
 });
 

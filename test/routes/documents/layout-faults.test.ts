@@ -9,16 +9,24 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { inProcess, tempDir, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess, tempDir } from '../../support/server.ts';
 import { bookGhostscript, chromiumPdf, JUSTIFIED, justifiedGhostscript, post } from './make-docs.ts';
 
 let app: InProcess;
 let dir: string;
 let manual: Uint8Array;
-before(async () => { app = await inProcess(); dir = await tempDir('svc-faults-'); manual = chromiumPdf(dir, 'manual', MANUAL_HTML); });
-after(async () => { await app.close(); await rm(dir, { recursive: true, force: true }); });
+before(async () => {
+  app = await inProcess();
+  dir = await tempDir('svc-faults-');
+  manual = chromiumPdf(dir, 'manual', MANUAL_HTML);
+});
+after(async () => {
+  await app.close();
+  await rm(dir, { recursive: true, force: true });
+});
 
-const FILLER = 'The generator reads the configuration, resolves each dependency and writes the result atomically. Large inputs are streamed to disk in fixed-size chunks and hashed while they are written. ';
+const FILLER =
+  'The generator reads the configuration, resolves each dependency and writes the result atomically. Large inputs are streamed to disk in fixed-size chunks and hashed while they are written. ';
 const CODE = ['#include <vec.h>', '', 'int main(void) {', '    vec_t *v = vec_new(16);', '    return vec_len(v);', '}'];
 const MANUAL_HTML = `<!DOCTYPE html><html><head><meta charset="utf-8"><style>
 @page { size: A4; margin: 25mm 20mm; @top-left { content: "Chapter 3: Utilities"; font: italic 8pt serif; } @bottom-right { content: counter(page); font: 8pt serif; } }
@@ -74,7 +82,14 @@ test('book running heads (alternating, each on fewer than half of the pages, bel
 test('numbered sections: "1." is a top-level section and "1.1" the level below; a byline is not a heading', async () => {
   const md = await toMd(manual);
   const heads = [...md.matchAll(/^(#+) (.*)$/gm)].map((m) => `${m[1]} ${m[2]}`);
-  assert.deepEqual(heads, ['# The Toolkit Manual', '## 1. Introduction', '### 1.1 Scope', '## 2. Unified system', '### 2.1 Function tables', '## 3. Utilities']);
+  assert.deepEqual(heads, [
+    '# The Toolkit Manual',
+    '## 1. Introduction',
+    '### 1.1 Scope',
+    '## 2. Unified system',
+    '### 2.1 Function tables',
+    '## 3. Utilities',
+  ]);
   assert.ok(/^Ada Lovelace$/m.test(md), 'the author stays a paragraph');
 });
 

@@ -7,22 +7,29 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { PDFDocument, StandardFonts, rgb, type PDFFont } from '@cantoo/pdf-lib';
-import { zipSync, strToU8 } from 'fflate';
+import { PDFDocument, type PDFFont, rgb, StandardFonts } from '@cantoo/pdf-lib';
+import { strToU8, zipSync } from 'fflate';
 
 const require = createRequire(import.meta.url);
 
 export const TITLE = 'Document Understanding Report';
 export const HEADER = 'ACME Research Quarterly';
-export const INTRO = 'Documents arrive in many shapes. This report describes how the service reads portable documents with two columns, headings, lists and tables, and how it keeps the reading order a person would follow.';
+export const INTRO =
+  'Documents arrive in many shapes. This report describes how the service reads portable documents with two columns, headings, lists and tables, and how it keeps the reading order a person would follow.';
 export const METHODS = 'We measured extraction quality on a small set of generated pages with known content.';
-export const LIST = ['Text layers are read with their positions', 'Columns are found from vertical gutters', 'Tables come from aligned cells'];
-export const RESULTS = 'The reconstructed text followed the columns from top to bottom, left before right, and every heading kept its level in the outline.';
+export const LIST = [
+  'Text layers are read with their positions',
+  'Columns are found from vertical gutters',
+  'Tables come from aligned cells',
+];
+export const RESULTS =
+  'The reconstructed text followed the columns from top to bottom, left before right, and every heading kept its level in the outline.';
 export const DISCUSSION = 'Repeated headers and footers were removed, while captions stayed next to the tables they describe.';
 export const CONCLUSION = 'Layout analysis over a text layer is fast, and scanned pages can take the OCR path instead.';
 export const TABLE = [['Name', 'Value', 'Unit'], ['Alpha', '1.5', 'kg'], ['Beta', '2.25', 'm'], ['Gamma', '3.0', 's']];
 export const CAPTION = 'Table 1: Measured values';
-export const PARAGRAPH = 'The quick brown fox jumps over the lazy dog. Optical character recognition turns pictures of printed text into machine-encoded text, so that documents can be searched, edited and stored more compactly. Early systems needed to be trained with images of each character and worked on one font at a time.';
+export const PARAGRAPH =
+  'The quick brown fox jumps over the lazy dog. Optical character recognition turns pictures of printed text into machine-encoded text, so that documents can be searched, edited and stored more compactly. Early systems needed to be trained with images of each character and worked on one font at a time.';
 
 type Op = { text: string; x: number; y: number; size: number; bold?: boolean };
 
@@ -34,10 +41,16 @@ export function layoutOps(width: (text: string, size: number, bold: boolean) => 
     let line = '';
     for (const word of text.split(' ')) {
       const next = line ? `${line} ${word}` : word;
-      if (width(next, size, false) > w && line) { ops.push({ text: line, x, y, size }); y += lead; line = word; }
-      else line = next;
+      if (width(next, size, false) > w && line) {
+        ops.push({ text: line, x, y, size });
+        y += lead;
+        line = word;
+      } else line = next;
     }
-    if (line) { ops.push({ text: line, x, y, size }); y += lead; }
+    if (line) {
+      ops.push({ text: line, x, y, size });
+      y += lead;
+    }
     return { ops, y };
   };
   for (let p = 1; p <= pages; p++) {
@@ -46,25 +59,45 @@ export function layoutOps(width: (text: string, size: number, bold: boolean) => 
       ops.push({ text: TITLE, x: 50, y: 90, size: 22, bold: true });
       // left column
       let y = 140;
-      ops.push({ text: '1 Introduction', x: 50, y, size: 14, bold: true }); y += 22;
-      let r = wrap(INTRO, 50, y, 235, 10); ops.push(...r.ops); y = r.y + 10;
-      ops.push({ text: '2 Methods', x: 50, y, size: 14, bold: true }); y += 22;
-      r = wrap(METHODS, 50, y, 235, 10); ops.push(...r.ops); y = r.y + 6;
-      for (const item of LIST) { ops.push({ text: '\u2022', x: 54, y, size: 10 }, { text: item, x: 64, y, size: 10 }); y += 14; }
+      ops.push({ text: '1 Introduction', x: 50, y, size: 14, bold: true });
+      y += 22;
+      let r = wrap(INTRO, 50, y, 235, 10);
+      ops.push(...r.ops);
+      y = r.y + 10;
+      ops.push({ text: '2 Methods', x: 50, y, size: 14, bold: true });
+      y += 22;
+      r = wrap(METHODS, 50, y, 235, 10);
+      ops.push(...r.ops);
+      y = r.y + 6;
+      for (const item of LIST) {
+        ops.push({ text: '\u2022', x: 54, y, size: 10 }, { text: item, x: 64, y, size: 10 });
+        y += 14;
+      }
       // right column
       y = 140;
-      ops.push({ text: '3 Results', x: 320, y, size: 14, bold: true }); y += 22;
-      r = wrap(RESULTS, 320, y, 235, 10); ops.push(...r.ops); y = r.y + 10;
-      ops.push({ text: '4 Discussion', x: 320, y, size: 14, bold: true }); y += 22;
-      r = wrap(DISCUSSION, 320, y, 235, 10); ops.push(...r.ops);
+      ops.push({ text: '3 Results', x: 320, y, size: 14, bold: true });
+      y += 22;
+      r = wrap(RESULTS, 320, y, 235, 10);
+      ops.push(...r.ops);
+      y = r.y + 10;
+      ops.push({ text: '4 Discussion', x: 320, y, size: 14, bold: true });
+      y += 22;
+      r = wrap(DISCUSSION, 320, y, 235, 10);
+      ops.push(...r.ops);
       // full-width table with caption
       y = 420;
-      ops.push({ text: CAPTION, x: 50, y, size: 10 }); y += 20;
-      TABLE.forEach((row, i) => { row.forEach((c, j) => ops.push({ text: c, x: 50 + j * 180, y, size: 10, bold: i === 0 })); y += 16; });
+      ops.push({ text: CAPTION, x: 50, y, size: 10 });
+      y += 20;
+      TABLE.forEach((row, i) => {
+        row.forEach((c, j) => ops.push({ text: c, x: 50 + j * 180, y, size: 10, bold: i === 0 }));
+        y += 16;
+      });
     } else {
       let y = 90;
-      ops.push({ text: `${3 + p} Conclusion`, x: 50, y, size: 14, bold: true }); y += 22;
-      const r = wrap(CONCLUSION, 50, y, 500, 10); ops.push(...r.ops);
+      ops.push({ text: `${3 + p} Conclusion`, x: 50, y, size: 14, bold: true });
+      y += 22;
+      const r = wrap(CONCLUSION, 50, y, 500, 10);
+      ops.push(...r.ops);
     }
     out.push(ops);
   }
@@ -109,7 +142,24 @@ export const dejavu = (name = 'DejaVuSerif.ttf') => join(require.resolve('dejavu
 /** A paragraph rendered by ImageMagick (gray PNG, 300-dpi-like glyph sizes). */
 export function paragraphPng(dir: string, text = PARAGRAPH, name = 'paragraph.png'): string {
   const out = join(dir, name);
-  execFileSync('convert', ['-size', '1500x', '-background', 'white', '-fill', 'black', '-font', dejavu(), '-pointsize', '30', `caption:${text}`, '-bordercolor', 'white', '-border', '60', out]);
+  execFileSync('convert', [
+    '-size',
+    '1500x',
+    '-background',
+    'white',
+    '-fill',
+    'black',
+    '-font',
+    dejavu(),
+    '-pointsize',
+    '30',
+    `caption:${text}`,
+    '-bordercolor',
+    'white',
+    '-border',
+    '60',
+    out,
+  ]);
   return out;
 }
 
@@ -118,7 +168,22 @@ export async function scannedPdf(dir: string, pdfPath: string, page = 1): Promis
   const base = join(dir, 'scan');
   execFileSync('pdftoppm', ['-r', '200', '-f', String(page), '-l', String(page), '-gray', '-png', '-singlefile', pdfPath, base]);
   const png = join(dir, 'scan-rotated.png');
-  execFileSync('convert', [`${base}.png`, '-seed', '7', '-background', 'white', '-rotate', '93', '-attenuate', '0.3', '+noise', 'Gaussian', '-colorspace', 'Gray', png]);
+  execFileSync('convert', [
+    `${base}.png`,
+    '-seed',
+    '7',
+    '-background',
+    'white',
+    '-rotate',
+    '93',
+    '-attenuate',
+    '0.3',
+    '+noise',
+    'Gaussian',
+    '-colorspace',
+    'Gray',
+    png,
+  ]);
   // ImageMagick's policy forbids writing PDF here: wrap the JPEG with pdf-lib at 200 dpi instead
   const jpg = join(dir, 'scan-rotated.jpg');
   execFileSync('convert', [png, '-quality', '85', jpg]);
@@ -134,23 +199,50 @@ export async function scannedPdf(dir: string, pdfPath: string, page = 1): Promis
 const xmlEsc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 export function docx(): Uint8Array {
-  const p = (text: string, style?: string) => `<w:p>${style ? `<w:pPr><w:pStyle w:val="${style}"/></w:pPr>` : ''}<w:r><w:t xml:space="preserve">${xmlEsc(text)}</w:t></w:r></w:p>`;
-  const li = (text: string) => `<w:p><w:pPr><w:pStyle w:val="ListParagraph"/><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr><w:r><w:t>${xmlEsc(text)}</w:t></w:r></w:p>`;
+  const p = (text: string, style?: string) =>
+    `<w:p>${style ? `<w:pPr><w:pStyle w:val="${style}"/></w:pPr>` : ''}<w:r><w:t xml:space="preserve">${xmlEsc(text)}</w:t></w:r></w:p>`;
+  const li = (text: string) =>
+    `<w:p><w:pPr><w:pStyle w:val="ListParagraph"/><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr><w:r><w:t>${
+      xmlEsc(text)
+    }</w:t></w:r></w:p>`;
   const cell = (t: string) => `<w:tc><w:p><w:r><w:t>${xmlEsc(t)}</w:t></w:r></w:p></w:tc>`;
-  const table = `<w:tbl><w:tblPr><w:tblStyle w:val="TableGrid"/></w:tblPr>${TABLE.map((r) => `<w:tr>${r.map(cell).join('')}</w:tr>`).join('')}</w:tbl>`;
-  const body = [p(TITLE, 'Title'), p('1 Introduction', 'Heading1'), p(INTRO), p('2 Methods', 'Heading1'), p(METHODS), ...LIST.map(li), table, p(CONCLUSION)].join('');
+  const table = `<w:tbl><w:tblPr><w:tblStyle w:val="TableGrid"/></w:tblPr>${
+    TABLE.map((r) => `<w:tr>${r.map(cell).join('')}</w:tr>`).join('')
+  }</w:tbl>`;
+  const body = [
+    p(TITLE, 'Title'),
+    p('1 Introduction', 'Heading1'),
+    p(INTRO),
+    p('2 Methods', 'Heading1'),
+    p(METHODS),
+    ...LIST.map(li),
+    table,
+    p(CONCLUSION),
+  ].join('');
   const files: Record<string, Uint8Array> = {
-    '[Content_Types].xml': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/><Override PartName="/word/numbering.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.numbering+xml"/><Override PartName="/word/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"/></Types>'),
-    '_rels/.rels': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>'),
-    'word/_rels/document.xml.rels': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/numbering" Target="numbering.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/></Relationships>'),
-    'word/styles.xml': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">' +
-      '<w:style w:type="paragraph" w:default="1" w:styleId="Normal"><w:name w:val="Normal"/></w:style>' +
-      '<w:style w:type="paragraph" w:styleId="Title"><w:name w:val="Title"/></w:style>' +
-      '<w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/></w:style>' +
-      '<w:style w:type="paragraph" w:styleId="ListParagraph"><w:name w:val="List Paragraph"/></w:style>' +
-      '<w:style w:type="table" w:styleId="TableGrid"><w:name w:val="Table Grid"/></w:style></w:styles>'),
-    'word/numbering.xml': strToU8('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:numbering xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:abstractNum w:abstractNumId="0"><w:lvl w:ilvl="0"><w:numFmt w:val="bullet"/><w:lvlText w:val="\u2022"/></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num></w:numbering>'),
-    'word/document.xml': strToU8(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${body}</w:body></w:document>`),
+    '[Content_Types].xml': strToU8(
+      '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/><Override PartName="/word/numbering.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.numbering+xml"/><Override PartName="/word/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"/></Types>',
+    ),
+    '_rels/.rels': strToU8(
+      '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>',
+    ),
+    'word/_rels/document.xml.rels': strToU8(
+      '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/numbering" Target="numbering.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/></Relationships>',
+    ),
+    'word/styles.xml': strToU8(
+      '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">' +
+        '<w:style w:type="paragraph" w:default="1" w:styleId="Normal"><w:name w:val="Normal"/></w:style>' +
+        '<w:style w:type="paragraph" w:styleId="Title"><w:name w:val="Title"/></w:style>' +
+        '<w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/></w:style>' +
+        '<w:style w:type="paragraph" w:styleId="ListParagraph"><w:name w:val="List Paragraph"/></w:style>' +
+        '<w:style w:type="table" w:styleId="TableGrid"><w:name w:val="Table Grid"/></w:style></w:styles>',
+    ),
+    'word/numbering.xml': strToU8(
+      '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:numbering xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:abstractNum w:abstractNumId="0"><w:lvl w:ilvl="0"><w:numFmt w:val="bullet"/><w:lvlText w:val="\u2022"/></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="0"/></w:num></w:numbering>',
+    ),
+    'word/document.xml': strToU8(
+      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${body}</w:body></w:document>`,
+    ),
   };
   return zipSync(files);
 }
@@ -167,14 +259,34 @@ export async function xlsx(): Promise<Uint8Array> {
 }
 
 export function pptx(): Uint8Array {
-  const ns = 'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"';
-  const sp = (ph: string | null, paras: string[], bullets = false) => `<p:sp><p:nvSpPr><p:cNvPr id="2" name="s"/><p:cNvSpPr/><p:nvPr>${ph ? `<p:ph type="${ph}"/>` : ''}</p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/>${paras.map((t) => `<a:p>${bullets ? '<a:pPr><a:buChar char="\u2022"/></a:pPr>' : ''}<a:r><a:t>${xmlEsc(t)}</a:t></a:r></a:p>`).join('')}</p:txBody></p:sp>`;
-  const tbl = `<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="4" name="t"/><p:cNvGraphicFramePr/><p:nvPr/></p:nvGraphicFramePr><p:xfrm/><a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/table"><a:tbl>${TABLE.map((r) => `<a:tr h="0">${r.map((c) => `<a:tc><a:txBody><a:bodyPr/><a:p><a:r><a:t>${xmlEsc(c)}</a:t></a:r></a:p></a:txBody></a:tc>`).join('')}</a:tr>`).join('')}</a:tbl></a:graphicData></a:graphic></p:graphicFrame>`;
-  const slide = (inner: string) => strToU8(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><p:sld ${ns}><p:cSld><p:spTree>${inner}</p:spTree></p:cSld></p:sld>`);
+  const ns =
+    'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"';
+  const sp = (ph: string | null, paras: string[], bullets = false) =>
+    `<p:sp><p:nvSpPr><p:cNvPr id="2" name="s"/><p:cNvSpPr/><p:nvPr>${
+      ph ? `<p:ph type="${ph}"/>` : ''
+    }</p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/>${
+      paras.map((t) => `<a:p>${bullets ? '<a:pPr><a:buChar char="\u2022"/></a:pPr>' : ''}<a:r><a:t>${xmlEsc(t)}</a:t></a:r></a:p>`).join('')
+    }</p:txBody></p:sp>`;
+  const tbl =
+    `<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="4" name="t"/><p:cNvGraphicFramePr/><p:nvPr/></p:nvGraphicFramePr><p:xfrm/><a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/table"><a:tbl>${
+      TABLE.map((r) =>
+        `<a:tr h="0">${
+          r.map((c) => `<a:tc><a:txBody><a:bodyPr/><a:p><a:r><a:t>${xmlEsc(c)}</a:t></a:r></a:p></a:txBody></a:tc>`).join('')
+        }</a:tr>`
+      ).join('')
+    }</a:tbl></a:graphicData></a:graphic></p:graphicFrame>`;
+  const slide = (inner: string) =>
+    strToU8(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><p:sld ${ns}><p:cSld><p:spTree>${inner}</p:spTree></p:cSld></p:sld>`);
   return zipSync({
-    '[Content_Types].xml': strToU8('<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Override PartName="/ppt/presentation.xml" ContentType="application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"/></Types>'),
-    'ppt/presentation.xml': strToU8(`<?xml version="1.0" encoding="UTF-8"?><p:presentation ${ns}><p:sldIdLst><p:sldId id="256" r:id="rId2"/><p:sldId id="257" r:id="rId1"/></p:sldIdLst></p:presentation>`),
-    'ppt/_rels/presentation.xml.rels': strToU8('<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slide" Target="slides/slide1.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slide" Target="slides/slide2.xml"/></Relationships>'),
+    '[Content_Types].xml': strToU8(
+      '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Override PartName="/ppt/presentation.xml" ContentType="application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"/></Types>',
+    ),
+    'ppt/presentation.xml': strToU8(
+      `<?xml version="1.0" encoding="UTF-8"?><p:presentation ${ns}><p:sldIdLst><p:sldId id="256" r:id="rId2"/><p:sldId id="257" r:id="rId1"/></p:sldIdLst></p:presentation>`,
+    ),
+    'ppt/_rels/presentation.xml.rels': strToU8(
+      '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slide" Target="slides/slide1.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/slide" Target="slides/slide2.xml"/></Relationships>',
+    ),
     // slide2.xml is shown first (sldIdLst order), as PowerPoint does after reordering
     'ppt/slides/slide2.xml': slide(sp('title', ['Opening']) + sp(null, LIST, true)),
     'ppt/slides/slide1.xml': slide(sp('title', ['Numbers']) + tbl),
@@ -183,13 +295,26 @@ export function pptx(): Uint8Array {
 
 export const HTML = `<!DOCTYPE html><html><head><title>t</title><style>p{color:red}</style><script>var x = 1;</script></head><body>
 <h1>${TITLE}</h1><p>${INTRO}</p><h2>Data</h2>
-<table><thead><tr>${TABLE[0]!.map((c) => `<th>${c}</th>`).join('')}</tr></thead><tbody>${TABLE.slice(1).map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('')}</tbody></table>
+<table><thead><tr>${TABLE[0]!.map((c) => `<th>${c}</th>`).join('')}</tr></thead><tbody>${
+  TABLE.slice(1).map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join('')}</tr>`).join('')
+}</tbody></table>
 <ul>${LIST.map((l) => `<li>${l}</li>`).join('')}</ul></body></html>`;
 
 export const EML = [
-  'From: Alice Example <alice@example.com>', 'To: bob@example.com', 'Subject: =?UTF-8?B?UXVhcnRlcmx5IG51bWJlcnM=?=', 'Date: Mon, 5 Oct 2026 10:00:00 +0000',
-  'MIME-Version: 1.0', 'Content-Type: multipart/alternative; boundary="b1"', '', '--b1', 'Content-Type: text/plain; charset=utf-8', 'Content-Transfer-Encoding: quoted-printable', '',
-  'Hello Bob,=0A=0AThe numbers are in =E2=80=94 see below.', '--b1--', '',
+  'From: Alice Example <alice@example.com>',
+  'To: bob@example.com',
+  'Subject: =?UTF-8?B?UXVhcnRlcmx5IG51bWJlcnM=?=',
+  'Date: Mon, 5 Oct 2026 10:00:00 +0000',
+  'MIME-Version: 1.0',
+  'Content-Type: multipart/alternative; boundary="b1"',
+  '',
+  '--b1',
+  'Content-Type: text/plain; charset=utf-8',
+  'Content-Transfer-Encoding: quoted-printable',
+  '',
+  'Hello Bob,=0A=0AThe numbers are in =E2=80=94 see below.',
+  '--b1--',
+  '',
 ].join('\r\n');
 
 /** Character error rate: edit distance over the reference length, whitespace collapsed. */
@@ -205,7 +330,13 @@ export function cer(hyp: string, ref: string): number {
 }
 
 /** POST one document as multipart (field `file`) with options as further fields. */
-export async function post(request: (path: string, init?: RequestInit) => Promise<Response>, path: string, bytes: Uint8Array, filename: string, options: Record<string, unknown> = {}): Promise<Response> {
+export async function post(
+  request: (path: string, init?: RequestInit) => Promise<Response>,
+  path: string,
+  bytes: Uint8Array,
+  filename: string,
+  options: Record<string, unknown> = {},
+): Promise<Response> {
   const form = new FormData();
   form.append('file', new Blob([bytes as Uint8Array<ArrayBuffer>]), filename);
   for (const [k, v] of Object.entries(options)) form.append(k, typeof v === 'string' ? v : JSON.stringify(v));
@@ -218,11 +349,19 @@ export async function post(request: (path: string, init?: RequestInit) => Promis
 export function chromiumPdf(dir: string, name: string, html: string): Uint8Array {
   const htmlPath = join(dir, `${name}.html`), pdfPath = join(dir, `${name}.pdf`);
   writeFileSync(htmlPath, html);
-  execFileSync('chromium', ['--headless', '--no-sandbox', '--disable-gpu', '--no-pdf-header-footer', `--print-to-pdf=${pdfPath}`, `file://${htmlPath}`], { stdio: 'ignore', timeout: 60_000 });
+  execFileSync('chromium', [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--no-pdf-header-footer',
+    `--print-to-pdf=${pdfPath}`,
+    `file://${htmlPath}`,
+  ], { stdio: 'ignore', timeout: 60_000 });
   return new Uint8Array(readFileSync(pdfPath));
 }
 
-export const JUSTIFIED = 'Creates a file that generates the definitions of every function containing a C vector and writes them to the output named on the command line, one definition per line, so that a later build step can include the file without reading the sources again.';
+export const JUSTIFIED =
+  'Creates a file that generates the definitions of every function containing a C vector and writes them to the output named on the command line, one definition per line, so that a later build step can include the file without reading the sources again.';
 
 /**
  * A justified paragraph set the way pdfTeX sets a narrow measure: every line stretched to the same width,
@@ -235,7 +374,10 @@ export function justifiedGhostscript(dir: string, text = JUSTIFIED): Uint8Array 
   const lines: string[][] = [];
   let cur: string[] = [];
   for (const w of words) {
-    if (cur.length && doc.width([...cur, w].join(' ')) > measure * 0.72) { lines.push(cur); cur = []; }
+    if (cur.length && doc.width([...cur, w].join(' ')) > measure * 0.72) {
+      lines.push(cur);
+      cur = [];
+    }
     cur.push(w);
   }
   if (cur.length) lines.push(cur);

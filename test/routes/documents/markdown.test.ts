@@ -5,13 +5,37 @@ import { writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { releaseOcrEngines } from '../../../src/services/ocr/ocr.ts';
-import { inProcess, tempDir, type InProcess } from '../../support/server.ts';
-import { CAPTION, CONCLUSION, docx, EML, HEADER, HTML, INTRO, LIST, post, pptx, RESULTS, scannedPdf, TITLE, twoColumnGhostscript, twoColumnPdfLib, xlsx } from './make-docs.ts';
+import { type InProcess, inProcess, tempDir } from '../../support/server.ts';
+import {
+  CAPTION,
+  CONCLUSION,
+  docx,
+  EML,
+  HEADER,
+  HTML,
+  INTRO,
+  LIST,
+  post,
+  pptx,
+  RESULTS,
+  scannedPdf,
+  TITLE,
+  twoColumnGhostscript,
+  twoColumnPdfLib,
+  xlsx,
+} from './make-docs.ts';
 
 let app: InProcess;
 let dir: string;
-before(async () => { app = await inProcess(); dir = await tempDir('svc-md-'); });
-after(async () => { await app.close(); await releaseOcrEngines(); await rm(dir, { recursive: true, force: true }); });
+before(async () => {
+  app = await inProcess();
+  dir = await tempDir('svc-md-');
+});
+after(async () => {
+  await app.close();
+  await releaseOcrEngines();
+  await rm(dir, { recursive: true, force: true });
+});
 
 async function toMd(bytes: Uint8Array, name: string, options: Record<string, unknown> = {}): Promise<string> {
   const res = await post(app.request, '/svc/v1/document-to-markdown', bytes, name, options);
@@ -19,7 +43,8 @@ async function toMd(bytes: Uint8Array, name: string, options: Record<string, unk
   return ((await res.json()) as { markdown: string }).markdown;
 }
 
-const TABLE_MD = ['| Name | Value | Unit |', '| --- | --- | --- |', '| Alpha | 1.5 | kg |', '| Beta | 2.25 | m |', '| Gamma | 3.0 | s |'].join('\n');
+const TABLE_MD = ['| Name | Value | Unit |', '| --- | --- | --- |', '| Alpha | 1.5 | kg |', '| Beta | 2.25 | m |', '| Gamma | 3.0 | s |']
+  .join('\n');
 
 /** Each needle appears, in this order. */
 function assertOrder(mdIn: string, needles: string[]) {
@@ -36,7 +61,21 @@ function assertOrder(mdIn: string, needles: string[]) {
 for (const [maker, label] of [[() => twoColumnPdfLib(), 'pdf-lib'], [() => twoColumnGhostscript(dir), 'Ghostscript']] as const) {
   test(`two-column PDF (${label}): reading order over columns, headings, list, table, header/footer removed`, async () => {
     const md = await toMd(await maker(), 'report.pdf');
-    assertOrder(md, [`# ${TITLE}`, '## 1 Introduction', INTRO, '## 2 Methods', `- ${LIST[0]}`, `- ${LIST[2]}`, '## 3 Results', RESULTS, '## 4 Discussion', CAPTION, TABLE_MD, '## 5 Conclusion', CONCLUSION]);
+    assertOrder(md, [
+      `# ${TITLE}`,
+      '## 1 Introduction',
+      INTRO,
+      '## 2 Methods',
+      `- ${LIST[0]}`,
+      `- ${LIST[2]}`,
+      '## 3 Results',
+      RESULTS,
+      '## 4 Discussion',
+      CAPTION,
+      TABLE_MD,
+      '## 5 Conclusion',
+      CONCLUSION,
+    ]);
     assert.ok(!md.includes(HEADER), 'page header removed');
     assert.ok(!/Page \d/.test(md), 'page footer removed');
   });
@@ -54,7 +93,16 @@ test('a scanned page (rotated 90°, skewed 3°) goes through OCR and keeps headi
   const res = await post(app.request, '/svc/v1/document-to-markdown', scan.pdf, 'scan.pdf', { engine: 'tesseract' });
   const body = await res.json() as { markdown: string; ocr_pages: number[] };
   assert.deepEqual(body.ocr_pages, [1]);
-  assertOrder(body.markdown, ['Document Understanding Report', '## 1 Introduction', 'Documents arrive', '## 2 Methods', '- Text layers', '## 3 Results', '## 4 Discussion', '| Name | Value | Unit |']);
+  assertOrder(body.markdown, [
+    'Document Understanding Report',
+    '## 1 Introduction',
+    'Documents arrive',
+    '## 2 Methods',
+    '- Text layers',
+    '## 3 Results',
+    '## 4 Discussion',
+    '| Name | Value | Unit |',
+  ]);
 });
 
 test('DOCX (mammoth + turndown): headings, list and table', async () => {
@@ -82,5 +130,11 @@ test('HTML: scripts and styles dropped, the table kept as a Markdown table', asy
 
 test('EML: headers and the decoded body', async () => {
   const md = await toMd(new TextEncoder().encode(EML), 'mail.eml');
-  assertOrder(md, ['# Quarterly numbers', '**From:** Alice Example', '**Subject:** Quarterly numbers', 'Hello Bob,', 'The numbers are in \u2014 see below.']);
+  assertOrder(md, [
+    '# Quarterly numbers',
+    '**From:** Alice Example',
+    '**Subject:** Quarterly numbers',
+    'Hello Bob,',
+    'The numbers are in \u2014 see below.',
+  ]);
 });

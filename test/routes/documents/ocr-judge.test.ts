@@ -10,15 +10,23 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { releaseOcrEngines } from '../../../src/services/ocr/ocr.ts';
-import { inProcess, tempDir, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess, tempDir } from '../../support/server.ts';
 import { cer, PARAGRAPH, paragraphPng, post, twoColumnPdfLib } from './make-docs.ts';
 
 let app: InProcess;
 let dir: string;
-before(async () => { app = await inProcess(); dir = await tempDir('svc-ocr-judge-'); });
-after(async () => { await app.close(); await releaseOcrEngines(); await rm(dir, { recursive: true, force: true }); });
+before(async () => {
+  app = await inProcess();
+  dir = await tempDir('svc-ocr-judge-');
+});
+after(async () => {
+  await app.close();
+  await releaseOcrEngines();
+  await rm(dir, { recursive: true, force: true });
+});
 
-const cli = (png: string) => execFileSync('tesseract', [png, 'stdout', '-l', 'eng'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+const cli = (png: string) =>
+  execFileSync('tesseract', [png, 'stdout', '-l', 'eng'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
 const words = (s: string) => new Set(s.toLowerCase().match(/[a-z0-9]{3,}/g) ?? []);
 
 async function ours(png: string, engine: string): Promise<string> {
@@ -46,7 +54,13 @@ for (const engine of ['tesseract', 'paddle'] as const) {
     const mine = words(await ours(png, engine));
     const found = [...judge].filter((w) => mine.has(w)).length / judge.size;
     const extra = [...mine].filter((w) => !judge.has(w)).length / mine.size;
-    assert.ok(found >= 0.95, `${engine} finds ${(found * 100).toFixed(1)}% of the CLI's words; missing: ${[...judge].filter((w) => !mine.has(w)).join(' ')}`);
-    assert.ok(extra <= 0.05, `${engine} reads ${(extra * 100).toFixed(1)}% words the CLI does not: ${[...mine].filter((w) => !judge.has(w)).join(' ')}`);
+    assert.ok(
+      found >= 0.95,
+      `${engine} finds ${(found * 100).toFixed(1)}% of the CLI's words; missing: ${[...judge].filter((w) => !mine.has(w)).join(' ')}`,
+    );
+    assert.ok(
+      extra <= 0.05,
+      `${engine} reads ${(extra * 100).toFixed(1)}% words the CLI does not: ${[...mine].filter((w) => !judge.has(w)).join(' ')}`,
+    );
   });
 }

@@ -5,17 +5,33 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { releaseOcrEngines } from '../../../src/services/ocr/ocr.ts';
-import { inProcess, json, tempDir, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess, json, tempDir } from '../../support/server.ts';
 import { cer, PARAGRAPH, paragraphPng, post, scannedPdf, twoColumnPdfLib } from './make-docs.ts';
 
 let app: InProcess;
 let dir: string;
-before(async () => { app = await inProcess(); dir = await tempDir('svc-ocr-'); });
-after(async () => { await app.close(); await releaseOcrEngines(); await rm(dir, { recursive: true, force: true }); });
+before(async () => {
+  app = await inProcess();
+  dir = await tempDir('svc-ocr-');
+});
+after(async () => {
+  await app.close();
+  await releaseOcrEngines();
+  await rm(dir, { recursive: true, force: true });
+});
 
 interface OcrBody {
-  engine: string; text: string;
-  pages: { page: number; rotation: number; deskew: number; width: number; height: number; confidence: number; lines: { text: string; box: { x: number; y: number; width: number; height: number }; words: { text: string; confidence: number }[] }[] }[];
+  engine: string;
+  text: string;
+  pages: {
+    page: number;
+    rotation: number;
+    deskew: number;
+    width: number;
+    height: number;
+    confidence: number;
+    lines: { text: string; box: { x: number; y: number; width: number; height: number }; words: { text: string; confidence: number }[] }[];
+  }[];
 }
 
 for (const engine of ['tesseract', 'paddle'] as const) {
@@ -49,14 +65,19 @@ test('a scanned page rotated 90° and skewed 3° is turned upright and levelled 
     const p = body.pages[0]!;
     assert.equal(p.rotation, 270, `${engine} rotation`);
     assert.ok(Math.abs(Math.abs(p.deskew) - 3) <= 0.5, `${engine} deskew ${p.deskew}`);
-    for (const phrase of ['Document Understanding Report', 'Introduction', 'Measured values', 'reading order']) assert.ok(body.text.includes(phrase), `${engine} misses "${phrase}"`);
+    for (const phrase of ['Document Understanding Report', 'Introduction', 'Measured values', 'reading order']) {
+      assert.ok(body.text.includes(phrase), `${engine} misses "${phrase}"`);
+    }
     assert.ok(p.height > p.width, 'the upright page is portrait again');
   }
 });
 
 test('the same image as base64 JSON; progress and async job give the same answer', async () => {
   const png = readFileSync(paragraphPng(dir, 'Hello world from the job queue.', 'short.png'));
-  const res = await app.request('/svc/v1/ocr', json({ input_format: 'Base64EncodedFile', file: png.toString('base64'), engine: 'tesseract' }, { prefer: 'respond-async' }));
+  const res = await app.request(
+    '/svc/v1/ocr',
+    json({ input_format: 'Base64EncodedFile', file: png.toString('base64'), engine: 'tesseract' }, { prefer: 'respond-async' }),
+  );
   assert.equal(res.status, 202);
   const { job_id } = await res.json() as { job_id: string };
   let job: { status: string; result: OcrBody; progress_current: number | null; progress_total: number | null };

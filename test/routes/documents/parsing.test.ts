@@ -4,35 +4,70 @@ import assert from 'node:assert/strict';
 import { rm } from 'node:fs/promises';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import { releaseOcrEngines } from '../../../src/services/ocr/ocr.ts';
-import { inProcess, tempDir, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess, tempDir } from '../../support/server.ts';
 import { CAPTION, docx, HEADER, INTRO, post, TITLE, twoColumnPdfLib } from './make-docs.ts';
 
 let app: InProcess;
 let dir: string;
-before(async () => { app = await inProcess(); dir = await tempDir('svc-parse-'); });
-after(async () => { await app.close(); await releaseOcrEngines(); await rm(dir, { recursive: true, force: true }); });
+before(async () => {
+  app = await inProcess();
+  dir = await tempDir('svc-parse-');
+});
+after(async () => {
+  await app.close();
+  await releaseOcrEngines();
+  await rm(dir, { recursive: true, force: true });
+});
 
-interface El { type: string; text: string; page: number | null; bbox: { x: number; y: number; width: number; height: number } | null; level?: number; rows?: number; cols?: number; cells?: { row: number; col: number; text: string }[]; caption?: string; image?: { mime_type: string; data: string } }
-interface Parsed { elements: El[]; pages: { page: number; width: number; height: number }[]; unit: string }
+interface El {
+  type: string;
+  text: string;
+  page: number | null;
+  bbox: { x: number; y: number; width: number; height: number } | null;
+  level?: number;
+  rows?: number;
+  cols?: number;
+  cells?: { row: number; col: number; text: string }[];
+  caption?: string;
+  image?: { mime_type: string; data: string };
+}
+interface Parsed {
+  elements: El[];
+  pages: { page: number; width: number; height: number }[];
+  unit: string;
+}
 
 /** DocTags: every tag known, container tags nested and closed, location tokens in 0..499. */
 function parseDocTags(s: string): { tags: string[]; texts: string[] } {
   const single = /^(loc_\d+|fcel|ecel|ched|rhed|lcel|ucel|xcel|srow|nl|page_break)$/;
-  const containers = /^(doctag|title|text|caption|page_header|page_footer|formula|list_item|ordered_list|unordered_list|otsl|picture|section_header_level_[0-5]|footnote|code)$/;
+  const containers =
+    /^(doctag|title|text|caption|page_header|page_footer|formula|list_item|ordered_list|unordered_list|otsl|picture|section_header_level_[0-5]|footnote|code)$/;
   const stack: string[] = [];
   const tags: string[] = [], texts: string[] = [];
   for (const m of s.matchAll(/<(\/?)([a-z_0-9]+)>|([^<]+)/g)) {
-    if (m[3] !== undefined) { assert.ok(stack.length > 0, 'text outside <doctag>'); assert.ok(!/[<>]/.test(m[3])); texts.push(m[3]); continue; }
+    if (m[3] !== undefined) {
+      assert.ok(stack.length > 0, 'text outside <doctag>');
+      assert.ok(!/[<>]/.test(m[3]));
+      texts.push(m[3]);
+      continue;
+    }
     const [, close, name] = m as unknown as [string, string, string];
     if (single.test(name)) {
       assert.equal(close, '', `</${name}> is not a closing tag`);
-      if (name.startsWith('loc_')) { const v = Number(name.slice(4)); assert.ok(v >= 0 && v <= 499); }
+      if (name.startsWith('loc_')) {
+        const v = Number(name.slice(4));
+        assert.ok(v >= 0 && v <= 499);
+      }
       tags.push(name);
       continue;
     }
     assert.match(name, containers, `unknown tag <${name}>`);
     if (close) assert.equal(stack.pop(), name, `</${name}> closes the wrong tag`);
-    else { if (!stack.length) assert.equal(name, 'doctag'); stack.push(name); tags.push(name); }
+    else {
+      if (!stack.length) assert.equal(name, 'doctag');
+      stack.push(name);
+      tags.push(name);
+    }
   }
   assert.equal(stack.length, 0, 'unclosed tags');
   assert.equal(tags[0], 'doctag');
@@ -45,13 +80,16 @@ test('Json: typed elements with page and bbox; table with cells; headers and foo
   const body = await res.json() as Parsed;
   assert.equal(body.unit, 'pt');
   const types = new Set(body.elements.map((e) => e.type));
-  for (const t of ['title', 'section_header', 'paragraph', 'list_item', 'table', 'caption', 'page_header', 'page_footer']) assert.ok(types.has(t), `no ${t}`);
+  for (const t of ['title', 'section_header', 'paragraph', 'list_item', 'table', 'caption', 'page_header', 'page_footer']) {
+    assert.ok(types.has(t), `no ${t}`);
+  }
   const title = body.elements.find((e) => e.type === 'title')!;
   assert.equal(title.text, TITLE);
   assert.equal(title.page, 1);
   assert.ok(Math.abs(title.bbox!.x - 50) < 2 && Math.abs(title.bbox!.y + title.bbox!.height - 92) < 8, JSON.stringify(title.bbox));
   const table = body.elements.find((e) => e.type === 'table')!;
-  assert.equal(table.rows, 4); assert.equal(table.cols, 3);
+  assert.equal(table.rows, 4);
+  assert.equal(table.cols, 3);
   assert.equal(table.cells!.find((c) => c.row === 2 && c.col === 1)!.text, '2.25');
   assert.equal(table.caption, CAPTION);
   assert.equal(body.elements.filter((e) => e.type === 'page_header' && e.text === HEADER).length, 2);
@@ -65,7 +103,23 @@ test('DocLang: DocTags markup that parses, with locations, OTSL table and page b
   assert.equal(res.status, 200);
   const text = await res.text();
   const { tags, texts } = parseDocTags(text);
-  for (const t of ['title', 'section_header_level_1', 'text', 'unordered_list', 'list_item', 'otsl', 'ched', 'fcel', 'nl', 'caption', 'page_header', 'page_footer', 'page_break']) assert.ok(tags.includes(t), `no <${t}>`);
+  for (
+    const t of [
+      'title',
+      'section_header_level_1',
+      'text',
+      'unordered_list',
+      'list_item',
+      'otsl',
+      'ched',
+      'fcel',
+      'nl',
+      'caption',
+      'page_header',
+      'page_footer',
+      'page_break',
+    ]
+  ) assert.ok(tags.includes(t), `no <${t}>`);
   assert.ok(texts.includes(TITLE));
   assert.match(text, /^<doctag><page_header><loc_\d+><loc_\d+><loc_\d+><loc_\d+>ACME Research Quarterly<\/page_header><title><loc_/);
 });

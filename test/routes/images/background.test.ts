@@ -7,18 +7,24 @@
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { inProcess, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess } from '../../support/server.ts';
 import { base64Json, expectReason, jsonOf } from '../pdf/http.ts';
 import { identify, imageOf, magick } from './helpers.ts';
 
 const model = fileURLToPath(new URL('../../fixtures/models/tiny-matting', import.meta.url));
-const rgba = (b: Uint8Array, x: number, y: number) => identify(b, `%[fx:int(255*p{${x},${y}}.r+0.5)],%[fx:int(255*p{${x},${y}}.g+0.5)],%[fx:int(255*p{${x},${y}}.b+0.5)],%[fx:int(255*p{${x},${y}}.a+0.5)]`);
+const rgba = (b: Uint8Array, x: number, y: number) =>
+  identify(
+    b,
+    `%[fx:int(255*p{${x},${y}}.r+0.5)],%[fx:int(255*p{${x},${y}}.g+0.5)],%[fx:int(255*p{${x},${y}}.b+0.5)],%[fx:int(255*p{${x},${y}}.a+0.5)]`,
+  );
 
 describe('image-background-removal', () => {
   let t: InProcess;
   // a red disc (the "subject") on a blue-gray background
   const photo = magick(['-size', '240x160', 'xc:#5070a0', '-fill', '#e02020', '-draw', 'circle 120,80 120,30'], 'png');
-  before(async () => { t = await inProcess({ imageBackgroundModel: model }); });
+  before(async () => {
+    t = await inProcess({ imageBackgroundModel: model });
+  });
   after(() => t.close());
 
   test('the matte becomes the alpha channel: subject opaque, background transparent (ImageMagick reads it)', async () => {
@@ -31,7 +37,12 @@ describe('image-background-removal', () => {
   });
 
   test('a background colour replaces the transparency; the share of foreground is reported', async () => {
-    const r = await jsonOf(await t.request('/svc/v1/image-background-removal', base64Json(photo, { background: '#00ff00', format: 'jpeg', delivery: 'file_id' })));
+    const r = await jsonOf(
+      await t.request(
+        '/svc/v1/image-background-removal',
+        base64Json(photo, { background: '#00ff00', format: 'jpeg', delivery: 'file_id' }),
+      ),
+    );
     const disc = (Math.PI * 50 * 50) / (240 * 160);
     assert.ok(Math.abs(r.foreground - disc) < 0.03, `foreground ${r.foreground} vs disc ${disc.toFixed(3)}`);
     const out = new Uint8Array(await (await t.request(`/svc/v1/files/${r.file_id}/content`)).arrayBuffer());
@@ -44,6 +55,8 @@ describe('image-background-removal', () => {
     const bare = await inProcess();
     try {
       await expectReason(await bare.request('/svc/v1/image-background-removal', base64Json(photo, {})), 501, 'capability_unavailable');
-    } finally { await bare.close(); }
+    } finally {
+      await bare.close();
+    }
   });
 });

@@ -4,7 +4,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { deflateSync } from 'node:zlib';
 import { unzipSync } from 'fflate';
-import { inProcess, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess } from '../../support/server.ts';
 import { asJob, b64, base64Json, expectReason, expectReasonBoth, fileContent, jsonOf, multipart, upload } from '../pdf/http.ts';
 import { compareMetric, exiftool, exiftoolWrite, identify, imageOf, magick, pixels, writeTmp } from './helpers.ts';
 
@@ -12,11 +12,37 @@ const convert = '/svc/v1/image-convert';
 
 /** A PNG whose header declares width × height; the data is a few bytes (a decompression-bomb header). */
 function pngHeader(width: number, height: number): Uint8Array {
-  const crcTable = Array.from({ length: 256 }, (_, n) => { let c = n; for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1; return c >>> 0; });
-  const crc = (b: Buffer) => { let c = 0xffffffff; for (const x of b) c = crcTable[(c ^ x) & 255]! ^ (c >>> 8); return (c ^ 0xffffffff) >>> 0; };
-  const chunk = (type: string, data: Buffer) => { const len = Buffer.alloc(4); len.writeUInt32BE(data.length); const td = Buffer.concat([Buffer.from(type), data]); const c = Buffer.alloc(4); c.writeUInt32BE(crc(td)); return Buffer.concat([len, td, c]); };
-  const ihdr = Buffer.alloc(13); ihdr.writeUInt32BE(width, 0); ihdr.writeUInt32BE(height, 4); ihdr[8] = 8; ihdr[9] = 2;
-  return new Uint8Array(Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(Buffer.alloc(1000))), chunk('IEND', Buffer.alloc(0))]));
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (b: Buffer) => {
+    let c = 0xffffffff;
+    for (const x of b) c = crcTable[(c ^ x) & 255]! ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type: string, data: Buffer) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const td = Buffer.concat([Buffer.from(type), data]);
+    const c = Buffer.alloc(4);
+    c.writeUInt32BE(crc(td));
+    return Buffer.concat([len, td, c]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8;
+  ihdr[9] = 2;
+  return new Uint8Array(
+    Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      chunk('IHDR', ihdr),
+      chunk('IDAT', deflateSync(Buffer.alloc(1000))),
+      chunk('IEND', Buffer.alloc(0)),
+    ]),
+  );
 }
 
 const writeImg = (b: Uint8Array) => writeTmp(b, 'img');
@@ -32,8 +58,13 @@ describe('image-convert', () => {
 
   test('formats and sizes: every output format as ImageMagick reads it; size never beyond the master unless allow_upscale', async () => {
     const expect: Record<string, [string, string]> = {
-      jpeg: ['image/jpeg', 'JPEG'], png: ['image/png', 'PNG'], webp: ['image/webp', 'WEBP'], avif: ['image/avif', 'HEIC|AVIF'],
-      tiff: ['image/tiff', 'TIFF'], gif: ['image/gif', 'GIF'], bmp: ['image/bmp', 'BMP'],
+      jpeg: ['image/jpeg', 'JPEG'],
+      png: ['image/png', 'PNG'],
+      webp: ['image/webp', 'WEBP'],
+      avif: ['image/avif', 'HEIC|AVIF'],
+      tiff: ['image/tiff', 'TIFF'],
+      gif: ['image/gif', 'GIF'],
+      bmp: ['image/bmp', 'BMP'],
     };
     for (const [format, [type, magickName]] of Object.entries(expect)) {
       const out = await imageOf(await t.request(convert, base64Json(photo, { format, size: 160 })), type);
@@ -41,9 +72,15 @@ describe('image-convert', () => {
     }
     const capped = await imageOf(await t.request(convert, base64Json(photo, { format: 'png', size: 1000 })), 'image/png');
     assert.equal(identify(capped, '%w %h'), '320 200', 'no upscale by default');
-    const up = await imageOf(await t.request(convert, base64Json(photo, { format: 'png', size: '640x', allow_upscale: true })), 'image/png');
+    const up = await imageOf(
+      await t.request(convert, base64Json(photo, { format: 'png', size: '640x', allow_upscale: true })),
+      'image/png',
+    );
     assert.equal(identify(up, '%w %h'), '640 400');
-    const box = await imageOf(await t.request(convert, multipart([{ bytes: photo, name: 'p.png' }], { format: 'jpg', width: '100', height: '100', fit: 'fill' })), 'image/jpeg');
+    const box = await imageOf(
+      await t.request(convert, multipart([{ bytes: photo, name: 'p.png' }], { format: 'jpg', width: '100', height: '100', fit: 'fill' })),
+      'image/jpeg',
+    );
     assert.equal(identify(box, '%w %h'), '100 100');
     // the converted pixels are the input's: RMSE against ImageMagick's own resize of the input is small
     const ours = await imageOf(await t.request(convert, base64Json(photo, { format: 'png', size: 160 })), 'image/png');
@@ -53,7 +90,13 @@ describe('image-convert', () => {
 
   test('the WASM engine gives the same images (PNG, JPEG, WebP, AVIF in and out)', async () => {
     const ref = await imageOf(await t.request(convert, base64Json(photo, { format: 'png', size: 160, engine: 'sharp' })), 'image/png');
-    for (const [format, type, tol] of [['png', 'image/png', 0.02], ['jpeg', 'image/jpeg', 0.04], ['webp', 'image/webp', 0.05], ['avif', 'image/avif', 0.06]] as const) {
+    for (
+      const [format, type, tol] of [['png', 'image/png', 0.02], ['jpeg', 'image/jpeg', 0.04], ['webp', 'image/webp', 0.05], [
+        'avif',
+        'image/avif',
+        0.06,
+      ]] as const
+    ) {
       const out = await imageOf(await t.request(convert, base64Json(photo, { format, size: 160, engine: 'wasm' })), type);
       assert.ok(compareMetric(asSrgb(out), ref, 'RMSE') < tol, `${format} via WASM`);
       const back = await imageOf(await t.request(convert, base64Json(out, { format: 'png', engine: 'wasm' })), 'image/png');
@@ -64,7 +107,9 @@ describe('image-convert', () => {
   test('TIFF: every page, page_index, multi-page TIFF output; page_index past the last page is 400 invalid_argument', async () => {
     const tiff = magick(['-size', '64x48', 'xc:#c00000', 'xc:#00a000', 'xc:#0000c0'], 'tif');
     assert.equal(identify(tiff, '%p ').trim(), '0 1 2');
-    const zip = unzipSync(await imageOf(await t.request(convert, multipart([{ bytes: tiff, name: 'scan.tif' }], { format: 'png' })), 'application/zip'));
+    const zip = unzipSync(
+      await imageOf(await t.request(convert, multipart([{ bytes: tiff, name: 'scan.tif' }], { format: 'png' })), 'application/zip'),
+    );
     assert.deepEqual(Object.keys(zip).sort(), ['scan-p1.png', 'scan-p2.png', 'scan-p3.png']);
     assert.equal(rgbAt(zip['scan-p3.png']!, 10, 10), '0,0,192');
     const second = await imageOf(await t.request(convert, base64Json(tiff, { format: 'png', page_index: 1 })), 'image/png');
@@ -86,7 +131,10 @@ describe('image-convert', () => {
     const tolerance: Record<string, number> = { tiff: 2, jpeg: 5 };
     const swatch = magick(['-size', '40x40', ...colours.map((c) => `xc:${c}`), '+append'], 'png');
     for (const format of ['tiff', 'jpeg']) {
-      const cmyk = await imageOf(await t.request(convert, base64Json(swatch, { format, colour_space: 'cmyk', quality: 98 })), `image/${format}`);
+      const cmyk = await imageOf(
+        await t.request(convert, base64Json(swatch, { format, colour_space: 'cmyk', quality: 98 })),
+        `image/${format}`,
+      );
       assert.equal(identify(cmyk, '%[colorspace]'), 'CMYK', format);
       const tags = exiftool(cmyk, ['-ProfileDescription', '-ColorSpaceData']);
       assert.equal(tags.ProfileDescription, 'svc CMYK (FOGRA39L characterization, Argyll colprof)');
@@ -130,8 +178,33 @@ describe('image-convert', () => {
     assert.equal(k.Title, 'Kept title');
     assert.equal(identify(kept, '%w %h'), '200 300', 'turned upright');
     for (const format of ['png', 'webp', 'jpeg', 'tiff']) {
-      const r = await imageOf(await t.request(convert, base64Json(jpeg, { format, keep_metadata: false, rights: { notice: '© 2026 Ana Pérez', creator: 'Ana Pérez', credit_line: 'Photo: Ana Pérez', usage_terms: 'Editorial use only', rights_page: 'https://example.com/rights' } })), `image/${format}`);
-      const x = exiftool(r, ['-Make', '-Title', '-XMP-dc:Rights', '-XMP-dc:Creator', '-XMP-photoshop:Credit', '-XMP-xmpRights:UsageTerms', '-XMP-xmpRights:WebStatement', '-XMP-xmpRights:Marked']);
+      const r = await imageOf(
+        await t.request(
+          convert,
+          base64Json(jpeg, {
+            format,
+            keep_metadata: false,
+            rights: {
+              notice: '© 2026 Ana Pérez',
+              creator: 'Ana Pérez',
+              credit_line: 'Photo: Ana Pérez',
+              usage_terms: 'Editorial use only',
+              rights_page: 'https://example.com/rights',
+            },
+          }),
+        ),
+        `image/${format}`,
+      );
+      const x = exiftool(r, [
+        '-Make',
+        '-Title',
+        '-XMP-dc:Rights',
+        '-XMP-dc:Creator',
+        '-XMP-photoshop:Credit',
+        '-XMP-xmpRights:UsageTerms',
+        '-XMP-xmpRights:WebStatement',
+        '-XMP-xmpRights:Marked',
+      ]);
       assert.equal(x.Rights, '© 2026 Ana Pérez', format);
       assert.equal(x.Creator, 'Ana Pérez', format);
       assert.equal(x.Credit, 'Photo: Ana Pérez', format);
@@ -144,7 +217,10 @@ describe('image-convert', () => {
     }
     const stripped = exiftool(await imageOf(await t.request(convert, base64Json(jpeg, { format: 'webp' })), 'image/webp'), ['-Make']);
     assert.equal(stripped.Make, undefined);
-    const keptWebp = exiftool(await imageOf(await t.request(convert, base64Json(jpeg, { format: 'webp', keep_metadata: true })), 'image/webp'), ['-Make', '-n', '-Orientation']);
+    const keptWebp = exiftool(
+      await imageOf(await t.request(convert, base64Json(jpeg, { format: 'webp', keep_metadata: true })), 'image/webp'),
+      ['-Make', '-n', '-Orientation'],
+    );
     assert.equal(keptWebp.Make, 'SvcCam');
     assert.equal(keptWebp.Orientation, 1);
   });
@@ -163,21 +239,46 @@ describe('image-convert', () => {
   test('watermark: text pixels present in the corner, the rest of the image unchanged; logo; unsupported_characters', async () => {
     const plain = await imageOf(await t.request(convert, base64Json(photo, { format: 'png' })), 'image/png');
     assert.equal(compareMetric(plain, photo, 'AE'), 0, 'a PNG round trip changes nothing');
-    const marked = await imageOf(await t.request(convert, base64Json(photo, { format: 'png', watermark: { text: 'SVC © Ана', layout: 'corner', corner: 'bottom-right', opacity: 1, color: '#ffffff', font_size: 18 } })), 'image/png');
+    const marked = await imageOf(
+      await t.request(
+        convert,
+        base64Json(photo, {
+          format: 'png',
+          watermark: { text: 'SVC © Ана', layout: 'corner', corner: 'bottom-right', opacity: 1, color: '#ffffff', font_size: 18 },
+        }),
+      ),
+      'image/png',
+    );
     const changed = compareMetric(marked, photo, 'AE');
     assert.ok(changed > 100, `text pixels drawn (${changed})`);
     const top = (b: Uint8Array) => magick([writeImg(b), '-crop', '320x150+0+0', '+repage'], 'png');
     const left = (b: Uint8Array) => magick([writeImg(b), '-crop', '180x200+0+0', '+repage'], 'png');
     assert.equal(compareMetric(top(marked), top(photo), 'AE'), 0, 'nothing changed above the corner');
     assert.equal(compareMetric(left(marked), left(photo), 'AE'), 0, 'nothing changed left of the corner');
-    const tiled = await imageOf(await t.request(convert, base64Json(photo, { format: 'png', watermark: { text: 'DRAFT', layout: 'tiled' } })), 'image/png');
+    const tiled = await imageOf(
+      await t.request(convert, base64Json(photo, { format: 'png', watermark: { text: 'DRAFT', layout: 'tiled' } })),
+      'image/png',
+    );
     assert.ok(compareMetric(tiled, photo, 'AE') > 2000, 'tiled marks cover the image');
     assert.equal(compareMetric(left(tiled), left(photo), 'AE') > 0, true);
     const logo = magick(['-size', '40x20', 'xc:#0000ff'], 'png');
-    const withLogo = await imageOf(await t.request(convert, multipart([{ bytes: photo, name: 'p.png' }, { bytes: logo, name: 'l.png', field: 'logo' }], { format: 'png', watermark: JSON.stringify({ layout: 'corner', corner: 'top-left', opacity: 1, logo_width: 40 }) })), 'image/png');
+    const withLogo = await imageOf(
+      await t.request(
+        convert,
+        multipart([{ bytes: photo, name: 'p.png' }, { bytes: logo, name: 'l.png', field: 'logo' }], {
+          format: 'png',
+          watermark: JSON.stringify({ layout: 'corner', corner: 'top-left', opacity: 1, logo_width: 40 }),
+        }),
+      ),
+      'image/png',
+    );
     assert.equal(rgbAt(withLogo, 20, 15), '0,0,255', 'logo drawn at the top-left corner');
     assert.equal(compareMetric(withLogo, photo, 'AE'), 800, 'exactly the 40×20 logo changed');
-    const body = await expectReason(await t.request(convert, base64Json(photo, { watermark: { text: 'ok \u{13000}' } })), 422, 'unsupported_characters');
+    const body = await expectReason(
+      await t.request(convert, base64Json(photo, { watermark: { text: 'ok \u{13000}' } })),
+      422,
+      'unsupported_characters',
+    );
     assert.match(body.message, /U\+13000/);
   });
 
@@ -193,19 +294,37 @@ describe('image-convert', () => {
     try {
       await expectReason(await small.request(convert, base64Json(photo, {})), 413, 'input_too_large');
       // a logo is held to the same limit
-      await expectReason(await small.request(convert, base64Json(magick(['-size', '50x50', 'xc:red'], 'png'), { watermark: { logo: b64(photo) } })), 413, 'input_too_large');
-    } finally { await small.close(); }
+      await expectReason(
+        await small.request(convert, base64Json(magick(['-size', '50x50', 'xc:red'], 'png'), { watermark: { logo: b64(photo) } })),
+        413,
+        'input_too_large',
+      );
+    } finally {
+      await small.close();
+    }
   });
 
   test('input forms, job contract, 415 for non-images, 400 for unknown options', async () => {
     const id = await upload(t, photo, 'photo.png');
-    const viaId = await jsonOf(await t.request(convert, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input_format: 'FileIdentifier', file_id: id, format: 'webp', delivery: 'file_id' }) }));
+    const viaId = await jsonOf(
+      await t.request(convert, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ input_format: 'FileIdentifier', file_id: id, format: 'webp', delivery: 'file_id' }),
+      }),
+    );
     assert.equal(viaId.filename, 'photo.webp');
     assert.equal(viaId.width, 320);
     const rec = await asJob(t, convert, base64Json(photo, { format: 'jpeg', size: 64, delivery: 'file_id' }));
     assert.equal(rec.status, 'completed', JSON.stringify(rec));
     assert.equal(rec.result.width, 64);
-    await expectReasonBoth(t, convert, () => base64Json(new TextEncoder().encode('%PDF-1.4 not an image at all'), {}), 415, 'unsupported_file_type');
+    await expectReasonBoth(
+      t,
+      convert,
+      () => base64Json(new TextEncoder().encode('%PDF-1.4 not an image at all'), {}),
+      415,
+      'unsupported_file_type',
+    );
     await expectReason(await t.request(convert, base64Json(photo, { format: 'jxl' })), 400, 'invalid_request');
     // a PNG whose data stops short of what its header declares does not decode: 422 image_corrupt, same as a job
     await expectReasonBoth(t, convert, () => base64Json(pngHeader(100, 100), { format: 'jpeg' }), 422, 'image_corrupt');
@@ -221,13 +340,21 @@ describe('image-convert', () => {
 
 describe('image-watermark', () => {
   let t: InProcess;
-  before(async () => { t = await inProcess(); });
+  before(async () => {
+    t = await inProcess();
+  });
   after(() => t.close());
 
   test('burned in, keeping size, format and metadata; capabilities list layouts, longest text and fonts', async () => {
     let jpeg = magick(['-size', '400x300', 'gradient:gray80-gray40', '-quality', '95'], 'jpg');
     jpeg = exiftoolWrite(jpeg, ['-Artist=Ana', '-XMP-dc:Title=Harbour'], 'jpg');
-    const out = await imageOf(await t.request('/svc/v1/image-watermark', base64Json(jpeg, { text: 'SAMPLE', layout: 'centered', rotation: 0, font_size: 40, opacity: 0.8, color: '#ff0000' })), 'image/jpeg');
+    const out = await imageOf(
+      await t.request(
+        '/svc/v1/image-watermark',
+        base64Json(jpeg, { text: 'SAMPLE', layout: 'centered', rotation: 0, font_size: 40, opacity: 0.8, color: '#ff0000' }),
+      ),
+      'image/jpeg',
+    );
     assert.equal(identify(out, '%m %w %h'), 'JPEG 400 300');
     const x = exiftool(out, ['-Artist', '-Title']);
     assert.equal(x.Artist, 'Ana');
@@ -235,14 +362,20 @@ describe('image-watermark', () => {
     // red text pixels in the centre, the far corner as before (JPEG re-encoding only)
     const centre = pixels(magick([writeImg(out), '-crop', '200x60+100+120', '+repage'], 'png'));
     let red = 0;
-    for (let i = 0; i < centre.data.length; i += 3) if (centre.data[i]! > 180 && centre.data[i + 1]! < 90 && centre.data[i + 2]! < 90) red++;
+    for (let i = 0; i < centre.data.length; i += 3) {
+      if (centre.data[i]! > 180 && centre.data[i + 1]! < 90 && centre.data[i + 2]! < 90) red++;
+    }
     assert.ok(red > 150, `red mark pixels in the centre (${red})`);
     const corner = (b: Uint8Array) => magick([writeImg(b), '-crop', '60x40+0+0', '+repage'], 'png');
     assert.ok(compareMetric(corner(out), corner(jpeg), 'RMSE') < 0.02, 'corner unchanged but for JPEG re-encoding');
     const caps = await jsonOf(await t.request('/svc/v1/image-watermark/capabilities'));
     assert.deepEqual(caps.watermark_layouts, ['tiled', 'centered', 'corner']);
     assert.equal(caps.watermark_max_text_length, 500);
-    assert.deepEqual(caps.watermark_installed_fonts.map((f: { family: string }) => f.family), ['DejaVu Sans', 'Noto Sans Arabic', 'Noto Sans SC']);
+    assert.deepEqual(caps.watermark_installed_fonts.map((f: { family: string }) => f.family), [
+      'DejaVu Sans',
+      'Noto Sans Arabic',
+      'Noto Sans SC',
+    ]);
     const conv = await jsonOf(await t.request('/svc/v1/image-convert/capabilities'));
     assert.deepEqual(conv.watermark_layouts, caps.watermark_layouts);
     for (const f of ['jpeg', 'png', 'webp', 'avif', 'tiff', 'gif', 'bmp']) assert.ok(conv.formats_in.includes(f), f);
@@ -272,7 +405,10 @@ function srgbIcc(): string {
 
 /** L*a*b* of the pixel at (x, 20) as ImageMagick converts it. */
 function lab(bytes: Uint8Array, x: number): [number, number, number] {
-  const txt = identify(magick([`${writeImg(bytes)}[0]`, '-colorspace', 'Lab'], 'tif'), `%[fx:p{${x},20}.r] %[fx:p{${x},20}.g] %[fx:p{${x},20}.b]`);
+  const txt = identify(
+    magick([`${writeImg(bytes)}[0]`, '-colorspace', 'Lab'], 'tif'),
+    `%[fx:p{${x},20}.r] %[fx:p{${x},20}.g] %[fx:p{${x},20}.b]`,
+  );
   const [l, a, b] = txt.split(' ').map(Number);
   return [l! * 100, (a! - 0.5) * 255, (b! - 0.5) * 255];
 }

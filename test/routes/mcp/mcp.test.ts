@@ -14,7 +14,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { PDFDocument } from '@cantoo/pdf-lib';
-import { startHarness, type Harness } from '../ollama/harness.ts';
+import { type Harness, startHarness } from '../ollama/harness.ts';
 
 let h: Harness;
 let keyA: string;
@@ -34,7 +34,9 @@ const qpdfPages = (bytes: Uint8Array) => {
 
 async function connect(key?: string) {
   const client = new Client({ name: 'svc-test', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${h.srv.url}/mcp`), { requestInit: { headers: key ? { authorization: `Bearer ${key}` } : {} } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${h.srv.url}/mcp`), {
+    requestInit: { headers: key ? { authorization: `Bearer ${key}` } : {} },
+  });
   await client.connect(transport);
   return client;
 }
@@ -66,14 +68,16 @@ describe('MCP server over Streamable HTTP', () => {
     const c = await connect(keyA);
     const { tools } = await c.listTools();
     const names = tools.map((t) => t.name);
-    for (const n of ['pdf_info', 'pdf_merge', 'pdf_split', 'document_to_markdown', 'ocr', 'embeddings', 'chat']) assert.ok(names.includes(n), n);
+    for (const n of ['pdf_info', 'pdf_merge', 'pdf_split', 'document_to_markdown', 'ocr', 'embeddings', 'chat']) {
+      assert.ok(names.includes(n), n);
+    }
     const info = tools.find((t) => t.name === 'pdf_info')!;
     assert.equal(info.inputSchema.type, 'object');
     assert.ok(info.inputSchema.properties && 'file_id' in info.inputSchema.properties);
     await c.close();
   });
 
-  it('pdf_info on a base64 PDF: page count equal to qpdf\'s', async () => {
+  it("pdf_info on a base64 PDF: page count equal to qpdf's", async () => {
     const pdf = await makePdf(3);
     const c = await connect(keyA);
     const r = await c.callTool({ name: 'pdf_info', arguments: { file_base64: b64(pdf) } });
@@ -122,7 +126,9 @@ describe('MCP server over Streamable HTTP', () => {
     assert.equal(links.length, 2);
     const counts = [];
     for (const l of links) {
-      const res = await fetch(`${h.srv.url}/svc/v1/files/${l.uri!.replace('svc://files/', '')}/content`, { headers: { authorization: `Bearer ${keyA}` } });
+      const res = await fetch(`${h.srv.url}/svc/v1/files/${l.uri!.replace('svc://files/', '')}/content`, {
+        headers: { authorization: `Bearer ${keyA}` },
+      });
       counts.push(qpdfPages(new Uint8Array(await res.arrayBuffer())));
     }
     assert.deepEqual(counts, [1, 3]);
@@ -133,11 +139,16 @@ describe('MCP server over Streamable HTTP', () => {
     await c.close();
   });
 
-  it('chat runs the tiny model under the caller\'s key', async () => {
+  it("chat runs the tiny model under the caller's key", async () => {
     const c = await connect(keyA);
     const r = await c.callTool({ name: 'chat', arguments: { model: 'tiny-llama:test', prompt: 'hello', max_tokens: 4, temperature: 0 } });
     assert.equal(r.isError, undefined, JSON.stringify(r.content));
-    const direct = await h.post('/v1/chat/completions', { model: 'tiny-llama:test', messages: [{ role: 'user', content: 'hello' }], max_tokens: 4, temperature: 0 }, { headers: { 'content-type': 'application/json', authorization: `Bearer ${keyA}` } });
+    const direct = await h.post('/v1/chat/completions', {
+      model: 'tiny-llama:test',
+      messages: [{ role: 'user', content: 'hello' }],
+      max_tokens: 4,
+      temperature: 0,
+    }, { headers: { 'content-type': 'application/json', authorization: `Bearer ${keyA}` } });
     const want = ((await direct.json()) as { choices: { message: { content: string } }[] }).choices[0].message.content;
     assert.equal((r.content as { text: string }[])[0].text, want);
     await c.close();
@@ -145,7 +156,18 @@ describe('MCP server over Streamable HTTP', () => {
 
   it('the MCP Inspector CLI lists the tools', async () => {
     // asynchronous: the server answers from this very process
-    const { stdout: out } = await promisify(execFile)('npx', ['--no-install', 'mcp-inspector', '--cli', `${h.srv.url}/mcp`, '--transport', 'http', '--method', 'tools/list', '--header', `Authorization: Bearer ${keyA}`], { encoding: 'utf8', timeout: 120_000 });
+    const { stdout: out } = await promisify(execFile)('npx', [
+      '--no-install',
+      'mcp-inspector',
+      '--cli',
+      `${h.srv.url}/mcp`,
+      '--transport',
+      'http',
+      '--method',
+      'tools/list',
+      '--header',
+      `Authorization: Bearer ${keyA}`,
+    ], { encoding: 'utf8', timeout: 120_000 });
     const names = (JSON.parse(out) as { tools: { name: string }[] }).tools.map((t) => t.name);
     assert.ok(names.includes('pdf_merge') && names.includes('ocr'), out.slice(0, 300));
   });
@@ -156,7 +178,15 @@ describe('svc mcp (stdio)', () => {
     const root = join(import.meta.dirname, '../../..');
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: ['--import', join(root, 'node_modules/tsx/dist/esm/index.mjs'), join(root, 'src/main.ts'), 'mcp', '--port', new URL(h.srv.url).port, '--no-start'],
+      args: [
+        '--import',
+        join(root, 'node_modules/tsx/dist/esm/index.mjs'),
+        join(root, 'src/main.ts'),
+        'mcp',
+        '--port',
+        new URL(h.srv.url).port,
+        '--no-start',
+      ],
       env: { ...process.env as Record<string, string>, SVC_API_KEY: keyA },
       stderr: 'pipe',
     });

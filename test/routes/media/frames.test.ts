@@ -5,7 +5,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { inProcess, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess } from '../../support/server.ts';
 import { blackThenPattern, bytes, ffmpegFrame, meanAbsDiff, rgbPixels, speech, video } from './make-media.ts';
 
 let app: InProcess;
@@ -29,7 +29,9 @@ before(async () => {
   audioId = await upload(app, voice.path, 'hello.wav');
   textId = await upload(app, new TextEncoder().encode('not a video\n'), 'notes.txt');
 });
-after(async () => { await app.close(); });
+after(async () => {
+  await app.close();
+});
 
 test('frame at t: same pixels as ffmpeg -ss t, headers describe the clip', async () => {
   for (const t of [0, 1.5, 3.2]) {
@@ -110,16 +112,31 @@ test('the WASM build extracts the same frame and reports the same headers', asyn
   const wasm = await inProcess({ ffmpegPath: '' });
   try {
     const id = await upload(wasm, clip, 'clip.mp4');
-    const [a, b] = await Promise.all([app.request(`/svc/v1/video-frames/${clipId}?at=1.5`), wasm.request(`/svc/v1/video-frames/${id}?at=1.5`)]);
+    const [a, b] = await Promise.all([
+      app.request(`/svc/v1/video-frames/${clipId}?at=1.5`),
+      wasm.request(`/svc/v1/video-frames/${id}?at=1.5`),
+    ]);
     assert.equal(b.status, 200);
-    for (const h of ['x-video-duration-seconds', 'x-video-width', 'x-video-height', 'x-video-codec', 'x-video-has-audio', 'x-frame-timestamp-seconds']) {
+    for (
+      const h of [
+        'x-video-duration-seconds',
+        'x-video-width',
+        'x-video-height',
+        'x-video-codec',
+        'x-video-has-audio',
+        'x-frame-timestamp-seconds',
+      ]
+    ) {
       assert.equal(b.headers.get(h), a.headers.get(h), h);
     }
     const diff = meanAbsDiff(rgbPixels(new Uint8Array(await a.arrayBuffer())).data, rgbPixels(new Uint8Array(await b.arrayBuffer())).data);
     // Same frame (same timestamp header); the WASM build's YUV→RGB conversion has no SIMD paths and rounds a
     // level or two differently here and there, far below the difference to the neighbouring frame (> 2).
     assert.ok(diff < 1, `system vs WASM pixel difference ${diff}`);
-    const caps = (await (await wasm.request('/svc/v1/video-frames/capabilities')).json()) as { media_tool: string; image_formats: string[] };
+    const caps = (await (await wasm.request('/svc/v1/video-frames/capabilities')).json()) as {
+      media_tool: string;
+      image_formats: string[];
+    };
     assert.equal(caps.media_tool, 'wasm');
     assert.ok(caps.image_formats.includes('png'));
   } finally {
@@ -128,12 +145,20 @@ test('the WASM build extracts the same frame and reports the same headers', asyn
 });
 
 test('capabilities are measured: containers, image formats, audio formats', async () => {
-  const v = (await (await app.request('/svc/v1/video-frames/capabilities')).json()) as { media_tool_available: boolean; media_tool: string; accepted_containers: string[]; image_formats: string[] };
+  const v = (await (await app.request('/svc/v1/video-frames/capabilities')).json()) as {
+    media_tool_available: boolean;
+    media_tool: string;
+    accepted_containers: string[];
+    image_formats: string[];
+  };
   assert.equal(v.media_tool_available, true);
   assert.equal(v.media_tool, 'system');
   for (const ext of ['mp4', 'mkv', 'webm', 'mov', 'avi']) assert.ok(v.accepted_containers.includes(ext), ext);
   assert.deepEqual(v.image_formats, ['png', 'jpeg', 'webp']);
-  const a = (await (await app.request('/svc/v1/audio-transcription/capabilities')).json()) as { audio_formats: string[]; video_formats: string[] };
+  const a = (await (await app.request('/svc/v1/audio-transcription/capabilities')).json()) as {
+    audio_formats: string[];
+    video_formats: string[];
+  };
   for (const ext of ['wav', 'mp3', 'flac', 'ogg', 'm4a']) assert.ok(a.audio_formats.includes(ext), ext);
   assert.ok(a.video_formats.includes('mp4'));
 });

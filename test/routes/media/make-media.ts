@@ -21,11 +21,34 @@ export function speech(name: string, text: string): { path: string; seconds: num
   const raw = at(`${name}-raw.wav`), path = at(`${name}.wav`);
   run('espeak-ng', ['-v', 'en-us', '-s', '150', '-w', raw, text]);
   // trim silence at both ends (the second `silence` runs on the reversed signal)
-  run('sox', [raw, '-r', '16000', '-c', '1', '-b', '16', path, 'silence', '1', '0.02', '0.5%', 'reverse', 'silence', '1', '0.02', '0.5%', 'reverse']);
+  run('sox', [
+    raw,
+    '-r',
+    '16000',
+    '-c',
+    '1',
+    '-b',
+    '16',
+    path,
+    'silence',
+    '1',
+    '0.02',
+    '0.5%',
+    'reverse',
+    'silence',
+    '1',
+    '0.02',
+    '0.5%',
+    'reverse',
+  ]);
   return { path, seconds: soxDuration(path) };
 }
 
-export interface SpeechFixture { path: string; segments: { start: number; end: number }[]; duration: number }
+export interface SpeechFixture {
+  path: string;
+  segments: { start: number; end: number }[];
+  duration: number;
+}
 
 /** `lead` s of silence, speech A, `gap` s of silence, speech B, `tail` s of silence (a WAV). */
 export function speechSilenceSpeech(lead = 1.0, gap = 1.5, tail = 1.0): SpeechFixture {
@@ -36,7 +59,11 @@ export function speechSilenceSpeech(lead = 1.0, gap = 1.5, tail = 1.0): SpeechFi
   run('sox', [b.path, padB, 'pad', '0', String(tail)]);
   run('sox', [padA, padB, path]);
   const bStart = lead + a.seconds + gap;
-  return { path, duration: soxDuration(path), segments: [{ start: lead, end: lead + a.seconds }, { start: bStart, end: bStart + b.seconds }] };
+  return {
+    path,
+    duration: soxDuration(path),
+    segments: [{ start: lead, end: lead + a.seconds }, { start: bStart, end: bStart + b.seconds }],
+  };
 }
 
 /** The same audio in another container (by extension: .mp3, .ogg, .m4a, ...). */
@@ -58,17 +85,51 @@ export function video(name: string, seconds: number, audio?: string): string {
 /** A video that is black for `black` s, then the testsrc pattern for `seconds - black` s. */
 export function blackThenPattern(name: string, seconds: number, black: number): string {
   const out = at(name);
-  ffmpeg('-f', 'lavfi', '-i', `color=c=black:size=320x240:rate=25:duration=${black}`, '-f', 'lavfi', '-i', `testsrc=size=320x240:rate=25:duration=${seconds - black}`,
-    '-filter_complex', '[0:v][1:v]concat=n=2:v=1:a=0[v]', '-map', '[v]', '-c:v', 'libx264', '-pix_fmt', 'yuv420p', out);
+  ffmpeg(
+    '-f',
+    'lavfi',
+    '-i',
+    `color=c=black:size=320x240:rate=25:duration=${black}`,
+    '-f',
+    'lavfi',
+    '-i',
+    `testsrc=size=320x240:rate=25:duration=${seconds - black}`,
+    '-filter_complex',
+    '[0:v][1:v]concat=n=2:v=1:a=0[v]',
+    '-map',
+    '[v]',
+    '-c:v',
+    'libx264',
+    '-pix_fmt',
+    'yuv420p',
+    out,
+  );
   return out;
 }
 
 /** RGB24 pixels of an image (or a video's frame) as ffmpeg decodes them. */
 export function rgbPixels(image: string | Uint8Array): { data: Uint8Array; width: number; height: number } {
   let path = image as string;
-  if (typeof image !== 'string') { path = at(`img-${Math.random().toString(36).slice(2)}`); writeFileSync(path, image); }
-  const [width, height] = run('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=width,height', '-of', 'csv=p=0', path]).trim().split(',').map(Number) as [number, number];
-  const data = new Uint8Array(execFileSync('ffmpeg', ['-nostdin', '-v', 'error', '-i', path, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'], { maxBuffer: 1 << 28 }));
+  if (typeof image !== 'string') {
+    path = at(`img-${Math.random().toString(36).slice(2)}`);
+    writeFileSync(path, image);
+  }
+  const [width, height] = run('ffprobe', [
+    '-v',
+    'error',
+    '-select_streams',
+    'v:0',
+    '-show_entries',
+    'stream=width,height',
+    '-of',
+    'csv=p=0',
+    path,
+  ]).trim().split(',').map(Number) as [number, number];
+  const data = new Uint8Array(
+    execFileSync('ffmpeg', ['-nostdin', '-v', 'error', '-i', path, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'], {
+      maxBuffer: 1 << 28,
+    }),
+  );
   return { data, width, height };
 }
 

@@ -11,8 +11,8 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import OpenAI, { toFile } from 'openai';
 import { listening } from '../../support/server.ts';
-import { FIXTURE_CATALOG, startFixtureHub, type HubStandIn } from '../../support/hub-stand-in.ts';
-import { at, base64, bytes, soxDuration, speech, speechSilenceSpeech, video, type SpeechFixture } from './make-media.ts';
+import { FIXTURE_CATALOG, type HubStandIn, startFixtureHub } from '../../support/hub-stand-in.ts';
+import { at, base64, bytes, soxDuration, speech, type SpeechFixture, speechSilenceSpeech, video } from './make-media.ts';
 
 let hub: HubStandIn;
 let srv: Awaited<ReturnType<typeof listening>>;
@@ -63,27 +63,48 @@ test('openai client: json, text, srt, vtt and verbose_json of the same audio agr
   assert.equal(typeof json.text, 'string');
   assert.ok(json.text.length > 0, 'the random model still writes tokens');
 
-  const verbose = await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, language: 'en', response_format: 'verbose_json', timestamp_granularities: ['segment'] });
+  const verbose = await openai.audio.transcriptions.create({
+    file: await file(fx.path),
+    model: MODEL,
+    language: 'en',
+    response_format: 'verbose_json',
+    timestamp_granularities: ['segment'],
+  });
   assert.equal(verbose.language, 'english');
   assert.ok(Math.abs(verbose.duration - fx.duration) < 0.05, `duration ${verbose.duration} vs sox ${fx.duration}`);
   assert.equal(verbose.text, json.text, 'greedy decoding is deterministic');
   assert.ok(verbose.segments && verbose.segments.length > 0);
   assertMonotonic(verbose.segments.map((s) => [s.start, s.end]), verbose.duration);
-  verbose.segments.forEach((s, i) => { assert.equal(s.id, i); assert.ok(Array.isArray(s.tokens) && s.tokens.length > 0); });
+  verbose.segments.forEach((s, i) => {
+    assert.equal(s.id, i);
+    assert.ok(Array.isArray(s.tokens) && s.tokens.length > 0);
+  });
   assert.equal(verbose.segments.map((s) => s.text).join('').trim(), verbose.text);
 
-  const text = await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, language: 'en', response_format: 'text' });
+  const text = await openai.audio.transcriptions.create({
+    file: await file(fx.path),
+    model: MODEL,
+    language: 'en',
+    response_format: 'text',
+  });
   assert.equal(String(text).trim(), json.text);
 
-  const srt = String(await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, language: 'en', response_format: 'srt' }));
+  const srt = String(
+    await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, language: 'en', response_format: 'srt' }),
+  );
   const srtCues = cues(srt, ',');
   assert.equal(srtCues.length, verbose.segments.length);
   assertMonotonic(srtCues, fx.duration);
   const blocks = srt.trim().split(/\n\n/);
   blocks.forEach((b, i) => assert.equal(b.split('\n')[0], String(i + 1), 'SRT cues are numbered from 1'));
-  srtCues.forEach(([s, e], i) => { assert.ok(Math.abs(s - verbose.segments![i]!.start) < 0.0015); assert.ok(Math.abs(e - verbose.segments![i]!.end) < 0.0015); });
+  srtCues.forEach(([s, e], i) => {
+    assert.ok(Math.abs(s - verbose.segments![i]!.start) < 0.0015);
+    assert.ok(Math.abs(e - verbose.segments![i]!.end) < 0.0015);
+  });
 
-  const vtt = String(await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, language: 'en', response_format: 'vtt' }));
+  const vtt = String(
+    await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, language: 'en', response_format: 'vtt' }),
+  );
   assert.ok(vtt.startsWith('WEBVTT\n\n'), 'WebVTT header');
   const vttCues = cues(vtt, '.');
   assert.deepEqual(vttCues, srtCues);
@@ -93,20 +114,28 @@ test('openai client: translations and a prompt; language detection when no langu
   const tr = await openai.audio.translations.create({ file: await file(fx.path), model: MODEL, response_format: 'verbose_json' });
   assert.equal((tr as unknown as { task: string }).task, 'translate');
   assert.ok(tr.text.length > 0);
-  const res = await fetch(`${srv.url}/svc/v1/audio-transcription`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ file: base64(fx.path), model: MODEL, prompt: 'Railway station, fox.' }) });
+  const res = await fetch(`${srv.url}/svc/v1/audio-transcription`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ file: base64(fx.path), model: MODEL, prompt: 'Railway station, fox.' }),
+  });
   assert.equal(res.status, 200);
   const body = await res.json() as { language: string; text: string; task: string };
-  assert.match(body.language, /^(en|zh|de|es|ru|ko|fr|ja|pt|it)$/, 'one of the fixture\'s languages');
+  assert.match(body.language, /^(en|zh|de|es|ru|ko|fr|ja|pt|it)$/, "one of the fixture's languages");
   assert.equal(body.task, 'transcribe');
 });
 
 /** Eight espeak-ng sentences with 2–3 s sox silences between: ~45 s, more than one Whisper window. */
 function longSpeech(): SpeechFixture {
   const sentences = [
-    'The quick brown fox jumps over the lazy dog.', 'Many people were waiting at the old railway station.',
-    'It rained all afternoon, so the market closed early.', 'Please send the report before the meeting on Friday.',
-    'The children built a small boat from wood and rope.', 'A cold wind blew across the empty harbour.',
-    'She opened the window and listened to the birds.', 'Our train leaves at seven o\'clock tomorrow morning.',
+    'The quick brown fox jumps over the lazy dog.',
+    'Many people were waiting at the old railway station.',
+    'It rained all afternoon, so the market closed early.',
+    'Please send the report before the meeting on Friday.',
+    'The children built a small boat from wood and rope.',
+    'A cold wind blew across the empty harbour.',
+    'She opened the window and listened to the birds.',
+    "Our train leaves at seven o'clock tomorrow morning.",
   ];
   const parts: string[] = [];
   const segments: { start: number; end: number }[] = [];
@@ -128,7 +157,11 @@ function longSpeech(): SpeechFixture {
 test('long audio is cut into ≤30 s windows at silences, never inside speech', async () => {
   const long = longSpeech();
   assert.ok(long.duration > 40, `fixture lasts ${long.duration} s`);
-  const res = await fetch(`${srv.url}/svc/v1/audio-transcription`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ file: base64(long.path), model: MODEL, language: 'en' }) });
+  const res = await fetch(`${srv.url}/svc/v1/audio-transcription`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ file: base64(long.path), model: MODEL, language: 'en' }),
+  });
   assert.equal(res.status, 200);
   const r = await res.json() as { chunks: { start: number; end: number }[]; segments: { start: number; end: number }[]; duration: number };
   assert.ok(r.chunks.length >= 2, `chunks ${JSON.stringify(r.chunks)}`);
@@ -139,7 +172,10 @@ test('long audio is cut into ≤30 s windows at silences, never inside speech', 
     assert.ok(!inSpeech(c.end), `window ends at ${c.end} inside speech`);
   }
   for (const s of long.segments) {
-    assert.ok(r.chunks.some((c) => c.start <= s.start + 0.1 && c.end >= s.end - 0.1), `sentence ${s.start}–${s.end} not inside one window: ${JSON.stringify(r.chunks)}`);
+    assert.ok(
+      r.chunks.some((c) => c.start <= s.start + 0.1 && c.end >= s.end - 0.1),
+      `sentence ${s.start}–${s.end} not inside one window: ${JSON.stringify(r.chunks)}`,
+    );
   }
   for (let i = 1; i < r.chunks.length; i++) assert.ok(r.chunks[i]!.start >= r.chunks[i - 1]!.end);
   assertMonotonic(r.segments.map((s) => [s.start, s.end]), r.duration);
@@ -158,7 +194,11 @@ test('native task: multipart and FileIdentifier forms, job contract', async () =
   up.set('purpose', 'user_data');
   up.set('file', new Blob([bytes(fx.path)]), 'speech.wav');
   const f = await (await fetch(`${srv.url}/v1/files`, { method: 'POST', body: up })).json() as { id: string };
-  const job = await fetch(`${srv.url}/svc/v1/audio-transcription`, { method: 'POST', headers: { 'content-type': 'application/json', prefer: 'respond-async' }, body: JSON.stringify({ input_format: 'FileIdentifier', file_id: f.id, model: MODEL, language: 'en' }) });
+  const job = await fetch(`${srv.url}/svc/v1/audio-transcription`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', prefer: 'respond-async' },
+    body: JSON.stringify({ input_format: 'FileIdentifier', file_id: f.id, model: MODEL, language: 'en' }),
+  });
   assert.equal(job.status, 202);
   const loc = job.headers.get('location')!;
   let rec: { status: string; result?: { text: string } };
@@ -184,22 +224,37 @@ test('errors: 415 not media, 422 video without audio, 400 wrong model kind / unk
   assert.ok(e422 instanceof OpenAI.APIError);
   assert.equal(e422.status, 422);
 
-  const wrongKind = await openai.audio.transcriptions.create({ file: await file(fx.path), model: 'tiny-llama:test' }).catch((e: unknown) => e);
+  const wrongKind = await openai.audio.transcriptions.create({ file: await file(fx.path), model: 'tiny-llama:test' }).catch((e: unknown) =>
+    e
+  );
   assert.ok(wrongKind instanceof OpenAI.BadRequestError, String(wrongKind));
   assert.match(wrongKind.message, /does not support transcribe/);
 
-  const lang = await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, language: 'xx' }).catch((e: unknown) => e);
+  const lang = await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, language: 'xx' }).catch((e: unknown) =>
+    e
+  );
   assert.ok(lang instanceof OpenAI.BadRequestError);
-  const notInModel = await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, language: 'nl' }).catch((e: unknown) => e);
+  const notInModel = await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, language: 'nl' }).catch((
+    e: unknown,
+  ) => e);
   assert.ok(notInModel instanceof OpenAI.BadRequestError);
 
-  const words = await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, response_format: 'verbose_json', timestamp_granularities: ['word'] }).catch((e: unknown) => e);
+  const words = await openai.audio.transcriptions.create({
+    file: await file(fx.path),
+    model: MODEL,
+    response_format: 'verbose_json',
+    timestamp_granularities: ['word'],
+  }).catch((e: unknown) => e);
   assert.ok(words instanceof OpenAI.BadRequestError);
 
-  const format = await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, response_format: 'yaml' as 'json' }).catch((e: unknown) => e);
+  const format = await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, response_format: 'yaml' as 'json' })
+    .catch((e: unknown) => e);
   assert.ok(format instanceof OpenAI.BadRequestError);
 
-  const caps = await (await fetch(`${srv.url}/svc/v1/audio-transcription/capabilities`)).json() as { response_formats: string[]; timestamp_granularities: string[] };
+  const caps = await (await fetch(`${srv.url}/svc/v1/audio-transcription/capabilities`)).json() as {
+    response_formats: string[];
+    timestamp_granularities: string[];
+  };
   assert.deepEqual(caps.response_formats, ['json', 'text', 'srt', 'vtt', 'verbose_json']);
   assert.deepEqual(caps.timestamp_granularities, ['segment']);
 });

@@ -5,8 +5,8 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { inProcess, json, type InProcess } from '../../support/server.ts';
-import { base64, bytes, speechSilenceSpeech, transcode, video, type SpeechFixture } from './make-media.ts';
+import { type InProcess, inProcess, json } from '../../support/server.ts';
+import { base64, bytes, type SpeechFixture, speechSilenceSpeech, transcode, video } from './make-media.ts';
 
 let app: InProcess;
 let fx: SpeechFixture;
@@ -14,13 +14,21 @@ before(async () => {
   app = await inProcess();
   fx = speechSilenceSpeech();
 });
-after(async () => { await app.close(); });
+after(async () => {
+  await app.close();
+});
 
 // Tight silence/padding settings so the answer is the speech itself; a 300 ms pause splits, word gaps don't.
 const VAD = { min_silence_duration_ms: 300, speech_pad_ms: 0 };
 const TOL = 0.1;
 
-interface Detection { segments: { start: number; end: number }[]; speech_duration: number; audio_duration: number; decoder: string; model: string }
+interface Detection {
+  segments: { start: number; end: number }[];
+  speech_duration: number;
+  audio_duration: number;
+  decoder: string;
+  model: string;
+}
 
 function assertBoundaries(d: Detection, want = fx.segments, tol = TOL) {
   assert.equal(d.segments.length, want.length, `segments ${JSON.stringify(d.segments)} vs ${JSON.stringify(want)}`);
@@ -40,7 +48,10 @@ const multipart = (path: string, name: string, fields: Record<string, string> = 
 };
 
 test('speech, silence, speech: both ranges within ±100 ms (base64 WAV)', async () => {
-  const r = await app.request('/svc/v1/voice-activity-detection', json({ input_format: 'Base64EncodedFile', file: base64(fx.path), vad: VAD }));
+  const r = await app.request(
+    '/svc/v1/voice-activity-detection',
+    json({ input_format: 'Base64EncodedFile', file: base64(fx.path), vad: VAD }),
+  );
   assert.equal(r.status, 200);
   const d = (await r.json()) as Detection;
   assertBoundaries(d);
@@ -83,7 +94,10 @@ test('the WASM decoder (no system ffmpeg) gives the same ranges as the system ff
   const wasm = await inProcess({ ffmpegPath: '' });
   try {
     const body = json({ file: base64(fx.path), vad: VAD });
-    const [a, b] = await Promise.all([app.request('/svc/v1/voice-activity-detection', body), wasm.request('/svc/v1/voice-activity-detection', json({ file: base64(fx.path), vad: VAD }))]);
+    const [a, b] = await Promise.all([
+      app.request('/svc/v1/voice-activity-detection', body),
+      wasm.request('/svc/v1/voice-activity-detection', json({ file: base64(fx.path), vad: VAD })),
+    ]);
     const da = (await a.json()) as Detection, db = (await b.json()) as Detection;
     assert.equal(db.decoder, 'wasm');
     assert.deepEqual(db.segments, da.segments);
@@ -99,7 +113,12 @@ test('422 for a video without an audio track; 415 for bytes that are not media; 
   assert.equal(r.status, 422);
   assert.equal(((await r.json()) as { error: string }).error, 'no_audio_track');
 
-  for (const data of [new TextEncoder().encode('just some words, no sound at all\n'), new Uint8Array(4096).map((_, i) => (i * 7919) % 256)]) {
+  for (
+    const data of [
+      new TextEncoder().encode('just some words, no sound at all\n'),
+      new Uint8Array(4096).map((_, i) => (i * 7919) % 256),
+    ]
+  ) {
     r = await app.request('/svc/v1/voice-activity-detection', json({ file: Buffer.from(data).toString('base64') }));
     assert.equal(r.status, 415);
     assert.equal(((await r.json()) as { error: string }).error, 'unsupported_file_type');

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Ollama } from 'ollama';
 import { readLocalCopy } from '../../../src/services/models/manifest.ts';
-import { ONNX, all, decodeFields, first, int64s, str } from '../../../src/services/models/onnx-wire.ts';
-import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, startFixtureHub, type HubStandIn } from '../../support/hub-stand-in.ts';
+import { all, decodeFields, first, int64s, ONNX, str } from '../../../src/services/models/onnx-wire.ts';
+import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, type HubStandIn, startFixtureHub } from '../../support/hub-stand-in.ts';
 import { listening } from '../../support/server.ts';
 
 let hub: HubStandIn;
@@ -70,7 +70,8 @@ function safetensors(tensors: Tensors, dtype: 'F32' | 'F16' = 'F32'): Uint8Array
   let p = 8 + head.length;
   for (const t of Object.values(tensors)) {
     for (const x of t.data) {
-      if (dtype === 'F32') v.setFloat32(p, x, true); else v.setUint16(p, toHalf(x), true);
+      if (dtype === 'F32') v.setFloat32(p, x, true);
+      else v.setUint16(p, toHalf(x), true);
       p += size;
     }
   }
@@ -90,9 +91,16 @@ function llamaAdapter(seed = 1): Tensors {
   return t;
 }
 
-const config = (extra: Record<string, unknown> = {}) => new TextEncoder().encode(JSON.stringify({
-  peft_type: 'LORA', r: R, lora_alpha: ALPHA, target_modules: ['q_proj', 'v_proj'], fan_in_fan_out: false, bias: 'none', ...extra,
-}));
+const config = (extra: Record<string, unknown> = {}) =>
+  new TextEncoder().encode(JSON.stringify({
+    peft_type: 'LORA',
+    r: R,
+    lora_alpha: ALPHA,
+    target_modules: ['q_proj', 'v_proj'],
+    fan_in_fan_out: false,
+    bias: 'none',
+    ...extra,
+  }));
 
 async function push(bytes: Uint8Array): Promise<string> {
   const res = await fetch(`${srv.url}/api/blobs/${sha(bytes)}`, { method: 'POST', body: bytes as Uint8Array<ArrayBuffer> });
@@ -112,7 +120,10 @@ function matmulWeights(onnx: Uint8Array): Map<string, { dims: number[]; data: Fl
     const t = decodeFields(f.bytes!);
     if (Number(first(t, ONNX.tensor.dataType)?.int) !== ONNX.dtype.FLOAT) continue;
     const raw = new Uint8Array(first(t, ONNX.tensor.rawData)?.bytes ?? []);
-    inits.set(str(first(t, ONNX.tensor.name)?.bytes), { dims: int64s(t, ONNX.tensor.dims), data: new Float32Array(raw.buffer, 0, raw.byteLength / 4) });
+    inits.set(str(first(t, ONNX.tensor.name)?.bytes), {
+      dims: int64s(t, ONNX.tensor.dims),
+      data: new Float32Array(raw.buffer, 0, raw.byteLength / 4),
+    });
   }
   const out = new Map<string, { dims: number[]; data: Float32Array }>();
   for (const f of all(g, ONNX.graph.node)) {
@@ -149,20 +160,24 @@ function assertMerged(base: Uint8Array, merged: Uint8Array, adapter: Tensors, sc
     for (let i = 0; i < I; i++) {
       for (let o = 0; o < O; o++) {
         let delta = 0;
-        if (A && B) for (let k = 0; k < R; k++) delta += B.data[o * R + k] * A.data[k * I + i];
+        if (A && B) { for (let k = 0; k < R; k++) delta += B.data[o * R + k] * A.data[k * I + i]; }
         const expected = w.data[i * O + o] + scale * delta;
         maxDiff = Math.max(maxDiff, Math.abs(got.data[i * O + o] - expected));
         if (got.data[i * O + o] !== w.data[i * O + o]) changed++;
       }
     }
     assert.ok(maxDiff <= 1e-5, `${key}: max difference ${maxDiff}`);
-    if (A) { checked++; assert.ok(changed > 0, `${key} was updated`); } else assert.equal(changed, 0, `${key} untouched`);
+    if (A) {
+      checked++;
+      assert.ok(changed > 0, `${key} was updated`);
+    } else assert.equal(changed, 0, `${key} untouched`);
   }
   assert.equal(checked, LAYERS * 2, 'q_proj and v_proj of every layer checked');
 }
 
 const greedy = async (model: string) =>
-  (await ollama.generate({ model, prompt: 'Once upon a time', stream: false, options: { temperature: 0, num_predict: 12 } })).response ?? '';
+  (await ollama.generate({ model, prompt: 'Once upon a time', stream: false, options: { temperature: 0, num_predict: 12 } })).response ??
+    '';
 
 const post = (body: unknown) =>
   fetch(`${srv.url}/api/create`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -188,7 +203,9 @@ after(async () => {
 describe('create with a LoRA adapter', () => {
   const adapter = llamaAdapter();
   let baseGraph: Uint8Array;
-  before(async () => { baseGraph = await readFile(join(FIXTURE_MODELS_DIR, 'tiny-llama/onnx/model.onnx')); });
+  before(async () => {
+    baseGraph = await readFile(join(FIXTURE_MODELS_DIR, 'tiny-llama/onnx/model.onnx'));
+  });
 
   it('merges an F32 adapter into the ONNX weights: W + (alpha/r)·(B·A)ᵀ, progress per module', async () => {
     const adapters = await pushAdapter(safetensors(adapter));
@@ -231,26 +248,61 @@ describe('create with a LoRA adapter', () => {
     const weights = await push(safetensors(adapter));
     const cfg = await push(config());
 
-    const nope = { ...adapter, 'base_model.model.model.layers.0.self_attn.nope_proj.lora_A.weight': { shape: [R, HIDDEN], data: values(R * HIDDEN, 7) },
-      'base_model.model.model.layers.0.self_attn.nope_proj.lora_B.weight': { shape: [HIDDEN, R], data: values(HIDDEN * R, 8) } };
+    const nope = {
+      ...adapter,
+      'base_model.model.model.layers.0.self_attn.nope_proj.lora_A.weight': { shape: [R, HIDDEN], data: values(R * HIDDEN, 7) },
+      'base_model.model.model.layers.0.self_attn.nope_proj.lora_B.weight': { shape: [HIDDEN, R], data: values(HIDDEN * R, 8) },
+    };
     const badModule = await pushAdapter(safetensors(nope), config({ target_modules: ['q_proj', 'v_proj', 'nope_proj'] }));
-    assert.match(await errorOf(await post({ model: 'e1', from: BASE, adapters: badModule })), /'model\.layers\.0\.self_attn\.nope_proj'.*match no MatMul/);
+    assert.match(
+      await errorOf(await post({ model: 'e1', from: BASE, adapters: badModule })),
+      /'model\.layers\.0\.self_attn\.nope_proj'.*match no MatMul/,
+    );
 
-    const wrong = { ...adapter, 'base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight': { shape: [R, 16], data: values(R * 16, 9) } };
-    assert.match(await errorOf(await post({ model: 'e2', from: BASE, adapters: await pushAdapter(safetensors(wrong)) })),
-      /'model\.layers\.1\.self_attn\.q_proj'.*\[32, 16\].*\[32, 32\]/);
-    const rank = { ...adapter, 'base_model.model.model.layers.0.self_attn.v_proj.lora_B.weight': { shape: [KV, R + 1], data: values(KV * (R + 1), 3) } };
-    assert.match(await errorOf(await post({ model: 'e3', from: BASE, adapters: await pushAdapter(safetensors(rank)) })), /v_proj.*expected \[4, in\] and \[out, 4\]/);
+    const wrong = {
+      ...adapter,
+      'base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight': { shape: [R, 16], data: values(R * 16, 9) },
+    };
+    assert.match(
+      await errorOf(await post({ model: 'e2', from: BASE, adapters: await pushAdapter(safetensors(wrong)) })),
+      /'model\.layers\.1\.self_attn\.q_proj'.*\[32, 16\].*\[32, 32\]/,
+    );
+    const rank = {
+      ...adapter,
+      'base_model.model.model.layers.0.self_attn.v_proj.lora_B.weight': { shape: [KV, R + 1], data: values(KV * (R + 1), 3) },
+    };
+    assert.match(
+      await errorOf(await post({ model: 'e3', from: BASE, adapters: await pushAdapter(safetensors(rank)) })),
+      /v_proj.*expected \[4, in\] and \[out, 4\]/,
+    );
 
-    assert.match(await errorOf(await post({ model: 'e4', from: BASE, adapters: { 'adapter_model.safetensors': weights } })), /adapter_config\.json/);
-    assert.match(await errorOf(await post({ model: 'e5', from: BASE, adapters: { 'adapter_config.json': cfg } })), /adapter_model\.safetensors/);
+    assert.match(
+      await errorOf(await post({ model: 'e4', from: BASE, adapters: { 'adapter_model.safetensors': weights } })),
+      /adapter_config\.json/,
+    );
+    assert.match(
+      await errorOf(await post({ model: 'e5', from: BASE, adapters: { 'adapter_config.json': cfg } })),
+      /adapter_model\.safetensors/,
+    );
     const unpushed = sha(new TextEncoder().encode('never pushed adapter'));
-    assert.match(await errorOf(await post({ model: 'e6', from: BASE, adapters: { 'adapter_config.json': cfg, 'adapter_model.safetensors': unpushed } })), /not found/);
-    assert.match(await errorOf(await post({ model: 'e7', from: BASE, adapters: { 'adapter_config.json': cfg, 'adapter_model.safetensors': cfg } })), /safetensors/);
+    assert.match(
+      await errorOf(
+        await post({ model: 'e6', from: BASE, adapters: { 'adapter_config.json': cfg, 'adapter_model.safetensors': unpushed } }),
+      ),
+      /not found/,
+    );
+    assert.match(
+      await errorOf(await post({ model: 'e7', from: BASE, adapters: { 'adapter_config.json': cfg, 'adapter_model.safetensors': cfg } })),
+      /safetensors/,
+    );
 
     assert.deepEqual(await ollama.create({ model: 'llama-q8', from: BASE, quantize: 'q8', stream: false }), { status: 'success' });
-    assert.match(await errorOf(await post({ model: 'e8', from: 'llama-q8', adapters: { 'adapter_config.json': cfg, 'adapter_model.safetensors': weights } })),
-      /only be merged into fp32 weights.*q8/);
+    assert.match(
+      await errorOf(
+        await post({ model: 'e8', from: 'llama-q8', adapters: { 'adapter_config.json': cfg, 'adapter_model.safetensors': weights } }),
+      ),
+      /only be merged into fp32 weights.*q8/,
+    );
 
     assert.equal((await ollama.list()).models.some((m) => /^e\d/.test(m.name)), false, 'nothing created');
   });

@@ -14,7 +14,7 @@ import { createInferenceEngine, type InferenceEngine } from '../../../src/servic
 import { modelsDir } from '../../../src/config.ts';
 import { readLocalCopy } from '../../../src/services/models/manifest.ts';
 import { residencyUsage } from '../../../src/services/models/usage.ts';
-import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, startFixtureHub, type HubStandIn } from '../../support/hub-stand-in.ts';
+import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, type HubStandIn, startFixtureHub } from '../../support/hub-stand-in.ts';
 import { listening } from '../../support/server.ts';
 
 type Server = Awaited<ReturnType<typeof listening>>;
@@ -82,7 +82,9 @@ async function specOf(name: string) {
 /** A generation through the engine, from the model's local directory (what the inference routes do). */
 async function generate(name: string, maxTokens = 4): Promise<string> {
   const { spec, dir } = await specOf(name);
-  const gen = await engine.generate({ name: spec.name, dir, task: 'text-generation', dtype: spec.dtype }, { messages: [{ role: 'user', content: 'hi' }] }, { maxTokens, temperature: 0 });
+  const gen = await engine.generate({ name: spec.name, dir, task: 'text-generation', dtype: spec.dtype }, {
+    messages: [{ role: 'user', content: 'hi' }],
+  }, { maxTokens, temperature: 0 });
   let text = '';
   for await (const t of gen) text += t;
   await gen.result;
@@ -94,8 +96,14 @@ before(async () => {
   srv = await listening({ hubUrl: hub.url, hubAllowedHosts: ['127.0.0.1'], maxUploadBytes: 2_000_000 });
   for (const e of FIXTURE_CATALOG) srv.models.catalog.register(e);
   engine = createInferenceEngine({
-    backend: 'cpu', threads: 1, maxLoadedModels: 3, memoryBudgetBytes: 0, slotsPerModel: 1, saturationPolicy: 'Queue',
-    keepAliveSeconds: 300, idleDeviceMemoryReleaseSeconds: 0,
+    backend: 'cpu',
+    threads: 1,
+    maxLoadedModels: 3,
+    memoryBudgetBytes: 0,
+    slotsPerModel: 1,
+    saturationPolicy: 'Queue',
+    keepAliveSeconds: 300,
+    idleDeviceMemoryReleaseSeconds: 0,
   });
   srv.models.usage = residencyUsage(engine.residency);
   ollama = new Ollama({ host: srv.url });
@@ -207,7 +215,11 @@ describe('blobs', () => {
     const declared = await rawPost(`/api/blobs/${sha(big)}`, [big], { 'content-length': String(big.byteLength) });
     assert.equal(declared.status, 413);
     assert.equal(typeof JSON.parse(declared.body).error, 'string');
-    const streamed = await rawPost(`/api/blobs/${sha(new Uint8Array(2_500_000))}`, Array.from({ length: 5 }, () => new Uint8Array(500_000)), { 'transfer-encoding': 'chunked' });
+    const streamed = await rawPost(
+      `/api/blobs/${sha(new Uint8Array(2_500_000))}`,
+      Array.from({ length: 5 }, () => new Uint8Array(500_000)),
+      { 'transfer-encoding': 'chunked' },
+    );
     assert.equal(streamed.status, 413);
     const left = await readdir(join(modelsDir(srv.config), '.blobs'));
     assert.equal(left.filter((n) => n.startsWith('.incoming')).length, 0);
@@ -221,10 +233,21 @@ describe('blobs', () => {
 
 describe('create, copy, delete', () => {
   let files: Record<string, string>;
-  before(async () => { files = await pushLlamaFiles(); });
+  before(async () => {
+    files = await pushLlamaFiles();
+  });
 
   it('creates from pushed files with q8 quantization, progress streamed; listed Unverified', async () => {
-    const stream = await ollama.create({ model: 'my-llama', files, quantize: 'q8', system: 'Be brief.', parameters: { temperature: 0.2, stop: ['</s>'] }, stream: true } as never);
+    const stream = await ollama.create(
+      {
+        model: 'my-llama',
+        files,
+        quantize: 'q8',
+        system: 'Be brief.',
+        parameters: { temperature: 0.2, stop: ['</s>'] },
+        stream: true,
+      } as never,
+    );
     const events: { status: string; total?: number; completed?: number }[] = [];
     for await (const ev of stream as AsyncIterable<{ status: string }>) events.push(ev);
     const quant = events.filter((e) => e.status === 'quantizing fp32 model to q8');
@@ -271,10 +294,19 @@ describe('create, copy, delete', () => {
     const unpushed = sha(new TextEncoder().encode('never pushed'));
     assert.match(await errorOf(await post('/api/create', { model: 'x1', files: { ...files, 'config.json': unpushed } }), 400), /not found/);
     assert.match(await errorOf(await post('/api/create', { model: 'x2', from: 'no-such-model:7b' }), 404), /not found/);
-    assert.match(await errorOf(await post('/api/create', { model: 'x3', files, quantize: 'q4_K_M' }), 400), /unsupported quantize target 'q4_K_M'/);
+    assert.match(
+      await errorOf(await post('/api/create', { model: 'x3', files, quantize: 'q4_K_M' }), 400),
+      /unsupported quantize target 'q4_K_M'/,
+    );
     const { 'tokenizer.json': _t, ...withoutTokenizer } = files;
     assert.match(await errorOf(await post('/api/create', { model: 'x4', files: withoutTokenizer }), 400), /tokenizer\.json/);
-    assert.match(await errorOf(await post('/api/create', { model: 'x5', from: 'tiny-llama:test', adapters: { 'adapter.safetensors': files['config.json'] } }), 400), /adapter_config\.json/);
+    assert.match(
+      await errorOf(
+        await post('/api/create', { model: 'x5', from: 'tiny-llama:test', adapters: { 'adapter.safetensors': files['config.json'] } }),
+        400,
+      ),
+      /adapter_config\.json/,
+    );
     assert.match(await errorOf(await post('/api/create', { model: 'tiny-llama:test', from: 'tiny-llama:test' }), 400), /catalog/);
     assert.match(await errorOf(await post('/api/create', { model: 'x6' }), 400), /from/);
     assert.equal((await ollama.list()).models.some((m) => /^x\d/.test(m.name)), false, 'nothing created');
@@ -294,7 +326,11 @@ describe('create, copy, delete', () => {
     const a = await specOf('my-llama');
     const b = await specOf('my-llama-copy');
     assert.notEqual(a.dir, b.dir);
-    assert.equal((await stat(join(a.dir, 'onnx/model_quantized.onnx'))).ino, (await stat(join(b.dir, 'onnx/model_quantized.onnx'))).ino, 'no duplicated bytes');
+    assert.equal(
+      (await stat(join(a.dir, 'onnx/model_quantized.onnx'))).ino,
+      (await stat(join(b.dir, 'onnx/model_quantized.onnx'))).ino,
+      'no duplicated bytes',
+    );
     const shown = await ollama.show({ model: 'my-llama-copy' });
     assert.equal(shown.system, 'Be brief.', 'profile carried over');
 
@@ -317,7 +353,9 @@ describe('create, copy, delete', () => {
     await ollama.copy({ source: 'tiny-llama:test', destination: 'busy-llama' });
     const { spec, dir } = await specOf('busy-llama');
     const ac = new AbortController();
-    const gen = await engine.generate({ name: spec.name, dir, task: 'text-generation', dtype: spec.dtype }, { messages: [{ role: 'user', content: 'hi' }] }, { maxTokens: 400, signal: ac.signal });
+    const gen = await engine.generate({ name: spec.name, dir, task: 'text-generation', dtype: spec.dtype }, {
+      messages: [{ role: 'user', content: 'hi' }],
+    }, { maxTokens: 400, signal: ac.signal });
     const it = gen[Symbol.asyncIterator]();
     await it.next(); // generation under way, slot held
     assert.match(await errorOf(await post('/api/delete', { model: 'busy-llama' }, 'DELETE'), 409), /serving requests/);
@@ -328,7 +366,7 @@ describe('create, copy, delete', () => {
     assert.equal(engine.residency.isLoaded('busy-llama:latest'), true, 'loaded before the delete');
     await ollama.delete({ model: 'busy-llama' });
     assert.equal(engine.residency.isLoaded('busy-llama:latest'), false, 'unloaded by the delete');
-    assert.equal((await stat(dir).catch(() => null)), null, 'files removed');
+    assert.equal(await stat(dir).catch(() => null), null, 'files removed');
   });
 
   it('deleting a catalog model removes its files; the entry stays listed; a second delete is 404', async () => {

@@ -52,7 +52,10 @@ test('read-only model directory: 503 model_store_read_only without a work direct
       assert.deepEqual(await (await post(withWork.url, '/api/pull', { model: EMBED, stream: false })).json(), { status: 'success' });
       const emb = await (await post(withWork.url, '/api/embed', { model: EMBED, input: 'hello' })).json();
       assert.equal(emb.embeddings.length, 1);
-      assert.ok((await readdir(workDir, { recursive: true })).some((p) => p.includes('tiny-bert-embed')), 'the import is in the work directory');
+      assert.ok(
+        (await readdir(workDir, { recursive: true })).some((p) => p.includes('tiny-bert-embed')),
+        'the import is in the work directory',
+      );
       assert.deepEqual(await listing(), untouched, 'the read-only directory is unchanged');
     } finally {
       await withWork.stop();

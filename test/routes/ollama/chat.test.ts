@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Ajv from 'ajv';
-import { assertFinal, forceTokens, ndjson, startHarness, tinyLlamaIds, type Harness } from './harness.ts';
+import { assertFinal, forceTokens, type Harness, ndjson, startHarness, tinyLlamaIds } from './harness.ts';
 
 let h: Harness;
 before(async () => {
@@ -45,7 +45,9 @@ describe('chat', () => {
   it('streams NDJSON by default; the pieces join to the same text as the whole answer (greedy)', async () => {
     const whole = await h.ollama.chat({ model: 'tiny-llama', messages: user('Tell me about Paris.'), stream: false, options: greedy });
     const parts = [];
-    for await (const p of await h.ollama.chat({ model: 'tiny-llama', messages: user('Tell me about Paris.'), stream: true, options: greedy })) parts.push(p);
+    for await (
+      const p of await h.ollama.chat({ model: 'tiny-llama', messages: user('Tell me about Paris.'), stream: true, options: greedy })
+    ) parts.push(p);
     assert.ok(parts.length > 2, 'several lines');
     const last = parts.at(-1)!;
     assertFinal(last, 12);
@@ -60,14 +62,30 @@ describe('chat', () => {
   });
 
   it('options: seed reproduces a sampled answer; stop ends it before the stop text', async () => {
-    const ask = (seed: number) => h.ollama.chat({ model: 'tiny-llama', messages: user('Say something.'), stream: false, options: { temperature: 1.2, top_p: 0.95, top_k: 50, seed, num_predict: 16 } });
+    const ask = (seed: number) =>
+      h.ollama.chat({
+        model: 'tiny-llama',
+        messages: user('Say something.'),
+        stream: false,
+        options: { temperature: 1.2, top_p: 0.95, top_k: 50, seed, num_predict: 16 },
+      });
     const [a, b] = [await ask(7), await ask(7)];
     assert.equal(a.message.content, b.message.content);
-    const full = (await h.ollama.chat({ model: 'tiny-llama', messages: user('Tell me about Paris.'), stream: false, options: { temperature: 0, num_predict: 30 } })).message.content;
+    const full = (await h.ollama.chat({
+      model: 'tiny-llama',
+      messages: user('Tell me about Paris.'),
+      stream: false,
+      options: { temperature: 0, num_predict: 30 },
+    })).message.content;
     const stop = full.slice(8, 11);
     assert.ok(full.length > 11);
     assert.ok(stop.trim().length > 0);
-    const cut = await h.ollama.chat({ model: 'tiny-llama', messages: user('Tell me about Paris.'), stream: false, options: { temperature: 0, num_predict: 30, stop: [stop] } });
+    const cut = await h.ollama.chat({
+      model: 'tiny-llama',
+      messages: user('Tell me about Paris.'),
+      stream: false,
+      options: { temperature: 0, num_predict: 30, stop: [stop] },
+    });
     assert.equal(cut.message.content, full.slice(0, full.indexOf(stop)));
     assert.equal(cut.done_reason, 'stop');
   });
@@ -81,16 +99,35 @@ describe('chat', () => {
     };
     const validate = new Ajv().compile(schema);
     for (const seed of [1, 2, 3]) {
-      const r = await h.ollama.chat({ model: 'tiny-llama', messages: user('Describe Paris as JSON.'), format: schema, stream: false, options: { seed, temperature: 1, num_predict: 60 } });
+      const r = await h.ollama.chat({
+        model: 'tiny-llama',
+        messages: user('Describe Paris as JSON.'),
+        format: schema,
+        stream: false,
+        options: { seed, temperature: 1, num_predict: 60 },
+      });
       const value = JSON.parse(r.message.content);
       assert.ok(validate(value), `${r.message.content}: ${JSON.stringify(validate.errors)}`);
     }
-    const json = await h.ollama.generate({ model: 'tiny-llama', prompt: 'JSON please', format: 'json', stream: false, options: { seed: 4, num_predict: 40 } });
+    const json = await h.ollama.generate({
+      model: 'tiny-llama',
+      prompt: 'JSON please',
+      format: 'json',
+      stream: false,
+      options: { seed: 4, num_predict: 40 },
+    });
     assert.equal(typeof JSON.parse(json.response ?? ''), 'object');
   });
 
   it('tools: the call the model makes comes back in message.tool_calls (whole and streamed)', async () => {
-    const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+    const tools = [{
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        description: 'Weather of a city',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
+    }];
     const ids = await tinyLlamaIds('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>');
     h.steer(() => [forceTokens(ids)]);
     try {
@@ -99,7 +136,9 @@ describe('chat', () => {
       assert.equal(r.message.content, '');
       assert.equal(r.done_reason, 'stop');
       const parts = [];
-      for await (const p of await h.ollama.chat({ model: 'tiny-llama', messages: user('Weather in Paris?'), tools, stream: true })) parts.push(p);
+      for await (const p of await h.ollama.chat({ model: 'tiny-llama', messages: user('Weather in Paris?'), tools, stream: true })) {
+        parts.push(p);
+      }
       const calls = parts.flatMap((p) => p.message.tool_calls ?? []);
       assert.deepEqual(calls, [{ function: { index: 0, name: 'get_weather', arguments: { city: 'Paris' } } }]);
       assert.equal(parts.map((p) => p.message.content).join(''), '', 'no markup leaks into content');
@@ -108,14 +147,23 @@ describe('chat', () => {
     }
     // the call and its result go back to the model in the next turn (template renders them)
     const next = await h.ollama.chat({
-      model: 'tiny-llama', tools, stream: false, options: greedy,
+      model: 'tiny-llama',
+      tools,
+      stream: false,
+      options: greedy,
       messages: [
         ...user('Weather in Paris?'),
         { role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_weather', arguments: { city: 'Paris' } } }] },
         { role: 'tool', content: '{"temp": 21}', tool_name: 'get_weather' },
       ],
     });
-    const first = await h.ollama.chat({ model: 'tiny-llama', messages: user('Weather in Paris?'), tools, stream: false, options: { num_predict: 1 } });
+    const first = await h.ollama.chat({
+      model: 'tiny-llama',
+      messages: user('Weather in Paris?'),
+      tools,
+      stream: false,
+      options: { num_predict: 1 },
+    });
     assert.ok(next.prompt_eval_count > first.prompt_eval_count + 10, 'history with the call and its result is in the prompt');
   });
 
@@ -138,8 +186,15 @@ describe('chat', () => {
   });
 
   it('a custom model: its system prompt, template and parameters apply (template opening <think> → thinking)', async () => {
-    const template = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}";
-    await h.ollama.create({ model: 'thinker', from: 'tiny-llama', system: 'You think a lot before answering.', template, parameters: { num_predict: 5, temperature: 0 } });
+    const template =
+      '{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}';
+    await h.ollama.create({
+      model: 'thinker',
+      from: 'tiny-llama',
+      system: 'You think a lot before answering.',
+      template,
+      parameters: { num_predict: 5, temperature: 0 },
+    });
     const r = await h.ollama.chat({ model: 'thinker', messages: user('hi'), think: true, stream: false });
     assert.equal(r.eval_count, 5, 'num_predict from the custom model');
     assert.ok((r.message.thinking ?? '').length > 0, 'output inside the template-opened block is thinking');
@@ -148,15 +203,29 @@ describe('chat', () => {
     const overridden = await h.ollama.chat({ model: 'thinker', messages: user('hi'), stream: false, options: { num_predict: 2 } });
     assert.equal(overridden.eval_count, 2, 'request options win over the model parameters');
     // re-created with other parameters: the next request sees them (resolutions are remembered per model version)
-    await h.ollama.create({ model: 'thinker', from: 'tiny-llama', system: 'You think a lot before answering.', template, parameters: { num_predict: 3, temperature: 0 } });
-    assert.equal((await h.ollama.chat({ model: 'thinker', messages: user('hi'), think: true, stream: false })).eval_count, 3, 'no stale parameters after re-create');
+    await h.ollama.create({
+      model: 'thinker',
+      from: 'tiny-llama',
+      system: 'You think a lot before answering.',
+      template,
+      parameters: { num_predict: 3, temperature: 0 },
+    });
+    assert.equal(
+      (await h.ollama.chat({ model: 'thinker', messages: user('hi'), think: true, stream: false })).eval_count,
+      3,
+      'no stale parameters after re-create',
+    );
     await h.ollama.delete({ model: 'thinker' });
     await rejects(h.ollama.chat({ model: 'thinker', messages: user('hi'), stream: false }), 404, /not found/);
   });
 
   it('errors before the stream: 404 unknown model, 400 images without vision, 400 bad format', async () => {
     await rejects(h.ollama.chat({ model: 'no-such-model', messages: user('x') }), 404, /not found/);
-    await rejects(h.ollama.chat({ model: 'tiny-llama', messages: [{ role: 'user', content: 'x', images: ['aGVsbG8='] }] }), 400, /does not support images/);
+    await rejects(
+      h.ollama.chat({ model: 'tiny-llama', messages: [{ role: 'user', content: 'x', images: ['aGVsbG8='] }] }),
+      400,
+      /does not support images/,
+    );
     await rejects(h.ollama.chat({ model: 'tiny-llama', messages: user('x'), format: 'yaml' }), 400, /format/);
     await rejects(h.ollama.chat({ model: 'tiny-bert-embed', messages: user('x') }), 400, /does not support chat/);
     const res = await h.post('/api/chat', { messages: user('x') });
@@ -183,7 +252,9 @@ describe('chat', () => {
       assert.equal(typeof lines.at(-1)!.error, 'string');
       assert.equal(lines.some((l) => l.done === true), false);
       await assert.rejects(async () => {
-        for await (const _ of await h.ollama.chat({ model: 'tiny-llama', messages: user('hi'), stream: true, options: { num_predict: 20 } }));
+        for await (
+          const _ of await h.ollama.chat({ model: 'tiny-llama', messages: user('hi'), stream: true, options: { num_predict: 20 } })
+        );
       }, /Internal server error/);
     } finally {
       h.steer(undefined);
@@ -193,13 +264,32 @@ describe('chat', () => {
 
 describe('generate', () => {
   it('stream: false with system; streamed pieces join to the same response', async () => {
-    const whole = await h.ollama.generate({ model: 'tiny-llama', prompt: 'Why is the sky blue?', system: 'Be brief.', stream: false, options: greedy });
+    const whole = await h.ollama.generate({
+      model: 'tiny-llama',
+      prompt: 'Why is the sky blue?',
+      system: 'Be brief.',
+      stream: false,
+      options: greedy,
+    });
     assertFinal(whole, 12);
     assert.equal(typeof whole.response, 'string');
-    const bare = await h.ollama.generate({ model: 'tiny-llama', prompt: 'Why is the sky blue?', stream: false, options: { num_predict: 1 } });
+    const bare = await h.ollama.generate({
+      model: 'tiny-llama',
+      prompt: 'Why is the sky blue?',
+      stream: false,
+      options: { num_predict: 1 },
+    });
     assert.ok(whole.prompt_eval_count > bare.prompt_eval_count, 'system rendered into the prompt');
     const parts = [];
-    for await (const p of await h.ollama.generate({ model: 'tiny-llama', prompt: 'Why is the sky blue?', system: 'Be brief.', stream: true, options: greedy })) parts.push(p);
+    for await (
+      const p of await h.ollama.generate({
+        model: 'tiny-llama',
+        prompt: 'Why is the sky blue?',
+        system: 'Be brief.',
+        stream: true,
+        options: greedy,
+      })
+    ) parts.push(p);
     assertFinal(parts.at(-1)!, 12);
     assert.equal(parts.map((p) => p.response).join(''), whole.response);
   });

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startHarness, type Harness } from './harness.ts';
+import { type Harness, startHarness } from './harness.ts';
 
 let h: Harness;
 before(async () => {
@@ -64,7 +64,9 @@ describe('/api/embed', () => {
       const head = full.embeddings[i].slice(0, 8);
       assert.ok(close(v, head.map((x) => x / norm(head))));
     });
-    for (const dimensions of [64, 0, 2.5]) assert.equal((await h.post('/api/embed', { model: 'tiny-bert-embed', input: 'x', dimensions })).status, 400);
+    for (const dimensions of [64, 0, 2.5]) {
+      assert.equal((await h.post('/api/embed', { model: 'tiny-bert-embed', input: 'x', dimensions })).status, 400);
+    }
   });
 
   it('errors: 404 unknown model, 400 for a chat model', async () => {

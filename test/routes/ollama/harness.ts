@@ -10,7 +10,7 @@ import type { Config } from '../../../src/config.ts';
 import type { ChatRequest } from '../../../src/services/chat/index.ts';
 import { initBackend } from '../../../src/services/inference/backend.ts';
 import type { LogitsProcessorLike } from '../../../src/services/inference/sampling.ts';
-import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, LONG_LLAMA, startFixtureHub, type HubStandIn } from '../../support/hub-stand-in.ts';
+import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, type HubStandIn, LONG_LLAMA, startFixtureHub } from '../../support/hub-stand-in.ts';
 import { listening } from '../../support/server.ts';
 
 export type Server = Awaited<ReturnType<typeof listening>>;
@@ -33,9 +33,12 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
   const chat = srv.chat.chat.bind(srv.chat);
   srv.chat.chat = (req: ChatRequest) => chat(make ? { ...req, logitsProcessors: [...(req.logitsProcessors ?? []), ...make()] } : req);
   return {
-    hub, srv, ollama: new Ollama({ host: srv.url }),
+    hub,
+    srv,
+    ollama: new Ollama({ host: srv.url }),
     steer: (m) => (make = m),
-    post: (path, body, init = {}) => fetch(`${srv.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...init }),
+    post: (path, body, init = {}) =>
+      fetch(`${srv.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...init }),
     close: async () => {
       await srv.stop();
       await hub.close();

@@ -34,7 +34,12 @@ describe('hub failures', () => {
     assert.ok(Number(pull.headers.get('retry-after')) > 0);
     assert.match((await pull.json()).error, /unreachable/);
     const openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'x', maxRetries: 0 });
-    await assert.rejects(openai.chat.completions.create({ model: 'tiny-llama', messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => e instanceof OpenAI.APIError && e.status === 503 && (e.error as { code?: string }).code === 'hub_unavailable' && Number(e.headers?.get('retry-after')) > 0);
+    await assert.rejects(
+      openai.chat.completions.create({ model: 'tiny-llama', messages: [{ role: 'user', content: 'x' }] }),
+      (e: unknown) =>
+        e instanceof OpenAI.APIError && e.status === 503 && (e.error as { code?: string }).code === 'hub_unavailable' &&
+        Number(e.headers?.get('retry-after')) > 0,
+    );
   });
 
   it('a redirect outside the egress policy is 403 egress_denied; corrupt bytes are 502 digest_mismatch', async () => {
@@ -44,7 +49,11 @@ describe('hub failures', () => {
     closers.push(() => srv.stop());
     for (const e of FIXTURE_CATALOG) srv.models.catalog.register(e);
     const pull = (model: string) => fetch(`${srv.url}/api/pull`, { method: 'POST', body: JSON.stringify({ model, stream: false }) });
-    hub.redirect('svc-test/tiny-llama', 'config.json', `${hub.url.replace('127.0.0.1', 'localhost')}/svc-test/tiny-llama/resolve/main/config.json`);
+    hub.redirect(
+      'svc-test/tiny-llama',
+      'config.json',
+      `${hub.url.replace('127.0.0.1', 'localhost')}/svc-test/tiny-llama/resolve/main/config.json`,
+    );
     const denied = await pull('tiny-llama');
     assert.equal(denied.status, 403);
     assert.match((await denied.json()).error, /egress policy/);

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startHarness, type Harness } from './harness.ts';
+import { type Harness, startHarness } from './harness.ts';
 
 describe('preload, unload, /api/ps, /api/show', () => {
   let h: Harness;
@@ -95,12 +95,21 @@ describe('Reject saturation policy and cancellation', () => {
       },
     ]);
     const first = new AbortController();
-    const res1 = await h.post('/api/chat', { model: 'tiny-llama', messages: [{ role: 'user', content: 'hi' }], options: { num_predict: 400 } }, { signal: first.signal });
+    const res1 = await h.post('/api/chat', {
+      model: 'tiny-llama',
+      messages: [{ role: 'user', content: 'hi' }],
+      options: { num_predict: 400 },
+    }, { signal: first.signal });
     assert.equal(res1.status, 200);
     const reader = res1.body!.getReader();
     await reader.read(); // the generation is running
 
-    const res2 = await h.post('/api/chat', { model: 'tiny-llama', messages: [{ role: 'user', content: 'hi' }], stream: false, options: { num_predict: 2 } });
+    const res2 = await h.post('/api/chat', {
+      model: 'tiny-llama',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: false,
+      options: { num_predict: 2 },
+    });
     assert.equal(res2.status, 503);
     assert.equal(res2.headers.get('retry-after'), '1');
     assert.equal(typeof (await res2.json()).error, 'string');
@@ -113,7 +122,12 @@ describe('Reject saturation policy and cancellation', () => {
     const t0 = Date.now();
     let status = 0;
     while (Date.now() - t0 < 3000) {
-      const r = await h.post('/api/chat', { model: 'tiny-llama', messages: [{ role: 'user', content: 'hi' }], stream: false, options: { num_predict: 2 } });
+      const r = await h.post('/api/chat', {
+        model: 'tiny-llama',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: false,
+        options: { num_predict: 2 },
+      });
       status = r.status;
       await r.body?.cancel();
       if (status === 200) break;

@@ -15,7 +15,7 @@ import { zodResponseFormat } from 'openai/helpers/zod';
 import { generateObject } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI } from '@langchain/openai';
-import { startHarness, type Harness } from '../ollama/harness.ts';
+import { type Harness, startHarness } from '../ollama/harness.ts';
 
 let h: Harness;
 const MODEL = 'tiny-llama:test';
@@ -36,7 +36,10 @@ const Order = z.object({
   placed: z.iso.datetime(),
   sku: z.string().regex(/^[A-Z]{2}-\d{3}$/),
   notes: z.record(z.string(), z.int()),
-  ship: z.discriminatedUnion('kind', [z.object({ kind: z.literal('post'), zip: z.string().max(6) }), z.object({ kind: z.literal('pickup'), store: z.int() })]),
+  ship: z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('post'), zip: z.string().max(6) }),
+    z.object({ kind: z.literal('pickup'), store: z.int() }),
+  ]),
 });
 const validate = ajv.compile(z.toJSONSchema(Order, { target: 'draft-2020-12' }) as object);
 const check = (v: unknown) => assert.ok(validate(v), `${JSON.stringify(v)} ${JSON.stringify(validate.errors)}`);
@@ -49,7 +52,14 @@ describe('client libraries, structured output on the random model', () => {
     for (const seed of SEEDS) {
       // the openai helper itself refuses records (OpenAI's strict mode has none): the rest of the order
       const Strict = Order.omit({ notes: true });
-      const r = await openai.chat.completions.parse({ model: MODEL, messages, seed, temperature: 1, max_tokens: 400, response_format: zodResponseFormat(Strict, 'order') });
+      const r = await openai.chat.completions.parse({
+        model: MODEL,
+        messages,
+        seed,
+        temperature: 1,
+        max_tokens: 400,
+        response_format: zodResponseFormat(Strict, 'order'),
+      });
       const parsed = r.choices[0].message.parsed;
       assert.ok(parsed);
       const v = ajv.compile(z.toJSONSchema(Strict) as object);
@@ -60,13 +70,28 @@ describe('client libraries, structured output on the random model', () => {
   it('Vercel AI SDK generateObject (zod 4 schema, structured outputs)', async () => {
     const provider = createOpenAICompatible({ name: 'svc', baseURL: `${h.srv.url}/v1`, supportsStructuredOutputs: true });
     for (const seed of SEEDS) {
-      const { object } = await generateObject({ model: provider.chatModel(MODEL), schema: Order, prompt: 'Make an order.', seed, temperature: 1, maxOutputTokens: 400, maxRetries: 0 });
+      const { object } = await generateObject({
+        model: provider.chatModel(MODEL),
+        schema: Order,
+        prompt: 'Make an order.',
+        seed,
+        temperature: 1,
+        maxOutputTokens: 400,
+        maxRetries: 0,
+      });
       check(object);
     }
   });
 
   it('LangChain withStructuredOutput (jsonSchema) and bindTools with a forced zod tool', async () => {
-    const llm = new ChatOpenAI({ model: MODEL, apiKey: 'x', configuration: { baseURL: `${h.srv.url}/v1` }, temperature: 1, maxTokens: 400, maxRetries: 0 });
+    const llm = new ChatOpenAI({
+      model: MODEL,
+      apiKey: 'x',
+      configuration: { baseURL: `${h.srv.url}/v1` },
+      temperature: 1,
+      maxTokens: 400,
+      maxRetries: 0,
+    });
     for (const seed of SEEDS) {
       const structured = (llm.withConfig({ seed } as never) as unknown as ChatOpenAI).withStructuredOutput(Order, { method: 'jsonSchema' });
       check(await structured.invoke('Make an order.'));
@@ -86,7 +111,13 @@ describe('client libraries, structured output on the random model', () => {
 
   it('ollama-js format with a zod 4 JSON schema', async () => {
     for (const seed of SEEDS) {
-      const r = await h.ollama.chat({ model: 'tiny-llama', messages, format: z.toJSONSchema(Order), stream: false, options: { seed, temperature: 1, num_predict: 400 } });
+      const r = await h.ollama.chat({
+        model: 'tiny-llama',
+        messages,
+        format: z.toJSONSchema(Order),
+        stream: false,
+        options: { seed, temperature: 1, num_predict: 400 },
+      });
       const v = JSON.parse(r.message.content);
       check(v);
       assert.ok(Order.safeParse(v).success);

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { startHarness, ndjson, type Harness } from '../ollama/harness.ts';
+import { type Harness, ndjson, startHarness } from '../ollama/harness.ts';
 
 let h: Harness;
 let openai: OpenAI;
@@ -21,7 +21,12 @@ before(async () => {
 });
 after(async () => h?.close());
 
-type Tok = { token: string; logprob: number; bytes: number[] | null; top_logprobs: { token: string; logprob: number; bytes: number[] | null }[] };
+type Tok = {
+  token: string;
+  logprob: number;
+  bytes: number[] | null;
+  top_logprobs: { token: string; logprob: number; bytes: number[] | null }[];
+};
 
 function checkToken(t: Tok, k: number, greedy: boolean) {
   assert.ok(Number.isFinite(t.logprob) && t.logprob <= 0, JSON.stringify(t));
@@ -39,7 +44,14 @@ function checkToken(t: Tok, k: number, greedy: boolean) {
 
 describe('logprobs, OpenAI dialect', () => {
   it('chat: one entry per generated token, top_logprobs sorted, the greedy token first; tokens spell the text', async () => {
-    const r = await openai.chat.completions.create({ model: MODEL, messages: user('hello'), max_tokens: 12, temperature: 0, logprobs: true, top_logprobs: 5 });
+    const r = await openai.chat.completions.create({
+      model: MODEL,
+      messages: user('hello'),
+      max_tokens: 12,
+      temperature: 0,
+      logprobs: true,
+      top_logprobs: 5,
+    });
     const c = r.choices[0];
     const content = c.logprobs!.content! as Tok[];
     assert.ok(content.length > 0);
@@ -52,8 +64,14 @@ describe('logprobs, OpenAI dialect', () => {
   it('logprobs without top_logprobs: no alternatives; top_logprobs without logprobs: 400; above 20: 400', async () => {
     const r = await openai.chat.completions.create({ model: MODEL, messages: user('a'), max_tokens: 4, temperature: 0, logprobs: true });
     for (const t of r.choices[0].logprobs!.content! as Tok[]) checkToken(t, 0, true);
-    await assert.rejects(openai.chat.completions.create({ model: MODEL, messages: user('a'), top_logprobs: 3 }), (e: unknown) => e instanceof OpenAI.BadRequestError && /top_logprobs/.test(e.message));
-    await assert.rejects(openai.chat.completions.create({ model: MODEL, messages: user('a'), logprobs: true, top_logprobs: 21 }), (e: unknown) => e instanceof OpenAI.BadRequestError && /top_logprobs/.test(e.message));
+    await assert.rejects(
+      openai.chat.completions.create({ model: MODEL, messages: user('a'), top_logprobs: 3 }),
+      (e: unknown) => e instanceof OpenAI.BadRequestError && /top_logprobs/.test(e.message),
+    );
+    await assert.rejects(
+      openai.chat.completions.create({ model: MODEL, messages: user('a'), logprobs: true, top_logprobs: 21 }),
+      (e: unknown) => e instanceof OpenAI.BadRequestError && /top_logprobs/.test(e.message),
+    );
     const plain = await openai.chat.completions.create({ model: MODEL, messages: user('a'), max_tokens: 2 });
     assert.equal(plain.choices[0].logprobs, null);
   });
@@ -64,12 +82,23 @@ describe('logprobs, OpenAI dialect', () => {
     const stream = await openai.chat.completions.create({ ...params, stream: true });
     const got: Tok[] = [];
     for await (const ch of stream) got.push(...((ch.choices[0]?.logprobs?.content ?? []) as Tok[]));
-    assert.deepEqual(got.map((t) => [t.token, t.logprob.toFixed(5)]), (whole.choices[0].logprobs!.content as Tok[]).map((t) => [t.token, t.logprob.toFixed(5)]));
+    assert.deepEqual(
+      got.map((t) => [t.token, t.logprob.toFixed(5)]),
+      (whole.choices[0].logprobs!.content as Tok[]).map((t) => [t.token, t.logprob.toFixed(5)]),
+    );
   });
 
   it('temperature: logprobs come from the tempered distribution that was sampled (sharper below 1)', async () => {
     const at = async (temperature: number) => {
-      const r = await openai.chat.completions.create({ model: MODEL, messages: user('temp'), max_tokens: 1, temperature, seed: 7, logprobs: true, top_logprobs: 20 });
+      const r = await openai.chat.completions.create({
+        model: MODEL,
+        messages: user('temp'),
+        max_tokens: 1,
+        temperature,
+        seed: 7,
+        logprobs: true,
+        top_logprobs: 20,
+      });
       return (r.choices[0].logprobs!.content as Tok[])[0];
     };
     const t1 = await at(1);
@@ -85,7 +114,12 @@ describe('logprobs, OpenAI dialect', () => {
   it('structured output: logprobs after the constraint (alternatives are only allowed tokens; the distribution renormalised)', async () => {
     const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false };
     const r = await openai.chat.completions.create({
-      model: MODEL, messages: user('json'), max_tokens: 30, temperature: 0, logprobs: true, top_logprobs: 20,
+      model: MODEL,
+      messages: user('json'),
+      max_tokens: 30,
+      temperature: 0,
+      logprobs: true,
+      top_logprobs: 20,
       response_format: { type: 'json_schema', json_schema: { name: 's', schema, strict: true } },
     });
     const content = r.choices[0].logprobs!.content as Tok[];
@@ -107,7 +141,14 @@ describe('logprobs, OpenAI dialect', () => {
       assert.ok(Math.abs(best[1] - lp.token_logprobs![i]!) < 1e-6);
     });
     assert.deepEqual(lp.text_offset![0], 0);
-    const stream = await openai.completions.create({ model: MODEL, prompt: 'once upon', max_tokens: 8, temperature: 0, logprobs: 3, stream: true });
+    const stream = await openai.completions.create({
+      model: MODEL,
+      prompt: 'once upon',
+      max_tokens: 8,
+      temperature: 0,
+      logprobs: 3,
+      stream: true,
+    });
     const toks: string[] = [];
     for await (const ch of stream) toks.push(...(ch.choices[0]?.logprobs?.tokens ?? []));
     assert.deepEqual(toks, lp.tokens);
@@ -118,14 +159,35 @@ describe('logprobs, OpenAI dialect', () => {
 
 describe('logprobs, Ollama dialect', () => {
   it('/api/chat and /api/generate: logprobs and top_logprobs, streamed and whole', async () => {
-    const whole = await (await h.post('/api/chat', { model: MODEL, messages: user('hi'), stream: false, logprobs: true, top_logprobs: 4, options: { temperature: 0, num_predict: 8 } })).json();
+    const whole = await (await h.post('/api/chat', {
+      model: MODEL,
+      messages: user('hi'),
+      stream: false,
+      logprobs: true,
+      top_logprobs: 4,
+      options: { temperature: 0, num_predict: 8 },
+    })).json();
     assert.ok(whole.logprobs.length > 0);
     for (const t of whole.logprobs) checkToken(t, 4, true);
     assert.equal(new TextDecoder().decode(Uint8Array.from(whole.logprobs.flatMap((t: Tok) => t.bytes))), whole.message.content);
-    const lines = await ndjson(await h.post('/api/chat', { model: MODEL, messages: user('hi'), logprobs: true, top_logprobs: 4, options: { temperature: 0, num_predict: 8 } }));
+    const lines = await ndjson(
+      await h.post('/api/chat', {
+        model: MODEL,
+        messages: user('hi'),
+        logprobs: true,
+        top_logprobs: 4,
+        options: { temperature: 0, num_predict: 8 },
+      }),
+    );
     const streamed = lines.flatMap((l) => l.logprobs ?? []);
     assert.deepEqual(streamed.map((t) => t.token), whole.logprobs.map((t: Tok) => t.token));
-    const gen = await (await h.post('/api/generate', { model: MODEL, prompt: 'hi', stream: false, logprobs: true, options: { temperature: 0, num_predict: 5 } })).json();
+    const gen = await (await h.post('/api/generate', {
+      model: MODEL,
+      prompt: 'hi',
+      stream: false,
+      logprobs: true,
+      options: { temperature: 0, num_predict: 5 },
+    })).json();
     assert.ok(gen.logprobs.length > 0);
     for (const t of gen.logprobs) assert.ok(Number.isFinite(t.logprob) && t.top_logprobs === undefined);
     const none = await (await h.post('/api/generate', { model: MODEL, prompt: 'hi', stream: false, options: { num_predict: 2 } })).json();

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, it } from 'node:test';
 import type { ChatRequest } from '../../../src/services/chat/index.ts';
-import { forceTokens, startHarness, tinyLlamaIds, type Harness } from '../ollama/harness.ts';
+import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
 
 const SUITE = resolve('../shared/openresponses');
 let h: Harness;
@@ -21,7 +21,10 @@ before(async () => {
   assert.ok(existsSync(join(SUITE, 'bin/compliance-test.ts')), `the compliance suite is expected at ${SUITE}`);
   if (!existsSync(join(SUITE, 'node_modules/zod'))) {
     // its one dependency, installed where its README says
-    const r = spawnSync('npm', ['install', '--no-save', '--no-package-lock', '--ignore-scripts', 'zod@3.25.76'], { cwd: SUITE, stdio: 'inherit' });
+    const r = spawnSync('npm', ['install', '--no-save', '--no-package-lock', '--ignore-scripts', 'zod@3.25.76'], {
+      cwd: SUITE,
+      stdio: 'inherit',
+    });
     assert.equal(r.status, 0, 'npm install of the suite dependency');
   }
   h = await startHarness();
@@ -35,8 +38,19 @@ after(async () => h?.close());
 it('passes every case a text model without vision can pass', async () => {
   const out = join(tmpdir(), `open-responses-${process.pid}.json`);
   const fd = openSync(out, 'w');
-  const p = spawn(process.execPath, ['--experimental-websocket', '--import', 'tsx', join(SUITE, 'bin/compliance-test.ts'),
-    '--base-url', `${h.srv.url}/v1`, '--api-key', 'unused', '--model', 'tiny-llama:test', '--json'], { stdio: ['ignore', fd, 'inherit'] });
+  const p = spawn(process.execPath, [
+    '--experimental-websocket',
+    '--import',
+    'tsx',
+    join(SUITE, 'bin/compliance-test.ts'),
+    '--base-url',
+    `${h.srv.url}/v1`,
+    '--api-key',
+    'unused',
+    '--model',
+    'tiny-llama:test',
+    '--json',
+  ], { stdio: ['ignore', fd, 'inherit'] });
   await new Promise((r) => p.on('close', r));
   const text = readFileSync(out, 'utf8');
   const report = JSON.parse(text.slice(text.indexOf('{'))) as { results: { id: string; status: string; errors?: string[] }[] };

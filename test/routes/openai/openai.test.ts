@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import OpenAI from 'openai';
-import { startHarness, tinyLlamaIds, forceTokens, type Harness } from '../ollama/harness.ts';
+import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
 
 let h: Harness;
 let openai: OpenAI;
@@ -86,7 +86,10 @@ const WEATHER = {
 };
 const ADD = {
   type: 'function' as const,
-  function: { name: 'add', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } },
+  function: {
+    name: 'add',
+    parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+  },
 };
 // tiny-llama's context is 512 tokens and the template's tools block is long: tool definitions stay small
 
@@ -95,8 +98,12 @@ describe('tools', () => {
     const validate = ajv.compile(WEATHER.function.parameters);
     for (const seed of [1, 2, 3]) {
       const r = await openai.chat.completions.create({
-        model: MODEL, messages: user('weather in Paris?'), tools: [WEATHER], tool_choice: { type: 'function', function: { name: 'weather' } },
-        temperature: 1, seed,
+        model: MODEL,
+        messages: user('weather in Paris?'),
+        tools: [WEATHER],
+        tool_choice: { type: 'function', function: { name: 'weather' } },
+        temperature: 1,
+        seed,
       });
       const c = r.choices[0];
       assert.equal(c.finish_reason, 'tool_calls');
@@ -111,7 +118,12 @@ describe('tools', () => {
 
   it('required, streamed: a tool_calls delta with one of the tools', async () => {
     const stream = await openai.chat.completions.create({
-      model: MODEL, messages: user('add'), tools: [ADD, { type: 'function', function: { name: 'ping' } }], tool_choice: 'required', stream: true, temperature: 0,
+      model: MODEL,
+      messages: user('add'),
+      tools: [ADD, { type: 'function', function: { name: 'ping' } }],
+      tool_choice: 'required',
+      stream: true,
+      temperature: 0,
     });
     const calls = [];
     let finish = '';
@@ -131,7 +143,14 @@ describe('tools', () => {
   it('forced call streamed: the client library accumulates the fragments into a valid call', async () => {
     const validate = ajv.compile(ADD.function.parameters);
     for (const seed of [1, 2, 3]) {
-      const runner = openai.chat.completions.stream({ model: MODEL, messages: user('add'), tools: [ADD], tool_choice: { type: 'function', function: { name: 'add' } }, temperature: 1, seed });
+      const runner = openai.chat.completions.stream({
+        model: MODEL,
+        messages: user('add'),
+        tools: [ADD],
+        tool_choice: { type: 'function', function: { name: 'add' } },
+        temperature: 1,
+        seed,
+      });
       const fragments: string[] = [];
       runner.on('tool_calls.function.arguments.delta', (e) => fragments.push(e.arguments_delta));
       const final = await runner.finalChatCompletion();
@@ -154,7 +173,9 @@ describe('tools', () => {
       assert.deepEqual(JSON.parse(call.function.arguments), { a: 1, b: 2 });
       h.steer(undefined);
       const next = await openai.chat.completions.create({
-        model: MODEL, tools: [ADD], max_tokens: 4,
+        model: MODEL,
+        tools: [ADD],
+        max_tokens: 4,
         messages: [...user('1+2?'), r.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '3' }],
       });
       assert.ok(next.usage!.prompt_tokens > r.usage!.prompt_tokens, 'the call and its result are in the prompt');
@@ -173,10 +194,19 @@ describe('structured output', () => {
       owner: {
         type: 'object',
         properties: { name: { type: 'string' }, id: { type: 'integer' }, admin: { type: 'boolean' } },
-        required: ['name', 'id', 'admin'], additionalProperties: false,
+        required: ['name', 'id', 'admin'],
+        additionalProperties: false,
       },
       tags: { type: 'array', items: { type: 'string', enum: ['a', 'b', 'c'] }, minItems: 1, maxItems: 3 },
-      points: { type: 'array', items: { type: 'object', properties: { x: { type: 'number' }, y: { type: 'number' } }, required: ['x', 'y'], additionalProperties: false } },
+      points: {
+        type: 'array',
+        items: {
+          type: 'object',
+          properties: { x: { type: 'number' }, y: { type: 'number' } },
+          required: ['x', 'y'],
+          additionalProperties: false,
+        },
+      },
       note: { anyOf: [{ type: 'string' }, { type: 'null' }] },
     },
     required: ['title', 'status', 'owner', 'tags', 'points', 'note'],
@@ -187,7 +217,11 @@ describe('structured output', () => {
   it('json_schema strict on the random model: output parses and validates (several seeds, tight budget too)', async () => {
     for (const [seed, max] of [[1, 250], [2, 200], [3, 140], [4, 110]] as const) {
       const r = await openai.chat.completions.create({
-        model: MODEL, messages: user('make an issue'), max_tokens: max, temperature: 1, seed,
+        model: MODEL,
+        messages: user('make an issue'),
+        max_tokens: max,
+        temperature: 1,
+        seed,
         response_format: { type: 'json_schema', json_schema: { name: 'issue', strict: true, schema } },
       });
       const text = r.choices[0].message.content!;
@@ -199,7 +233,13 @@ describe('structured output', () => {
   });
 
   it('json_object, streamed: the concatenated deltas are one JSON object', async () => {
-    const stream = await openai.chat.completions.create({ model: MODEL, messages: user('json'), max_tokens: 40, response_format: { type: 'json_object' }, stream: true });
+    const stream = await openai.chat.completions.create({
+      model: MODEL,
+      messages: user('json'),
+      max_tokens: 40,
+      response_format: { type: 'json_object' },
+      stream: true,
+    });
     let text = '';
     for await (const c of stream) text += c.choices[0]?.delta?.content ?? '';
     const v = JSON.parse(text);
@@ -208,11 +248,22 @@ describe('structured output', () => {
 
   it('an unsupported schema feature is a 400 naming it; so is a budget too small', async () => {
     await assert.rejects(
-      openai.chat.completions.create({ model: MODEL, messages: user('x'), response_format: { type: 'json_schema', json_schema: { name: 's', schema: { type: 'string', pattern: '^(a)\\1$' } } } }),
-      (e: unknown) => e instanceof OpenAI.BadRequestError && /a backreference in the pattern .* is not supported/.test(e.message) && (e.error as { code?: string }).code === 'unsupported_schema',
+      openai.chat.completions.create({
+        model: MODEL,
+        messages: user('x'),
+        response_format: { type: 'json_schema', json_schema: { name: 's', schema: { type: 'string', pattern: '^(a)\\1$' } } },
+      }),
+      (e: unknown) =>
+        e instanceof OpenAI.BadRequestError && /a backreference in the pattern .* is not supported/.test(e.message) &&
+        (e.error as { code?: string }).code === 'unsupported_schema',
     );
     await assert.rejects(
-      openai.chat.completions.create({ model: MODEL, messages: user('x'), max_tokens: 5, response_format: { type: 'json_schema', json_schema: { name: 's', schema } } }),
+      openai.chat.completions.create({
+        model: MODEL,
+        messages: user('x'),
+        max_tokens: 5,
+        response_format: { type: 'json_schema', json_schema: { name: 's', schema } },
+      }),
       (e: unknown) => e instanceof OpenAI.BadRequestError && /budget of 5 tokens \(max_tokens/.test(e.message),
     );
   });
@@ -220,7 +271,10 @@ describe('structured output', () => {
 
 describe('errors, refusals, extensions', () => {
   it('unknown model: 404 in the dialect A envelope', async () => {
-    await assert.rejects(openai.chat.completions.create({ model: 'no-such-model', messages: user('x') }), (e: unknown) => e instanceof OpenAI.NotFoundError);
+    await assert.rejects(
+      openai.chat.completions.create({ model: 'no-such-model', messages: user('x') }),
+      (e: unknown) => e instanceof OpenAI.NotFoundError,
+    );
     const res = await h.post('/v1/chat/completions', { model: 'no-such-model', messages: user('x') });
     assert.equal(res.status, 404);
     const body = await res.json();
@@ -229,7 +283,15 @@ describe('errors, refusals, extensions', () => {
     assert.ok('code' in body.error && 'param' in body.error);
   });
 
-  for (const [field, value] of [['audio', { voice: 'alloy', format: 'mp3' }], ['modalities', ['text', 'audio']], ['prediction', { type: 'content', content: 'x' }], ['web_search_options', {}], ['functions', [{ name: 'f' }]]] as const) {
+  for (
+    const [field, value] of [
+      ['audio', { voice: 'alloy', format: 'mp3' }],
+      ['modalities', ['text', 'audio']],
+      ['prediction', { type: 'content', content: 'x' }],
+      ['web_search_options', {}],
+      ['functions', [{ name: 'f' }]],
+    ] as const
+  ) {
     it(`refuses ${field} by name`, async () => {
       const res = await h.post('/v1/chat/completions', { model: MODEL, messages: user('x'), [field]: value });
       assert.equal(res.status, 400);
@@ -240,8 +302,17 @@ describe('errors, refusals, extensions', () => {
   }
 
   it('extension fields: unknown agent / skill / server tool are 400s; absent ones behave as the plain dialect', async () => {
-    for (const [k, v, re] of [['agent', 'helper', /unknown agent "helper"/], ['skill', 'summarize', /unknown skill "summarize"/], ['server_tools', ['search'], /unknown server tool "search"/], ['memory_store', 'm1', /unknown memory store/]] as const) {
-      await assert.rejects(openai.chat.completions.create({ model: MODEL, messages: user('x'), [k]: v } as never), (e: unknown) => e instanceof OpenAI.BadRequestError && re.test(e.message));
+    for (
+      const [k, v, re] of [['agent', 'helper', /unknown agent "helper"/], ['skill', 'summarize', /unknown skill "summarize"/], [
+        'server_tools',
+        ['search'],
+        /unknown server tool "search"/,
+      ], ['memory_store', 'm1', /unknown memory store/]] as const
+    ) {
+      await assert.rejects(
+        openai.chat.completions.create({ model: MODEL, messages: user('x'), [k]: v } as never),
+        (e: unknown) => e instanceof OpenAI.BadRequestError && re.test(e.message),
+      );
     }
     const r = await openai.chat.completions.create({ model: MODEL, messages: user('x'), max_tokens: 2, agent: null } as never);
     assert.equal(r.object, 'chat.completion');
@@ -249,7 +320,13 @@ describe('errors, refusals, extensions', () => {
 
   it('images are refused for a model without vision', async () => {
     await assert.rejects(
-      openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: [{ type: 'text', text: 'what?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] }] }),
+      openai.chat.completions.create({
+        model: MODEL,
+        messages: [{
+          role: 'user',
+          content: [{ type: 'text', text: 'what?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }],
+        }],
+      }),
       (e: unknown) => e instanceof OpenAI.BadRequestError && /vision/.test(e.message),
     );
   });
@@ -275,7 +352,9 @@ describe('errors, refusals, extensions', () => {
   it('a client that disconnects cancels the generation and frees the slot', async () => {
     const ac = new AbortController();
     const res = await fetch(`${h.srv.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, signal: ac.signal,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      signal: ac.signal,
       body: JSON.stringify({ model: MODEL, messages: user('long'), max_tokens: 400, stream: true, temperature: 1 }),
     });
     const reader = res.body!.getReader();
@@ -297,7 +376,14 @@ describe('completions', () => {
   it('prompt array: one choice per prompt; stream matches the non-streamed text', async () => {
     const r = await openai.completions.create({ model: MODEL, prompt: ['a', 'b'], max_tokens: 4, temperature: 0 });
     assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
-    const s = await openai.completions.create({ model: MODEL, prompt: 'a', max_tokens: 4, temperature: 0, stream: true, stream_options: { include_usage: true } });
+    const s = await openai.completions.create({
+      model: MODEL,
+      prompt: 'a',
+      max_tokens: 4,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     let usage;
     for await (const c of s) {
@@ -330,7 +416,9 @@ describe('embeddings and models', () => {
   });
 
   it('Prefer: respond-async gives a 202 job whose result is the same body', async () => {
-    const res = await h.post('/v1/embeddings', { model: EMB, input: 'later' }, { headers: { 'content-type': 'application/json', prefer: 'respond-async' } });
+    const res = await h.post('/v1/embeddings', { model: EMB, input: 'later' }, {
+      headers: { 'content-type': 'application/json', prefer: 'respond-async' },
+    });
     assert.equal(res.status, 202);
     const { job_id } = await res.json();
     let job: Record<string, any> = {};

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import OpenAI, { toFile } from 'openai';
 import { ResponsesWS } from 'openai/resources/responses/ws';
-import { startHarness, tinyLlamaIds, forceTokens, type Harness } from '../ollama/harness.ts';
+import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
 import { makePdf } from '../../services/pdf/helpers.ts';
 
 let h: Harness;
@@ -36,7 +36,11 @@ after(async () => {
 });
 
 const post = (path: string, body: unknown) =>
-  fetch(`${h.srv.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${tokenA}` }, body: JSON.stringify(body) });
+  fetch(`${h.srv.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${tokenA}` },
+    body: JSON.stringify(body),
+  });
 
 async function steered<T>(text: string, fn: () => Promise<T>): Promise<T> {
   const ids = await tinyLlamaIds(text);
@@ -67,7 +71,8 @@ describe('responses: create, retrieve, delete', () => {
 
   it('item input with developer and user messages and content parts', async () => {
     const r = await openai.responses.create({
-      model: MODEL, max_output_tokens: 4,
+      model: MODEL,
+      max_output_tokens: 4,
       input: [
         { type: 'message', role: 'developer', content: 'Be brief.' },
         { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'one' }, { type: 'input_text', text: 'two' }] },
@@ -78,22 +83,35 @@ describe('responses: create, retrieve, delete', () => {
   });
 
   it('max_output_tokens cutting the answer: status incomplete with reason max_output_tokens', async () => {
-    const r = await steered('one two three four five six seven eight nine ten', () => openai.responses.create({ model: MODEL, input: 'count', max_output_tokens: 3 }));
+    const r = await steered(
+      'one two three four five six seven eight nine ten',
+      () => openai.responses.create({ model: MODEL, input: 'count', max_output_tokens: 3 }),
+    );
     assert.equal(r.status, 'incomplete');
     assert.equal(r.incomplete_details?.reason, 'max_output_tokens');
     assert.equal(r.usage!.output_tokens, 3);
   });
 
   it('a thinking model: a reasoning item with the reasoning text before the message; reasoning tokens in usage', async () => {
-    const r = await steered('<think>\nThe user greets me.\n</think>\n\nHi!', () => openai.responses.create({ model: MODEL, input: 'hello', max_output_tokens: 40 }));
+    const r = await steered(
+      '<think>\nThe user greets me.\n</think>\n\nHi!',
+      () => openai.responses.create({ model: MODEL, input: 'hello', max_output_tokens: 40 }),
+    );
     assert.deepEqual(r.output.map((o) => o.type), ['reasoning', 'message']);
     const rs = r.output[0] as OpenAI.Responses.ResponseReasoningItem;
     assert.match(rs.content![0]!.text, /The user greets me\./);
     assert.equal(r.output_text.trim(), 'Hi!');
     const u = r.usage!;
-    assert.ok(u.output_tokens_details.reasoning_tokens > 0 && u.output_tokens_details.reasoning_tokens < u.output_tokens, JSON.stringify(u));
+    assert.ok(
+      u.output_tokens_details.reasoning_tokens > 0 && u.output_tokens_details.reasoning_tokens < u.output_tokens,
+      JSON.stringify(u),
+    );
     // fed back as input, the reasoning item is accepted (passthrough)
-    const next = await openai.responses.create({ model: MODEL, max_output_tokens: 2, input: [{ role: 'user', content: 'hello' }, rs as never, { role: 'assistant', content: 'Hi!' }, { role: 'user', content: 'again' }] });
+    const next = await openai.responses.create({
+      model: MODEL,
+      max_output_tokens: 2,
+      input: [{ role: 'user', content: 'hello' }, rs as never, { role: 'assistant', content: 'Hi!' }, { role: 'user', content: 'again' }],
+    });
     assert.ok(['completed', 'incomplete'].includes(next.status!));
   });
 
@@ -124,9 +142,15 @@ describe('responses: streaming', () => {
     const deltas = types.filter((t) => t === 'response.output_text.delta').length;
     assert.ok(deltas >= 1);
     assert.deepEqual(types, [
-      'response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added',
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
       ...Array(deltas).fill('response.output_text.delta'),
-      'response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
     ]);
     stream.forEach((e, i) => assert.equal(e.sequence_number, i));
     const text = stream.filter((e) => e.type === 'response.output_text.delta').map((e) => (e as { delta: string }).delta).join('');
@@ -180,7 +204,9 @@ describe('responses: streaming', () => {
   it('a client that disconnects frees the slot', async () => {
     const ac = new AbortController();
     const res = await fetch(`${h.srv.url}/v1/responses`, {
-      method: 'POST', signal: ac.signal, headers: { 'content-type': 'application/json', authorization: `Bearer ${tokenA}` },
+      method: 'POST',
+      signal: ac.signal,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${tokenA}` },
       body: JSON.stringify({ model: MODEL, input: 'long', stream: true, max_output_tokens: 400, temperature: 1 }),
     });
     const reader = res.body!.getReader();
@@ -212,13 +238,33 @@ describe('responses: input items and chaining', () => {
     const seen = [];
     for await (const it of openai.responses.inputItems.list(r.id, { limit: 2 })) seen.push(it);
     assert.equal(seen.length, 5);
-    for (const limit of [0, 101]) assert.equal((await fetch(`${h.srv.url}/v1/responses/${r.id}/input_items?limit=${limit}`, { headers: { authorization: `Bearer ${tokenA}` } })).status, 400);
+    for (const limit of [0, 101]) {
+      assert.equal(
+        (await fetch(`${h.srv.url}/v1/responses/${r.id}/input_items?limit=${limit}`, { headers: { authorization: `Bearer ${tokenA}` } }))
+          .status,
+        400,
+      );
+    }
   });
 
   it('previous_response_id: the second prompt holds the first turn; instructions are not inherited', async () => {
-    const first = await steered('Paris', () => openai.responses.create({ model: MODEL, instructions: 'You answer geography questions in one word only.', input: 'Capital of France?', max_output_tokens: 8 }));
+    const first = await steered(
+      'Paris',
+      () =>
+        openai.responses.create({
+          model: MODEL,
+          instructions: 'You answer geography questions in one word only.',
+          input: 'Capital of France?',
+          max_output_tokens: 8,
+        }),
+    );
     assert.equal(first.instructions, 'You answer geography questions in one word only.');
-    const second = await openai.responses.create({ model: MODEL, previous_response_id: first.id, input: 'And of Spain?', max_output_tokens: 2 });
+    const second = await openai.responses.create({
+      model: MODEL,
+      previous_response_id: first.id,
+      input: 'And of Spain?',
+      max_output_tokens: 2,
+    });
     assert.equal(second.previous_response_id, first.id);
     assert.equal(second.instructions, null);
     // the stored input is the effective one: first input, first output, new input
@@ -227,32 +273,54 @@ describe('responses: input items and chaining', () => {
     assert.equal((items.data[1] as { content: { text: string }[] }).content[0]!.text, 'Paris');
     // the same conversation sent whole (no instructions) gives exactly the same prompt length
     const whole = await openai.responses.create({
-      model: MODEL, max_output_tokens: 2,
-      input: [{ role: 'user', content: 'Capital of France?' }, { role: 'assistant', content: 'Paris' }, { role: 'user', content: 'And of Spain?' }],
+      model: MODEL,
+      max_output_tokens: 2,
+      input: [{ role: 'user', content: 'Capital of France?' }, { role: 'assistant', content: 'Paris' }, {
+        role: 'user',
+        content: 'And of Spain?',
+      }],
     });
     assert.equal(second.usage!.input_tokens, whole.usage!.input_tokens);
     assert.ok(second.usage!.input_tokens > first.usage!.input_tokens - 12, 'the first turn is in the prompt');
-    await assert.rejects(openai.responses.create({ model: MODEL, previous_response_id: 'resp_nope', input: 'x' }),
-      (e: unknown) => e instanceof OpenAI.BadRequestError && (e.error as { code?: string }).code === 'previous_response_not_found');
+    await assert.rejects(
+      openai.responses.create({ model: MODEL, previous_response_id: 'resp_nope', input: 'x' }),
+      (e: unknown) => e instanceof OpenAI.BadRequestError && (e.error as { code?: string }).code === 'previous_response_not_found',
+    );
   });
 });
 
 const WEATHER = {
-  type: 'function' as const, name: 'weather', strict: true,
-  parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer', minimum: 1 } }, required: ['city', 'days'], additionalProperties: false },
+  type: 'function' as const,
+  name: 'weather',
+  strict: true,
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' }, days: { type: 'integer', minimum: 1 } },
+    required: ['city', 'days'],
+    additionalProperties: false,
+  },
 };
 
 describe('responses: tools and structured output', () => {
   it('tool_choice required: a function_call item whose arguments validate; its output fed back through previous_response_id', async () => {
     const validate = ajv.compile(WEATHER.parameters);
-    const r = await openai.responses.create({ model: MODEL, input: 'weather in Paris?', tools: [WEATHER], tool_choice: 'required', temperature: 1 });
+    const r = await openai.responses.create({
+      model: MODEL,
+      input: 'weather in Paris?',
+      tools: [WEATHER],
+      tool_choice: 'required',
+      temperature: 1,
+    });
     const call = r.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
     assert.ok(call, JSON.stringify(r.output));
     assert.equal(call.name, 'weather');
     assert.match(call.call_id, /^call_/);
     assert.ok(validate(JSON.parse(call.arguments)), JSON.stringify(validate.errors));
     const next = await openai.responses.create({
-      model: MODEL, previous_response_id: r.id, tools: [WEATHER], max_output_tokens: 3,
+      model: MODEL,
+      previous_response_id: r.id,
+      tools: [WEATHER],
+      max_output_tokens: 3,
       input: [{ type: 'function_call_output', call_id: call.call_id, output: '{"temp": 21}' }],
     });
     assert.ok(['completed', 'incomplete'].includes(next.status!));
@@ -262,18 +330,34 @@ describe('responses: tools and structured output', () => {
   });
 
   it('a named function, streamed: function_call_arguments events and the item', async () => {
-    const s = await openai.responses.create({ model: MODEL, input: 'weather?', tools: [WEATHER], tool_choice: { type: 'function', name: 'weather' }, stream: true });
+    const s = await openai.responses.create({
+      model: MODEL,
+      input: 'weather?',
+      tools: [WEATHER],
+      tool_choice: { type: 'function', name: 'weather' },
+      stream: true,
+    });
     const events = [];
     for await (const e of s) events.push(e);
     const types = events.map((e) => e.type);
-    assert.deepEqual(types, ['response.created', 'response.in_progress', 'response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.output_item.done', 'response.completed']);
+    assert.deepEqual(types, [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
     const done = events[4] as OpenAI.Responses.ResponseFunctionCallArgumentsDoneEvent;
     assert.equal(typeof JSON.parse(done.arguments), 'object');
   });
 
   it('a call in the model output (tool_choice auto) becomes a function_call item', async () => {
-    const r = await steered('<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo", "days": 2}}\n</tool_call>', () =>
-      openai.responses.create({ model: MODEL, input: 'weather in Oslo?', tools: [WEATHER], max_output_tokens: 60 }));
+    const r = await steered(
+      '<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo", "days": 2}}\n</tool_call>',
+      () => openai.responses.create({ model: MODEL, input: 'weather in Oslo?', tools: [WEATHER], max_output_tokens: 60 }),
+    );
     const call = r.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
     assert.deepEqual(JSON.parse(call.arguments), { city: 'Oslo', days: 2 });
   });
@@ -281,20 +365,35 @@ describe('responses: tools and structured output', () => {
   it('text.format json_schema on the random model: output_text parses and validates (several seeds)', async () => {
     const schema = {
       type: 'object',
-      properties: { title: { type: 'string', maxLength: 20 }, status: { enum: ['open', 'closed'] }, tags: { type: 'array', items: { type: 'string' }, maxItems: 3 }, n: { type: 'integer' } },
-      required: ['title', 'status', 'tags', 'n'], additionalProperties: false,
+      properties: {
+        title: { type: 'string', maxLength: 20 },
+        status: { enum: ['open', 'closed'] },
+        tags: { type: 'array', items: { type: 'string' }, maxItems: 3 },
+        n: { type: 'integer' },
+      },
+      required: ['title', 'status', 'tags', 'n'],
+      additionalProperties: false,
     };
     const validate = ajv.compile(schema);
     for (const seed of [1, 2, 3]) {
       const r = await openai.responses.create({
-        model: MODEL, input: 'make an issue', temperature: 1, max_output_tokens: 120, seed,
+        model: MODEL,
+        input: 'make an issue',
+        temperature: 1,
+        max_output_tokens: 120,
+        seed,
         text: { format: { type: 'json_schema', name: 'issue', schema, strict: true } },
       } as never) as OpenAI.Responses.Response;
       const v = JSON.parse(r.output_text);
       assert.ok(validate(v), `${r.output_text}\n${JSON.stringify(validate.errors)}`);
       assert.equal(r.status, 'completed');
     }
-    const j = await openai.responses.create({ model: MODEL, input: 'json', max_output_tokens: 40, text: { format: { type: 'json_object' } } });
+    const j = await openai.responses.create({
+      model: MODEL,
+      input: 'json',
+      max_output_tokens: 40,
+      text: { format: { type: 'json_object' } },
+    });
     const obj = JSON.parse(j.output_text);
     assert.ok(obj && typeof obj === 'object' && !Array.isArray(obj));
   });
@@ -322,19 +421,29 @@ describe('responses: refusals and isolation', () => {
     await assert.rejects(other.responses.retrieve(r.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
     await assert.rejects(other.responses.delete(r.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
     await assert.rejects(other.responses.inputItems.list(r.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
-    await assert.rejects(other.responses.create({ model: MODEL, previous_response_id: r.id, input: 'x' }), (e: unknown) => e instanceof OpenAI.BadRequestError);
+    await assert.rejects(
+      other.responses.create({ model: MODEL, previous_response_id: r.id, input: 'x' }),
+      (e: unknown) => e instanceof OpenAI.BadRequestError,
+    );
     assert.equal((await openai.responses.retrieve(r.id)).id, r.id);
   });
 
   it('input_file by file_id: the document text is folded into the prompt', async () => {
-    const f = await openai.files.create({ file: await toFile(Buffer.from('The secret harbour code is 4711.\n'.repeat(5)), 'note.txt'), purpose: 'user_data' });
+    const f = await openai.files.create({
+      file: await toFile(Buffer.from('The secret harbour code is 4711.\n'.repeat(5)), 'note.txt'),
+      purpose: 'user_data',
+    });
     const plain = await openai.responses.create({ model: MODEL, input: 'What is the code?', max_output_tokens: 2 });
     const withFile = await openai.responses.create({
-      model: MODEL, max_output_tokens: 2,
+      model: MODEL,
+      max_output_tokens: 2,
       input: [{ role: 'user', content: [{ type: 'input_file', file_id: f.id }, { type: 'input_text', text: 'What is the code?' }] }],
     });
     assert.ok(withFile.usage!.input_tokens > plain.usage!.input_tokens + 40);
-    await assert.rejects(other.responses.create({ model: MODEL, input: [{ role: 'user', content: [{ type: 'input_file', file_id: f.id }] }] }), (e: unknown) => e instanceof OpenAI.NotFoundError);
+    await assert.rejects(
+      other.responses.create({ model: MODEL, input: [{ role: 'user', content: [{ type: 'input_file', file_id: f.id }] }] }),
+      (e: unknown) => e instanceof OpenAI.NotFoundError,
+    );
   });
 });
 
@@ -366,7 +475,13 @@ describe('vector stores and file_search', () => {
       return embed(...a);
     };
     try {
-      const pdf = await makePdf(2, { lines: (p) => (p === 1 ? ['Zebras graze on the savanna at dawn.', 'Their stripes confuse lions.'] : ['Glaciers carve valleys over millennia.']) });
+      const pdf = await makePdf(2, {
+        lines: (
+          p,
+        ) => (p === 1
+          ? ['Zebras graze on the savanna at dawn.', 'Their stripes confuse lions.']
+          : ['Glaciers carve valleys over millennia.']),
+      });
       const file = await openai.files.create({ file: await toFile(Buffer.from(pdf), 'animals.pdf'), purpose: 'assistants' });
       const vs = await openai.vectorStores.create({ name: 'nature' });
       assert.match(vs.id, /^vs_/);
@@ -411,14 +526,21 @@ describe('vector stores and file_search', () => {
   });
 
   it('file_search in a response: a file_search_call item, the chunks in the prompt, file_citation annotations', async () => {
-    const file = await openai.files.create({ file: await toFile(Buffer.from('# Handbook\n\nThe office coffee machine is descaled every Friday by Marta.\n'), 'handbook.md'), purpose: 'assistants' });
+    const file = await openai.files.create({
+      file: await toFile(Buffer.from('# Handbook\n\nThe office coffee machine is descaled every Friday by Marta.\n'), 'handbook.md'),
+      purpose: 'assistants',
+    });
     const vs = await openai.vectorStores.create({ name: 'handbook', file_ids: [file.id] });
     await h.srv.vectorStores.settle();
     const base = await openai.responses.create({ model: MODEL, input: 'Who descales the coffee machine?', max_output_tokens: 2 });
-    const r = await steered('Marta does.', () => openai.responses.create({
-      model: MODEL, input: 'Who descales the coffee machine?', max_output_tokens: 10,
-      tools: [{ type: 'file_search', vector_store_ids: [vs.id], max_num_results: 3 }], include: ['file_search_call.results'],
-    }));
+    const r = await steered('Marta does.', () =>
+      openai.responses.create({
+        model: MODEL,
+        input: 'Who descales the coffee machine?',
+        max_output_tokens: 10,
+        tools: [{ type: 'file_search', vector_store_ids: [vs.id], max_num_results: 3 }],
+        include: ['file_search_call.results'],
+      }));
     assert.deepEqual(r.output.map((o) => o.type), ['file_search_call', 'message']);
     const fs = r.output[0] as OpenAI.Responses.ResponseFileSearchToolCall;
     assert.deepEqual(fs.queries, ['Who descales the coffee machine?']);
@@ -430,21 +552,46 @@ describe('vector stores and file_search', () => {
     assert.deepEqual(part.annotations, [{ type: 'file_citation', file_id: file.id, filename: 'handbook.md', index: part.text.length }]);
     assert.ok(r.usage!.input_tokens > base.usage!.input_tokens + 10, 'the retrieved chunk is in the prompt');
     // streamed: the file_search_call events come first, the annotation before output_text.done
-    const s = await openai.responses.create({ model: MODEL, input: 'coffee machine?', max_output_tokens: 3, tools: [{ type: 'file_search', vector_store_ids: [vs.id] }], stream: true });
+    const s = await openai.responses.create({
+      model: MODEL,
+      input: 'coffee machine?',
+      max_output_tokens: 3,
+      tools: [{ type: 'file_search', vector_store_ids: [vs.id] }],
+      stream: true,
+    });
     const types = [];
     for await (const e of s) types.push(e.type);
-    assert.deepEqual(types.slice(0, 7), ['response.created', 'response.in_progress', 'response.output_item.added', 'response.file_search_call.in_progress', 'response.file_search_call.searching', 'response.file_search_call.completed', 'response.output_item.done']);
+    assert.deepEqual(types.slice(0, 7), [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.file_search_call.in_progress',
+      'response.file_search_call.searching',
+      'response.file_search_call.completed',
+      'response.output_item.done',
+    ]);
     assert.ok(types.indexOf('response.output_text.annotation.added') < types.indexOf('response.output_text.done'));
     // a store of another key is a 404
-    await assert.rejects(other.responses.create({ model: MODEL, input: 'x', tools: [{ type: 'file_search', vector_store_ids: [vs.id] }] }), (e: unknown) => e instanceof OpenAI.NotFoundError);
+    await assert.rejects(
+      other.responses.create({ model: MODEL, input: 'x', tools: [{ type: 'file_search', vector_store_ids: [vs.id] }] }),
+      (e: unknown) => e instanceof OpenAI.NotFoundError,
+    );
   });
 
   it('default_embedding_model is an admin setting: without a model a file stays full-text searchable and fails with the reason', async () => {
     const admin = await h.srv.keys.create({ name: 'admin', role: 'admin' });
-    const patch = (model: string) => fetch(`${h.srv.url}/svc/v1/admin/settings`, { method: 'PATCH', headers: { 'content-type': 'application/json', authorization: `Bearer ${admin.token}` }, body: JSON.stringify({ default_embedding_model: model }) });
+    const patch = (model: string) =>
+      fetch(`${h.srv.url}/svc/v1/admin/settings`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${admin.token}` },
+        body: JSON.stringify({ default_embedding_model: model }),
+      });
     assert.equal((await (await patch('')).json()).default_embedding_model, '');
     try {
-      const file = await openai.files.create({ file: await toFile(Buffer.from('Walruses sleep on ice floes.'), 'w.txt'), purpose: 'assistants' });
+      const file = await openai.files.create({
+        file: await toFile(Buffer.from('Walruses sleep on ice floes.'), 'w.txt'),
+        purpose: 'assistants',
+      });
       const vs = await openai.vectorStores.create({ name: 'no-model', file_ids: [file.id] });
       await h.srv.vectorStores.settle();
       const f = await openai.vectorStores.files.retrieve(file.id, { vector_store_id: vs.id });
@@ -461,9 +608,15 @@ describe('vector stores and file_search', () => {
   });
 
   it('attaching an unsupported file is a 415 and leaves nothing', async () => {
-    const file = await openai.files.create({ file: await toFile(Buffer.from([0, 1, 2, 3, 255, 254, 0, 9]), 'blob.bin'), purpose: 'assistants' });
+    const file = await openai.files.create({
+      file: await toFile(Buffer.from([0, 1, 2, 3, 255, 254, 0, 9]), 'blob.bin'),
+      purpose: 'assistants',
+    });
     const vs = await openai.vectorStores.create({ name: 'x' });
-    await assert.rejects(openai.vectorStores.files.create(vs.id, { file_id: file.id }), (e: unknown) => e instanceof OpenAI.APIError && e.status === 415);
+    await assert.rejects(
+      openai.vectorStores.files.create(vs.id, { file_id: file.id }),
+      (e: unknown) => e instanceof OpenAI.APIError && e.status === 415,
+    );
     assert.equal((await openai.vectorStores.files.list(vs.id)).data.length, 0);
   });
 });
@@ -488,16 +641,41 @@ describe('responses: WebSocket mode and compaction', () => {
   it('several responses on one connection; store:false continuation there; previous_response_not_found once the connection is gone', async () => {
     const ws = new ResponsesWS(openai);
     ws.on('error', () => {});
-    const first = await steered('OK', () => wsTurn(ws, { model: MODEL, store: false, input: 'Remember the code word cobalt.', max_output_tokens: 5 }));
+    const first = await steered(
+      'OK',
+      () => wsTurn(ws, { model: MODEL, store: false, input: 'Remember the code word cobalt.', max_output_tokens: 5 }),
+    );
     const types = first.events.map((e) => e.type);
-    assert.deepEqual(types.slice(0, 4), ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    assert.deepEqual(types.slice(0, 4), [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+    ]);
     assert.equal(types.at(-1), 'response.completed');
     first.events.forEach((e, i) => assert.equal(e.sequence_number, i));
     const id = first.events.at(-1)!.response.id as string;
-    const second = await wsTurn(ws, { model: MODEL, store: false, previous_response_id: id, input: 'What was the code word?', max_output_tokens: 2 });
+    const second = await wsTurn(ws, {
+      model: MODEL,
+      store: false,
+      previous_response_id: id,
+      input: 'What was the code word?',
+      max_output_tokens: 2,
+    });
     assert.equal(second.error, undefined, JSON.stringify(second.error));
-    const whole = await openai.responses.create({ model: MODEL, max_output_tokens: 2, input: [{ role: 'user', content: 'Remember the code word cobalt.' }, { role: 'assistant', content: 'OK' }, { role: 'user', content: 'What was the code word?' }] });
-    assert.equal(second.events.at(-1)!.response.usage.input_tokens, whole.usage!.input_tokens, 'the first turn was continued from the connection');
+    const whole = await openai.responses.create({
+      model: MODEL,
+      max_output_tokens: 2,
+      input: [{ role: 'user', content: 'Remember the code word cobalt.' }, { role: 'assistant', content: 'OK' }, {
+        role: 'user',
+        content: 'What was the code word?',
+      }],
+    });
+    assert.equal(
+      second.events.at(-1)!.response.usage.input_tokens,
+      whole.usage!.input_tokens,
+      'the first turn was continued from the connection',
+    );
     // store:false responses live only on their connection
     await assert.rejects(openai.responses.retrieve(id), (e: unknown) => e instanceof OpenAI.NotFoundError);
     ws.close();
@@ -509,7 +687,12 @@ describe('responses: WebSocket mode and compaction', () => {
     // a failed continuation forgets the response it continued
     const base = await wsTurn(ws2, { model: MODEL, store: false, input: 'y', max_output_tokens: 2 });
     const baseId = base.events.at(-1)!.response.id;
-    const bad = await wsTurn(ws2, { model: MODEL, store: false, previous_response_id: baseId, input: [{ type: 'function_call_output', call_id: 'call_missing', output: 'z' }] });
+    const bad = await wsTurn(ws2, {
+      model: MODEL,
+      store: false,
+      previous_response_id: baseId,
+      input: [{ type: 'function_call_output', call_id: 'call_missing', output: 'z' }],
+    });
     assert.equal(bad.error?.status, 400);
     const stale = await wsTurn(ws2, { model: MODEL, store: false, previous_response_id: baseId, input: 'z' });
     assert.equal(stale.error?.error?.code, 'previous_response_not_found');
@@ -522,8 +705,16 @@ describe('responses: WebSocket mode and compaction', () => {
     assert.equal(c.object, 'response.compaction');
     const item = c.output.find((o) => o.type === 'compaction')!;
     assert.ok(item);
-    const next = await openai.responses.create({ model: MODEL, max_output_tokens: 2, input: [...c.output, { role: 'user', content: 'When?' }] as never });
-    const whole = await openai.responses.create({ model: MODEL, max_output_tokens: 2, input: [...input, { role: 'user', content: 'When?' }] });
+    const next = await openai.responses.create({
+      model: MODEL,
+      max_output_tokens: 2,
+      input: [...c.output, { role: 'user', content: 'When?' }] as never,
+    });
+    const whole = await openai.responses.create({
+      model: MODEL,
+      max_output_tokens: 2,
+      input: [...input, { role: 'user', content: 'When?' }],
+    });
     assert.equal(next.usage!.input_tokens, whole.usage!.input_tokens);
     const res = await post('/v1/responses/compact', { input });
     assert.equal(res.status, 400);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { inProcess, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess } from '../../support/server.ts';
 import { makePdf, pdftotext, tmp, tool, writeTmp } from '../../services/pdf/helpers.ts';
 import { base64Json, expectReason, jsonOf, multipart, pdfOf } from './http.ts';
 
@@ -55,7 +55,9 @@ function distance(a: string, b: string): number {
 
 describe('pdf archive routes: PDF/A and searchable OCR', () => {
   let t: InProcess;
-  before(async () => { t = await inProcess(); });
+  before(async () => {
+    t = await inProcess();
+  });
   after(() => t.close());
 
   test('pdf-to-pdfa 2b and 3b: XMP pdfaid (exiftool), sRGB OutputIntent and /ID (qpdf --json), fonts embedded (pdffonts); the check then lists no violation', async () => {
@@ -111,7 +113,11 @@ describe('pdf archive routes: PDF/A and searchable OCR', () => {
     assert.ok(recovered >= 0.97, `recovered ${recovered}: ${text}`);
     // positions: each word pdftotext finds lies where PIL drew it (within 3 pt)
     const bbox = tool('pdftotext', ['-bbox', writeTmp(pdf), '-']).stdout;
-    const found = [...bbox.matchAll(/<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="[\d.]+" yMax="[\d.]+">([^<]*)<\/word>/g)].map((m) => ({ x: Number(m[1]), y: Number(m[2]), text: m[3]! }));
+    const found = [...bbox.matchAll(/<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="[\d.]+" yMax="[\d.]+">([^<]*)<\/word>/g)].map((m) => ({
+      x: Number(m[1]),
+      y: Number(m[2]),
+      text: m[3]!,
+    }));
     let placed = 0;
     for (const w of scan.words) {
       const f = found.find((x) => x.text === w.text);
@@ -120,7 +126,10 @@ describe('pdf archive routes: PDF/A and searchable OCR', () => {
     assert.ok(placed >= scan.words.length * 0.9, `${placed} of ${scan.words.length} words at their positions`);
     // the scan image is the same object: same size and encoding
     const imgAfter = tool('pdfimages', ['-list', writeTmp(pdf)]).stdout;
-    assert.equal(imgAfter.split('\n')[2]?.replace(/\s+/g, ' ').split(' ').slice(3, 12).join(' '), imgBefore.split('\n')[2]?.replace(/\s+/g, ' ').split(' ').slice(3, 12).join(' '));
+    assert.equal(
+      imgAfter.split('\n')[2]?.replace(/\s+/g, ' ').split(' ').slice(3, 12).join(' '),
+      imgBefore.split('\n')[2]?.replace(/\s+/g, ' ').split(' ').slice(3, 12).join(' '),
+    );
     // the text layer is invisible: rendering with and without it gives the same pixels
     const a = tool('pdftoppm', ['-r', '30', '-gray', writeTmp(scan.pdf)]).stdout;
     const b = tool('pdftoppm', ['-r', '30', '-gray', writeTmp(pdf)]).stdout;

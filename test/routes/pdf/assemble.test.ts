@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { PDFDocument, PDFName, PDFString } from '@cantoo/pdf-lib';
-import { inProcess, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess } from '../../support/server.ts';
 import { assertQpdfCheck, encrypt, makePdf, pageCount, pdfinfo, pdftotext, tool, writeTmp } from '../../services/pdf/helpers.ts';
 import { base64Json, expectReason, expectReasonBoth, fileContent, fileIdJson, jsonOf, multipart, pdfOf, upload, zipOf } from './http.ts';
 
@@ -19,7 +19,12 @@ describe('pdf assemble routes', () => {
   after(() => t.close());
 
   test('pdf-merge: repeated multipart "file" parts in order, page ranges per input', async () => {
-    const merged = await pdfOf(await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: b }, { bytes: c }], { ranges: JSON.stringify(['2-3', null, 'last']) })));
+    const merged = await pdfOf(
+      await t.request(
+        '/svc/v1/pdf-merge',
+        multipart([{ bytes: a }, { bytes: b }, { bytes: c }], { ranges: JSON.stringify(['2-3', null, 'last']) }),
+      ),
+    );
     assert.deepEqual(pagesSaid(merged), ['alpha2', 'alpha3', 'beta1', 'beta2', 'gamma4']);
     const all = await pdfOf(await t.request('/svc/v1/pdf-merge', multipart([{ bytes: c }, { bytes: a }])));
     assert.equal(pageCount(all), 7);
@@ -27,10 +32,16 @@ describe('pdf assemble routes', () => {
   });
 
   test('pdf-merge: base64 files list and file ids; delivery file_id stores the PDF as a new file; inputs untouched', async () => {
-    const viaB64 = await pdfOf(await t.request('/svc/v1/pdf-merge', {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ input_format: 'Base64EncodedFile', files: [{ file: Buffer.from(b).toString('base64') }, { file: Buffer.from(a).toString('base64') }] }),
-    }));
+    const viaB64 = await pdfOf(
+      await t.request('/svc/v1/pdf-merge', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          input_format: 'Base64EncodedFile',
+          files: [{ file: Buffer.from(b).toString('base64') }, { file: Buffer.from(a).toString('base64') }],
+        }),
+      }),
+    );
     assert.deepEqual(pagesSaid(viaB64), ['beta1', 'beta2', 'alpha1', 'alpha2', 'alpha3']);
     const ids = [await upload(t, a, 'alpha.pdf'), await upload(t, b, 'beta.pdf')];
     const out = await jsonOf(await t.request('/svc/v1/pdf-merge', fileIdJson(ids, { delivery: 'file_id' })));
@@ -49,13 +60,31 @@ describe('pdf assemble routes', () => {
   test('pdf-merge: encrypted inputs need their passwords; a bad range is 400; a non-PDF among them 415', async () => {
     const locked = encrypt(b, 'pw-b', 'own', 128);
     await expectReasonBoth(t, '/svc/v1/pdf-merge', () => multipart([{ bytes: a }, { bytes: locked }]), 400, 'password_required');
-    await expectReason(await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: locked }], { passwords: JSON.stringify([null, 'wrong']) })), 400, 'password_incorrect');
-    const ok = await pdfOf(await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: locked }], { passwords: JSON.stringify([null, 'pw-b']) })));
+    await expectReason(
+      await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: locked }], { passwords: JSON.stringify([null, 'wrong']) })),
+      400,
+      'password_incorrect',
+    );
+    const ok = await pdfOf(
+      await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: locked }], { passwords: JSON.stringify([null, 'pw-b']) })),
+    );
     assert.equal(pdfinfo(ok)['Encrypted'], 'no');
     assert.deepEqual(pagesSaid(ok), ['alpha1', 'alpha2', 'alpha3', 'beta1', 'beta2']);
-    await expectReason(await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: b }], { ranges: JSON.stringify(['1', '3']) })), 400, 'invalid_argument');
-    await expectReason(await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: b }], { ranges: JSON.stringify(['1']) })), 400, 'invalid_request');
-    await expectReason(await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: new TextEncoder().encode('GIF89a...'), name: 'b.pdf' }])), 415, 'unsupported_file_type');
+    await expectReason(
+      await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: b }], { ranges: JSON.stringify(['1', '3']) })),
+      400,
+      'invalid_argument',
+    );
+    await expectReason(
+      await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: b }], { ranges: JSON.stringify(['1']) })),
+      400,
+      'invalid_request',
+    );
+    await expectReason(
+      await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: new TextEncoder().encode('GIF89a...'), name: 'b.pdf' }])),
+      415,
+      'unsupported_file_type',
+    );
   });
 
   test('pdf-split: single pages as a zip of valid PDFs; ranges and every; file ids with delivery file_id', async () => {
@@ -70,7 +99,10 @@ describe('pdf assemble routes', () => {
     const every = await jsonOf(await t.request('/svc/v1/pdf-split', base64Json(c, { every: 3, delivery: 'file_id' })));
     assert.equal(every.files.length, 2);
     const parts = await Promise.all(every.files.map((f: any) => fileContent(t, f.file_id)));
-    parts.forEach((p, i) => { assertQpdfCheck(p.bytes); assert.equal(p.bytes.byteLength, every.files[i].bytes); });
+    parts.forEach((p, i) => {
+      assertQpdfCheck(p.bytes);
+      assert.equal(p.bytes.byteLength, every.files[i].bytes);
+    });
     assert.deepEqual(parts.map((p) => pagesSaid(p.bytes)), [['gamma1', 'gamma2', 'gamma3'], ['gamma4']]);
     await expectReasonBoth(t, '/svc/v1/pdf-split', () => base64Json(c, { ranges: ['1-5'] }), 400, 'invalid_argument');
     await expectReason(await t.request('/svc/v1/pdf-split', base64Json(c, { every: 2, single: true })), 400, 'invalid_request');
@@ -98,11 +130,30 @@ describe('pdf assemble routes', () => {
     assert.equal(info['Page    4 rot'], '90');
     assert.deepEqual(pagesSaid(out), ['gamma3', 'gamma4', 'gamma1']);
     // multipart: operations as one JSON field
-    const mp = await pdfOf(await t.request('/svc/v1/pdf-edit', multipart([{ bytes: c }], { operations: JSON.stringify({ op: 'delete', pages: '1-2' }) })));
+    const mp = await pdfOf(
+      await t.request('/svc/v1/pdf-edit', multipart([{ bytes: c }], { operations: JSON.stringify({ op: 'delete', pages: '1-2' }) })),
+    );
     assert.equal(pageCount(mp), 2);
-    await expectReasonBoth(t, '/svc/v1/pdf-edit', () => base64Json(c, { operations: [{ op: 'rotate', pages: [5], degrees: 90 }] }), 400, 'invalid_argument');
-    await expectReason(await t.request('/svc/v1/pdf-edit', base64Json(c, { operations: [{ op: 'crop', pages: '1', box: { x: 500, y: 0, width: 300, height: 100 } }] })), 400, 'invalid_argument');
-    const bad = await expectReason(await t.request('/svc/v1/pdf-edit', base64Json(c, { operations: [{ op: 'explode' }] })), 400, 'invalid_request');
+    await expectReasonBoth(
+      t,
+      '/svc/v1/pdf-edit',
+      () => base64Json(c, { operations: [{ op: 'rotate', pages: [5], degrees: 90 }] }),
+      400,
+      'invalid_argument',
+    );
+    await expectReason(
+      await t.request(
+        '/svc/v1/pdf-edit',
+        base64Json(c, { operations: [{ op: 'crop', pages: '1', box: { x: 500, y: 0, width: 300, height: 100 } }] }),
+      ),
+      400,
+      'invalid_argument',
+    );
+    const bad = await expectReason(
+      await t.request('/svc/v1/pdf-edit', base64Json(c, { operations: [{ op: 'explode' }] })),
+      400,
+      'invalid_request',
+    );
     assert.match(bad.errors[0].field, /operations/);
     await expectReason(await t.request('/svc/v1/pdf-edit', base64Json(c, { operations: [] })), 400, 'invalid_request');
   });
@@ -115,7 +166,10 @@ describe('pdf assemble routes', () => {
     ctx.assign(outlines, ctx.obj({ Type: 'Outlines', First: item, Last: item, Count: 1 }));
     d.catalog.set(PDFName.of('Outlines'), outlines);
     const withOutline = await d.save();
-    const outline = (pdf: Uint8Array) => JSON.parse(tool('qpdf', ['--json', '--json-key=outlines', writeTmp(pdf)]).stdout).outlines.map((o: any) => [o.title, o.destpageposfrom1]);
+    const outline = (pdf: Uint8Array) =>
+      JSON.parse(tool('qpdf', ['--json', '--json-key=outlines', writeTmp(pdf)]).stdout).outlines.map((
+        o: any,
+      ) => [o.title, o.destpageposfrom1]);
     assert.deepEqual(outline(withOutline), [['Chapter two', 2]]);
     const merged = await pdfOf(await t.request('/svc/v1/pdf-merge', multipart([{ bytes: b }, { bytes: withOutline }])));
     assert.deepEqual(outline(merged), [['Chapter two', 4]]);

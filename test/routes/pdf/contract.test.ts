@@ -1,7 +1,7 @@
 /** The PDF routes on the job contract: respond-async jobs, file results, 413 at the door. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { inProcess, json, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess, json } from '../../support/server.ts';
 import { assertQpdfCheck, makePdf, pdftotext } from '../../services/pdf/helpers.ts';
 import { asJob, b64, base64Json, expectReason, fileContent, multipart, pdfOf, upload } from './http.ts';
 
@@ -45,7 +45,8 @@ describe('pdf routes on the job contract', () => {
   });
 
   test('the input files a request sent are removed once the work is over, also after a refusal', async () => {
-    const countFiles = async () => Number((await t.s.store.db.selectFrom('files').select((e) => e.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const countFiles = async () =>
+      Number((await t.s.store.db.selectFrom('files').select((e) => e.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
     const before = await countFiles();
     await pdfOf(await t.request('/svc/v1/pdf-watermark', base64Json(a, { text: 'X' })));
     await pdfOf(await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a }, { bytes: b }])));
@@ -56,7 +57,10 @@ describe('pdf routes on the job contract', () => {
   test('a non-ASCII file name is kept: RFC 6266 filename* for inline answers, UTF-8 multipart names', async () => {
     const viaJson = await t.request('/svc/v1/pdf-merge', json({ file: b64(a), filename: 'отчёт "Q3".pdf' }));
     await pdfOf(viaJson.clone());
-    assert.equal(viaJson.headers.get('content-disposition'), `attachment; filename="_____ _Q3_-merged.pdf"; filename*=UTF-8''${encodeURIComponent('отчёт _Q3_-merged.pdf')}`);
+    assert.equal(
+      viaJson.headers.get('content-disposition'),
+      `attachment; filename="_____ _Q3_-merged.pdf"; filename*=UTF-8''${encodeURIComponent('отчёт _Q3_-merged.pdf')}`,
+    );
     const viaForm = await t.request('/svc/v1/pdf-merge', multipart([{ bytes: a, name: 'Überblick.pdf' }]));
     assert.match(viaForm.headers.get('content-disposition')!, /filename\*=UTF-8''%C3%9Cberblick-merged\.pdf$/);
   });
@@ -69,7 +73,9 @@ describe('pdf routes on the job contract', () => {
 
 describe('pdf routes: over the maximum request size', () => {
   let t: InProcess;
-  before(async () => { t = await inProcess({ maxUploadBytes: 64 * 1024 }); });
+  before(async () => {
+    t = await inProcess({ maxUploadBytes: 64 * 1024 });
+  });
   after(() => t.close());
 
   test('413 at the door for multipart and base64 JSON, also with Prefer: respond-async', async () => {
@@ -78,6 +84,10 @@ describe('pdf routes: over the maximum request size', () => {
     padded.set(big);
     await expectReason(await t.request('/svc/v1/pdf-info', multipart([{ bytes: padded }])), 413, 'request_too_large');
     await expectReason(await t.request('/svc/v1/pdf-merge', json({ files: [b64(padded), b64(padded)] })), 413, 'request_too_large');
-    await expectReason(await t.request('/svc/v1/pdf-info', { ...multipart([{ bytes: padded }]), headers: { prefer: 'respond-async' } }), 413, 'request_too_large');
+    await expectReason(
+      await t.request('/svc/v1/pdf-info', { ...multipart([{ bytes: padded }]), headers: { prefer: 'respond-async' } }),
+      413,
+      'request_too_large',
+    );
   });
 });

@@ -1,7 +1,7 @@
 /** HTTP helpers for the PDF route tests: the three input forms, answers, reasons, jobs. */
 import assert from 'node:assert/strict';
 import { unzipSync } from 'fflate';
-import { json, type InProcess } from '../../support/server.ts';
+import { type InProcess, json } from '../../support/server.ts';
 import { assertQpdfCheck } from '../../services/pdf/helpers.ts';
 
 export const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
@@ -9,7 +9,11 @@ export const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 export type Req = Pick<InProcess, 'request'>;
 
 /** multipart/form-data: every document in the field `file` (in order), options as further fields. */
-export function multipart(files: { bytes: Uint8Array; name?: string; field?: string }[], fields: Record<string, string | string[]> = {}, headers: Record<string, string> = {}): RequestInit {
+export function multipart(
+  files: { bytes: Uint8Array; name?: string; field?: string }[],
+  fields: Record<string, string | string[]> = {},
+  headers: Record<string, string> = {},
+): RequestInit {
   const fd = new FormData();
   for (const f of files) fd.append(f.field ?? 'file', new Blob([f.bytes as Uint8Array<ArrayBuffer>]), f.name ?? 'doc.pdf');
   for (const [k, v] of Object.entries(fields)) for (const x of Array.isArray(v) ? v : [v]) fd.append(k, x);

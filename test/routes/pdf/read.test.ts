@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { degrees, PDFDocument } from '@cantoo/pdf-lib';
-import { inProcess, json, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess, json } from '../../support/server.ts';
 import { encrypt, makePdf, pdfinfo } from '../../services/pdf/helpers.ts';
 import { base64Json, expectReason, expectReasonBoth, fileContent, fileIdJson, jsonOf, multipart, upload } from './http.ts';
 
@@ -11,7 +11,9 @@ describe('pdf read routes', () => {
   let doc: Uint8Array;
   before(async () => {
     t = await inProcess();
-    const base = await PDFDocument.load(await makePdf(3, { title: 'Quarterly report', lines: (p) => [`Invoice 4711-${p} total due`, 'second line here'] }));
+    const base = await PDFDocument.load(
+      await makePdf(3, { title: 'Quarterly report', lines: (p) => [`Invoice 4711-${p} total due`, 'second line here'] }),
+    );
     base.getPage(1).setSize(842, 595);
     base.getPage(2).setRotation(degrees(90));
     doc = await base.save();
@@ -62,9 +64,19 @@ describe('pdf read routes', () => {
   test('a non-PDF is 415 unsupported_file_type whatever its name; a page past the end is 400 invalid_argument', async () => {
     const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
     for (const route of ['pdf-info', 'pdf-layout', 'pdf-search']) {
-      await expectReason(await t.request(`/svc/v1/${route}`, multipart([{ bytes: png, name: 'looks-like.pdf' }], { query: 'x' })), 415, 'unsupported_file_type');
+      await expectReason(
+        await t.request(`/svc/v1/${route}`, multipart([{ bytes: png, name: 'looks-like.pdf' }], { query: 'x' })),
+        415,
+        'unsupported_file_type',
+      );
     }
-    await expectReasonBoth(t, '/svc/v1/pdf-info', () => base64Json(new TextEncoder().encode('just text, named .pdf')), 415, 'unsupported_file_type');
+    await expectReasonBoth(
+      t,
+      '/svc/v1/pdf-info',
+      () => base64Json(new TextEncoder().encode('just text, named .pdf')),
+      415,
+      'unsupported_file_type',
+    );
     await expectReasonBoth(t, '/svc/v1/pdf-layout', () => base64Json(doc, { pages: '2-4' }), 400, 'invalid_argument');
     await expectReason(await t.request('/svc/v1/pdf-search', base64Json(doc, { query: 'x', pages: [9] })), 400, 'invalid_argument');
   });
@@ -73,7 +85,11 @@ describe('pdf read routes', () => {
     const none = await expectReason(await t.request('/svc/v1/pdf-info', json({ password: 'x' })), 400, 'invalid_request');
     assert.equal(none.errors[0].field, 'file');
     await expectReason(await t.request('/svc/v1/pdf-info', multipart([{ bytes: doc }, { bytes: doc }])), 400, 'invalid_request');
-    const bad = await expectReason(await t.request('/svc/v1/pdf-search', base64Json(doc, { query: 'x', regex: 'yes' })), 400, 'invalid_request');
+    const bad = await expectReason(
+      await t.request('/svc/v1/pdf-search', base64Json(doc, { query: 'x', regex: 'yes' })),
+      400,
+      'invalid_request',
+    );
     assert.equal(bad.errors[0].field, 'regex');
     await expectReason(await t.request('/svc/v1/pdf-info', fileIdJson('file-unknown')), 404, 'not_found');
   });
@@ -103,7 +119,9 @@ describe('pdf read routes', () => {
     assert.ok(plain.matches[0].boxes[0].width > 10);
     const cased = await jsonOf(await t.request('/svc/v1/pdf-search', base64Json(doc, { query: 'invoice', case_sensitive: true })));
     assert.equal(cased.matches.length, 0);
-    const re = await jsonOf(await t.request('/svc/v1/pdf-search', multipart([{ bytes: doc }], { query: '4711-\\d', regex: 'true', pages: '2-3' })));
+    const re = await jsonOf(
+      await t.request('/svc/v1/pdf-search', multipart([{ bytes: doc }], { query: '4711-\\d', regex: 'true', pages: '2-3' })),
+    );
     assert.deepEqual(re.matches.map((m: any) => [m.page, m.text]), [[2, '4711-2'], [3, '4711-3']]);
     await expectReason(await t.request('/svc/v1/pdf-search', base64Json(doc, { query: '([', regex: true })), 400, 'invalid_argument');
   });

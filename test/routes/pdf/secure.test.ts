@@ -1,7 +1,7 @@
 /** pdf-unlock and pdf-redact through HTTP, judged by qpdf --show-encryption and pdftotext. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { inProcess, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess } from '../../support/server.ts';
 import { encrypt, makePdf, pdftotext, showEncryption } from '../../services/pdf/helpers.ts';
 import { base64Json, expectReason, expectReasonBoth, fileContent, fileIdJson, jsonOf, multipart, pdfOf, upload } from './http.ts';
 
@@ -40,12 +40,26 @@ describe('pdf unlock and redact routes', () => {
     const locked = encrypt(doc, 'secret', 'owner', 256);
     await expectReasonBoth(t, '/svc/v1/pdf-unlock', () => base64Json(locked), 400, 'password_required');
     await expectReasonBoth(t, '/svc/v1/pdf-unlock', () => base64Json(locked, { password: 'guess' }), 400, 'password_incorrect');
-    const corrupt = new TextEncoder().encode('%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 9 0 R >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
+    const corrupt = new TextEncoder().encode(
+      '%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 9 0 R >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n',
+    );
     await expectReasonBoth(t, '/svc/v1/pdf-unlock', () => base64Json(corrupt), 422, 'pdf_corrupt');
-    await expectReasonBoth(t, '/svc/v1/pdf-unlock', () => base64Json(new TextEncoder().encode('<html>not a pdf</html>')), 415, 'unsupported_file_type');
+    await expectReasonBoth(
+      t,
+      '/svc/v1/pdf-unlock',
+      () => base64Json(new TextEncoder().encode('<html>not a pdf</html>')),
+      415,
+      'unsupported_file_type',
+    );
     // every other route opening an encrypted file without a password answers the same
-    for (const [route, opts] of [['pdf-redact', { texts: ['Jane'] }], ['pdf-to-images', {}], ['pdf-watermark', { text: 'X' }], ['pdf-split', {}], ['pdf-remove-watermark', {}]] as const)
+    for (
+      const [route, opts] of [['pdf-redact', { texts: ['Jane'] }], ['pdf-to-images', {}], ['pdf-watermark', { text: 'X' }], [
+        'pdf-split',
+        {},
+      ], ['pdf-remove-watermark', {}]] as const
+    ) {
       await expectReason(await t.request(`/svc/v1/${route}`, base64Json(locked, opts)), 400, 'password_required');
+    }
   });
 
   test('pdf-redact by text and regex: pdftotext of the output no longer contains it; the rest stays', async () => {
@@ -63,7 +77,9 @@ describe('pdf unlock and redact routes', () => {
   test('pdf-redact by rectangle (multipart), with file_id delivery listing the boxes; flatten leaves no text layer', async () => {
     // "Page 1" is drawn at x 72, baseline 72 pt below the top, 18 pt high
     const rects = [{ page: 1, x: 60, y: 40, width: 120, height: 40 }];
-    const out = await jsonOf(await t.request('/svc/v1/pdf-redact', multipart([{ bytes: doc }], { rects: JSON.stringify(rects), delivery: 'file_id' })));
+    const out = await jsonOf(
+      await t.request('/svc/v1/pdf-redact', multipart([{ bytes: doc }], { rects: JSON.stringify(rects), delivery: 'file_id' })),
+    );
     assert.deepEqual(out.redactions.map((x: any) => x.page), [1]);
     const pdf = (await fileContent(t, out.file_id)).bytes;
     const text = pdftotext(pdf);
@@ -76,10 +92,24 @@ describe('pdf unlock and redact routes', () => {
   });
 
   test('pdf-redact refusals: rectangle outside the page or page past the end 400 invalid_argument; nothing to redact 400', async () => {
-    await expectReasonBoth(t, '/svc/v1/pdf-redact', () => base64Json(doc, { rects: [{ page: 3, x: 0, y: 0, width: 10, height: 10 }] }), 400, 'invalid_argument');
-    await expectReason(await t.request('/svc/v1/pdf-redact', base64Json(doc, { rects: [{ page: 1, x: 600, y: 700, width: 100, height: 200 }] })), 400, 'invalid_argument');
+    await expectReasonBoth(
+      t,
+      '/svc/v1/pdf-redact',
+      () => base64Json(doc, { rects: [{ page: 3, x: 0, y: 0, width: 10, height: 10 }] }),
+      400,
+      'invalid_argument',
+    );
+    await expectReason(
+      await t.request('/svc/v1/pdf-redact', base64Json(doc, { rects: [{ page: 1, x: 600, y: 700, width: 100, height: 200 }] })),
+      400,
+      'invalid_argument',
+    );
     await expectReason(await t.request('/svc/v1/pdf-redact', base64Json(doc, {})), 400, 'invalid_argument');
-    const bad = await expectReason(await t.request('/svc/v1/pdf-redact', base64Json(doc, { rects: [{ page: 1, x: 'left' }] })), 400, 'invalid_request');
+    const bad = await expectReason(
+      await t.request('/svc/v1/pdf-redact', base64Json(doc, { rects: [{ page: 1, x: 'left' }] })),
+      400,
+      'invalid_request',
+    );
     assert.match(bad.errors[0].field, /^rects/);
   });
 });

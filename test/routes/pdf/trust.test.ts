@@ -9,13 +9,16 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { inProcess, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess } from '../../support/server.ts';
 import { makePki, type Pki } from '../../support/pki.ts';
-import { makePdf, magick, tool, writeTmp } from '../../services/pdf/helpers.ts';
-import { base64Json, b64, expectReason, expectReasonBoth, jsonOf, multipart, pdfOf } from './http.ts';
+import { magick, makePdf, tool, writeTmp } from '../../services/pdf/helpers.ts';
+import { b64, base64Json, expectReason, expectReasonBoth, jsonOf, multipart, pdfOf } from './http.ts';
 
 /** pdfsig's report, one object per signature. */
-function pdfsig(pki: Pki, pdf: Uint8Array): { field: string; signer: string; validation: string; certificate: string; total: boolean; type: string }[] {
+function pdfsig(
+  pki: Pki,
+  pdf: Uint8Array,
+): { field: string; signer: string; validation: string; certificate: string; total: boolean; type: string }[] {
   const r = tool('pdfsig', ['-nssdir', `sql:${pki.path('nss')}`, writeTmp(pdf)]);
   return r.stdout.split(/^Signature #\d+:$/m).slice(1).map((b) => ({
     field: /Signature Field Name: (.*)/.exec(b)?.[1] ?? '',
@@ -66,7 +69,14 @@ describe('pdf trust routes: sign, verify, timestamp, LTV', () => {
   });
 
   const signPem = (pdf: Uint8Array, fields: Record<string, string> = {}, who: 'signer' | 'ec' = 'signer') =>
-    t.request('/svc/v1/pdf-sign', multipart([{ bytes: pdf }], { key: who === 'ec' ? pki.ecKeyPem : pki.signerKeyPem, chain: (who === 'ec' ? pki.ecCertPem : pki.signerCertPem) + pki.caPem, ...fields }));
+    t.request(
+      '/svc/v1/pdf-sign',
+      multipart([{ bytes: pdf }], {
+        key: who === 'ec' ? pki.ecKeyPem : pki.signerKeyPem,
+        chain: (who === 'ec' ? pki.ecCertPem : pki.signerCertPem) + pki.caPem,
+        ...fields,
+      }),
+    );
 
   test('PEM key + chain, invisible, B-B: pdfsig says valid and trusted; openssl cms -verify accepts the extracted signature', async () => {
     const signed = await pdfOf(await signPem(doc, { reason: 'Approved', location: 'Berlin' }));
@@ -78,7 +88,23 @@ describe('pdf trust routes: sign, verify, timestamp, LTV', () => {
     assert.equal(s!.type, 'ETSI.CAdES.detached');
     assert.ok(s!.total);
     const { cms, data } = dumpSignature(signed, 0);
-    const v = tool('openssl', ['cms', '-verify', '-inform', 'DER', '-in', cms, '-content', data, '-binary', '-CAfile', pki.path('ca.pem'), '-purpose', 'any', '-out', '/dev/null']);
+    const v = tool('openssl', [
+      'cms',
+      '-verify',
+      '-inform',
+      'DER',
+      '-in',
+      cms,
+      '-content',
+      data,
+      '-binary',
+      '-CAfile',
+      pki.path('ca.pem'),
+      '-purpose',
+      'any',
+      '-out',
+      '/dev/null',
+    ]);
     assert.equal(v.status, 0, v.stderr);
     assert.match(v.stderr, /Verification successful/);
     // the signed attributes PAdES asks for: signing-certificate-v2, no signing-time
@@ -109,9 +135,20 @@ describe('pdf trust routes: sign, verify, timestamp, LTV', () => {
 
   test('PKCS#12 (openssl 3 default and legacy), visible with image, then a second signer: both stay valid (incremental)', async () => {
     const logo = magick(['-size', '60x30', 'xc:#3366cc'], 'png');
-    const r1 = await t.request('/svc/v1/pdf-sign', multipart([{ bytes: doc }, { bytes: pki.signerP12, field: 'certificate', name: 'me.p12' }, { bytes: logo, field: 'image', name: 'logo.png' }], {
-      certificate_password: 'p12pass', page: '2', rect: '[300, 50, 250, 70]', reason: 'I approve', delivery: 'inline',
-    }));
+    const r1 = await t.request(
+      '/svc/v1/pdf-sign',
+      multipart([{ bytes: doc }, { bytes: pki.signerP12, field: 'certificate', name: 'me.p12' }, {
+        bytes: logo,
+        field: 'image',
+        name: 'logo.png',
+      }], {
+        certificate_password: 'p12pass',
+        page: '2',
+        rect: '[300, 50, 250, 70]',
+        reason: 'I approve',
+        delivery: 'inline',
+      }),
+    );
     const one = await pdfOf(r1);
     const r2 = await signPem(one, { field_name: 'Countersignature', rect: '72,72,200,50' }, 'ec');
     const two = await pdfOf(r2);
@@ -123,16 +160,40 @@ describe('pdf trust routes: sign, verify, timestamp, LTV', () => {
     assert.equal(sigs[1]!.field, 'Countersignature');
     assert.deepEqual([sigs[0]!.total, sigs[1]!.total], [false, true]);
     // the appearance is drawn on page 2 (pdftoppm renders the widget; the box is not white)
-    const png = tool('pdftoppm', ['-f', '2', '-l', '2', '-r', '36', '-x', '150', '-y', '340', '-W', '10', '-H', '10', '-gray', writeTmp(two)]);
+    const png = tool('pdftoppm', [
+      '-f',
+      '2',
+      '-l',
+      '2',
+      '-r',
+      '36',
+      '-x',
+      '150',
+      '-y',
+      '340',
+      '-W',
+      '10',
+      '-H',
+      '10',
+      '-gray',
+      writeTmp(two),
+    ]);
     assert.equal(png.status, 0);
-    const v = await jsonOf(await t.request('/svc/v1/pdf-verify', multipart([{ bytes: two }, { bytes: new TextEncoder().encode(pki.caPem), field: 'trusted_certificates', name: 'ca.pem' }])));
+    const v = await jsonOf(
+      await t.request(
+        '/svc/v1/pdf-verify',
+        multipart([{ bytes: two }, { bytes: new TextEncoder().encode(pki.caPem), field: 'trusted_certificates', name: 'ca.pem' }]),
+      ),
+    );
     assert.equal(v.verdict, 'valid', JSON.stringify(v, null, 1));
     assert.equal(v.signatures[0].coverage.whole_document, false);
     assert.equal(v.signatures[0].coverage.allowed, true);
     assert.ok(v.signatures[0].coverage.later_changes.some((c: any) => c.kind === 'signature'));
     assert.equal(v.revisions, 3);
     // legacy PKCS#12 (RC2/3DES, SHA-1 MAC) opens too
-    const legacy = await pdfOf(await t.request('/svc/v1/pdf-sign', base64Json(doc, { certificate: b64(pki.signerP12Legacy), certificate_password: 'p12pass' })));
+    const legacy = await pdfOf(
+      await t.request('/svc/v1/pdf-sign', base64Json(doc, { certificate: b64(pki.signerP12Legacy), certificate_password: 'p12pass' })),
+    );
     assert.equal(pdfsig(pki, legacy)[0]!.validation, 'Signature is Valid.');
   });
 
@@ -142,7 +203,9 @@ describe('pdf trust routes: sign, verify, timestamp, LTV', () => {
     assert.equal(v.verdict, 'indeterminate');
     assert.equal(v.signatures[0].integrity.valid, true);
     assert.match(v.signatures[0].chain.message, /not among the trusted|neither trusted/);
-    const stranger = await pdfOf(await t.request('/svc/v1/pdf-sign', base64Json(doc, { key: pki.strangerKeyPem, chain: pki.strangerCertPem })));
+    const stranger = await pdfOf(
+      await t.request('/svc/v1/pdf-sign', base64Json(doc, { key: pki.strangerKeyPem, chain: pki.strangerCertPem })),
+    );
     const s = await jsonOf(await t.request('/svc/v1/pdf-verify', base64Json(stranger, { trusted_certificates: [pki.caPem] })));
     assert.equal(s.verdict, 'indeterminate');
     assert.notEqual(pdfsig(pki, stranger)[0]!.certificate, 'Certificate is Trusted.');
@@ -168,7 +231,19 @@ describe('pdf trust routes: sign, verify, timestamp, LTV', () => {
     assert.equal(sigs.length, 2);
     assert.equal(sigs[0]!.validation, 'Signature is Valid.');
     const tok = dumpSignature(stamped, 1);
-    const tv = tool('openssl', ['ts', '-verify', '-in', tok.cms, '-token_in', '-data', tok.data, '-CAfile', pki.path('ca.pem'), '-untrusted', pki.path('tsa.pem')]);
+    const tv = tool('openssl', [
+      'ts',
+      '-verify',
+      '-in',
+      tok.cms,
+      '-token_in',
+      '-data',
+      tok.data,
+      '-CAfile',
+      pki.path('ca.pem'),
+      '-untrusted',
+      pki.path('tsa.pem'),
+    ]);
     assert.equal(tv.status, 0, tv.stdout + tv.stderr);
     assert.match(tv.stdout, /Verification: OK/);
     const v2 = await jsonOf(await t.request('/svc/v1/pdf-verify', base64Json(stamped, { trusted_certificates: [pki.caPem] })));
@@ -200,7 +275,9 @@ describe('pdf trust routes: sign, verify, timestamp, LTV', () => {
     const v2 = await jsonOf(await t.request('/svc/v1/pdf-verify', base64Json(lta, { trusted_certificates: [pki.caPem] })));
     assert.equal(v2.verdict, 'valid', JSON.stringify(v2));
     assert.deepEqual(v2.signatures.map((s: any) => s.kind), ['signature', 'document_timestamp']);
-    assert.ok(v2.signatures[0].coverage.later_changes.every((c: any) => ['signature', 'validation_data', 'form', 'annotation'].includes(c.kind)));
+    assert.ok(
+      v2.signatures[0].coverage.later_changes.every((c: any) => ['signature', 'validation_data', 'form', 'annotation'].includes(c.kind)),
+    );
   });
 
   test('pdf-ltv on a signed file; revocation online: a revoked signer is invalid', async () => {
@@ -208,22 +285,36 @@ describe('pdf trust routes: sign, verify, timestamp, LTV', () => {
     const ltv = await jsonOf(await t.request('/svc/v1/pdf-ltv', base64Json(signed, { chain: pki.caPem, delivery: 'file_id' })));
     assert.equal(ltv.added.ocsp, 1);
     assert.deepEqual(ltv.missing, []);
-    const online = await jsonOf(await t.request('/svc/v1/pdf-verify', base64Json(signed, { trusted_certificates: [pki.caPem], revocation: 'online' })));
+    const online = await jsonOf(
+      await t.request('/svc/v1/pdf-verify', base64Json(signed, { trusted_certificates: [pki.caPem], revocation: 'online' })),
+    );
     assert.equal(online.signatures[0].revocation.status, 'good');
     assert.equal(online.signatures[0].revocation.source, 'ocsp');
     await pki.revoke(pki.ecCertPem);
-    const revoked = await jsonOf(await t.request('/svc/v1/pdf-verify', base64Json(signed, { trusted_certificates: [pki.caPem], revocation: 'online' })));
+    const revoked = await jsonOf(
+      await t.request('/svc/v1/pdf-verify', base64Json(signed, { trusted_certificates: [pki.caPem], revocation: 'online' })),
+    );
     assert.equal(revoked.signatures[0].revocation.status, 'revoked');
     assert.equal(revoked.verdict, 'invalid');
     assert.match(revoked.message, /revoked/);
   });
 
   test('reasons: wrong PKCS#12 password, no identity, TSA outside the egress policy, not a PDF; an unsigned PDF verifies as unsigned', async () => {
-    await expectReasonBoth(t, '/svc/v1/pdf-sign', () => base64Json(doc, { certificate: b64(pki.signerP12), certificate_password: 'wrong' }), 400, 'certificate_password_incorrect');
+    await expectReasonBoth(
+      t,
+      '/svc/v1/pdf-sign',
+      () => base64Json(doc, { certificate: b64(pki.signerP12), certificate_password: 'wrong' }),
+      400,
+      'certificate_password_incorrect',
+    );
     await expectReason(await t.request('/svc/v1/pdf-sign', base64Json(doc)), 400, 'invalid_request');
     await expectReason(await signPem(doc, { level: 'B-T', tsa_url: 'http://tsa.example.com/' }), 400, 'invalid_argument');
     await expectReason(await signPem(doc, { level: 'B-T' }), 400, 'invalid_argument');
-    await expectReason(await t.request('/svc/v1/pdf-sign', base64Json(doc, { key: pki.signerKeyPem, chain: pki.ecCertPem })), 400, 'invalid_certificate');
+    await expectReason(
+      await t.request('/svc/v1/pdf-sign', base64Json(doc, { key: pki.signerKeyPem, chain: pki.ecCertPem })),
+      400,
+      'invalid_certificate',
+    );
     await expectReasonBoth(t, '/svc/v1/pdf-verify', () => base64Json(new TextEncoder().encode('hello')), 415, 'unsupported_file_type');
     const u = await jsonOf(await t.request('/svc/v1/pdf-verify', base64Json(doc)));
     assert.equal(u.verdict, 'unsigned');
@@ -255,14 +346,28 @@ describe('signed documents: watermark, edit and redact refuse them unless drop_s
     const doc = await makePdf(2, { lines: () => ['Secret 4711'] });
     const signed = await pdfOf(await t.request('/svc/v1/pdf-sign', base64Json(doc, { key: pki.signerKeyPem, chain: pki.signerCertPem })));
     await expectReasonBoth(t, '/svc/v1/pdf-watermark', () => base64Json(signed, { text: 'DRAFT' }), 422, 'signed_document');
-    await expectReason(await t.request('/svc/v1/pdf-edit', base64Json(signed, { operations: [{ op: 'rotate', degrees: 90 }] })), 422, 'signed_document');
+    await expectReason(
+      await t.request('/svc/v1/pdf-edit', base64Json(signed, { operations: [{ op: 'rotate', degrees: 90 }] })),
+      422,
+      'signed_document',
+    );
     await expectReason(await t.request('/svc/v1/pdf-redact', base64Json(signed, { texts: ['4711'] })), 422, 'signed_document');
     await expectReason(await t.request('/svc/v1/pdf-to-pdfa', base64Json(signed)), 422, 'signed_document');
     await expectReason(await t.request('/svc/v1/pdf-ocr', base64Json(signed)), 422, 'signed_document');
-    const noSig = (pdf: Uint8Array) => assert.match(tool('pdfsig', ['-nocert', writeTmp(pdf)]).stdout + tool('pdfsig', ['-nocert', writeTmp(pdf)]).stderr, /does not contain any signatures/);
+    const noSig = (pdf: Uint8Array) =>
+      assert.match(
+        tool('pdfsig', ['-nocert', writeTmp(pdf)]).stdout + tool('pdfsig', ['-nocert', writeTmp(pdf)]).stderr,
+        /does not contain any signatures/,
+      );
     noSig(await pdfOf(await t.request('/svc/v1/pdf-watermark', base64Json(signed, { text: 'DRAFT', drop_signatures: true }))));
-    noSig(await pdfOf(await t.request('/svc/v1/pdf-edit', base64Json(signed, { operations: [{ op: 'rotate', degrees: 90 }], drop_signatures: true }))));
-    const r = await jsonOf(await t.request('/svc/v1/pdf-redact', base64Json(signed, { texts: ['4711'], drop_signatures: true, delivery: 'file_id' })));
+    noSig(
+      await pdfOf(
+        await t.request('/svc/v1/pdf-edit', base64Json(signed, { operations: [{ op: 'rotate', degrees: 90 }], drop_signatures: true })),
+      ),
+    );
+    const r = await jsonOf(
+      await t.request('/svc/v1/pdf-redact', base64Json(signed, { texts: ['4711'], drop_signatures: true, delivery: 'file_id' })),
+    );
     assert.equal(r.signatures_dropped, 1);
   });
 });

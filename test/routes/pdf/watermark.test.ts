@@ -3,13 +3,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { PDFDocument, PDFName, PDFString } from '@cantoo/pdf-lib';
-import { inProcess, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess } from '../../support/server.ts';
 import { magick, makePdf, pdftotext, tool, writeTmp } from '../../services/pdf/helpers.ts';
 import { b64, base64Json, expectReason, expectReasonBoth, fileContent, fileIdJson, jsonOf, multipart, pdfOf, upload } from './http.ts';
 
 /** pdftotext breaks rotated words apart: compare with whitespace removed */
 const squash = (s: string) => s.replace(/\s+/g, '');
-const has = (pdf: Uint8Array, w: string, page?: number) => squash(pdftotext(pdf, ['-raw', ...(page ? ['-f', String(page), '-l', String(page)] : [])])).includes(squash(w));
+const has = (pdf: Uint8Array, w: string, page?: number) =>
+  squash(pdftotext(pdf, ['-raw', ...(page ? ['-f', String(page), '-l', String(page)] : [])])).includes(squash(w));
 const imagesOf = (pdf: Uint8Array) => tool('pdfimages', ['-list', writeTmp(pdf)]).stdout;
 
 describe('pdf watermark routes', () => {
@@ -22,10 +23,17 @@ describe('pdf watermark routes', () => {
   after(() => t.close());
 
   test('text mark: pdftotext finds it on the pages asked; remove-watermark takes exactly it away again', async () => {
-    const marked = await pdfOf(await t.request('/svc/v1/pdf-watermark', base64Json(doc, { text: 'DRAFT COPY', layout: 'tiled', opacity: 0.4, font_size: 30, color: '#ff0000', pages: '2' })));
+    const marked = await pdfOf(
+      await t.request(
+        '/svc/v1/pdf-watermark',
+        base64Json(doc, { text: 'DRAFT COPY', layout: 'tiled', opacity: 0.4, font_size: 30, color: '#ff0000', pages: '2' }),
+      ),
+    );
     assert.ok(!has(marked, 'DRAFT COPY', 1), 'page 1 not marked');
     assert.ok(has(marked, 'DRAFT COPY', 2), 'page 2 marked');
-    const removed = await jsonOf(await t.request('/svc/v1/pdf-remove-watermark', multipart([{ bytes: marked, name: 'marked.pdf' }], { delivery: 'file_id' })));
+    const removed = await jsonOf(
+      await t.request('/svc/v1/pdf-remove-watermark', multipart([{ bytes: marked, name: 'marked.pdf' }], { delivery: 'file_id' })),
+    );
     assert.equal(removed.removed, 1);
     assert.equal(removed.filename, 'marked-unmarked.pdf');
     const clean = (await fileContent(t, removed.file_id)).bytes;
@@ -39,7 +47,9 @@ describe('pdf watermark routes', () => {
   test('marking again replaces the mark; Cyrillic, Greek, Arabic and CJK drawn with the shipped fonts', async () => {
     const id = await upload(t, doc);
     const first = await jsonOf(await t.request('/svc/v1/pdf-watermark', fileIdJson(id, { text: 'FIRST', delivery: 'file_id' })));
-    const second = await pdfOf(await t.request('/svc/v1/pdf-watermark', fileIdJson(first.file_id, { text: 'Привет Ελλάδα 机密 سري', opacity: 1 })));
+    const second = await pdfOf(
+      await t.request('/svc/v1/pdf-watermark', fileIdJson(first.file_id, { text: 'Привет Ελλάδα 机密 سري', opacity: 1 })),
+    );
     assert.ok(!has(second, 'FIRST'), 'the previous mark is gone');
     for (const w of ['Привет', 'Ελλάδα', '机密']) assert.ok(has(second, w), w);
     const fonts = tool('pdffonts', [writeTmp(second)]).stdout;
@@ -49,7 +59,12 @@ describe('pdf watermark routes', () => {
 
   test('logo as a multipart "logo" part, as base64 and as a file id', async () => {
     const logo = magick(['-size', '60x30', 'xc:blue'], 'png');
-    const viaPart = await pdfOf(await t.request('/svc/v1/pdf-watermark', multipart([{ bytes: doc }, { bytes: logo, name: 'logo.png', field: 'logo' }], { layout: 'corner', corner: 'top-left' })));
+    const viaPart = await pdfOf(
+      await t.request(
+        '/svc/v1/pdf-watermark',
+        multipart([{ bytes: doc }, { bytes: logo, name: 'logo.png', field: 'logo' }], { layout: 'corner', corner: 'top-left' }),
+      ),
+    );
     assert.match(imagesOf(viaPart), /\s60\s+30\s/);
     const viaB64 = await pdfOf(await t.request('/svc/v1/pdf-watermark', base64Json(doc, { logo: b64(logo), opacity: 1 })));
     assert.match(imagesOf(viaB64), /\s60\s+30\s/);
@@ -58,13 +73,23 @@ describe('pdf watermark routes', () => {
     assert.match(imagesOf(viaId), /\s60\s+30\s/);
     const gone = await pdfOf(await t.request('/svc/v1/pdf-remove-watermark', base64Json(viaId)));
     assert.doesNotMatch(imagesOf(gone), /\s60\s+30\s/);
-    await expectReason(await t.request('/svc/v1/pdf-watermark', base64Json(doc, { logo: b64(logo), logo_file_id: logoId })), 400, 'invalid_request');
+    await expectReason(
+      await t.request('/svc/v1/pdf-watermark', base64Json(doc, { logo: b64(logo), logo_file_id: logoId })),
+      400,
+      'invalid_request',
+    );
     await expectReason(await t.request('/svc/v1/pdf-watermark', base64Json(doc, { logo: '***' })), 400, 'invalid_request');
   });
 
   test('refusals, inline and as jobs: signed_document, pdfa_forbids_transparency, unsupported_characters, page past the end, 415', async () => {
     const d = await PDFDocument.load(doc);
-    const sig = d.context.obj({ Type: 'Sig', Filter: 'Adobe.PPKLite', SubFilter: 'adbe.pkcs7.detached', ByteRange: [0, 10, 20, 30], Contents: PDFString.of('00') });
+    const sig = d.context.obj({
+      Type: 'Sig',
+      Filter: 'Adobe.PPKLite',
+      SubFilter: 'adbe.pkcs7.detached',
+      ByteRange: [0, 10, 20, 30],
+      Contents: PDFString.of('00'),
+    });
     const field = d.context.obj({ FT: 'Sig', T: PDFString.of('Signature1'), V: d.context.register(sig) });
     d.catalog.set(PDFName.of('AcroForm'), d.context.obj({ Fields: [d.context.register(field)] }));
     const signed = await d.save();
@@ -72,19 +97,47 @@ describe('pdf watermark routes', () => {
 
     const src = writeTmp(doc);
     const dst = `${src}.pdfa.pdf`;
-    tool('gs', ['-q', '-dPDFA=2', '-dBATCH', '-dNOPAUSE', '-dPDFACompatibilityPolicy=1', '-sColorConversionStrategy=RGB', '-sDEVICE=pdfwrite', `-sOutputFile=${dst}`, src]);
+    tool('gs', [
+      '-q',
+      '-dPDFA=2',
+      '-dBATCH',
+      '-dNOPAUSE',
+      '-dPDFACompatibilityPolicy=1',
+      '-sColorConversionStrategy=RGB',
+      '-sDEVICE=pdfwrite',
+      `-sOutputFile=${dst}`,
+      src,
+    ]);
     const pdfa = new Uint8Array(readFileSync(dst));
-    await expectReasonBoth(t, '/svc/v1/pdf-watermark', () => base64Json(pdfa, { text: 'X', opacity: 0.5 }), 422, 'pdfa_forbids_transparency');
+    await expectReasonBoth(
+      t,
+      '/svc/v1/pdf-watermark',
+      () => base64Json(pdfa, { text: 'X', opacity: 0.5 }),
+      422,
+      'pdfa_forbids_transparency',
+    );
     await pdfOf(await t.request('/svc/v1/pdf-watermark', base64Json(pdfa, { text: 'X', opacity: 1 })));
 
     await expectReasonBoth(t, '/svc/v1/pdf-watermark', () => base64Json(doc, { text: 'नमस्ते' }), 422, 'unsupported_characters');
-    const body = await expectReason(await t.request('/svc/v1/pdf-watermark', base64Json(doc, { text: 'ok न' })), 422, 'unsupported_characters');
+    const body = await expectReason(
+      await t.request('/svc/v1/pdf-watermark', base64Json(doc, { text: 'ok न' })),
+      422,
+      'unsupported_characters',
+    );
     assert.deepEqual(body.errors.characters, ['न']);
 
     await expectReasonBoth(t, '/svc/v1/pdf-watermark', () => base64Json(doc, { text: 'X', pages: [3] }), 400, 'invalid_argument');
     await expectReason(await t.request('/svc/v1/pdf-watermark', base64Json(doc, {})), 400, 'invalid_argument');
-    await expectReason(await t.request('/svc/v1/pdf-watermark', base64Json(doc, { text: 'X', layout: 'diagonal' })), 400, 'invalid_request');
-    await expectReason(await t.request('/svc/v1/pdf-watermark', base64Json(new TextEncoder().encode('PK\x03\x04 a zip'), { text: 'X' })), 415, 'unsupported_file_type');
+    await expectReason(
+      await t.request('/svc/v1/pdf-watermark', base64Json(doc, { text: 'X', layout: 'diagonal' })),
+      400,
+      'invalid_request',
+    );
+    await expectReason(
+      await t.request('/svc/v1/pdf-watermark', base64Json(new TextEncoder().encode('PK\x03\x04 a zip'), { text: 'X' })),
+      415,
+      'unsupported_file_type',
+    );
     await expectReason(await t.request('/svc/v1/pdf-remove-watermark', base64Json(doc, { pages: '9' })), 400, 'invalid_argument');
   });
 
@@ -93,8 +146,11 @@ describe('pdf watermark routes', () => {
     assert.deepEqual(caps.layouts, ['tiled', 'centered', 'corner']);
     assert.equal(caps.max_text_length, 500);
     assert.deepEqual(caps.fonts.map((f: any) => f.family), ['DejaVu Sans', 'Noto Sans Arabic', 'Noto Sans SC']);
-    const long = await expectReason(await t.request('/svc/v1/pdf-watermark', base64Json(doc, { text: 'x'.repeat(caps.max_text_length + 1) })), 400, 'invalid_argument');
+    const long = await expectReason(
+      await t.request('/svc/v1/pdf-watermark', base64Json(doc, { text: 'x'.repeat(caps.max_text_length + 1) })),
+      400,
+      'invalid_argument',
+    );
     assert.match(long.message, /500/);
   });
 });
-

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { startHarness, tinyLlamaIds, forceTokens, type Harness } from '../ollama/harness.ts';
+import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
 import { makePdf } from '../../services/pdf/helpers.ts';
 import { restartPostgres, startPostgres, stopPostgresOnly, type TestPostgres } from '../../support/postgres-search.ts';
 
@@ -25,9 +25,16 @@ let pg: TestPostgres;
 let admin = '';
 
 type Body = Record<string, any>;
-async function call(method: string, path: string, token: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Body; headers: Headers }> {
+async function call(
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Body; headers: Headers }> {
   const res = await fetch(`${h.srv.url}${path}`, {
-    method, headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -81,12 +88,26 @@ describe('search administration and access', () => {
     const plain = await newKey('reach-plain');
     assert.deepEqual(plain.search, { cluster: 'default', all_collections: false, grants: [] });
     const granted = await newKey('reach-granted', { grants: [{ tenant: 'acme', collection: 'docs', access: 'write' }] });
-    assert.deepEqual(granted.search, { cluster: 'default', all_collections: false, grants: [{ tenant: 'acme', collection: 'docs', access: 'write' }] });
+    assert.deepEqual(granted.search, {
+      cluster: 'default',
+      all_collections: false,
+      grants: [{ tenant: 'acme', collection: 'docs', access: 'write' }],
+    });
     const none = await newKey('reach-none', false);
     assert.equal(none.search.cluster, null);
     // a key without search access is refused with its own reason, on every search route
-    for (const [m, p] of [['GET', '/svc/v1/search/collections'], ['POST', '/svc/v1/search/tenants/acme/collections/docs/query'], ['POST', '/svc/v1/search/chat']] as const) {
-      const r = await call(m, p, none.token, m === 'POST' ? (p.endsWith('chat') ? { model: LLM, messages: [{ role: 'user', content: 'hi' }] } : { q: 'x' }) : undefined);
+    for (
+      const [m, p] of [['GET', '/svc/v1/search/collections'], ['POST', '/svc/v1/search/tenants/acme/collections/docs/query'], [
+        'POST',
+        '/svc/v1/search/chat',
+      ]] as const
+    ) {
+      const r = await call(
+        m,
+        p,
+        none.token,
+        m === 'POST' ? (p.endsWith('chat') ? { model: LLM, messages: [{ role: 'user', content: 'hi' }] } : { q: 'x' }) : undefined,
+      );
       assert.equal(r.status, 403, p);
       assert.equal(r.body.error, 'search_access_denied', p);
     }
@@ -95,8 +116,14 @@ describe('search administration and access', () => {
     assert.equal(bad.status, 404);
     assert.ok(!(await h.srv.keys.list()).some((k) => k.name === 'bad'));
     // the admin changes a key's access later
-    const put = await call('PUT', `/svc/v1/admin/keys/${none.id}/search`, admin, { search: { grants: [{ tenant: 'acme', access: 'read' }] } });
-    assert.deepEqual(put.body.search, { cluster: 'default', all_collections: false, grants: [{ tenant: 'acme', collection: null, access: 'read' }] });
+    const put = await call('PUT', `/svc/v1/admin/keys/${none.id}/search`, admin, {
+      search: { grants: [{ tenant: 'acme', access: 'read' }] },
+    });
+    assert.deepEqual(put.body.search, {
+      cluster: 'default',
+      all_collections: false,
+      grants: [{ tenant: 'acme', collection: null, access: 'read' }],
+    });
     assert.equal((await call('GET', '/svc/v1/search/collections', none.token)).status, 200);
   });
 
@@ -104,7 +131,10 @@ describe('search administration and access', () => {
     const writer = await newKey('writer', { grants: [{ tenant: 'acme', collection: 'docs', access: 'write' }] });
     const reader = await newKey('reader', { grants: [{ tenant: 'acme', access: 'read' }] });
     const stranger = await newKey('stranger');
-    const add = (t: string, col: string) => call('POST', `/svc/v1/search/tenants/acme/collections/${col}/documents`, t, { documents: [{ id: 'g1', text: 'granite quarry report', metadata: {} }] });
+    const add = (t: string, col: string) =>
+      call('POST', `/svc/v1/search/tenants/acme/collections/${col}/documents`, t, {
+        documents: [{ id: 'g1', text: 'granite quarry report', metadata: {} }],
+      });
     assert.equal((await add(writer.token, 'docs')).status, 200);
     const hidden = await add(writer.token, 'secret');
     const missing = await add(writer.token, 'no-such-collection');
@@ -121,15 +151,27 @@ describe('search administration and access', () => {
     assert.equal((await call('POST', '/svc/v1/search/tenants/acme/collections/docs/query', stranger.token, { q: 'granite' })).status, 404);
     assert.equal((await call('GET', '/svc/v1/search/tenants/acme/collections/docs/documents/g1', stranger.token)).status, 404);
     assert.deepEqual((await call('GET', '/svc/v1/search/collections', stranger.token)).body.data, []);
-    assert.deepEqual((await call('GET', '/svc/v1/search/collections', reader.token)).body.data.map((c: Body) => c.name), ['docs', 'secret']);
+    assert.deepEqual((await call('GET', '/svc/v1/search/collections', reader.token)).body.data.map((c: Body) => c.name), [
+      'docs',
+      'secret',
+    ]);
   });
 
   it('deleting a tenant removes its collections, their documents and the grants on them', async () => {
     await call('POST', '/svc/v1/search/clusters/default/tenants', admin, { name: 'gone' });
     const col = (await call('POST', '/svc/v1/search/clusters/default/tenants/gone/collections', admin, { name: 'c' })).body;
     const k = await newKey('gone-writer', { grants: [{ tenant: 'gone', collection: 'c', access: 'write' }] });
-    assert.equal((await call('POST', '/svc/v1/search/tenants/gone/collections/c/documents', k.token, { documents: [{ id: 'd', text: 'ephemeral words here' }] })).status, 200);
-    const chunks = async () => Number((await h.srv.store.db.selectFrom('retrieval_chunks').select((eb) => eb.fn.countAll<number>().as('n')).where('index_id', '=', col.id).executeTakeFirst())!.n);
+    assert.equal(
+      (await call('POST', '/svc/v1/search/tenants/gone/collections/c/documents', k.token, {
+        documents: [{ id: 'd', text: 'ephemeral words here' }],
+      })).status,
+      200,
+    );
+    const chunks = async () =>
+      Number(
+        (await h.srv.store.db.selectFrom('retrieval_chunks').select((eb) => eb.fn.countAll<number>().as('n')).where('index_id', '=', col.id)
+          .executeTakeFirst())!.n,
+      );
     assert.ok((await chunks()) > 0);
     assert.equal((await call('DELETE', '/svc/v1/search/clusters/default/tenants/gone', admin)).status, 200);
     assert.equal(await chunks(), 0);
@@ -140,11 +182,31 @@ describe('search administration and access', () => {
 });
 
 const CORPUS = [
-  { id: 'astro-1', text: '# Telescopes\n\nThe refracting telescope uses lenses to gather starlight from distant galaxies.', metadata: { topic: 'astronomy', year: 2019, lang: 'en' } },
-  { id: 'astro-2', text: '# Planets\n\nJupiter is the largest planet; its moons were seen through a telescope by Galileo.', metadata: { topic: 'astronomy', year: 2021, lang: 'en' } },
-  { id: 'cook-1', text: '# Bread\n\nKnead the dough, let it rise, then bake the bread in a hot oven.', metadata: { topic: 'cooking', year: 2020, lang: 'en' } },
-  { id: 'cook-2', text: '# Soup\n\nSimmer onions and carrots slowly for a rich vegetable soup.', metadata: { topic: 'cooking', year: 2023, lang: 'fr' } },
-  { id: 'sail-1', text: '# Knots\n\nA bowline knot makes a fixed loop at the end of a rope on a sailing boat.', metadata: { topic: 'sailing', year: 2018, lang: 'en' } },
+  {
+    id: 'astro-1',
+    text: '# Telescopes\n\nThe refracting telescope uses lenses to gather starlight from distant galaxies.',
+    metadata: { topic: 'astronomy', year: 2019, lang: 'en' },
+  },
+  {
+    id: 'astro-2',
+    text: '# Planets\n\nJupiter is the largest planet; its moons were seen through a telescope by Galileo.',
+    metadata: { topic: 'astronomy', year: 2021, lang: 'en' },
+  },
+  {
+    id: 'cook-1',
+    text: '# Bread\n\nKnead the dough, let it rise, then bake the bread in a hot oven.',
+    metadata: { topic: 'cooking', year: 2020, lang: 'en' },
+  },
+  {
+    id: 'cook-2',
+    text: '# Soup\n\nSimmer onions and carrots slowly for a rich vegetable soup.',
+    metadata: { topic: 'cooking', year: 2023, lang: 'fr' },
+  },
+  {
+    id: 'sail-1',
+    text: '# Knots\n\nA bowline knot makes a fixed loop at the end of a rope on a sailing boat.',
+    metadata: { topic: 'sailing', year: 2018, lang: 'en' },
+  },
 ];
 
 for (const kind of ['libsql', 'postgres'] as const) {
@@ -162,7 +224,10 @@ for (const kind of ['libsql', 'postgres'] as const) {
         assert.doesNotMatch(JSON.stringify(c.body), /password/);
       }
       assert.equal((await call('POST', `/svc/v1/search/clusters/${cluster}/tenants`, admin, { name: 'lib' })).status, 201);
-      assert.equal((await call('POST', `/svc/v1/search/clusters/${cluster}/tenants/lib/collections`, admin, { name: 'books' })).status, 201);
+      assert.equal(
+        (await call('POST', `/svc/v1/search/clusters/${cluster}/tenants/lib/collections`, admin, { name: 'books' })).status,
+        201,
+      );
       token = (await newKey(`${kind}-user`, { cluster, grants: [{ tenant: 'lib', collection: 'books', access: 'write' }] })).token;
     });
 
@@ -188,7 +253,13 @@ for (const kind of ['libsql', 'postgres'] as const) {
       assert.match(got.body.chunks[0].text, /Knead the dough/);
       assert.deepEqual(got.body.chunks[0].heading_path, ['Bread']);
       // replace: the old words are gone, the new ones found
-      await call('POST', `${base()}/documents`, token, { documents: [{ id: 'cook-1', text: '# Bread\n\nKnead the dough, proof it overnight, bake in a hot oven.', metadata: CORPUS[2]!.metadata }] });
+      await call('POST', `${base()}/documents`, token, {
+        documents: [{
+          id: 'cook-1',
+          text: '# Bread\n\nKnead the dough, proof it overnight, bake in a hot oven.',
+          metadata: CORPUS[2]!.metadata,
+        }],
+      });
       assert.equal((await query({ q: 'rise', mode: 'keyword' })).body.data.length, 0);
       assert.equal((await query({ q: 'overnight', mode: 'keyword' })).body.data[0].document_id, 'cook-1');
       const list = await call('GET', `${base()}/documents?limit=2`, token);
@@ -212,7 +283,7 @@ for (const kind of ['libsql', 'postgres'] as const) {
       }
     });
 
-    it('semantic query orders by the embedding model\'s own cosine', async () => {
+    it("semantic query orders by the embedding model's own cosine", async () => {
       const r = await query({ q: 'bowline loop rope', mode: 'semantic', limit: 5 });
       assert.equal(r.status, 200);
       assert.equal(r.body.data.length, 5);
@@ -236,7 +307,8 @@ for (const kind of ['libsql', 'postgres'] as const) {
     });
 
     it('filters: equality, ranges, in, ne; pagination; facet counts', async () => {
-      const ids = async (filter: Body, q = 'the') => (await query({ q, mode: 'semantic', filter, limit: 20 })).body.data.map((d: Body) => d.document_id).sort();
+      const ids = async (filter: Body, q = 'the') =>
+        (await query({ q, mode: 'semantic', filter, limit: 20 })).body.data.map((d: Body) => d.document_id).sort();
       assert.deepEqual(await ids({ topic: 'cooking' }), ['cook-1', 'cook-2']);
       assert.deepEqual(await ids({ year: { gte: 2020, lt: 2023 } }), ['astro-2', 'cook-1']);
       assert.deepEqual(await ids({ topic: { in: ['sailing', 'cooking'] }, lang: 'en' }), ['cook-1', 'sail-1']);
@@ -256,12 +328,21 @@ for (const kind of ['libsql', 'postgres'] as const) {
     });
 
     it('a PDF through the document pipeline: chunks per page, the hit names its page', async () => {
-      const pdf = await makePdf(3, { lines: (p) => [['Introduction to the harbour survey.'], ['The lighthouse keeper logged a walrus sighting.'], ['Appendix with tide tables.']][p - 1]! });
+      const pdf = await makePdf(3, {
+        lines: (p) =>
+          [['Introduction to the harbour survey.'], ['The lighthouse keeper logged a walrus sighting.'], [
+            'Appendix with tide tables.',
+          ]][p - 1]!,
+      });
       const form = new FormData();
       form.append('file', new Blob([pdf as Uint8Array<ArrayBuffer>], { type: 'application/pdf' }), 'survey.pdf');
       form.append('id', 'survey');
       form.append('metadata', JSON.stringify({ topic: 'sailing', year: 2024 }));
-      const r = await fetch(`${h.srv.url}${base()}/documents`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+      const r = await fetch(`${h.srv.url}${base()}/documents`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: form,
+      });
       assert.equal(r.status, 200, await r.clone().text());
       const got = (await call('GET', `${base()}/documents/survey`, token)).body;
       assert.deepEqual(got.chunks.map((c: Body) => c.pages), [[1], [2], [3]]);
@@ -269,7 +350,16 @@ for (const kind of ['libsql', 'postgres'] as const) {
       const q = (await query({ q: 'walrus lighthouse', mode: 'keyword' })).body.data[0];
       assert.equal(q.document_id, 'survey');
       assert.equal(q.page, 2);
-      const bad = await fetch(`${h.srv.url}${base()}/documents`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: (() => { const f = new FormData(); f.append('file', new Blob([new Uint8Array([0, 1, 2, 3, 255, 254])]), 'x.bin'); f.append('id', 'x'); return f; })() });
+      const bad = await fetch(`${h.srv.url}${base()}/documents`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: (() => {
+          const f = new FormData();
+          f.append('file', new Blob([new Uint8Array([0, 1, 2, 3, 255, 254])]), 'x.bin');
+          f.append('id', 'x');
+          return f;
+        })(),
+      });
       assert.equal(bad.status, 415);
     });
 
@@ -277,13 +367,23 @@ for (const kind of ['libsql', 'postgres'] as const) {
       const plain = (await query({ q: 'telescope bread', mode: 'keyword', limit: 5 })).body.data;
       const rr = (await query({ q: 'telescope bread', mode: 'keyword', limit: 5, rerank: { model: RERANKER, candidates: 5 } })).body.data;
       assert.deepEqual(new Set(rr.map((d: Body) => d.id)), new Set(plain.map((d: Body) => d.id)));
-      const direct = await call('POST', '/v1/rerank', token, { model: RERANKER, query: 'telescope bread', documents: plain.map((d: Body) => d.text) });
+      const direct = await call('POST', '/v1/rerank', token, {
+        model: RERANKER,
+        query: 'telescope bread',
+        documents: plain.map((d: Body) => d.text),
+      });
       assert.deepEqual(rr.map((d: Body) => d.text), direct.body.results.map((x: Body) => plain[x.index].text));
       for (const d of rr) assert.equal(typeof d.scores.rerank, 'number');
     });
 
     it('documents as jobs (Prefer: respond-async), delete by filter and by id', async () => {
-      const r = await call('POST', `${base()}/documents`, token, { documents: [{ id: 'tmp-1', text: 'zanzibar spice', metadata: { batch: 'tmp' } }, { id: 'tmp-2', text: 'zanzibar clove', metadata: { batch: 'tmp' } }] }, { prefer: 'respond-async' });
+      const r = await call('POST', `${base()}/documents`, token, {
+        documents: [{ id: 'tmp-1', text: 'zanzibar spice', metadata: { batch: 'tmp' } }, {
+          id: 'tmp-2',
+          text: 'zanzibar clove',
+          metadata: { batch: 'tmp' },
+        }],
+      }, { prefer: 'respond-async' });
       assert.equal(r.status, 202);
       let job: Body = {};
       for (let i = 0; i < 100; i++) {
@@ -305,8 +405,13 @@ for (const kind of ['libsql', 'postgres'] as const) {
 
 describe('rerank routes', () => {
   const pairs = reference.rerank.pairs.filter((p: Body) => p.query === 'what is the capital of france');
-  it('/v1/rerank (Cohere/Jina shape) scores equal torch\'s reference for the fixture cross-encoder', async () => {
-    const r = await call('POST', '/v1/rerank', admin, { model: RERANKER, query: pairs[0].query, documents: pairs.map((p: Body) => p.passage), return_documents: true });
+  it("/v1/rerank (Cohere/Jina shape) scores equal torch's reference for the fixture cross-encoder", async () => {
+    const r = await call('POST', '/v1/rerank', admin, {
+      model: RERANKER,
+      query: pairs[0].query,
+      documents: pairs.map((p: Body) => p.passage),
+      return_documents: true,
+    });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     const want = pairs.map((p: Body, index: number) => ({ index, score: sigmoid(p.logit) })).sort((a: Body, b: Body) => b.score - a.score);
     assert.deepEqual(r.body.results.map((x: Body) => x.index), want.map((x: Body) => x.index));
@@ -314,7 +419,12 @@ describe('rerank routes', () => {
       assert.ok(Math.abs(x.relevance_score - want[i].score) < 1e-4, `${x.relevance_score} vs ${want[i].score}`);
       assert.equal(x.document.text, pairs[x.index].passage);
     }
-    const top1 = await call('POST', '/v1/rerank', admin, { model: RERANKER, query: pairs[0].query, documents: pairs.map((p: Body) => ({ text: p.passage })), top_n: 1 });
+    const top1 = await call('POST', '/v1/rerank', admin, {
+      model: RERANKER,
+      query: pairs[0].query,
+      documents: pairs.map((p: Body) => ({ text: p.passage })),
+      top_n: 1,
+    });
     assert.equal(top1.body.results.length, 1);
     assert.equal(top1.body.results[0].document, undefined);
     const wrongKind = await call('POST', '/v1/rerank', admin, { model: EMB, query: 'q', documents: ['a'] });
@@ -346,19 +456,40 @@ describe('chat with documents', () => {
     await call('POST', '/svc/v1/search/clusters/default/tenants/kb/collections', admin, { name: 'private' });
     token = (await newKey('chatter', { grants: [{ tenant: 'kb', collection: 'manuals', access: 'write' }] })).token;
     const admin2 = admin;
-    const pdf = await makePdf(3, { lines: (p) => [['Unboxing and safety notes.'], ['To reset the thermostat hold the flamingo button for ten seconds.'], ['Warranty terms.']][p - 1]! });
-    const r = await call('POST', '/svc/v1/search/tenants/kb/collections/manuals/documents', token, { input_format: 'Base64EncodedFile', file: Buffer.from(pdf).toString('base64'), id: 'thermostat-manual', metadata: { product: 'thermostat' } });
+    const pdf = await makePdf(3, {
+      lines: (p) =>
+        [['Unboxing and safety notes.'], ['To reset the thermostat hold the flamingo button for ten seconds.'], [
+          'Warranty terms.',
+        ]][p - 1]!,
+    });
+    const r = await call('POST', '/svc/v1/search/tenants/kb/collections/manuals/documents', token, {
+      input_format: 'Base64EncodedFile',
+      file: Buffer.from(pdf).toString('base64'),
+      id: 'thermostat-manual',
+      metadata: { product: 'thermostat' },
+    });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     // a readable-by-nobody collection holds a better match: it must not be used
-    const p = await call('POST', '/svc/v1/admin/keys', admin2, { name: 'private-writer', role: 'user', search: { grants: [{ tenant: 'kb', collection: 'private', access: 'write' }] } });
-    await call('POST', '/svc/v1/search/tenants/kb/collections/private/documents', p.body.token, { documents: [{ id: 'leak', text: 'reset thermostat flamingo button secret procedure' }] });
+    const p = await call('POST', '/svc/v1/admin/keys', admin2, {
+      name: 'private-writer',
+      role: 'user',
+      search: { grants: [{ tenant: 'kb', collection: 'private', access: 'write' }] },
+    });
+    await call('POST', '/svc/v1/search/tenants/kb/collections/private/documents', p.body.token, {
+      documents: [{ id: 'leak', text: 'reset thermostat flamingo button secret procedure' }],
+    });
   });
 
   it('answers with citations naming the document, page and chunk of the source it cites', async () => {
     const ids = await tinyLlamaIds('Hold the button [1].');
     h.steer(() => [forceTokens(ids)]);
     try {
-      const r = await call('POST', '/svc/v1/search/chat', token, { model: LLM, messages: [{ role: 'user', content: 'How do I reset the thermostat flamingo button?' }], sources: 3, max_tokens: 40 });
+      const r = await call('POST', '/svc/v1/search/chat', token, {
+        model: LLM,
+        messages: [{ role: 'user', content: 'How do I reset the thermostat flamingo button?' }],
+        sources: 3,
+        max_tokens: 40,
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.equal(r.body.message.content, 'Hold the button [1].');
       assert.equal(r.body.citations.length, 1);
@@ -374,11 +505,15 @@ describe('chat with documents', () => {
     }
   });
 
-  it('query rewriting: the chat model\'s rewrite is what is searched, and the answer says so', async () => {
+  it("query rewriting: the chat model's rewrite is what is searched, and the answer says so", async () => {
     const ids = await tinyLlamaIds('flamingo thermostat');
     h.steer(() => [forceTokens(ids)]);
     try {
-      const r = await call('POST', '/svc/v1/search/tenants/kb/collections/manuals/query', token, { q: 'restarting heating gadgets', mode: 'keyword', rewrite: { model: LLM } });
+      const r = await call('POST', '/svc/v1/search/tenants/kb/collections/manuals/query', token, {
+        q: 'restarting heating gadgets',
+        mode: 'keyword',
+        rewrite: { model: LLM },
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.equal(r.body.rewritten_query, 'flamingo thermostat');
       assert.equal(r.body.data[0].document_id, 'thermostat-manual');
@@ -387,7 +522,10 @@ describe('chat with documents', () => {
       h.steer(undefined);
     }
     // without the rewrite the question's own words find nothing
-    const plain = await call('POST', '/svc/v1/search/tenants/kb/collections/manuals/query', token, { q: 'restarting heating gadgets', mode: 'keyword' });
+    const plain = await call('POST', '/svc/v1/search/tenants/kb/collections/manuals/query', token, {
+      q: 'restarting heating gadgets',
+      mode: 'keyword',
+    });
     assert.equal(plain.body.data.length, 0);
   });
 
@@ -395,10 +533,22 @@ describe('chat with documents', () => {
     const ids = await tinyLlamaIds('See [1]');
     h.steer(() => [forceTokens(ids)]);
     try {
-      const res = await fetch(`${h.srv.url}/svc/v1/search/chat`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: LLM, stream: true, collections: [{ tenant: 'kb', collection: 'manuals' }], messages: [{ role: 'user', content: 'thermostat flamingo reset' }] }) });
+      const res = await fetch(`${h.srv.url}/svc/v1/search/chat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: LLM,
+          stream: true,
+          collections: [{ tenant: 'kb', collection: 'manuals' }],
+          messages: [{ role: 'user', content: 'thermostat flamingo reset' }],
+        }),
+      });
       assert.equal(res.status, 200);
       assert.match(res.headers.get('content-type')!, /text\/event-stream/);
-      const events = (await res.text()).split('\n\n').filter(Boolean).map((e) => ({ type: /^event: (.+)$/m.exec(e)![1], data: JSON.parse(/^data: (.+)$/m.exec(e)![1]!) }));
+      const events = (await res.text()).split('\n\n').filter(Boolean).map((e) => ({
+        type: /^event: (.+)$/m.exec(e)![1],
+        data: JSON.parse(/^data: (.+)$/m.exec(e)![1]!),
+      }));
       assert.equal(events[0]!.type, 'search.chat.sources');
       assert.equal(events.at(-1)!.type, 'search.chat.completed');
       const text = events.filter((e) => e.type === 'search.chat.delta').map((e) => e.data.content).join('');
@@ -407,7 +557,11 @@ describe('chat with documents', () => {
     } finally {
       h.steer(undefined);
     }
-    const hidden = await call('POST', '/svc/v1/search/chat', token, { model: LLM, collections: [{ tenant: 'kb', collection: 'private' }], messages: [{ role: 'user', content: 'x' }] });
+    const hidden = await call('POST', '/svc/v1/search/chat', token, {
+      model: LLM,
+      collections: [{ tenant: 'kb', collection: 'private' }],
+      messages: [{ role: 'user', content: 'x' }],
+    });
     assert.equal(hidden.status, 404);
   });
 });
@@ -432,9 +586,16 @@ describe('an unreachable cluster', () => {
       await call('POST', '/svc/v1/search/clusters/flaky/tenants', admin, { name: 't' });
       await call('POST', '/svc/v1/search/clusters/flaky/tenants/t/collections', admin, { name: 'c' });
       const f = await newKey('flaky-user', { cluster: 'flaky', grants: [{ tenant: 't', access: 'write' }] });
-      assert.equal((await call('POST', '/svc/v1/search/tenants/t/collections/c/documents', f.token, { documents: [{ id: 'kept', text: 'acknowledged write of a quasar' }] })).status, 200);
+      assert.equal(
+        (await call('POST', '/svc/v1/search/tenants/t/collections/c/documents', f.token, {
+          documents: [{ id: 'kept', text: 'acknowledged write of a quasar' }],
+        })).status,
+        200,
+      );
       stopPostgresOnly(pg2);
-      const w = await call('POST', '/svc/v1/search/tenants/t/collections/c/documents', f.token, { documents: [{ id: 'lost', text: 'never acknowledged' }] });
+      const w = await call('POST', '/svc/v1/search/tenants/t/collections/c/documents', f.token, {
+        documents: [{ id: 'lost', text: 'never acknowledged' }],
+      });
       assert.equal(w.status, 503, JSON.stringify(w.body));
       assert.ok(w.headers.get('retry-after'));
       const r = await call('POST', '/svc/v1/search/tenants/t/collections/c/query', f.token, { q: 'quasar', mode: 'keyword' });
@@ -443,7 +604,10 @@ describe('an unreachable cluster', () => {
       restartPostgres(pg2);
       let back: Awaited<ReturnType<typeof call>> | undefined;
       for (let i = 0; i < 20; i++) {
-        back = await call('POST', '/svc/v1/search/tenants/t/collections/c/query', f.token, { q: 'quasar acknowledged never', mode: 'keyword' });
+        back = await call('POST', '/svc/v1/search/tenants/t/collections/c/query', f.token, {
+          q: 'quasar acknowledged never',
+          mode: 'keyword',
+        });
         if (back.status === 200) break;
         await new Promise((res) => setTimeout(res, 250));
       }

@@ -6,11 +6,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { inProcess, json, type InProcess } from '../../support/server.ts';
+import { type InProcess, inProcess, json } from '../../support/server.ts';
 
 let app: InProcess;
-before(async () => { app = await inProcess(); });
-after(async () => { await app?.close(); });
+before(async () => {
+  app = await inProcess();
+});
+after(async () => {
+  await app?.close();
+});
 
 const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
   const res = await app.request(path, json(body, headers));
@@ -42,16 +46,20 @@ describe('detect-language', () => {
   }
 });
 
-const PII_TEXT = 'Contact anna.schmidt@example.de or +49 30 1234567. Pay to DE89 3704 0044 0532 0130 00, not DE89 3704 0044 0532 0130 01. '
-  + 'Card 4111 1111 1111 1111 (the number 4111 1111 1111 1112 fails Luhn). SSN 123-45-6789; order 2024-05-01 cost 1500 EUR.';
+const PII_TEXT =
+  'Contact anna.schmidt@example.de or +49 30 1234567. Pay to DE89 3704 0044 0532 0130 00, not DE89 3704 0044 0532 0130 01. ' +
+  'Card 4111 1111 1111 1111 (the number 4111 1111 1111 1112 fails Luhn). SSN 123-45-6789; order 2024-05-01 cost 1500 EUR.';
 
 describe('pii', () => {
   it('finds each kind at its exact offsets; failing checksums are not reported', async () => {
     const r = await post('/svc/v1/pii', { text: PII_TEXT });
     assert.equal(r.status, 200);
     const want = [
-      ['EMAIL', 'anna.schmidt@example.de'], ['PHONE', '+49 30 1234567'], ['IBAN', 'DE89 3704 0044 0532 0130 00'],
-      ['CREDIT_CARD', '4111 1111 1111 1111'], ['US_SSN', '123-45-6789'],
+      ['EMAIL', 'anna.schmidt@example.de'],
+      ['PHONE', '+49 30 1234567'],
+      ['IBAN', 'DE89 3704 0044 0532 0130 00'],
+      ['CREDIT_CARD', '4111 1111 1111 1111'],
+      ['US_SSN', '123-45-6789'],
     ];
     assert.deepEqual(r.body.entities.map((e: any) => [e.type, e.text]), want);
     for (const e of r.body.entities) {
@@ -85,7 +93,8 @@ describe('pii', () => {
 });
 
 describe('entities', () => {
-  const T = 'On 12 March 2024, Dr. Angela Weber of Siemens AG met Tim Cook in Berlin. Apple Inc. paid $2.5 million to the University of Oxford, up 12% on last year.';
+  const T =
+    'On 12 March 2024, Dr. Angela Weber of Siemens AG met Tim Cook in Berlin. Apple Inc. paid $2.5 million to the University of Oxford, up 12% on last year.';
   it('types at exact offsets', async () => {
     const r = await post('/svc/v1/entities', { text: T });
     assert.equal(r.status, 200);
@@ -107,10 +116,14 @@ describe('entities', () => {
 });
 
 describe('keywords and sentiment', () => {
-  it('RAKE on its paper\'s abstract ranks the known top phrases first', async () => {
-    const text = 'Compatibility of systems of linear constraints over the set of natural numbers. Criteria of compatibility of a system of linear Diophantine equations, strict inequations, and nonstrict inequations are considered. Upper bounds for components of a minimal set of solutions and algorithms of construction of minimal generating sets of solutions for all types of systems are given.';
+  it("RAKE on its paper's abstract ranks the known top phrases first", async () => {
+    const text =
+      'Compatibility of systems of linear constraints over the set of natural numbers. Criteria of compatibility of a system of linear Diophantine equations, strict inequations, and nonstrict inequations are considered. Upper bounds for components of a minimal set of solutions and algorithms of construction of minimal generating sets of solutions for all types of systems are given.';
     const r = await post('/svc/v1/keywords', { text, limit: 3 });
-    assert.deepEqual(r.body.keywords.slice(0, 2).map((k: any) => k.text).sort(), ['linear Diophantine equations', 'minimal generating sets']);
+    assert.deepEqual(r.body.keywords.slice(0, 2).map((k: any) => k.text).sort(), [
+      'linear Diophantine equations',
+      'minimal generating sets',
+    ]);
     const k = r.body.keywords[0];
     assert.equal(text.slice(k.offsets[0].start, k.offsets[0].end), k.text);
   });
@@ -138,14 +151,22 @@ describe('large inputs (run in the worker pool)', () => {
     assert.equal(pii.status, 200, JSON.stringify(pii.body));
     assert.deepEqual(pii.body.entities.map((e: any) => e.type), ['EMAIL', 'PHONE', 'IBAN', 'CREDIT_CARD', 'US_SSN']);
     for (const e of pii.body.entities) assert.equal(e.start, BIG.indexOf(e.text));
-    assert.equal(pii.body.redacted_text.length, BIG.length - pii.body.entities.reduce((n: number, e: any) => n + e.text.length - `[${e.type}]`.length, 0));
+    assert.equal(
+      pii.body.redacted_text.length,
+      BIG.length - pii.body.entities.reduce((n: number, e: any) => n + e.text.length - `[${e.type}]`.length, 0),
+    );
     const ent = await post('/svc/v1/entities', { text: BIG, types: ['PERSON', 'ORGANIZATION'] });
     assert.equal(ent.status, 200);
     const at = (s: string) => [BIG.indexOf(s), BIG.indexOf(s) + s.length];
-    assert.deepEqual(ent.body.entities.map((e: any) => [e.text, e.start, e.end]), [['Angela Weber', ...at('Angela Weber')], ['Siemens AG', ...at('Siemens AG')], ['Tim Cook', ...at('Tim Cook')]]);
+    assert.deepEqual(ent.body.entities.map((e: any) => [e.text, e.start, e.end]), [['Angela Weber', ...at('Angela Weber')], [
+      'Siemens AG',
+      ...at('Siemens AG'),
+    ], ['Tim Cook', ...at('Tim Cook')]]);
     const kw = await post('/svc/v1/keywords', { text: BIG, limit: 5 });
     assert.equal(kw.status, 200);
-    for (const k of kw.body.keywords) for (const o of k.offsets) assert.equal(BIG.slice(o.start, o.end).toLowerCase(), k.text.toLowerCase());
+    for (const k of kw.body.keywords) {
+      for (const o of k.offsets) assert.equal(BIG.slice(o.start, o.end).toLowerCase(), k.text.toLowerCase());
+    }
     const lang = await post('/svc/v1/detect-language', { text: BIG });
     assert.equal(lang.status, 200);
     assert.equal(lang.body.language, 'de');
@@ -155,7 +176,8 @@ describe('large inputs (run in the worker pool)', () => {
 
 describe('inputs and the job contract', () => {
   it('a document (HTML, base64) is read through the document pipeline; offsets point into the returned text', async () => {
-    const html = '<html><body><h1>Invoice</h1><p>Pay to DE89 3704 0044 0532 0130 00 by Friday. Questions: billing@example.com</p></body></html>';
+    const html =
+      '<html><body><h1>Invoice</h1><p>Pay to DE89 3704 0044 0532 0130 00 by Friday. Questions: billing@example.com</p></body></html>';
     const r = await post('/svc/v1/pii', { file: Buffer.from(html).toString('base64'), filename: 'invoice.html' });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.source.format, 'html');
@@ -165,7 +187,9 @@ describe('inputs and the job contract', () => {
 
   it('Prefer: respond-async gives 202 and the job result equals the synchronous answer', async () => {
     const sync = await post('/svc/v1/keywords', { text: 'Solar panels and wind turbines feed the regional power grid.' });
-    const a = await post('/svc/v1/keywords', { text: 'Solar panels and wind turbines feed the regional power grid.' }, { prefer: 'respond-async' });
+    const a = await post('/svc/v1/keywords', { text: 'Solar panels and wind turbines feed the regional power grid.' }, {
+      prefer: 'respond-async',
+    });
     assert.equal(a.status, 202);
     let job: any;
     for (let i = 0; i < 100; i++) {

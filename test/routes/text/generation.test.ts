@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import { Ajv } from 'ajv';
 import type { ChatRequest } from '../../../src/services/chat/index.ts';
-import { forceTokens, startHarness, tinyLlamaIds, type Harness } from '../ollama/harness.ts';
+import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
 
 let h: Harness;
 const MODEL = 'tiny-llama:test';
@@ -19,11 +19,20 @@ let calls: ChatRequest[] = [];
 before(async () => {
   h = await startHarness();
   const chat = h.srv.chat.chat.bind(h.srv.chat);
-  h.srv.chat.chat = (req: ChatRequest) => { calls.push(req); return chat(req); };
+  h.srv.chat.chat = (req: ChatRequest) => {
+    calls.push(req);
+    return chat(req);
+  };
 });
-after(async () => { h.steer(undefined); await h?.close(); });
+after(async () => {
+  h.steer(undefined);
+  await h?.close();
+});
 
-const say = async (text: string) => { const ids = await tinyLlamaIds(text); h.steer(() => [forceTokens(ids)]); };
+const say = async (text: string) => {
+  const ids = await tinyLlamaIds(text);
+  h.steer(() => [forceTokens(ids)]);
+};
 const body = async (res: Response) => ({ status: res.status, body: await res.json() as any });
 
 async function pollJob(location: string) {
@@ -51,7 +60,13 @@ describe('summarize', () => {
     await say('ok.');
     calls = [];
     const pdf = await hundredPagePdf();
-    const res = await h.post('/svc/v1/summarize', { model: MODEL, file: Buffer.from(pdf).toString('base64'), filename: 'report.pdf', chunk_tokens: 60, length: 'short' }, { headers: { 'content-type': 'application/json', prefer: 'respond-async' } });
+    const res = await h.post('/svc/v1/summarize', {
+      model: MODEL,
+      file: Buffer.from(pdf).toString('base64'),
+      filename: 'report.pdf',
+      chunk_tokens: 60,
+      length: 'short',
+    }, { headers: { 'content-type': 'application/json', prefer: 'respond-async' } });
     assert.equal(res.status, 202);
     const job = await pollJob(res.headers.get('location')!);
     assert.equal(job.status, 'completed', JSON.stringify(job));
@@ -77,7 +92,9 @@ describe('summarize', () => {
   it('a short text is one call; bullets format asked in the prompt', async () => {
     await say('- one point');
     calls = [];
-    const r = await body(await h.post('/svc/v1/summarize', { model: MODEL, text: 'The council approved the new bridge on Monday.', format: 'bullets' }));
+    const r = await body(
+      await h.post('/svc/v1/summarize', { model: MODEL, text: 'The council approved the new bridge on Monday.', format: 'bullets' }),
+    );
     assert.equal(r.status, 200);
     assert.equal(r.body.method, 'single-pass');
     assert.equal(r.body.summary, '- one point');
@@ -88,12 +105,16 @@ describe('summarize', () => {
 });
 
 describe('translate', () => {
-  const MD = '# Greetings\n\nA short *paragraph* with `code` and [a link](https://example.com/x).\n\n- first item\n- second item\n  1. nested\n\n```js\nconst keep = "me";\n```\n\n| Name | City |\n|---|---|\n| Anna | Paris |\n';
+  const MD =
+    '# Greetings\n\nA short *paragraph* with `code` and [a link](https://example.com/x).\n\n- first item\n- second item\n  1. nested\n\n```js\nconst keep = "me";\n```\n\n| Name | City |\n|---|---|\n| Anna | Paris |\n';
   it('keeps headings, lists, code blocks and table structure', async () => {
     await say('Hallo');
     const r = await body(await h.post('/svc/v1/translate', { model: MODEL, text: MD, target_language: 'de', source_language: 'en' }));
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.translation, '# Hallo\n\nHallo\n\n- Hallo\n- Hallo\n  1. Hallo\n\n```js\nconst keep = "me";\n```\n\n| Hallo | Hallo |\n|---|---|\n| Hallo | Hallo |\n');
+    assert.equal(
+      r.body.translation,
+      '# Hallo\n\nHallo\n\n- Hallo\n- Hallo\n  1. Hallo\n\n```js\nconst keep = "me";\n```\n\n| Hallo | Hallo |\n|---|---|\n| Hallo | Hallo |\n',
+    );
     assert.equal(r.body.target_language, 'de');
     assert.equal(r.body.segments, 9);
     h.steer(undefined);
@@ -102,7 +123,13 @@ describe('translate', () => {
   it('detects the source; unknown languages are 400 before any work', async () => {
     await say('Bonjour');
     calls = [];
-    const r = await body(await h.post('/svc/v1/translate', { model: MODEL, text: 'Good morning, how are you doing today, my dear friend?', target_language: 'fr' }));
+    const r = await body(
+      await h.post('/svc/v1/translate', {
+        model: MODEL,
+        text: 'Good morning, how are you doing today, my dear friend?',
+        target_language: 'fr',
+      }),
+    );
     assert.equal(r.body.translation, 'Bonjour');
     assert.equal(r.body.source_language, 'en');
     assert.equal(r.body.detected_source_language.language, 'en');
@@ -133,7 +160,15 @@ describe('correct and rewrite', () => {
   it('rewrite passes tone and audience to the model and returns its text', async () => {
     await say('Hey there!');
     calls = [];
-    const r = await body(await h.post('/svc/v1/rewrite', { model: MODEL, text: 'Dear Sir, greetings.', tone: 'casual', audience: 'teenagers', length: 'shorter' }));
+    const r = await body(
+      await h.post('/svc/v1/rewrite', {
+        model: MODEL,
+        text: 'Dear Sir, greetings.',
+        tone: 'casual',
+        audience: 'teenagers',
+        length: 'shorter',
+      }),
+    );
     assert.equal(r.body.text, 'Hey there!');
     assert.match(calls[0]!.messages[0]!.content!, /casual.*teenagers.*shorter/s);
     h.steer(undefined);
@@ -142,10 +177,17 @@ describe('correct and rewrite', () => {
 
 describe('extract, categorize, sentiment with a model', () => {
   const SCHEMA = {
-    type: 'object', additionalProperties: false, required: ['name', 'total', 'paid', 'items'],
-    properties: { name: { type: 'string', maxLength: 20 }, total: { type: 'number' }, paid: { type: 'boolean' }, items: { type: 'array', items: { type: 'string', maxLength: 10 }, maxItems: 3 } },
+    type: 'object',
+    additionalProperties: false,
+    required: ['name', 'total', 'paid', 'items'],
+    properties: {
+      name: { type: 'string', maxLength: 20 },
+      total: { type: 'number' },
+      paid: { type: 'boolean' },
+      items: { type: 'array', items: { type: 'string', maxLength: 10 }, maxItems: 3 },
+    },
   };
-  it('extraction output always validates against the caller\'s schema (random model)', async () => {
+  it("extraction output always validates against the caller's schema (random model)", async () => {
     const validate = ajv.compile(SCHEMA);
     for (const text of ['Invoice for Anna: 3 apples, total 4.50, paid.', 'Bob owes 12 for pears.']) {
       const r = await body(await h.post('/svc/v1/extract', { model: MODEL, text, schema: SCHEMA }));
@@ -153,7 +195,9 @@ describe('extract, categorize, sentiment with a model', () => {
       assert.ok(validate(r.body.data), JSON.stringify(validate.errors));
       assert.match(r.body.method, /constrained/);
     }
-    const bad = await body(await h.post('/svc/v1/extract', { model: MODEL, text: 'x', schema: { type: 'object', patternProperties: { a: {} } } }));
+    const bad = await body(
+      await h.post('/svc/v1/extract', { model: MODEL, text: 'x', schema: { type: 'object', patternProperties: { a: {} } } }),
+    );
     assert.equal(bad.status, 400);
   });
 
@@ -162,7 +206,9 @@ describe('extract, categorize, sentiment with a model', () => {
     const r = await body(await h.post('/svc/v1/categorize', { model: MODEL, text: 'The team won the cup.', labels }));
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.ok(labels.includes(r.body.label));
-    const multi = await body(await h.post('/svc/v1/categorize', { model: MODEL, text: 'The team won the cup.', labels, multi_label: true }));
+    const multi = await body(
+      await h.post('/svc/v1/categorize', { model: MODEL, text: 'The team won the cup.', labels, multi_label: true }),
+    );
     assert.ok(multi.body.labels.length >= 1 && multi.body.labels.every((l: any) => labels.includes(l.label)));
     for (const bad of [['only'], ['a', 'a'], ['a', ' '], undefined]) {
       const res = await body(await h.post('/svc/v1/categorize', { model: MODEL, text: 'x', labels: bad }));
@@ -171,7 +217,9 @@ describe('extract, categorize, sentiment with a model', () => {
   });
 
   it('categorize through an embedding model: scores sum to 1 over the labels', async () => {
-    const r = await body(await h.post('/svc/v1/categorize', { model: 'tiny-bert-embed:test', text: 'The team won the cup.', labels: ['sports', 'politics'] }));
+    const r = await body(
+      await h.post('/svc/v1/categorize', { model: 'tiny-bert-embed:test', text: 'The team won the cup.', labels: ['sports', 'politics'] }),
+    );
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.match(r.body.method, /embedding/);
     const sum = r.body.labels.reduce((s: number, l: any) => s + l.score, 0);

@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { TrainClassifierInput } from '../../../src/services/training/training-service.ts';
-import { startHarness, type Harness } from '../ollama/harness.ts';
+import { type Harness, startHarness } from '../ollama/harness.ts';
 import { listening, tempDir } from '../../support/server.ts';
 
 let h: Harness;
@@ -70,7 +70,13 @@ async function classifyAccuracy(model: string, set: { text: string; label: strin
 describe('classifier training', () => {
   it('logistic head from JSON examples: ≥ 0.95 held-out accuracy, and on a fresh set through classify', async () => {
     const examples = generate(40, 7);
-    const res = await h.post('/svc/v1/training/classifier', { name: 'topics:v1', embedding_model: EMB, examples, epochs: 60, test_split: 0.25 });
+    const res = await h.post('/svc/v1/training/classifier', {
+      name: 'topics:v1',
+      embedding_model: EMB,
+      examples,
+      epochs: 60,
+      test_split: 0.25,
+    });
     const body = await json(res);
     assert.equal(res.status, 200, JSON.stringify(body));
     assert.equal(body.model, 'topics:v1');
@@ -96,7 +102,14 @@ describe('classifier training', () => {
     const a = await (await h.post('/svc/v1/classify', { model: 'topics:v1', texts: fresh.map((e) => e.text) })).json();
     const b = await (await h.post('/svc/v1/classify', { model: 'topics-copy', texts: fresh.map((e) => e.text) })).json();
     assert.deepEqual(b.results, a.results);
-    assert.equal((await fetch(`${h.srv.url}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: 'topics-copy' }), headers: { 'content-type': 'application/json' } })).status, 200);
+    assert.equal(
+      (await fetch(`${h.srv.url}/api/delete`, {
+        method: 'DELETE',
+        body: JSON.stringify({ model: 'topics-copy' }),
+        headers: { 'content-type': 'application/json' },
+      })).status,
+      200,
+    );
     const gone = await h.post('/svc/v1/classify', { model: 'topics-copy', text: 'dog' });
     assert.equal(gone.status, 404);
     // an embedding model is not a classifier
@@ -106,19 +119,31 @@ describe('classifier training', () => {
 
   it('MLP head from a CSV file written by Python (quoted fields, commas), sent as multipart', async () => {
     const rows = generate(30, 3).map((e, i) => ({ text: i % 3 ? e.text : `${e.text}, "and" ${e.text.split(' ')[0]}`, topic: e.label }));
-    const csv = execFileSync('/usr/bin/python3', ['-c', [
-      'import csv, io, json, sys',
-      'rows = json.load(sys.stdin)',
-      'out = io.StringIO()',
-      'w = csv.DictWriter(out, fieldnames=["topic", "text"])',
-      'w.writeheader()',
-      'w.writerows(rows)',
-      'sys.stdout.write(out.getvalue())',
-    ].join('\n')], { input: JSON.stringify(rows) });
+    const csv = execFileSync('/usr/bin/python3', [
+      '-c',
+      [
+        'import csv, io, json, sys',
+        'rows = json.load(sys.stdin)',
+        'out = io.StringIO()',
+        'w = csv.DictWriter(out, fieldnames=["topic", "text"])',
+        'w.writeheader()',
+        'w.writerows(rows)',
+        'sys.stdout.write(out.getvalue())',
+      ].join('\n'),
+    ], { input: JSON.stringify(rows) });
     assert.match(csv.toString(), /"[^"\n]*""and""/); // the quoting of the wild
     const form = new FormData();
     form.set('file', new Blob([csv], { type: 'text/csv' }), 'examples.csv');
-    for (const [k, v] of Object.entries({ name: 'topics-mlp', embedding_model: EMB, label_column: 'topic', head: 'mlp', hidden: '16', epochs: '80' })) form.set(k, v);
+    for (
+      const [k, v] of Object.entries({
+        name: 'topics-mlp',
+        embedding_model: EMB,
+        label_column: 'topic',
+        head: 'mlp',
+        hidden: '16',
+        epochs: '80',
+      })
+    ) form.set(k, v);
     const res = await fetch(`${h.srv.url}/svc/v1/training/classifier`, { method: 'POST', body: form });
     const body = await json(res);
     assert.equal(res.status, 200, JSON.stringify(body));
@@ -142,7 +167,13 @@ describe('classifier training', () => {
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.match(body.message, re);
     }
-    const bad = await h.post('/svc/v1/training/classifier', { name: 'x1', embedding_model: EMB, input_format: 'Base64EncodedFile', file: Buffer.from('text,label\n"unclosed,a\n').toString('base64'), filename: 'e.csv' });
+    const bad = await h.post('/svc/v1/training/classifier', {
+      name: 'x1',
+      embedding_model: EMB,
+      input_format: 'Base64EncodedFile',
+      file: Buffer.from('text,label\n"unclosed,a\n').toString('base64'),
+      filename: 'e.csv',
+    });
     assert.equal(bad.status, 400);
     assert.match((await bad.json()).message, /not valid CSV/);
     const tags = await (await fetch(`${h.srv.url}/api/tags`)).json();
@@ -159,7 +190,14 @@ describe('classifier training', () => {
       return p;
     };
     try {
-      const res = await h.post('/svc/v1/training/classifier', { name: 'slow', embedding_model: EMB, examples: generate(60, 5), head: 'mlp', hidden: 256, epochs: 10_000 }, { headers: { 'content-type': 'application/json', prefer: 'respond-async' } });
+      const res = await h.post('/svc/v1/training/classifier', {
+        name: 'slow',
+        embedding_model: EMB,
+        examples: generate(60, 5),
+        head: 'mlp',
+        hidden: 256,
+        epochs: 10_000,
+      }, { headers: { 'content-type': 'application/json', prefer: 'respond-async' } });
       assert.equal(res.status, 202);
       const { job_id } = await res.json();
       const poll = async () => (await fetch(`${h.srv.url}/svc/v1/jobs/${job_id}`)).json();
@@ -206,7 +244,8 @@ describe('read-only model directory', () => {
       const srv = await listening({ dataDir });
       try {
         const res = await fetch(`${srv.url}/svc/v1/training/classifier`, {
-          method: 'POST', headers: { 'content-type': 'application/json' },
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ name: 'ro', embedding_model: EMB, examples: generate(3, 1) }),
         });
         assert.equal(res.status, 503);
@@ -239,7 +278,9 @@ describe('device memory refusal', () => {
   it('training waits while the engine refuses for memory, and runs once memory is free', async () => {
     const { hs, lease } = await busyServer(600);
     try {
-      const res = await hs.post('/svc/v1/training/classifier', trainBody, { headers: { 'content-type': 'application/json', prefer: 'respond-async' } });
+      const res = await hs.post('/svc/v1/training/classifier', trainBody, {
+        headers: { 'content-type': 'application/json', prefer: 'respond-async' },
+      });
       assert.equal(res.status, 202);
       const { job_id } = await res.json();
       await new Promise((r) => setTimeout(r, 1500));

@@ -12,7 +12,7 @@ import { deflateSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { startHarness, type Harness } from '../ollama/harness.ts';
+import { type Harness, startHarness } from '../ollama/harness.ts';
 import { initBackend } from '../../../src/services/inference/backend.ts';
 import { FIXTURE_MODELS_DIR } from '../../support/hub-stand-in.ts';
 
@@ -36,9 +36,14 @@ async function directGreedy(bytes: Uint8Array, text: string, maxNew: number): Pr
   const processor = await tf.AutoProcessor.from_pretrained(dir);
   const model = await tf.AutoModelForImageTextToText.from_pretrained(dir, { dtype: 'fp32' } as never);
   const image = await tf.RawImage.fromBlob(new Blob([Uint8Array.from(bytes)]));
-  const prompt = processor.apply_chat_template([{ role: 'user', content: [{ type: 'image' }, { type: 'text', text }] }] as never, { add_generation_prompt: true } as never) as unknown as string;
+  const prompt = processor.apply_chat_template(
+    [{ role: 'user', content: [{ type: 'image' }, { type: 'text', text }] }] as never,
+    { add_generation_prompt: true } as never,
+  ) as unknown as string;
   const inputs = await (processor as unknown as (t: string, i: unknown[]) => Promise<{ input_ids: { dims: number[] } }>)(prompt, [image]);
-  const out = (await model.generate({ ...inputs, max_new_tokens: maxNew, do_sample: false } as never)) as unknown as { slice(...a: unknown[]): unknown };
+  const out = (await model.generate({ ...inputs, max_new_tokens: maxNew, do_sample: false } as never)) as unknown as {
+    slice(...a: unknown[]): unknown;
+  };
   const n = inputs.input_ids.dims[1];
   const [decoded] = processor.batch_decode(out.slice(null, [n, null]) as never, { skip_special_tokens: true });
   await model.dispose();
@@ -71,7 +76,12 @@ function pixelBombPng(): Uint8Array {
   dv.setUint32(0, 100_000);
   dv.setUint32(4, 100_000);
   ihdr.set([8, 2, 0, 0, 0], 8);
-  const parts = [Uint8Array.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(new Uint8Array(300_001))), chunk('IEND', new Uint8Array())];
+  const parts = [
+    Uint8Array.from([137, 80, 78, 71, 13, 10, 26, 10]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(new Uint8Array(300_001))),
+    chunk('IEND', new Uint8Array()),
+  ];
   const all = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
   let at = 0;
   for (const p of parts) (all.set(p, at), (at += p.length));
@@ -84,7 +94,9 @@ before(async () => {
   b64 = Buffer.from(png).toString('base64');
   expected = await directGreedy(png, PROMPT, N);
   imageServer = createServer((req, res) => {
-    if (req.url === '/redirect') return void res.writeHead(302, { location: `http://127.0.0.1:${(imageServer.address() as AddressInfo).port}/picture.png` }).end();
+    if (req.url === '/redirect') {
+      return void res.writeHead(302, { location: `http://127.0.0.1:${(imageServer.address() as AddressInfo).port}/picture.png` }).end();
+    }
     res.writeHead(200, { 'content-type': 'image/png' }).end(png);
   });
   await new Promise<void>((r) => imageServer.listen(0, '127.0.0.1', r));
@@ -116,8 +128,13 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
 
   it('OpenAI image_url data URL: greedy output equals transformers.js called directly', async () => {
     const r = await openai.chat.completions.create({
-      model: MODEL, temperature: 0, max_tokens: N,
-      messages: [{ role: 'user', content: [{ type: 'text', text: PROMPT }, { type: 'image_url', image_url: { url: `data:image/png;base64,${b64}` } }] }],
+      model: MODEL,
+      temperature: 0,
+      max_tokens: N,
+      messages: [{
+        role: 'user',
+        content: [{ type: 'text', text: PROMPT }, { type: 'image_url', image_url: { url: `data:image/png;base64,${b64}` } }],
+      }],
     });
     assert.equal(r.choices[0]!.message.content, expected);
     // 5 frames (2×2 tiles + global) × 4 image tokens + their markers: far more prompt tokens than the text alone
@@ -126,8 +143,14 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
 
   it('OpenAI image_url streamed: the same text', async () => {
     const s = await openai.chat.completions.create({
-      model: MODEL, temperature: 0, max_tokens: N, stream: true,
-      messages: [{ role: 'user', content: [{ type: 'text', text: PROMPT }, { type: 'image_url', image_url: { url: `data:image/png;base64,${b64}` } }] }],
+      model: MODEL,
+      temperature: 0,
+      max_tokens: N,
+      stream: true,
+      messages: [{
+        role: 'user',
+        content: [{ type: 'text', text: PROMPT }, { type: 'image_url', image_url: { url: `data:image/png;base64,${b64}` } }],
+      }],
     });
     let text = '';
     for await (const c of s) text += c.choices[0]?.delta?.content ?? '';
@@ -135,7 +158,11 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
   });
 
   it('Ollama images on /api/chat and /api/generate: the same text', async () => {
-    const c = await h.ollama.chat({ model: MODEL, messages: [{ role: 'user', content: PROMPT, images: [b64] }], options: { temperature: 0, num_predict: N } });
+    const c = await h.ollama.chat({
+      model: MODEL,
+      messages: [{ role: 'user', content: PROMPT, images: [b64] }],
+      options: { temperature: 0, num_predict: N },
+    });
     assert.equal(c.message.content, expected);
     const g = await h.ollama.generate({ model: MODEL, prompt: PROMPT, images: [b64], options: { temperature: 0, num_predict: N } });
     assert.equal(g.response, expected);
@@ -144,12 +171,19 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
   it('Anthropic image blocks (base64 and url sources): the same text', async () => {
     const anthropic = new Anthropic({ baseURL: h.srv.url, apiKey: 'unused', maxRetries: 0 });
     const r = await anthropic.messages.create({
-      model: MODEL, max_tokens: N, ...greedy,
-      messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: b64 } }, { type: 'text', text: PROMPT }] }],
+      model: MODEL,
+      max_tokens: N,
+      ...greedy,
+      messages: [{
+        role: 'user',
+        content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: b64 } }, { type: 'text', text: PROMPT }],
+      }],
     });
     assert.equal(r.content.map((b) => (b.type === 'text' ? b.text : '')).join(''), expected);
     const viaUrl = await anthropic.messages.create({
-      model: MODEL, max_tokens: N, ...greedy,
+      model: MODEL,
+      max_tokens: N,
+      ...greedy,
       messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: imageUrl } }, { type: 'text', text: PROMPT }] }],
     });
     assert.equal(viaUrl.content.map((b) => (b.type === 'text' ? b.text : '')).join(''), expected);
@@ -157,19 +191,33 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
 
   it('the pixels reach the model: another image gives another answer', async () => {
     const white = Buffer.from(execFileSync('convert', ['-size', '50x40', 'xc:white', '-depth', '8', 'png:-'])).toString('base64');
-    const c = await h.ollama.chat({ model: MODEL, messages: [{ role: 'user', content: PROMPT, images: [white] }], options: { temperature: 0, num_predict: N } });
+    const c = await h.ollama.chat({
+      model: MODEL,
+      messages: [{ role: 'user', content: PROMPT, images: [white] }],
+      options: { temperature: 0, num_predict: N },
+    });
     assert.notEqual(c.message.content, expected);
   });
 
   it('Responses input_image: a data URL and an uploaded file id give the same text', async () => {
     const viaUrl = await openai.responses.create({
-      model: MODEL, temperature: 0, max_output_tokens: N,
-      input: [{ role: 'user', content: [{ type: 'input_image', image_url: `data:image/png;base64,${b64}`, detail: 'auto' }, { type: 'input_text', text: PROMPT }] }],
+      model: MODEL,
+      temperature: 0,
+      max_output_tokens: N,
+      input: [{
+        role: 'user',
+        content: [{ type: 'input_image', image_url: `data:image/png;base64,${b64}`, detail: 'auto' }, { type: 'input_text', text: PROMPT }],
+      }],
     });
     assert.equal(viaUrl.output_text, expected);
-    const file = await openai.files.create({ file: new File([Uint8Array.from(png)], 'picture.png', { type: 'image/png' }), purpose: 'vision' });
+    const file = await openai.files.create({
+      file: new File([Uint8Array.from(png)], 'picture.png', { type: 'image/png' }),
+      purpose: 'vision',
+    });
     const viaFile = await openai.responses.create({
-      model: MODEL, temperature: 0, max_output_tokens: N,
+      model: MODEL,
+      temperature: 0,
+      max_output_tokens: N,
       input: [{ role: 'user', content: [{ type: 'input_image', file_id: file.id, detail: 'auto' }, { type: 'input_text', text: PROMPT }] }],
     });
     assert.equal(viaFile.output_text, expected);
@@ -177,28 +225,49 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
 
   it('an http(s) image URL on an allowed host is fetched; a host outside the policy is 403 egress_denied', async () => {
     const r = await openai.chat.completions.create({
-      model: MODEL, temperature: 0, max_tokens: N,
+      model: MODEL,
+      temperature: 0,
+      max_tokens: N,
       messages: [{ role: 'user', content: [{ type: 'text', text: PROMPT }, { type: 'image_url', image_url: { url: imageUrl } }] }],
     });
     assert.equal(r.choices[0]!.message.content, expected);
     const denied = imageUrl.replace('localhost', '127.0.0.1');
     await assert.rejects(
-      openai.chat.completions.create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: denied } }] }] }),
+      openai.chat.completions.create({
+        model: MODEL,
+        max_tokens: 2,
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: denied } }] }],
+      }),
       (e: unknown) => e instanceof OpenAI.PermissionDeniedError && /egress/.test(e.message) && /127\.0\.0\.1/.test(e.message),
     );
     // a redirect off the allowed host is refused too
     await assert.rejects(
-      openai.chat.completions.create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: imageUrl.replace('/picture.png', '/redirect') } }] }] }),
+      openai.chat.completions.create({
+        model: MODEL,
+        max_tokens: 2,
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: imageUrl.replace('/picture.png', '/redirect') } }] }],
+      }),
       (e: unknown) => e instanceof OpenAI.PermissionDeniedError && /127\.0\.0\.1/.test(e.message),
     );
   });
 
   it('images to a model without vision: 400 in both dialects', async () => {
     await assert.rejects(
-      openai.chat.completions.create({ model: 'tiny-llama:test', max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${b64}` } }] }] }),
+      openai.chat.completions.create({
+        model: 'tiny-llama:test',
+        max_tokens: 2,
+        messages: [{
+          role: 'user',
+          content: [{ type: 'text', text: 'hi' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${b64}` } }],
+        }],
+      }),
       (e: unknown) => e instanceof OpenAI.BadRequestError && /vision/.test(e.message),
     );
-    const r = await h.post('/api/chat', { model: 'tiny-llama:test', stream: false, messages: [{ role: 'user', content: 'hi', images: [b64] }] });
+    const r = await h.post('/api/chat', {
+      model: 'tiny-llama:test',
+      stream: false,
+      messages: [{ role: 'user', content: 'hi', images: [b64] }],
+    });
     assert.equal(r.status, 400);
     assert.match((await r.json()).error, /vision/);
   });
@@ -206,13 +275,25 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
   it('a pixel bomb (header declares 10^10 pixels) is refused with 413 before decoding; not an image: 415; not base64: 400', async () => {
     const bomb = Buffer.from(pixelBombPng()).toString('base64');
     await assert.rejects(
-      openai.chat.completions.create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${bomb}` } }] }] }),
+      openai.chat.completions.create({
+        model: MODEL,
+        max_tokens: 2,
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${bomb}` } }] }],
+      }),
       (e: unknown) => e instanceof OpenAI.APIError && e.status === 413 && /pixels/.test(e.message),
     );
-    const r = await h.post('/api/chat', { model: MODEL, stream: false, messages: [{ role: 'user', content: 'hi', images: [Buffer.from('plain text, not an image').toString('base64')] }] });
+    const r = await h.post('/api/chat', {
+      model: MODEL,
+      stream: false,
+      messages: [{ role: 'user', content: 'hi', images: [Buffer.from('plain text, not an image').toString('base64')] }],
+    });
     assert.equal(r.status, 415);
     assert.match((await r.json()).error, /not an image/);
-    const bad = await h.post('/api/chat', { model: MODEL, stream: false, messages: [{ role: 'user', content: 'hi', images: ['%%%not base64%%%'] }] });
+    const bad = await h.post('/api/chat', {
+      model: MODEL,
+      stream: false,
+      messages: [{ role: 'user', content: 'hi', images: ['%%%not base64%%%'] }],
+    });
     assert.equal(bad.status, 400);
   });
 });

@@ -4,9 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { createOutputParser, templateMessages, toolFormatOf, type OutputDelta, type OutputParserOptions } from '../../../src/services/chat/index.ts';
+import {
+  createOutputParser,
+  type OutputDelta,
+  type OutputParserOptions,
+  templateMessages,
+  toolFormatOf,
+} from '../../../src/services/chat/index.ts';
 import { renderChatPrompt } from '../../../src/services/inference/chat-prompt.ts';
-import { loadModel, type LoadedModel } from '../../../src/services/inference/load.ts';
+import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import { ownChatTemplate } from '../../../src/services/models/show.ts';
 import { TINY_LLAMA } from '../inference/fixtures.ts';
 
@@ -83,7 +89,9 @@ describe('tool calls', () => {
   });
 
   it('mistral and llama conventions', () => {
-    const m = feed('[TOOL_CALLS][{"name": "f", "arguments": {"x": 1}}, {"name": "g", "arguments": {}}]', { thinking: false, tools: 'mistral' }, 3).sum;
+    const m =
+      feed('[TOOL_CALLS][{"name": "f", "arguments": {"x": 1}}, {"name": "g", "arguments": {}}]', { thinking: false, tools: 'mistral' }, 3)
+        .sum;
     assert.deepEqual(m.toolCalls, [{ name: 'f', arguments: { x: 1 } }, { name: 'g', arguments: {} }]);
     const l = feed(' {"name": "f", "parameters": {"x": "y"}}', { thinking: false, tools: 'json' }, 2).sum;
     assert.deepEqual(l, { content: '', thinking: '', toolCalls: [{ name: 'f', arguments: { x: 'y' } }] });
@@ -96,7 +104,11 @@ describe('tool calls', () => {
 
   it('thinking then a call', () => {
     const { sum } = feed(`<think>I need the weather.</think>\n\n${call}`, { thinking: true, tools: 'hermes' }, 3);
-    assert.deepEqual(sum, { content: '', thinking: 'I need the weather.', toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris', days: 2 } }] });
+    assert.deepEqual(sum, {
+      content: '',
+      thinking: 'I need the weather.',
+      toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris', days: 2 } }],
+    });
   });
 });
 
@@ -116,8 +128,15 @@ describe('round trip through the model template', () => {
       { role: 'user', content: 'Weather and time in Paris?' },
       { role: 'assistant', content: '', thinking: 'Two tools are needed.', tool_calls: calls },
     ]);
-    const prompt = renderChatPrompt(m.tokenizer, { messages, tools: [{ type: 'function', function: { name: 'get_weather' } }], addGenerationPrompt: false });
-    const turn = prompt.slice(prompt.lastIndexOf('<|im_start|>assistant\n') + '<|im_start|>assistant\n'.length, prompt.lastIndexOf('<|im_end|>'));
+    const prompt = renderChatPrompt(m.tokenizer, {
+      messages,
+      tools: [{ type: 'function', function: { name: 'get_weather' } }],
+      addGenerationPrompt: false,
+    });
+    const turn = prompt.slice(
+      prompt.lastIndexOf('<|im_start|>assistant\n') + '<|im_start|>assistant\n'.length,
+      prompt.lastIndexOf('<|im_end|>'),
+    );
     assert.match(turn, /<tool_call>/);
     for (const size of SIZES) {
       const { sum } = feed(turn, { thinking: true, tools: toolFormatOf(template) }, size);

@@ -25,6 +25,8 @@ test('resolved models are remembered until the stamp changes; no stamp, no memo;
   await assert.rejects(memo.get('m', 'generation'), /wrong kind/);
   fail = false;
   assert.equal((await memo.get('m', 'generation')).n, 7);
-  const throwing = new ResolvedModelMemo(() => { throw new Error('no stamp'); }, async () => 'fresh');
+  const throwing = new ResolvedModelMemo(() => {
+    throw new Error('no stamp');
+  }, async () => 'fresh');
   assert.equal(await throwing.get('m', 'generation'), 'fresh');
 });

@@ -25,9 +25,13 @@ test('a JPEG, WebP and TIFF declaring 60000×60000 are refused before decoding (
   // patch the frame header (SOF0: FFC0 len P Y X) to declare 60000×60000
   const sof = jpeg.findIndex((x, i) => x === 0xff && jpeg[i + 1] === 0xc0);
   const dv = new DataView(jpeg.buffer, jpeg.byteOffset);
-  dv.setUint16(sof + 5, 60000); dv.setUint16(sof + 7, 60000);
+  dv.setUint16(sof + 5, 60000);
+  dv.setUint16(sof + 7, 60000);
   assert.deepEqual(probeImage(jpeg).pages, [{ width: 60000, height: 60000 }]);
-  assert.throws(() => checkPixels(probeImage(jpeg), 268_402_689), (e: { status: number; reason: string }) => e.status === 413 && e.reason === 'input_too_large');
+  assert.throws(
+    () => checkPixels(probeImage(jpeg), 268_402_689),
+    (e: { status: number; reason: string }) => e.status === 413 && e.reason === 'input_too_large',
+  );
   const tiff = magick(['-size', '16x16', 'xc:red'], 'tif');
   const t = new DataView(tiff.buffer, tiff.byteOffset);
   const le = tiff[0] === 0x49, ifd = t.getUint32(4, le), n = t.getUint16(ifd, le);
@@ -45,7 +49,10 @@ test('a JPEG, WebP and TIFF declaring 60000×60000 are refused before decoding (
 });
 
 test('non-images are 415; truncated headers are 422 image_corrupt', () => {
-  assert.throws(() => probeImage(new TextEncoder().encode('hello, this is not an image')), (e: { status: number; reason: string }) => e.status === 415 && e.reason === 'unsupported_file_type');
+  assert.throws(
+    () => probeImage(new TextEncoder().encode('hello, this is not an image')),
+    (e: { status: number; reason: string }) => e.status === 415 && e.reason === 'unsupported_file_type',
+  );
   const png = magick(['-size', '8x8', 'xc:red'], 'png').subarray(0, 14);
   assert.throws(() => probeImage(png), (e: { status: number; reason: string }) => e.status === 422 && e.reason === 'image_corrupt');
 });

@@ -2,10 +2,10 @@
  * Continuous batching: concurrent generations on one model share session steps and still give exactly
  * what each gives alone (and what torch gives), with per-request sampling, stops and cancellation.
  */
-import { test, before, after } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadModel, type LoadedModel } from '../../../src/services/inference/load.ts';
-import { generateText, type GenerateOptions, type GenerationInput } from '../../../src/services/inference/generate.ts';
+import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
+import { type GenerateOptions, generateText, type GenerationInput } from '../../../src/services/inference/generate.ts';
 import { batchDecoderFor } from '../../../src/services/inference/batch-decoder.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { REF } from './reference.ts';
@@ -15,7 +15,8 @@ let m: LoadedModel;
 const stepBatches: number[] = [];
 before(async () => {
   m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: 'fp32' });
-  const s = (m.model as unknown as { sessions: { model: { run: (f: Record<string, { dims: number[] }>) => Promise<unknown> } } }).sessions.model;
+  const s =
+    (m.model as unknown as { sessions: { model: { run: (f: Record<string, { dims: number[] }>) => Promise<unknown> } } }).sessions.model;
   const run = s.run.bind(s);
   s.run = (f) => {
     if (f.input_ids!.dims[1] === 1) stepBatches.push(f.input_ids!.dims[0]!);
@@ -34,18 +35,27 @@ async function collect(input: GenerationInput, o: GenerateOptions) {
 const prompts: GenerationInput[] = [
   { messages: [{ role: 'user', content: 'Tell me about Paris.' }], enableThinking: false },
   { prompt: 'a b' },
-  { messages: [{ role: 'system', content: 'You are terse and you answer in lists of short words only.' }, { role: 'user', content: 'Name colours.' }], enableThinking: false },
+  {
+    messages: [{ role: 'system', content: 'You are terse and you answer in lists of short words only.' }, {
+      role: 'user',
+      content: 'Name colours.',
+    }],
+    enableThinking: false,
+  },
   { prompt: 'The quick brown fox jumps over the lazy dog and keeps running' },
 ];
 
-test('the batch path is the one in use, and greedy equals torch\'s tokens', async () => {
+test("the batch path is the one in use, and greedy equals torch's tokens", async () => {
   assert.ok(batchDecoderFor(m), 'the tiny decoder is batchable');
   const ids: number[] = [];
   // the reference prompt ids fed as they are; torch's greedy continuation must come out
   const dec = batchDecoderFor(m)!;
   await dec.run({
-    promptIds: REF.generate.prompt_ids, maxNew: REF.generate.greedy_ids.length, processors: [],
-    signal: new AbortController().signal, onToken: (t) => (ids.push(t), false),
+    promptIds: REF.generate.prompt_ids,
+    maxNew: REF.generate.greedy_ids.length,
+    processors: [],
+    signal: new AbortController().signal,
+    onToken: (t) => (ids.push(t), false),
   });
   assert.deepEqual(ids, REF.generate.greedy_ids);
 });
@@ -82,7 +92,10 @@ test('per-request sampling, stops and penalties hold inside a batch', async () =
   const full = alone[1]!;
   const stop = full.slice(6, 9);
   assert.ok(stop.length === 3);
-  const [a, b] = await Promise.all([collect(reqs[1]![0], { ...reqs[1]![1], stop: [stop] }), collect(prompts[3]!, { temperature: 0, maxTokens: 20 })]);
+  const [a, b] = await Promise.all([
+    collect(reqs[1]![0], { ...reqs[1]![1], stop: [stop] }),
+    collect(prompts[3]!, { temperature: 0, maxTokens: 20 }),
+  ]);
   assert.equal(a.text, full.slice(0, full.indexOf(stop)));
   assert.equal(a.result.finishReason, 'stop');
   assert.equal(b.result.completionTokens, 20);

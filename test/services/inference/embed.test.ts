@@ -1,7 +1,7 @@
 /** Embeddings and cross-encoder scores of the tiny fixture models against torch's (reference-outputs.json). */
-import { test, before } from 'node:test';
+import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadModel, type LoadedModel } from '../../../src/services/inference/load.ts';
+import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import { embedTexts } from '../../../src/services/inference/embed.ts';
 import { scorePairs } from '../../../src/services/inference/rerank.ts';
 import { TINY_EMBED, TINY_RERANKER } from './fixtures.ts';

@@ -1,7 +1,7 @@
-import { test, before } from 'node:test';
+import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadModel, type LoadedModel } from '../../../src/services/inference/load.ts';
-import { generateText, type GenerateOptions, type GenerationInput } from '../../../src/services/inference/generate.ts';
+import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
+import { type GenerateOptions, generateText, type GenerationInput } from '../../../src/services/inference/generate.ts';
 import { renderChatPrompt } from '../../../src/services/inference/chat-prompt.ts';
 import { createStopMatcher } from '../../../src/services/inference/stop-strings.ts';
 import { TINY_LLAMA } from './fixtures.ts';
@@ -57,7 +57,8 @@ test('same seed gives the same text; another seed another text', async () => {
 
 test('penalties change the output', async () => {
   const plain = (await collect(chat, { temperature: 0, maxTokens: 30 })).text;
-  const pen = (await collect(chat, { temperature: 0, maxTokens: 30, frequencyPenalty: 2, presencePenalty: 1, repetitionPenalty: 1.5 })).text;
+  const pen =
+    (await collect(chat, { temperature: 0, maxTokens: 30, frequencyPenalty: 2, presencePenalty: 1, repetitionPenalty: 1.5 })).text;
   assert.notEqual(plain, pen);
 });
 
@@ -97,7 +98,11 @@ test('the chat template renders tools and the thinking switch', () => {
   const calls = renderChatPrompt(m.tokenizer, {
     messages: [
       { role: 'user', content: 'weather?' },
-      { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'get_weather', arguments: { city: 'Paris' } } }] },
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ type: 'function', function: { name: 'get_weather', arguments: { city: 'Paris' } } }],
+      },
       { role: 'tool', content: '{"temp": 20}' },
     ],
   });

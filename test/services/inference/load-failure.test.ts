@@ -12,10 +12,14 @@ test('a model whose graph is corrupt fails to load with a typed reason, not a ba
   try {
     await cp(TINY_LLAMA, dir, { recursive: true });
     await writeFile(join(dir, 'onnx/model.onnx'), new TextEncoder().encode('this is not a protobuf graph'));
-    await assert.rejects(loadModel(dir, 'text-generation', { dtype: 'fp32' }), (e) =>
-      isServiceError(e) && e.status === 500 && e.reason === 'model_load_failed' && /could not load/.test(e.message));
-    await assert.rejects(loadModel(dir, 'text-generation', { dtype: 'q4f16' }), (e) =>
-      isServiceError(e) && e.reason === 'model_load_failed' && /no onnx\/model file for dtype q4f16/.test(e.message));
+    await assert.rejects(
+      loadModel(dir, 'text-generation', { dtype: 'fp32' }),
+      (e) => isServiceError(e) && e.status === 500 && e.reason === 'model_load_failed' && /could not load/.test(e.message),
+    );
+    await assert.rejects(
+      loadModel(dir, 'text-generation', { dtype: 'q4f16' }),
+      (e) => isServiceError(e) && e.reason === 'model_load_failed' && /no onnx\/model file for dtype q4f16/.test(e.message),
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

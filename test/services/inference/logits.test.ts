@@ -1,21 +1,24 @@
 /** The decoder's logits and greedy tokens against torch (reference-outputs.json), KV cache included. */
-import { test, before, after } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadModel, type LoadedModel } from '../../../src/services/inference/load.ts';
+import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { maxDiff, REF } from './reference.ts';
 
 let m: LoadedModel;
-before(async () => { m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: 'fp32' }); });
+before(async () => {
+  m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: 'fp32' });
+});
 after(() => m.dispose());
 
 const idsTensor = (ids: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
 
 test('logits of the last prompt position equal torch', async () => {
   const ids = REF.generate.prompt_ids;
-  const out = (await (m.model as unknown as (i: object) => Promise<{ logits: { dims: number[]; data: Float32Array } }>)({
-    input_ids: idsTensor(ids), attention_mask: idsTensor(ids.map(() => 1)),
-  }));
+  const out = await (m.model as unknown as (i: object) => Promise<{ logits: { dims: number[]; data: Float32Array } }>)({
+    input_ids: idsTensor(ids),
+    attention_mask: idsTensor(ids.map(() => 1)),
+  });
   const [, n, v] = out.logits.dims as [number, number, number];
   assert.equal(n, ids.length);
   assert.equal(v, REF.generate.last_logits.length);
@@ -24,12 +27,16 @@ test('logits of the last prompt position equal torch', async () => {
   assert.ok(d < 1e-3, `max |svc - torch| over ${v} logits = ${d}`);
 });
 
-test('greedy decoding through the KV cache gives torch\'s tokens', async () => {
+test("greedy decoding through the KV cache gives torch's tokens", async () => {
   const ids = REF.generate.prompt_ids;
   const n = REF.generate.greedy_ids.length;
   const out = (await m.model.generate({
-    input_ids: idsTensor(ids), attention_mask: idsTensor(ids.map(() => 1)),
-    max_new_tokens: n, min_new_tokens: n, do_sample: false, repetition_penalty: 1,
+    input_ids: idsTensor(ids),
+    attention_mask: idsTensor(ids.map(() => 1)),
+    max_new_tokens: n,
+    min_new_tokens: n,
+    do_sample: false,
+    repetition_penalty: 1,
   } as never)) as unknown as { tolist(): bigint[][] };
   assert.deepEqual(out.tolist()[0]!.slice(ids.length).map(Number), REF.generate.greedy_ids);
 });

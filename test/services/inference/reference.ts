@@ -12,7 +12,12 @@ export interface References {
   generate: { prompt_ids: number[]; last_logits: number[]; greedy_ids: number[] };
 }
 
-export const REF = JSON.parse(readFileSync(fileURLToPath(new URL('../../fixtures/models/reference-outputs.json', import.meta.url)), 'utf8')) as References;
+export const REF = JSON.parse(
+  readFileSync(fileURLToPath(new URL('../../fixtures/models/reference-outputs.json', import.meta.url)), 'utf8'),
+) as References;
 
 /** Largest absolute difference, for messages. */
-export const maxDiff = (a: readonly number[], b: readonly number[]) => (a.length !== b.length ? Infinity : Math.max(...a.map((x, i) => Math.abs(x - b[i]!))));
+export const maxDiff = (
+  a: readonly number[],
+  b: readonly number[],
+) => (a.length !== b.length ? Infinity : Math.max(...a.map((x, i) => Math.abs(x - b[i]!))));

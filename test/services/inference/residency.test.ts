@@ -1,11 +1,11 @@
-import { test, after } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createInferenceEngine, type EngineSettings } from '../../../src/services/inference/engine.ts';
 import { createSlots } from '../../../src/services/inference/slots.ts';
 import { parseKeepAlive } from '../../../src/services/inference/keep-alive.ts';
 import { ServiceError } from '../../../src/services/errors.ts';
 import type { ModelSpec } from '../../../src/services/inference/residency.ts';
-import { TINY_LLAMA, TINY_EMBED, TINY_RERANKER } from './fixtures.ts';
+import { TINY_EMBED, TINY_LLAMA, TINY_RERANKER } from './fixtures.ts';
 
 const base: EngineSettings = {
   backend: 'cpu',
@@ -99,7 +99,8 @@ test('Reject policy answers 503 with Retry-After: 1 when every slot is busy', as
   const g = await e.generate(llama, input, { temperature: 0, maxTokens: 200 });
   await assert.rejects(
     e.generate(llama, input, { maxTokens: 1 }),
-    (err: unknown) => err instanceof ServiceError && err.status === 503 && err.reason === 'service_unavailable' && err.headers?.['Retry-After'] === '1',
+    (err: unknown) =>
+      err instanceof ServiceError && err.status === 503 && err.reason === 'service_unavailable' && err.headers?.['Retry-After'] === '1',
   );
   for await (const _ of g);
   await g.result;

@@ -11,7 +11,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import * as z from 'zod';
 import { AutoTokenizer, type PreTrainedTokenizer } from '@huggingface/transformers';
-import { createConstrainedProcessor, grammarOf, vocabOf, type OutputConstraint } from '../../../src/services/inference/structured/index.ts';
+import { createConstrainedProcessor, grammarOf, type OutputConstraint, vocabOf } from '../../../src/services/inference/structured/index.ts';
 import { seededRandom } from '../../../src/services/inference/sampling.ts';
 import { ServiceError } from '../../../src/services/errors.ts';
 import { FIXTURE_MODELS_DIR } from '../../support/hub-stand-in.ts';
@@ -33,7 +33,7 @@ function run(c: OutputConstraint, seed: number, maxNew: number, peaky: boolean) 
     const data = new Float32Array(485);
     for (let i = 0; i < data.length; i++) data[i] = rand() * 4;
     if (peaky) data[favourite] = 50;
-    if (rand() < 0.05) for (const e of EOS) data[e] = 100;
+    if (rand() < 0.05) { for (const e of EOS) data[e] = 100; }
     proc([ids], { data, dims: [1, 485] });
     let best = 0;
     for (let i = 1; i < data.length; i++) if (data[i] > data[best]) best = i;
@@ -47,13 +47,48 @@ function run(c: OutputConstraint, seed: number, maxNew: number, peaky: boolean) 
 const ajv = new Ajv2020({ strict: false });
 (addFormats as unknown as (a: Ajv2020) => void)(ajv);
 
-const Tree: z.ZodType = z.object({ name: z.string().max(8), get children() { return z.array(Tree).max(2); } });
+const Tree: z.ZodType = z.object({
+  name: z.string().max(8),
+  get children() {
+    return z.array(Tree).max(2);
+  },
+});
 const ZOD: Record<string, z.ZodType> = {
-  ints: z.object({ n: z.number().int(), age: z.int().min(0).max(130), neg: z.int().max(-5), even: z.int().multipleOf(2).min(10).max(100), big: z.int().positive() }),
-  numbers: z.object({ p: z.number().min(0).max(1), t: z.number().gt(-1.5).lt(2.25), q: z.number().gte(100), h: z.number().multipleOf(0.25).max(3) }),
-  formats: z.object({ e: z.email(), u: z.uuid(), d: z.iso.datetime(), dt: z.iso.date(), t: z.iso.time(), url: z.url(), ip: z.ipv4(), ip6: z.ipv6() }),
-  strings: z.object({ pat: z.string().regex(/^[A-Z]{3}-\d+$/), len: z.string().min(2).max(5), code: z.string().regex(/[a-f]{4}/).max(10), host: z.hostname(), nul: z.string().nullable() }),
-  records: z.object({ r: z.record(z.string(), z.number()), byEnum: z.record(z.enum(['a', 'b']), z.boolean()), keyed: z.record(z.string().regex(/^k_[a-z]+$/), z.int()) }),
+  ints: z.object({
+    n: z.number().int(),
+    age: z.int().min(0).max(130),
+    neg: z.int().max(-5),
+    even: z.int().multipleOf(2).min(10).max(100),
+    big: z.int().positive(),
+  }),
+  numbers: z.object({
+    p: z.number().min(0).max(1),
+    t: z.number().gt(-1.5).lt(2.25),
+    q: z.number().gte(100),
+    h: z.number().multipleOf(0.25).max(3),
+  }),
+  formats: z.object({
+    e: z.email(),
+    u: z.uuid(),
+    d: z.iso.datetime(),
+    dt: z.iso.date(),
+    t: z.iso.time(),
+    url: z.url(),
+    ip: z.ipv4(),
+    ip6: z.ipv6(),
+  }),
+  strings: z.object({
+    pat: z.string().regex(/^[A-Z]{3}-\d+$/),
+    len: z.string().min(2).max(5),
+    code: z.string().regex(/[a-f]{4}/).max(10),
+    host: z.hostname(),
+    nul: z.string().nullable(),
+  }),
+  records: z.object({
+    r: z.record(z.string(), z.number()),
+    byEnum: z.record(z.enum(['a', 'b']), z.boolean()),
+    keyed: z.record(z.string().regex(/^k_[a-z]+$/), z.int()),
+  }),
   unions: z.object({
     du: z.discriminatedUnion('kind', [z.object({ kind: z.literal('a'), x: z.string() }), z.object({ kind: z.literal('b'), y: z.int() })]),
     tup: z.tuple([z.string(), z.number(), z.boolean()]),
@@ -66,7 +101,12 @@ const PYDANTIC: Record<string, unknown> = {
   // pydantic v2 model_json_schema of models with Field(ge=, le=), EmailStr, datetime, UUID, constr(pattern=), nested $defs
   person: {
     $defs: {
-      Address: { properties: { street: { title: 'Street', type: 'string' }, zip: { pattern: '^\\d{5}$', title: 'Zip', type: 'string' } }, required: ['street', 'zip'], title: 'Address', type: 'object' },
+      Address: {
+        properties: { street: { title: 'Street', type: 'string' }, zip: { pattern: '^\\d{5}$', title: 'Zip', type: 'string' } },
+        required: ['street', 'zip'],
+        title: 'Address',
+        type: 'object',
+      },
       Role: { enum: ['admin', 'user'], title: 'Role', type: 'string' },
     },
     properties: {
@@ -91,12 +131,26 @@ const PYDANTIC: Record<string, unknown> = {
   // pydantic discriminated union (oneOf + discriminator mapping) and allOf inheritance-style merge
   pets: {
     $defs: {
-      Cat: { properties: { pet_type: { const: 'cat', title: 'Pet Type', type: 'string' }, meows: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['pet_type', 'meows'], title: 'Cat', type: 'object' },
-      Dog: { properties: { pet_type: { const: 'dog', title: 'Pet Type', type: 'string' }, barks: { type: 'number', exclusiveMaximum: 10 } }, required: ['pet_type', 'barks'], title: 'Dog', type: 'object' },
+      Cat: {
+        properties: { pet_type: { const: 'cat', title: 'Pet Type', type: 'string' }, meows: { type: 'integer', minimum: 0, maximum: 9 } },
+        required: ['pet_type', 'meows'],
+        title: 'Cat',
+        type: 'object',
+      },
+      Dog: {
+        properties: { pet_type: { const: 'dog', title: 'Pet Type', type: 'string' }, barks: { type: 'number', exclusiveMaximum: 10 } },
+        required: ['pet_type', 'barks'],
+        title: 'Dog',
+        type: 'object',
+      },
       Base: { properties: { id: { type: 'integer', minimum: 1 } }, required: ['id'], type: 'object' },
     },
     properties: {
-      pet: { discriminator: { mapping: { cat: '#/$defs/Cat', dog: '#/$defs/Dog' }, propertyName: 'pet_type' }, oneOf: [{ $ref: '#/$defs/Cat' }, { $ref: '#/$defs/Dog' }], title: 'Pet' },
+      pet: {
+        discriminator: { mapping: { cat: '#/$defs/Cat', dog: '#/$defs/Dog' }, propertyName: 'pet_type' },
+        oneOf: [{ $ref: '#/$defs/Cat' }, { $ref: '#/$defs/Dog' }],
+        title: 'Pet',
+      },
       owner: { allOf: [{ $ref: '#/$defs/Base' }, { properties: { name: { type: 'string', maxLength: 6 } }, required: ['name'] }] },
       legacy: { type: 'integer', minimum: 5, exclusiveMaximum: 7 },
       pair: { type: 'array', prefixItems: [{ type: 'integer' }, { type: 'string', format: 'ipv4' }], items: false },
@@ -112,7 +166,15 @@ const PYDANTIC: Record<string, unknown> = {
       type: { type: 'string', enum: ['div', 'button', 'header', 'section', 'field', 'form'] },
       label: { type: 'string' },
       children: { type: 'array', items: { $ref: '#' } },
-      attributes: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, value: { type: 'string' } }, required: ['name', 'value'], additionalProperties: false } },
+      attributes: {
+        type: 'array',
+        items: {
+          type: 'object',
+          properties: { name: { type: 'string' }, value: { type: 'string' } },
+          required: ['name', 'value'],
+          additionalProperties: false,
+        },
+      },
     },
     required: ['type', 'label', 'children', 'attributes'],
     additionalProperties: false,
@@ -156,11 +218,18 @@ describe('constrained decoding of client-generated schemas (ajv + ajv-formats ju
       [{ type: 'string', pattern: '\\p{L}+' }, /Unicode property/],
       [{ type: 'string', pattern: '^é$' }, /printable ASCII/],
       [{ type: 'integer', minimum: 5, maximum: 4 }, /numeric range/],
-      [{ type: 'object', properties: { Bad: { type: 'string' } }, propertyNames: { pattern: '^[a-z]+$' } }, /"Bad" that "propertyNames" refuses/],
+      [
+        { type: 'object', properties: { Bad: { type: 'string' } }, propertyNames: { pattern: '^[a-z]+$' } },
+        /"Bad" that "propertyNames" refuses/,
+      ],
       [{ oneOf: [{ type: 'object', properties: { k: { const: 'a' } } }, { type: 'object', properties: { k: { const: 'b' } } }] }, /oneOf/],
     ];
     for (const [schema, re] of cases) {
-      assert.throws(() => grammarOf({ type: 'json_schema', schema }), (e: unknown) => e instanceof ServiceError && e.status === 400 && re.test(e.message), `${JSON.stringify(schema)}`);
+      assert.throws(
+        () => grammarOf({ type: 'json_schema', schema }),
+        (e: unknown) => e instanceof ServiceError && e.status === 400 && re.test(e.message),
+        `${JSON.stringify(schema)}`,
+      );
     }
   });
 });

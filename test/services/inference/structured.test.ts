@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import { AutoTokenizer, type PreTrainedTokenizer } from '@huggingface/transformers';
-import { createConstrainedProcessor, grammarOf, vocabOf, type OutputConstraint } from '../../../src/services/inference/structured/index.ts';
+import { createConstrainedProcessor, grammarOf, type OutputConstraint, vocabOf } from '../../../src/services/inference/structured/index.ts';
 import { seededRandom } from '../../../src/services/inference/sampling.ts';
 import { ServiceError } from '../../../src/services/errors.ts';
 import { FIXTURE_MODELS_DIR } from '../../support/hub-stand-in.ts';
@@ -36,7 +36,7 @@ function run(c: OutputConstraint, seed: number, maxNew: number, opts: { peaky?: 
     const data = new Float32Array(485);
     for (let i = 0; i < data.length; i++) data[i] = rand() * 4;
     if (opts.peaky) data[favourite] = 50;
-    if (rand() < 0.05) for (const e of EOS) data[e] = 100;
+    if (rand() < 0.05) { for (const e of EOS) data[e] = 100; }
     proc([ids], { data, dims: [1, 485] });
     let best = 0;
     for (let i = 1; i < data.length; i++) if (data[i] > data[best]) best = i;
@@ -71,14 +71,26 @@ const SCHEMAS: Record<string, unknown> = {
     additionalProperties: false,
   },
   refs: {
-    $defs: { item: { type: 'object', properties: { id: { type: 'integer', minimum: 1, maximum: 9 }, kids: { type: 'array', items: { $ref: '#/$defs/item' }, maxItems: 2 } }, required: ['id'] } },
+    $defs: {
+      item: {
+        type: 'object',
+        properties: {
+          id: { type: 'integer', minimum: 1, maximum: 9 },
+          kids: { type: 'array', items: { $ref: '#/$defs/item' }, maxItems: 2 },
+        },
+        required: ['id'],
+      },
+    },
     type: 'object',
     properties: { root: { $ref: '#/$defs/item' } },
     required: ['root'],
   },
   union: {
     type: 'object',
-    properties: { v: { anyOf: [{ type: 'number' }, { type: 'string', enum: ['a', 'b'] }, { type: 'array', items: { type: 'boolean' } }] }, c: { const: 'x"y' } },
+    properties: {
+      v: { anyOf: [{ type: 'number' }, { type: 'string', enum: ['a', 'b'] }, { type: 'array', items: { type: 'boolean' } }] },
+      c: { const: 'x"y' },
+    },
     required: ['v', 'c'],
   },
   array: { type: 'array', items: { type: 'object', properties: { k: { enum: [1, 12, 'k', null] } }, required: ['k'] }, minItems: 2 },
@@ -111,7 +123,10 @@ describe('constrained decoding over random logits', () => {
 
   it('a forced hermes tool call: wrapper, a known name, arguments valid for that tool', () => {
     const tools = [
-      { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { enum: ['c', 'f'] } }, required: ['city', 'unit'] } },
+      {
+        name: 'get_weather',
+        parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { enum: ['c', 'f'] } }, required: ['city', 'unit'] },
+      },
       { name: 'add', parameters: { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a', 'b'] } },
     ];
     const validators = Object.fromEntries(tools.map((t) => [t.name, ajv.compile(t.parameters)]));
@@ -126,7 +141,10 @@ describe('constrained decoding over random logits', () => {
   });
 
   it('refuses a budget smaller than the shortest valid output', () => {
-    assert.throws(() => run({ type: 'json_schema', schema: SCHEMAS.nested }, 1, 20), (e: unknown) => e instanceof ServiceError && e.status === 400 && /budget of 20 tokens/.test(e.message));
+    assert.throws(
+      () => run({ type: 'json_schema', schema: SCHEMAS.nested }, 1, 20),
+      (e: unknown) => e instanceof ServiceError && e.status === 400 && /budget of 20 tokens/.test(e.message),
+    );
   });
 
   it('refuses unsupported features by name', () => {
@@ -144,7 +162,11 @@ describe('constrained decoding over random logits', () => {
       [{ $ref: 'http://example.com/s.json' }, /\$ref/],
     ];
     for (const [schema, re] of cases) {
-      assert.throws(() => grammarOf({ type: 'json_schema', schema }), (e: unknown) => e instanceof ServiceError && e.status === 400 && re.test(e.message), JSON.stringify(schema));
+      assert.throws(
+        () => grammarOf({ type: 'json_schema', schema }),
+        (e: unknown) => e instanceof ServiceError && e.status === 400 && re.test(e.message),
+        JSON.stringify(schema),
+      );
     }
   });
 });

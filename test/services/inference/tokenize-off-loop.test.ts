@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { loadModel, type LoadedModel } from '../../../src/services/inference/load.ts';
+import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import { generateText, renderPrompt } from '../../../src/services/inference/generate.ts';
 import { OFF_LOOP_CHARS, tokenizeOffLoop } from '../../../src/services/inference/tokenize-off-loop.ts';
 import { closeWorkers, workers } from '../../../src/services/workers/index.ts';
@@ -15,7 +15,8 @@ import { FIXTURE_MODELS_DIR } from '../../support/hub-stand-in.ts';
 const unit = 'The quick brown fox — 42 times!  Ünïcödé, 中文字符, emoji 🦊🚀, tabs\tand\nnew lines. ';
 const big = unit.repeat(Math.ceil((OFF_LOOP_CHARS * 1.5) / unit.length));
 const ids = (m: LoadedModel, text: string, special: boolean) =>
-  (m.tokenizer as unknown as (t: string, o: object) => { input_ids: { tolist(): bigint[][] } })(text, { add_special_tokens: special }).input_ids.tolist()[0]!.map(Number);
+  (m.tokenizer as unknown as (t: string, o: object) => { input_ids: { tolist(): bigint[][] } })(text, { add_special_tokens: special })
+    .input_ids.tolist()[0]!.map(Number);
 
 describe('tokenization off the event loop', () => {
   let llama: LoadedModel;
@@ -43,7 +44,7 @@ describe('tokenization off the event loop', () => {
     assert.ok((workers.stats()?.started ?? 0) > before || before > 0, 'ran in the pool');
   });
 
-  it('a generation fed the worker\'s ids gives the same greedy text', async () => {
+  it("a generation fed the worker's ids gives the same greedy text", async () => {
     // a prompt that fits the tiny model's 512-token window, tokenized in the pool directly
     const input = { messages: [{ role: 'user' as const, content: unit.repeat(4) }] };
     const rendered = renderPrompt(llama, input);

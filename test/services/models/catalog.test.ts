@@ -14,7 +14,6 @@ import { tempDir } from './repos.ts';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
-
 describe('catalog name resolution (Ollama rules)', () => {
   const catalog = new Catalog();
 
@@ -41,17 +40,37 @@ describe('catalog name resolution (Ollama rules)', () => {
 
   it('accepts test entries at runtime and forgets them again', () => {
     const c = new Catalog([]);
-    c.register({ name: 'tiny-llama:test', aliases: ['tiny-llama'], repo: 'svc-test/tiny-llama', dtype: 'fp32', kind: 'generation', capabilities: ['completion'], components: ['model'] });
+    c.register({
+      name: 'tiny-llama:test',
+      aliases: ['tiny-llama'],
+      repo: 'svc-test/tiny-llama',
+      dtype: 'fp32',
+      kind: 'generation',
+      capabilities: ['completion'],
+      components: ['model'],
+    });
     assert.equal(c.resolve('Tiny-Llama')?.repo, 'svc-test/tiny-llama');
     assert.equal(c.list().length, 1);
     assert.ok(c.unregister('tiny-llama:test'));
     assert.equal(c.resolve('tiny-llama'), undefined);
-    assert.throws(() => c.register({ name: 'x', repo: '../etc', dtype: 'fp32', kind: 'generation', capabilities: [], components: ['model'] }));
+    assert.throws(() =>
+      c.register({ name: 'x', repo: '../etc', dtype: 'fp32', kind: 'generation', capabilities: [], components: ['model'] })
+    );
   });
 
   it('reads hub references with optional quant', () => {
-    assert.deepEqual(asHubReference(parseModelName('hf.co/Owner/Repo-ONNX:Q4')), { host: 'hf.co', owner: 'Owner', repo: 'Repo-ONNX', quant: 'Q4' });
-    assert.deepEqual(asHubReference(parseModelName('127.0.0.1:8080/o/r')), { host: '127.0.0.1:8080', owner: 'o', repo: 'r', quant: 'latest' });
+    assert.deepEqual(asHubReference(parseModelName('hf.co/Owner/Repo-ONNX:Q4')), {
+      host: 'hf.co',
+      owner: 'Owner',
+      repo: 'Repo-ONNX',
+      quant: 'Q4',
+    });
+    assert.deepEqual(asHubReference(parseModelName('127.0.0.1:8080/o/r')), {
+      host: '127.0.0.1:8080',
+      owner: 'o',
+      repo: 'r',
+      quant: 'latest',
+    });
     assert.equal(asHubReference(parseModelName('someone/model')), undefined);
     assert.equal(quantToDtype('Q4'), 'q4');
     assert.equal(quantToDtype('latest'), undefined);
@@ -62,22 +81,39 @@ describe('catalog name resolution (Ollama rules)', () => {
 
 describe('file selection', () => {
   const siblings = [
-    'config.json', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json', 'README.md',
-    'onnx/model.onnx', 'onnx/model_q4.onnx', 'onnx/model_q4f16.onnx', 'onnx/model_q4f16.onnx_data', 'onnx/model_q4f16.onnx_data_1',
+    'config.json',
+    'tokenizer.json',
+    'tokenizer_config.json',
+    'generation_config.json',
+    'README.md',
+    'onnx/model.onnx',
+    'onnx/model_q4.onnx',
+    'onnx/model_q4f16.onnx',
+    'onnx/model_q4f16.onnx_data',
+    'onnx/model_q4f16.onnx_data_1',
     '../evil.json',
   ].map((rfilename) => ({ rfilename }));
 
   it('takes configs, tokenizer and the dtype graph with its external data', () => {
     assert.deepEqual(selectFiles(siblings, { repo: 'o/r', dtype: 'q4f16', components: ['model'] }).map((s) => s.rfilename), [
-      'config.json', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json',
-      'onnx/model_q4f16.onnx', 'onnx/model_q4f16.onnx_data', 'onnx/model_q4f16.onnx_data_1',
+      'config.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'generation_config.json',
+      'onnx/model_q4f16.onnx',
+      'onnx/model_q4f16.onnx_data',
+      'onnx/model_q4f16.onnx_data_1',
     ]);
-    assert.deepEqual(selectFiles(siblings, { repo: 'o/r', dtype: 'q4', components: ['model'] }).map((s) => s.rfilename).slice(4), ['onnx/model_q4.onnx']);
+    assert.deepEqual(selectFiles(siblings, { repo: 'o/r', dtype: 'q4', components: ['model'] }).map((s) => s.rfilename).slice(4), [
+      'onnx/model_q4.onnx',
+    ]);
   });
 
   it('answers 404 when the repository lacks the dtype', () => {
-    assert.throws(() => selectFiles(siblings, { repo: 'o/r', dtype: 'q8', components: ['model'] }),
-      (e) => isServiceError(e) && e.status === 404 && /model_quantized\.onnx/.test(e.message));
+    assert.throws(
+      () => selectFiles(siblings, { repo: 'o/r', dtype: 'q8', components: ['model'] }),
+      (e) => isServiceError(e) && e.status === 404 && /model_quantized\.onnx/.test(e.message),
+    );
   });
 
   it('picks a default dtype and detects encoder/decoder repos', () => {
@@ -89,7 +125,7 @@ describe('file selection', () => {
   });
 });
 
-describe('every built-in catalog entry holds against the hub\'s own metadata', () => {
+describe("every built-in catalog entry holds against the hub's own metadata", () => {
   let hub: HubStandIn;
   let client: HubClient;
   const dirs: Record<string, string> = {};
@@ -101,8 +137,11 @@ describe('every built-in catalog entry holds against the hub\'s own metadata', (
       const dir = join(root, repo);
       for (const file of f.files) {
         await mkdir(dirname(join(dir, file)), { recursive: true });
-        const body = file === 'config.json' ? JSON.stringify(f.config)
-          : file === 'tokenizer_config.json' ? JSON.stringify(f.template ? { chat_template: f.template } : {}) : '{}';
+        const body = file === 'config.json'
+          ? JSON.stringify(f.config)
+          : file === 'tokenizer_config.json'
+          ? JSON.stringify(f.template ? { chat_template: f.template } : {})
+          : '{}';
         await writeFile(join(dir, file), body);
       }
       repos[repo] = { dir, pipelineTag: f.pipeline_tag };

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Catalog } from '../../../src/services/models/catalog.ts';
 import { PullService } from '../../../src/services/models/pull.ts';
-import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, startFixtureHub, type HubStandIn } from '../../support/hub-stand-in.ts';
+import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, type HubStandIn, startFixtureHub } from '../../support/hub-stand-in.ts';
 import { tempDir } from './repos.ts';
 import { REF } from '../inference/reference.ts';
 
@@ -26,11 +26,13 @@ describe('pulling the tiny fixture models through the hub stand-in', () => {
       for (const f of pulled.local.manifest.files) {
         assert.deepEqual(await readFile(join(pulled.local.dir, f.path)), await readFile(join(FIXTURE_MODELS_DIR, name, f.path)), f.path);
       }
-      for (const c of entry.components) assert.ok(pulled.local.manifest.files.some((f) => f.path === `onnx/${c}.onnx`), `onnx/${c}.onnx pulled`);
+      for (const c of entry.components) {
+        assert.ok(pulled.local.manifest.files.some((f) => f.path === `onnx/${c}.onnx`), `onnx/${c}.onnx pulled`);
+      }
     });
   }
 
-  it('leaves a layout transformers.js loads offline (localModelPath = modelsDir, id = owner/repo), giving torch\'s tokens', async () => {
+  it("leaves a layout transformers.js loads offline (localModelPath = modelsDir, id = owner/repo), giving torch's tokens", async () => {
     const pulled = await svc.ensure('tiny-llama');
     const { env, AutoModelForCausalLM, Tensor } = await import('@huggingface/transformers');
     env.localModelPath = `${svc.layout.root}/`;
@@ -39,7 +41,16 @@ describe('pulling the tiny fixture models through the hub stand-in', () => {
     const ids = REF.generate.prompt_ids;
     const t = (xs: number[]) => new Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
     const n = REF.generate.greedy_ids.length;
-    const out = (await model.generate({ input_ids: t(ids), attention_mask: t(ids.map(() => 1)), max_new_tokens: n, min_new_tokens: n, do_sample: false, repetition_penalty: 1 } as never)) as unknown as { tolist(): bigint[][] };
+    const out = (await model.generate(
+      {
+        input_ids: t(ids),
+        attention_mask: t(ids.map(() => 1)),
+        max_new_tokens: n,
+        min_new_tokens: n,
+        do_sample: false,
+        repetition_penalty: 1,
+      } as never,
+    )) as unknown as { tolist(): bigint[][] };
     assert.deepEqual(out.tolist()[0]!.slice(ids.length).map(Number), REF.generate.greedy_ids);
     await model.dispose();
   });

@@ -3,7 +3,7 @@
  * the MatMulNBits format (scripts/models/check-matmulnbits.py), the logits of ONNX Runtime running the
  * quantized graph against the fp32 graph.
  */
-import { describe, it, before, after } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,8 +29,19 @@ before(async () => {
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
 interface Check {
-  matmulnbits: { weight: string; K: number; N: number; attrs: Record<string, number>; domain: string; inputs: number;
-    max_err_over_half_scale: number; scale_max_rel_diff: number; codes_differing: number; dequant_max_abs_diff_vs_reference: number; rel_fro_err: number }[];
+  matmulnbits: {
+    weight: string;
+    K: number;
+    N: number;
+    attrs: Record<string, number>;
+    domain: string;
+    inputs: number;
+    max_err_over_half_scale: number;
+    scale_max_rel_diff: number;
+    codes_differing: number;
+    dequant_max_abs_diff_vs_reference: number;
+    rel_fro_err: number;
+  }[];
   gathers: { table: string; dtype: string; max_err_over_half_scale: number; scale_vs_absmax_over_127: number }[];
   fp32_matmuls_left: number;
   opsets: Record<string, number>;
@@ -40,7 +51,9 @@ describe('q4 weights against the MatMulNBits format, read by numpy', () => {
   let c: Check;
   before(() => {
     files.fake = join(tmp, 'fake-q4.onnx');
-    const p = spawnSync('/usr/bin/python3', ['scripts/models/check-matmulnbits.py', files.fp32, files.q4, files.fake], { encoding: 'utf8' });
+    const p = spawnSync('/usr/bin/python3', ['scripts/models/check-matmulnbits.py', files.fp32, files.q4, files.fake], {
+      encoding: 'utf8',
+    });
     assert.equal(p.status, 0, p.stderr);
     c = JSON.parse(p.stdout);
   });
@@ -54,8 +67,13 @@ describe('q4 weights against the MatMulNBits format, read by numpy', () => {
     assert.ok(head, 'the LM head is quantized');
     for (const m of c.matmulnbits) {
       assert.equal(m.domain, 'com.microsoft');
-      assert.deepEqual({ bits: m.attrs.bits, block_size: m.attrs.block_size, accuracy_level: m.attrs.accuracy_level, K: m.attrs.K, N: m.attrs.N },
-        { bits: 4, block_size: 32, accuracy_level: 4, K: m.K, N: m.N });
+      assert.deepEqual({
+        bits: m.attrs.bits,
+        block_size: m.attrs.block_size,
+        accuracy_level: m.attrs.accuracy_level,
+        K: m.attrs.K,
+        N: m.attrs.N,
+      }, { bits: 4, block_size: 32, accuracy_level: 4, K: m.K, N: m.N });
       assert.equal(m.inputs, 3, 'no zero points: the format default 8 applies');
     }
   });
@@ -86,9 +104,15 @@ describe('quantized logits against fp32 under ONNX Runtime', () => {
   const logits = async (file: string) => {
     const s = await ort.InferenceSession.create(file, { intraOpNumThreads: 1 });
     const i64 = (xs: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
-    const feeds: Record<string, ort.Tensor> = { input_ids: i64(ids), attention_mask: i64(ids.map(() => 1)), position_ids: i64(ids.map((_, i) => i)) };
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: i64(ids),
+      attention_mask: i64(ids.map(() => 1)),
+      position_ids: i64(ids.map((_, i) => i)),
+    };
     for (let l = 0; l < CONFIG.num_hidden_layers; l++) {
-      for (const kind of ['key', 'value']) feeds[`past_key_values.${l}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [1, kv, 0, hd]);
+      for (const kind of ['key', 'value']) {
+        feeds[`past_key_values.${l}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [1, kv, 0, hd]);
+      }
     }
     const out = (await s.run(feeds)).logits!;
     await s.release();
@@ -96,14 +120,19 @@ describe('quantized logits against fp32 under ONNX Runtime', () => {
   };
   const cosine = (a: Float32Array, b: Float32Array) => {
     let ab = 0, aa = 0, bb = 0;
-    for (let i = 0; i < a.length; i++) { ab += a[i]! * b[i]!; aa += a[i]! * a[i]!; bb += b[i]! * b[i]!; }
+    for (let i = 0; i < a.length; i++) {
+      ab += a[i]! * b[i]!;
+      aa += a[i]! * a[i]!;
+      bb += b[i]! * b[i]!;
+    }
     return ab / Math.sqrt(aa * bb);
   };
-  const argmaxRows = (x: Float32Array, v: number) => Array.from({ length: x.length / v }, (_, r) => {
-    let best = 0;
-    for (let j = 1; j < v; j++) if (x[r * v + j]! > x[r * v + best]!) best = j;
-    return best;
-  });
+  const argmaxRows = (x: Float32Array, v: number) =>
+    Array.from({ length: x.length / v }, (_, r) => {
+      let best = 0;
+      for (let j = 1; j < v; j++) if (x[r * v + j]! > x[r * v + best]!) best = j;
+      return best;
+    });
 
   const perPosition = (a: Float32Array, b: Float32Array, v: number) => {
     let worst = 1;
@@ -118,7 +147,11 @@ describe('quantized logits against fp32 under ONNX Runtime', () => {
     const fake = await logits(files.fake!);
     const exact = perPosition(fake, await logits(`${files.fake}.level0.onnx`), v);
     const r = perPosition(fake, await logits(files.q4), v);
-    console.log(`q4 vs numpy fake-quant: accuracy_level 0 worst cosine ${exact.worst.toFixed(6)}; level 4 worst ${r.worst.toFixed(5)}, argmax kept ${r.same}/${ids.length}`);
+    console.log(
+      `q4 vs numpy fake-quant: accuracy_level 0 worst cosine ${exact.worst.toFixed(6)}; level 4 worst ${
+        r.worst.toFixed(5)
+      }, argmax kept ${r.same}/${ids.length}`,
+    );
     assert.ok(exact.worst >= 0.99999, `fp32 activations: cosine ${exact.worst}`);
     assert.equal(exact.same, ids.length);
     // level 4 quantizes activations to int8 per block of 32: a small, bounded extra error
@@ -130,7 +163,11 @@ describe('quantized logits against fp32 under ONNX Runtime', () => {
     const f = await logits(files.fp32);
     const q8 = perPosition(f, await logits(files.q8), v);
     const q4 = perPosition(f, await logits(files.q4), v);
-    console.log(`vs fp32: q8 worst ${q8.worst.toFixed(4)} whole ${q8.whole.toFixed(4)} argmax ${q8.same}/${ids.length}; q4 worst ${q4.worst.toFixed(4)} whole ${q4.whole.toFixed(4)} argmax ${q4.same}/${ids.length}`);
+    console.log(
+      `vs fp32: q8 worst ${q8.worst.toFixed(4)} whole ${q8.whole.toFixed(4)} argmax ${q8.same}/${ids.length}; q4 worst ${
+        q4.worst.toFixed(4)
+      } whole ${q4.whole.toFixed(4)} argmax ${q4.same}/${ids.length}`,
+    );
     // per-column weight scales; the rest is the per-tensor uint8 activations (per-tensor weights gave 0.969)
     assert.ok(q8.worst >= 0.98, `q8: cosine ${q8.worst}`);
     assert.ok(q8.same >= ids.length - 2, `q8: argmax kept at ${q8.same}/${ids.length}`);

@@ -28,7 +28,15 @@ after(() => hub.close());
 
 function testCatalog(): Catalog {
   const c = new Catalog();
-  c.register({ name: 'tiny-chat:test', aliases: ['tiny-chat'], repo: REPO, dtype: 'fp32', kind: 'generation', capabilities: ['completion', 'tools'], components: ['model'] });
+  c.register({
+    name: 'tiny-chat:test',
+    aliases: ['tiny-chat'],
+    repo: REPO,
+    dtype: 'fp32',
+    kind: 'generation',
+    capabilities: ['completion', 'tools'],
+    components: ['model'],
+  });
   return c;
 }
 
@@ -81,15 +89,26 @@ describe('pull', () => {
     }
     const onnxSha = sha256(await readFile(join(repoDir, ONNX)));
     const onnxEvents = layers.filter((e) => e.digest === `sha256:${onnxSha}`);
-    assert.deepEqual(onnxEvents.at(-1), { status: `pulling ${onnxSha.slice(0, 12)}`, digest: `sha256:${onnxSha}`, total: ONNX_SIZE, completed: ONNX_SIZE });
+    assert.deepEqual(onnxEvents.at(-1), {
+      status: `pulling ${onnxSha.slice(0, 12)}`,
+      digest: `sha256:${onnxSha}`,
+      total: ONNX_SIZE,
+      completed: ONNX_SIZE,
+    });
 
     const pulled = await handle.done;
     assert.equal(pulled.spec.name, 'tiny-chat:test');
     assert.equal(pulled.local.manifest.dtype, 'fp32');
     const dir = join(svc.layout.root, 'test-org', 'tiny-chat');
     assert.deepEqual(await readFile(join(dir, ONNX)), await readFile(join(repoDir, ONNX)));
-    assert.deepEqual((await readdir(dir, { recursive: true })).sort(),
-      ['config.json', 'generation_config.json', 'onnx', ONNX, 'tokenizer.json', 'tokenizer_config.json']);
+    assert.deepEqual((await readdir(dir, { recursive: true })).sort(), [
+      'config.json',
+      'generation_config.json',
+      'onnx',
+      ONNX,
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
     assert.equal(pulled.local.manifest.files.find((f) => f.path === ONNX)?.sha256, onnxSha);
     assert.deepEqual(await readdir(join(svc.layout.root, '.partial', 'blobs')), []);
 
@@ -217,8 +236,10 @@ describe('pull', () => {
 
   it('unknown model: 404 not_found', async () => {
     const svc = await service();
-    await assert.rejects(svc.pull('no-such-model'), (e: ServiceError) =>
-      e.status === 404 && e.reason === 'not_found' && e.message === "model 'no-such-model' not found");
+    await assert.rejects(
+      svc.pull('no-such-model'),
+      (e: ServiceError) => e.status === 404 && e.reason === 'not_found' && e.message === "model 'no-such-model' not found",
+    );
     await rejectsWith((await svc.pull('hf.co/test-org/missing')).done, 404, 'not_found');
     await rejectsWith(svc.resolve('hf.co/test-org/tiny-chat'), 404, 'not_found');
   });
@@ -230,12 +251,18 @@ describe('pull', () => {
     // Root ignores permission bits; the immutable attribute stops it too.
     const root = process.getuid?.() === 0;
     if (root) {
-      try { execFileSync('chattr', ['+i', modelsDir]); } catch (err) { assert.fail(`chattr is needed to make a directory read-only for root: ${err}`); }
+      try {
+        execFileSync('chattr', ['+i', modelsDir]);
+      } catch (err) {
+        assert.fail(`chattr is needed to make a directory read-only for root: ${err}`);
+      }
     } else await chmod(modelsDir, 0o555);
     t.after(() => (root ? execFileSync('chattr', ['-i', modelsDir]) : chmod(modelsDir, 0o755)));
     const svc = await service({ modelsDir });
-    await assert.rejects(svc.pull('hf.co/test-org/tiny-chat'), (e: ServiceError) =>
-      e.status === 503 && e.reason === 'model_store_read_only' && e.headers?.['Retry-After'] === '5');
+    await assert.rejects(
+      svc.pull('hf.co/test-org/tiny-chat'),
+      (e: ServiceError) => e.status === 503 && e.reason === 'model_store_read_only' && e.headers?.['Retry-After'] === '5',
+    );
     assert.equal(hub.requests.length, 0);
   });
 
@@ -257,7 +284,11 @@ describe('pull', () => {
 
     const listed = await listModels(svc.catalog, svc.registry, svc.layout);
     const custom = listed.filter((m) => m.source === 'custom').map((m) => [m.name, m.unverified, m.local]);
-    assert.deepEqual(custom.sort(), [['hf.co/test-org/tiny-chat:Q4', true, true], ['huggingface.co/test-org/tiny-embed:latest', true, true]]);
+    assert.deepEqual(custom.sort(), [['hf.co/test-org/tiny-chat:Q4', true, true], [
+      'huggingface.co/test-org/tiny-embed:latest',
+      true,
+      true,
+    ]]);
     assert.equal((await svc.resolve('HF.CO/test-org/tiny-chat:q4')).unverified, true);
   });
 

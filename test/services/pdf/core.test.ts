@@ -28,7 +28,9 @@ test('pdfInfo agrees with pdfinfo', async () => {
 
 test('pdfInfo reports a scan page, rotation and encryption permissions', async () => {
   const doc = await PDFDocument.create();
-  const png = Uint8Array.from(Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==', 'base64'));
+  const png = Uint8Array.from(
+    Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==', 'base64'),
+  );
   const img = await doc.embedPng(png);
   const p = doc.addPage([200, 300]);
   p.drawImage(img, { x: 0, y: 0, width: 200, height: 300 });
@@ -48,13 +50,15 @@ test('pdfInfo reports a scan page, rotation and encryption permissions', async (
 
 test('every operation answers the same password reasons and sniffs non-PDF bytes', async () => {
   const locked = encrypt(await makePdf(2), 'secret', 'owner', 256);
-  for (const call of [
-    () => pdfInfo(locked),
-    () => pdfMerge([{ bytes: locked }]),
-    () => pdfSplit(locked, { single: true }),
-    () => pdfEdit(locked, [{ op: 'delete', pages: [1] }]),
-    () => pdfUnlock(locked),
-  ]) await rejects(call(), 400, 'password_required');
+  for (
+    const call of [
+      () => pdfInfo(locked),
+      () => pdfMerge([{ bytes: locked }]),
+      () => pdfSplit(locked, { single: true }),
+      () => pdfEdit(locked, [{ op: 'delete', pages: [1] }]),
+      () => pdfUnlock(locked),
+    ]
+  ) await rejects(call(), 400, 'password_required');
   await rejects(pdfInfo(locked, { password: 'nope' }), 400, 'password_incorrect');
   await rejects(pdfUnlock(locked, { password: 'nope' }), 400, 'password_incorrect');
   await rejects(pdfInfo(new TextEncoder().encode('GIF89a not a pdf')), 415, 'unsupported_file_type');

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { PDFDocument, StandardFonts, rgb } from '@cantoo/pdf-lib';
+import { PDFDocument, rgb, StandardFonts } from '@cantoo/pdf-lib';
 
 export const dir = mkdtempSync(join(tmpdir(), 'svc-pdf-test-'));
 let seq = 0;
@@ -43,7 +43,10 @@ export function pdfinfo(bytes: Uint8Array, extra: string[] = []): Record<string,
 export const pageCount = (bytes: Uint8Array) => Number(pdfinfo(bytes)['Pages']);
 
 /** A text PDF: each page says "Page N" plus the given lines. */
-export async function makePdf(pages: number, opts: { lines?: (page: number) => string[]; size?: [number, number]; title?: string } = {}): Promise<Uint8Array> {
+export async function makePdf(
+  pages: number,
+  opts: { lines?: (page: number) => string[]; size?: [number, number]; title?: string } = {},
+): Promise<Uint8Array> {
   const doc = await PDFDocument.create();
   const font = await doc.embedFont(StandardFonts.Helvetica);
   for (let i = 1; i <= pages; i++) {
@@ -60,7 +63,19 @@ export function encrypt(bytes: Uint8Array, user: string, owner: string, kind: 25
   const src = writeTmp(bytes);
   const dst = tmp('pdf');
   const bits = kind === 'rc4' ? '128' : String(kind);
-  const args = ['--allow-weak-crypto', '--encrypt', user, owner, bits, ...(kind === 128 ? ['--use-aes=y'] : []), ...(kind === 'rc4' ? ['--use-aes=n'] : []), ...restrict, '--', src, dst];
+  const args = [
+    '--allow-weak-crypto',
+    '--encrypt',
+    user,
+    owner,
+    bits,
+    ...(kind === 128 ? ['--use-aes=y'] : []),
+    ...(kind === 'rc4' ? ['--use-aes=n'] : []),
+    ...restrict,
+    '--',
+    src,
+    dst,
+  ];
   const r = tool('qpdf', args);
   assert.ok(r.status === 0 || r.status === 3, r.stderr);
   return readFileSync(dst);

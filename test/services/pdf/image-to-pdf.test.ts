@@ -41,5 +41,9 @@ test('imageToPdf: AVIF through sharp where sharp loads', async (t) => {
 test('imageToPdf refuses what it cannot read', async () => {
   await rejects(imageToPdf([{ bytes: new TextEncoder().encode('%PDF-1.4 not an image') }]), 415, 'unsupported_file_type');
   await rejects(imageToPdf([]), 400, 'invalid_argument');
-  await rejects(imageToPdf([{ bytes: magick(['-size', '10x10', 'xc:red'], 'png') }], { pageSize: 'Huge' as never }), 400, 'invalid_argument');
+  await rejects(
+    imageToPdf([{ bytes: magick(['-size', '10x10', 'xc:red'], 'png') }], { pageSize: 'Huge' as never }),
+    400,
+    'invalid_argument',
+  );
 });

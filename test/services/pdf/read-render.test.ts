@@ -74,7 +74,11 @@ test('pdfSearch finds text and regex with top-left boxes; layout agrees', async 
 test('pdfRedact removes text (pdftotext proves it) and overwrites image pixels', async () => {
   const src = await docWithImage();
   const before = Buffer.from(src);
-  const out = await pdfRedact(src, { texts: ['John Secretson'], regex: ['\\d{4}-\\d{4}'], rects: [{ page: 1, x: 300, y: 292, width: 100, height: 100 }] });
+  const out = await pdfRedact(src, {
+    texts: ['John Secretson'],
+    regex: ['\\d{4}-\\d{4}'],
+    rects: [{ page: 1, x: 300, y: 292, width: 100, height: 100 }],
+  });
   assertQpdfCheck(out.pdf);
   assert.ok(before.equals(src), 'input untouched');
   const text = pdftotext(out.pdf);

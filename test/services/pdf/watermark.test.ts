@@ -72,14 +72,30 @@ test('watermark refusals: unsupported characters, signed, PDF/A with transparenc
   await rejects(pdfWatermark(src, { text: 'नमस्ते' }), 422, 'unsupported_characters');
   // a signed document: a /Sig dictionary with a byte range
   const d = await PDFDocument.load(src);
-  const sig = d.context.obj({ Type: 'Sig', Filter: 'Adobe.PPKLite', SubFilter: 'adbe.pkcs7.detached', ByteRange: [0, 10, 20, 30], Contents: PDFString.of('00') });
+  const sig = d.context.obj({
+    Type: 'Sig',
+    Filter: 'Adobe.PPKLite',
+    SubFilter: 'adbe.pkcs7.detached',
+    ByteRange: [0, 10, 20, 30],
+    Contents: PDFString.of('00'),
+  });
   const field = d.context.obj({ FT: 'Sig', T: PDFString.of('Signature1'), V: d.context.register(sig) });
   d.catalog.set(PDFName.of('AcroForm'), d.context.obj({ Fields: [d.context.register(field)] }));
   await rejects(pdfWatermark(await d.save(), { text: 'X' }), 422, 'signed_document');
   // a PDF/A claim (XMP pdfaid) made by ghostscript
   const pdfa = writeTmp(src);
   const outPath = `${pdfa}.a.pdf`;
-  tool('gs', ['-q', '-dPDFA=2', '-dBATCH', '-dNOPAUSE', '-dPDFACompatibilityPolicy=1', '-sColorConversionStrategy=RGB', '-sDEVICE=pdfwrite', `-sOutputFile=${outPath}`, pdfa]);
+  tool('gs', [
+    '-q',
+    '-dPDFA=2',
+    '-dBATCH',
+    '-dNOPAUSE',
+    '-dPDFACompatibilityPolicy=1',
+    '-sColorConversionStrategy=RGB',
+    '-sDEVICE=pdfwrite',
+    `-sOutputFile=${outPath}`,
+    pdfa,
+  ]);
   const a = new Uint8Array((await import('node:fs')).readFileSync(outPath));
   await rejects(pdfWatermark(a, { text: 'X', opacity: 0.5 }), 422, 'pdfa_forbids_transparency');
   assertQpdfCheck(await pdfWatermark(a, { text: 'X', opacity: 1 }));

@@ -28,7 +28,10 @@ if (builtin) {
 // deterministic vectors: chunk i points mostly along axis i % 8
 const DIMS = 8;
 const vec = (i: number) => Float32Array.from({ length: DIMS }, (_, d) => (d === i % DIMS ? 1 : 0) + ((i * 7 + d * 3) % 11) / 40);
-const texts = Array.from({ length: 40 }, (_, i) => `chunk ${i} about ${['zebras', 'glaciers', 'coffee', 'harbours'][i % 4]} and topic${i % 5}`);
+const texts = Array.from(
+  { length: 40 },
+  (_, i) => `chunk ${i} about ${['zebras', 'glaciers', 'coffee', 'harbours'][i % 4]} and topic${i % 5}`,
+);
 const engine = new RetrievalEngine(db, async (_m, ts) => ts.map((t) => vec(Number(/q(\d+)/.exec(t)?.[1] ?? 0))));
 const ids = await engine.addDocument('idx_a', 'doc1', texts.map((text, position) => ({ position, text, meta: { n: position } })));
 await engine.addDocument('idx_b', 'doc2', [{ position: 0, text: 'zebras elsewhere', meta: {} }]);
@@ -41,7 +44,9 @@ const out = {
   hybrid: pos(await engine.search(['idx_a'], 'q3 zebras', { limit: 6, model: 'm' })),
 };
 await engine.deleteIndex('idx_a');
-(out as Record<string, unknown>).afterDelete = (await engine.search(['idx_a', 'idx_b'], 'zebras', { limit: 5, mode: 'keyword' })).map((h) => h.chunk.text);
+(out as Record<string, unknown>).afterDelete = (await engine.search(['idx_a', 'idx_b'], 'zebras', { limit: 5, mode: 'keyword' })).map((h) =>
+  h.chunk.text
+);
 console.log(JSON.stringify(out));
 await db.destroy();
 rmSync(dir, { recursive: true, force: true });

@@ -13,7 +13,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { openStore, type OpenedStore } from '../../../src/store/db.ts';
+import { type OpenedStore, openStore } from '../../../src/store/db.ts';
 import { LibsqlBackend } from '../../../src/services/search/libsql-backend.ts';
 import { PgBackend } from '../../../src/services/search/pg-backend.ts';
 import type { SearchBackend } from '../../../src/services/search/backend.ts';
@@ -41,7 +41,36 @@ const CONCEPTS = [
   ['money', 'budget', 'cost', 'price', 'cheap', 'expensive'],
   ['travel', 'trip', 'journey', 'vacation', 'holiday'],
 ];
-const STOP = new Set(['the', 'a', 'an', 'of', 'to', 'and', 'for', 'in', 'on', 'my', 'how', 'do', 'i', 'is', 'what', 'with', 'when', 'it', 'its', 'your', 'you', 'can', 'be', 'by', 'at', 'shows', 'from', 'about']);
+const STOP = new Set([
+  'the',
+  'a',
+  'an',
+  'of',
+  'to',
+  'and',
+  'for',
+  'in',
+  'on',
+  'my',
+  'how',
+  'do',
+  'i',
+  'is',
+  'what',
+  'with',
+  'when',
+  'it',
+  'its',
+  'your',
+  'you',
+  'can',
+  'be',
+  'by',
+  'at',
+  'shows',
+  'from',
+  'about',
+]);
 const BUCKETS = 8;
 const DIMS = CONCEPTS.length + BUCKETS;
 const conceptOf = new Map(CONCEPTS.flatMap((g, i) => g.map((w) => [w, i] as const)));
@@ -104,7 +133,12 @@ function ndcgAt(k: number, ranked: string[], rel: Record<string, number>): numbe
 async function evaluate(b: SearchBackend, index: string, mode: SearchMode): Promise<{ ndcg: number; perQuery: number[] }> {
   const perQuery: number[] = [];
   for (const l of LABELS) {
-    const hits = await b.search([index], l.q, { mode, limit: 10, model: 'concepts', semanticWeight: mode === 'keyword' ? 0 : mode === 'semantic' ? 1 : 0.5 });
+    const hits = await b.search([index], l.q, {
+      mode,
+      limit: 10,
+      model: 'concepts',
+      semanticWeight: mode === 'keyword' ? 0 : mode === 'semantic' ? 1 : 0.5,
+    });
     perQuery.push(ndcgAt(5, hits.map((h) => h.chunk.doc_id), l.rel));
   }
   return { ndcg: perQuery.reduce((a, b) => a + b, 0) / perQuery.length, perQuery };
@@ -146,7 +180,9 @@ for (const kind of ['libsql', 'postgres']) {
       assert.ok(kw.perQuery.some((x, i) => x < 0.5 && vec.perQuery[i]! >= 0.5), 'a synonym query keyword search misses');
       assert.ok(vec.perQuery.some((x, i) => x < 0.7 && kw.perQuery[i]! >= 0.9), 'an identifier query vector search misranks');
       // fusion keeps every query one side answers well
-      for (let i = 0; i < LABELS.length; i++) assert.ok(hy.perQuery[i]! >= 0.5 || Math.max(kw.perQuery[i]!, vec.perQuery[i]!) < 0.5, `${LABELS[i]!.q}: hybrid ${hy.perQuery[i]}`);
+      for (let i = 0; i < LABELS.length; i++) {
+        assert.ok(hy.perQuery[i]! >= 0.5 || Math.max(kw.perQuery[i]!, vec.perQuery[i]!) < 0.5, `${LABELS[i]!.q}: hybrid ${hy.perQuery[i]}`);
+      }
     });
   });
 }

@@ -2,11 +2,25 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { imageCapabilities, imageWatermarkCapabilities, type ConvertResult } from '../../../services/images/lazy.ts';
+import { type ConvertResult, imageCapabilities, imageWatermarkCapabilities } from '../../../services/images/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import { deliverMany, delivery, pdfTask } from '../pdf/pdf-task.ts';
-import { bool, boxOf, engine, imageName, int, num, outputFormat, Rights, size, Watermark, watermarkFields, watermarkOf, type ImageRouteDeps } from './image-task.ts';
+import {
+  bool,
+  boxOf,
+  engine,
+  imageName,
+  type ImageRouteDeps,
+  int,
+  num,
+  outputFormat,
+  Rights,
+  size,
+  Watermark,
+  watermarkFields,
+  watermarkOf,
+} from './image-task.ts';
 
 const Convert = v.object({
   format: v.optional(outputFormat),
@@ -32,7 +46,8 @@ const WatermarkOnly = v.object({ ...watermarkFields, quality: v.optional(num), p
 function deliver(ctx: TaskContext, how: 'inline' | 'file_id', r: ConvertResult, input: { filename?: string } | undefined) {
   const many = r.outputs.length > 1;
   const outputs = r.outputs.map((o) => ({
-    bytes: o.bytes, contentType: r.contentType,
+    bytes: o.bytes,
+    contentType: r.contentType,
     filename: imageName(input, r.extension, many ? `p${o.page + 1}` : undefined),
     extra: { width: o.width, height: o.height, page_index: o.page, format: r.format },
   }));
@@ -45,27 +60,46 @@ export function imageConvertRoutes(deps: ImageRouteDeps) {
   const maxPixels = () => deps.config.maxImagePixels;
   app.get('/image-convert/capabilities', async (c) => c.json(await imageCapabilities(maxPixels())));
   app.get('/image-watermark/capabilities', async (c) => c.json(await imageWatermarkCapabilities()));
-  app.post('/image-convert', pdfTask(deps, {
-    name: 'image-convert',
-    options: Convert,
-    async run([img], o, ctx, input) {
-      const r = await workers.run('image.convert', [img!, {
-        format: o.format, quality: o.quality, ...boxOf(o), fit: o.fit, allowUpscale: o.allow_upscale,
-        colourSpace: o.colour_space ?? o.color_space, keepMetadata: o.keep_metadata, pageIndex: o.page_index,
-        watermark: o.watermark ? await watermarkOf(o.watermark, input, ctx, deps) : undefined,
-        rights: o.rights, engine: o.engine, maxPixels: maxPixels(),
-      }], ctx);
-      return deliver(ctx, o.delivery, r, input.files[0]);
-    },
-  }));
-  app.post('/image-watermark', pdfTask(deps, {
-    name: 'image-watermark',
-    options: WatermarkOnly,
-    async run([img], o, ctx, input) {
-      const wm = await watermarkOf(o, input, ctx, deps);
-      const r = await workers.run('image.watermark', [img!, wm, { quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx);
-      return deliver(ctx, o.delivery, r, input.files[0]);
-    },
-  }));
+  app.post(
+    '/image-convert',
+    pdfTask(deps, {
+      name: 'image-convert',
+      options: Convert,
+      async run([img], o, ctx, input) {
+        const r = await workers.run('image.convert', [img!, {
+          format: o.format,
+          quality: o.quality,
+          ...boxOf(o),
+          fit: o.fit,
+          allowUpscale: o.allow_upscale,
+          colourSpace: o.colour_space ?? o.color_space,
+          keepMetadata: o.keep_metadata,
+          pageIndex: o.page_index,
+          watermark: o.watermark ? await watermarkOf(o.watermark, input, ctx, deps) : undefined,
+          rights: o.rights,
+          engine: o.engine,
+          maxPixels: maxPixels(),
+        }], ctx);
+        return deliver(ctx, o.delivery, r, input.files[0]);
+      },
+    }),
+  );
+  app.post(
+    '/image-watermark',
+    pdfTask(deps, {
+      name: 'image-watermark',
+      options: WatermarkOnly,
+      async run([img], o, ctx, input) {
+        const wm = await watermarkOf(o, input, ctx, deps);
+        const r = await workers.run('image.watermark', [img!, wm, {
+          quality: o.quality,
+          pageIndex: o.page_index,
+          engine: o.engine,
+          maxPixels: maxPixels(),
+        }], ctx);
+        return deliver(ctx, o.delivery, r, input.files[0]);
+      },
+    }),
+  );
   return app;
 }

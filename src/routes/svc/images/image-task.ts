@@ -8,7 +8,7 @@ import type { FileStore } from '../../../services/files/file-store.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { decodeBase64Option, readInput, text, type PdfTaskInput } from '../pdf/pdf-task.ts';
+import { decodeBase64Option, type PdfTaskInput, readInput, text } from '../pdf/pdf-task.ts';
 
 export interface ImageRouteDeps {
   runner: TaskRunner;
@@ -22,7 +22,11 @@ export const bool = v.boolean();
 export const engine = v.optional(v.picklist(['auto', 'sharp', 'wasm']));
 
 const formatAliases: Record<string, string> = { jpg: 'jpeg', tif: 'tiff' };
-export const outputFormat = v.pipe(v.string(), v.transform((s) => formatAliases[s.toLowerCase()] ?? s.toLowerCase()), v.picklist(['jpeg', 'png', 'webp', 'avif', 'tiff', 'gif', 'bmp']));
+export const outputFormat = v.pipe(
+  v.string(),
+  v.transform((s) => formatAliases[s.toLowerCase()] ?? s.toLowerCase()),
+  v.picklist(['jpeg', 'png', 'webp', 'avif', 'tiff', 'gif', 'bmp']),
+);
 
 /** The watermark's own fields (top level of image-watermark, or the `watermark` object of image-convert). */
 export const watermarkFields = {
@@ -52,30 +56,52 @@ export const Rights = v.object({
 /** `size`: a longest edge (number), "WxH", or {width, height}; `width`/`height` may also be given alone. */
 export const size = v.optional(v.union([num, v.string(), v.object({ width: v.optional(num), height: v.optional(num) })]));
 
-export function boxOf(o: { size?: number | string | { width?: number; height?: number }; width?: number; height?: number }): { width?: number; height?: number } {
+export function boxOf(
+  o: { size?: number | string | { width?: number; height?: number }; width?: number; height?: number },
+): { width?: number; height?: number } {
   let box: { width?: number; height?: number } = { width: o.width, height: o.height };
   if (typeof o.size === 'number') box = { width: o.size, height: o.size };
   else if (typeof o.size === 'string') {
     const m = /^\s*(\d+)?\s*[x×]\s*(\d+)?\s*$/i.exec(o.size) ?? (/^\s*(\d+)\s*$/.exec(o.size) ? [o.size, o.size, o.size] : null);
-    if (!m) throw invalidRequest('size: a number (longest edge), "WxH", "Wx", "xH" or {width, height}', [{ field: 'size', message: 'unreadable' }]);
+    if (!m) {
+      throw invalidRequest('size: a number (longest edge), "WxH", "Wx", "xH" or {width, height}', [{
+        field: 'size',
+        message: 'unreadable',
+      }]);
+    }
     box = { width: m[1] ? Number(m[1]) : undefined, height: m[2] ? Number(m[2]) : undefined };
   } else if (o.size) box = o.size;
-  for (const [k, x] of Object.entries(box)) if (x !== undefined && !(Number.isInteger(x) && x >= 1 && x <= 1_000_000)) throw invalidRequest(`size ${k}: a whole number of pixels, at least 1`, [{ field: 'size', message: 'out of range' }]);
+  for (const [k, x] of Object.entries(box)) {
+    if (x !== undefined && !(Number.isInteger(x) && x >= 1 && x <= 1_000_000)) {
+      throw invalidRequest(`size ${k}: a whole number of pixels, at least 1`, [{ field: 'size', message: 'out of range' }]);
+    }
+  }
   return box;
 }
 
 /** The watermark in service terms; the logo read from a multipart part, base64 or a file id, and decoded. */
 export async function watermarkOf(w: WatermarkInput, input: PdfTaskInput<unknown>, ctx: TaskContext, deps: ImageRouteDeps) {
   const part = input.otherFiles.logo?.[0];
-  if ([part, w.logo, w.logo_file_id].filter((x) => x !== undefined).length > 1)
-    throw invalidRequest('give the logo once: a "logo" file part, "logo" in base64, or "logo_file_id"', [{ field: 'logo', message: 'given more than once' }]);
+  if ([part, w.logo, w.logo_file_id].filter((x) => x !== undefined).length > 1) {
+    throw invalidRequest('give the logo once: a "logo" file part, "logo" in base64, or "logo_file_id"', [{
+      field: 'logo',
+      message: 'given more than once',
+    }]);
+  }
   let bytes: Uint8Array | undefined;
   if (part) bytes = await readInput(part);
   else if (w.logo !== undefined) bytes = decodeBase64Option(w.logo, 'logo');
   else if (w.logo_file_id !== undefined) bytes = await readInput(await deps.files.get(ctx.owner.id, w.logo_file_id));
   return {
-    text: w.text, logo: bytes ? await workers.run('image.logo', [bytes, deps.config.maxImagePixels], ctx) : undefined,
-    layout: w.layout, corner: w.corner, opacity: w.opacity, rotation: w.rotation, fontSize: w.font_size, color: w.color, logoWidth: w.logo_width,
+    text: w.text,
+    logo: bytes ? await workers.run('image.logo', [bytes, deps.config.maxImagePixels], ctx) : undefined,
+    layout: w.layout,
+    corner: w.corner,
+    opacity: w.opacity,
+    rotation: w.rotation,
+    fontSize: w.font_size,
+    color: w.color,
+    logoWidth: w.logo_width,
   };
 }
 

@@ -9,16 +9,33 @@ import { imageBackgroundRemoval } from '../../../services/images/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import { deliverOne, delivery, pdfTask, text } from '../pdf/pdf-task.ts';
-import { bool, engine, imageName, int, num, outputFormat, type ImageRouteDeps } from './image-task.ts';
+import { bool, engine, imageName, type ImageRouteDeps, int, num, outputFormat } from './image-task.ts';
 
 const common = { page_index: v.optional(int), engine };
 const imageOut = { format: v.optional(outputFormat), quality: v.optional(num), delivery };
 
-interface ImageResult { bytes: Uint8Array; contentType: string; extension: string; width: number; height: number; format: string; pageIndex: number }
+interface ImageResult {
+  bytes: Uint8Array;
+  contentType: string;
+  extension: string;
+  width: number;
+  height: number;
+  format: string;
+  pageIndex: number;
+}
 
-function deliverImage(ctx: TaskContext, how: 'inline' | 'file_id', r: ImageResult, input: { filename?: string } | undefined, suffix: string, extra: Record<string, unknown> = {}) {
+function deliverImage(
+  ctx: TaskContext,
+  how: 'inline' | 'file_id',
+  r: ImageResult,
+  input: { filename?: string } | undefined,
+  suffix: string,
+  extra: Record<string, unknown> = {},
+) {
   return deliverOne(ctx, how, {
-    bytes: r.bytes, contentType: r.contentType, filename: imageName(input, r.extension, suffix),
+    bytes: r.bytes,
+    contentType: r.contentType,
+    filename: imageName(input, r.extension, suffix),
     extra: { width: r.width, height: r.height, format: r.format, page_index: r.pageIndex, ...extra },
   });
 }
@@ -29,64 +46,157 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
   const app = new Hono<AppEnv>();
   const maxPixels = () => deps.config.maxImagePixels;
 
-  app.post('/image-analysis', pdfTask(deps, {
-    name: 'image-analysis',
-    options: v.object({ ...common, detect_text: v.optional(bool), language: v.optional(text) }),
-    run: ([img], o, ctx) => workers.run('image.analysis', [img!, { detectText: o.detect_text, language: o.language, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx),
-  }));
+  app.post(
+    '/image-analysis',
+    pdfTask(deps, {
+      name: 'image-analysis',
+      options: v.object({ ...common, detect_text: v.optional(bool), language: v.optional(text) }),
+      run: ([img], o, ctx) =>
+        workers.run('image.analysis', [img!, {
+          detectText: o.detect_text,
+          language: o.language,
+          pageIndex: o.page_index,
+          engine: o.engine,
+          maxPixels: maxPixels(),
+        }], ctx),
+    }),
+  );
 
-  app.post('/image-color-palette', pdfTask(deps, {
-    name: 'image-color-palette',
-    options: v.object({ ...common, count: v.optional(int) }),
-    run: ([img], o, ctx) => workers.run('image.palette', [img!, { count: o.count, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx),
-  }));
+  app.post(
+    '/image-color-palette',
+    pdfTask(deps, {
+      name: 'image-color-palette',
+      options: v.object({ ...common, count: v.optional(int) }),
+      run: ([img], o, ctx) =>
+        workers.run('image.palette', [img!, { count: o.count, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx),
+    }),
+  );
 
-  app.post('/image-enhance', pdfTask(deps, {
-    name: 'image-enhance',
-    options: v.object({ ...common, ...imageOut, auto_levels: v.optional(bool), contrast: v.optional(num), denoise: v.optional(int), sharpen: v.optional(num) }),
-    async run([img], o, ctx, input) {
-      const r = await workers.run('image.enhance', [img!, { autoLevels: o.auto_levels, contrast: o.contrast, denoise: o.denoise, sharpen: o.sharpen, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx);
-      return deliverImage(ctx, o.delivery, r, input.files[0], 'enhanced');
-    },
-  }));
+  app.post(
+    '/image-enhance',
+    pdfTask(deps, {
+      name: 'image-enhance',
+      options: v.object({
+        ...common,
+        ...imageOut,
+        auto_levels: v.optional(bool),
+        contrast: v.optional(num),
+        denoise: v.optional(int),
+        sharpen: v.optional(num),
+      }),
+      async run([img], o, ctx, input) {
+        const r = await workers.run('image.enhance', [img!, {
+          autoLevels: o.auto_levels,
+          contrast: o.contrast,
+          denoise: o.denoise,
+          sharpen: o.sharpen,
+          format: o.format,
+          quality: o.quality,
+          pageIndex: o.page_index,
+          engine: o.engine,
+          maxPixels: maxPixels(),
+        }], ctx);
+        return deliverImage(ctx, o.delivery, r, input.files[0], 'enhanced');
+      },
+    }),
+  );
 
-  app.post('/image-deskew', pdfTask(deps, {
-    name: 'image-deskew',
-    options: v.object({ ...common, ...imageOut, detect_orientation: v.optional(bool), background: v.optional(text) }),
-    async run([img], o, ctx, input) {
-      const r = await workers.run('image.deskew', [img!, { detectOrientation: o.detect_orientation, background: o.background, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx);
-      return deliverImage(ctx, o.delivery, r, input.files[0], 'deskewed', { rotation: r.rotation, deskew_angle: r.deskewAngle });
-    },
-  }));
+  app.post(
+    '/image-deskew',
+    pdfTask(deps, {
+      name: 'image-deskew',
+      options: v.object({ ...common, ...imageOut, detect_orientation: v.optional(bool), background: v.optional(text) }),
+      async run([img], o, ctx, input) {
+        const r = await workers.run('image.deskew', [img!, {
+          detectOrientation: o.detect_orientation,
+          background: o.background,
+          format: o.format,
+          quality: o.quality,
+          pageIndex: o.page_index,
+          engine: o.engine,
+          maxPixels: maxPixels(),
+        }], ctx);
+        return deliverImage(ctx, o.delivery, r, input.files[0], 'deskewed', { rotation: r.rotation, deskew_angle: r.deskewAngle });
+      },
+    }),
+  );
 
-  app.post('/image-normalization', pdfTask(deps, {
-    name: 'image-normalization',
-    options: v.object({ ...common, ...imageOut, max_side: v.optional(int), colour_space: v.optional(v.picklist(['srgb', 'gray'])), color_space: v.optional(v.picklist(['srgb', 'gray'])), deskew: v.optional(bool) }),
-    async run([img], o, ctx, input) {
-      const r = await workers.run('image.normalization', [img!, { maxSide: o.max_side, colourSpace: o.colour_space ?? o.color_space, format: o.format, deskew: o.deskew, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx);
-      return deliverImage(ctx, o.delivery, r, input.files[0], 'normalized', { deskew_angle: r.deskewAngle });
-    },
-  }));
+  app.post(
+    '/image-normalization',
+    pdfTask(deps, {
+      name: 'image-normalization',
+      options: v.object({
+        ...common,
+        ...imageOut,
+        max_side: v.optional(int),
+        colour_space: v.optional(v.picklist(['srgb', 'gray'])),
+        color_space: v.optional(v.picklist(['srgb', 'gray'])),
+        deskew: v.optional(bool),
+      }),
+      async run([img], o, ctx, input) {
+        const r = await workers.run('image.normalization', [img!, {
+          maxSide: o.max_side,
+          colourSpace: o.colour_space ?? o.color_space,
+          format: o.format,
+          deskew: o.deskew,
+          pageIndex: o.page_index,
+          engine: o.engine,
+          maxPixels: maxPixels(),
+        }], ctx);
+        return deliverImage(ctx, o.delivery, r, input.files[0], 'normalized', { deskew_angle: r.deskewAngle });
+      },
+    }),
+  );
 
-  app.post('/image-redact', pdfTask(deps, {
-    name: 'image-redact',
-    options: v.object({ ...common, ...imageOut, boxes: v.optional(v.array(Box)), text: v.optional(v.pipe(v.union([text, v.array(text)]), v.transform((x) => (Array.isArray(x) ? x : [x])))), color: v.optional(text), language: v.optional(text) }),
-    async run([img], o, ctx, input) {
-      const r = await workers.run('image.redact', [img!, { boxes: o.boxes, text: o.text, color: o.color, language: o.language, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx);
-      return deliverImage(ctx, o.delivery, r, input.files[0], 'redacted', { boxes: r.boxes, text_matches: r.textMatches });
-    },
-  }));
+  app.post(
+    '/image-redact',
+    pdfTask(deps, {
+      name: 'image-redact',
+      options: v.object({
+        ...common,
+        ...imageOut,
+        boxes: v.optional(v.array(Box)),
+        text: v.optional(v.pipe(v.union([text, v.array(text)]), v.transform((x) => (Array.isArray(x) ? x : [x])))),
+        color: v.optional(text),
+        language: v.optional(text),
+      }),
+      async run([img], o, ctx, input) {
+        const r = await workers.run('image.redact', [img!, {
+          boxes: o.boxes,
+          text: o.text,
+          color: o.color,
+          language: o.language,
+          format: o.format,
+          quality: o.quality,
+          pageIndex: o.page_index,
+          engine: o.engine,
+          maxPixels: maxPixels(),
+        }], ctx);
+        return deliverImage(ctx, o.delivery, r, input.files[0], 'redacted', { boxes: r.boxes, text_matches: r.textMatches });
+      },
+    }),
+  );
 
-  app.post('/image-background-removal', pdfTask(deps, {
-    name: 'image-background-removal',
-    options: v.object({ ...common, ...imageOut, background: v.optional(text) }),
-    async run([img], o, ctx, input) {
-      const r = await imageBackgroundRemoval(img!, {
-        modelDir: deps.config.imageBackgroundModel, backend: deps.config.backend, threads: deps.config.threads,
-        background: o.background, format: o.format, quality: o.quality, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels(),
-      });
-      return deliverImage(ctx, o.delivery, r, input.files[0], 'cutout', { foreground: r.foreground });
-    },
-  }));
+  app.post(
+    '/image-background-removal',
+    pdfTask(deps, {
+      name: 'image-background-removal',
+      options: v.object({ ...common, ...imageOut, background: v.optional(text) }),
+      async run([img], o, ctx, input) {
+        const r = await imageBackgroundRemoval(img!, {
+          modelDir: deps.config.imageBackgroundModel,
+          backend: deps.config.backend,
+          threads: deps.config.threads,
+          background: o.background,
+          format: o.format,
+          quality: o.quality,
+          pageIndex: o.page_index,
+          engine: o.engine,
+          maxPixels: maxPixels(),
+        });
+        return deliverImage(ctx, o.delivery, r, input.files[0], 'cutout', { foreground: r.foreground });
+      },
+    }),
+  );
   return app;
 }

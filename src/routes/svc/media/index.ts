@@ -2,11 +2,11 @@
  * Media routes (docs/api/media.md): voice activity detection (JSON and multipart forms, job contract),
  * video frames and their capabilities, and the decodable formats of audio transcription.
  */
-import { Hono, type Context } from 'hono';
+import { type Context, Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { isMultipart } from '../../../http/multipart.ts';
-import { readTaskInput, type InputFile } from '../../../http/task-input.ts';
+import { type InputFile, readTaskInput } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
@@ -17,7 +17,12 @@ import type { TranscriptionService } from '../../../services/media/transcription
 import { nativeTranscription } from './transcription-task.ts';
 import { RESPONSE_FORMATS } from '../../../services/media/transcript-formats.ts';
 
-export interface MediaRouteDeps { runner: TaskRunner; files: FileStore; media: MediaService; transcription: TranscriptionService }
+export interface MediaRouteDeps {
+  runner: TaskRunner;
+  files: FileStore;
+  media: MediaService;
+  transcription: TranscriptionService;
+}
 
 const ms = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(max));
 const Vad = v.strictObject({
@@ -29,16 +34,30 @@ const Vad = v.strictObject({
 });
 const VadRequest = v.object({ vad: v.optional(Vad) });
 
-interface VadInput { file: InputFile; vad: Partial<VadOptions>; cleanup(): Promise<void> }
+interface VadInput {
+  file: InputFile;
+  vad: Partial<VadOptions>;
+  cleanup(): Promise<void>;
+}
 
 function vadHandler(deps: MediaRouteDeps, form: 'json' | 'file') {
   return taskHandler<VadInput>(deps.runner, {
     name: 'voice-activity-detection',
     async input(c) {
-      if (form === 'file' && !isMultipart(c)) throw invalidRequest('this route takes multipart/form-data with the audio in field "file"', [{ field: 'file', message: 'required' }]);
+      if (form === 'file' && !isMultipart(c)) {
+        throw invalidRequest('this route takes multipart/form-data with the audio in field "file"', [{
+          field: 'file',
+          message: 'required',
+        }]);
+      }
       const ti = await readTaskInput(c, deps.files);
       try {
-        if (ti.files.length !== 1) throw invalidRequest(`voice activity detection takes one audio or video file (got ${ti.files.length})`, [{ field: 'file', message: ti.files.length ? 'too many' : 'required' }]);
+        if (ti.files.length !== 1) {
+          throw invalidRequest(`voice activity detection takes one audio or video file (got ${ti.files.length})`, [{
+            field: 'file',
+            message: ti.files.length ? 'too many' : 'required',
+          }]);
+        }
         const o = validate(VadRequest, ti.options);
         return { file: ti.files[0]!, vad: o.vad ?? {}, cleanup: ti.cleanup };
       } catch (e) {
@@ -54,7 +73,10 @@ function vadHandler(deps: MediaRouteDeps, form: 'json' | 'file') {
 const num = v.pipe(v.string(), v.transform(Number), v.number('must be a number'));
 const FrameQuery = v.object({
   at: v.optional(v.pipe(num, v.minValue(0))),
-  format: v.optional(v.pipe(v.string(), v.transform((s) => (s.toLowerCase() === 'jpg' ? 'jpeg' : s.toLowerCase())), v.picklist(['png', 'jpeg', 'webp'])), 'png'),
+  format: v.optional(
+    v.pipe(v.string(), v.transform((s) => (s.toLowerCase() === 'jpg' ? 'jpeg' : s.toLowerCase())), v.picklist(['png', 'jpeg', 'webp'])),
+    'png',
+  ),
   width: v.optional(v.pipe(num, v.integer(), v.minValue(1), v.maxValue(8192))),
   height: v.optional(v.pipe(num, v.integer(), v.minValue(1), v.maxValue(8192))),
   quality: v.optional(v.pipe(num, v.integer(), v.minValue(1), v.maxValue(100))),
@@ -71,8 +93,11 @@ export function mediaRoutes(deps: MediaRouteDeps) {
   app.get('/video-frames/capabilities', async (c) => {
     const caps = await deps.media.capabilities();
     return c.json({
-      media_tool_available: caps.media_tool !== null, media_tool: caps.media_tool,
-      accepted_containers: caps.video_formats, video_codecs: caps.video_codecs, image_formats: caps.image_formats,
+      media_tool_available: caps.media_tool !== null,
+      media_tool: caps.media_tool,
+      accepted_containers: caps.video_formats,
+      video_codecs: caps.video_codecs,
+      image_formats: caps.image_formats,
       query_parameters: ['at', 'format', 'width', 'height', 'quality'],
     });
   });
@@ -98,10 +123,17 @@ export function mediaRoutes(deps: MediaRouteDeps) {
   app.get('/audio-transcription/capabilities', async (c) => {
     const caps = await deps.media.capabilities();
     return c.json({
-      media_tool_available: caps.media_tool !== null, media_tool: caps.media_tool,
-      audio_formats: caps.audio_formats, video_formats: caps.video_formats, audio_codecs: caps.audio_codecs,
-      tasks: ['transcribe', 'translate'], response_formats: RESPONSE_FORMATS, timestamp_granularities: ['segment'],
-      language_detection: true, chunking: 'voice-activity-detection', max_window_seconds: 30,
+      media_tool_available: caps.media_tool !== null,
+      media_tool: caps.media_tool,
+      audio_formats: caps.audio_formats,
+      video_formats: caps.video_formats,
+      audio_codecs: caps.audio_codecs,
+      tasks: ['transcribe', 'translate'],
+      response_formats: RESPONSE_FORMATS,
+      timestamp_granularities: ['segment'],
+      language_detection: true,
+      chunking: 'voice-activity-detection',
+      max_window_seconds: 30,
     });
   });
 

@@ -6,7 +6,7 @@ import type { Context } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { isMultipart } from '../../../http/multipart.ts';
-import { readTaskInput, type InputFile } from '../../../http/task-input.ts';
+import { type InputFile, readTaskInput } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
@@ -15,7 +15,11 @@ import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import { formatTranscription, RESPONSE_FORMATS } from '../../../services/media/transcript-formats.ts';
 import type { Transcription, TranscriptionService, TranscriptionTask } from '../../../services/media/transcription.ts';
 
-export interface TranscriptionRouteDeps { runner: TaskRunner; files: FileStore; transcription: TranscriptionService }
+export interface TranscriptionRouteDeps {
+  runner: TaskRunner;
+  files: FileStore;
+  transcription: TranscriptionService;
+}
 
 const DEFAULT_MODEL = 'whisper:tiny';
 /** OpenAI's model name, which its clients and examples send: the default Whisper model here. */
@@ -35,13 +39,30 @@ const Options = v.object({
   stream: v.optional(v.pipe(v.union([v.boolean(), v.picklist(['true', 'false'])]), v.transform((x) => x === true || x === 'true'))),
 });
 
-interface Input { file: InputFile; o: v.InferOutput<typeof Options>; task: TranscriptionTask; cleanup(): Promise<void> }
+interface Input {
+  file: InputFile;
+  o: v.InferOutput<typeof Options>;
+  task: TranscriptionTask;
+  cleanup(): Promise<void>;
+}
 
-async function readInput(c: Context<AppEnv>, deps: TranscriptionRouteDeps, task: TranscriptionTask | undefined, multipartOnly: boolean): Promise<Input> {
-  if (multipartOnly && !isMultipart(c)) throw invalidRequest('this route takes multipart/form-data with the audio in field "file"', [{ field: 'file', message: 'required' }]);
+async function readInput(
+  c: Context<AppEnv>,
+  deps: TranscriptionRouteDeps,
+  task: TranscriptionTask | undefined,
+  multipartOnly: boolean,
+): Promise<Input> {
+  if (multipartOnly && !isMultipart(c)) {
+    throw invalidRequest('this route takes multipart/form-data with the audio in field "file"', [{ field: 'file', message: 'required' }]);
+  }
   const ti = await readTaskInput(c, deps.files);
   try {
-    if (ti.files.length !== 1) throw invalidRequest(`transcription takes one audio or video file (got ${ti.files.length})`, [{ field: 'file', message: ti.files.length ? 'too many' : 'required' }]);
+    if (ti.files.length !== 1) {
+      throw invalidRequest(`transcription takes one audio or video file (got ${ti.files.length})`, [{
+        field: 'file',
+        message: ti.files.length ? 'too many' : 'required',
+      }]);
+    }
     const o = validate(Options, ti.options);
     return { file: ti.files[0]!, o, task: task ?? o.task ?? 'transcribe', cleanup: ti.cleanup };
   } catch (e) {
@@ -54,17 +75,22 @@ const granularities = (o: Input['o']) => [o.timestamp_granularities ?? [], o['ti
 
 function run(deps: TranscriptionRouteDeps, input: Input, signal: AbortSignal) {
   return deps.transcription.transcribe(input.file.path, {
-    model: input.o.model, task: input.task, language: input.o.language, prompt: input.o.prompt, timestampGranularities: granularities(input.o),
+    model: input.o.model,
+    task: input.task,
+    language: input.o.language,
+    prompt: input.o.prompt,
+    timestampGranularities: granularities(input.o),
   }, signal);
 }
 
 /** POST /svc/v1/audio-transcription: the whole result (segments, VAD windows, decoder) as JSON. */
-export const nativeTranscription = (deps: TranscriptionRouteDeps) => taskHandler<Input>(deps.runner, {
-  name: 'audio-transcription',
-  input: (c) => readInput(c, deps, undefined, false),
-  run: (input, ctx) => run(deps, input, ctx.signal),
-  cleanup: (input) => input.cleanup(),
-});
+export const nativeTranscription = (deps: TranscriptionRouteDeps) =>
+  taskHandler<Input>(deps.runner, {
+    name: 'audio-transcription',
+    input: (c) => readInput(c, deps, undefined, false),
+    run: (input, ctx) => run(deps, input, ctx.signal),
+    cleanup: (input) => input.cleanup(),
+  });
 
 /** Pieces of the text, one per segment where they join to it exactly (else the whole text as one). */
 function textDeltas(t: Transcription): string[] {
@@ -77,28 +103,38 @@ function textDeltas(t: Transcription): string[] {
 
 /** OpenAI's streamed transcription events (`stream: true`): text deltas, then the done event with the text. */
 function transcriptEvents(t: Transcription): BinaryResult {
-  const events = [...textDeltas(t).map((delta) => ({ type: 'transcript.text.delta', delta })), { type: 'transcript.text.done', text: t.text }];
-  return new BinaryResult(new TextEncoder().encode(events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('')), 'text/event-stream; charset=utf-8');
+  const events = [...textDeltas(t).map((delta) => ({ type: 'transcript.text.delta', delta })), {
+    type: 'transcript.text.done',
+    text: t.text,
+  }];
+  return new BinaryResult(
+    new TextEncoder().encode(events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('')),
+    'text/event-stream; charset=utf-8',
+  );
 }
 
 /** OpenAI's transcriptions / translations: the body in the requested response_format. */
-export const openaiTranscription = (deps: TranscriptionRouteDeps, task: TranscriptionTask) => taskHandler<Input>(deps.runner, {
-  name: task === 'translate' ? 'audio-translation' : 'audio-transcription',
-  async input(c) {
-    const input = await readInput(c, deps, task, true);
-    if (input.o.model === OPENAI_WHISPER) input.o.model = DEFAULT_MODEL;
-    if (input.o.stream && input.o.response_format !== 'json' && input.o.response_format !== 'text') {
-      await input.cleanup();
-      throw invalidRequest('stream: true gives transcript.text events; use response_format json or text with it', [{ field: 'stream', message: `not with response_format ${input.o.response_format}` }]);
-    }
-    return input;
-  },
-  async run(input, ctx) {
-    const t = await run(deps, input, ctx.signal);
-    if (input.o.stream) return transcriptEvents(t);
-    const f = formatTranscription(t, input.o.response_format);
-    if (f.contentType === 'application/json') return JSON.parse(f.body) as unknown;
-    return new BinaryResult(new TextEncoder().encode(f.body), f.contentType);
-  },
-  cleanup: (input) => input.cleanup(),
-});
+export const openaiTranscription = (deps: TranscriptionRouteDeps, task: TranscriptionTask) =>
+  taskHandler<Input>(deps.runner, {
+    name: task === 'translate' ? 'audio-translation' : 'audio-transcription',
+    async input(c) {
+      const input = await readInput(c, deps, task, true);
+      if (input.o.model === OPENAI_WHISPER) input.o.model = DEFAULT_MODEL;
+      if (input.o.stream && input.o.response_format !== 'json' && input.o.response_format !== 'text') {
+        await input.cleanup();
+        throw invalidRequest('stream: true gives transcript.text events; use response_format json or text with it', [{
+          field: 'stream',
+          message: `not with response_format ${input.o.response_format}`,
+        }]);
+      }
+      return input;
+    },
+    async run(input, ctx) {
+      const t = await run(deps, input, ctx.signal);
+      if (input.o.stream) return transcriptEvents(t);
+      const f = formatTranscription(t, input.o.response_format);
+      if (f.contentType === 'application/json') return JSON.parse(f.body) as unknown;
+      return new BinaryResult(new TextEncoder().encode(f.body), f.contentType);
+    },
+    cleanup: (input) => input.cleanup(),
+  });

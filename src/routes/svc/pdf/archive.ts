@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { deliverOne, delivery, outName, pages, password, pdfTask, snakeKeys, text, type PdfRouteDeps } from './pdf-task.ts';
+import { deliverOne, delivery, outName, pages, password, type PdfRouteDeps, pdfTask, snakeKeys, text } from './pdf-task.ts';
 
 const PDF = 'application/pdf';
 const ToPdfa = v.object({ level: v.optional(v.picklist(['2b', '3b', '2B', '3B'])), password, delivery });
@@ -20,26 +20,55 @@ const Ocr = v.object({
 
 export function pdfArchiveRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/pdf-to-pdfa', pdfTask(deps, {
-    name: 'pdf-to-pdfa',
-    options: ToPdfa,
-    async run([doc], o, ctx, input) {
-      const r = await workers.run('pdf.to-pdfa', [doc!, { level: o.level?.toLowerCase() as '2b' | '3b' | undefined, password: o.password }], ctx);
-      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'pdfa'), contentType: PDF, extra: snakeKeys({ changes: r.changes, check: r.check }) as Record<string, unknown> });
-    },
-  }));
-  app.post('/pdf-pdfa-check', pdfTask(deps, {
-    name: 'pdf-pdfa-check',
-    options: Check,
-    run: async ([doc], o, ctx) => snakeKeys(await workers.run('pdf.pdfa-check', [doc!, { password: o.password }], ctx)),
-  }));
-  app.post('/pdf-ocr', pdfTask(deps, {
-    name: 'pdf-ocr',
-    options: Ocr,
-    async run([doc], o, ctx, input) {
-      const r = await workers.run('pdf.ocr', [doc!, { pages: o.pages, force: o.force, engine: o.engine, language: o.language, dpi: o.dpi, password: o.password }], ctx);
-      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'ocr'), contentType: PDF, extra: { pages: r.pages } });
-    },
-  }));
+  app.post(
+    '/pdf-to-pdfa',
+    pdfTask(deps, {
+      name: 'pdf-to-pdfa',
+      options: ToPdfa,
+      async run([doc], o, ctx, input) {
+        const r = await workers.run('pdf.to-pdfa', [doc!, {
+          level: o.level?.toLowerCase() as '2b' | '3b' | undefined,
+          password: o.password,
+        }], ctx);
+        return deliverOne(ctx, o.delivery, {
+          bytes: r.pdf,
+          filename: outName(input.files[0], 'pdfa'),
+          contentType: PDF,
+          extra: snakeKeys({ changes: r.changes, check: r.check }) as Record<string, unknown>,
+        });
+      },
+    }),
+  );
+  app.post(
+    '/pdf-pdfa-check',
+    pdfTask(deps, {
+      name: 'pdf-pdfa-check',
+      options: Check,
+      run: async ([doc], o, ctx) => snakeKeys(await workers.run('pdf.pdfa-check', [doc!, { password: o.password }], ctx)),
+    }),
+  );
+  app.post(
+    '/pdf-ocr',
+    pdfTask(deps, {
+      name: 'pdf-ocr',
+      options: Ocr,
+      async run([doc], o, ctx, input) {
+        const r = await workers.run('pdf.ocr', [doc!, {
+          pages: o.pages,
+          force: o.force,
+          engine: o.engine,
+          language: o.language,
+          dpi: o.dpi,
+          password: o.password,
+        }], ctx);
+        return deliverOne(ctx, o.delivery, {
+          bytes: r.pdf,
+          filename: outName(input.files[0], 'ocr'),
+          contentType: PDF,
+          extra: { pages: r.pages },
+        });
+      },
+    }),
+  );
   return app;
 }

@@ -3,9 +3,9 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { invalidRequest } from '../../../http/validate.ts';
-import { numberedNames, type EditOperation, type SplitOptions } from '../../../services/pdf/lazy.ts';
+import { type EditOperation, numberedNames, type SplitOptions } from '../../../services/pdf/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { baseName, deliverMany, deliverOne, delivery, outName, pages, password, pdfTask, text, type PdfRouteDeps } from './pdf-task.ts';
+import { baseName, deliverMany, deliverOne, delivery, outName, pages, password, type PdfRouteDeps, pdfTask, text } from './pdf-task.ts';
 
 const PDF = 'application/pdf';
 /** A list of page selections, one per input (merge) or per output (split); a lone string is a list of one. */
@@ -33,15 +33,29 @@ const Operation = v.variant('op', [
   v.object({ op: v.literal('rotate'), pages: v.optional(pages), degrees: v.pipe(num, v.integer()) }),
   v.object({ op: v.literal('delete'), pages }),
   v.object({ op: v.literal('reorder'), order: v.array(v.pipe(num, v.integer())) }),
-  v.object({ op: v.literal('insert_blank'), after: v.pipe(num, v.integer()), count: v.optional(v.pipe(num, v.integer())), width: v.optional(num), height: v.optional(num) }),
+  v.object({
+    op: v.literal('insert_blank'),
+    after: v.pipe(num, v.integer()),
+    count: v.optional(v.pipe(num, v.integer())),
+    width: v.optional(num),
+    height: v.optional(num),
+  }),
   v.object({ op: v.literal('crop'), pages: v.optional(pages), box }),
   v.object({
-    op: v.literal('set_metadata'), title: v.optional(text), author: v.optional(text), subject: v.optional(text),
-    keywords: v.optional(v.union([text, v.array(text)])), creator: v.optional(text), producer: v.optional(text),
+    op: v.literal('set_metadata'),
+    title: v.optional(text),
+    author: v.optional(text),
+    subject: v.optional(text),
+    keywords: v.optional(v.union([text, v.array(text)])),
+    creator: v.optional(text),
+    producer: v.optional(text),
   }),
 ]);
 const Edit = v.object({
-  operations: v.pipe(v.union([v.array(Operation), v.pipe(Operation, v.transform((o) => [o]))]), v.minLength(1, 'give at least one operation')),
+  operations: v.pipe(
+    v.union([v.array(Operation), v.pipe(Operation, v.transform((o) => [o]))]),
+    v.minLength(1, 'give at least one operation'),
+  ),
   password,
   drop_signatures: v.optional(v.boolean()),
   delivery,
@@ -49,40 +63,72 @@ const Edit = v.object({
 
 export function pdfAssembleRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/pdf-merge', pdfTask(deps, {
-    name: 'pdf-merge',
-    options: Merge,
-    files: { min: 1, max: 100 },
-    async run(docs, o, ctx, input) {
-      for (const [field, list] of [['ranges', o.ranges], ['passwords', o.passwords]] as const)
-        if (list && list.length !== docs.length) throw invalidRequest(`${field}: one entry per input document (${docs.length}), null for the default`, [{ field, message: 'length differs from the number of documents' }]);
-      const pdf = await workers.run('pdf.merge', [
-        docs.map((bytes, i) => ({ bytes, pages: o.ranges?.[i] ?? undefined, password: o.passwords?.[i] ?? o.password })),
-        { bookmarks: o.bookmarks }], ctx);
-      ctx.progress(docs.length, docs.length);
-      return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'merged'), contentType: PDF });
-    },
-  }));
-  app.post('/pdf-split', pdfTask(deps, {
-    name: 'pdf-split',
-    options: Split,
-    async run([doc], o, ctx, input) {
-      if ([o.ranges, o.every, o.single].filter((x) => x !== undefined).length > 1)
-        throw invalidRequest('give one of ranges, every or single', [{ field: 'ranges', message: 'ranges, every and single exclude each other' }]);
-      const how = (o.ranges ? { ranges: o.ranges.map((r) => r ?? 'all') } : o.every ? { every: o.every } : { single: true }) as SplitOptions;
-      const parts = await workers.run('pdf.split', [doc!, { ...how, password: o.password }], ctx);
-      ctx.progress(parts.length, parts.length);
-      const names = numberedNames(parts.length, `${baseName(input.files[0])}-part`, 'pdf');
-      return deliverMany(ctx, o.delivery, parts.map((bytes, i) => ({ bytes, filename: names[i]!, contentType: PDF })), outName(input.files[0], 'split', 'zip'));
-    },
-  }));
-  app.post('/pdf-edit', pdfTask(deps, {
-    name: 'pdf-edit',
-    options: Edit,
-    async run([doc], o, ctx, input) {
-      const pdf = await workers.run('pdf.edit', [doc!, o.operations as EditOperation[], { password: o.password, dropSignatures: o.drop_signatures }], ctx);
-      return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'edited'), contentType: PDF });
-    },
-  }));
+  app.post(
+    '/pdf-merge',
+    pdfTask(deps, {
+      name: 'pdf-merge',
+      options: Merge,
+      files: { min: 1, max: 100 },
+      async run(docs, o, ctx, input) {
+        for (const [field, list] of [['ranges', o.ranges], ['passwords', o.passwords]] as const) {
+          if (list && list.length !== docs.length) {
+            throw invalidRequest(`${field}: one entry per input document (${docs.length}), null for the default`, [{
+              field,
+              message: 'length differs from the number of documents',
+            }]);
+          }
+        }
+        const pdf = await workers.run('pdf.merge', [
+          docs.map((bytes, i) => ({ bytes, pages: o.ranges?.[i] ?? undefined, password: o.passwords?.[i] ?? o.password })),
+          { bookmarks: o.bookmarks },
+        ], ctx);
+        ctx.progress(docs.length, docs.length);
+        return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'merged'), contentType: PDF });
+      },
+    }),
+  );
+  app.post(
+    '/pdf-split',
+    pdfTask(deps, {
+      name: 'pdf-split',
+      options: Split,
+      async run([doc], o, ctx, input) {
+        if ([o.ranges, o.every, o.single].filter((x) => x !== undefined).length > 1) {
+          throw invalidRequest('give one of ranges, every or single', [{
+            field: 'ranges',
+            message: 'ranges, every and single exclude each other',
+          }]);
+        }
+        const how = (o.ranges
+          ? { ranges: o.ranges.map((r) => r ?? 'all') }
+          : o.every
+          ? { every: o.every }
+          : { single: true }) as SplitOptions;
+        const parts = await workers.run('pdf.split', [doc!, { ...how, password: o.password }], ctx);
+        ctx.progress(parts.length, parts.length);
+        const names = numberedNames(parts.length, `${baseName(input.files[0])}-part`, 'pdf');
+        return deliverMany(
+          ctx,
+          o.delivery,
+          parts.map((bytes, i) => ({ bytes, filename: names[i]!, contentType: PDF })),
+          outName(input.files[0], 'split', 'zip'),
+        );
+      },
+    }),
+  );
+  app.post(
+    '/pdf-edit',
+    pdfTask(deps, {
+      name: 'pdf-edit',
+      options: Edit,
+      async run([doc], o, ctx, input) {
+        const pdf = await workers.run('pdf.edit', [doc!, o.operations as EditOperation[], {
+          password: o.password,
+          dropSignatures: o.drop_signatures,
+        }], ctx);
+        return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'edited'), contentType: PDF });
+      },
+    }),
+  );
   return app;
 }

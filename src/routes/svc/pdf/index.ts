@@ -11,6 +11,8 @@ import { pdfWatermarkRoutes } from './watermark.ts';
 
 export function pdfRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  for (const routes of [pdfReadRoutes, pdfAssembleRoutes, pdfSecureRoutes, pdfRenderRoutes, pdfWatermarkRoutes, pdfArchiveRoutes]) app.route('/', routes(deps));
+  for (const routes of [pdfReadRoutes, pdfAssembleRoutes, pdfSecureRoutes, pdfRenderRoutes, pdfWatermarkRoutes, pdfArchiveRoutes]) {
+    app.route('/', routes(deps));
+  }
   return app;
 }

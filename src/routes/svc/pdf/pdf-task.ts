@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import type { Handler } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { readTaskInput, type InputFile } from '../../../http/task-input.ts';
+import { type InputFile, readTaskInput } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
@@ -16,12 +16,19 @@ import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import { zipFiles } from '../../../services/pdf/lazy.ts';
 import { checkFieldLengths } from '../../../services/limits.ts';
 
-export interface PdfRouteDeps { runner: TaskRunner; files: FileStore }
+export interface PdfRouteDeps {
+  runner: TaskRunner;
+  files: FileStore;
+}
 
 /** A string option; multipart fields that look like JSON numbers/booleans arrive parsed, so take them back as text. */
 export const text = v.pipe(v.union([v.string(), v.number(), v.boolean()]), v.transform(String));
 /** 1-based page selection: "1-3,5,8-", "all", "last", a page number, or an array of page numbers. */
-export const pages = v.union([v.string(), v.pipe(v.number(), v.integer(), v.transform((n) => [n])), v.array(v.pipe(v.number(), v.integer()))]);
+export const pages = v.union([
+  v.string(),
+  v.pipe(v.number(), v.integer(), v.transform((n) => [n])),
+  v.array(v.pipe(v.number(), v.integer())),
+]);
 /** One or several strings (a single multipart field arrives as a string, a repeated one as an array). */
 export const strings = v.pipe(v.union([text, v.array(text)]), v.transform((x) => (Array.isArray(x) ? x : [x])));
 export const delivery = v.optional(v.picklist(['inline', 'file_id']), 'inline');
@@ -56,7 +63,10 @@ export function pdfTask<S extends v.GenericSchema>(deps: PdfRouteDeps, def: PdfT
         const n = ti.files.length;
         if (n < count.min || n > count.max) {
           const want = count.max === 1 ? 'one document' : `${count.min} to ${count.max} documents`;
-          throw invalidRequest(`${def.name} takes ${want} (got ${n}): multipart field "file", or "file"/"file_id"/"files" in JSON`, [{ field: 'file', message: n ? 'too many' : 'required' }]);
+          throw invalidRequest(`${def.name} takes ${want} (got ${n}): multipart field "file", or "file"/"file_id"/"files" in JSON`, [{
+            field: 'file',
+            message: n ? 'too many' : 'required',
+          }]);
         }
         const options = validate(def.options, ti.options);
         checkFieldLengths(options, { skip: BINARY_OPTIONS });
@@ -95,14 +105,21 @@ export function snakeKeys(value: unknown): unknown {
 /** Base64 (or a data: URL) of an option such as a watermark logo; 400 when it is not base64. */
 export function decodeBase64Option(value: string, field: string): Uint8Array {
   const clean = value.replace(/^data:[^,]*,/, '').replace(/\s+/g, '');
-  if (!clean || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean)) throw invalidRequest(`${field} is not valid base64`, [{ field, message: 'not base64' }]);
+  if (!clean || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean)) {
+    throw invalidRequest(`${field} is not valid base64`, [{ field, message: 'not base64' }]);
+  }
   const bin = atob(clean.replace(/-/g, '+').replace(/_/g, '/'));
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
   return out;
 }
 
-export interface Output { bytes: Uint8Array; filename: string; contentType: string; extra?: Record<string, unknown> }
+export interface Output {
+  bytes: Uint8Array;
+  filename: string;
+  contentType: string;
+  extra?: Record<string, unknown>;
+}
 
 async function saved(ctx: TaskContext, o: Output) {
   const file_id = await ctx.saveFile(o.bytes, { filename: o.filename, contentType: o.contentType });
@@ -119,7 +136,13 @@ export async function deliverOne(ctx: TaskContext, how: 'inline' | 'file_id', o:
  * Several outputs: a stored zip inline (a single output is returned as itself when `singleAsItself`),
  * or `{files: [{file_id, filename, bytes, content_type, ...extra}]}`, one new file each, in order.
  */
-export async function deliverMany(ctx: TaskContext, how: 'inline' | 'file_id', outputs: Output[], zipName: string, singleAsItself = false): Promise<unknown> {
+export async function deliverMany(
+  ctx: TaskContext,
+  how: 'inline' | 'file_id',
+  outputs: Output[],
+  zipName: string,
+  singleAsItself = false,
+): Promise<unknown> {
   ctx.signal.throwIfAborted();
   if (how === 'file_id') {
     const files = [];

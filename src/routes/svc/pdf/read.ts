@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { pages, password, pdfTask, snakeKeys, text, type PdfRouteDeps } from './pdf-task.ts';
+import { pages, password, type PdfRouteDeps, pdfTask, snakeKeys, text } from './pdf-task.ts';
 
 const Info = v.object({ password });
 const Layout = v.object({ pages: v.optional(pages), password });
@@ -18,28 +18,47 @@ const Search = v.object({
 
 export function pdfReadRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/pdf-info', pdfTask(deps, {
-    name: 'pdf-info',
-    options: Info,
-    async run([doc], o, ctx) {
-      const info = await workers.run('pdf.info', [doc!, { password: o.password }], ctx);
-      ctx.progress(info.pageCount, info.pageCount);
-      return snakeKeys(info);
-    },
-  }));
-  app.post('/pdf-layout', pdfTask(deps, {
-    name: 'pdf-layout',
-    options: Layout,
-    async run([doc], o, ctx) {
-      const layout = await workers.run('pdf.layout', [doc!, { pages: o.pages, password: o.password }], ctx);
-      ctx.progress(layout.pages.length, layout.pages.length);
-      return snakeKeys(layout);
-    },
-  }));
-  app.post('/pdf-search', pdfTask(deps, {
-    name: 'pdf-search',
-    options: Search,
-    run: async ([doc], o, ctx) => snakeKeys(await workers.run('pdf.search', [doc!, { query: o.query, regex: o.regex, caseSensitive: o.case_sensitive, pages: o.pages, limit: o.limit, password: o.password }], ctx)),
-  }));
+  app.post(
+    '/pdf-info',
+    pdfTask(deps, {
+      name: 'pdf-info',
+      options: Info,
+      async run([doc], o, ctx) {
+        const info = await workers.run('pdf.info', [doc!, { password: o.password }], ctx);
+        ctx.progress(info.pageCount, info.pageCount);
+        return snakeKeys(info);
+      },
+    }),
+  );
+  app.post(
+    '/pdf-layout',
+    pdfTask(deps, {
+      name: 'pdf-layout',
+      options: Layout,
+      async run([doc], o, ctx) {
+        const layout = await workers.run('pdf.layout', [doc!, { pages: o.pages, password: o.password }], ctx);
+        ctx.progress(layout.pages.length, layout.pages.length);
+        return snakeKeys(layout);
+      },
+    }),
+  );
+  app.post(
+    '/pdf-search',
+    pdfTask(deps, {
+      name: 'pdf-search',
+      options: Search,
+      run: async ([doc], o, ctx) =>
+        snakeKeys(
+          await workers.run('pdf.search', [doc!, {
+            query: o.query,
+            regex: o.regex,
+            caseSensitive: o.case_sensitive,
+            pages: o.pages,
+            limit: o.limit,
+            password: o.password,
+          }], ctx),
+        ),
+    }),
+  );
   return app;
 }

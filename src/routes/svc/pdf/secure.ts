@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { deliverOne, delivery, outName, pages, password, pdfTask, strings, type PdfRouteDeps } from './pdf-task.ts';
+import { deliverOne, delivery, outName, pages, password, type PdfRouteDeps, pdfTask, strings } from './pdf-task.ts';
 
 const PDF = 'application/pdf';
 
@@ -26,25 +26,48 @@ const Redact = v.object({
 
 export function pdfSecureRoutes(deps: PdfRouteDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/pdf-unlock', pdfTask(deps, {
-    name: 'pdf-unlock',
-    options: Unlock,
-    async run([doc], o, ctx, input) {
-      const r = await workers.run('pdf.unlock', [doc!, { password: o.password }], ctx);
-      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'unlocked'), contentType: PDF, extra: { was_encrypted: r.wasEncrypted } });
-    },
-  }));
-  app.post('/pdf-redact', pdfTask(deps, {
-    name: 'pdf-redact',
-    options: Redact,
-    async run([doc], o, ctx, input) {
-      const r = await workers.run('pdf.redact', [doc!, {
-        texts: o.texts, regex: o.regex, caseSensitive: o.case_sensitive, rects: o.rects, pages: o.pages,
-        flatten: o.flatten, flattenDpi: o.flatten_dpi, password: o.password, dropSignatures: o.drop_signatures,
-      }], ctx);
-      ctx.progress(r.redactions.length, r.redactions.length);
-      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'redacted'), contentType: PDF, extra: { redactions: r.redactions, signatures_dropped: r.signaturesDropped } });
-    },
-  }));
+  app.post(
+    '/pdf-unlock',
+    pdfTask(deps, {
+      name: 'pdf-unlock',
+      options: Unlock,
+      async run([doc], o, ctx, input) {
+        const r = await workers.run('pdf.unlock', [doc!, { password: o.password }], ctx);
+        return deliverOne(ctx, o.delivery, {
+          bytes: r.pdf,
+          filename: outName(input.files[0], 'unlocked'),
+          contentType: PDF,
+          extra: { was_encrypted: r.wasEncrypted },
+        });
+      },
+    }),
+  );
+  app.post(
+    '/pdf-redact',
+    pdfTask(deps, {
+      name: 'pdf-redact',
+      options: Redact,
+      async run([doc], o, ctx, input) {
+        const r = await workers.run('pdf.redact', [doc!, {
+          texts: o.texts,
+          regex: o.regex,
+          caseSensitive: o.case_sensitive,
+          rects: o.rects,
+          pages: o.pages,
+          flatten: o.flatten,
+          flattenDpi: o.flatten_dpi,
+          password: o.password,
+          dropSignatures: o.drop_signatures,
+        }], ctx);
+        ctx.progress(r.redactions.length, r.redactions.length);
+        return deliverOne(ctx, o.delivery, {
+          bytes: r.pdf,
+          filename: outName(input.files[0], 'redacted'),
+          contentType: PDF,
+          extra: { redactions: r.redactions, signatures_dropped: r.signaturesDropped },
+        });
+      },
+    }),
+  );
   return app;
 }

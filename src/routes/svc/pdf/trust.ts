@@ -9,10 +9,24 @@ import { invalidArgument } from '../../../services/errors.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import * as trust from '../../../services/pdf/trust/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { decodeBase64Option, deliverOne, delivery, outName, pdfTask, readInput, snakeKeys, strings, text, type PdfRouteDeps, type PdfTaskInput } from './pdf-task.ts';
+import {
+  decodeBase64Option,
+  deliverOne,
+  delivery,
+  outName,
+  type PdfRouteDeps,
+  pdfTask,
+  type PdfTaskInput,
+  readInput,
+  snakeKeys,
+  strings,
+  text,
+} from './pdf-task.ts';
 
 const PDF = 'application/pdf';
-export interface PdfTrustDeps extends PdfRouteDeps { config: Pick<Config, 'pdfTrustAllowedHosts' | 'pdfTrustAnchors'> }
+export interface PdfTrustDeps extends PdfRouteDeps {
+  config: Pick<Config, 'pdfTrustAllowedHosts' | 'pdfTrustAnchors'>;
+}
 
 const Sign = v.object({
   certificate: v.optional(v.string()),
@@ -46,10 +60,22 @@ const Ltv = v.object({ chain: v.optional(text), delivery });
 const CERTIFY = { no_changes: 1, form_filling: 2, annotations: 3 } as const;
 
 /** Bytes of an option that may come as a file part, base64 in the field, or `<name>_file_id`. */
-async function bytesOption(deps: PdfRouteDeps, ctx: TaskContext, input: PdfTaskInput<unknown>, name: string, b64?: string, fileId?: string): Promise<Uint8Array | undefined> {
+async function bytesOption(
+  deps: PdfRouteDeps,
+  ctx: TaskContext,
+  input: PdfTaskInput<unknown>,
+  name: string,
+  b64?: string,
+  fileId?: string,
+): Promise<Uint8Array | undefined> {
   const part = input.otherFiles[name]?.[0];
   const given = [part, b64, fileId].filter((x) => x !== undefined);
-  if (given.length > 1) throw invalidRequest(`give ${name} once: a "${name}" file part, "${name}" in base64, or "${name}_file_id"`, [{ field: name, message: 'given more than once' }]);
+  if (given.length > 1) {
+    throw invalidRequest(`give ${name} once: a "${name}" file part, "${name}" in base64, or "${name}_file_id"`, [{
+      field: name,
+      message: 'given more than once',
+    }]);
+  }
   if (part) return readInput(part);
   if (b64 !== undefined) return decodeBase64Option(b64, name);
   if (fileId !== undefined) return readInput(await deps.files.get(ctx.owner.id, fileId));
@@ -66,63 +92,116 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
   const app = new Hono<AppEnv>();
   const net = () => trust.trustNet(deps.config.pdfTrustAllowedHosts);
   let anchors: Promise<string> | undefined;
-  const configuredAnchors = () => (anchors ??= deps.config.pdfTrustAnchors ? readFile(deps.config.pdfTrustAnchors, 'utf8') : Promise.resolve(''));
+  const configuredAnchors =
+    () => (anchors ??= deps.config.pdfTrustAnchors ? readFile(deps.config.pdfTrustAnchors, 'utf8') : Promise.resolve(''));
 
-  app.post('/pdf-sign', pdfTask(deps, {
-    name: 'pdf-sign',
-    options: Sign,
-    async run([doc], o, ctx, input) {
-      const p12 = await bytesOption(deps, ctx, input, 'certificate', o.certificate, o.certificate_file_id);
-      const keyPem = await pemOption(input, 'key', o.key ? [o.key] : []);
-      const chainPem = await pemOption(input, 'chain', o.chain ? [o.chain] : []);
-      if (p12 && keyPem) throw invalidRequest('give the signing identity once: "certificate" (PKCS#12) or "key" + "chain" (PEM)', [{ field: 'certificate', message: 'given with key' }]);
-      if (!p12 && !keyPem) throw invalidRequest('a signing identity is required: "certificate" (PKCS#12 .p12/.pfx) with "certificate_password", or "key" and "chain" (PEM)', [{ field: 'certificate', message: 'required' }]);
-      const identity = p12 ? await trust.identityFromPkcs12(p12, o.certificate_password ?? '') : await trust.identityFromPem(keyPem, chainPem);
-      const image = await bytesOption(deps, ctx, input, 'image', o.image, o.image_file_id);
-      const rect = typeof o.rect === 'string' ? o.rect.split(/[\s,]+/).filter(Boolean).map(Number) : o.rect;
-      if (rect && (rect.length !== 4 || rect.some((n) => !Number.isFinite(n)))) throw invalidArgument('rect: four numbers x, y, width, height (points).', { field: 'rect' });
-      const visible = rect !== undefined;
-      if (!visible && (image || o.appearance_text)) throw invalidArgument('a visible signature needs its rect: [x, y, width, height] in points.', { field: 'rect' });
-      const r = await trust.pdfSign(doc!, {
-        identity, level: o.level, reason: o.reason, location: o.location, contactInfo: o.contact_info, fieldName: o.field_name,
-        appearance: visible ? { page: o.page ?? 1, rect: rect as [number, number, number, number], text: o.appearance_text, image } : undefined,
-        certify: typeof o.certify === 'string' ? CERTIFY[o.certify] : o.certify,
-        tsaUrl: o.tsa_url, net: net(), signal: ctx.signal,
-      });
-      const { pdf, ...info } = r;
-      return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'signed'), contentType: PDF, extra: snakeKeys(info) as Record<string, unknown> });
-    },
-  }));
+  app.post(
+    '/pdf-sign',
+    pdfTask(deps, {
+      name: 'pdf-sign',
+      options: Sign,
+      async run([doc], o, ctx, input) {
+        const p12 = await bytesOption(deps, ctx, input, 'certificate', o.certificate, o.certificate_file_id);
+        const keyPem = await pemOption(input, 'key', o.key ? [o.key] : []);
+        const chainPem = await pemOption(input, 'chain', o.chain ? [o.chain] : []);
+        if (p12 && keyPem) {
+          throw invalidRequest('give the signing identity once: "certificate" (PKCS#12) or "key" + "chain" (PEM)', [{
+            field: 'certificate',
+            message: 'given with key',
+          }]);
+        }
+        if (!p12 && !keyPem) {
+          throw invalidRequest(
+            'a signing identity is required: "certificate" (PKCS#12 .p12/.pfx) with "certificate_password", or "key" and "chain" (PEM)',
+            [{ field: 'certificate', message: 'required' }],
+          );
+        }
+        const identity = p12
+          ? await trust.identityFromPkcs12(p12, o.certificate_password ?? '')
+          : await trust.identityFromPem(keyPem, chainPem);
+        const image = await bytesOption(deps, ctx, input, 'image', o.image, o.image_file_id);
+        const rect = typeof o.rect === 'string' ? o.rect.split(/[\s,]+/).filter(Boolean).map(Number) : o.rect;
+        if (rect && (rect.length !== 4 || rect.some((n) => !Number.isFinite(n)))) {
+          throw invalidArgument('rect: four numbers x, y, width, height (points).', { field: 'rect' });
+        }
+        const visible = rect !== undefined;
+        if (!visible && (image || o.appearance_text)) {
+          throw invalidArgument('a visible signature needs its rect: [x, y, width, height] in points.', { field: 'rect' });
+        }
+        const r = await trust.pdfSign(doc!, {
+          identity,
+          level: o.level,
+          reason: o.reason,
+          location: o.location,
+          contactInfo: o.contact_info,
+          fieldName: o.field_name,
+          appearance: visible
+            ? { page: o.page ?? 1, rect: rect as [number, number, number, number], text: o.appearance_text, image }
+            : undefined,
+          certify: typeof o.certify === 'string' ? CERTIFY[o.certify] : o.certify,
+          tsaUrl: o.tsa_url,
+          net: net(),
+          signal: ctx.signal,
+        });
+        const { pdf, ...info } = r;
+        return deliverOne(ctx, o.delivery, {
+          bytes: pdf,
+          filename: outName(input.files[0], 'signed'),
+          contentType: PDF,
+          extra: snakeKeys(info) as Record<string, unknown>,
+        });
+      },
+    }),
+  );
 
-  app.post('/pdf-verify', pdfTask(deps, {
-    name: 'pdf-verify',
-    options: Verify,
-    async run([doc], o, ctx, input) {
-      await workers.run('pdf.guard', [doc!], ctx); // bombs refused before the parser sees them
-      const pem = [await configuredAnchors(), await pemOption(input, 'trusted_certificates', o.trusted_certificates ?? [])].join('\n');
-      const trusted = pem.trim() ? await trust.parseCertificates(pem, 'trusted_certificates') : [];
-      return snakeKeys(await trust.pdfVerify(doc!, { trusted, net: net(), revocation: o.revocation, signal: ctx.signal }));
-    },
-  }));
+  app.post(
+    '/pdf-verify',
+    pdfTask(deps, {
+      name: 'pdf-verify',
+      options: Verify,
+      async run([doc], o, ctx, input) {
+        await workers.run('pdf.guard', [doc!], ctx); // bombs refused before the parser sees them
+        const pem = [await configuredAnchors(), await pemOption(input, 'trusted_certificates', o.trusted_certificates ?? [])].join('\n');
+        const trusted = pem.trim() ? await trust.parseCertificates(pem, 'trusted_certificates') : [];
+        return snakeKeys(await trust.pdfVerify(doc!, { trusted, net: net(), revocation: o.revocation, signal: ctx.signal }));
+      },
+    }),
+  );
 
-  app.post('/pdf-timestamp', pdfTask(deps, {
-    name: 'pdf-timestamp',
-    options: Timestamp,
-    async run([doc], o, ctx, input) {
-      const r = await trust.pdfTimestamp(doc!, { tsaUrl: o.tsa_url, fieldName: o.field_name, net: net(), signal: ctx.signal });
-      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'timestamped'), contentType: PDF, extra: { field: r.field, time: r.time } });
-    },
-  }));
+  app.post(
+    '/pdf-timestamp',
+    pdfTask(deps, {
+      name: 'pdf-timestamp',
+      options: Timestamp,
+      async run([doc], o, ctx, input) {
+        const r = await trust.pdfTimestamp(doc!, { tsaUrl: o.tsa_url, fieldName: o.field_name, net: net(), signal: ctx.signal });
+        return deliverOne(ctx, o.delivery, {
+          bytes: r.pdf,
+          filename: outName(input.files[0], 'timestamped'),
+          contentType: PDF,
+          extra: { field: r.field, time: r.time },
+        });
+      },
+    }),
+  );
 
-  app.post('/pdf-ltv', pdfTask(deps, {
-    name: 'pdf-ltv',
-    options: Ltv,
-    async run([doc], o, ctx, input) {
-      const chain = await pemOption(input, 'chain', o.chain ? [o.chain] : []);
-      const extra = chain.trim() ? await trust.parseCertificates(chain, 'chain') : [];
-      const r = await trust.pdfLtv(doc!, { net: net(), extraCertificates: extra, signal: ctx.signal });
-      return deliverOne(ctx, o.delivery, { bytes: r.pdf, filename: outName(input.files[0], 'ltv'), contentType: PDF, extra: snakeKeys({ added: r.added, missing: r.missing }) as Record<string, unknown> });
-    },
-  }));
+  app.post(
+    '/pdf-ltv',
+    pdfTask(deps, {
+      name: 'pdf-ltv',
+      options: Ltv,
+      async run([doc], o, ctx, input) {
+        const chain = await pemOption(input, 'chain', o.chain ? [o.chain] : []);
+        const extra = chain.trim() ? await trust.parseCertificates(chain, 'chain') : [];
+        const r = await trust.pdfLtv(doc!, { net: net(), extraCertificates: extra, signal: ctx.signal });
+        return deliverOne(ctx, o.delivery, {
+          bytes: r.pdf,
+          filename: outName(input.files[0], 'ltv'),
+          contentType: PDF,
+          extra: snakeKeys({ added: r.added, missing: r.missing }) as Record<string, unknown>,
+        });
+      },
+    }),
+  );
   return app;
 }

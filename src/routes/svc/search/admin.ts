@@ -46,10 +46,19 @@ export function searchAdminRoutes(search: Search) {
   app.get('/search/clusters/:cluster', async (c) => c.json(await r.getCluster(c.req.param('cluster'))));
   app.delete('/search/clusters/:cluster', async (c) => c.json(await r.deleteCluster(c.req.param('cluster'))));
 
-  app.post('/search/clusters/:cluster/tenants', async (c) => c.json(await r.createTenant(c.req.param('cluster'), (await readJson(c, CreateTenant)).name), 201));
+  app.post(
+    '/search/clusters/:cluster/tenants',
+    async (c) => c.json(await r.createTenant(c.req.param('cluster'), (await readJson(c, CreateTenant)).name), 201),
+  );
   app.get('/search/clusters/:cluster/tenants', async (c) => c.json({ object: 'list', data: await r.listTenants(c.req.param('cluster')) }));
-  app.get('/search/clusters/:cluster/tenants/:tenant', async (c) => c.json(await r.getTenant(c.req.param('cluster'), c.req.param('tenant'))));
-  app.delete('/search/clusters/:cluster/tenants/:tenant', async (c) => c.json(await r.deleteTenant(c.req.param('cluster'), c.req.param('tenant'))));
+  app.get(
+    '/search/clusters/:cluster/tenants/:tenant',
+    async (c) => c.json(await r.getTenant(c.req.param('cluster'), c.req.param('tenant'))),
+  );
+  app.delete(
+    '/search/clusters/:cluster/tenants/:tenant',
+    async (c) => c.json(await r.deleteTenant(c.req.param('cluster'), c.req.param('tenant'))),
+  );
 
   const base = '/search/clusters/:cluster/tenants/:tenant/collections';
   app.post(base, async (c) => {
@@ -57,8 +66,14 @@ export function searchAdminRoutes(search: Search) {
     return c.json(await r.createCollection(c.req.param('cluster'), c.req.param('tenant'), b.name, b.embedding_model ?? null), 201);
   });
   app.get(base, async (c) => c.json({ object: 'list', data: await r.listCollections(c.req.param('cluster'), c.req.param('tenant')) }));
-  app.get(`${base}/:collection`, async (c) => c.json(await r.getCollection(c.req.param('cluster'), c.req.param('tenant'), c.req.param('collection'))));
-  app.delete(`${base}/:collection`, async (c) => c.json(await r.deleteCollection(c.req.param('cluster'), c.req.param('tenant'), c.req.param('collection'))));
+  app.get(
+    `${base}/:collection`,
+    async (c) => c.json(await r.getCollection(c.req.param('cluster'), c.req.param('tenant'), c.req.param('collection'))),
+  );
+  app.delete(
+    `${base}/:collection`,
+    async (c) => c.json(await r.deleteCollection(c.req.param('cluster'), c.req.param('tenant'), c.req.param('collection'))),
+  );
 
   return app;
 }
@@ -72,11 +87,18 @@ export function searchKeyAccessRoutes(search: Search, keys: KeyService) {
     if (!k) throw notFound(`API key '${id}' not found`);
     return { id: k.id, role: k.role, keyId: k.id, name: k.name };
   };
-  app.get('/keys/:id/search', async (c) => c.json({ key_id: c.req.param('id'), search: await r.reachOf(await keyOwner(c.req.param('id'))) }));
+  app.get(
+    '/keys/:id/search',
+    async (c) => c.json({ key_id: c.req.param('id'), search: await r.reachOf(await keyOwner(c.req.param('id'))) }),
+  );
   app.put('/keys/:id/search', async (c) => {
     const owner = await keyOwner(c.req.param('id'));
     const b = await readJson(c, PutAccess);
-    await r.setAccess(owner.id, b.search?.cluster ?? null, (b.search?.grants ?? []).map((g) => ({ tenant: g.tenant, collection: g.collection ?? null, access: g.access })));
+    await r.setAccess(
+      owner.id,
+      b.search?.cluster ?? null,
+      (b.search?.grants ?? []).map((g) => ({ tenant: g.tenant, collection: g.collection ?? null, access: g.access })),
+    );
     return c.json({ key_id: owner.id, search: await r.reachOf(owner) });
   });
   return app;

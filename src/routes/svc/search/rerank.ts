@@ -4,7 +4,7 @@
  * objects with `text`), top_n, return_documents; results sorted by relevance_score, each with its index
  * in the request (docs/api/search.md).
  */
-import { Hono, type Context } from 'hono';
+import { type Context, Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { taskHandler } from '../../../http/task-route.ts';
@@ -28,12 +28,20 @@ const textOf = (d: RerankIn['documents'][number]) => (typeof d === 'string' ? d 
 async function rerankAnswer(reranker: Reranker, b: RerankIn, signal?: AbortSignal) {
   const texts = b.documents.map(textOf);
   const r = await reranker.rerank(b.model, b.query, texts, signal);
-  const order = r.scores.map((score, index) => ({ index, score })).sort((a, c) => c.score - a.score || a.index - c.index).slice(0, b.top_n ?? texts.length);
+  const order = r.scores.map((score, index) => ({ index, score })).sort((a, c) => c.score - a.score || a.index - c.index).slice(
+    0,
+    b.top_n ?? texts.length,
+  );
   return {
-    id: `rerank-${crypto.randomUUID()}`, object: 'rerank', model: r.model,
+    id: `rerank-${crypto.randomUUID()}`,
+    object: 'rerank',
+    model: r.model,
     results: order.map((o) => ({
-      index: o.index, relevance_score: o.score,
-      ...(b.return_documents ? { document: typeof b.documents[o.index] === 'string' ? { text: texts[o.index] } : b.documents[o.index] } : {}),
+      index: o.index,
+      relevance_score: o.score,
+      ...(b.return_documents
+        ? { document: typeof b.documents[o.index] === 'string' ? { text: texts[o.index] } : b.documents[o.index] }
+        : {}),
     })),
     usage: { total_tokens: 0 },
     meta: { billed_units: { search_units: 1 } },

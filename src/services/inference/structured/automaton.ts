@@ -12,7 +12,7 @@
  */
 import { itemAt, minLengths, type Node, type Prop } from './schema.ts';
 import { shortestAtLeast, stepDfa } from './regex.ts';
-import { advanceNum, restLen, valueInRange, type NumPos } from './number-range.ts';
+import { advanceNum, type NumPos, restLen, valueInRange } from './number-range.ts';
 
 const Q = 0x22; // "
 const BS = 0x5c; // backslash
@@ -78,7 +78,9 @@ export class Grammar {
           if (f.pos + 1 < f.pre.length) return [{ f: { ...f, pos: f.pos + 1 }, up }];
           return pushValue({ f: { ...f, ph: 1, pos: 0 }, up }, f.node);
         }
-        if (f.ph === 2 && f.post[f.pos] === b) return [{ f: f.pos + 1 < f.post.length ? { ...f, pos: f.pos + 1 } : { ...f, ph: 3, pos: 0 }, up }];
+        if (f.ph === 2 && f.post[f.pos] === b) {
+          return [{ f: f.pos + 1 < f.post.length ? { ...f, pos: f.pos + 1 } : { ...f, ph: 3, pos: 0 }, up }];
+        }
         return [];
       }
       case 'str':
@@ -180,7 +182,12 @@ export class Grammar {
     const n = f.n;
     const me = (g: Partial<Frame & { t: 'obj' }>): Stack[] => [{ f: { ...f, ...g }, up }];
     const startKey = (): Stack[] => {
-      if (n.free) return [{ f: { t: 'str', n: n.keys ?? KEY_NODE, ph: 1, len: 0, esc: false, u8: 0, lo: 0, hi: 0, q: 0 }, up: { f: { ...f, ph: 10 }, up } }];
+      if (n.free) {
+        return [{
+          f: { t: 'str', n: n.keys ?? KEY_NODE, ph: 1, len: 0, esc: false, u8: 0, lo: 0, hi: 0, q: 0 },
+          up: { f: { ...f, ph: 10 }, up },
+        }];
+      }
       const cands = candidates(n.props, f.i);
       return cands.length ? me({ ph: 2, kb: 0, cands }) : [];
     };
@@ -228,7 +235,9 @@ export class Grammar {
   atEnd(s: Stack): boolean {
     const f = s.f;
     if (f.t === 'root') return f.ph === 3;
-    if (f.t === 'num' && (f.ph === 2 || f.ph === 3 || f.ph === 5) && (!f.n.range || valueInRange(f.n.range, f.pos!))) return this.atEnd(childDone(s.up!));
+    if (f.t === 'num' && (f.ph === 2 || f.ph === 3 || f.ph === 5) && (!f.n.range || valueInRange(f.n.range, f.pos!))) {
+      return this.atEnd(childDone(s.up!));
+    }
     if (f.t === 'lit' && f.alive.some((i) => f.n.texts[i].length === f.pos)) return this.atEnd(childDone(s.up!));
     return false;
   }
@@ -267,7 +276,9 @@ export class Grammar {
           case 1:
             return this.#objTail(n, f.i, true);
           case 2:
-            return Math.min(...f.cands.map((j) => n.props[j].keyBytes.length - f.kb + 2 + this.minLen(n.props[j].node) + this.#objTail(n, j + 1, false)));
+            return Math.min(
+              ...f.cands.map((j) => n.props[j].keyBytes.length - f.kb + 2 + this.minLen(n.props[j].node) + this.#objTail(n, j + 1, false)),
+            );
           case 3:
             return 1 + this.minLen(n.free ?? n.props[f.cur].node) + this.#objTail(n, f.i, false);
           case 4:
@@ -397,7 +408,9 @@ export function stackKey(s: Stack | null): string {
         break;
       }
       case 'num':
-        out += f.pos ? `N${f.n.id}.${f.pos.neg ? '-' : ''}${f.pos.ph}.${f.pos.I}.${f.pos.di}.${f.pos.F}.${f.pos.nf}|` : `N${f.n.id}.${f.ph}.${f.digits}|`;
+        out += f.pos
+          ? `N${f.n.id}.${f.pos.neg ? '-' : ''}${f.pos.ph}.${f.pos.I}.${f.pos.di}.${f.pos.F}.${f.pos.nf}|`
+          : `N${f.n.id}.${f.ph}.${f.digits}|`;
         break;
       case 'lit':
         out += `L${f.n.id}.${f.pos}.${f.alive.join(',')}|`;

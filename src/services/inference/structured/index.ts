@@ -14,14 +14,14 @@ import { checkJsonDepth } from '../../limits.ts';
 import type { LoadedModel } from '../load.ts';
 import type { LogitsProcessorLike } from '../sampling.ts';
 import { Grammar } from './automaton.ts';
-import { createConstrainedProcessor, type ConstrainedProcessor } from './processor.ts';
+import { type ConstrainedProcessor, createConstrainedProcessor } from './processor.ts';
 import { anyObjectNode, compileSchema, type Node } from './schema.ts';
 import { vocabOf } from './vocab.ts';
 
-export { compileSchema, anyObjectNode, unsupportedSchema, type Node } from './schema.ts';
+export { anyObjectNode, compileSchema, type Node, unsupportedSchema } from './schema.ts';
 export { Grammar } from './automaton.ts';
-export { createConstrainedProcessor, type ConstrainedProcessor, type ConstraintStats } from './processor.ts';
-export { vocabOf, type Vocab } from './vocab.ts';
+export { type ConstrainedProcessor, type ConstraintStats, createConstrainedProcessor } from './processor.ts';
+export { type Vocab, vocabOf } from './vocab.ts';
 
 export interface ToolSpec {
   name: string;
@@ -52,7 +52,13 @@ export function grammarOf(c: OutputConstraint): Grammar {
       return new Grammar(compileSchema(c.schema));
     case 'tool_call': {
       if (c.tools.length === 0) throw new ServiceError(400, 'invalid_request', 'a forced tool call needs at least one tool');
-      if (c.format === 'mistral') throw new ServiceError(400, 'unsupported_schema', "forcing a tool call is not supported for this model's tool-call format ([TOOL_CALLS] is a special token)");
+      if (c.format === 'mistral') {
+        throw new ServiceError(
+          400,
+          'unsupported_schema',
+          "forcing a tool call is not supported for this model's tool-call format ([TOOL_CALLS] is a special token)",
+        );
+      }
       const argsKey = c.format === 'json' ? 'parameters' : 'arguments';
       // One object schema per tool: {"name": <that tool>, "<args>": <its parameters>}; anyOf picks by name.
       const schema = {
@@ -83,7 +89,8 @@ export function prepareConstraint(c: OutputConstraint): PreparedConstraint {
   const prepared: PreparedConstraint = {
     grammar,
     processorsFor({ model, promptTokens, maxNewTokens }) {
-      const eos = [model.model.generation_config?.eos_token_id ?? (model.config.eos_token_id as number | number[] | undefined) ?? []].flat().map(Number);
+      const eos = [model.model.generation_config?.eos_token_id ?? (model.config.eos_token_id as number | number[] | undefined) ?? []].flat()
+        .map(Number);
       const p = createConstrainedProcessor(grammar, vocabOf(model.tokenizer), eos, promptTokens, maxNewTokens);
       prepared.processor = p;
       return [p];

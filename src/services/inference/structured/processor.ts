@@ -14,7 +14,7 @@
  * shortest-completion length of every state (automaton.ts `closeLen`), which that library does not expose.
  */
 import type { LogitsLike, LogitsProcessorFn } from '../sampling.ts';
-import { Grammar, stackKey, type Stack } from './automaton.ts';
+import { Grammar, type Stack, stackKey } from './automaton.ts';
 import { ServiceError } from '../../errors.ts';
 import type { TrieNode, Vocab } from './vocab.ts';
 
@@ -41,14 +41,34 @@ export interface ConstrainedProcessor extends LogitsProcessorFn {
 const MAX_CACHE = 4096;
 
 export function budgetTooSmall(needed: number, budget: number) {
-  return new ServiceError(400, 'invalid_request', `a budget of ${budget} tokens (max_tokens, or what the prompt leaves of the model's context) is too small for the requested format: the shortest valid output needs up to ${needed} tokens`);
+  return new ServiceError(
+    400,
+    'invalid_request',
+    `a budget of ${budget} tokens (max_tokens, or what the prompt leaves of the model's context) is too small for the requested format: the shortest valid output needs up to ${needed} tokens`,
+  );
 }
 
-export function createConstrainedProcessor(grammar: Grammar, vocab: Vocab, eosIds: number[], promptTokens: number, maxNewTokens: number): ConstrainedProcessor {
+export function createConstrainedProcessor(
+  grammar: Grammar,
+  vocab: Vocab,
+  eosIds: number[],
+  promptTokens: number,
+  maxNewTokens: number,
+): ConstrainedProcessor {
   if (!vocab.byteComplete) {
-    throw new ServiceError(400, 'unsupported_schema', `this model's vocabulary has no single-byte tokens for ${vocab.missingBytes.length} printable characters, so constrained output cannot be guaranteed`);
+    throw new ServiceError(
+      400,
+      'unsupported_schema',
+      `this model's vocabulary has no single-byte tokens for ${vocab.missingBytes.length} printable characters, so constrained output cannot be guaranteed`,
+    );
   }
-  if (eosIds.length === 0) throw new ServiceError(400, 'unsupported_schema', 'this model declares no end-of-sequence token, so constrained output cannot be ended');
+  if (eosIds.length === 0) {
+    throw new ServiceError(
+      400,
+      'unsupported_schema',
+      'this model declares no end-of-sequence token, so constrained output cannot be ended',
+    );
+  }
   let state: Stack[] = grammar.initial();
   const first = minClose(grammar, state);
   if (first + 1 > maxNewTokens) throw budgetTooSmall(first + 1, maxNewTokens);
@@ -89,7 +109,7 @@ export function createConstrainedProcessor(grammar: Grammar, vocab: Vocab, eosId
         vals.push(data[id]);
       }
     }
-    if (allowed.end) for (const e of eosIds) if (e < data.length) (keep.push(e), vals.push(data[e]));
+    if (allowed.end) { for (const e of eosIds) if (e < data.length) (keep.push(e), vals.push(data[e])); }
     if (keep.length === 0) throw new Error('constrained decoding: no token keeps the output valid within the budget (grammar bug)');
     // A model may score every allowed token -Infinity (or NaN); keep them choosable.
     let finite = false;

@@ -444,7 +444,9 @@ export function prune(d: Dfa, what: string): Dfa {
     const q = queue[h];
     for (const r of rev[q]) if (dist[r] > dist[q] + 1) (dist[r] = dist[q] + 1, queue.push(r));
   }
-  if (dist[0] >= 0x3fffffff) throw unsupportedSchema(`a ${what} that no string of printable ASCII characters (other than " and \\) can match`);
+  if (dist[0] >= 0x3fffffff) {
+    throw unsupportedSchema(`a ${what} that no string of printable ASCII characters (other than " and \\) can match`);
+  }
   for (let i = 0; i < next.length; i++) if (next[i] >= 0 && dist[next[i]] >= 0x3fffffff) next[i] = -1;
   return { next, accept: d.accept, dist, size: d.size };
 }
@@ -461,9 +463,11 @@ export function shortestAtLeast(d: Dfa, q: number, r: number, memo: Map<number, 
   let cur = new Set([q]);
   for (let k = 0; k < r && cur.size; k++) {
     const nx = new Set<number>();
-    for (const s of cur) for (let c = 0; c < SIGMA; c++) {
-      const t = d.next[s * SIGMA + c];
-      if (t >= 0) nx.add(t);
+    for (const s of cur) {
+      for (let c = 0; c < SIGMA; c++) {
+        const t = d.next[s * SIGMA + c];
+        if (t >= 0) nx.add(t);
+      }
     }
     cur = nx;
   }

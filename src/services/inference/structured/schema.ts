@@ -6,9 +6,9 @@
  */
 import { ServiceError } from '../../errors.ts';
 import { unsupportedSchema } from './schema-error.ts';
-import { patternDfa, prune, shortestAtLeast, stepDfa, type Dfa } from './regex.ts';
+import { type Dfa, patternDfa, prune, shortestAtLeast, stepDfa } from './regex.ts';
 import { FORMAT_PATTERNS } from './formats.ts';
-import { restLen, scaled, type NumRange } from './number-range.ts';
+import { type NumRange, restLen, scaled } from './number-range.ts';
 
 export type Node =
   | { k: 'obj'; id: number; props: Prop[]; free?: Node; keys?: Node & { k: 'str' } }
@@ -30,8 +30,23 @@ export { unsupportedSchema } from './schema-error.ts';
 
 const enc = new TextEncoder();
 const ANNOTATIONS = new Set([
-  'title', 'description', 'default', 'examples', '$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly',
-  '$anchor', 'strict', 'name', 'contentMediaType', 'contentEncoding', 'discriminator', '$dynamicAnchor',
+  'title',
+  'description',
+  'default',
+  'examples',
+  '$schema',
+  '$id',
+  '$comment',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  '$anchor',
+  'strict',
+  'name',
+  'contentMediaType',
+  'contentEncoding',
+  'discriminator',
+  '$dynamicAnchor',
 ]);
 
 interface Ctx {
@@ -84,16 +99,22 @@ function resolvePointer(root: unknown, ref: string): unknown {
   let cur = root;
   for (const raw of ref.slice(1).split('/').filter(Boolean)) {
     const part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-    if (!cur || typeof cur !== 'object' || !(part in (cur as object))) throw new ServiceError(400, 'invalid_request', `response schema: $ref "${ref}" does not resolve`);
+    if (!cur || typeof cur !== 'object' || !(part in (cur as object))) {
+      throw new ServiceError(400, 'invalid_request', `response schema: $ref "${ref}" does not resolve`);
+    }
     cur = (cur as Record<string, unknown>)[part];
   }
   return cur;
 }
 
 function compile(s: unknown, ctx: Ctx, path: string): Node {
-  if (s === true || (s && typeof s === 'object' && Object.keys(s).every((k) => ANNOTATIONS.has(k) || k === '$defs' || k === 'definitions'))) return anyValue(ctx);
+  if (
+    s === true || (s && typeof s === 'object' && Object.keys(s).every((k) => ANNOTATIONS.has(k) || k === '$defs' || k === 'definitions'))
+  ) return anyValue(ctx);
   if (s === false) throw unsupportedSchema(`the schema false (at ${path}: no value matches it)`);
-  if (!s || typeof s !== 'object' || Array.isArray(s)) throw new ServiceError(400, 'invalid_request', `response schema: ${path} is not a schema object`);
+  if (!s || typeof s !== 'object' || Array.isArray(s)) {
+    throw new ServiceError(400, 'invalid_request', `response schema: ${path} is not a schema object`);
+  }
   const o = s as Record<string, unknown>;
 
   if (typeof o.$ref === 'string') {
@@ -116,7 +137,9 @@ function compile(s: unknown, ctx: Ctx, path: string): Node {
     if (ANNOTATIONS.has(k)) continue;
     if (!SUPPORTED.has(k)) throw unsupportedSchema(`the keyword "${k}" (at ${path})`);
   }
-  if (o.uniqueItems === true && !(typeof o.maxItems === 'number' && o.maxItems <= 1)) throw unsupportedSchema(`the keyword "uniqueItems" (at ${path})`);
+  if (o.uniqueItems === true && !(typeof o.maxItems === 'number' && o.maxItems <= 1)) {
+    throw unsupportedSchema(`the keyword "uniqueItems" (at ${path})`);
+  }
   if (Array.isArray(o.allOf)) return compile(mergeAllOf(o, ctx, path), ctx, path);
   if (o.nullable === true) {
     const { nullable: _, ...rest } = o;
@@ -131,8 +154,12 @@ function compile(s: unknown, ctx: Ctx, path: string): Node {
 
   const union = (o.anyOf ?? o.oneOf) as unknown;
   if (union !== undefined) {
-    if (!Array.isArray(union) || union.length === 0) throw new ServiceError(400, 'invalid_request', `response schema: anyOf/oneOf at ${path} must be a non-empty array`);
-    if (o.type !== undefined || 'properties' in o || 'items' in o) throw unsupportedSchema(`"anyOf"/"oneOf" combined with sibling type keywords (at ${path})`);
+    if (!Array.isArray(union) || union.length === 0) {
+      throw new ServiceError(400, 'invalid_request', `response schema: anyOf/oneOf at ${path} must be a non-empty array`);
+    }
+    if (o.type !== undefined || 'properties' in o || 'items' in o) {
+      throw unsupportedSchema(`"anyOf"/"oneOf" combined with sibling type keywords (at ${path})`);
+    }
     const alts = union.map((u, i) => compile(u, ctx, `${path}/${o.anyOf ? 'anyOf' : 'oneOf'}/${i}`));
     if (o.oneOf) checkDisjoint(alts, path);
     return { k: 'any', id: id(ctx), alts };
@@ -144,7 +171,9 @@ function compile(s: unknown, ctx: Ctx, path: string): Node {
     if ('items' in o || 'prefixItems' in o || 'minItems' in o || 'maxItems' in o) return compileType('array', o, ctx, path);
     // Type-specific keywords without a type: generate that type (valid, and the keywords stay enforced).
     if (['pattern', 'format', 'minLength', 'maxLength'].some((k) => k in o)) return compileType('string', o, ctx, path);
-    if (['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'].some((k) => k in o)) return compileType('number', o, ctx, path);
+    if (['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'].some((k) => k in o)) {
+      return compileType('number', o, ctx, path);
+    }
     if ('propertyNames' in o) return compileType('object', o, ctx, path);
     return anyValue(ctx);
   }
@@ -153,15 +182,43 @@ function compile(s: unknown, ctx: Ctx, path: string): Node {
 }
 
 const SUPPORTED = new Set([
-  'type', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems', 'minLength', 'maxLength',
-  'enum', 'const', 'anyOf', 'oneOf', 'allOf', '$ref', '$defs', 'definitions', 'minimum', 'maximum', 'exclusiveMinimum',
-  'unevaluatedProperties', 'uniqueItems', 'exclusiveMaximum', 'multipleOf', 'format', 'pattern', 'propertyNames',
-  'prefixItems', 'nullable', 'additionalItems',
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'minItems',
+  'maxItems',
+  'minLength',
+  'maxLength',
+  'enum',
+  'const',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  '$ref',
+  '$defs',
+  'definitions',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'unevaluatedProperties',
+  'uniqueItems',
+  'exclusiveMaximum',
+  'multipleOf',
+  'format',
+  'pattern',
+  'propertyNames',
+  'prefixItems',
+  'nullable',
+  'additionalItems',
 ]);
 
 function num(v: unknown, name: string, path: string): number | undefined {
   if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new ServiceError(400, 'invalid_request', `response schema: "${name}" at ${path} must be a number`);
+  if (typeof v !== 'number' || !Number.isFinite(v)) {
+    throw new ServiceError(400, 'invalid_request', `response schema: "${name}" at ${path} must be a number`);
+  }
   return v;
 }
 
@@ -177,7 +234,9 @@ function compileType(t: string, o: Record<string, unknown>, ctx: Ctx, path: stri
       if (max < min) throw unsupportedSchema(`maxLength below minLength (at ${path})`);
       const dfa = stringDfa(o, path);
       const node: Node = { k: 'str', id: id(ctx), min: Math.ceil(min), max: Math.floor(max), dfa, memo: dfa && new Map() };
-      if (dfa && shortestAtLeast(dfa, 0, node.min, node.memo!) > node.max) throw unsupportedSchema(`a "pattern"/"format" with no match within minLength..maxLength (at ${path})`);
+      if (dfa && shortestAtLeast(dfa, 0, node.min, node.memo!) > node.max) {
+        throw unsupportedSchema(`a "pattern"/"format" with no match within minLength..maxLength (at ${path})`);
+      }
       return node;
     }
     case 'integer':
@@ -197,13 +256,17 @@ function compileType(t: string, o: Record<string, unknown>, ctx: Ctx, path: stri
         min = Math.max(min, Math.min(prefix.length, max));
         if (restSchema === false) max = Math.min(max, prefix.length);
       }
-      const items = restSchema === undefined || restSchema === true || restSchema === false ? anyValue(ctx) : compile(restSchema, ctx, `${path}/items`);
+      const items = restSchema === undefined || restSchema === true || restSchema === false
+        ? anyValue(ctx)
+        : compile(restSchema, ctx, `${path}/items`);
       if (restSchema === false && !tuple) max = 0;
       return { k: 'arr', id: id(ctx), items, min, max, prefix };
     }
     case 'object': {
       let propsIn = (o.properties ?? {}) as Record<string, unknown>;
-      if (typeof propsIn !== 'object' || Array.isArray(propsIn)) throw new ServiceError(400, 'invalid_request', `response schema: properties at ${path} must be an object`);
+      if (typeof propsIn !== 'object' || Array.isArray(propsIn)) {
+        throw new ServiceError(400, 'invalid_request', `response schema: properties at ${path} must be an object`);
+      }
       const required = new Set(Array.isArray(o.required) ? (o.required as string[]) : []);
       // A record with required keys (e.g. keyed by an enum): the required keys become declared properties
       // valued by additionalProperties.
@@ -212,7 +275,9 @@ function compileType(t: string, o: Record<string, unknown>, ctx: Ctx, path: stri
         if (!keysOk) throw unsupportedSchema(`a required key that "propertyNames" refuses (at ${path})`);
         propsIn = Object.fromEntries([...required].map((r) => [r, o.additionalProperties]));
       }
-      for (const r of required) if (!(r in propsIn)) throw unsupportedSchema(`a required property "${r}" not declared in properties (at ${path})`);
+      for (const r of required) {
+        if (!(r in propsIn)) throw unsupportedSchema(`a required property "${r}" not declared in properties (at ${path})`);
+      }
       const props: Prop[] = Object.entries(propsIn).map(([key, ps]) => ({
         key,
         keyBytes: enc.encode(JSON.stringify(key).slice(1, -1)),
@@ -224,12 +289,18 @@ function compileType(t: string, o: Record<string, unknown>, ctx: Ctx, path: stri
       if (props.length && o.propertyNames !== undefined) {
         // declared keys are generated: each must satisfy propertyNames
         const kn = keyNode(o.propertyNames, ctx, `${path}/propertyNames`);
-        for (const p of props) if (!keyAccepted(kn, p.key)) throw unsupportedSchema(`a declared property "${p.key}" that "propertyNames" refuses (at ${path})`);
+        for (const p of props) {
+          if (!keyAccepted(kn, p.key)) {
+            throw unsupportedSchema(`a declared property "${p.key}" that "propertyNames" refuses (at ${path})`);
+          }
+        }
       }
       let free: Node | undefined;
       let keys: (Node & { k: 'str' }) | undefined;
       if (props.length === 0 && o.additionalProperties !== false) {
-        free = o.additionalProperties === undefined || o.additionalProperties === true ? anyValue(ctx) : compile(o.additionalProperties, ctx, `${path}/additionalProperties`);
+        free = o.additionalProperties === undefined || o.additionalProperties === true
+          ? anyValue(ctx)
+          : compile(o.additionalProperties, ctx, `${path}/additionalProperties`);
         if (o.propertyNames !== undefined) keys = keyNode(o.propertyNames, ctx, `${path}/propertyNames`);
       }
       return { k: 'obj', id: id(ctx), props, free, keys };
@@ -245,13 +316,21 @@ function compileNumber(int: boolean, o: Record<string, unknown>, ctx: Ctx, path:
   let min = num(o.minimum, 'minimum', path);
   let max = num(o.maximum, 'maximum', path);
   // draft 4 writes exclusive bounds as booleans beside minimum/maximum
-  const exMin = typeof o.exclusiveMinimum === 'boolean' ? (o.exclusiveMinimum ? min : undefined) : num(o.exclusiveMinimum, 'exclusiveMinimum', path);
-  const exMax = typeof o.exclusiveMaximum === 'boolean' ? (o.exclusiveMaximum ? max : undefined) : num(o.exclusiveMaximum, 'exclusiveMaximum', path);
+  const exMin = typeof o.exclusiveMinimum === 'boolean'
+    ? (o.exclusiveMinimum ? min : undefined)
+    : num(o.exclusiveMinimum, 'exclusiveMinimum', path);
+  const exMax = typeof o.exclusiveMaximum === 'boolean'
+    ? (o.exclusiveMaximum ? max : undefined)
+    : num(o.exclusiveMaximum, 'exclusiveMaximum', path);
   if (o.exclusiveMinimum === true) min = undefined;
   if (o.exclusiveMaximum === true) max = undefined;
   const mult = num(o.multipleOf, 'multipleOf', path);
-  if (mult !== undefined && !(mult > 0)) throw new ServiceError(400, 'invalid_request', `response schema: "multipleOf" at ${path} must be positive`);
-  if (min === undefined && max === undefined && exMin === undefined && exMax === undefined && mult === undefined) return { k: 'num', id: id(ctx), int, nonNeg: false, positive: false };
+  if (mult !== undefined && !(mult > 0)) {
+    throw new ServiceError(400, 'invalid_request', `response schema: "multipleOf" at ${path} must be positive`);
+  }
+  if (min === undefined && max === undefined && exMin === undefined && exMax === undefined && mult === undefined) {
+    return { k: 'num', id: id(ctx), int, nonNeg: false, positive: false };
+  }
   const scale = int ? 1n : 1_000_000n;
   // Validators divide by multipleOf in floating point: only integers and binary fractions divide exactly.
   let m: bigint | undefined;
@@ -263,10 +342,18 @@ function compileNumber(int: boolean, o: Record<string, unknown>, ctx: Ctx, path:
   }
   const bigMax = (a: bigint | undefined, b: bigint | undefined) => (a === undefined ? b : b === undefined ? a : a > b ? a : b);
   const bigMin = (a: bigint | undefined, b: bigint | undefined) => (a === undefined ? b : b === undefined ? a : a < b ? a : b);
-  const lo = bigMax(min === undefined ? undefined : scaled(min, scale, 'ceil'), exMin === undefined ? undefined : scaled(exMin, scale, 'floor') + 1n);
-  const hi = bigMin(max === undefined ? undefined : scaled(max, scale, 'floor'), exMax === undefined ? undefined : scaled(exMax, scale, 'ceil') - 1n);
+  const lo = bigMax(
+    min === undefined ? undefined : scaled(min, scale, 'ceil'),
+    exMin === undefined ? undefined : scaled(exMin, scale, 'floor') + 1n,
+  );
+  const hi = bigMin(
+    max === undefined ? undefined : scaled(max, scale, 'floor'),
+    exMax === undefined ? undefined : scaled(exMax, scale, 'ceil') - 1n,
+  );
   const range: NumRange = { scale, lo, hi, mult: m };
-  if (!Number.isFinite(restLen(range, { neg: false, ph: 0, I: 0n, di: 0, F: 0n, nf: 0 }))) throw unsupportedSchema(`a numeric range with no value of at most 15 integer and 6 fraction digits (at ${path})`);
+  if (!Number.isFinite(restLen(range, { neg: false, ph: 0, I: 0n, di: 0, F: 0n, nf: 0 }))) {
+    throw unsupportedSchema(`a numeric range with no value of at most 15 integer and 6 fraction digits (at ${path})`);
+  }
   return { k: 'num', id: id(ctx), int, nonNeg: false, positive: false, range };
 }
 
@@ -275,11 +362,17 @@ function stringDfa(o: Record<string, unknown>, path: string): Dfa | undefined {
   let fmt: Dfa | undefined;
   if (o.format !== undefined) {
     const src = FORMAT_PATTERNS[o.format as string];
-    if (typeof o.format !== 'string' || !src) throw unsupportedSchema(`the string format "${String(o.format)}" (at ${path}; supported: ${Object.keys(FORMAT_PATTERNS).join(', ')})`);
+    if (typeof o.format !== 'string' || !src) {
+      throw unsupportedSchema(
+        `the string format "${String(o.format)}" (at ${path}; supported: ${Object.keys(FORMAT_PATTERNS).join(', ')})`,
+      );
+    }
     fmt = patternDfa(src, `format "${o.format}"`);
   }
   if (o.pattern !== undefined) {
-    if (typeof o.pattern !== 'string') throw new ServiceError(400, 'invalid_request', `response schema: "pattern" at ${path} must be a string`);
+    if (typeof o.pattern !== 'string') {
+      throw new ServiceError(400, 'invalid_request', `response schema: "pattern" at ${path} must be a string`);
+    }
     try {
       new RegExp(o.pattern, 'u');
     } catch {
@@ -293,14 +386,18 @@ function stringDfa(o: Record<string, unknown>, path: string): Dfa | undefined {
 /** propertyNames as a key automaton: a string schema (pattern, format, lengths) or an enum/const of keys. */
 function keyNode(s: unknown, ctx: Ctx, path: string): Node & { k: 'str' } {
   if (s === true || (s && typeof s === 'object' && Object.keys(s).every((k) => ANNOTATIONS.has(k) || k === 'type'))) {
-    if (s !== true && (s as Record<string, unknown>).type !== undefined && (s as Record<string, unknown>).type !== 'string') throw unsupportedSchema(`"propertyNames" of a type other than string (at ${path})`);
+    if (s !== true && (s as Record<string, unknown>).type !== undefined && (s as Record<string, unknown>).type !== 'string') {
+      throw unsupportedSchema(`"propertyNames" of a type other than string (at ${path})`);
+    }
     return { k: 'str', id: id(ctx), min: 0, max: Infinity };
   }
   if (!s || typeof s !== 'object') throw unsupportedSchema(`this "propertyNames" (at ${path})`);
   const o = s as Record<string, unknown>;
   const values = 'const' in o ? [o.const] : Array.isArray(o.enum) ? o.enum : undefined;
   if (values) {
-    if (!values.every((v) => typeof v === 'string' && /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(v))) throw unsupportedSchema(`"propertyNames" keys with characters other than printable ASCII (at ${path})`);
+    if (!values.every((v) => typeof v === 'string' && /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(v))) {
+      throw unsupportedSchema(`"propertyNames" keys with characters other than printable ASCII (at ${path})`);
+    }
     const alts = (values as string[]).map((v) => v.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('|');
     const dfa = prune(patternDfa(`^(?:${alts})$`, 'propertyNames'), `propertyNames (at ${path})`);
     return { k: 'str', id: id(ctx), min: 0, max: Infinity, dfa, memo: new Map() };
@@ -343,7 +440,9 @@ function mergeAllOf(o: Record<string, unknown>, ctx: Ctx, path: string, depth = 
   const parts: Record<string, unknown>[] = [];
   const add = (s: unknown) => {
     if (s === true) return;
-    if (!s || typeof s !== 'object' || Array.isArray(s)) throw unsupportedSchema(`an "allOf" member that is not a schema object (at ${path})`);
+    if (!s || typeof s !== 'object' || Array.isArray(s)) {
+      throw unsupportedSchema(`an "allOf" member that is not a schema object (at ${path})`);
+    }
     let x = s as Record<string, unknown>;
     if (typeof x.$ref === 'string') {
       const { $ref, ...others } = x;
@@ -377,7 +476,9 @@ function mergeAllOf(o: Record<string, unknown>, ctx: Ctx, path: string, depth = 
         case 'type': {
           const a = [cur].flat() as string[];
           const b = [v].flat() as string[];
-          const both = a.filter((t) => b.includes(t) || (t === 'integer' && b.includes('number'))).concat(b.filter((t) => t === 'integer' && a.includes('number')));
+          const both = a.filter((t) => b.includes(t) || (t === 'integer' && b.includes('number'))).concat(
+            b.filter((t) => t === 'integer' && a.includes('number')),
+          );
           if (!both.length) throw unsupportedSchema(`"allOf" with disjoint types (at ${path})`);
           out[k] = [...new Set(both)];
           break;
@@ -402,7 +503,9 @@ function mergeAllOf(o: Record<string, unknown>, ctx: Ctx, path: string, depth = 
           else if (JSON.stringify(cur) !== JSON.stringify(v)) out[k] = { allOf: [cur, v] };
           break;
         default:
-          if (JSON.stringify(cur) !== JSON.stringify(v)) throw unsupportedSchema(`"allOf" whose schemas both set "${k}" differently (at ${path})`);
+          if (JSON.stringify(cur) !== JSON.stringify(v)) {
+            throw unsupportedSchema(`"allOf" whose schemas both set "${k}" differently (at ${path})`);
+          }
       }
     }
   }
@@ -422,7 +525,15 @@ function checkDisjoint(alts: Node[], path: string) {
     return n.texts.map((t) => {
       const text = dec.decode(t);
       const v = JSON.parse(text);
-      const kind = v === null || typeof v === 'boolean' ? text : typeof v === 'string' ? 'str' : typeof v === 'number' ? 'num' : Array.isArray(v) ? 'arr' : 'obj';
+      const kind = v === null || typeof v === 'boolean'
+        ? text
+        : typeof v === 'string'
+        ? 'str'
+        : typeof v === 'number'
+        ? 'num'
+        : Array.isArray(v)
+        ? 'arr'
+        : 'obj';
       return { kind, text };
     });
   };
@@ -440,19 +551,27 @@ function checkDisjoint(alts: Node[], path: string) {
       return !!ta && !!tb && [...ta].every((t) => !tb.has(t));
     });
   const per = alts.map(kinds);
-  for (let i = 0; i < per.length; i++)
-    for (let j = i + 1; j < per.length; j++)
-      for (const a of per[i])
+  for (let i = 0; i < per.length; i++) {
+    for (let j = i + 1; j < per.length; j++) {
+      for (const a of per[i]) {
         for (const b of per[j]) {
           if (a.kind !== b.kind) continue;
           if (a.obj && b.obj && discriminated(a.obj, b.obj)) continue;
-          if (a.text === undefined || b.text === undefined || a.text === b.text)
-            throw unsupportedSchema(`"oneOf" whose alternatives can match the same value (at ${path}; use anyOf, or tell objects apart by a required "const" property)`);
+          if (a.text === undefined || b.text === undefined || a.text === b.text) {
+            throw unsupportedSchema(
+              `"oneOf" whose alternatives can match the same value (at ${path}; use anyOf, or tell objects apart by a required "const" property)`,
+            );
+          }
         }
+      }
+    }
+  }
 }
 /** Every node must have a finite shortest text (a required recursive $ref loop has none). */
 function checkFinite(node: Node) {
-  if (!Number.isFinite(minLengths(node).get(node.id) ?? Infinity)) throw unsupportedSchema('a schema whose required properties recurse without end');
+  if (!Number.isFinite(minLengths(node).get(node.id) ?? Infinity)) {
+    throw unsupportedSchema('a schema whose required properties recurse without end');
+  }
 }
 
 /** Shortest JSON text length of every node reachable from `root` (fixpoint over recursive refs). */
@@ -470,13 +589,12 @@ export function minLengths(root: Node): Map<number, number> {
     } else if (n.k === 'arr') {
       visit(n.items);
       n.prefix?.forEach(visit);
-    }
-    else if (n.k === 'any') n.alts.forEach(visit);
+    } else if (n.k === 'any') n.alts.forEach(visit);
   };
   visit(root);
   const len = new Map<number, number>(all.map((n) => [n.id, Infinity]));
   const L = (n: Node) => len.get(n.id)!;
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const n of all) {
       let v: number;

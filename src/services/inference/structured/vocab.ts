@@ -96,7 +96,7 @@ export function vocabOf(tokenizer: PreTrainedTokenizer): Vocab {
     let node = trie;
     for (const x of b) {
       let next = node.children.get(x);
-      if (!next) node.children.set(x, (next = { children: new Map(), tokens: [] }));
+      if (!next) node.children.set(x, next = { children: new Map(), tokens: [] });
       node = next;
     }
     node.tokens.push(id);

@@ -24,7 +24,10 @@ export const OID = {
 };
 
 export const HASH_OIDS: Record<string, 'SHA-1' | 'SHA-256' | 'SHA-384' | 'SHA-512'> = {
-  [OID.sha1]: 'SHA-1', [OID.sha256]: 'SHA-256', [OID.sha384]: 'SHA-384', [OID.sha512]: 'SHA-512',
+  [OID.sha1]: 'SHA-1',
+  [OID.sha256]: 'SHA-256',
+  [OID.sha384]: 'SHA-384',
+  [OID.sha512]: 'SHA-512',
 };
 export const hashOid = (h: string) => Object.entries(HASH_OIDS).find(([, n]) => n === h)![0];
 
@@ -34,10 +37,12 @@ export const digest = async (alg: string, data: Uint8Array) => new Uint8Array(aw
 /** ESS SigningCertificateV2 with one ESSCertIDv2 (SHA-256, issuer and serial). */
 async function signingCertificateV2(cert: pkijs.Certificate): Promise<asn1js.Sequence> {
   const certHash = await digest('SHA-256', new Uint8Array(cert.toSchema().toBER()));
-  const issuerSerial = new asn1js.Sequence({ value: [
-    new asn1js.Sequence({ value: [new pkijs.GeneralName({ type: 4, value: cert.issuer }).toSchema()] }),
-    cert.serialNumber,
-  ] });
+  const issuerSerial = new asn1js.Sequence({
+    value: [
+      new asn1js.Sequence({ value: [new pkijs.GeneralName({ type: 4, value: cert.issuer }).toSchema()] }),
+      cert.serialNumber,
+    ],
+  });
   const essCertIdV2 = new asn1js.Sequence({ value: [new asn1js.OctetString({ valueHex: ab(certHash) }), issuerSerial] });
   return new asn1js.Sequence({ value: [new asn1js.Sequence({ value: [essCertIdV2] })] });
 }
@@ -49,11 +54,14 @@ export interface CmsOptions {
 
 /** A detached CAdES signature of `contentDigest` (the hash, with the identity's hash algorithm, of the signed bytes). */
 export async function buildCms(id: SigningIdentity, contentDigest: Uint8Array, opts: CmsOptions = {}): Promise<Uint8Array> {
-  const signedAttrs = new pkijs.SignedAndUnsignedAttributes({ type: 0, attributes: [
-    new pkijs.Attribute({ type: OID.contentType, values: [new asn1js.ObjectIdentifier({ value: OID.data })] }),
-    new pkijs.Attribute({ type: OID.messageDigest, values: [new asn1js.OctetString({ valueHex: ab(contentDigest) })] }),
-    new pkijs.Attribute({ type: OID.signingCertificateV2, values: [await signingCertificateV2(id.cert)] }),
-  ] });
+  const signedAttrs = new pkijs.SignedAndUnsignedAttributes({
+    type: 0,
+    attributes: [
+      new pkijs.Attribute({ type: OID.contentType, values: [new asn1js.ObjectIdentifier({ value: OID.data })] }),
+      new pkijs.Attribute({ type: OID.messageDigest, values: [new asn1js.OctetString({ valueHex: ab(contentDigest) })] }),
+      new pkijs.Attribute({ type: OID.signingCertificateV2, values: [await signingCertificateV2(id.cert)] }),
+    ],
+  });
   const signer = new pkijs.SignerInfo({
     version: 1,
     sid: new pkijs.IssuerAndSerialNumber({ issuer: id.cert.issuer, serialNumber: id.cert.serialNumber }),
@@ -68,9 +76,12 @@ export async function buildCms(id: SigningIdentity, contentDigest: Uint8Array, o
   await sd.sign(id.key, 0, id.hash);
   if (opts.timestamp) {
     const token = await opts.timestamp(new Uint8Array(signer.signature.valueBlock.valueHexView));
-    signer.unsignedAttrs = new pkijs.SignedAndUnsignedAttributes({ type: 1, attributes: [
-      new pkijs.Attribute({ type: OID.signatureTimeStampToken, values: [asn1js.fromBER(ab(token)).result] }),
-    ] });
+    signer.unsignedAttrs = new pkijs.SignedAndUnsignedAttributes({
+      type: 1,
+      attributes: [
+        new pkijs.Attribute({ type: OID.signatureTimeStampToken, values: [asn1js.fromBER(ab(token)).result] }),
+      ],
+    });
   }
   return contentInfo(sd);
 }

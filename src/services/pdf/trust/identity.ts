@@ -5,7 +5,7 @@
 import forge from 'node-forge';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
-import { ServiceError, invalidArgument } from '../../errors.ts';
+import { invalidArgument, ServiceError } from '../../errors.ts';
 
 export interface SigningIdentity {
   key: CryptoKey;
@@ -66,8 +66,9 @@ export async function identityFromPkcs12(p12: Uint8Array, password: string): Pro
     parsed = forge.pkcs12.pkcs12FromAsn1(asn, false, password);
   } catch (e) {
     const msg = (e as Error).message ?? String(e);
-    if (/mac|password|invalid pkcs#12|decrypt/i.test(msg))
+    if (/mac|password|invalid pkcs#12|decrypt/i.test(msg)) {
       throw new ServiceError(400, 'certificate_password_incorrect', `The PKCS#12 file could not be opened with the password given: ${msg}`);
+    }
     throw badIdentity(`The certificate file is not a readable PKCS#12 (.p12/.pfx): ${msg}`);
   }
   const keyBags = [
@@ -81,9 +82,16 @@ export async function identityFromPkcs12(p12: Uint8Array, password: string): Pro
   const keyDer = keyBag.key
     ? fromLatin1(forge.asn1.toDer(forge.pki.wrapRsaPrivateKey(forge.pki.privateKeyToAsn1(keyBag.key))).getBytes())
     : fromLatin1(forge.asn1.toDer(keyBag.asn1!).getBytes());
-  const certs = certBags.filter((b) => b.cert).map((b) => parseCertificate(fromLatin1(forge.asn1.toDer(forge.pki.certificateToAsn1(b.cert!)).getBytes())));
+  const certs = certBags.filter((b) => b.cert).map((b) =>
+    parseCertificate(fromLatin1(forge.asn1.toDer(forge.pki.certificateToAsn1(b.cert!)).getBytes()))
+  );
   if (!certs.length) throw badIdentity('The PKCS#12 file holds no certificate.');
-  return assemble(keyDer, certs, keyBag.attributes?.localKeyId?.[0] as string | undefined, certBags.map((b) => b.attributes?.localKeyId?.[0] as string | undefined));
+  return assemble(
+    keyDer,
+    certs,
+    keyBag.attributes?.localKeyId?.[0] as string | undefined,
+    certBags.map((b) => b.attributes?.localKeyId?.[0] as string | undefined),
+  );
 }
 
 /** Reads a PEM private key (PKCS#8, PKCS#1 RSA or SEC1 EC) and a PEM chain (signer first or anywhere). */
@@ -91,7 +99,9 @@ export async function identityFromPem(keyPem: string, chainPem: string): Promise
   const blocks = pemBlocks(keyPem, ['PRIVATE KEY', 'RSA PRIVATE KEY', 'EC PRIVATE KEY', 'ENCRYPTED PRIVATE KEY']);
   if (!blocks.length) throw badIdentity('key: no PEM private key found (-----BEGIN PRIVATE KEY-----).');
   const b = blocks[0]!;
-  if (b.label === 'ENCRYPTED PRIVATE KEY') throw badIdentity('key: encrypted PEM keys are not read; pass a PKCS#12 with its password, or an unencrypted key.');
+  if (b.label === 'ENCRYPTED PRIVATE KEY') {
+    throw badIdentity('key: encrypted PEM keys are not read; pass a PKCS#12 with its password, or an unencrypted key.');
+  }
   let pkcs8 = b.der;
   if (b.label === 'RSA PRIVATE KEY') pkcs8 = wrapPkcs8(b.der, '1.2.840.113549.1.1.1', new asn1js.Null());
   if (b.label === 'EC PRIVATE KEY') pkcs8 = ecToPkcs8(b.der);
@@ -99,11 +109,13 @@ export async function identityFromPem(keyPem: string, chainPem: string): Promise
 }
 
 function wrapPkcs8(inner: Uint8Array, oid: string, params: asn1js.AsnType): Uint8Array {
-  const seq = new asn1js.Sequence({ value: [
-    new asn1js.Integer({ value: 0 }),
-    new asn1js.Sequence({ value: [new asn1js.ObjectIdentifier({ value: oid }), params] }),
-    new asn1js.OctetString({ valueHex: ab(inner) }),
-  ] });
+  const seq = new asn1js.Sequence({
+    value: [
+      new asn1js.Integer({ value: 0 }),
+      new asn1js.Sequence({ value: [new asn1js.ObjectIdentifier({ value: oid }), params] }),
+      new asn1js.OctetString({ valueHex: ab(inner) }),
+    ],
+  });
   return new Uint8Array(seq.toBER());
 }
 
@@ -123,7 +135,12 @@ const CURVES: Record<string, { name: string; hash: SigningIdentity['hash'] }> = 
   '1.3.132.0.35': { name: 'P-521', hash: 'SHA-512' },
 };
 
-async function assemble(pkcs8: Uint8Array, certs: pkijs.Certificate[], keyId?: string, certKeyIds: (string | undefined)[] = []): Promise<SigningIdentity> {
+async function assemble(
+  pkcs8: Uint8Array,
+  certs: pkijs.Certificate[],
+  keyId?: string,
+  certKeyIds: (string | undefined)[] = [],
+): Promise<SigningIdentity> {
   const info = pkijs.PrivateKeyInfo.fromBER(ab(pkcs8));
   const alg = info.privateKeyAlgorithm.algorithmId;
   let key: CryptoKey;
@@ -158,7 +175,9 @@ async function matchingCert(pkcs8: Uint8Array, certs: pkijs.Certificate[], kind:
   const data = new Uint8Array([1, 2, 3]);
   const alg = kind === 'RSA' ? { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } : { name: 'ECDSA', hash: 'SHA-256' };
   const info = pkijs.PrivateKeyInfo.fromBER(ab(pkcs8));
-  const namedCurve = kind === 'ECDSA' ? CURVES[(info.privateKeyAlgorithm.algorithmParams as asn1js.ObjectIdentifier).valueBlock.toString()]!.name : undefined;
+  const namedCurve = kind === 'ECDSA'
+    ? CURVES[(info.privateKeyAlgorithm.algorithmParams as asn1js.ObjectIdentifier).valueBlock.toString()]!.name
+    : undefined;
   const signKey = await crypto.subtle.importKey('pkcs8', ab(pkcs8), kind === 'RSA' ? alg : { name: 'ECDSA', namedCurve }, false, ['sign']);
   const sig = await crypto.subtle.sign(alg, signKey, data);
   for (let i = 0; i < certs.length; i++) {
@@ -175,10 +194,21 @@ async function matchingCert(pkcs8: Uint8Array, certs: pkijs.Certificate[], kind:
 
 export const certSubject = (c: pkijs.Certificate) => rdn(c.subject);
 export const certIssuer = (c: pkijs.Certificate) => rdn(c.issuer);
-const NAMES: Record<string, string> = { '2.5.4.3': 'CN', '2.5.4.10': 'O', '2.5.4.11': 'OU', '2.5.4.6': 'C', '2.5.4.7': 'L', '2.5.4.8': 'ST', '1.2.840.113549.1.9.1': 'emailAddress', '2.5.4.5': 'serialNumber' };
+const NAMES: Record<string, string> = {
+  '2.5.4.3': 'CN',
+  '2.5.4.10': 'O',
+  '2.5.4.11': 'OU',
+  '2.5.4.6': 'C',
+  '2.5.4.7': 'L',
+  '2.5.4.8': 'ST',
+  '1.2.840.113549.1.9.1': 'emailAddress',
+  '2.5.4.5': 'serialNumber',
+};
 function rdn(n: pkijs.RelativeDistinguishedNames): string {
   return n.typesAndValues.map((tv) => `${NAMES[tv.type] ?? tv.type}=${(tv.value.valueBlock as { value?: string }).value ?? ''}`).join(', ');
 }
 export const commonName = (c: pkijs.Certificate) =>
-  ((c.subject.typesAndValues.find((t) => t.type === '2.5.4.3')?.value.valueBlock as { value?: string } | undefined)?.value) ?? certSubject(c);
-export const serialHex = (c: pkijs.Certificate) => [...new Uint8Array(c.serialNumber.valueBlock.valueHexView)].map((x) => x.toString(16).padStart(2, '0')).join('');
+  ((c.subject.typesAndValues.find((t) => t.type === '2.5.4.3')?.value.valueBlock as { value?: string } | undefined)?.value) ??
+    certSubject(c);
+export const serialHex = (c: pkijs.Certificate) =>
+  [...new Uint8Array(c.serialNumber.valueBlock.valueHexView)].map((x) => x.toString(16).padStart(2, '0')).join('');

@@ -7,7 +7,8 @@ type Fn<K extends keyof Trust> = Trust[K] extends (...a: infer A) => infer R ? (
 
 let loading: Promise<Trust> | undefined;
 const load = () => (loading ??= import('./index.ts'));
-const lazy = <K extends keyof Trust>(name: K): Fn<K> => (async (...args: unknown[]) => ((await load())[name] as (...a: unknown[]) => unknown)(...args)) as Fn<K>;
+const lazy = <K extends keyof Trust>(name: K): Fn<K> =>
+  (async (...args: unknown[]) => ((await load())[name] as (...a: unknown[]) => unknown)(...args)) as Fn<K>;
 
 export const pdfSign = lazy('pdfSign');
 export const pdfVerify = lazy('pdfVerify');

@@ -3,14 +3,17 @@
  * operator allowed are reached, so a PDF or a caller cannot make the server fetch arbitrary URLs.
  */
 import { EgressPolicy } from '../../models/egress.ts';
-import { ServiceError, invalidArgument } from '../../errors.ts';
+import { invalidArgument, ServiceError } from '../../errors.ts';
 
 export interface TrustNet {
   /** hosts allowed (empty: no outbound request at all) */
   readonly allowedHosts: readonly string[];
   allows(url: string): boolean;
   /** POST or GET with a deadline; throws `upstream_failed` (502) on a transport or HTTP failure */
-  request(url: string, init: { method?: string; body?: Uint8Array; contentType?: string; accept?: string; timeoutMs?: number; signal?: AbortSignal }): Promise<Uint8Array>;
+  request(
+    url: string,
+    init: { method?: string; body?: Uint8Array; contentType?: string; accept?: string; timeoutMs?: number; signal?: AbortSignal },
+  ): Promise<Uint8Array>;
 }
 
 export function trustNet(allowedHosts: readonly string[]): TrustNet {
@@ -27,7 +30,14 @@ export function trustNet(allowedHosts: readonly string[]): TrustNet {
     allowedHosts: policy.allowedHosts,
     allows,
     async request(url, init) {
-      if (!allows(url)) throw invalidArgument(`the URL ${url} is not allowed by the egress policy (allowed hosts: ${policy.allowedHosts.join(', ') || 'none; set SVC_PDF_TRUST_ALLOWED_HOSTS'}).`, { url });
+      if (!allows(url)) {
+        throw invalidArgument(
+          `the URL ${url} is not allowed by the egress policy (allowed hosts: ${
+            policy.allowedHosts.join(', ') || 'none; set SVC_PDF_TRUST_ALLOWED_HOSTS'
+          }).`,
+          { url },
+        );
+      }
       const signals = [AbortSignal.timeout(init.timeoutMs ?? 15_000), ...(init.signal ? [init.signal] : [])];
       let res: Response;
       try {

@@ -4,7 +4,7 @@
  * document security store (/DSS with /Certs, /OCSPs, /CRLs and a /VRI entry per signature), appended as
  * an incremental update. Existing DSS content is kept.
  */
-import { decodePDFRawStream, PDFArray, PDFDict, PDFName, PDFRawStream, type PDFDocument, type PDFRef } from '@cantoo/pdf-lib';
+import { decodePDFRawStream, PDFArray, PDFDict, type PDFDocument, PDFName, PDFRawStream, type PDFRef } from '@cantoo/pdf-lib';
 import * as pkijs from 'pkijs';
 import { ServiceError } from '../../errors.ts';
 import { ab, digest, OID, parseSignedData } from './cms.ts';
@@ -47,7 +47,9 @@ export function cmsCertificates(sd: pkijs.SignedData): pkijs.Certificate[] {
 }
 
 /** What the validation data is gathered for, read from the file (in the worker pool as `pdf.ltv-read`). */
-export async function readLtvInputs(bytes: Uint8Array): Promise<{ signatures: { cms: Uint8Array; key: string }[]; dssCerts: Uint8Array[] }> {
+export async function readLtvInputs(
+  bytes: Uint8Array,
+): Promise<{ signatures: { cms: Uint8Array; key: string }[]; dssCerts: Uint8Array[] }> {
   const doc = await loadForUpdate(bytes);
   const sigs = readSignatures(doc);
   if (!sigs.length) throw new ServiceError(422, 'not_signed', 'The PDF has no signature or document timestamp to add validation data for.');
@@ -59,7 +61,13 @@ export async function readLtvInputs(bytes: Uint8Array): Promise<{ signatures: { 
 type Vri = { key: string; certs: number[]; ocsps: number[]; crls: number[] };
 
 /** Appends the DSS as an incremental update, keeping what it held (in the worker pool as `pdf.ltv-write`). */
-export async function writeLtv(bytes: Uint8Array, certs: Uint8Array[], ocsps: Uint8Array[], crls: Uint8Array[], vri: Vri[]): Promise<Uint8Array> {
+export async function writeLtv(
+  bytes: Uint8Array,
+  certs: Uint8Array[],
+  ocsps: Uint8Array[],
+  crls: Uint8Array[],
+  vri: Vri[],
+): Promise<Uint8Array> {
   const doc = await loadForUpdate(bytes);
   writeDss(doc, readDss(doc), certs, ocsps, crls, vri);
   return doc.commit({ useObjectStreams: false });
@@ -129,8 +137,9 @@ export async function pdfLtv(bytes: Uint8Array, o: LtvOptions): Promise<LtvResul
             missing.push({ subject: subjectOf(c), reason: `CRL failed: ${(e as Error).message}` });
           }
         }
-        if (got.ocsp === undefined && got.crl === undefined && !missing.some((m) => m.subject === subjectOf(c)))
+        if (got.ocsp === undefined && got.crl === undefined && !missing.some((m) => m.subject === subjectOf(c))) {
           missing.push({ subject: subjectOf(c), reason: 'no OCSP responder or CRL distribution point that the egress policy allows' });
+        }
         done.set(key, got);
       }
       if (got.ocsp !== undefined) entry.ocsps.push(got.ocsp);
@@ -138,11 +147,14 @@ export async function pdfLtv(bytes: Uint8Array, o: LtvOptions): Promise<LtvResul
     }
     vri.push(entry);
   }
-  const pdf = await workers.run('pdf.ltv-write', [bytes, certsOut.map((c) => new Uint8Array(c.toSchema().toBER())), ocsps, crls, vri], { signal: o.signal });
+  const pdf = await workers.run('pdf.ltv-write', [bytes, certsOut.map((c) => new Uint8Array(c.toSchema().toBER())), ocsps, crls, vri], {
+    signal: o.signal,
+  });
   return { pdf, added: { certificates: certsOut.length, ocsp: ocsps.length, crls: crls.length }, missing };
 }
 
-const subjectOf = (c: pkijs.Certificate) => c.subject.typesAndValues.map((t) => (t.value.valueBlock as { value?: string }).value).join(', ');
+const subjectOf = (c: pkijs.Certificate) =>
+  c.subject.typesAndValues.map((t) => (t.value.valueBlock as { value?: string }).value).join(', ');
 
 interface Dss {
   dict?: PDFDict;
@@ -187,7 +199,14 @@ function streamBytes(s: { getContents(): Uint8Array; dict: PDFDict }): Uint8Arra
   return s instanceof PDFRawStream ? decodePDFRawStream(s).decode() : s.getContents();
 }
 
-function writeDss(doc: PDFDocument, old: Dss, certs: Uint8Array[], ocsps: Uint8Array[], crls: Uint8Array[], vri: { key: string; certs: number[]; ocsps: number[]; crls: number[] }[]) {
+function writeDss(
+  doc: PDFDocument,
+  old: Dss,
+  certs: Uint8Array[],
+  ocsps: Uint8Array[],
+  crls: Uint8Array[],
+  vri: { key: string; certs: number[]; ocsps: number[]; crls: number[] }[],
+) {
   const ctx = doc.context;
   const dss = old.dict ?? (ctx.obj({ Type: 'DSS' }) as PDFDict);
   const add = (name: string, items: Uint8Array[], have: Uint8Array[]): PDFRef[] => {
@@ -225,5 +244,7 @@ function writeDss(doc: PDFDocument, old: Dss, certs: Uint8Array[], ocsps: Uint8A
   }
   if (!old.dict) doc.catalog.set(PDFName.of('DSS'), ctx.register(dss));
   // the catalog's /Extensions tells readers that ESIC (PAdES) features are used
-  if (!doc.catalog.has(PDFName.of('Extensions'))) doc.catalog.set(PDFName.of('Extensions'), ctx.obj({ ESIC: { BaseVersion: PDFName.of('1.7'), ExtensionLevel: 5 } }));
+  if (!doc.catalog.has(PDFName.of('Extensions'))) {
+    doc.catalog.set(PDFName.of('Extensions'), ctx.obj({ ESIC: { BaseVersion: PDFName.of('1.7'), ExtensionLevel: 5 } }));
+  }
 }

@@ -4,7 +4,18 @@
  * appended as an incremental update so earlier signatures stay valid.
  */
 import fontkit from '@cantoo/fontkit';
-import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, PDFNumber, PDFRef, PDFString, type PDFFont, type PDFImage } from '@cantoo/pdf-lib';
+import {
+  PDFArray,
+  PDFDict,
+  PDFDocument,
+  type PDFFont,
+  PDFHexString,
+  type PDFImage,
+  PDFName,
+  PDFNumber,
+  PDFRef,
+  PDFString,
+} from '@cantoo/pdf-lib';
 import { invalidArgument, ServiceError } from '../../errors.ts';
 import { fontRuns } from '../fonts.ts';
 import { assertPdf } from '../open.ts';
@@ -12,7 +23,16 @@ import { pdfCorrupt } from '../reasons.ts';
 import { buildCms, digest } from './cms.ts';
 import { commonName, type SigningIdentity } from './identity.ts';
 import type { TrustNet } from './net.ts';
-import { acroForm, addAnnotation, commitWithPlaceholder, fillHole, freeFieldName, num, placeholderEntries, PlaceholderTooSmall } from './placeholder.ts';
+import {
+  acroForm,
+  addAnnotation,
+  commitWithPlaceholder,
+  fillHole,
+  freeFieldName,
+  num,
+  placeholderEntries,
+  PlaceholderTooSmall,
+} from './placeholder.ts';
 import { requestTimestamp } from './tsa.ts';
 import { pdfLtv } from './pdf-ltv.ts';
 import { pdfTimestamp, type PreparedUpdate } from './pdf-timestamp.ts';
@@ -89,23 +109,49 @@ export async function prepareSignature(bytes: Uint8Array, o: SignatureField & { 
   } catch (e) {
     throw pdfCorrupt((e as Error).message);
   }
-  if (doc.isEncrypted) throw new ServiceError(422, 'encrypted_document', 'The PDF is encrypted: an incremental signature would have to be encrypted too. Unlock it first (pdf-unlock), then sign.');
+  if (doc.isEncrypted) {
+    throw new ServiceError(
+      422,
+      'encrypted_document',
+      'The PDF is encrypted: an incremental signature would have to be encrypted too. Unlock it first (pdf-unlock), then sign.',
+    );
+  }
   assertMayBeSigned(doc, !!o.certify);
   const { sigRef, field } = await addSignatureField(doc, o, o.size, new Date(o.time));
   const prepared = await commitWithPlaceholder(doc, bytes, sigRef);
-  return { bytes: prepared.bytes, holeStart: prepared.holeStart, holeEnd: prepared.holeEnd, field, digest: await digest(o.hash, prepared.signedBytes()) };
+  return {
+    bytes: prepared.bytes,
+    holeStart: prepared.holeStart,
+    holeEnd: prepared.holeEnd,
+    field,
+    digest: await digest(o.hash, prepared.signedBytes()),
+  };
 }
 
 /** The PDF work runs in the worker pool; signing, the TSA and the OCSP/CRL requests happen here. */
 export async function pdfSign(bytes: Uint8Array, o: SignOptions): Promise<SignResult> {
   const level = o.level ?? (o.tsaUrl ? 'B-T' : 'B-B');
-  if (level !== 'B-B' && !o.tsaUrl) throw invalidArgument(`level ${level} needs a time-stamping authority: give tsa_url.`, { field: 'tsa_url' });
-  for (const [k, v] of [['reason', o.reason], ['location', o.location], ['contact_info', o.contactInfo], ['appearance text', o.appearance?.text]] as const)
+  if (level !== 'B-B' && !o.tsaUrl) {
+    throw invalidArgument(`level ${level} needs a time-stamping authority: give tsa_url.`, { field: 'tsa_url' });
+  }
+  for (
+    const [k, v] of [['reason', o.reason], ['location', o.location], ['contact_info', o.contactInfo], [
+      'appearance text',
+      o.appearance?.text,
+    ]] as const
+  ) {
     if (v && v.length > LIMIT_TEXT) throw invalidArgument(`${k}: at most ${LIMIT_TEXT} characters.`);
+  }
   const id = o.identity;
   const fieldOpts: SignatureField = {
-    signer: commonName(id.cert), reason: o.reason, location: o.location, contactInfo: o.contactInfo, fieldName: o.fieldName,
-    appearance: o.appearance, certify: o.certify, time: (o.time ?? new Date()).getTime(),
+    signer: commonName(id.cert),
+    reason: o.reason,
+    location: o.location,
+    contactInfo: o.contactInfo,
+    fieldName: o.fieldName,
+    appearance: o.appearance,
+    certify: o.certify,
+    time: (o.time ?? new Date()).getTime(),
   };
   const initial = 8192 + [id.cert, ...id.chain].reduce((n, c) => n + c.toSchema().toBER().byteLength, 0) + (level === 'B-B' ? 0 : 8192);
   let size = initial;
@@ -151,21 +197,39 @@ function assertMayBeSigned(doc: PDFDocument, certify: boolean) {
       const v = params?.lookupMaybe(PDFName.of('P'), PDFNumber)?.asNumber();
       if (v) p = v;
     }
-    if (p === 1) throw new ServiceError(422, 'certified_no_changes', 'The PDF is certified with DocMDP permission 1 (no changes allowed): another signature would break its certification.');
-    if (certify) throw new ServiceError(422, 'already_certified', 'The PDF is already certified; a document has at most one certification signature.');
+    if (p === 1) {
+      throw new ServiceError(
+        422,
+        'certified_no_changes',
+        'The PDF is certified with DocMDP permission 1 (no changes allowed): another signature would break its certification.',
+      );
+    }
+    if (certify) {
+      throw new ServiceError(422, 'already_certified', 'The PDF is already certified; a document has at most one certification signature.');
+    }
   }
   if (certify) {
     const form = doc.catalog.lookupMaybe(PDFName.of('AcroForm'), PDFDict);
     const fields = form?.lookupMaybe(PDFName.of('Fields'), PDFArray);
     for (let i = 0; i < (fields?.size() ?? 0); i++) {
       const f = doc.context.lookupMaybe(fields!.get(i), PDFDict);
-      if (f?.get(PDFName.of('FT')) === PDFName.of('Sig') && f.has(PDFName.of('V')))
-        throw new ServiceError(422, 'certification_after_signature', 'A certification signature must be the first signature of a document; this PDF is already signed.');
+      if (f?.get(PDFName.of('FT')) === PDFName.of('Sig') && f.has(PDFName.of('V'))) {
+        throw new ServiceError(
+          422,
+          'certification_after_signature',
+          'A certification signature must be the first signature of a document; this PDF is already signed.',
+        );
+      }
     }
   }
 }
 
-async function addSignatureField(doc: PDFDocument, o: SignatureField, size: number, time: Date): Promise<{ sigRef: PDFRef; field: string }> {
+async function addSignatureField(
+  doc: PDFDocument,
+  o: SignatureField,
+  size: number,
+  time: Date,
+): Promise<{ sigRef: PDFRef; field: string }> {
   const ctx = doc.context;
   const sig: Record<string, unknown> = {
     Type: 'Sig',
@@ -188,15 +252,25 @@ async function addSignatureField(doc: PDFDocument, o: SignatureField, size: numb
 
   const pages = doc.getPages();
   const pageNo = o.appearance?.page ?? 1;
-  if (!Number.isInteger(pageNo) || pageNo < 1 || pageNo > pages.length) throw invalidArgument(`appearance page ${pageNo} is outside the document (1–${pages.length}).`, { field: 'page' });
+  if (!Number.isInteger(pageNo) || pageNo < 1 || pageNo > pages.length) {
+    throw invalidArgument(`appearance page ${pageNo} is outside the document (1–${pages.length}).`, { field: 'page' });
+  }
   const page = pages[pageNo - 1]!;
   const { form, fields } = acroForm(doc);
   const field = freeFieldName(doc, fields, o.fieldName);
   const rect = o.appearance?.rect ?? [0, 0, 0, 0];
-  if (o.appearance && !(rect[2] > 0 && rect[3] > 0 && rect.every(Number.isFinite))) throw invalidArgument('rect: [x, y, width, height] with a positive width and height.', { field: 'rect' });
+  if (o.appearance && !(rect[2] > 0 && rect[3] > 0 && rect.every(Number.isFinite))) {
+    throw invalidArgument('rect: [x, y, width, height] with a positive width and height.', { field: 'rect' });
+  }
   const ap = await appearanceStream(doc, o, rect[2], rect[3], time);
   const widget = ctx.obj({
-    Type: 'Annot', Subtype: 'Widget', FT: 'Sig', T: PDFHexString.fromText(field), V: sigRef, F: 132, P: page.ref,
+    Type: 'Annot',
+    Subtype: 'Widget',
+    FT: 'Sig',
+    T: PDFHexString.fromText(field),
+    V: sigRef,
+    F: 132,
+    P: page.ref,
     Rect: [num(rect[0]), num(rect[1]), num(rect[0] + rect[2]), num(rect[1] + rect[3])],
     AP: { N: ap },
   });
@@ -238,7 +312,11 @@ async function appearanceStream(doc: PDFDocument, o: SignatureField, w: number, 
     const drawn: { runs: { name: string; font: PDFFont; text: string }[] }[] = [];
     for (const line of lines) {
       const r = await fontRuns(line);
-      if (r.missing.length) throw new ServiceError(422, 'unsupported_characters', `No installed font draws: ${r.missing.join(' ')}.`, { details: { characters: r.missing } });
+      if (r.missing.length) {
+        throw new ServiceError(422, 'unsupported_characters', `No installed font draws: ${r.missing.join(' ')}.`, {
+          details: { characters: r.missing },
+        });
+      }
       const runs = [];
       for (const run of r.runs) {
         let f = byFont.get(run.font.bytes);
@@ -264,7 +342,12 @@ async function appearanceStream(doc: PDFDocument, o: SignatureField, w: number, 
     }
     ops += 'ET\n';
   }
-  return ctx.register(ctx.flateStream(ops, { Type: 'XObject', Subtype: 'Form', BBox: [0, 0, num(w), num(h)], Resources: { Font: fonts, XObject: xobjects } } as never));
+  return ctx.register(
+    ctx.flateStream(
+      ops,
+      { Type: 'XObject', Subtype: 'Form', BBox: [0, 0, num(w), num(h)], Resources: { Font: fonts, XObject: xobjects } } as never,
+    ),
+  );
 }
 
 async function embedImage(doc: PDFDocument, bytes: Uint8Array): Promise<PDFImage> {

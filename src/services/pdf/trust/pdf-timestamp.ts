@@ -8,7 +8,15 @@ import { assertPdf } from '../open.ts';
 import { pdfCorrupt } from '../reasons.ts';
 import { digest } from './cms.ts';
 import type { TrustNet } from './net.ts';
-import { acroForm, addAnnotation, commitWithPlaceholder, fillHole, freeFieldName, placeholderEntries, PlaceholderTooSmall } from './placeholder.ts';
+import {
+  acroForm,
+  addAnnotation,
+  commitWithPlaceholder,
+  fillHole,
+  freeFieldName,
+  placeholderEntries,
+  PlaceholderTooSmall,
+} from './placeholder.ts';
 import { requestTimestamp } from './tsa.ts';
 import { workers } from '../../workers/index.ts';
 
@@ -34,34 +42,66 @@ export async function loadForUpdate(bytes: Uint8Array): Promise<PDFDocument> {
   } catch (e) {
     throw pdfCorrupt((e as Error).message);
   }
-  if (doc.isEncrypted) throw new ServiceError(422, 'encrypted_document', 'The PDF is encrypted: unlock it first (pdf-unlock); an incremental update to it would have to be encrypted too.');
+  if (doc.isEncrypted) {
+    throw new ServiceError(
+      422,
+      'encrypted_document',
+      'The PDF is encrypted: unlock it first (pdf-unlock); an incremental update to it would have to be encrypted too.',
+    );
+  }
   return doc;
 }
 
 /** A prepared incremental update: the file with its placeholder, where the hole is, and the digest to sign. */
-export interface PreparedUpdate { bytes: Uint8Array; holeStart: number; holeEnd: number; field: string; digest: Uint8Array }
+export interface PreparedUpdate {
+  bytes: Uint8Array;
+  holeStart: number;
+  holeEnd: number;
+  field: string;
+  digest: Uint8Array;
+}
 
 /** The CPU part (parse, append the DocTimeStamp field, save, hash); runs in the worker pool as `pdf.timestamp-prepare`. */
 export async function prepareTimestamp(bytes: Uint8Array, o: { fieldName?: string; size: number }): Promise<PreparedUpdate> {
   const doc = await loadForUpdate(bytes);
   const ctx = doc.context;
-  const sigRef = ctx.register(ctx.obj({ Type: 'DocTimeStamp', Filter: 'Adobe.PPKLite', SubFilter: 'ETSI.RFC3161', ...placeholderEntries(doc, o.size) } as never));
+  const sigRef = ctx.register(
+    ctx.obj({ Type: 'DocTimeStamp', Filter: 'Adobe.PPKLite', SubFilter: 'ETSI.RFC3161', ...placeholderEntries(doc, o.size) } as never),
+  );
   const { form, fields } = acroForm(doc);
   const field = freeFieldName(doc, fields, o.fieldName);
   const page = doc.getPage(0);
   const ap = ctx.register(ctx.flateStream('', { Type: 'XObject', Subtype: 'Form', BBox: [0, 0, 0, 0], Resources: {} }));
-  const widgetRef = ctx.register(ctx.obj({ Type: 'Annot', Subtype: 'Widget', FT: 'Sig', T: PDFHexString.fromText(field), V: sigRef, F: 132, P: page.ref, Rect: [0, 0, 0, 0], AP: { N: ap } }));
+  const widgetRef = ctx.register(
+    ctx.obj({
+      Type: 'Annot',
+      Subtype: 'Widget',
+      FT: 'Sig',
+      T: PDFHexString.fromText(field),
+      V: sigRef,
+      F: 132,
+      P: page.ref,
+      Rect: [0, 0, 0, 0],
+      AP: { N: ap },
+    }),
+  );
   fields.push(widgetRef);
   form.set(PDFName.of('SigFlags'), PDFNumber.of(3));
   addAnnotation(doc, page.node, widgetRef);
   const prepared = await commitWithPlaceholder(doc, bytes, sigRef);
-  return { bytes: prepared.bytes, holeStart: prepared.holeStart, holeEnd: prepared.holeEnd, field, digest: await digest('SHA-256', prepared.signedBytes()) };
+  return {
+    bytes: prepared.bytes,
+    holeStart: prepared.holeStart,
+    holeEnd: prepared.holeEnd,
+    field,
+    digest: await digest('SHA-256', prepared.signedBytes()),
+  };
 }
 
 /** The PDF work runs in the worker pool; the request to the TSA is made here, on the caller's thread. */
 export async function pdfTimestamp(bytes: Uint8Array, o: TimestampOptions): Promise<TimestampResult> {
   let size = 12_288;
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0;; attempt++) {
     const prepared = await workers.run('pdf.timestamp-prepare', [bytes, { fieldName: o.fieldName, size }], { signal: o.signal });
     const t = await requestTimestamp(o.net, o.tsaUrl, 'SHA-256', prepared.digest, o.signal);
     try {

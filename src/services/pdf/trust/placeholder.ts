@@ -100,7 +100,7 @@ export function freeFieldName(doc: PDFDocument, fields: PDFArray, wanted?: strin
     if (names.has(wanted)) throw new ServiceError(400, 'invalid_argument', `a field named "${wanted}" already exists`);
     return wanted;
   }
-  for (let n = 1; ; n++) if (!names.has(`Signature${n}`)) return `Signature${n}`;
+  for (let n = 1;; n++) if (!names.has(`Signature${n}`)) return `Signature${n}`;
 }
 
 export const num = (n: number) => PDFNumber.of(Math.round(n * 1000) / 1000);

@@ -3,7 +3,7 @@
  * it was at `end` (the signed revision) and as it is now, each classified (signature, validation data,
  * form, annotation, content) so verify can say whether the changes are ones a signature allows.
  */
-import { PDFArray, PDFDict, PDFDocument, PDFName, PDFRawStream, PDFRef, PDFStream, type PDFObject } from '@cantoo/pdf-lib';
+import { PDFArray, PDFDict, PDFDocument, PDFName, type PDFObject, PDFRawStream, PDFRef, PDFStream } from '@cantoo/pdf-lib';
 
 export interface Change {
   object: string;
@@ -53,7 +53,12 @@ export async function laterChanges(file: Uint8Array, end: number): Promise<Chang
   return out.filter((c) => c.kind !== 'catalog' || c.description.includes('changed'));
 }
 
-function classify(key: string, obj: PDFObject, old: PDFObject | undefined, ctx: { dssRefs: Set<string>; rootRef?: string; formRef?: string; pageRefs: Set<string> }): { kind: Change['kind']; what: string } {
+function classify(
+  key: string,
+  obj: PDFObject,
+  old: PDFObject | undefined,
+  ctx: { dssRefs: Set<string>; rootRef?: string; formRef?: string; pageRefs: Set<string> },
+): { kind: Change['kind']; what: string } {
   if (ctx.dssRefs.has(key)) return { kind: 'validation_data', what: 'validation data (DSS)' };
   const dict = obj instanceof PDFDict ? obj : obj instanceof PDFStream ? obj.dict : undefined;
   const type = dict?.get(PDFName.of('Type'))?.toString();
@@ -64,20 +69,38 @@ function classify(key: string, obj: PDFObject, old: PDFObject | undefined, ctx: 
   if (key === ctx.formRef) return { kind: 'form', what: 'the form (AcroForm)' };
   if (key === ctx.rootRef && old instanceof PDFDict && obj instanceof PDFDict) {
     const changed = diffKeys(old, obj).filter((k) => !['AcroForm', 'DSS', 'Extensions', 'Perms'].includes(k));
-    return changed.length ? { kind: 'content', what: `the catalog changed (${changed.join(', ')})` } : { kind: 'catalog', what: 'the catalog (form or validation data entries)' };
+    return changed.length
+      ? { kind: 'content', what: `the catalog changed (${changed.join(', ')})` }
+      : { kind: 'catalog', what: 'the catalog (form or validation data entries)' };
   }
   if (ctx.pageRefs.has(key) && old instanceof PDFDict && obj instanceof PDFDict) {
     const changed = diffKeys(old, obj).filter((k) => k !== 'Annots');
-    return changed.length ? { kind: 'content', what: `a page changed (${changed.join(', ')})` } : { kind: 'annotation', what: "a page's annotation list" };
+    return changed.length
+      ? { kind: 'content', what: `a page changed (${changed.join(', ')})` }
+      : { kind: 'annotation', what: "a page's annotation list" };
   }
-  if (type === '/Annot' || (subtype && dict?.has(PDFName.of('Rect')))) return subtype === '/Widget' ? { kind: 'form', what: 'a form field widget' } : { kind: 'annotation', what: `an annotation (${subtype ?? 'unknown'})` };
+  if (type === '/Annot' || (subtype && dict?.has(PDFName.of('Rect')))) {
+    return subtype === '/Widget'
+      ? { kind: 'form', what: 'a form field widget' }
+      : { kind: 'annotation', what: `an annotation (${subtype ?? 'unknown'})` };
+  }
   if (obj instanceof PDFArray && !old) return { kind: 'annotation', what: 'an array (annotations or fields)' };
-  if (obj instanceof PDFArray && old instanceof PDFArray && obj.size() >= old.size() && old.asArray().every((x, i) => x.toString() === obj.get(i).toString()))
+  if (
+    obj instanceof PDFArray && old instanceof PDFArray && obj.size() >= old.size() &&
+    old.asArray().every((x, i) => x.toString() === obj.get(i).toString())
+  ) {
     return { kind: 'annotation', what: 'an array grew (annotations or fields)' };
+  }
   if (obj instanceof PDFStream && !old && subtype === '/Form') return { kind: 'annotation', what: 'an appearance stream' };
-  if (!old && (type === '/Font' || type === '/FontDescriptor' || subtype === '/Image' || obj instanceof PDFStream || obj instanceof PDFDict))
+  if (
+    !old && (type === '/Font' || type === '/FontDescriptor' || subtype === '/Image' || obj instanceof PDFStream || obj instanceof PDFDict)
+  ) {
     return { kind: 'annotation', what: `a resource added for an appearance (${type ?? subtype ?? 'object'})` };
-  return { kind: 'content', what: old ? `an existing ${type ?? (obj instanceof PDFStream ? 'stream' : 'object')} was changed` : 'an object was added' };
+  }
+  return {
+    kind: 'content',
+    what: old ? `an existing ${type ?? (obj instanceof PDFStream ? 'stream' : 'object')} was changed` : 'an object was added',
+  };
 }
 
 function diffKeys(a: PDFDict, b: PDFDict): string[] {

@@ -26,14 +26,19 @@ const ext = (c: pkijs.Certificate, oid: string) => c.extensions?.find((e) => e.e
 
 export function ocspUrls(c: pkijs.Certificate): string[] {
   const aia = ext(c, AIA) as pkijs.InfoAccess | undefined;
-  return (aia?.accessDescriptions ?? []).filter((d) => d.accessMethod === OCSP_METHOD && d.accessLocation.type === 6).map((d) => String(d.accessLocation.value));
+  return (aia?.accessDescriptions ?? []).filter((d) => d.accessMethod === OCSP_METHOD && d.accessLocation.type === 6).map((d) =>
+    String(d.accessLocation.value)
+  );
 }
 
 export function crlUrls(c: pkijs.Certificate): string[] {
   const dp = ext(c, CRL_DP) as pkijs.CRLDistributionPoints | undefined;
   const out: string[] = [];
-  for (const p of dp?.distributionPoints ?? [])
-    for (const n of (Array.isArray(p.distributionPoint) ? p.distributionPoint : []) as pkijs.GeneralName[]) if (n.type === 6) out.push(String(n.value));
+  for (const p of dp?.distributionPoints ?? []) {
+    for (const n of (Array.isArray(p.distributionPoint) ? p.distributionPoint : []) as pkijs.GeneralName[]) {
+      if (n.type === 6) out.push(String(n.value));
+    }
+  }
   return out;
 }
 
@@ -59,14 +64,26 @@ export async function findIssuer(c: pkijs.Certificate, pool: pkijs.Certificate[]
 }
 
 /** Asks the certificate's OCSP responder; the DER OCSPResponse, or undefined when it has none or none allowed. */
-export async function fetchOcsp(net: TrustNet, c: pkijs.Certificate, issuer: pkijs.Certificate, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+export async function fetchOcsp(
+  net: TrustNet,
+  c: pkijs.Certificate,
+  issuer: pkijs.Certificate,
+  signal?: AbortSignal,
+): Promise<Uint8Array | undefined> {
   const url = ocspUrls(c).find((u) => net.allows(u));
   if (!url) return undefined;
   const req = new pkijs.OCSPRequest();
   await req.createForCertificate(c, { hashAlgorithm: 'SHA-1', issuerCertificate: issuer });
-  const body = await net.request(url, { body: new Uint8Array(req.toSchema(true).toBER()), contentType: 'application/ocsp-request', accept: 'application/ocsp-response', signal });
+  const body = await net.request(url, {
+    body: new Uint8Array(req.toSchema(true).toBER()),
+    contentType: 'application/ocsp-request',
+    accept: 'application/ocsp-response',
+    signal,
+  });
   const resp = pkijs.OCSPResponse.fromBER(ab(body));
-  if (resp.responseStatus.valueBlock.valueDec !== 0) throw new Error(`OCSP responder ${url} answered status ${resp.responseStatus.valueBlock.valueDec}`);
+  if (resp.responseStatus.valueBlock.valueDec !== 0) {
+    throw new Error(`OCSP responder ${url} answered status ${resp.responseStatus.valueBlock.valueDec}`);
+  }
   return body;
 }
 
@@ -79,7 +96,11 @@ export async function fetchCrl(net: TrustNet, c: pkijs.Certificate, signal?: Abo
 }
 
 /** The status of `c` from one OCSP response, if the response is about it and signed by its issuer or a delegate. */
-export async function statusFromOcsp(der: Uint8Array, c: pkijs.Certificate, issuer: pkijs.Certificate): Promise<RevocationStatus | undefined> {
+export async function statusFromOcsp(
+  der: Uint8Array,
+  c: pkijs.Certificate,
+  issuer: pkijs.Certificate,
+): Promise<RevocationStatus | undefined> {
   let basic: pkijs.BasicOCSPResponse;
   try {
     const resp = pkijs.OCSPResponse.fromBER(ab(der));
@@ -97,10 +118,22 @@ export async function statusFromOcsp(der: Uint8Array, c: pkijs.Certificate, issu
     verified = false;
   }
   const producedAt = basic.tbsResponseData.producedAt.toISOString();
-  if (!verified) return { status: 'unknown', source: 'ocsp', producedAt, message: 'the OCSP response is not signed by the issuer or a responder it delegated to' };
+  if (!verified) {
+    return {
+      status: 'unknown',
+      source: 'ocsp',
+      producedAt,
+      message: 'the OCSP response is not signed by the issuer or a responder it delegated to',
+    };
+  }
   const single = basic.tbsResponseData.responses.find((r) => r.certID.serialNumber.isEqual(c.serialNumber));
   const revokedAt = st.status === 1 ? revocationTime(single) : undefined;
-  return { status: st.status === 0 ? 'good' : st.status === 1 ? 'revoked' : 'unknown', source: 'ocsp', producedAt, ...(revokedAt ? { revokedAt } : {}) };
+  return {
+    status: st.status === 0 ? 'good' : st.status === 1 ? 'revoked' : 'unknown',
+    source: 'ocsp',
+    producedAt,
+    ...(revokedAt ? { revokedAt } : {}),
+  };
 }
 
 function revocationTime(single: pkijs.SingleResponse | undefined): string | undefined {
@@ -113,7 +146,11 @@ function revocationTime(single: pkijs.SingleResponse | undefined): string | unde
   }
 }
 
-export async function statusFromCrl(der: Uint8Array, c: pkijs.Certificate, issuer: pkijs.Certificate): Promise<RevocationStatus | undefined> {
+export async function statusFromCrl(
+  der: Uint8Array,
+  c: pkijs.Certificate,
+  issuer: pkijs.Certificate,
+): Promise<RevocationStatus | undefined> {
   let crl: pkijs.CertificateRevocationList;
   try {
     crl = pkijs.CertificateRevocationList.fromBER(ab(der));
@@ -130,5 +167,7 @@ export async function statusFromCrl(der: Uint8Array, c: pkijs.Certificate, issue
   const producedAt = crl.thisUpdate.value.toISOString();
   if (!ok) return { status: 'unknown', source: 'crl', producedAt, message: 'the CRL is not signed by the issuer' };
   const entry = crl.revokedCertificates?.find((r) => r.userCertificate.isEqual(c.serialNumber));
-  return entry ? { status: 'revoked', source: 'crl', producedAt, revokedAt: entry.revocationDate.value.toISOString() } : { status: 'good', source: 'crl', producedAt };
+  return entry
+    ? { status: 'revoked', source: 'crl', producedAt, revokedAt: entry.revocationDate.value.toISOString() }
+    : { status: 'good', source: 'crl', producedAt };
 }

@@ -2,7 +2,7 @@
  * The signatures of a PDF as stored: every signature field (AcroForm, Kids followed) with a value,
  * its dictionary, byte range and the CMS bytes from /Contents without the zero padding.
  */
-import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, PDFNumber, PDFString, type PDFObject } from '@cantoo/pdf-lib';
+import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, PDFNumber, type PDFObject, PDFString } from '@cantoo/pdf-lib';
 import { derLength } from './cms.ts';
 
 export interface StoredSignature {
@@ -63,8 +63,9 @@ function fromDict(doc: PDFDocument, v: PDFDict, field: string): StoredSignature 
   const refs = v.lookupMaybe(PDFName.of('Reference'), PDFArray);
   for (let i = 0; i < (refs?.size() ?? 0); i++) {
     const r = doc.context.lookupMaybe(refs!.get(i), PDFDict);
-    if (r?.get(PDFName.of('TransformMethod')) === PDFName.of('DocMDP'))
+    if (r?.get(PDFName.of('TransformMethod')) === PDFName.of('DocMDP')) {
       certification = r.lookupMaybe(PDFName.of('TransformParams'), PDFDict)?.lookupMaybe(PDFName.of('P'), PDFNumber)?.asNumber() ?? 2;
+    }
   }
   const m = v.get(PDFName.of('M'));
   let claimedTime: Date | undefined;
@@ -74,11 +75,19 @@ function fromDict(doc: PDFDocument, v: PDFDict, field: string): StoredSignature 
     claimedTime = undefined;
   }
   return {
-    field, dict: v, subFilter, byteRange, contentsRaw: raw, cms,
+    field,
+    dict: v,
+    subFilter,
+    byteRange,
+    contentsRaw: raw,
+    cms,
     kind: type === '/DocTimeStamp' || subFilter === 'ETSI.RFC3161' ? 'document_timestamp' : 'signature',
-    reason: text(v.get(PDFName.of('Reason'))), location: text(v.get(PDFName.of('Location'))),
-    contactInfo: text(v.get(PDFName.of('ContactInfo'))), name: text(v.get(PDFName.of('Name'))),
-    claimedTime, certification,
+    reason: text(v.get(PDFName.of('Reason'))),
+    location: text(v.get(PDFName.of('Location'))),
+    contactInfo: text(v.get(PDFName.of('ContactInfo'))),
+    name: text(v.get(PDFName.of('Name'))),
+    claimedTime,
+    certification,
   };
 }
 

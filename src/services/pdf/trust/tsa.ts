@@ -16,7 +16,13 @@ export interface Timestamp {
 
 const tsaFailed = (m: string) => new ServiceError(502, 'timestamp_failed', m);
 
-export async function requestTimestamp(net: TrustNet, url: string, hashAlg: string, hashed: Uint8Array, signal?: AbortSignal): Promise<Timestamp> {
+export async function requestTimestamp(
+  net: TrustNet,
+  url: string,
+  hashAlg: string,
+  hashed: Uint8Array,
+  signal?: AbortSignal,
+): Promise<Timestamp> {
   const nonce = crypto.getRandomValues(new Uint8Array(8));
   nonce[0]! &= 0x7f;
   const req = new pkijs.TimeStampReq({
@@ -28,20 +34,34 @@ export async function requestTimestamp(net: TrustNet, url: string, hashAlg: stri
     certReq: true,
     nonce: new asn1js.Integer({ valueHex: ab(nonce) }),
   });
-  const body = await net.request(url, { body: new Uint8Array(req.toSchema().toBER()), contentType: 'application/timestamp-query', accept: 'application/timestamp-reply', signal });
+  const body = await net.request(url, {
+    body: new Uint8Array(req.toSchema().toBER()),
+    contentType: 'application/timestamp-query',
+    accept: 'application/timestamp-reply',
+    signal,
+  });
   let resp: pkijs.TimeStampResp;
   try {
     resp = pkijs.TimeStampResp.fromBER(ab(body));
   } catch (e) {
     throw tsaFailed(`The TSA at ${url} answered something that is not a TimeStampResp: ${(e as Error).message}`);
   }
-  if (resp.status.status > 1 || !resp.timeStampToken)
-    throw tsaFailed(`The TSA at ${url} refused the request (PKIStatus ${resp.status.status}${resp.status.statusStrings ? `: ${resp.status.statusStrings.map((s) => s.valueBlock.value).join('; ')}` : ''}).`);
+  if (resp.status.status > 1 || !resp.timeStampToken) {
+    throw tsaFailed(
+      `The TSA at ${url} refused the request (PKIStatus ${resp.status.status}${
+        resp.status.statusStrings ? `: ${resp.status.statusStrings.map((s) => s.valueBlock.value).join('; ')}` : ''
+      }).`,
+    );
+  }
   const info = tstInfoOf(resp.timeStampToken);
   const imprint = new Uint8Array(info.messageImprint.hashedMessage.valueBlock.valueHexView);
-  if (imprint.length !== hashed.length || imprint.some((b, i) => b !== hashed[i])) throw tsaFailed(`The TSA at ${url} stamped another digest than the one sent.`);
+  if (imprint.length !== hashed.length || imprint.some((b, i) => b !== hashed[i])) {
+    throw tsaFailed(`The TSA at ${url} stamped another digest than the one sent.`);
+  }
   const gotNonce = info.nonce ? new Uint8Array(info.nonce.valueBlock.valueHexView) : undefined;
-  if (!gotNonce || BigInt(`0x${hex(gotNonce)}`) !== BigInt(`0x${hex(nonce)}`)) throw tsaFailed(`The TSA at ${url} answered with another nonce (a replayed or foreign answer).`);
+  if (!gotNonce || BigInt(`0x${hex(gotNonce)}`) !== BigInt(`0x${hex(nonce)}`)) {
+    throw tsaFailed(`The TSA at ${url} answered with another nonce (a replayed or foreign answer).`);
+  }
   return { token: new Uint8Array(resp.timeStampToken.toSchema().toBER()), time: info.genTime };
 }
 
