@@ -36,9 +36,9 @@ export interface ShownModel {
 }
 
 /** Capabilities from the architecture (kind, config.json) and the chat template. */
-// deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
 export function deriveCapabilities(
   kind: ModelKind,
+  // deno-lint-ignore no-explicit-any -- a model repository's JSON, read field by field
   config: Record<string, any> | undefined,
   template: string,
   declared: Capability[] = [],
