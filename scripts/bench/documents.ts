@@ -8,7 +8,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PDFDocument } from '@cantoo/pdf-lib';
 import { analyseBytes } from '../../src/services/documents/analyse.ts';
@@ -23,6 +23,7 @@ import { SOURCES } from './doc-corpus/sources.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-docs-'));
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const START_LOAD = loadavg()[0]!.toFixed(1);
 
 const median = (fn: () => unknown | Promise<unknown>, runs = RUNS) => medianTime(fn, runs);
 
@@ -179,7 +180,7 @@ row('case', 'time (median)', 'rate / ratio', 'note');
 const body = [
   `Machine: ${cpus().length} × ${
     cpus()[0]?.model ?? 'cpu'
-  }, Node ${process.version}; median of ${RUNS} runs (scan Markdown: 1 run), OCR runs interleaved with the CLI's (CLI: median of all ${cliTimes.length} of its runs). The machine was shared with other engineers' builds and tests while this ran. Run: \`node --import tsx scripts/bench/documents.ts\`.`,
+  }, Node ${process.version}; median of ${RUNS} runs (scan Markdown: 1 run), OCR runs interleaved with the CLI's (CLI: median of all ${cliTimes.length} of its runs). Load average at start: ${START_LOAD} (2 cores; above ~1 the machine was busy with other work). Run: \`node --import tsx scripts/bench/documents.ts\`.`,
   '',
   rows[0]!,
   '| --- | --- | --- | --- |',

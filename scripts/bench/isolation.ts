@@ -26,6 +26,7 @@ import { writeSection } from './write-benchmarks.mjs';
 
 const seconds = Number(process.argv[2] ?? 8);
 const runs = Number(process.argv[3] ?? 5);
+const START_LOAD = loadavg()[0]!.toFixed(1);
 const repeats = Number(process.argv[4] ?? 3);
 const cores = availableParallelism();
 const heavy = 2 * cores;
@@ -180,7 +181,7 @@ const row = (name: string, rs: Load[]) =>
 const table = [
   `\`node --import tsx scripts/bench/isolation.ts ${seconds} ${runs} ${repeats}\` on ${cores} cores (${process.version}), load average ${
     loadavg()[0]!.toFixed(1)
-  } at the end. The machine was shared with other engineers' work while this ran: absolute figures are noisy, so each side ran ${repeats} times, interleaved, and the table gives the medians.`,
+  } at the end. Load average at start: ${START_LOAD} (2 cores; above ~1 the machine was busy with other work). Each side ran ${repeats} times, interleaved, and the table gives the medians.`,
   '',
   `/health latency (ms) while ${heavy} (2 × cores) heavy tasks run back to back for ${seconds} s: pdf-to-images (10 pages, 150 dpi), or image-convert (1500×1000 PNG → WebP, WASM codecs; the default sharp engine already runs on libuv's threads). Goal: p99 < 50 ms.`,
   '',
