@@ -6,7 +6,7 @@
 import { Hono } from 'hono';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { AppEnv } from '../../http/context.ts';
-import type { Dispatch } from '../../http/tool-call.ts';
+import type { Dispatch } from '../../services/tools/tool-call.ts';
 import { createMcpServer, type PromptSource } from './mcp-server.ts';
 import type { Owner } from '../../services/keys/api-keys.ts';
 import type { AgentService } from '../../services/agents/agent-service.ts';

@@ -1,7 +1,7 @@
 /**
  * The Model Context Protocol server: the native tasks as tools, skills as prompts. One server object per
  * connection (per request over Streamable HTTP, stateless); every call runs under the caller's key, through
- * the same routes a client would use (src/http/tool-call.ts). Documented in docs/api/mcp.md.
+ * the same routes a client would use (src/services/tools/tool-call.ts). Documented in docs/api/mcp.md.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
@@ -13,7 +13,7 @@ import {
   ListToolsRequestSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
-import { callNativeTool, type Dispatch } from '../../http/tool-call.ts';
+import { callNativeTool, type Dispatch } from '../../services/tools/tool-call.ts';
 import { NATIVE_TOOLS, nativeTool } from '../../services/tools/native-tools.ts';
 import { VERSION } from '../../version.ts';
 

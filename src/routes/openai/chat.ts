@@ -14,7 +14,7 @@ import { chatChunks, chatCompletion, planChat } from '../../services/chat/openai
 import { ServiceError } from '../../services/errors.ts';
 import type { AgentService } from '../../services/agents/agent-service.ts';
 import { type AgentTurns, completionChunks, usesExtensions } from '../../services/agents/agent-turn.ts';
-import type { Dispatch } from '../../http/tool-call.ts';
+import type { Dispatch } from '../../services/tools/tool-call.ts';
 
 /** Server tools and memory: the turn service and how its native tools reach the routes in-process. */
 export interface TurnDeps {

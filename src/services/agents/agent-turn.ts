@@ -7,7 +7,7 @@
 import type { ChatService } from '../chat/chat-service.ts';
 import { chatCompletion, planChat } from '../chat/openai-chat.ts';
 import { ServiceError } from '../errors.ts';
-import type { ToolOutcome } from '../../http/tool-call.ts';
+import type { ToolOutcome } from '../tools/tool-call.ts';
 import type { ServerTool, ServerToolCatalog, ToolRunContext } from '../tools/server-tools.ts';
 import type { Fact, MemoryService } from './memory-service.ts';
 

@@ -5,7 +5,7 @@
  * registered MCP server) or `mcp:<server>/<tool>`. Each becomes a function tool the model sees; a call
  * is run here and its result (or error) becomes a tool message. Rules in docs/api/agents.md.
  */
-import { callNativeTool, type Dispatch, type ToolOutcome } from '../../http/tool-call.ts';
+import { callNativeTool, type Dispatch, type ToolOutcome } from './tool-call.ts';
 import { ServiceError } from '../errors.ts';
 import type { ToolEgress } from './egress-fetch.ts';
 import type { McpServers } from './mcp-client.ts';

@@ -4,7 +4,7 @@
  * server (`svc mcp` on stdio). Task routes run as jobs (`Prefer: respond-async`) so that their progress
  * can be reported while the tool runs; a binary result arrives as a file of the caller.
  */
-import type { NativeTool } from '../services/tools/native-tools.ts';
+import type { NativeTool } from './native-tools.ts';
 
 /** Sends one request (app.request in-process, or fetch against a server). */
 export type Dispatch = (path: string, init: RequestInit) => Promise<Response>;
