@@ -18,8 +18,6 @@ import {
 } from '@cantoo/pdf-lib';
 import { invalidArgument, ServiceError } from '../../errors.ts';
 import { fontRuns } from '../fonts.ts';
-import { assertPdf } from '../open.ts';
-import { pdfCorrupt } from '../reasons.ts';
 import { buildCms, digest } from './cms.ts';
 import { commonName, type SigningIdentity } from './identity.ts';
 import type { TrustNet } from './net.ts';
@@ -35,7 +33,7 @@ import {
 } from './placeholder.ts';
 import { requestTimestamp } from './tsa.ts';
 import { pdfLtv } from './pdf-ltv.ts';
-import { pdfTimestamp, type PreparedUpdate } from './pdf-timestamp.ts';
+import { loadForUpdate, pdfTimestamp, type PreparedUpdate } from './pdf-timestamp.ts';
 import { workers } from '../../workers/index.ts';
 
 export type PadesLevel = 'B-B' | 'B-T' | 'B-LT' | 'B-LTA';
@@ -101,21 +99,7 @@ export interface SignatureField {
  * placeholder of `size` bytes, the digest of the signed bytes); runs in the worker pool as `pdf.sign-prepare`.
  */
 export async function prepareSignature(bytes: Uint8Array, o: SignatureField & { size: number; hash: string }): Promise<PreparedUpdate> {
-  assertPdf(bytes);
-  let doc: PDFDocument;
-  try {
-    doc = await PDFDocument.load(bytes, { ignoreEncryption: true, updateMetadata: false, forIncrementalUpdate: true });
-    doc.getPages();
-  } catch (e) {
-    throw pdfCorrupt((e as Error).message);
-  }
-  if (doc.isEncrypted) {
-    throw new ServiceError(
-      422,
-      'encrypted_document',
-      'The PDF is encrypted: an incremental signature would have to be encrypted too. Unlock it first (pdf-unlock), then sign.',
-    );
-  }
+  const doc = await loadForUpdate(bytes);
   assertMayBeSigned(doc, !!o.certify);
   const { sigRef, field } = await addSignatureField(doc, o, o.size, new Date(o.time));
   const prepared = await commitWithPlaceholder(doc, bytes, sigRef);
