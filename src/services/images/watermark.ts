@@ -3,8 +3,8 @@
  * options and defaults in pixel units (docs/api/images.md). Text is drawn with the shipped fonts; a
  * character none of them has is refused with 422 unsupported_characters, as for PDFs.
  */
-import { invalidArgument, ServiceError } from '../errors.ts';
-import { fontRuns, installedFonts } from '../pdf/fonts.ts';
+import { invalidArgument } from '../errors.ts';
+import { drawableRuns, installedFonts, type TextRun } from '../pdf/fonts.ts';
 import type { Engine, Rgba } from './codecs.ts';
 import { resize, rotate } from './pixels.ts';
 import { type Mask, textMask } from './text-raster.ts';
@@ -50,20 +50,9 @@ export async function prepareWatermark(w: ImageWatermark) {
     throw invalidArgument('watermark logo_width: 1 to 20000 pixels.');
   }
   const color = parseColor(w.color ?? '#808080');
-  let runs: Awaited<ReturnType<typeof fontRuns>>['runs'] = [];
+  let runs: TextRun[] = [];
   if (w.text) {
-    const r = await fontRuns(w.text);
-    if (r.missing.length) {
-      throw new ServiceError(
-        422,
-        'unsupported_characters',
-        `No installed font draws: ${
-          r.missing.map((c) => `${c} (U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`).join(', ')
-        }.`,
-        { details: { characters: r.missing } },
-      );
-    }
-    runs = r.runs;
+    runs = await drawableRuns(w.text);
   }
   return { ...w, layout, corner, opacity, rotation, color, runs };
 }

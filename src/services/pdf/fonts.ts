@@ -6,6 +6,7 @@
 import fontkit from '@cantoo/fontkit';
 import { readFile } from 'node:fs/promises';
 import { packageFile } from '../../runtime/assets.ts';
+import { ServiceError } from '../errors.ts';
 
 export interface ShippedFont {
   family: string;
@@ -94,4 +95,16 @@ export async function fontRuns(text: string): Promise<{ runs: TextRun[]; missing
     else runs.push({ font: f, text: ch });
   }
   return { runs, missing: [...missing] };
+}
+
+/** The runs of `text`, or 422 unsupported_characters naming each character no shipped font draws. */
+export async function drawableRuns(text: string): Promise<TextRun[]> {
+  const r = await fontRuns(text);
+  if (r.missing.length) {
+    const named = r.missing.map((c) => `${c} (U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`);
+    throw new ServiceError(422, 'unsupported_characters', `No installed font draws: ${named.join(', ')}.`, {
+      details: { characters: r.missing },
+    });
+  }
+  return r.runs;
 }

@@ -17,7 +17,7 @@ import {
   type PDFRef,
 } from '@cantoo/pdf-lib';
 import { invalidArgument, ServiceError } from '../errors.ts';
-import { fontRuns, installedFonts, type TextRun } from './fonts.ts';
+import { drawableRuns, installedFonts, type TextRun } from './fonts.ts';
 import { openPdf } from './open.ts';
 import { PageFrame } from './page-frame.ts';
 import { type PageSelection, resolvePages } from './page-ranges.ts';
@@ -81,18 +81,7 @@ export async function pdfWatermark(bytes: Uint8Array, opts: WatermarkOptions): P
   }
   let runs: TextRun[] = [];
   if (opts.text) {
-    const r = await fontRuns(opts.text);
-    if (r.missing.length) {
-      throw new ServiceError(
-        422,
-        'unsupported_characters',
-        `No installed font draws: ${
-          r.missing.map((c) => `${c} (U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`).join(', ')
-        }.`,
-        { details: { characters: r.missing } },
-      );
-    }
-    runs = r.runs;
+    runs = await drawableRuns(opts.text);
   }
   const pages = [...new Set(resolvePages(opts.pages, doc.getPageCount()))];
   removeMarks(doc); // marking again replaces the previous mark, on every page

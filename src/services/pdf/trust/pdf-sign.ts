@@ -17,7 +17,7 @@ import {
   PDFString,
 } from '@cantoo/pdf-lib';
 import { invalidArgument, ServiceError } from '../../errors.ts';
-import { fontRuns } from '../fonts.ts';
+import { drawableRuns } from '../fonts.ts';
 import { buildCms, digest } from './cms.ts';
 import { commonName, type SigningIdentity } from './identity.ts';
 import type { TrustNet } from './net.ts';
@@ -295,14 +295,8 @@ async function appearanceStream(doc: PDFDocument, o: SignatureField, w: number, 
     const byFont = new Map<Uint8Array, { name: string; font: PDFFont }>();
     const drawn: { runs: { name: string; font: PDFFont; text: string }[] }[] = [];
     for (const line of lines) {
-      const r = await fontRuns(line);
-      if (r.missing.length) {
-        throw new ServiceError(422, 'unsupported_characters', `No installed font draws: ${r.missing.join(' ')}.`, {
-          details: { characters: r.missing },
-        });
-      }
       const runs = [];
-      for (const run of r.runs) {
+      for (const run of await drawableRuns(line)) {
         let f = byFont.get(run.font.bytes);
         if (!f) {
           f = { name: `F${byFont.size}`, font: await doc.embedFont(run.font.bytes, { subset: true }) };
