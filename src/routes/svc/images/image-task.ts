@@ -8,7 +8,9 @@ import type { FileStore } from '../../../services/files/file-store.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { decodeBase64Option, type PdfTaskInput, readInput, text } from '../pdf/pdf-task.ts';
+import { decodeBase64Option, type PdfTaskInput, readInput, text, watermarkFields } from '../pdf/pdf-task.ts';
+
+export { watermarkFields };
 
 export interface ImageRouteDeps {
   runner: TaskRunner;
@@ -28,20 +30,6 @@ export const outputFormat = v.pipe(
   v.picklist(['jpeg', 'png', 'webp', 'avif', 'tiff', 'gif', 'bmp']),
 );
 
-/** The watermark's own fields (top level of image-watermark, or the `watermark` object of image-convert). */
-export const watermarkFields = {
-  text: v.optional(text),
-  /** base64 image; or the multipart file field `logo`; or `logo_file_id` */
-  logo: v.optional(v.string()),
-  logo_file_id: v.optional(v.string()),
-  layout: v.optional(v.picklist(['tiled', 'centered', 'corner'])),
-  corner: v.optional(v.picklist(['top-left', 'top-right', 'bottom-left', 'bottom-right'])),
-  opacity: v.optional(num),
-  rotation: v.optional(num),
-  font_size: v.optional(num),
-  color: v.optional(text),
-  logo_width: v.optional(num),
-};
 export const Watermark = v.object(watermarkFields);
 export type WatermarkInput = v.InferOutput<typeof Watermark>;
 

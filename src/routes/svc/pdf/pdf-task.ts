@@ -152,3 +152,18 @@ export async function deliverMany(
   if (singleAsItself && outputs.length === 1) return new BinaryResult(outputs[0]!.bytes, outputs[0]!.contentType, outputs[0]!.filename);
   return new BinaryResult(zipFiles(outputs.map((o) => ({ name: o.filename, bytes: o.bytes }))), 'application/zip', zipName);
 }
+
+/** A watermark's own fields, the same for PDFs and images (pdf-watermark, image-watermark, image-convert's `watermark`). */
+export const watermarkFields = {
+  text: v.optional(text),
+  /** base64 image (PNG/JPEG for PDFs); or the multipart file field `logo`; or `logo_file_id` */
+  logo: v.optional(v.string()),
+  logo_file_id: v.optional(v.string()),
+  layout: v.optional(v.picklist(['tiled', 'centered', 'corner'])),
+  corner: v.optional(v.picklist(['top-left', 'top-right', 'bottom-left', 'bottom-right'])),
+  opacity: v.optional(v.number()),
+  rotation: v.optional(v.number()),
+  font_size: v.optional(v.number()),
+  color: v.optional(text),
+  logo_width: v.optional(v.number()),
+};

@@ -16,24 +16,13 @@ import {
   pdfTask,
   readInput,
   snakeKeys,
-  text,
+  watermarkFields,
 } from './pdf-task.ts';
 
 const PDF = 'application/pdf';
-const num = v.number();
 
 const Watermark = v.object({
-  text: v.optional(text),
-  /** base64 PNG/JPEG; or the multipart file field `logo`; or `logo_file_id` */
-  logo: v.optional(v.string()),
-  logo_file_id: v.optional(v.string()),
-  layout: v.optional(v.picklist(['tiled', 'centered', 'corner'])),
-  corner: v.optional(v.picklist(['top-left', 'top-right', 'bottom-left', 'bottom-right'])),
-  opacity: v.optional(num),
-  rotation: v.optional(num),
-  font_size: v.optional(num),
-  color: v.optional(text),
-  logo_width: v.optional(num),
+  ...watermarkFields,
   pages: v.optional(pages),
   password,
   drop_signatures: v.optional(v.boolean()),
