@@ -13,6 +13,8 @@ import { bool, engine, imageName, type ImageRouteDeps, int, num, outputFormat } 
 
 const common = { page_index: v.optional(int), engine };
 const imageOut = { format: v.optional(outputFormat), quality: v.optional(num), delivery };
+type Engine = v.InferOutput<typeof engine>;
+type OutputFormat = v.InferOutput<typeof outputFormat>;
 
 interface ImageResult {
   bytes: Uint8Array;
@@ -44,7 +46,18 @@ const Box = v.object({ x: num, y: num, width: num, height: num });
 
 export function imageUtilityRoutes(deps: ImageRouteDeps) {
   const app = new Hono<AppEnv>();
-  const maxPixels = () => deps.config.maxImagePixels;
+  /** What every utility passes on: the page, the engine, and the pixel limit in force. */
+  const page = (o: { page_index?: number; engine?: Engine }) => ({
+    pageIndex: o.page_index,
+    engine: o.engine,
+    maxPixels: deps.config.maxImagePixels,
+  });
+  /** The same, with the output format and quality of the utilities that return an image. */
+  const output = (o: { page_index?: number; engine?: Engine; format?: OutputFormat; quality?: number }) => ({
+    ...page(o),
+    format: o.format,
+    quality: o.quality,
+  });
 
   app.post(
     '/image-analysis',
@@ -55,9 +68,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
         workers.run('image.analysis', [img!, {
           detectText: o.detect_text,
           language: o.language,
-          pageIndex: o.page_index,
-          engine: o.engine,
-          maxPixels: maxPixels(),
+          ...page(o),
         }], ctx),
     }),
   );
@@ -67,8 +78,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
     pdfTask(deps, {
       name: 'image-color-palette',
       options: v.object({ ...common, count: v.optional(int) }),
-      run: ([img], o, ctx) =>
-        workers.run('image.palette', [img!, { count: o.count, pageIndex: o.page_index, engine: o.engine, maxPixels: maxPixels() }], ctx),
+      run: ([img], o, ctx) => workers.run('image.palette', [img!, { count: o.count, ...page(o) }], ctx),
     }),
   );
 
@@ -90,11 +100,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
           contrast: o.contrast,
           denoise: o.denoise,
           sharpen: o.sharpen,
-          format: o.format,
-          quality: o.quality,
-          pageIndex: o.page_index,
-          engine: o.engine,
-          maxPixels: maxPixels(),
+          ...output(o),
         }], ctx);
         return deliverImage(ctx, o.delivery, r, input.files[0], 'enhanced');
       },
@@ -110,11 +116,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
         const r = await workers.run('image.deskew', [img!, {
           detectOrientation: o.detect_orientation,
           background: o.background,
-          format: o.format,
-          quality: o.quality,
-          pageIndex: o.page_index,
-          engine: o.engine,
-          maxPixels: maxPixels(),
+          ...output(o),
         }], ctx);
         return deliverImage(ctx, o.delivery, r, input.files[0], 'deskewed', { rotation: r.rotation, deskew_angle: r.deskewAngle });
       },
@@ -139,9 +141,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
           colourSpace: o.colour_space ?? o.color_space,
           format: o.format,
           deskew: o.deskew,
-          pageIndex: o.page_index,
-          engine: o.engine,
-          maxPixels: maxPixels(),
+          ...page(o),
         }], ctx);
         return deliverImage(ctx, o.delivery, r, input.files[0], 'normalized', { deskew_angle: r.deskewAngle });
       },
@@ -166,11 +166,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
           text: o.text,
           color: o.color,
           language: o.language,
-          format: o.format,
-          quality: o.quality,
-          pageIndex: o.page_index,
-          engine: o.engine,
-          maxPixels: maxPixels(),
+          ...output(o),
         }], ctx);
         return deliverImage(ctx, o.delivery, r, input.files[0], 'redacted', { boxes: r.boxes, text_matches: r.textMatches });
       },
@@ -188,11 +184,7 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
           backend: deps.config.backend,
           threads: deps.config.threads,
           background: o.background,
-          format: o.format,
-          quality: o.quality,
-          pageIndex: o.page_index,
-          engine: o.engine,
-          maxPixels: maxPixels(),
+          ...output(o),
         });
         return deliverImage(ctx, o.delivery, r, input.files[0], 'cutout', { foreground: r.foreground });
       },
