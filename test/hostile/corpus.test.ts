@@ -167,6 +167,24 @@ describe('hostile corpus', () => {
         tools: [{ type: 'function', function: { name: 'f', parameters: schema } }],
       }],
       ['/api/chat', { model: 'none', messages: [{ role: 'user', content: 'hi' }], format: schema, stream: false }],
+      ['/v1/responses', { model: 'none', input: 'hi', text: { format: { type: 'json_schema', name: 'x', schema } } }],
+      ['/v1/responses', {
+        model: 'none',
+        input: [{
+          role: 'user',
+          content: [{
+            type: 'input_file',
+            filename: 'bomb.pdf',
+            file_data: `data:application/pdf;base64,${b64(readFileSync(`${DIR}/flate-bomb.pdf`))}`,
+          }],
+        }],
+      }],
+      ['/v1/messages', {
+        model: 'none',
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [{ name: 'f', input_schema: schema }],
+      }],
     ];
     for (const [path, body] of tries) {
       const r = await fetch(`${srv.url}${path}`, json(body));

@@ -17,7 +17,7 @@ import type { Db } from '../../store/schema.ts';
 import type { ChatService } from '../chat/chat-service.ts';
 import { forcedCall, planChat } from '../chat/openai-chat.ts';
 import { type DocFormat, MIME, sniffFormat } from '../documents/detect.ts';
-import { analyseBytes } from '../documents/lazy.ts';
+import { workers } from '../workers/index.ts';
 import { requireFormat } from '../documents/detect.ts';
 import { notFound, ServiceError, unsupportedFileType } from '../errors.ts';
 import type { FileStore } from '../files/file-store.ts';
@@ -70,7 +70,9 @@ export class ResponsesService {
   constructor(private db: Db, private chat: ChatService, private files: FileStore, private vectorStores: VectorStores) {}
 
   #resolver(owner: string): ItemResolver {
-    const docText = async (bytes: Uint8Array, format: DocFormat) => (await analyseBytes(bytes, format, { ocrScans: true })).markdown;
+    // a document folded into the context is read in the worker pool, under the document limits, like every document task
+    const docText = async (bytes: Uint8Array, format: DocFormat) =>
+      (await workers.run('document.analyse', [bytes, format, { ocrScans: true }], {})).markdown;
     return {
       fileText: async (fileId) => {
         const f = await this.files.get(owner, fileId);
