@@ -1,8 +1,7 @@
 // The admin console: plain modules, no build step. Signed in by an area ticket (an HttpOnly cookie); every
 // request echoes the ticket's CSRF token (readable cookie svc-csrf) in X-Svc-Csrf. See docs/admin-console.md.
-const $ = (id) => document.getElementById(id);
-
-const csrfToken = () => document.cookie.split(';').map((s) => s.trim()).find((s) => s.startsWith('svc-csrf='))?.slice(9) ?? '';
+import { $, answerError, csrfToken, el, ndjson, showVersion } from '/common.js';
+import { searchViews } from '/admin-search.js';
 
 async function api(path, { method = 'GET', body, raw = false } = {}) {
   const headers = { 'x-svc-csrf': csrfToken() || 'none' };
@@ -11,21 +10,12 @@ async function api(path, { method = 'GET', body, raw = false } = {}) {
   if (raw) return res;
   const data = await res.json().catch(() => null);
   if (!res.ok) {
-    const e = data?.error;
-    const err = new Error(typeof e === 'string' ? (data.message ?? e) : e?.message ?? `${res.status} ${res.statusText}`);
-    err.status = res.status;
-    err.reason = typeof e === 'string' ? e : e?.code;
     if (res.status === 401 && !path.endsWith('/area-ticket')) showSignIn();
-    throw err;
+    throw answerError(res, data);
   }
   return data;
 }
 
-const el = (tag, props = {}, ...children) => {
-  const node = Object.assign(document.createElement(tag), props);
-  node.append(...children.filter((c) => c != null));
-  return node;
-};
 const td = (...c) => el('td', {}, ...c);
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
 const bytes = (n) => (n == null ? '—' : n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${(n / 1024).toFixed(1)} KiB`);
@@ -160,24 +150,6 @@ $('key-form').addEventListener('submit', async (ev) => {
   } catch (e) { notice(e.message, true); }
 });
 $('key-reveal-done').addEventListener('click', () => { $('key-token').textContent = ''; $('key-reveal').hidden = true; });
-
-/** Reads an NDJSON response line by line. */
-async function* ndjson(res) {
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl).trim();
-      buf = buf.slice(nl + 1);
-      if (line) yield JSON.parse(line);
-    }
-  }
-  if (buf.trim()) yield JSON.parse(buf);
-}
 
 async function pull(model) {
   const bar = $('pull-progress');
@@ -314,5 +286,7 @@ async function start() {
   show(current);
 }
 
-fetch('/api/version').then((r) => r.json()).then((v) => { $('version').textContent = `version ${v.version}`; }).catch(() => {});
+searchViews(loaders, { api, notice, show, when });
+
+showVersion('version');
 start();

@@ -1,25 +1,15 @@
 // The playground: plain modules, no build step. It talks to the server's own APIs like any client would.
-const $ = (id) => document.getElementById(id);
+import { $, csrfToken, errorText, ndjson, showVersion, sse } from '/common.js';
+
 const keyInput = $('api-key');
 keyInput.value = localStorage.getItem('svc-key') ?? '';
 keyInput.addEventListener('change', () => { localStorage.setItem('svc-key', keyInput.value.trim()); loadModels(); });
 
 // Signed in to the admin console? Its area ticket works here too, with the CSRF token echoed in a header.
-const csrf = () => document.cookie.split(';').map((s) => s.trim()).find((s) => s.startsWith('svc-csrf='))?.slice(9);
-const headers = (extra = {}) => (keyInput.value.trim() ? { ...extra, authorization: `Bearer ${keyInput.value.trim()}` } : csrf() ? { ...extra, 'x-svc-csrf': csrf() } : extra);
-
-async function errorText(res) {
-  const body = await res.json().catch(() => null);
-  const e = body?.error;
-  return typeof e === 'string' ? (body.message ?? e) : e?.message ?? `${res.status} ${res.statusText}`;
-}
-
-async function loadVersion() {
-  const r = await fetch('/api/version');
-  $('version').textContent = r.ok ? `version ${(await r.json()).version}` : 'version unavailable';
-}
+const headers = (extra = {}) => (keyInput.value.trim() ? { ...extra, authorization: `Bearer ${keyInput.value.trim()}` } : csrfToken() ? { ...extra, 'x-svc-csrf': csrfToken() } : extra);
 
 async function loadModels() {
+  capabilities.clear(); // a pulled model may say more about itself than its catalog entry did
   const select = $('model');
   const r = await fetch('/api/tags', { headers: headers() });
   if (!r.ok) { select.replaceChildren(new Option(await errorText(r), '')); return; }
@@ -47,43 +37,103 @@ function fillModels(select, names) {
   select.value = names.includes(chosen) ? chosen : names[0] ?? '';
 }
 
-function addMessage(role, text = '') {
-  const el = document.createElement('div');
-  el.className = `msg ${role}`;
-  el.textContent = text;
-  $('transcript').append(el);
-  return el;
+function addMessage(role, text = '', images = []) {
+  const msg = document.createElement('div');
+  msg.className = `msg ${role}`;
+  for (const src of images) msg.append(Object.assign(document.createElement('img'), { src, alt: 'attached image', className: 'thumb' }));
+  if (images.length) msg.append(document.createElement('br'));
+  msg.append(text);
+  $('transcript').append(msg);
+  return msg;
 }
 
 const history = [];
 let controller = null;
 
-/** Reads an NDJSON response line by line. */
-async function* ndjson(res) {
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl).trim();
-      buf = buf.slice(nl + 1);
-      if (line) yield JSON.parse(line);
-    }
+// ---- images for vision models: attached by the file picker, a paste into the prompt, or a drop on the chat
+const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
+let attached = []; // data: URLs of the images going with the next message
+const capabilities = new Map(); // model name → its capabilities (from /api/show)
+
+async function modelCapabilities(model) {
+  if (!capabilities.has(model)) {
+    const r = await fetch('/api/show', { method: 'POST', headers: headers({ 'content-type': 'application/json' }), body: JSON.stringify({ model }) });
+    if (!r.ok) return [];
+    capabilities.set(model, (await r.json()).capabilities ?? []);
   }
-  if (buf.trim()) yield JSON.parse(buf);
+  return capabilities.get(model);
 }
 
+const readDataUrl = (file) => new Promise((resolve, reject) => {
+  const reader = new FileReader();
+  reader.onload = () => resolve(reader.result);
+  reader.onerror = () => reject(reader.error);
+  reader.readAsDataURL(file);
+});
+
+function showAttachments(note = '') {
+  $('attachments').replaceChildren(...attached.map((src, i) => {
+    const remove = Object.assign(document.createElement('button'), { type: 'button', className: 'small', textContent: '×', title: 'remove this image' });
+    remove.addEventListener('click', () => { attached.splice(i, 1); showAttachments(); });
+    const item = Object.assign(document.createElement('span'), { className: 'attachment' });
+    item.append(Object.assign(document.createElement('img'), { src, alt: 'image to send', className: 'thumb' }), remove);
+    return item;
+  }));
+  $('attach-status').textContent = note;
+}
+
+/** Attaches image files when the chosen model reads images; otherwise says why not. */
+async function attachImages(files) {
+  const images = [...files].filter((f) => f.type.startsWith('image/'));
+  if (!images.length) { showAttachments(files.length ? 'only images can be attached' : ''); return; }
+  const model = $('model').value;
+  if (!(await modelCapabilities(model)).includes('vision')) {
+    showAttachments(`${model || 'this model'} does not read images (no vision capability): choose a vision model, such as smolvlm:256m, to send one`);
+    return;
+  }
+  const big = images.find((f) => f.size > MAX_IMAGE_BYTES);
+  if (big) { showAttachments(`${big.name} is larger than 20 MiB`); return; }
+  attached.push(...(await Promise.all(images.map(readDataUrl))));
+  showAttachments(`${attached.length} image(s) go with the next message`);
+}
+
+$('attach').addEventListener('click', () => $('image-file').click());
+$('image-file').addEventListener('change', () => { attachImages($('image-file').files); $('image-file').value = ''; });
+$('prompt').addEventListener('paste', (ev) => {
+  const files = ev.clipboardData?.files;
+  if (files?.length) { ev.preventDefault(); attachImages(files); }
+});
+const chatPanel = $('chat-panel');
+chatPanel.addEventListener('dragover', (ev) => { if (ev.dataTransfer?.types.includes('Files')) { ev.preventDefault(); chatPanel.classList.add('over'); } });
+chatPanel.addEventListener('dragleave', () => chatPanel.classList.remove('over'));
+chatPanel.addEventListener('drop', (ev) => {
+  if (!ev.dataTransfer?.files?.length) return;
+  ev.preventDefault();
+  chatPanel.classList.remove('over');
+  attachImages(ev.dataTransfer.files);
+});
+$('model').addEventListener('change', async () => {
+  if (attached.length && !(await modelCapabilities($('model').value)).includes('vision')) {
+    showAttachments(`${$('model').value} does not read images: the attached image(s) will not be sent to it`);
+  }
+});
+
+// ---- the conversation, streamed from /v1/chat/completions
 $('chat-form').addEventListener('submit', async (ev) => {
   ev.preventDefault();
   const text = $('prompt').value.trim();
   const model = $('model').value;
   if (!text || !model) return;
+  const images = attached;
+  if (images.length && !(await modelCapabilities(model)).includes('vision')) {
+    showAttachments(`${model} does not read images (no vision capability): remove the image(s) or choose a vision model`);
+    return;
+  }
   $('prompt').value = '';
-  addMessage('user', text);
-  history.push({ role: 'user', content: text });
+  attached = [];
+  showAttachments();
+  addMessage('user', text, images);
+  history.push({ role: 'user', content: images.length ? [...images.map((url) => ({ type: 'image_url', image_url: { url } })), { type: 'text', text }] : text });
   let request;
   try {
     request = chatRequest(model);
@@ -96,22 +146,41 @@ $('chat-form').addEventListener('submit', async (ev) => {
   $('send').disabled = true;
   $('stop').disabled = false;
   let reply = '';
+  const calls = [];
+  let finish = null;
+  let usage = null;
+  let first = 0;
   try {
-    const res = await fetch('/api/chat', {
+    const res = await fetch('/v1/chat/completions', {
       method: 'POST', headers: headers({ 'content-type': 'application/json' }), signal: controller.signal,
       body: JSON.stringify(request),
     });
     if (!res.ok) throw new Error(await errorText(res));
-    for await (const chunk of ndjson(res)) {
-      if (chunk.error) throw new Error(chunk.error);
-      reply += chunk.message?.content ?? '';
-      out.textContent = reply;
-      for (const call of chunk.message?.tool_calls ?? []) addMessage('tool', `${call.function?.name}(${JSON.stringify(call.function?.arguments ?? {})})`);
-      if (chunk.done) {
-        const tps = chunk.eval_count && chunk.eval_duration ? (chunk.eval_count / (chunk.eval_duration / 1e9)).toFixed(1) : '?';
-        $('chat-stats').textContent = `${chunk.eval_count ?? 0} tokens, ${tps} tokens/s, stopped: ${chunk.done_reason}`;
+    for await (const { data } of sse(res)) {
+      if (data === '[DONE]') break;
+      if (data.error) throw new Error(data.error.message ?? String(data.error));
+      usage = data.usage ?? usage;
+      const choice = data.choices?.[0];
+      if (!choice) continue;
+      const delta = choice.delta ?? {};
+      if (delta.content) {
+        first ||= performance.now();
+        reply += delta.content;
+        out.textContent = reply;
       }
+      // tool calls stream as fragments keyed by index: the name first, then pieces of the arguments
+      for (const c of delta.tool_calls ?? []) {
+        first ||= performance.now();
+        const call = (calls[c.index ?? 0] ??= { name: '', arguments: '', node: addMessage('tool') });
+        call.name += c.function?.name ?? '';
+        call.arguments += c.function?.arguments ?? '';
+        call.node.textContent = `${call.name}(${call.arguments})`;
+      }
+      finish = choice.finish_reason ?? finish;
     }
+    const tokens = usage?.completion_tokens ?? 0;
+    const seconds = first ? (performance.now() - first) / 1000 : 0;
+    $('chat-stats').textContent = `${tokens} tokens, ${seconds > 0 ? (tokens / seconds).toFixed(1) : '?'} tokens/s, stopped: ${finish ?? '?'}`;
     history.push({ role: 'assistant', content: reply });
   } catch (e) {
     if (e.name !== 'AbortError') { out.classList.add('error'); out.textContent = e.message; }
@@ -123,7 +192,7 @@ $('chat-form').addEventListener('submit', async (ev) => {
 });
 $('stop').addEventListener('click', () => controller?.abort());
 
-/** The /api/chat request from the form: system prompt, parameters, schema and tools (JSON checked here first). */
+/** The /v1/chat/completions request from the form: system prompt, parameters, schema and tools (JSON checked here first). */
 function chatRequest(model) {
   const num = (id) => ($(id).value.trim() === '' ? undefined : Number($(id).value));
   const parse = (id, what) => {
@@ -132,13 +201,13 @@ function chatRequest(model) {
     try { return JSON.parse(t); } catch { throw new Error(`${what} is not valid JSON`); }
   };
   const system = $('system').value.trim();
-  const options = Object.fromEntries(Object.entries({ temperature: num('temperature'), top_p: num('top-p'), num_predict: num('max-tokens'), seed: num('seed') }).filter(([, v]) => v !== undefined));
-  const format = parse('schema', 'the schema');
+  const params = Object.fromEntries(Object.entries({ temperature: num('temperature'), top_p: num('top-p'), max_tokens: num('max-tokens'), seed: num('seed') }).filter(([, v]) => v !== undefined));
+  const schema = parse('schema', 'the schema');
   const tools = parse('tools', 'the tools');
   return {
-    model, stream: true, options,
+    model, stream: true, stream_options: { include_usage: true }, ...params,
     messages: system ? [{ role: 'system', content: system }, ...history] : history,
-    ...(format ? { format } : {}), ...(tools ? { tools } : {}),
+    ...(schema ? { response_format: { type: 'json_schema', json_schema: { name: 'reply', schema } } } : {}), ...(tools ? { tools } : {}),
   };
 }
 
@@ -191,7 +260,11 @@ $('pdf-form').addEventListener('submit', async (ev) => {
   } else if (type.startsWith('application/pdf')) {
     const bytes = new Uint8Array(await res.arrayBuffer());
     result.textContent = `${op === 'rotate' ? 'rotated' : 'watermarked'} PDF, ${bytes.length} bytes: preview below`;
-    await previewPdf(bytes, `result of ${op}`, new Blob([bytes], { type: 'application/pdf' }));
+    const blob = new Blob([bytes], { type: 'application/pdf' });
+    await previewPdf(bytes, `result of ${op}`, blob).catch((e) => {
+      result.replaceChildren(`${op === 'rotate' ? 'rotated' : 'watermarked'} PDF, ${bytes.length} bytes; no preview: ${e.message} `);
+      result.append(Object.assign(document.createElement('a'), { href: URL.createObjectURL(blob), download: 'result.pdf', textContent: 'download' }));
+    });
   } else {
     const pre = document.createElement('pre');
     pre.textContent = JSON.stringify(await res.json(), null, 2);
@@ -199,13 +272,24 @@ $('pdf-form').addEventListener('submit', async (ev) => {
   }
 });
 
+/** A browser library served from /vendor/; a server without it gets a sentence saying which feature is missing. */
+async function vendorModule(url, feature) {
+  try {
+    return await import(url);
+  } catch (e) {
+    const head = await fetch(url, { method: 'HEAD' }).catch(() => null);
+    if (head && !head.ok) throw new Error(`${feature} is not available: this server does not serve ${url} (${head.status})`);
+    throw e;
+  }
+}
+
 let pdfjs = null;
 const viewer = { doc: null, page: 1 };
 
 /** pdf.js and its worker come from our own origin (/vendor/pdfjs/, served from node_modules): no CDN. */
 async function loadPdfjs() {
   if (!pdfjs) {
-    pdfjs = await import('/vendor/pdfjs/build/pdf.min.mjs');
+    pdfjs = await vendorModule('/vendor/pdfjs/build/pdf.min.mjs', 'the in-page PDF preview (pdf.js)');
     pdfjs.GlobalWorkerOptions.workerSrc = '/vendor/pdfjs/build/pdf.worker.min.mjs';
   }
   return pdfjs;
@@ -350,7 +434,7 @@ const localModels = new Map();
 
 async function loadTransformers() {
   if (transformers) return transformers;
-  const t = await import('/vendor/transformers/dist/transformers.min.js');
+  const t = await vendorModule('/vendor/transformers/dist/transformers.min.js', 'in-browser inference (transformers.js)');
   t.env.allowLocalModels = false;
   t.env.useBrowserCache = false;
   t.env.remoteHost = `${location.origin}/svc/v1/model-files/`;
@@ -446,5 +530,5 @@ $('embed-form').addEventListener('submit', async (ev) => {
   $('embed-result').textContent = `${v.length} dimensions: [${v.slice(0, 8).map((x) => x.toFixed(4)).join(', ')}, …]`;
 });
 
-loadVersion();
+showVersion('version');
 loadModels();

@@ -1,5 +1,5 @@
-// Builds the single binary with Bun → dist/svc (or the path given). public/ and onnxruntime-web's .wasm are
-// embedded by generating src/runtime/embedded.ts for the build; it is restored afterwards.
+// Builds the single binary with Bun → dist/svc (or the path given). public/, onnxruntime-web's .wasm and the
+// playground's /vendor/ files are embedded by generating src/runtime/embedded.ts for the build; it is restored afterwards.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -35,8 +35,26 @@ const ASSETS = [
   'lcms-wasm/dist/lcms.wasm',
   './src/services/images/profiles/cmyk-fogra39.icc',
   './src/services/images/profiles/srgb.icc',
+  '@ricky0123/vad-web/dist/silero_vad_v5.onnx',
 ];
 const require = createRequire(resolve('package.json'));
+// The browser files the playground loads from /vendor/ (src/http/vendor.ts): pdf.js with the data it fetches,
+// and transformers.js' web build with the onnxruntime-web loader and .wasm it asks for.
+const vendorFiles = (prefix, pkg, paths) => paths.map((p) => [`/vendor/${prefix}/${p}`, resolve('node_modules', pkg, p)]);
+const inFolder = (pkg, folder, exts) =>
+  readdirSync(resolve('node_modules', pkg, folder)).filter((n) => exts.some((e) => n.endsWith(e))).map((n) => `${folder}/${n}`);
+const VENDOR = [
+  ...vendorFiles('pdfjs', 'pdfjs-dist', [
+    'build/pdf.min.mjs',
+    'build/pdf.worker.min.mjs',
+    ...inFolder('pdfjs-dist', 'cmaps', ['.bcmap']),
+    ...inFolder('pdfjs-dist', 'standard_fonts', ['.pfb', '.ttf']),
+    ...inFolder('pdfjs-dist', 'wasm', ['.wasm', '.mjs']),
+    ...inFolder('pdfjs-dist', 'iccs', ['.icc']),
+  ]),
+  ...vendorFiles('transformers', '@huggingface/transformers', ['dist/transformers.min.js']),
+  ...vendorFiles('ort', 'onnxruntime-web', ['dist/ort-wasm-simd-threaded.asyncify.mjs', 'dist/ort-wasm-simd-threaded.asyncify.wasm']),
+];
 writeFileSync(
   module,
   [
@@ -47,6 +65,10 @@ writeFileSync(
     'export const embeddedOrtWasmPath: string | null = ortWasm;',
     `export const embeddedAssets: Record<string, string> = { ${
       ASSETS.map((spec, i) => `${JSON.stringify(spec)}: asset${i}`).join(', ')
+    } };`,
+    ...VENDOR.map(([, file], i) => `import vendor${i} from ${JSON.stringify(file)} with { type: 'file' };`),
+    `export const embeddedVendor: Record<string, string> = { ${
+      VENDOR.map(([url], i) => `${JSON.stringify(url)}: vendor${i}`).join(', ')
     } };`,
     '',
   ].join('\n'),

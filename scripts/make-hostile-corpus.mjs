@@ -170,6 +170,26 @@ put(
 put('empty.bin', Buffer.alloc(0), 'zero bytes');
 put('random.bin', junk.subarray(0, 4096), '4 KB of pseudo-random bytes');
 
+// WAV headers: a format tag no decoder knows (a media file without a usable audio stream), and a header cut short.
+function wav(formatTag, channels, dataBytes) {
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'latin1');
+  h.writeUInt32LE(36 + dataBytes, 4);
+  h.write('WAVEfmt ', 8, 'latin1');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(formatTag, 20);
+  h.writeUInt16LE(channels, 22);
+  h.writeUInt32LE(16000, 24);
+  h.writeUInt32LE(16000 * channels * 2, 28);
+  h.writeUInt16LE(channels * 2, 32);
+  h.writeUInt16LE(16, 34);
+  h.write('data', 36, 'latin1');
+  h.writeUInt32LE(dataBytes, 40);
+  return Buffer.concat([h, junk.subarray(0, dataBytes)]);
+}
+put('unknown-codec.wav', wav(0x9999, 1, 1000), 'WAV whose format tag no decoder knows');
+put('header-only.wav', wav(1, 1, 1000).subarray(0, 30), 'a WAV header cut short');
+
 // Deep JSON: a schema nested 2000 levels (as response_format / format / tool parameters).
 let schema = { type: 'string' };
 for (let i = 0; i < 2000; i++) schema = { type: 'object', properties: { a: schema } };

@@ -1,11 +1,12 @@
 /** createApp(deps): middleware and the three route families mounted. */
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import type { Deps } from './deps.ts';
 import { isLoopbackHost } from './config.ts';
 import { auth } from './http/auth.ts';
 import { areaTicketAuth } from './http/area-ticket.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { bodyLimit } from './http/body-limit.ts';
+import { chain } from './http/chain.ts';
 import { cors } from './http/cors.ts';
 import type { AppEnv } from './http/context.ts';
 import { toErrorResponse } from './http/errors.ts';
@@ -59,11 +60,18 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const publicDir = findPublicDir();
 
-  app.use('*', requestMeta(nodeTag, log));
-  app.use('*', cors(config.corsOrigins));
-  app.use('*', areaTicketAuth(deps.adminConsole.tickets));
-  app.use('*', auth(keys, isLoopbackHost(config.host)));
-  app.use('*', bodyLimit(config.maxUploadBytes));
+  const onError = (err: Error, c: Context<AppEnv>) => toErrorResponse(err, c, (m, e) => log.error(m, e));
+  // what every request passes, as one layer (src/http/chain.ts)
+  app.use(
+    '*',
+    chain([
+      requestMeta(nodeTag, log),
+      cors(config.corsOrigins),
+      areaTicketAuth(deps.adminConsole.tickets),
+      auth(keys, isLoopbackHost(config.host)),
+      bodyLimit(config.maxUploadBytes),
+    ], onError),
+  );
 
   app.route('/', rootRoutes(nodeTag, publicDir !== null || '/index.html' in embeddedPublic));
   // Anthropic Messages gateway (its /v1/models answers only with anthropic-version, so it comes first)
@@ -117,6 +125,6 @@ export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   app.use('/vendor/*', serveVendor());
 
   app.notFound((c) => toErrorResponse(new ServiceError(404, 'not_found', `route ${c.req.method} ${c.req.path} not found`), c, log.error));
-  app.onError((err, c) => toErrorResponse(err, c, (m, e) => log.error(m, e)));
+  app.onError(onError);
   return app;
 }

@@ -219,6 +219,12 @@ export const settings = {
     ],
     'browser origins allowed to call the API (CORS), comma separated; an origin without a port allows every port, scheme://* every host of that scheme, * any origin',
   ),
+  workerNice: s(
+    'int',
+    int(0, 19),
+    10,
+    'how many nice steps below the server the worker threads run (Linux): the event loop keeps its CPU while heavy work saturates the cores; 0 = the same',
+  ),
 } as const;
 
 export type Settings = typeof settings;

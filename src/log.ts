@@ -9,27 +9,50 @@ export interface Logger {
   info(msg: string): void;
   warn(msg: string): void;
   error(msg: string, err?: unknown): void;
-  /** An access-log line at info level; lines are batched into one write per event-loop turn. */
+  /** An access-log line at info level; lines are batched (below). */
   access(msg: string): void;
 }
 
+/** Every logger's batch, written when the process exits (one listener for all of them). */
+const pendingAtExit = new Set<() => void>();
+process.on('exit', () => pendingAtExit.forEach((flush) => flush()));
+
 export function createLogger(level: Level = 'info'): Logger {
   const at = (l: Level) => order[l] >= order[log.level];
-  const write = (l: Level, msg: string) => console.error(`${new Date().toISOString()} ${l.toUpperCase().padEnd(5)} ${msg}`);
+  const write = (l: Level, msg: string) => {
+    flush(); // keep the order of lines
+    console.error(`${new Date().toISOString()} ${l.toUpperCase().padEnd(5)} ${msg}`);
+  };
+  // Access lines are written in batches: every 50 ms, at 64 KB, and at exit (as nginx's `buffer=`/`flush=`).
+  // One write per request (or per event-loop turn) cost more than the rest of a small request: on Node a
+  // write to a file or pipe on stderr is a synchronous system call.
   let pending: string[] = [];
+  let size = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (!pending.length) return;
     const text = pending.join('');
     pending = [];
+    size = 0;
     process.stderr.write(text);
   };
+  pendingAtExit.add(flush);
   const log: Logger = {
     level,
     debug: (m) => at('debug') && write('debug', m),
     info: (m) => at('info') && write('info', m),
     access: (m) => {
       if (!at('info')) return;
-      if (pending.length === 0) setTimeout(flush, 0);
-      pending.push(`${new Date().toISOString()} INFO  ${m}\n`);
+      const line = `${new Date().toISOString()} INFO  ${m}\n`;
+      pending.push(line);
+      size += line.length;
+      if (size >= 65_536) flush();
+      else if (!timer) {
+        timer = setTimeout(flush, 50);
+        (timer as { unref?(): void }).unref?.(); // a pending log line never keeps the process alive
+      }
     },
     warn: (m) => at('warn') && write('warn', m),
     error: (m, err) => {

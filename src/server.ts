@@ -56,7 +56,12 @@ export async function openServices(config: Config, log: Logger = createLogger(co
   }
   await mkdir(config.dataDir, { recursive: true });
   setLimits(limitsOf(config));
-  configureWorkers({ size: config.workers, maxHeapMb: config.workerHeapMb, recycleBytes: config.workerRecycleMb * 1024 * 1024 });
+  configureWorkers({
+    size: config.workers,
+    maxHeapMb: config.workerHeapMb,
+    recycleBytes: config.workerRecycleMb * 1024 * 1024,
+    nice: config.workerNice,
+  });
   const nodeTag = await loadNodeTag(config.dataDir, config.nodeTag);
   const store = await openStore(dbUrl(config), config.databaseAuthToken);
   const db = store.db;

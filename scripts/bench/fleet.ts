@@ -12,6 +12,7 @@ import { freePort, startPostgres } from '../../test/support/postgres.ts';
 import { startNginx } from '../../test/support/nginx.ts';
 import { tempDir } from '../../test/support/server.ts';
 import { writeSection } from './write-benchmarks.mjs';
+import { machineNote, median } from './helpers.ts';
 
 const SECONDS = Number(process.argv[2] ?? 8);
 const ROUNDS = Number(process.argv[3] ?? 5);
@@ -84,8 +85,6 @@ function wrk(url: string, script: string): Run {
     requests: Number(/(\d+) requests in/.exec(out)![1]),
   };
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 try {
   const tokens: string[] = [];
@@ -163,8 +162,8 @@ end
       spawnSync('nginx', ['-v'], { encoding: 'utf8' }).stderr.trim().replace('nginx version: ', '')
     }`,
     `with the shipped \`deploy/nginx.conf\` (rendered to loopback), nodes on one PostgreSQL (throw-away, Debian's),`,
-    `\`wrk -t2 -c${CONNECTIONS} -d${SECONDS}s\` over ${KEYS} API keys; ${ROUNDS} interleaved rounds, medians. Machine: 2 cores,`,
-    `shared with other engineers' work while this ran, and wrk, nginx, PostgreSQL and every node on the same cores: on 2 cores the`,
+    `\`wrk -t2 -c${CONNECTIONS} -d${SECONDS}s\` over ${KEYS} API keys; ${ROUNDS} interleaved rounds, medians. Machine: ${machineNote()};`,
+    `wrk, nginx, PostgreSQL and every node on the same cores: on 2 cores the`,
     `point is that three nodes hold the load (no errors, p99 bounded), not that they scale.`,
     '',
     '| nodes | req/s | p50 ms | p99 ms | non-2xx |',

@@ -7,12 +7,13 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { imageConvert } from '../../src/services/images/convert.ts';
 import type { OutputFormat } from '../../src/services/images/codecs.ts';
 import { writeSection } from './write-benchmarks.mjs';
+import { machineNote, median } from './helpers.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-img-'));
@@ -41,7 +42,6 @@ const cases: Case[] = [
   { label: 'PNG 2000×1500 → WebP full size, q80 (convert only)', input: png, format: 'webp', quality: 80, wasm: false },
 ];
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ms = (x: number) => x.toFixed(0);
 
 const rows: string[] = [];
@@ -92,9 +92,7 @@ const imVersion = execFileSync('convert', ['-version'], { encoding: 'utf8' }).sp
 const body = [
   `svc's image-convert service (\`imageConvert\` in \`src/services/images\`, the code behind \`POST /svc/v1/image-convert\`) against sharp ${sharp.versions.sharp} (libvips ${sharp.versions.vips}) called directly and ${imVersion} (\`convert\`, one process per image), on the same files with the same output size (Lanczos3 resize) and quality, in the same run (\`node --import tsx scripts/bench/images.ts\`).`,
   '',
-  `Median wall time in ms over ${RUNS} interleaved runs, one image at a time, after one warm-up call per side; ${cpus().length} cores (${
-    cpus()[0]?.model.trim()
-  }), a machine shared with other engineers' work, so figures are noisy.`,
+  `Median wall time in ms over ${RUNS} interleaved runs, one image at a time, after one warm-up call per side; ${machineNote()}.`,
   '"svc" runs these conversions as one libvips pipeline (no watermark, CMYK or TIFF/BMP writer asked, so no pixels cross into JavaScript) plus its own header pixel check and metadata written at byte level; "svc wasm" uses the @jsquash WASM codecs and photon\'s resize (the path of the single binary, Deno and Bun without the sharp addon). ImageMagick times include its process start.',
   '',
   '| work | svc | svc wasm | sharp | ImageMagick | svc / sharp | svc / ImageMagick | output KiB |',

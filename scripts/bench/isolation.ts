@@ -2,16 +2,20 @@
  * Isolation of heavy work (docs/workers.md), two figures:
  *  1. /health latency (p50, p99, max) while 2 × cores heavy tasks run back to back over HTTP — PDF
  *     (pdf-to-images at 150 dpi of a 10-page PDF) and image (image-convert of a 1500×1000 PNG to WebP on
- *     the WASM codecs) — through the worker pool (the server as shipped), and, as the peer, the same work
- *     called on the event loop (how the server ran before the pool). Each side is measured `repeats` times,
- *     interleaved, and the median of each figure is reported. Goal: p99 < 50 ms.
+ *     the WASM codecs) — through the worker pool (the server as shipped; its HTTP clients in a process of
+ *     their own), and, as the peer, the same work called on the event loop (how the server ran before the
+ *     pool). Each side is measured `repeats` times, interleaved, and the median of each figure is
+ *     reported. Goal: p99 < 50 ms.
  *  2. The worker hop's cost on a small PDF task (pdf-info of a one-page PDF): sequential calls per second
- *     in-process on the loop vs through the pool (one task in flight, so only the hop differs; the pool's
- *     limit guard is included). Goal: < 10 %. Medians of several interleaved runs.
+ *     in-process on the loop vs through the pool (one task in flight). The pool's operation runs the PDF
+ *     limit guard before the work, so the equal work on the loop is guard + pdf-info: the goal's figure is
+ *     against that row; the cost against pdf-info alone is printed too. Goal: < 10 %. Medians of several
+ *     interleaved runs.
  *   node --import tsx scripts/bench/isolation.ts [seconds=8] [runs=5] [repeats=3]
  */
 import { availableParallelism, loadavg } from 'node:os';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
@@ -71,6 +75,14 @@ async function healthUnderLoad(url: string, work: () => Promise<unknown>): Promi
       tasks++;
     }
   });
+  const lat = await probeHealth(url);
+  stop = true;
+  await Promise.all(loops);
+  return { lat, tasks };
+}
+
+/** /health latencies, one request every 20 ms for `seconds`. */
+async function probeHealth(url: string): Promise<number[]> {
   const lat: number[] = [];
   const end = performance.now() + seconds * 1000;
   while (performance.now() < end) {
@@ -79,9 +91,28 @@ async function healthUnderLoad(url: string, work: () => Promise<unknown>): Promi
     lat.push(performance.now() - t);
     await new Promise((r) => setTimeout(r, 20));
   }
-  stop = true;
-  await Promise.all(loops);
-  return { lat, tasks };
+  return lat;
+}
+
+/**
+ * /health latencies while `heavy` HTTP clients POST `body` to `route` back to back. The clients run in a
+ * process of their own (scripts/bench/isolation-load.mjs), as real clients do: encoding and sending their
+ * bodies is not the server's work, so it does not run on the server's event loop.
+ */
+async function healthUnderHttpLoad(url: string, route: string, body: string): Promise<{ lat: number[]; tasks: number }> {
+  const file = join(dataDir, 'load-body.json');
+  await writeFile(file, body);
+  const child = spawn(process.execPath, ['scripts/bench/isolation-load.mjs', `${url}${route}`, file, String(heavy)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.on('exit', r));
+  while (!out.includes('started\n')) await new Promise((r) => setTimeout(r, 10));
+  const lat = await probeHealth(url);
+  child.kill('SIGTERM');
+  if ((await exited) !== 0) throw new Error(`the load generator failed on ${route}`);
+  return { lat, tasks: Number(out.split('\n')[1]) };
 }
 
 const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-iso-'));
@@ -122,10 +153,15 @@ await imgViaPool();
 
 type Load = { lat: number[]; tasks: number };
 const sides: Record<string, Load[]> = { pdfPool: [], pdfLoop: [], imgPool: [] };
+const measure: Record<string, () => Promise<Load>> = {
+  pdfPool: () => healthUnderHttpLoad(srv.url, '/svc/v1/pdf-to-images', body),
+  pdfLoop: () => healthUnderLoad(srv.url, onLoop),
+  imgPool: () => healthUnderHttpLoad(srv.url, '/svc/v1/image-convert', imgBody),
+};
 for (let i = 0; i < repeats; i++) {
-  for (const [k, fn] of [['pdfPool', viaPool], ['pdfLoop', onLoop], ['imgPool', imgViaPool]] as const) {
+  for (const k of Object.keys(sides)) {
     const t = performance.now();
-    sides[k]!.push(await healthUnderLoad(srv.url, fn));
+    sides[k]!.push(await measure[k]!());
     console.error(`${k}: ${((performance.now() - t) / 1000).toFixed(0)} s`);
   }
   console.error(`repeat ${i + 1}/${repeats} done`);
@@ -183,7 +219,7 @@ const table = [
     loadavg()[0]!.toFixed(1)
   } at the end. Load average at start: ${START_LOAD} (2 cores; above ~1 the machine was busy with other work). Each side ran ${repeats} times, interleaved, and the table gives the medians.`,
   '',
-  `/health latency (ms) while ${heavy} (2 × cores) heavy tasks run back to back for ${seconds} s: pdf-to-images (10 pages, 150 dpi), or image-convert (1500×1000 PNG → WebP, WASM codecs; the default sharp engine already runs on libuv's threads). Goal: p99 < 50 ms.`,
+  `/health latency (ms) while ${heavy} (2 × cores) heavy tasks run back to back for ${seconds} s: pdf-to-images (10 pages, 150 dpi), or image-convert (1500×1000 PNG → WebP, WASM codecs; the default sharp engine already runs on libuv's threads). In the worker pool rows the ${heavy} HTTP clients run in a process of their own (scripts/bench/isolation-load.mjs) and the /health prober in the server's process; worker threads at the default --worker-nice 10. In the event-loop row the work is called directly on the server's loop. Goal: p99 < 50 ms.`,
   '',
   '| heavy work | runs | p50 | p99 | max | p99 of each run | /health samples | tasks done |',
   '| --- | --- | --- | --- | --- | --- | --- | --- |',
@@ -195,15 +231,15 @@ const table = [
   '',
   `Worker hop on a small task: pdf-info of a one-page PDF, rounds of ${N} sequential calls on each path, ${
     runs * 8
-  } interleaved rounds; calls/s is the median round, the cost the median of the per-round throughput losses. Goal: cost < 10 %.`,
+  } interleaved rounds; calls/s is the median round, the cost the median of the per-round throughput losses. The pool's pdf.info runs the PDF limit guard first, so the equal work on the loop is the second row. Goal: cost < 10 %.`,
   '',
   '| path | calls/s | cost |',
   '| --- | --- | --- |',
   `| on the event loop | ${f(perSec(median(tDirect)))} | — |`,
   `| on the event loop, with the same limit guard | ${f(perSec(median(tGuarded)))} | — |`,
-  `| through the pool (1 worker, limit guard included) | ${f(perSec(median(tPool)))} | ${
-    (cost * 100).toFixed(1)
-  } % against the first row; the hop alone ${(hopOnly * 100).toFixed(1)} % against the second |`,
+  `| through the pool (1 worker, limit guard included) | ${f(perSec(median(tPool)))} | the hop: ${
+    (hopOnly * 100).toFixed(1)
+  } % against the equal work (second row); ${(cost * 100).toFixed(1)} % against pdf-info alone (first row) |`,
 ].join('\n');
 console.log(table);
 writeSection('Isolation: /health under heavy load, worker hop cost', table);

@@ -90,9 +90,7 @@ Machine: ${cpus().length} × ${cpu}, Node ${process.version}; median of ${RUNS} 
   (frames['svc auto mode (system)']! / cli).toFixed(2)
 }× the CLI | |
 
-Transcription real-time factor against whisper.cpp: **not measured**. No Whisper weights can be reached from this machine (npm's
-\`sttttsmodels\` downloads them from the hub in a postinstall script; the hub is unreachable), and whisper.cpp's npm bindings
-ship no model either, so there is no equal-work pair to time.
+Transcription real-time factor against whisper.cpp: see the section written by \`scripts/bench/transcription.ts\`.
 `;
 console.log(body);
 writeSection('Media (VAD real-time factor, video frame latency)', body);

@@ -15,7 +15,7 @@ import { pdfVerify } from '../../src/services/pdf/trust/pdf-verify.ts';
 import { trustNet } from '../../src/services/pdf/trust/net.ts';
 import { readSignatures, signedBytes } from '../../src/services/pdf/trust/signatures.ts';
 import { PDFDocument } from '@cantoo/pdf-lib';
-import { medianTime } from './median-time.ts';
+import { machineNote, median, medianTime } from './helpers.ts';
 import { writeSection } from './write-benchmarks.mjs';
 
 const runs = Number(process.argv[2] ?? 7);
@@ -67,13 +67,12 @@ try {
       await medianTime(() => execFileSync('pdfsig', ['-nssdir', `sql:${pki.path('nss')}`, '-no-ocsp', pki.path('signed.pdf')]), 1),
     );
   }
-  const med = (a: number[]) => a.sort((x, y) => x - y)[a.length >> 1]!;
-  const m = { sign: med(t.sign), opensslSign: med(t.opensslSign), verify: med(t.verify), pdfsig: med(t.pdfsig) };
+  const m = { sign: median(t.sign), opensslSign: median(t.opensslSign), verify: median(t.verify), pdfsig: median(t.pdfsig) };
   const r = (x: number) => x.toFixed(1);
   const body = `
 \`node --import tsx scripts/bench/pdf-trust.ts ${runs}\`: a 100-page text PDF (${
     (doc.length / 1024).toFixed(0)
-  } KiB), RSA-2048 signer, PAdES B-B, ${runs} interleaved runs, medians. The machine was shared with other engineers' work (2 cores), so absolute times are noisy.
+  } KiB), RSA-2048 signer, PAdES B-B, ${runs} interleaved runs, medians; ${machineNote()}.
 
 | operation | svc (ms) | peer | peer (ms) | svc / peer |
 | --- | ---: | --- | ---: | ---: |

@@ -5,7 +5,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import { pdfMerge } from '../../src/services/pdf/pdf-merge.ts';
@@ -14,7 +14,7 @@ import { pdfToImages, renderPage } from '../../src/services/pdf/pdf-to-images.ts
 import { loadPdfium, openDoc } from '../../src/services/pdf/pdfium.ts';
 import { loadSharp } from '../../src/services/pdf/encode-image.ts';
 import { writeSection } from './write-benchmarks.mjs';
-import { medianTime } from './median-time.ts';
+import { machineNote, medianTime } from './helpers.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-pdf-'));
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -57,7 +57,7 @@ const sizeOf = (files: string[]) => files.reduce((n, f) => n + statSync(f).size,
 const pngsIn = (sub: string, prefix: string) =>
   readdirSync(join(dir, sub)).filter((f) => f.startsWith(prefix) && f.endsWith('.png')).map((f) => join(dir, sub, f));
 
-/** Interleaved medians: each run times svc then the peer, so load on the shared machine hits both alike. */
+/** Interleaved medians: each run times svc then the peer, so any load on the machine hits both alike. */
 async function pair(svc: () => unknown, peer: () => unknown): Promise<[number, number]> {
   const a: number[] = [], b: number[] = [];
   for (let i = 0; i < RUNS; i++) {
@@ -165,7 +165,7 @@ const lines = [
     ver('qpdf', ['--version'])
   } and ${popplerVersion}, on the same files in the same run (\`node --import tsx scripts/bench/pdf.ts\`).`,
   '',
-  `Median of ${RUNS} interleaved runs (svc, then the peer, each run), ${cpus().length} CPU(s), Node ${process.version}; inputs: 20 generated 50-page text PDFs (40 lines a page). Ratio = svc / peer (below 1 is faster than the peer). The machine was shared with other engineers' builds and tests while this ran: absolute times are noisy, the interleaved ratios less so.`,
+  `Median of ${RUNS} interleaved runs (svc, then the peer, each run), ${machineNote()}; inputs: 20 generated 50-page text PDFs (40 lines a page). Ratio = svc / peer (below 1 is faster than the peer).`,
   '',
   'Equal I/O: the svc side reads its input from the same file and writes every output file, as the command-line tools do. The tools also start a process each time: `qpdf --version` takes ' +
   spawnCost[0].toFixed(0) + ' ms and `pdftoppm -v` ' + spawnCost[1].toFixed(0) + ' ms here, included in their times.',

@@ -5,13 +5,12 @@
  * HTTP on the tiny fixture model (pipeline cost: PDF reading, chunking, map-reduce calls).
  * Run: node --import tsx scripts/bench/text.ts
  */
-import { cpus } from 'node:os';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import { franc } from 'franc-min';
 import { detectLanguage } from '../../src/services/text/language.ts';
 import { findPii, findPiiRegexOnly } from '../../src/services/text/pii.ts';
 import { startHarness } from '../../test/routes/ollama/harness.ts';
-import { medianTime } from './median-time.ts';
+import { machineNote, medianTime } from './helpers.ts';
 import { writeSection } from './write-benchmarks.mjs';
 
 const RUNS = 5;
@@ -128,9 +127,8 @@ async function summaryRows() {
 }
 
 const rows = [...(await languageRows()), ...piiRows(), ...(await summaryRows())];
-const cpu = cpus()[0]?.model ?? 'cpu';
 const body =
-  `Machine: ${cpus().length} × ${cpu}, Node ${process.version}; medians of ${RUNS} runs (summarize: 3), the compared sides interleaved, on a shared machine (other engineers' jobs were running). Run: \`node --import tsx scripts/bench/text.ts\`.
+  `Machine: ${machineNote()}; medians of ${RUNS} runs (summarize: 3), the compared sides interleaved. Run: \`node --import tsx scripts/bench/text.ts\`.
 
 | case | throughput | ratio | note |
 | --- | --- | --- | --- |

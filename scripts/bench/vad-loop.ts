@@ -10,6 +10,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { inProcess } from '../../test/support/server.ts';
 import { at, speechSilenceSpeech } from '../../test/routes/media/make-media.ts';
 import { writeSection } from './write-benchmarks.mjs';
+import { loadNote, median } from './helpers.ts';
 
 const fx = speechSilenceSpeech();
 const long = at('vad-long.wav');
@@ -35,9 +36,10 @@ for (let i = 0; i < 3; i++) {
   rows.push([wall, h.percentile(50) / 1e6, h.percentile(99) / 1e6, h.max / 1e6]);
   console.error(`run ${i + 1}: ${d.audio_duration.toFixed(0)} s of audio, ${d.segments.length} segments`);
 }
-const med = (k: number) => rows.map((r) => r[k]!).sort((a, b) => a - b)[1]!.toFixed(k ? 1 : 0);
+const med = (k: number) => median(rows.map((r) => r[k]!)).toFixed(k ? 1 : 0);
 const table = [
-  '`node --import tsx scripts/bench/vad-loop.ts` — event-loop delay (ms) while voice activity detection runs in-process (Silero v5 on native ONNX Runtime, the audio decoded by ffmpeg), medians of 3 runs; the machine was shared.',
+  '`node --import tsx scripts/bench/vad-loop.ts` — event-loop delay (ms) while voice activity detection runs in-process (Silero v5 on native ONNX Runtime, the audio decoded by ffmpeg), medians of 3 runs; ' +
+  loadNote() + '.',
   '',
   '| work | wall ms | loop delay p50 | p99 | max |',
   '| --- | --- | --- | --- | --- |',

@@ -11,7 +11,7 @@ export function writeSection(title, body, file = 'BENCHMARKS.md') {
   if (start === -1) text = `${text.trimEnd()}\n\n${section}`;
   else {
     const next = text.indexOf('\n## ', start + head.length);
-    text = text.slice(0, start) + section + (next === -1 ? '' : text.slice(next + 1));
+    text = text.slice(0, start) + section + (next === -1 ? '' : `\n${text.slice(next + 1)}`);
   }
   writeFileSync(file, text.endsWith('\n') ? text : `${text}\n`);
 }

@@ -21,7 +21,7 @@ sys.dont_write_bytecode = True  # keep scripts/ clean of __pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tok_builders import (train_bpe, synthetic_merges, byte_bpe_tokenizer_json, wordpiece_vocab,  # noqa: E402
                           wordpiece_tokenizer_json)
-from torch_models import CausalLM, Bert  # noqa: E402
+from torch_models import CausalLM, Bert, LogitsToKeep  # noqa: E402
 from quantize import quantize_q8, quantize_q4, quantize_gather_q8  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,11 +62,12 @@ def export_decoder(model, c, path):
     am = torch.ones(1, 3 + past_len, dtype=torch.int64)
     pos = torch.arange(past_len, past_len + 3, dtype=torch.int64)[None]
     past = []
-    in_names, out_names = ["input_ids", "attention_mask", "position_ids"], ["logits"]
+    keep = torch.tensor(0, dtype=torch.int64)
+    in_names, out_names = ["input_ids", "attention_mask", "position_ids", "num_logits_to_keep"], ["logits"]
     dyn = {"input_ids": {0: "batch_size", 1: "sequence_length"},
            "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
            "position_ids": {0: "batch_size", 1: "sequence_length"},
-           "logits": {0: "batch_size", 1: "sequence_length"}}
+           "logits": {0: "batch_size", 1: "num_logits"}}
     for i in range(L):
         for kv in ("key", "value"):
             past.append(torch.zeros(1, nkv, past_len, hd))
@@ -76,7 +77,7 @@ def export_decoder(model, c, path):
             dyn[out_names[-1]] = {0: "batch_size", 2: "total_sequence_length"}
     model.eval()
     with torch.no_grad():
-        torch.onnx.export(model, (ids, am, pos, *past), path, input_names=in_names, output_names=out_names,
+        torch.onnx.export(LogitsToKeep(model), (ids, am, pos, keep, *past), path, input_names=in_names, output_names=out_names,
                           dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True)
 
 

@@ -79,6 +79,11 @@ class CausalLM(nn.Module):
         self.register_buffer("inv_freq", inv, persistent=False)
 
     def forward(self, input_ids, attention_mask, position_ids, *past):
+        x, presents = self.hidden(input_ids, attention_mask, position_ids, *past)
+        return (self.lm_head(self.norm(x)), *presents)
+
+    def hidden(self, input_ids, attention_mask, position_ids, *past):
+        """The last layer's output before the final norm, and the present key/values."""
         x = self.embed_tokens(input_ids)
         freqs = position_ids[..., None].float() * self.inv_freq
         emb = torch.cat([freqs, freqs], dim=-1)[:, None]
@@ -94,8 +99,24 @@ class CausalLM(nn.Module):
         for i, layer in enumerate(self.layers):
             x, k, v = layer(x, cos, sin, mask, past[2 * i], past[2 * i + 1])
             presents += [k, v]
-        logits = self.lm_head(self.norm(x))
-        return (logits, *presents)
+        return x, presents
+
+
+class LogitsToKeep(nn.Module):
+    """Export wrapper with the `num_logits_to_keep` input (int64 scalar) transformers.js feeds: 0 = logits of
+    every position, k > 0 = of the last k only. Generation needs the last position alone, so prefill skips
+    the LM head (vocab x hidden per position) and the [positions, vocab] output for the others."""
+
+    def __init__(self, lm):
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, input_ids, attention_mask, position_ids, num_logits_to_keep, *past):
+        x, presents = self.lm.hidden(input_ids, attention_mask, position_ids, *past)
+        q = torch._shape_as_tensor(x)[1]
+        n = torch.where(num_logits_to_keep > 0, num_logits_to_keep, q)
+        x = x.index_select(1, torch.arange(q - n, q))
+        return (self.lm.lm_head(self.lm.norm(x)), *presents)
 
 
 class BertLayer(nn.Module):

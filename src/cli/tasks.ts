@@ -9,16 +9,8 @@ import { stderrIsTTY, stdoutIsTTY, writeErr, writeOut } from '../runtime/process
 import { UsageError } from './args.ts';
 import { errorOf, type SvcClient } from './client.ts';
 import { type CommandContext, print } from './models.ts';
+import type { JobView } from '../services/jobs/job-records.ts';
 
-interface JobRecord {
-  status: string;
-  result?: unknown;
-  error?: string;
-  error_code?: number;
-  error_reason?: string;
-  progress_current?: number | null;
-  progress_total?: number | null;
-}
 interface FileResult {
   object: 'file';
   file_id: string;
@@ -55,7 +47,7 @@ export async function runTask(client: SvcClient, name: string, body: FormData): 
   const tty = stderrIsTTY();
   let delay = 50;
   for (;;) {
-    const job = await client.json<JobRecord>('GET', `/svc/v1/jobs/${job_id}`);
+    const job = await client.json<JobView>('GET', `/svc/v1/jobs/${job_id}`);
     if (job.status !== 'processing') {
       if (tty) writeErr('\r\x1b[2K');
       if (job.status === 'completed') return fetchResult(client, job.result);

@@ -4,7 +4,7 @@
  * cross-site page cannot set), and a state-changing request must come from the same origin. A request with
  * an API key (Authorization or x-api-key) is left to the key check. See docs/admin-console.md.
  */
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler, Next } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { AreaTickets, IssuedTicket } from '../services/admin/area-tickets.ts';
 import { ServiceError } from '../services/errors.ts';
@@ -33,10 +33,14 @@ function sameOrigin(c: Context): boolean {
 }
 
 export function areaTicketAuth(tickets: AreaTickets): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  // not async: most requests carry no CSRF header and pass straight on
+  return (c, next) => {
     // the cookie alone authenticates nothing; the header is read first as most requests lack it
     const csrf = c.req.header(CSRF_HEADER);
-    if (!csrf) return next();
+    return csrf ? ticketed(c, next, csrf) : next();
+  };
+
+  async function ticketed(c: Context<AppEnv>, next: Next, csrf: string) {
     const ticket = getCookie(c, TICKET_COOKIE);
     if (!ticket || c.req.header('authorization') || c.req.header('x-api-key')) return next();
     const session = await tickets.session(ticket);
@@ -48,7 +52,7 @@ export function areaTicketAuth(tickets: AreaTickets): MiddlewareHandler<AppEnv> 
     c.set('owner', session.owner);
     c.set('areaTicket', session);
     return next();
-  };
+  }
 }
 
 /** Sets the ticket and CSRF cookies: a session cookie, or Max-Age of the ticket's validity when persisted. */

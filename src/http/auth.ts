@@ -5,7 +5,7 @@
  * While keys are not required, foreign tokens (the "required but unused" placeholders OpenAI clients send)
  * are ignored, as a local Ollama does.
  */
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler, Next } from 'hono';
 import { ServiceError } from '../services/errors.ts';
 import { type KeyService, LOCAL_OWNER, type Owner, TOKEN_PREFIX } from '../services/keys/api-keys.ts';
 import type { AppEnv } from './context.ts';
@@ -33,7 +33,8 @@ const REMOTE_ANONYMOUS: Owner = { ...LOCAL_OWNER, role: 'user' };
 /** `anonymousAdmin`: whether a caller without a key may use admin routes (only on a loopback address). */
 export function auth(keys: KeyService, anonymousAdmin = true): MiddlewareHandler<AppEnv> {
   const anonymous = anonymousAdmin ? LOCAL_OWNER : REMOTE_ANONYMOUS;
-  return async (c, next) => {
+  // Not async: a public route without a token (a liveness probe) passes on without a promise of its own.
+  return (c, next) => {
     if (c.get('areaTicket')) return next(); // signed in to the admin console (src/http/area-ticket.ts)
     const path = c.req.path;
     // the header is read only where it can matter (each header read costs on the hot path)
@@ -41,6 +42,12 @@ export function auth(keys: KeyService, anonymousAdmin = true): MiddlewareHandler
     const takesApiKeyHeader = family === 'svc' || family === 'anthropic';
     const apiKeyHeader = takesApiKeyHeader ? c.req.header('x-api-key') : undefined;
     const token = tokenOf(c.req.header('authorization'), apiKeyHeader);
+    if (token || !isPublic(c.req.method, path)) return checked(c, next, token, takesApiKeyHeader);
+    c.set('owner', anonymous);
+    return next();
+  };
+
+  async function checked(c: Context<AppEnv>, next: Next, token: string | null, takesApiKeyHeader: boolean) {
     if (token) {
       const owner = await keys.verify(token);
       if (owner) {
@@ -49,7 +56,7 @@ export function auth(keys: KeyService, anonymousAdmin = true): MiddlewareHandler
       }
       if (token.startsWith(TOKEN_PREFIX) || (await keys.keysRequired())) throw unauthorized('invalid or revoked API key');
     }
-    if (!isPublic(c.req.method, path) && (await keys.keysRequired())) {
+    if (!isPublic(c.req.method, c.req.path) && (await keys.keysRequired())) {
       throw unauthorized(
         takesApiKeyHeader
           ? 'an API key is required: send x-api-key: <token> or Authorization: Bearer <token>'
@@ -58,7 +65,7 @@ export function auth(keys: KeyService, anonymousAdmin = true): MiddlewareHandler
     }
     c.set('owner', anonymous);
     return next();
-  };
+  }
 }
 
 export function requireAdmin(): MiddlewareHandler<AppEnv> {

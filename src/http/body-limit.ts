@@ -15,14 +15,14 @@ export const tooLarge = (limit: number) =>
 export const maxBytesOf = (c: Context): number => c.get('maxUploadBytes') as number;
 
 export function bodyLimit(maxBytes: number): MiddlewareHandler {
-  return async (c, next) => {
+  return (c, next) => {
     c.set('maxUploadBytes', maxBytes);
     // GET and HEAD carry no body: skip the header read (on Deno the first header access is costly).
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
       const len = c.req.header('content-length');
       if (len !== undefined && Number(len) > maxBytes) throw tooLarge(maxBytes);
     }
-    await next();
+    return next();
   };
 }
 

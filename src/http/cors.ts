@@ -4,8 +4,9 @@
  * before the key check, since browsers never send credentials on them. No credentials are allowed
  * cross-origin: a page elsewhere must present an API key, never the console's cookie.
  */
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { cors as honoCors } from 'hono/cors';
+import { setHeadersAfterResponse } from '../runtime/http-tuning.ts';
 
 /** Whether `origin` matches one of the allowed patterns (see the setting's help). */
 export function originAllowed(origin: string, allowed: readonly string[]): boolean {
@@ -29,43 +30,72 @@ export function originAllowed(origin: string, allowed: readonly string[]): boole
   });
 }
 
+const ALLOW_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'X-Api-Key',
+  'Anthropic-Version',
+  'Anthropic-Beta',
+  'OpenAI-Beta',
+  'Prefer',
+  'X-Stainless-Os',
+  'X-Stainless-Lang',
+  'X-Stainless-Package-Version',
+  'X-Stainless-Runtime',
+  'X-Stainless-Runtime-Version',
+  'X-Stainless-Arch',
+  'X-Stainless-Retry-Count',
+  'X-Stainless-Timeout',
+  'Anthropic-Dangerous-Direct-Browser-Access',
+  'User-Agent',
+];
+const EXPOSE_HEADERS = [
+  'X-Svc-Node',
+  'X-Request-Id',
+  'Location',
+  'Retry-After',
+  'Content-Disposition',
+  'X-Video-Duration-Seconds',
+  'X-Video-Width',
+  'X-Video-Height',
+  'X-Video-Codec',
+  'X-Video-Has-Audio',
+  'X-Frame-Timestamp-Seconds',
+  'X-Frame-Timestamp-Mode',
+].join(',');
+
+/**
+ * Preflights (OPTIONS) are answered by Hono's CORS middleware. Other requests get their headers here, set
+ * the way src/runtime/http-tuning.ts finds cheapest on the runtime: Hono's middleware appends `Vary` to
+ * the finished response, which makes every answer (with or without an Origin) rebuild its Response, the
+ * largest cost of a small request on Node and Bun.
+ */
 export function cors(allowed: readonly string[]): MiddlewareHandler {
-  return honoCors({
+  const preflight = honoCors({
     origin: (origin) => (origin && originAllowed(origin, allowed) ? origin : null),
     allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowHeaders: [
-      'Authorization',
-      'Content-Type',
-      'X-Api-Key',
-      'Anthropic-Version',
-      'Anthropic-Beta',
-      'OpenAI-Beta',
-      'Prefer',
-      'X-Stainless-Os',
-      'X-Stainless-Lang',
-      'X-Stainless-Package-Version',
-      'X-Stainless-Runtime',
-      'X-Stainless-Runtime-Version',
-      'X-Stainless-Arch',
-      'X-Stainless-Retry-Count',
-      'X-Stainless-Timeout',
-      'Anthropic-Dangerous-Direct-Browser-Access',
-      'User-Agent',
-    ],
-    exposeHeaders: [
-      'X-Svc-Node',
-      'X-Request-Id',
-      'Location',
-      'Retry-After',
-      'Content-Disposition',
-      'X-Video-Duration-Seconds',
-      'X-Video-Width',
-      'X-Video-Height',
-      'X-Video-Codec',
-      'X-Video-Has-Audio',
-      'X-Frame-Timestamp-Seconds',
-      'X-Frame-Timestamp-Mode',
-    ],
+    allowHeaders: ALLOW_HEADERS,
+    exposeHeaders: EXPOSE_HEADERS.split(','),
     maxAge: 600,
   });
+  const finish = (c: Context, allow: string | null) => {
+    const h = c.res.headers;
+    if (allow && !h.has('Access-Control-Allow-Origin')) {
+      h.set('Access-Control-Allow-Origin', allow);
+      h.set('Access-Control-Expose-Headers', EXPOSE_HEADERS);
+    }
+    if (setHeadersAfterResponse) h.append('Vary', 'Origin');
+  };
+  return (c, next) => {
+    if (c.req.method === 'OPTIONS') return preflight(c, next);
+    const origin = c.req.header('origin');
+    const allow = origin && originAllowed(origin, allowed) ? origin : null;
+    if (setHeadersAfterResponse) return next().then(() => finish(c, allow));
+    c.header('Vary', 'Origin', { append: true });
+    if (!allow) return next();
+    c.header('Access-Control-Allow-Origin', allow);
+    c.header('Access-Control-Expose-Headers', EXPOSE_HEADERS);
+    // a response not built through the context (a raw Response) did not get them: a browser needs them
+    return next().then(() => finish(c, allow));
+  };
 }

@@ -9,6 +9,7 @@ import type { Context } from 'hono';
 import { type FileStore, type StoredFile, TASK_INPUT } from '../services/files/file-store.ts';
 import type { AppEnv } from './context.ts';
 import { isMultipart, readMultipart } from './multipart.ts';
+import { decodeBase64 } from '../runtime/base64.ts';
 import { invalidRequest, readJsonBody } from './validate.ts';
 
 export interface InputFile {
@@ -46,13 +47,11 @@ function parseField(value: string): unknown {
   return value;
 }
 
-function decodeBase64(text: string, field: string): Uint8Array {
-  const clean = text.replace(/^data:[^,]*,/, '').replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean)) throw invalidRequest(`${field} is not valid base64`, [{ field, message: 'not base64' }]);
-  const bin = atob(clean.replace(/-/g, '+').replace(/_/g, '/'));
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
+/** A base64 field's bytes (a data: URL's prefix dropped); 400 when it is not base64. */
+export function decodeBase64Field(text: string, field: string): Uint8Array {
+  const bytes = decodeBase64(text.startsWith('data:') ? text.slice(text.indexOf(',') + 1) : text);
+  if (!bytes) throw invalidRequest(`${field} is not valid base64`, [{ field, message: 'not base64' }]);
+  return bytes;
 }
 
 export async function readTaskInput(c: Context<AppEnv>, store: FileStore, opts: { fileField?: string } = {}): Promise<TaskInput> {
@@ -106,7 +105,7 @@ export async function readTaskInput(c: Context<AppEnv>, store: FileStore, opts: 
       }
       if (e.format === 'FileIdentifier') out.push(toInput(await store.get(owner, e.value)));
       else {
-        const saved = await store.saveBytes(owner, decodeBase64(e.value, e.field), {
+        const saved = await store.saveBytes(owner, decodeBase64Field(e.value, e.field), {
           filename: typeof e.filename === 'string' ? e.filename : 'upload',
           purpose: TASK_INPUT,
         });

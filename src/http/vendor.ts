@@ -8,14 +8,16 @@
  *
  * The path after the package's short name is the file's path inside the package.
  *
- * Only the listed folders and file kinds are reachable; a compiled binary without node_modules answers 404.
+ * Only the listed folders and file kinds are reachable. A compiled binary has no node_modules: it carries the
+ * files the pages load (scripts/compile.mjs lists them) and answers 404 for the rest.
  */
 import type { MiddlewareHandler } from 'hono';
 import { existsSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, sep } from 'node:path';
 import { fileStream } from '../services/files/file-stream.ts';
+import { embeddedVendor } from '../runtime/embedded.ts';
 
 interface VendorPackage {
   pkg: string;
@@ -69,16 +71,21 @@ export function serveVendor(): MiddlewareHandler {
     if (!spec.folders.includes(parts[0]) || parts.some((p) => p === '' || p.startsWith('.')) || !spec.exts.includes(ext)) return next();
     if (!roots.has(spec.pkg)) roots.set(spec.pkg, packageRoot(spec.pkg));
     const root = roots.get(spec.pkg);
-    if (!root) return next();
+    const headers = (size: number) => ({
+      'Content-Type': TYPES[ext] ?? 'application/octet-stream',
+      'Content-Length': String(size),
+      'Cache-Control': 'public, max-age=3600',
+    });
+    if (!root) {
+      const inBinary = embeddedVendor[c.req.path];
+      if (!inBinary) return next();
+      const bytes = new Uint8Array(await readFile(inBinary));
+      return c.req.method === 'HEAD' ? c.body(null, 200, headers(bytes.length)) : c.body(bytes, 200, headers(bytes.length));
+    }
     const file = join(root, ...parts);
     const st = await stat(file).catch(() => undefined);
     if (!st?.isFile()) return next();
     // streamed: onnxruntime-web's .wasm files are tens of MB
-    const headers = {
-      'Content-Type': TYPES[ext] ?? 'application/octet-stream',
-      'Content-Length': String(st.size),
-      'Cache-Control': 'public, max-age=3600',
-    };
-    return c.req.method === 'HEAD' ? c.body(null, 200, headers) : c.body(fileStream(file), 200, headers);
+    return c.req.method === 'HEAD' ? c.body(null, 200, headers(st.size)) : c.body(fileStream(file), 200, headers(st.size));
   };
 }

@@ -5,3 +5,5 @@ export const embeddedPublic: Record<string, string> = {};
 export const embeddedOrtWasmPath: string | null = null;
 /** Package files by spec (`@embedpdf/pdfium/pdfium.wasm`) → path inside the binary. */
 export const embeddedAssets: Record<string, string> = {};
+/** Browser files of public/'s pages by their /vendor/ path (src/http/vendor.ts) → path inside the binary. */
+export const embeddedVendor: Record<string, string> = {};

@@ -4,7 +4,7 @@
  * Both ends speak structured-clone messages; a worker that dies (trap, out of memory, terminate) reports
  * once through `onExit`.
  */
-import { availableParallelism } from 'node:os';
+import { availableParallelism, getPriority, platform, setPriority } from 'node:os';
 
 const g = globalThis as {
   Deno?: unknown;
@@ -143,13 +143,31 @@ export async function parentChannel(): Promise<
   return { post: (m, t) => self.postMessage(m, t), onMessage: (cb) => (self.onmessage = (e) => cb(e.data)) };
 }
 
+// loaded once: a dynamic import resolves the module again on every call (costly under a loader hook)
+let v8: typeof import('node:v8') | undefined;
+
 /** Bytes of the calling thread's JS heap plus the buffers it holds (WASM memories included on V8). */
 export async function threadMemoryBytes(): Promise<number> {
   if (g.Deno) {
     const m = (g.Deno as { memoryUsage(): { heapUsed: number; external: number } }).memoryUsage();
     return m.heapUsed + m.external;
   }
-  const { getHeapStatistics } = await import('node:v8');
-  const h = getHeapStatistics();
+  const h = (v8 ??= await import('node:v8')).getHeapStatistics();
   return h.used_heap_size + h.external_memory;
+}
+
+/**
+ * Lowers the scheduling priority of the calling thread only, by `increment` nice steps (as `nice -n`). On
+ * Linux a thread is its own scheduling entity, so `setpriority` on "process 0" from inside a worker thread
+ * changes that thread alone (the same call on macOS or Windows would change the whole process: nothing is
+ * done there). Node, Deno and Bun all serve `node:os`. Returns whether it took effect.
+ */
+export function lowerThreadPriority(increment: number): boolean {
+  if (increment <= 0 || platform() !== 'linux') return false;
+  try {
+    setPriority(0, Math.min(19, getPriority(0) + increment));
+    return true;
+  } catch {
+    return false; // a sandbox that forbids it: the thread keeps the server's priority
+  }
 }

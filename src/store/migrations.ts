@@ -5,6 +5,7 @@
  */
 import { type Kysely, sql } from 'kysely';
 import { isPostgres } from './dialect.ts';
+import { rebuildVectorIndexes } from './retrieval.ts';
 
 // deno-lint-ignore no-explicit-any
 type AnyDb = Kysely<any>;
@@ -240,6 +241,13 @@ export const migrations: Migration[] = [
         .addColumn('source', 'text', (c) => c.notNull())
         .addColumn('created_at', 'bigint', (c) => c.notNull()).execute();
       await db.schema.createIndex('memory_facts_store').ifNotExists().on('memory_facts').columns(['owner', 'store']).execute();
+    },
+  },
+  {
+    version: 10,
+    name: 'vector indexes rebuilt: 1-bit neighbour copies from 256 dimensions (else 8-bit), 32 neighbours, insert_l 40, search_l 200',
+    async up(db) {
+      await rebuildVectorIndexes(db);
     },
   },
 ];

@@ -67,14 +67,38 @@ export async function ensureVectorTable(db: Db, dims: number): Promise<void> {
     `create table if not exists ${vectorTable(dims)} (chunk_id integer primary key, index_id text not null, embedding ${blob} not null)`,
   ).execute(db);
   await sql.raw(`create index if not exists ${vectorTable(dims)}_scope on ${vectorTable(dims)} (index_id)`).execute(db);
-  if (await hasVectorFunctions(db)) {
-    // float8 neighbour copies and 32 neighbours keep inserts about 4x cheaper than the defaults; results are
-    // re-ranked by the exact cosine of the stored float32 vectors, so the ordering returned stays exact
-    await sql.raw(
-      `create index if not exists ${vectorIndex(dims)} on ${
-        vectorTable(dims)
-      } (libsql_vector_idx(embedding, 'metric=cosine', 'compress_neighbors=float8', 'max_neighbors=32'))`,
-    ).execute(db);
+  if (await hasVectorFunctions(db)) await sql.raw(vectorIndexDdl(dims)).execute(db);
+}
+
+/**
+ * The DiskANN index's parameters (measured in BENCHMARKS.md, "Vector store search"; explained in
+ * docs/api/responses.md). Each node's block holds copies of its neighbours' vectors, and an insert rewrites
+ * dozens of blocks, so the copies' size sets the insert cost: from 256 dimensions up they are kept as 1-bit
+ * signs (a 384-dimension node's block shrinks from ~90 KB with libSQL's float32 default to ~4 KB); below
+ * that, signs are too coarse to steer the walk (recall@10 about 0.1 on the tiny fixture model's 32-dimension
+ * vectors) and 8-bit copies are small anyway. The copies only steer the walk: the visited nodes' own
+ * float32 vectors rank the candidates, and annVectorSearch re-ranks them by the exact cosine. `search_l`
+ * is the query's beam width and also the most candidates `vector_top_k` returns.
+ */
+export const VECTOR_INDEX_PARAMS = { maxNeighbors: 32, insertL: 40, searchL: 200, signsFromDims: 256 } as const;
+
+export function vectorIndexDdl(dims: number): string {
+  const p = VECTOR_INDEX_PARAMS;
+  const copies = dims >= p.signsFromDims ? 'float1bit' : 'float8';
+  return `create index if not exists ${vectorIndex(dims)} on ${vectorTable(dims)} (libsql_vector_idx(embedding, 'metric=cosine', ` +
+    `'compress_neighbors=${copies}', 'max_neighbors=${p.maxNeighbors}', 'insert_l=${p.insertL}', 'search_l=${p.searchL}'))`;
+}
+
+/**
+ * Rebuilds the vector index of every vector table with the current parameters (a migration runs this
+ * when they change). Without libSQL's vector functions there is no index to rebuild.
+ */
+export async function rebuildVectorIndexes(db: Db): Promise<void> {
+  if (!(await hasVectorFunctions(db))) return;
+  for (const t of await vectorTables(db)) {
+    const dims = Number(t.slice('retrieval_vectors_'.length));
+    await sql.raw(`drop index if exists ${vectorIndex(dims)}`).execute(db);
+    await sql.raw(vectorIndexDdl(dims)).execute(db);
   }
 }
 
@@ -218,8 +242,9 @@ export async function exactVectorSearch(
 }
 
 /**
- * Approximate nearest neighbours through the DiskANN index (`vector_top_k`), over-fetching `candidates`
- * from the whole table and keeping those in scope. Null where the index is unavailable.
+ * Approximate nearest neighbours through the DiskANN index (`vector_top_k`): `candidates` from the whole
+ * table (at most `search_l` come back), those in scope re-ranked by the exact cosine of their stored
+ * float32 vectors. Null where the index is unavailable.
  */
 export async function annVectorSearch(
   db: Db,

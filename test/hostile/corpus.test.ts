@@ -41,6 +41,8 @@ export const ROUTES: Record<string, Record<string, unknown>> = {
   'pdf-to-pdfa': {},
   'pdf-ocr': {},
   'voice-activity-detection': {},
+  // No Whisper model is local on the test server: a 4xx here shows the input is refused before any model pull.
+  'audio-transcription': {},
   'image-convert': { format: 'png' },
   'image-analysis': {},
   'image-color-palette': {},
@@ -64,7 +66,7 @@ const IMAGE_ROUTES = new Set([
   'image-watermark',
 ]);
 /** Routes whose valid input is neither (audio), or that need a model the test server lacks; covered for refusals only. */
-const NOT_PDF = new Set([...IMAGE_ROUTES, 'voice-activity-detection', 'image-background-removal']);
+const NOT_PDF = new Set([...IMAGE_ROUTES, 'voice-activity-detection', 'audio-transcription', 'image-background-removal']);
 
 async function validPdf(): Promise<Uint8Array> {
   const d = await PDFDocument.create();
@@ -125,10 +127,27 @@ describe('hostile corpus', () => {
         }
       }
     }
+    // OpenAI's multipart audio routes refuse every corpus file as a client fault too, before any model pull.
+    for (const name of corpus) {
+      for (const path of ['/v1/audio/transcriptions', '/v1/audio/translations']) {
+        const form = new FormData();
+        form.set('model', 'whisper-1');
+        form.set('file', new Blob([readFileSync(`${DIR}/${name}`)]), name);
+        const r = await fetch(`${srv.url}${path}`, { method: 'POST', body: form, signal: AbortSignal.timeout(120_000) });
+        const body = await r.text();
+        statuses[`${name} → ${path}`] = r.status;
+        assert.ok(r.status >= 400 && r.status < 500, `${name} → ${path}: ${r.status} ${body.slice(0, 300)}`);
+        assert.equal(typeof JSON.parse(body).error?.message, 'string', `${name} → ${path}: OpenAI envelope ${body.slice(0, 200)}`);
+      }
+    }
     // The attacks of the issue land on their limits, by name.
     assert.equal(statuses['flate-bomb.pdf → pdf-info'], 422);
     assert.equal(statuses['pixel-bomb.png → image-to-pdf'], 413);
     assert.equal(statuses['postscript.ps → document-to-markdown'], 415);
+    assert.equal(statuses['random.bin → audio-transcription'], 415);
+    assert.equal(statuses['header-only.wav → audio-transcription'], 415);
+    assert.equal(statuses['unknown-codec.wav → audio-transcription'], 422);
+    assert.equal(statuses['unknown-codec.wav → /v1/audio/translations'], 422);
   });
 
   it('named limits: bomb reasons, a logo pixel bomb, a 66,000-character password', async () => {

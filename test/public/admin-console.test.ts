@@ -10,8 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Secret, TOTP } from 'otpauth';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { FIXTURE_CATALOG, type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
+import { launchChromium } from '../support/chromium.ts';
 import { json, listening } from '../support/server.ts';
 import { TaskProbe, testTasks } from '../support/test-tasks.ts';
 
@@ -34,19 +35,7 @@ before(async () => {
   for (const e of FIXTURE_CATALOG) srv.models.catalog.register(e);
   adminKey = (await srv.keys.create({ name: 'operator', role: 'admin' })).token;
   userKey = await srv.keys.create({ name: 'someone-else', role: 'user' });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
   ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } });
   page = await ctx.newPage();
   page.on('dialog', (d) => void d.accept());

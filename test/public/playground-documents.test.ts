@@ -12,7 +12,8 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from '../support/chromium.ts';
 import { releaseOcrEngines } from '../../src/services/ocr/ocr.ts';
 import { FIXTURE_CATALOG, type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
 import { listening, tempDir } from '../support/server.ts';
@@ -38,23 +39,12 @@ before(async () => {
   await pull('tiny-whisper:test');
   await pull('tiny-bert-embed:test');
   voice = speech('playground-voice', 'Hello from the microphone, this is a recording test.');
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      // a fake microphone that plays the espeak-ng recording, permission granted without a prompt
-      '--use-fake-device-for-media-stream',
-      '--use-fake-ui-for-media-stream',
-      `--use-file-for-fake-audio-capture=${voice.path}`,
-    ],
-  });
+  browser = await launchChromium([
+    // a fake microphone that plays the espeak-ng recording, permission granted without a prompt
+    '--use-fake-device-for-media-stream',
+    '--use-fake-ui-for-media-stream',
+    `--use-file-for-fake-audio-capture=${voice.path}`,
+  ]);
 });
 
 after(async () => {

@@ -6,22 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from '../support/chromium.ts';
 import { FIXTURE_CATALOG, type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
 import { listening } from '../support/server.ts';
 
 let hub: HubStandIn;
 let srv: Awaited<ReturnType<typeof listening>>;
 const browsers: Browser[] = [];
-const BASE_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 async function pull(name: string) {
   const res = await fetch(`${srv.url}/api/pull`, { method: 'POST', body: JSON.stringify({ model: name, stream: false }) });
@@ -43,7 +35,7 @@ after(async () => {
 });
 
 async function launch(extra: string[]): Promise<Browser> {
-  const b = await chromium.launch({ executablePath: '/usr/bin/chromium', args: [...BASE_ARGS, ...extra] });
+  const b = await launchChromium(extra, { gpu: true });
   browsers.push(b);
   return b;
 }

@@ -2,8 +2,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser } from 'playwright-core';
 import { FIXTURE_CATALOG, type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
+import { launchChromium } from '../support/chromium.ts';
 import { listening } from '../support/server.ts';
 
 let hub: HubStandIn;
@@ -14,19 +15,7 @@ before(async () => {
   hub = await startFixtureHub();
   srv = await listening({ hubUrl: hub.url, hubAllowedHosts: ['127.0.0.1'] });
   for (const e of FIXTURE_CATALOG) srv.models.catalog.register(e);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {

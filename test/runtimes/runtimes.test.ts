@@ -4,13 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFile, mkdtemp } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
+import { launchChromium } from '../support/chromium.ts';
 import { listening } from '../support/server.ts';
 import { start } from '../support/runtime-process.ts';
+import { bytes, speechSilenceSpeech, video } from '../routes/media/make-media.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
@@ -70,6 +72,7 @@ async function probe(url: string, token: string): Promise<Record<string, Answer>
     }),
     pull: await ask('/api/pull', { method: 'POST', headers: auth, body: JSON.stringify({ model: MODEL, stream: false }) }),
     generate: await generated(url, auth),
+    ...(await media(url, auth)),
     responsesWs: await responsesOverWebSocket(url, token),
     responsesWsNoKey: await responsesOverWebSocket(url, ''),
   };
@@ -113,6 +116,43 @@ async function responsesOverWebSocket(url: string, token: string): Promise<Answe
 }
 
 const MODEL = 'hf.co/svc-test/tiny-llama:fp32';
+const WHISPER = 'hf.co/svc-test/tiny-whisper';
+
+// Media made once by espeak-ng, sox and ffmpeg: speech, silence, speech; a 3 s H.264 clip with that sound.
+let speechWav: Uint8Array, clip: Uint8Array;
+function mediaFixtures() {
+  const s = speechSilenceSpeech();
+  speechWav = bytes(s.path);
+  clip = bytes(video('rt-clip.mp4', 3, s.path));
+}
+
+/** Voice activity detection, one video frame (headers and bytes) and a transcription on the Whisper fixture. */
+async function media(url: string, auth: Record<string, string>): Promise<Record<string, Answer>> {
+  const json = { ...auth, 'content-type': 'application/json' };
+  const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
+  const vad = await fetch(`${url}/svc/v1/voice-activity-detection`, {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ input_format: 'Base64EncodedFile', file: b64(speechWav) }),
+  });
+  const fd = new FormData();
+  fd.append('file', new Blob([clip as Uint8Array<ArrayBuffer>], { type: 'video/mp4' }), 'clip.mp4');
+  const up = await (await fetch(`${url}/svc/v1/files/upload`, { method: 'POST', body: fd, headers: auth })).json();
+  const f = await fetch(`${url}/svc/v1/video-frames/${up.fileId}?at=1.5&format=png`, { headers: auth });
+  const headers = [...f.headers].filter(([k]) => k.startsWith('x-video-') || k.startsWith('x-frame-') || k === 'content-type').sort();
+  const digest = Buffer.from(await crypto.subtle.digest('SHA-256', await f.arrayBuffer())).toString('hex');
+  await fetch(`${url}/api/pull`, { method: 'POST', headers: auth, body: JSON.stringify({ model: WHISPER, stream: false }) });
+  const tr = await fetch(`${url}/svc/v1/audio-transcription`, {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ input_format: 'Base64EncodedFile', file: b64(speechWav), model: WHISPER, language: 'en' }),
+  });
+  return {
+    vad: { status: vad.status, body: await vad.text(), node: vad.headers.get('x-svc-node') },
+    frame: { status: f.status, body: JSON.stringify([headers, digest]), node: f.headers.get('x-svc-node') },
+    transcription: { status: tr.status, body: await tr.text(), node: tr.headers.get('x-svc-node') },
+  };
+}
 // A 1×1 PNG.
 const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==';
 
@@ -133,6 +173,7 @@ describe('the same server on Node, Deno and Bun', () => {
   let hub: HubStandIn;
   before(async () => {
     hub = await startFixtureHub();
+    mediaFixtures();
     const b = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
     assert.equal(b.status, 0, 'the Node bundle builds');
     dataDir = await mkdtemp(join(tmpdir(), 'svc-rt-'));
@@ -175,10 +216,45 @@ describe('the same server on Node, Deno and Bun', () => {
     assert.equal(wsTypes[0], 'response.created');
     assert.equal(wsTypes.at(-1), 'response.incomplete', 'six tokens, cut by max_output_tokens');
     assert.equal(node.responsesWsNoKey.status, 401, 'the upgrade needs a key like any route');
+    assert.equal(node.vad.status, 200, node.vad.body);
+    assert.equal(JSON.parse(node.vad.body).segments.length, 2, 'speech, silence, speech');
+    assert.equal(node.frame.status, 200);
+    assert.match(node.frame.body, /"x-video-width","320"/);
+    assert.equal(node.transcription.status, 200, node.transcription.body);
+    assert.ok(JSON.parse(node.transcription.body).text.length > 0, 'the fixture writes tokens');
     for (const rt of ['deno', 'bun']) {
       for (const [k, v] of Object.entries(answers[rt])) {
         const body = (s: string) => s.replace(/"instance":"[^"]*"/, '');
         assert.deepEqual({ ...v, body: body(v.body) }, { ...node[k], body: body(node[k].body) }, `${rt} ${k}`);
+      }
+    }
+    nativeGenerate = node.generate.body;
+  });
+
+  let nativeGenerate: string | undefined;
+  test('--backend wasm: the greedy text of native Node on each runtime, /health answering while it generates', async () => {
+    assert.ok(nativeGenerate, 'the native answer of the test above');
+    const auth = { authorization: `Bearer ${token}` };
+    for (const [name, cmd] of Object.entries(RUNTIMES)) {
+      const [c, a] = cmd(['--port', '0', '--data-dir', dataDir, '--hub-url', hub.url, '--hub-allowed-hosts', 'hf.co', '--backend', 'wasm']);
+      const srv = await start(c, a);
+      try {
+        const ps = async () => (await (await fetch(`${srv.url}/api/ps`, { headers: auth })).json()).models[0]?.backend?.device;
+        await generated(srv.url, auth); // pulled above: loads the model on WASM
+        assert.equal(await ps(), 'wasm', name);
+        let generating = true;
+        const gen = generated(srv.url, auth).finally(() => (generating = false));
+        const lat: number[] = [];
+        while (generating) {
+          const t0 = performance.now();
+          await (await fetch(`${srv.url}/health`)).arrayBuffer();
+          lat.push(performance.now() - t0);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        assert.equal((await gen).body, nativeGenerate, `${name}: greedy text on WASM`);
+        assert.ok(Math.max(...lat) < 250, `${name}: /health took up to ${Math.max(...lat).toFixed(0)} ms during generation`);
+      } finally {
+        await srv.stop();
       }
     }
   });
@@ -222,7 +298,68 @@ test('the compiled single binary serves alone from an empty folder', async () =>
     const ocr = await fetch(`${srv.url}/svc/v1/ocr`, { method: 'POST', headers: auth, body: JSON.stringify({ ...pdf, file: PNG_1PX }) });
     assert.equal(ocr.status, 501);
     assert.equal((await ocr.json()).error, 'capability_unavailable');
+    // Media through the system ffmpeg, Silero's weights and ONNX Runtime's WASM embedded in the binary.
+    if (!speechWav) mediaFixtures();
+    const m = await media(srv.url, { authorization: `Bearer ${key.token}` });
+    assert.equal(m.vad.status, 200, m.vad.body);
+    assert.equal(JSON.parse(m.vad.body).segments.length, 2, 'speech, silence, speech');
+    assert.equal(m.frame.status, 200, m.frame.body);
+    assert.match(m.frame.body, /"x-video-width","320"/);
   } finally {
+    await srv.stop();
+  }
+  // Without a system ffmpeg the binary has no media tool (ffmpeg's WASM core is not embedded): 501 by name.
+  const bare = await start(exe, ['--port', '0', '--data-dir', data, '--ffmpeg-path', join(dir, 'no-ffmpeg')], dir);
+  try {
+    const auth = { authorization: `Bearer ${key.token}`, 'content-type': 'application/json' };
+    const body = JSON.stringify({
+      input_format: 'Base64EncodedFile',
+      file: Buffer.from(speechWav).toString('base64'),
+      model: 'whisper:tiny',
+    });
+    for (const path of ['/svc/v1/voice-activity-detection', '/svc/v1/audio-transcription']) {
+      const r = await fetch(`${bare.url}${path}`, { method: 'POST', headers: auth, body });
+      assert.equal(r.status, 501, `${path}: ${r.status}`);
+      assert.equal((await r.json()).error, 'capability_unavailable');
+    }
+    const caps = await (await fetch(`${bare.url}/svc/v1/video-frames/capabilities`, { headers: auth })).json();
+    assert.equal(caps.media_tool_available, false);
+  } finally {
+    await bare.stop();
+  }
+});
+
+test("the compiled binary serves the playground's /vendor/ files: byte for byte, and pdf.js previews a PDF in Chromium", async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-bin-vendor-'));
+  const exe = join(dir, 'svc');
+  await copyFile(join(ROOT, 'dist/svc-test'), exe);
+  spawnSync('chmod', ['+x', exe]);
+  const srv = await start(exe, ['--port', '0', '--data-dir', join(dir, 'data')], dir);
+  const browser = await launchChromium();
+  try {
+    for (
+      const [url, file] of [
+        ['/vendor/pdfjs/build/pdf.min.mjs', 'pdfjs-dist/build/pdf.min.mjs'],
+        ['/vendor/pdfjs/cmaps/UniJIS-UTF16-H.bcmap', 'pdfjs-dist/cmaps/UniJIS-UTF16-H.bcmap'],
+        ['/vendor/transformers/dist/transformers.min.js', '@huggingface/transformers/dist/transformers.min.js'],
+        ['/vendor/ort/dist/ort-wasm-simd-threaded.asyncify.wasm', 'onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm'],
+      ]
+    ) {
+      const r = await fetch(`${srv.url}${url}`);
+      assert.equal(r.status, 200, url);
+      const got = new Uint8Array(await r.arrayBuffer());
+      assert.ok(Buffer.from(got).equals(await readFile(join(ROOT, 'node_modules', file))), `${url}: the package's own bytes`);
+    }
+    assert.equal((await fetch(`${srv.url}/vendor/pdfjs/build/pdf.mjs.map`)).status, 404, 'only the listed kinds of file');
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${srv.url}/playground.html`);
+    await page.setInputFiles('#pdf-file', { name: 'one.pdf', mimeType: 'application/pdf', buffer: Buffer.from(PDF) });
+    await page.waitForSelector('#pdf-canvas[data-rendered="1/1"]', { timeout: 60_000 });
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
     await srv.stop();
   }
 });

@@ -1,6 +1,7 @@
 /** A pool worker with test operations only: block, trap, grow, run out of memory, fail, keep state. */
 import { ServiceError } from '../../src/services/errors.ts';
 import { serveOperations } from '../../src/services/workers/serve-operations.ts';
+import { threadNice } from './thread-nice.ts';
 
 let calls = 0;
 const kept: Uint8Array[] = [];
@@ -29,6 +30,8 @@ await serveOperations({
   'test.fail': () => {
     throw new ServiceError(422, 'pdf_corrupt', 'the document is damaged', { details: [{ field: 'file' }] });
   },
+  /** The calling thread's nice value, read back from the kernel (Linux). */
+  'test.nice': () => threadNice(),
   'test.bytes': (a: { n: number }) => ({ data: new Uint8Array(a.n).fill(7) }),
   'test.progress': (_a: unknown, ctx: { progress(d: number, t: number): void }) => {
     for (let i = 1; i <= 3; i++) ctx.progress(i, 3);

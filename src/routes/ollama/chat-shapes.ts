@@ -1,26 +1,12 @@
 /**
  * Dialect B answer objects for chat and generate: stream lines, the final object with Ollama's duration
- * fields (nanoseconds), preload/unload answers, and the request fields shared by both routes.
+ * fields (nanoseconds), preload/unload answers, and how shared request fields map to the chat service.
  */
-import * as v from 'valibot';
 import type { ChatResult, OutputDelta, OutputFormat, ParsedToolCall } from '../../services/chat/index.ts';
-import { invalidArgument } from '../../services/errors.ts';
 
-export const KeepAlive = v.optional(v.union([v.string(), v.number()]));
-export const Options = v.optional(v.record(v.string(), v.unknown()));
-export const Format = v.optional(v.union([v.string(), v.record(v.string(), v.unknown())]));
-export const Think = v.optional(v.union([v.boolean(), v.string()]));
-export const Images = v.optional(v.array(v.string()));
-
-/** `"json"`, a JSON schema, or nothing (`""` too). */
-export function formatOf(f: string | Record<string, unknown> | undefined): OutputFormat | undefined {
-  if (f === undefined || f === '') return undefined;
-  if (f === 'json') return 'json';
-  if (typeof f === 'string') {
-    throw invalidArgument(`format must be "json" or a JSON schema object, not "${f}"`, [{ field: 'format', message: 'invalid' }]);
-  }
-  return f;
-}
+/** `"json"`, a JSON schema (validated by the body schema), or nothing (`""` too). */
+export const formatOf = (f: string | Record<string, unknown> | undefined): OutputFormat | undefined =>
+  f === undefined || f === '' ? undefined : f === 'json' ? 'json' : (f as Record<string, unknown>);
 
 /** `think`: a boolean, or an effort level ("high", "medium", "low"), which turns thinking on. */
 export const thinkOf = (t: boolean | string | undefined): boolean | undefined => (typeof t === 'string' ? t !== 'false' && t !== '' : t);

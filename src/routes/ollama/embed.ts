@@ -4,34 +4,18 @@
  * vector; an empty prompt gives an empty vector).
  */
 import { Hono } from 'hono';
-import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
 import { jsonBody } from '../../http/validate.ts';
+import { EmbedBody, EmbeddingsBody } from '../../schemas/ollama.ts';
 import type { ChatService } from '../../services/chat/index.ts';
-import { invalidArgument } from '../../services/errors.ts';
 import { truncateEmbedding } from '../../services/chat/index.ts';
-import { KeepAlive, Options } from './chat-shapes.ts';
-
-const model = v.pipe(v.string(), v.minLength(1, 'model is required'));
-const Embed = v.looseObject({
-  model,
-  input: v.optional(v.union([v.string(), v.array(v.string())])),
-  truncate: v.optional(v.boolean()),
-  keep_alive: KeepAlive,
-  options: Options,
-  dimensions: v.optional(v.number()),
-});
-const Embeddings = v.looseObject({ model, prompt: v.optional(v.string()), keep_alive: KeepAlive, options: Options });
 
 export function ollamaEmbedRoutes(chat: ChatService) {
   const app = new Hono<AppEnv>();
 
-  app.post('/embed', jsonBody(Embed), async (c) => {
+  app.post('/embed', jsonBody(EmbedBody), async (c) => {
     const b = c.req.valid('json');
     const dims = b.dimensions;
-    if (dims !== undefined && (!Number.isInteger(dims) || dims < 1)) {
-      throw invalidArgument('dimensions must be a positive integer', [{ field: 'dimensions', message: 'must be a positive integer' }]);
-    }
     const inputs = b.input === undefined ? [] : typeof b.input === 'string' ? [b.input] : b.input;
     const r = await chat.embed(b.model, inputs, { keepAlive: b.keep_alive, signal: c.req.raw.signal });
     return c.json({
@@ -43,7 +27,7 @@ export function ollamaEmbedRoutes(chat: ChatService) {
     });
   });
 
-  app.post('/embeddings', jsonBody(Embeddings), async (c) => {
+  app.post('/embeddings', jsonBody(EmbeddingsBody), async (c) => {
     const b = c.req.valid('json');
     if (!b.prompt) {
       await chat.resolve(b.model, 'embedding'); // 404 / 400 still apply

@@ -3,17 +3,14 @@
  * POST /api/push (always 501). Custom models carry `"unverified": true` (docs/models.md).
  */
 import { Hono } from 'hono';
-import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
 import { jsonBody } from '../../http/validate.ts';
+import { CopyBody, NamedBody } from '../../schemas/ollama.ts';
 import { invalidArgument, ServiceError } from '../../services/errors.ts';
 import type { ListedModel } from '../../services/models/local.ts';
 import type { ModelServices } from '../../services/models/model-services.ts';
 import type { CustomModelRecord } from '../../services/models/spec.ts';
 import type { InferenceEngine } from '../../services/inference/engine.ts';
-
-const Named = v.object({ model: v.optional(v.string()), name: v.optional(v.string()), verbose: v.optional(v.boolean()) });
-const Copy = v.object({ source: v.string(), destination: v.string() });
 
 /** `model` (current clients) or `name` (older ones). */
 export function modelField(body: { model?: string; name?: string }): string {
@@ -53,7 +50,7 @@ export function ollamaModelRoutes(models: ModelServices, engine?: InferenceEngin
 
   app.get('/tags', async (c) => c.json({ models: (await models.list()).map(tagsEntry) }));
 
-  app.post('/show', jsonBody(Named), async (c) => {
+  app.post('/show', jsonBody(NamedBody), async (c) => {
     const s = await models.show(modelField(c.req.valid('json')));
     return c.json({
       license: s.license,
@@ -70,13 +67,13 @@ export function ollamaModelRoutes(models: ModelServices, engine?: InferenceEngin
     });
   });
 
-  app.post('/copy', jsonBody(Copy), async (c) => {
+  app.post('/copy', jsonBody(CopyBody), async (c) => {
     const body = c.req.valid('json');
     await models.copy(body.source, body.destination);
     return c.json({ status: 'success' });
   });
 
-  app.delete('/delete', jsonBody(Named), async (c) => {
+  app.delete('/delete', jsonBody(NamedBody), async (c) => {
     await models.delete(modelField(c.req.valid('json')));
     return c.json({ status: 'success' });
   });

@@ -4,23 +4,16 @@
  * that disconnects only stops reading.
  */
 import { Hono } from 'hono';
-import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
 import { ndjsonResponse } from '../../http/ndjson.ts';
 import { jsonBody } from '../../http/validate.ts';
+import { PullBody } from '../../schemas/ollama.ts';
 import type { Logger } from '../../log.ts';
 import type { ModelServices } from '../../services/models/model-services.ts';
 import { modelField } from './models.ts';
 
-const Pull = v.object({
-  model: v.optional(v.string()),
-  name: v.optional(v.string()),
-  stream: v.optional(v.boolean()),
-  insecure: v.optional(v.boolean()),
-});
-
 export function ollamaPullRoutes(models: ModelServices, log: Logger) {
-  return new Hono<AppEnv>().post('/pull', jsonBody(Pull), async (c) => {
+  return new Hono<AppEnv>().post('/pull', jsonBody(PullBody), async (c) => {
     const body = c.req.valid('json');
     const handle = await models.pull(modelField(body));
     if (body.stream === false) {

@@ -1,5 +1,5 @@
 /**
- * POST /v1/chat/completions. The request is planned by the chat service's dialect A module (refusals,
+ * POST /v1/chat/completions. The body is validated by its schema (src/schemas/openai.ts) and planned by the chat service's dialect A module (refusals,
  * extensions, structured output, forced tool calls); the answer is one chat.completion, or SSE chunks
  * ending with [DONE]. Failures before the first chunk are statuses; after, an error event. A client that
  * disconnects aborts the generation (the request's signal), which frees its slot.
@@ -7,11 +7,11 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../../http/context.ts';
 import { sseResponse } from '../../http/sse.ts';
-import { readJsonBody } from '../../http/validate.ts';
+import { jsonBody } from '../../http/validate.ts';
+import { ChatBody, openaiWording, parseChatBody } from '../../schemas/openai.ts';
 import type { Logger } from '../../log.ts';
 import type { ChatService } from '../../services/chat/chat-service.ts';
 import { chatChunks, chatCompletion, planChat } from '../../services/chat/openai-chat.ts';
-import { ServiceError } from '../../services/errors.ts';
 import type { AgentService } from '../../services/agents/agent-service.ts';
 import { type AgentTurns, completionChunks, usesExtensions } from '../../services/agents/agent-turn.ts';
 import type { Dispatch } from '../../services/tools/tool-call.ts';
@@ -24,15 +24,11 @@ export interface TurnDeps {
 
 export function openaiChatRoutes(chat: ChatService, log: Logger, agents?: AgentService, turn?: TurnDeps) {
   const app = new Hono<AppEnv>();
-  app.post('/chat/completions', async (c) => {
-    const body = await readJsonBody(c);
-    if (!body || typeof body !== 'object' || Array.isArray(body)) {
-      throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
-    }
-    // an agent and a skill become plain chat fields first (unknown names: 400)
-    const applied = agents
-      ? await agents.applyToChat(c.get('owner').id, body as Record<string, unknown>)
-      : (body as Record<string, unknown>);
+  app.post('/chat/completions', jsonBody(ChatBody, openaiWording), async (c) => {
+    const body = c.req.valid('json');
+    // an agent and a skill become plain chat fields first (unknown names: 400); what the agent's stored
+    // config adds is checked as a client's fields are
+    const applied = agents ? parseChatBody(await agents.applyToChat(c.get('owner').id, body)) : body;
     if (turn && usesExtensions(applied)) {
       // server tools and memory: the whole turn runs here; a stream is sent once it is done
       const owner = c.get('owner').id;
@@ -44,7 +40,7 @@ export function openaiChatRoutes(chat: ChatService, log: Logger, agents?: AgentS
       }
       const answer = await turn.turns.run(owner, applied, ext, { dispatch: turn.dispatch, headers, signal: c.req.raw.signal });
       if (applied.stream !== true) return c.json(answer);
-      const includeUsage = (applied.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+      const includeUsage = applied.stream_options?.include_usage === true;
       return sseResponse(
         c,
         (async function* () {

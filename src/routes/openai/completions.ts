@@ -2,21 +2,17 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../../http/context.ts';
 import { sseResponse } from '../../http/sse.ts';
-import { readJsonBody } from '../../http/validate.ts';
+import { jsonBody } from '../../http/validate.ts';
+import { CompletionBody, openaiWording } from '../../schemas/openai.ts';
 import type { Logger } from '../../log.ts';
 import type { ChatService } from '../../services/chat/chat-service.ts';
 import { completion, completionChunks, planCompletion } from '../../services/chat/openai-completions.ts';
-import { ServiceError } from '../../services/errors.ts';
 import type { InferenceEngine } from '../../services/inference/engine.ts';
 
 export function openaiCompletionRoutes(chat: ChatService, engine: InferenceEngine, log: Logger) {
   const app = new Hono<AppEnv>();
-  app.post('/completions', async (c) => {
-    const body = await readJsonBody(c);
-    if (!body || typeof body !== 'object' || Array.isArray(body)) {
-      throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
-    }
-    const plan = planCompletion(body as Record<string, unknown>);
+  app.post('/completions', jsonBody(CompletionBody, openaiWording), async (c) => {
+    const plan = planCompletion(c.req.valid('json'));
     const signal = c.req.raw.signal;
     if (!plan.stream) return c.json(await completion(chat, engine, plan, signal));
     return sseResponse(c, await completionChunks(chat, engine, plan, signal), { logError: log.error, requestId: c.get('requestId') });

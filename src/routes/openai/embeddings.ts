@@ -5,10 +5,10 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../../http/context.ts';
 import { taskHandler } from '../../http/task-route.ts';
-import { readJsonBody } from '../../http/validate.ts';
+import { readJson } from '../../http/validate.ts';
+import { EmbeddingBody, openaiWording } from '../../schemas/openai.ts';
 import type { ChatService } from '../../services/chat/chat-service.ts';
 import { type EmbeddingPlan, embeddings, planEmbeddings } from '../../services/chat/openai-completions.ts';
-import { ServiceError } from '../../services/errors.ts';
 import type { TaskRunner } from '../../services/jobs/task-runner.ts';
 
 export function openaiEmbeddingRoutes(chat: ChatService, runner: TaskRunner) {
@@ -17,13 +17,7 @@ export function openaiEmbeddingRoutes(chat: ChatService, runner: TaskRunner) {
     '/embeddings',
     taskHandler<EmbeddingPlan>(runner, {
       name: 'embeddings',
-      async input(c) {
-        const body = await readJsonBody(c);
-        if (!body || typeof body !== 'object' || Array.isArray(body)) {
-          throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
-        }
-        return planEmbeddings(body as Record<string, unknown>);
-      },
+      input: async (c) => planEmbeddings(await readJson(c, EmbeddingBody, openaiWording)),
       run: (plan, ctx) => embeddings(chat, plan, ctx.signal),
     }),
   );

@@ -10,6 +10,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../../http/context.ts';
 import { errorPayload } from '../../http/errors.ts';
 import type { Logger } from '../../log.ts';
+import { parseResponsesBody } from '../../schemas/responses.ts';
 import { acceptWebSocket, type WsPeer } from '../../runtime/websocket.ts';
 import { isServiceError, ServiceError } from '../../services/errors.ts';
 import type { ConnectionCache, ResponsesService } from '../../services/responses/responses-service.ts';
@@ -56,7 +57,7 @@ export function responsesWebSocket(c: Context<AppEnv>, responses: ResponsesServi
       }
       prev = typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined;
       const applied = agents ? await agents.applyToResponses(owner, body) : body;
-      const started = await responses.create(owner, { ...applied, stream: true }, { signal: closed.signal, cache });
+      const started = await responses.create(owner, parseResponsesBody({ ...applied, stream: true }), { signal: closed.signal, cache });
       let failed = false;
       try {
         for await (const e of started.events) {

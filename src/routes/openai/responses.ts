@@ -5,12 +5,12 @@
  */
 import type { AgentService } from '../../services/agents/agent-service.ts';
 import { Hono } from 'hono';
-import type { Context } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../http/context.ts';
 import { errorPayload } from '../../http/errors.ts';
 import { streamBody } from '../../http/stream-body.ts';
-import { readJsonBody, validate } from '../../http/validate.ts';
+import { jsonBody, validate } from '../../http/validate.ts';
+import { CompactBody, parseResponsesBody, ResponsesBody, responsesWording } from '../../schemas/responses.ts';
 import type { Logger } from '../../log.ts';
 import { isWebSocketUpgrade } from '../../runtime/websocket.ts';
 import { isServiceError, notFound, ServiceError } from '../../services/errors.ts';
@@ -26,20 +26,12 @@ const ItemsQuery = v.object({
   limit: v.optional(v.pipe(v.string(), v.transform(Number), v.number(), v.integer(), v.minValue(1), v.maxValue(100)), '20'),
 });
 
-async function objectBody(c: Context): Promise<Record<string, unknown>> {
-  const body = await readJsonBody(c);
-  if (!body || typeof body !== 'object' || Array.isArray(body)) {
-    throw new ServiceError(400, 'invalid_request', 'the body must be a JSON object');
-  }
-  return body as Record<string, unknown>;
-}
-
 export function openaiResponsesRoutes(responses: ResponsesService, log: Logger, agents?: AgentService) {
   const app = new Hono<AppEnv>();
-  app.post('/responses', async (c) => {
-    const raw = await objectBody(c);
-    // an agent becomes plain response fields first (unknown name: 400)
-    const body = agents ? await agents.applyToResponses(c.get('owner').id, raw) : raw;
+  app.post('/responses', jsonBody(ResponsesBody, responsesWording), async (c) => {
+    const raw = c.req.valid('json');
+    // an agent becomes plain response fields first (unknown name: 400), checked as the client's are
+    const body = agents ? parseResponsesBody(await agents.applyToResponses(c.get('owner').id, raw)) : raw;
     const started = await responses.create(c.get('owner').id, body, { signal: c.req.raw.signal });
     if (!started.stream) return c.json(await responses.complete(started));
     const rid = c.get('requestId');
@@ -65,7 +57,11 @@ export function openaiResponsesRoutes(responses: ResponsesService, log: Logger, 
     }
     return responsesWebSocket(c, responses, log, agents);
   });
-  app.post('/responses/compact', async (c) => c.json(await responses.compact(c.get('owner').id, await objectBody(c))));
+  app.post(
+    '/responses/compact',
+    jsonBody(CompactBody, responsesWording),
+    async (c) => c.json(await responses.compact(c.get('owner').id, c.req.valid('json'))),
+  );
   app.get('/responses/:id', async (c) => c.json(await responses.get(c.get('owner').id, c.req.param('id'))));
   app.delete('/responses/:id', async (c) => c.json(await responses.delete(c.get('owner').id, c.req.param('id'))));
   app.get('/responses/:id/input_items', async (c) => {

@@ -6,6 +6,7 @@
  */
 import type { ChatService } from '../chat/chat-service.ts';
 import { chatCompletion, planChat } from '../chat/openai-chat.ts';
+import { parseChatBody } from '../../schemas/openai.ts';
 import { ServiceError } from '../errors.ts';
 import type { ToolOutcome } from '../tools/tool-call.ts';
 import type { ServerTool, ServerToolCatalog, ToolRunContext } from '../tools/server-tools.ts';
@@ -171,7 +172,12 @@ export class AgentTurns {
         : withServerTools;
       // a forced tool_choice applies to the first step only (else every step would call again)
       const choice = step > 0 && !lastStep ? { tool_choice: undefined } : {};
-      const plan = planChat({ ...base, ...tools, ...choice, messages, stream: false, stream_options: undefined }, ctx.signal);
+      const plan = planChat(
+        parseChatBody({ ...base, ...tools, ...choice, messages, stream: false, stream_options: undefined }),
+        ctx.signal,
+      );
+      // the loop checks server calls itself (unknown names, bound arguments) and reports failures to the model
+      if (ext.tools.length) plan.request.freeCalls = true;
       completion = await chatCompletion(this.chat, plan);
       for (const k of Object.keys(usage) as (keyof typeof usage)[]) usage[k] += completion.usage[k];
       const msg = completion.choices[0]!.message as {
@@ -271,13 +277,16 @@ export class AgentTurns {
   }
 
   async #extractFacts(model: string, message: string, signal?: AbortSignal) {
-    const plan = planChat({
-      model,
-      temperature: 0,
-      max_tokens: 400,
-      messages: [{ role: 'system', content: EXTRACT_INSTRUCTIONS }, { role: 'user', content: message }],
-      response_format: { type: 'json_schema', json_schema: { name: 'facts', schema: EXTRACT_SCHEMA, strict: true } },
-    }, signal);
+    const plan = planChat(
+      parseChatBody({
+        model,
+        temperature: 0,
+        max_tokens: 400,
+        messages: [{ role: 'system', content: EXTRACT_INSTRUCTIONS }, { role: 'user', content: message }],
+        response_format: { type: 'json_schema', json_schema: { name: 'facts', schema: EXTRACT_SCHEMA, strict: true } },
+      }),
+      signal,
+    );
     const r = await chatCompletion(this.chat, plan);
     const content = r.choices[0]!.message.content ?? '';
     let facts: string[] = [];

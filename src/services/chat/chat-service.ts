@@ -7,8 +7,7 @@ import { checkJsonDepth } from '../limits.ts';
 import { join } from 'node:path';
 import { invalidArgument, ServiceError } from '../errors.ts';
 import type { InferenceEngine } from '../inference/engine.ts';
-import type { GenerateOptions, GenerationResult } from '../inference/generate.ts';
-import type { LoadedModel } from '../inference/load.ts';
+import type { GenerateOptions, GenerationResult, ProcessorContext } from '../inference/generate.ts';
 import type { ModelSpec as EngineSpec } from '../inference/residency.ts';
 import { parseKeepAlive } from '../inference/keep-alive.ts';
 import type { LogitsProcessorLike } from '../inference/sampling.ts';
@@ -21,6 +20,7 @@ import { fromGenerationConfig, fromOllamaOptions, type GenerationParams, mergePa
 import { ResolvedModelMemo } from './resolved-models.ts';
 import { type ChatImage, loadChatImages } from './chat-images.ts';
 import { type ParsedToolCall, type ToolFormat, toolFormatOf } from './tool-calls.ts';
+import { prepareAutoToolCalls, type ToolSpec } from '../inference/structured/index.ts';
 
 export interface ChatMessageIn {
   role: string;
@@ -36,13 +36,22 @@ export interface ChatMessageIn {
   [key: string]: unknown;
 }
 
+/** Name and parameters of each tool in a request (OpenAI's `{type, function: {...}}` or the bare function). */
+function toolSpecs(tools: unknown[]): ToolSpec[] {
+  return tools.map((t) => {
+    const o = t as { function?: { name?: unknown; parameters?: unknown }; name?: unknown; parameters?: unknown };
+    const fn = o?.function ?? o;
+    return { name: typeof fn?.name === 'string' ? fn.name : '', parameters: fn?.parameters };
+  });
+}
+
 /** `format`: "json" or a JSON schema object. */
 export type OutputFormat = 'json' | Record<string, unknown>;
 
 /** Builds the processors that keep the output inside `format` (the structured-output module). */
 export type FormatConstraint = (
   format: OutputFormat,
-  ctx: { model: LoadedModel; promptTokens: number; maxNewTokens: number },
+  ctx: ProcessorContext,
 ) => LogitsProcessorLike[];
 
 export interface ChatRequest {
@@ -64,6 +73,8 @@ export interface ChatRequest {
   templateKwargs?: Record<string, unknown>;
   /** Processors built once the model and budget are known (used when `format` is absent: forced tool calls). */
   processorsFor?: GenerateOptions['processorsFor'];
+  /** Calls the model makes on its own stay unconstrained (parsed from free output, sent whole). */
+  freeCalls?: boolean;
   /** No thinking/tool-call parsing: every output character is content (constrained output parsed by the caller). */
   raw?: boolean;
   /** Record token log-probabilities with this many alternatives (0–20). */
@@ -229,6 +240,12 @@ export class ChatService {
     const format = req.format;
     const constrain = this.#constrain;
     const signal = req.signal;
+    const toolFormat: ToolFormat | undefined = req.tools?.length ? toolFormatOf(m.template) : undefined;
+    // calls the model chooses to make are constrained once it starts one (then streamed in fragments)
+    const auto = toolFormat && !req.raw && !req.freeCalls && format === undefined && !req.processorsFor && constrain
+      ? prepareAutoToolCalls(toolFormat, toolSpecs(req.tools!))
+      : undefined;
+    let callsConstrained = false;
     const gen = await this.#engine.generate(
       m.engineSpec,
       {
@@ -244,16 +261,27 @@ export class ChatService {
         signal,
         logitsProcessors: req.logitsProcessors,
         logprobs: req.logprobs,
-        processorsFor: format !== undefined && constrain ? (ctx) => constrain(format, ctx) : req.processorsFor,
+        processorsFor: format !== undefined && constrain ? (ctx) => constrain(format, ctx) : auto
+          ? (ctx) => {
+            const ps = auto.processorsFor(ctx);
+            callsConstrained = ps.length > 0;
+            return ps;
+          }
+          : req.processorsFor,
       },
     );
 
-    const toolFormat: ToolFormat | undefined = req.tools?.length ? toolFormatOf(m.template) : undefined;
     const thinking = has('thinking') || /<think>/.test(m.template);
     // constrained output (format) is JSON from its first character: nothing in it is thinking or a call
     const parser = req.raw || format !== undefined
       ? { push: (text: string): OutputDelta => ({ ...emptyDelta(), content: text }), flush: emptyDelta }
-      : createOutputParser({ thinking, startInThinking: thinking && opensThinking(gen.prompt), tools: toolFormat });
+      : createOutputParser({
+        thinking,
+        startInThinking: thinking && opensThinking(gen.prompt),
+        tools: toolFormat,
+        // a stop string could cut a call after its first fragments were sent
+        streamCalls: callsConstrained && !params.stop?.length,
+      });
     return chatStream(m.name, gen, parser);
   }
 

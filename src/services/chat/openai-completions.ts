@@ -12,18 +12,12 @@ import type { InferenceEngine } from '../inference/engine.ts';
 import type { GenerationResult } from '../inference/generate.ts';
 import type { TokenLogprob } from '../inference/logprobs.ts';
 import type { ChatService } from './chat-service.ts';
-import { checkExtensions, choicesCount, completionId, refuseFields, samplingParams, usageOf } from './openai-chat.ts';
+import type { CompletionBody, EmbeddingBody } from '../../schemas/openai.ts';
+import { completionId, refuseUnapplied, samplingParams, usageOf } from './openai-chat.ts';
 import { mergeParams } from './params.ts';
 
-type Body = Record<string, unknown>;
 const bad = (field: string, message: string) =>
   new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
-
-export const REFUSED_COMPLETION_FIELDS: Record<string, (v: unknown) => boolean> = {
-  suffix: (v) => typeof v === 'string' && v !== '',
-  best_of: (v) => typeof v === 'number' && v > 1,
-  logit_bias: (v) => !!v && typeof v === 'object' && Object.keys(v).length > 0,
-};
 
 export interface CompletionPlan {
   model: string;
@@ -53,38 +47,22 @@ function legacyLogprobs(lps: TokenLogprob[], offset: number) {
   };
 }
 
-export function planCompletion(body: Body): CompletionPlan {
-  if (typeof body.model !== 'string' || !body.model) throw bad('model', 'required');
-  refuseFields(body, REFUSED_COMPLETION_FIELDS, 'completions');
-  checkExtensions(body);
+/** Plans a validated completions body. */
+export function planCompletion(body: CompletionBody): CompletionPlan {
+  refuseUnapplied(body);
   const p = body.prompt ?? '';
-  const prompts = typeof p === 'string'
-    ? [p]
-    : Array.isArray(p) && p.length && p.every((x) => typeof x === 'string')
-    ? (p as string[])
-    : undefined;
-  if (!prompts) throw bad('prompt', 'must be a string or a non-empty array of strings (token arrays are not supported)');
   const stream = body.stream === true;
-  if (stream && prompts.length > 1) throw bad('prompt', 'an array of prompts is not supported with stream');
-  const so = body.stream_options as { include_usage?: unknown } | undefined | null;
   const params = samplingParams(body);
   if (params.maxTokens === undefined) params.maxTokens = 16; // OpenAI's default for completions
-  let logprobs: number | undefined;
-  const lp = body.logprobs;
-  if (lp !== undefined && lp !== null && lp !== false) {
-    if (typeof lp !== 'number' || !Number.isInteger(lp) || lp < 0 || lp > 20) throw bad('logprobs', 'must be an integer from 0 to 20');
-    if (body.echo === true) throw bad('logprobs', 'is not supported together with echo (the prompt tokens are not scored)');
-    logprobs = lp;
-  }
   return {
     model: body.model,
-    prompts,
-    n: choicesCount(body, stream),
+    prompts: typeof p === 'string' ? [p] : p,
+    n: body.n ?? 1,
     echo: body.echo === true,
     stream,
-    includeUsage: stream && so?.include_usage === true,
+    includeUsage: stream && body.stream_options?.include_usage === true,
     params,
-    logprobs,
+    logprobs: typeof body.logprobs === 'number' ? body.logprobs : undefined,
   };
 }
 
@@ -182,23 +160,13 @@ export interface EmbeddingPlan {
   dimensions?: number;
 }
 
-export function planEmbeddings(body: Body): EmbeddingPlan {
-  if (typeof body.model !== 'string' || !body.model) throw bad('model', 'required');
-  const input = body.input;
-  const inputs = typeof input === 'string'
-    ? [input]
-    : Array.isArray(input) && input.length && input.every((x) => typeof x === 'string')
-    ? (input as string[])
-    : undefined;
-  if (!inputs) throw bad('input', 'must be a string or a non-empty array of strings (token arrays are not supported)');
-  if (inputs.some((s) => s === '')) throw bad('input', 'must not contain empty strings');
-  const fmt = body.encoding_format ?? 'float';
-  if (fmt !== 'float' && fmt !== 'base64') throw bad('encoding_format', 'must be float or base64');
-  const d = body.dimensions;
-  if (d !== undefined && d !== null && (typeof d !== 'number' || !Number.isInteger(d) || d < 1)) {
-    throw bad('dimensions', 'must be a positive integer');
-  }
-  return { model: body.model, inputs, base64: fmt === 'base64', dimensions: (d as number | undefined) ?? undefined };
+export function planEmbeddings(body: EmbeddingBody): EmbeddingPlan {
+  return {
+    model: body.model,
+    inputs: typeof body.input === 'string' ? [body.input] : body.input,
+    base64: body.encoding_format === 'base64',
+    dimensions: body.dimensions ?? undefined,
+  };
 }
 
 /** The first `dims` components, renormalised to unit length (Matryoshka-style truncation). */

@@ -6,11 +6,15 @@
  * A tool-call block whose text is not a valid call is given back as content: no output is ever lost.
  */
 import { type ParsedToolCall, parseToolCallText, type ToolFormat, toToolCall } from './tool-calls.ts';
+import { type CallFragment, createCallFragmenter } from './call-fragments.ts';
 
 export interface OutputDelta {
   content: string;
   thinking: string;
+  /** Complete calls; with `streamCalls`, each was sent before as `callFragments` under the same index. */
   toolCalls: ParsedToolCall[];
+  /** With `streamCalls`: pieces of calls as they are written (name first, then `arguments` text). */
+  callFragments?: (CallFragment & { index: number })[];
 }
 
 export interface OutputParserOptions {
@@ -20,6 +24,11 @@ export interface OutputParserOptions {
   startInThinking?: boolean;
   /** Tool-call convention to parse; undefined = the request has no tools, nothing is parsed as a call. */
   tools?: ToolFormat;
+  /**
+   * Stream hermes calls in fragments as they are written. Only when the calls are constrained (they always
+   * parse, see structured/triggered.ts): a fragment once sent cannot be taken back.
+   */
+  streamCalls?: boolean;
 }
 
 export interface OutputParser {
@@ -38,7 +47,7 @@ const PYTHON_TAG = '<|python_tag|>';
 type Mode = 'content' | 'thinking' | 'tool' | 'tail';
 
 export const emptyDelta = (): OutputDelta => ({ content: '', thinking: '', toolCalls: [] });
-export const isEmptyDelta = (d: OutputDelta) => !d.content && !d.thinking && d.toolCalls.length === 0;
+export const isEmptyDelta = (d: OutputDelta) => !d.content && !d.thinking && d.toolCalls.length === 0 && !d.callFragments?.length;
 
 /** Length of the longest end of `s` that is a proper prefix of one of `markers`. */
 function partialMarkerLength(s: string, markers: string[]): number {
@@ -62,6 +71,8 @@ export function createOutputParser(o: OutputParserOptions): OutputParser {
   let toolBody = '';
   let tailPrefix = '';
   let anyCalls = false;
+  let callCount = 0;
+  let fragment: ReturnType<typeof createCallFragmenter> | undefined;
 
   const markers = (): string[] => {
     if (mode === 'thinking') return [THINK_CLOSE];
@@ -78,16 +89,23 @@ export function createOutputParser(o: OutputParserOptions): OutputParser {
   const sink = (out: OutputDelta, text: string) => {
     if (!text) return;
     if (mode === 'thinking') out.thinking += text;
-    else if (mode === 'tool') toolBody += text;
+    else if (mode === 'tool') toolText(out, text);
     else {
       out.content += text;
       if (/\S/.test(text)) sawContent = true;
     }
   };
 
+  const toolText = (out: OutputDelta, text: string) => {
+    toolBody += text;
+    if (!fragment || !text) return;
+    for (const f of fragment(text)) (out.callFragments ??= []).push({ ...f, index: callCount });
+  };
+
   const calls = (out: OutputDelta, parsed: ParsedToolCall[] | undefined, asText: string) => {
     if (parsed) {
       out.toolCalls.push(...parsed);
+      callCount += parsed.length;
       anyCalls = true;
     } else {
       out.content += asText;
@@ -148,11 +166,15 @@ export function createOutputParser(o: OutputParserOptions): OutputParser {
         buf = buf.slice(at + mk.length);
         if (mk === THINK_OPEN) (mode = 'thinking'), (trimLead = true);
         else if (mk === THINK_CLOSE) (mode = 'content'), (trimLead = true);
-        else if (mk === TOOL_OPEN) (mode = 'tool'), (toolBody = '');
-        else if (mk === TOOL_CLOSE) {
+        else if (mk === TOOL_OPEN) {
+          mode = 'tool';
+          toolBody = '';
+          fragment = o.streamCalls ? createCallFragmenter() : undefined;
+        } else if (mk === TOOL_CLOSE) {
           mode = 'content';
           calls(out, parseToolCallText(toolBody), TOOL_OPEN + toolBody + TOOL_CLOSE);
           toolBody = '';
+          fragment = undefined;
           trimLead = true;
         } else if (mk === MISTRAL || mk === PYTHON_TAG) (mode = 'tail'), (tailPrefix = mk), (toolBody = '');
         continue;
@@ -169,7 +191,7 @@ export function createOutputParser(o: OutputParserOptions): OutputParser {
       }
       if (mode === 'tool') {
         const keep = partialMarkerLength(buf, ms);
-        toolBody += buf.slice(0, buf.length - keep);
+        toolText(out, buf.slice(0, buf.length - keep));
         buf = buf.slice(buf.length - keep);
         return;
       }

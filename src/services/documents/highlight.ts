@@ -19,6 +19,7 @@ import type { OcrPage } from '../ocr/types.ts';
 import { type DocFormat, isImage } from './detect.ts';
 import type { BBox } from './elements.ts';
 import { toMarkdown } from './analyse.ts';
+import { passageBounds } from '../search/highlight.ts';
 
 export interface HighlightOptions {
   query: string;
@@ -55,15 +56,7 @@ export interface HighlightResult {
 }
 
 function passageOf(s: string, start: number, end: number, ctx: number): string {
-  let a = Math.max(0, start - ctx), b = Math.min(s.length, end + ctx);
-  if (a > 0) {
-    const sp = s.slice(a, start).search(/\s/);
-    if (sp >= 0) a += sp + 1;
-  }
-  if (b < s.length) {
-    const sp = s.slice(end, b).search(/\s\S*$/);
-    if (sp >= 0) b = end + sp;
-  }
+  const [a, b] = passageBounds(s, start, end, ctx);
   return `${a > 0 ? '…' : ''}${s.slice(a, b).replace(/\s+/g, ' ').trim()}${b < s.length ? '…' : ''}`;
 }
 

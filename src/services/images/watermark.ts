@@ -4,57 +4,32 @@
  * character none of them has is refused with 422 unsupported_characters, as for PDFs.
  */
 import { invalidArgument } from '../errors.ts';
+import { checkMark, CORNERS, LAYOUTS, type MarkChoices, MAX_TEXT_LENGTH } from '../pdf/mark-options.ts';
 import { drawableRuns, installedFonts, type TextRun } from '../pdf/fonts.ts';
 import type { Engine, Rgba } from './codecs.ts';
 import { resize, rotate } from './pixels.ts';
 import { type Mask, textMask } from './text-raster.ts';
 
-export type WatermarkLayout = 'tiled' | 'centered' | 'corner';
-export type Corner = 'top-left' | 'top-right' | 'bottom-left' | 'bottom-right';
-export const LAYOUTS: WatermarkLayout[] = ['tiled', 'centered', 'corner'];
-export const CORNERS: Corner[] = ['top-left', 'top-right', 'bottom-left', 'bottom-right'];
-export const MAX_TEXT_LENGTH = 500;
+export { CORNERS, LAYOUTS, MAX_TEXT_LENGTH, parseColor } from '../pdf/mark-options.ts';
 
-export interface ImageWatermark {
-  text?: string;
+export interface ImageWatermark extends MarkChoices {
   /** the logo, decoded */
   logo?: Rgba;
-  layout?: WatermarkLayout;
-  corner?: Corner;
-  /** 0 < opacity <= 1, default 0.3 */
-  opacity?: number;
-  /** degrees counter-clockwise; default 45 (tiled, centered) or 0 (corner) */
-  rotation?: number;
   /** pixels; default a fifteenth of the shorter side (corner: a fortieth), at least 10 */
   fontSize?: number;
-  /** #rrggbb, default #808080 */
-  color?: string;
   /** logo width in pixels; default a quarter of the image width (corner: an eighth) */
   logoWidth?: number;
 }
 
 /** Checks the options and the text's characters before any pixel is touched. */
 export async function prepareWatermark(w: ImageWatermark) {
-  const layout = w.layout ?? 'centered';
-  if (!LAYOUTS.includes(layout)) throw invalidArgument('watermark layout: tiled, centered or corner.');
-  const corner = w.corner ?? 'bottom-right';
-  if (!CORNERS.includes(corner)) throw invalidArgument('watermark corner: top-left, top-right, bottom-left or bottom-right.');
-  if (!w.text && !w.logo) throw invalidArgument('watermark: give text or a logo.');
-  if (w.text && [...w.text].length > MAX_TEXT_LENGTH) throw invalidArgument(`watermark text: at most ${MAX_TEXT_LENGTH} characters.`);
-  const opacity = w.opacity ?? 0.3;
-  if (!(opacity > 0 && opacity <= 1)) throw invalidArgument('watermark opacity: greater than 0, at most 1.');
-  const rotation = w.rotation ?? (layout === 'corner' ? 0 : 45);
-  if (!Number.isFinite(rotation)) throw invalidArgument('watermark rotation: degrees.');
+  const shared = checkMark(w, !!w.logo, 'watermark ');
   if (w.fontSize !== undefined && !(w.fontSize >= 4 && w.fontSize <= 2000)) throw invalidArgument('watermark font_size: 4 to 2000 pixels.');
   if (w.logoWidth !== undefined && !(w.logoWidth >= 1 && w.logoWidth <= 20000)) {
     throw invalidArgument('watermark logo_width: 1 to 20000 pixels.');
   }
-  const color = parseColor(w.color ?? '#808080');
-  let runs: TextRun[] = [];
-  if (w.text) {
-    runs = await drawableRuns(w.text);
-  }
-  return { ...w, layout, corner, opacity, rotation, color, runs };
+  const runs: TextRun[] = w.text ? await drawableRuns(w.text) : [];
+  return { ...w, ...shared, runs };
 }
 
 export type PreparedWatermark = Awaited<ReturnType<typeof prepareWatermark>>;
@@ -115,12 +90,6 @@ function stampAt(dst: Rgba, s: Rgba, x0: number, y0: number, opacity: number) {
       for (let k = 0; k < 3; k++) dst.data[di + k] = dst.data[di + k]! * (1 - a) + s.data[si + k]! * a;
     }
   }
-}
-
-export function parseColor(s: string): [number, number, number] {
-  const m = /^#?([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(s.trim());
-  if (!m) throw invalidArgument(`colour ${JSON.stringify(s)}: #rrggbb.`);
-  return [parseInt(m[1]!, 16), parseInt(m[2]!, 16), parseInt(m[3]!, 16)];
 }
 
 /** What the image watermark can do, for the capabilities routes. */

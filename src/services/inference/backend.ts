@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { embeddedOrtWasmPath } from '../../runtime/embedded.ts';
 import { probeWebGpu } from '../../runtime/gpu.ts';
+import { offThreadOrt } from './wasm-thread.ts';
 
 export type BackendSetting = 'auto' | 'cpu' | 'wasm' | 'webgpu' | 'cuda';
 /** What a session actually runs on. */
@@ -77,17 +78,16 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
     }
   }
   const useWebGpu = requested === 'webgpu' || (requested === 'auto' && gpu.adapter && !gpu.software);
-  const ort = (useWebGpu ? await import('onnxruntime-web/webgpu') : await import('onnxruntime-web')) as typeof import('onnxruntime-web');
-  // Inside the compiled binary the .wasm is embedded: hand ORT the bytes instead of a path to look in.
-  // (A wasm-only wasmPaths also stops transformers.js from pointing ORT at a CDN for the glue: the bundle inlines it.)
-  if (embeddedOrtWasmPath && !opts.wasmPaths) {
-    ort.env.wasm.wasmBinary = readFileSync(embeddedOrtWasmPath);
-    ort.env.wasm.wasmPaths = {};
-  } else ort.env.wasm.wasmPaths = opts.wasmPaths ?? defaultWasmPaths();
-  ort.env.wasm.numThreads = threads || undefined;
-  ort.env.wasm.proxy = false;
-  // onnxruntime-web fetch()es a model path outside Node (Deno, the compiled binary): hand it the bytes
-  (globalThis as Record<symbol, unknown>)[ORT_SYMBOL] = readingPaths(ort);
+  const ort = configureOrtWeb(
+    (useWebGpu ? await import('onnxruntime-web/webgpu') : await import('onnxruntime-web')) as unknown as OrtWeb,
+    { threads, wasmPaths: opts.wasmPaths },
+  );
+  // WASM sessions compute on the thread that runs them: they live in a thread of their own so generation
+  // does not block the event loop (./wasm-thread.ts). onnxruntime-web fetch()es a model path outside Node
+  // (Deno, the compiled binary): both ways hand it the bytes.
+  (globalThis as Record<symbol, unknown>)[ORT_SYMBOL] = useWebGpu
+    ? readingPaths(ort)
+    : offThreadOrt(ort, { threads, wasmPaths: opts.wasmPaths });
   // transformers.js' Node build still require()s onnxruntime-node when evaluated (its web build cannot read
   // local files), so where the addon is absent a bundle must alias that module to a stub.
   const tf = await import('@huggingface/transformers').catch((e) => {
@@ -100,6 +100,24 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   const devices: Device[] = useWebGpu && gpu.adapter ? ['webgpu', 'wasm'] : ['wasm'];
   if (requested === 'webgpu' && !gpu.adapter) notes.push(`webgpu: ${gpu.description}; falling back to wasm`);
   return { requested, ort: 'onnxruntime-web', tf, devices, threads, notes };
+}
+
+export type OrtWeb = typeof import('onnxruntime-web');
+
+/**
+ * onnxruntime-web's settings, the same on the server's thread and in the WASM inference thread: where its
+ * .wasm is (embedded in the compiled binary: the bytes themselves), and its intra-op threads (WebAssembly
+ * threads: a SharedArrayBuffer memory and one worker per extra thread; SIMD is always on in its build).
+ */
+export function configureOrtWeb(ort: OrtWeb, opts: { threads: number; wasmPaths?: string }): OrtWeb {
+  // (A wasm-only wasmPaths also stops transformers.js from pointing ORT at a CDN for the glue: the bundle inlines it.)
+  if (embeddedOrtWasmPath && !opts.wasmPaths) {
+    ort.env.wasm.wasmBinary = readFileSync(embeddedOrtWasmPath);
+    ort.env.wasm.wasmPaths = {};
+  } else ort.env.wasm.wasmPaths = opts.wasmPaths ?? defaultWasmPaths();
+  ort.env.wasm.numThreads = opts.threads || undefined;
+  ort.env.wasm.proxy = false;
+  return ort;
 }
 
 /**

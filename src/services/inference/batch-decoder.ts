@@ -3,14 +3,20 @@
  * session call per step. A decode step reads every weight once whatever the batch size, so on a
  * memory-bound CPU a batch of 4 costs little more than a batch of 1.
  *
- * A request is prefilled alone (batch 1), then joins the batch between two steps; it leaves when it
- * stops, reaches its token limit or is aborted. Rows have different context lengths: the shared KV cache
- * is left-padded to the longest one and the attention mask hides each row's padding, so a row sees exactly
- * the keys it would see alone. Tokens are chosen per row (its own processors: penalties, constraints,
- * sampling), greedy without copying the vocabulary.
+ * Requests waiting when a prefill starts are prefilled together (one call, left-padded); while other rows
+ * are decoding, the prompt goes in chunks of `PREFILL_CHUNK` tokens with a decode step of the others
+ * between chunks, so a joining request never stalls the running streams for its whole prompt. A
+ * prefilled row joins the batch between two steps and leaves when it stops, reaches its token limit or is
+ * aborted. Rows have different context lengths: the shared KV cache is left-padded to the longest one and
+ * the attention mask hides each row's padding, so a row sees exactly the keys it would see alone. Tokens
+ * are chosen per row (its own processors: penalties, constraints, sampling), greedy without copying the
+ * vocabulary. Graphs with a `num_logits_to_keep` input compute the LM head for the last position only.
  *
- * The cache is only rebuilt when a row joins or leaves; between those the present outputs of one step
- * are the past inputs of the next, as ONNX Runtime returns them.
+ * The KV cache lives in two preallocated arenas per past input: a call reads its past from one and ONNX
+ * Runtime writes the present (past + new positions, the graph concatenates them) straight into the other,
+ * given as a preallocated output (onnxruntime-node; on onnxruntime-web the present is copied in); the two
+ * swap roles each call. Arenas grow geometrically, so a step
+ * allocates no cache memory and copies nothing outside the graph; rows joining or leaving repack once.
  */
 import type { LoadedModel } from './load.ts';
 import type { LogitsProcessorLike } from './sampling.ts';
@@ -32,7 +38,9 @@ export interface BatchDecoder {
   readonly active: number;
 }
 
-type Typed = Float32Array | Uint16Array;
+/** Prompt tokens per prefill call while other rows decode (between two of their steps). */
+export const PREFILL_CHUNK = 64;
+
 interface OrtTensorLike {
   data: unknown;
   dims: readonly number[];
@@ -41,7 +49,7 @@ interface OrtTensorLike {
 interface SessionLike {
   inputNames: readonly string[];
   outputNames: readonly string[];
-  run(feeds: Record<string, unknown>): Promise<Record<string, OrtTensorLike>>;
+  run(feeds: Record<string, unknown>, fetches?: Record<string, unknown>): Promise<Record<string, OrtTensorLike>>;
 }
 
 interface Row {
@@ -54,13 +62,12 @@ interface Row {
   fail: (e: unknown) => void;
 }
 
-interface Cache {
-  /** Per past input name: [rows, heads, len, headDim] row-major. */
-  data: Map<string, Typed>;
-  heads: number;
-  headDim: number;
+/** A KV cache of `len` positions for some rows: [rows, heads, len, headDim] row-major at the start of each arena. */
+interface Kv {
   len: number;
-  type: string;
+  cur: Map<string, Float32Array>;
+  spare: Map<string, Float32Array>;
+  logits?: Float32Array;
 }
 
 const decoders = new WeakMap<LoadedModel, BatchDecoder | null>();
@@ -75,32 +82,103 @@ function session(m: LoadedModel): SessionLike | undefined {
   return (m.model as unknown as { sessions?: Record<string, SessionLike> }).sessions?.model;
 }
 
+const FIXED_INPUTS = ['input_ids', 'attention_mask', 'position_ids'];
+
 function supports(m: LoadedModel): boolean {
-  // CPU tensors only, and fp32 caches (an fp16 cache would need its dtype known before the first step)
+  // CPU tensors only, and fp32 caches (the arenas are Float32Arrays)
   if (m.task !== 'text-generation' || (m.device !== 'cpu' && m.device !== 'wasm') || /f16/.test(m.dtype)) return false;
   const s = session(m);
   if (!s) return false;
   const ins = new Set(s.inputNames);
   const past = s.inputNames.filter((n) => n.startsWith('past_key_values.'));
-  return ins.has('input_ids') && ins.has('attention_mask') && ins.has('position_ids') && past.length > 0 &&
-    ins.size === 3 + past.length && past.every((n) => s.outputNames.includes(n.replace('past_key_values.', 'present.'))) &&
-    s.outputNames.includes('logits');
+  const optional = ins.has('num_logits_to_keep') ? 1 : 0;
+  return FIXED_INPUTS.every((n) => ins.has(n)) && past.length > 0 && ins.size === 3 + optional + past.length &&
+    past.every((n) => s.outputNames.includes(n.replace('past_key_values.', 'present.'))) && s.outputNames.includes('logits');
 }
 
 function createBatchDecoder(m: LoadedModel): BatchDecoder {
   const s = session(m)!;
   const pastNames = s.inputNames.filter((n) => n.startsWith('past_key_values.'));
+  const presentOf = new Map(pastNames.map((n) => [n, n.replace('past_key_values.', 'present.')]));
+  const keepLast = s.inputNames.includes('num_logits_to_keep');
   const tensor = (type: string, data: unknown, dims: number[]) =>
     (new m.tf.Tensor(type as never, data as never, dims) as unknown as { ort_tensor: unknown }).ort_tensor;
-  const i64 = (xs: ArrayLike<number>, dims: number[]) => tensor('int64', BigInt64Array.from(Array.from(xs, BigInt)), dims);
   const c = m.config as { num_key_value_heads?: number; num_attention_heads?: number; hidden_size?: number; head_dim?: number };
   const heads = Number(c.num_key_value_heads ?? c.num_attention_heads);
   const headDim = Number(c.head_dim ?? Number(c.hidden_size) / Number(c.num_attention_heads));
+  let vocab = 0; // learnt from the first call's logits
+  /**
+   * The session's own Tensor class, learnt from the first call's outputs: ONNX Runtime takes a preallocated
+   * output only when it is an instance of that class (transformers.js' bundle carries another copy).
+   */
+  type TensorClass = new (type: string, data: Float32Array, dims: number[]) => unknown;
+  let OutTensor: TensorClass | undefined;
 
   const pending: Row[] = [];
   let rows: Row[] = [];
-  let cache: Cache | undefined;
+  let main: Kv | undefined;
   let running = false;
+
+  const newKv = (): Kv => ({ len: 0, cur: new Map(), spare: new Map() });
+
+  /** Room in both arenas for `b` rows of `len` positions; the current arena's contents are kept. */
+  const reserve = (kv: Kv, b: number, len: number) => {
+    const need = b * heads * len * headDim;
+    for (const name of pastNames) {
+      const cur = kv.cur.get(name);
+      if (cur && cur.length >= need) continue;
+      const cap = Math.ceil(need * 1.5);
+      const grown = new Float32Array(cap);
+      if (cur) grown.set(cur);
+      kv.cur.set(name, grown);
+      kv.spare.set(name, new Float32Array(cap));
+    }
+  };
+
+  /**
+   * One session call over `b` rows of `q` new tokens each on top of `kv` (advanced by q). Returns each row's
+   * last-position logits.
+   */
+  const forward = async (kv: Kv, b: number, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array): Promise<Float32Array[]> => {
+    const q = ids.length / b;
+    const len = kv.len;
+    const total = len + q;
+    reserve(kv, b, total);
+    const feeds: Record<string, unknown> = {
+      input_ids: tensor('int64', ids, [b, q]),
+      attention_mask: tensor('int64', mask, [b, total]),
+      position_ids: tensor('int64', pos, [b, q]),
+    };
+    if (keepLast) feeds.num_logits_to_keep = tensor('int64', BigInt64Array.of(1n), []);
+    const fetches: Record<string, unknown> = {};
+    for (const name of pastNames) {
+      feeds[name] = tensor('float32', kv.cur.get(name)!.subarray(0, b * heads * len * headDim), [b, heads, len, headDim]);
+      const present = kv.spare.get(name)!.subarray(0, b * heads * total * headDim);
+      fetches[presentOf.get(name)!] = OutTensor ? new OutTensor('float32', present, [b, heads, total, headDim]) : null;
+    }
+    if (OutTensor && keepLast) {
+      if (!kv.logits || kv.logits.length < b * vocab) kv.logits = new Float32Array(b * vocab);
+      fetches.logits = new OutTensor('float32', kv.logits.subarray(0, b * vocab), [b, 1, vocab]);
+    } else fetches.logits = null;
+    const out = OutTensor ? await s.run(feeds, fetches) : await s.run(feeds);
+    // onnxruntime-web leaves preallocated CPU outputs unwritten: there each call's outputs are copied in
+    if (m.ort === 'onnxruntime-node') OutTensor ??= out.logits!.constructor as unknown as TensorClass;
+    for (const name of pastNames) {
+      const spare = kv.spare.get(name)!;
+      const got = out[presentOf.get(name)!]!.data as Float32Array;
+      // a runtime that ignored the preallocated output returned its own buffer: take its contents
+      if (got.buffer !== spare.buffer || got.byteOffset !== 0) spare.set(got);
+      kv.spare.set(name, kv.cur.get(name)!);
+      kv.cur.set(name, spare);
+    }
+    kv.len = total;
+    const logits = out.logits!;
+    const v = logits.dims.at(-1)!;
+    vocab = v;
+    const all = logits.data as Float32Array;
+    const per = all.length / b; // [b, positions, v]: the last position of each row
+    return Array.from({ length: b }, (_, i) => all.subarray(i * per + per - v, (i + 1) * per));
+  };
 
   /** Choose a token from one row of logits: processors in place, then argmax (a sampler leaves one finite entry). */
   const pick = (row: Row, logits: Float32Array): number => {
@@ -124,138 +202,128 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     return stop || row.generated >= row.req.maxNew || row.req.signal.aborted;
   };
 
-  /** Rebuild the cache from `keep` rows of the old cache (and optionally one new batch-1 cache). */
-  const repack = (keep: Row[], extra?: { row: Row; past: Map<string, Typed>; len: number; type: string }) => {
-    const old = cache;
-    const oldIndex = new Map(rows.map((r, i) => [r, i]));
-    const minPad = keep.length ? Math.min(...keep.map((r) => r.pad)) : 0;
-    const keptLen = old ? old.len - minPad : 0;
-    const len = Math.max(keptLen, extra?.len ?? 0);
-    const type = old?.type ?? extra!.type;
-    const n = keep.length + (extra ? 1 : 0);
-    const slab = len * headDim;
-    const data = new Map<string, Typed>();
+  /**
+   * Make `main` hold `keep` (rows of main) followed by `join` (rows of `from`), each with its padding trimmed
+   * to what the longest context needs. Written into main's spare arena (or a new one), then swapped in.
+   */
+  const repack = (keep: Row[], join: Row[] = [], from?: Kv) => {
+    const index = new Map(rows.map((r, i) => [r, i]));
+    const src = [
+      ...keep.map((r) => ({ r, kv: main!, i: index.get(r)! })),
+      ...join.map((r, i) => ({ r, kv: from!, i })),
+    ];
+    const real = src.map(({ r, kv }) => kv.len - r.pad);
+    const len = Math.max(0, ...real);
+    const kv = main ?? newKv();
+    reserve(kv, src.length, len);
     for (const name of pastNames) {
-      const src = old?.data.get(name);
-      const ctor = (src ?? extra!.past.get(name)!).constructor as new (n: number) => Typed;
-      const out = new ctor(n * heads * slab);
-      keep.forEach((r, b) => {
-        const o = oldIndex.get(r)!;
+      const out = kv.spare.get(name)!;
+      src.forEach(({ kv: from, i }, b) => {
+        const data = from.cur.get(name)!;
+        const n = real[b]! * headDim;
         for (let h = 0; h < heads; h++) {
-          const from = ((o * heads + h) * old!.len + minPad) * headDim;
-          const to = ((b * heads + h) * len + (len - keptLen)) * headDim;
-          out.set(src!.subarray(from, from + keptLen * headDim), to);
+          const at = ((i * heads + h) * from.len + from.len - real[b]!) * headDim;
+          out.set(data.subarray(at, at + n), ((b * heads + h) * len + len - real[b]!) * headDim);
         }
       });
-      if (extra) {
-        const e = extra.past.get(name)!;
-        for (let h = 0; h < heads; h++) {
-          out.set(
-            e.subarray(h * extra.len * headDim, (h + 1) * extra.len * headDim),
-            ((keep.length * heads + h) * len + (len - extra.len)) * headDim,
-          );
-        }
-      }
-      data.set(name, out);
+      kv.spare.set(name, kv.cur.get(name)!);
+      kv.cur.set(name, out);
     }
-    for (const r of keep) r.pad = r.pad - minPad + (len - keptLen);
-    if (extra) extra.row.pad = len - extra.len;
-    rows = extra ? [...keep, extra.row] : keep;
-    cache = rows.length ? { data, heads, headDim, len, type } : undefined;
+    kv.len = len;
+    src.forEach(({ r }, b) => (r.pad = len - real[b]!));
+    rows = src.map((x) => x.r);
+    main = rows.length ? kv : undefined;
   };
 
-  const feedPast = (feeds: Record<string, unknown>, data: Map<string, Typed> | undefined, b: number, len: number, type: string) => {
-    for (const name of pastNames) feeds[name] = tensor(type, data?.get(name) ?? new Float32Array(0), [b, heads, len, headDim]);
-  };
-
-  const prefill = async (row: Row) => {
-    const ids = row.req.promptIds;
-    const feeds: Record<string, unknown> = {
-      input_ids: i64(ids, [1, ids.length]),
-      attention_mask: i64(ids.map(() => 1), [1, ids.length]),
-      position_ids: i64(ids.map((_, i) => i), [1, ids.length]),
-    };
-    feedPast(feeds, undefined, 1, 0, cache?.type ?? 'float32');
-    const out = await s.run(feeds);
-    const logits = out.logits!;
-    const v = logits.dims.at(-1)!;
-    const all = logits.data as Float32Array;
-    const token = pick(row, all.subarray(all.length - v));
-    const past = new Map<string, Typed>();
-    let type = 'float32';
-    for (const name of pastNames) {
-      const p = out[name.replace('past_key_values.', 'present.')]!;
-      past.set(name, p.data as Typed);
-      type = p.type;
-    }
-    return { token, past, len: ids.length, type };
-  };
-
-  const step = async () => {
+  /** One decode step of every row; returns the rows that finished. */
+  const step = async (): Promise<Set<Row>> => {
     const b = rows.length;
-    const len = cache!.len;
-    const mask = new Array<number>(b * (len + 1));
-    rows.forEach((r, i) => {
-      for (let j = 0; j <= len; j++) mask[i * (len + 1) + j] = j < r.pad ? 0 : 1;
-    });
-    const feeds: Record<string, unknown> = {
-      input_ids: tensor('int64', BigInt64Array.from(rows.map((r) => r.ids.at(-1)!)), [b, 1]),
-      attention_mask: i64(mask, [b, len + 1]),
-      position_ids: i64(rows.map((r) => len - r.pad), [b, 1]),
-    };
-    feedPast(feeds, cache!.data, b, len, cache!.type);
-    const out = await s.run(feeds);
-    const all = out.logits!.data as Float32Array;
-    const v = out.logits!.dims.at(-1)!;
-    const per = all.length / b; // [b, 1, v]: the last position of each row
-    for (const name of pastNames) cache!.data.set(name, out[name.replace('past_key_values.', 'present.')]!.data as Typed);
-    cache!.len = len + 1;
+    const len = main!.len;
+    const mask = new BigInt64Array(b * (len + 1));
+    rows.forEach((r, i) => mask.fill(1n, i * (len + 1) + r.pad, (i + 1) * (len + 1)));
+    const logits = await forward(
+      main!,
+      b,
+      BigInt64Array.from(rows, (r) => r.ids.at(-1)!),
+      mask,
+      BigInt64Array.from(rows, (r) => BigInt(len - r.pad)),
+    );
     const finished = new Set<Row>();
     rows.forEach((r, i) => {
       if (r.req.signal.aborted) return void finished.add(r);
-      const token = pick(r, all.subarray(i * per + per - v, (i + 1) * per));
-      if (accept(r, token)) finished.add(r);
+      if (accept(r, pick(r, logits[i]!))) finished.add(r);
     });
     return finished;
+  };
+
+  /** A decode step of the running rows, failing them all if it fails (the cache is gone with them). */
+  const stepRows = async () => {
+    let finished: Set<Row>;
+    try {
+      finished = await step();
+    } catch (e) {
+      for (const r of rows) r.fail(e);
+      rows = [];
+      main = undefined;
+      return;
+    }
+    if (finished.size) {
+      repack(rows.filter((r) => !finished.has(r)));
+      for (const r of finished) r.done();
+    }
+  };
+
+  /** Prefill `group` together (left-padded), in chunks with decode steps between them while rows run. */
+  const prefill = async (group: Row[]) => {
+    const g = group.length;
+    const L = Math.max(...group.map((r) => r.req.promptIds.length));
+    group.forEach((r) => (r.pad = L - r.req.promptIds.length));
+    const kv = newKv();
+    let logits: Float32Array[] = [];
+    for (let at = 0; at < L;) {
+      const q = rows.length ? Math.min(PREFILL_CHUNK, L - at) : L - at;
+      const ids = new BigInt64Array(g * q);
+      const pos = new BigInt64Array(g * q);
+      const mask = new BigInt64Array(g * (at + q));
+      group.forEach((r, i) => {
+        for (let j = 0; j < q; j++) {
+          const col = at + j - r.pad; // position within the row's own prompt
+          if (col >= 0) (ids[i * q + j] = BigInt(r.req.promptIds[col]!)), (pos[i * q + j] = BigInt(col));
+        }
+        mask.fill(1n, i * (at + q) + r.pad, (i + 1) * (at + q));
+      });
+      logits = await forward(kv, g, ids, mask, pos);
+      at += q;
+      if (at < L && rows.length) await stepRows();
+    }
+    // the first token of each row, read before any other call reuses the logits buffer
+    const joining: Row[] = [];
+    group.forEach((r, i) => {
+      if (r.req.signal.aborted || accept(r, pick(r, logits[i]!))) r.done();
+      else joining.push(r);
+    });
+    if (joining.length) repack(rows, joining, kv);
   };
 
   const loop = async () => {
     running = true;
     try {
+      // requests arriving in the same turn (a burst) are prefilled as one group
+      await new Promise((r) => setTimeout(r, 0));
       while (pending.length || rows.length) {
-        // join: each waiting request is prefilled alone, then enters the batch
-        while (pending.length) {
-          const row = pending.shift()!;
-          if (row.req.signal.aborted) {
-            row.done();
-            continue;
-          }
+        const group: Row[] = [];
+        for (const r of pending.splice(0)) {
+          if (r.req.signal.aborted) r.done();
+          else group.push(r);
+        }
+        if (group.length) {
           try {
-            const p = await prefill(row);
-            if (accept(row, p.token)) {
-              row.done();
-              continue;
-            }
-            repack(rows, { row, ...p });
+            await prefill(group);
           } catch (e) {
-            row.fail(e);
+            for (const r of group) r.fail(e);
           }
         }
-        if (!rows.length) continue;
-        let finished: Set<Row>;
-        try {
-          finished = await step();
-        } catch (e) {
-          // a failed step fails every row of it; the cache is gone with them
-          for (const r of rows) r.fail(e);
-          rows = [];
-          cache = undefined;
-          continue;
-        }
-        if (finished.size) {
-          repack(rows.filter((r) => !finished.has(r)));
-          for (const r of finished) r.done();
-        }
+        if (rows.length) await stepRows();
       }
     } finally {
       running = false;

@@ -33,7 +33,7 @@ export interface GenerateOptions extends SamplingOptions, PenaltyOptions {
    * Extra processors built once the model and prompt are known (a JSON-schema constraint needs the
    * tokenizer and the token budget); run after `logitsProcessors`.
    */
-  processorsFor?: (ctx: { model: LoadedModel; promptTokens: number; maxNewTokens: number }) => LogitsProcessorLike[];
+  processorsFor?: (ctx: ProcessorContext) => LogitsProcessorLike[];
   /** Context window requested by the caller (Ollama num_ctx): bounds prompt + output below the model's own. */
   contextTokens?: number;
   /**
@@ -43,6 +43,15 @@ export interface GenerateOptions extends SamplingOptions, PenaltyOptions {
   batching?: boolean;
   /** Record each generated token's log-probability with this many alternatives (0–20); undefined = off. */
   logprobs?: number;
+}
+
+/** What a processor built per generation knows: the model, the budget, and how the token is chosen after it. */
+export interface ProcessorContext {
+  model: LoadedModel;
+  promptTokens: number;
+  maxNewTokens: number;
+  /** The sampling that follows the processor; `fullDistribution` when logprobs read the whole distribution. */
+  decode?: SamplingOptions & { fullDistribution?: boolean };
 }
 
 export type FinishReason = 'stop' | 'length';
@@ -172,7 +181,14 @@ export function generateText(
   const penalties = createPenaltyProcessor(promptTokens, opts);
   if (penalties) processors.push(penalties);
   processors.push(...(opts.logitsProcessors ?? []));
-  processors.push(...(opts.processorsFor?.({ model: m, promptTokens, maxNewTokens: maxNew }) ?? []));
+  const decode = {
+    temperature: opts.temperature,
+    topP: opts.topP,
+    topK: opts.topK,
+    seed: opts.seed,
+    fullDistribution: opts.logprobs !== undefined,
+  };
+  processors.push(...(opts.processorsFor?.({ model: m, promptTokens, maxNewTokens: maxNew, decode }) ?? []));
   let recorder: ReturnType<typeof createLogprobRecorder> | undefined;
   if (opts.logprobs !== undefined) {
     const vocab = vocabOf(tok);

@@ -82,6 +82,17 @@ export const misdirected = (node: string) =>
     fields: { node, hint: `re-send the request to node ${node} (cookie svc-node=${node})` },
   });
 
+/** What a poller of `GET /svc/v1/jobs/{id}` reads from the job it gets back. */
+export interface JobView {
+  status: string;
+  result?: unknown;
+  error?: string;
+  error_code?: number;
+  error_reason?: string;
+  progress_current?: number | null;
+  progress_total?: number | null;
+}
+
 function render(row: JobRow, resultText: string): string {
   const head = {
     job_id: row.id,

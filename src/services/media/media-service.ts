@@ -96,9 +96,12 @@ export class MediaService {
           bytes.set(chunk, rest.byteLength);
         }
         const whole = bytes.byteLength - (bytes.byteLength % 4);
-        // Copy into an aligned buffer: a chunk may start at any byte offset.
-        yield new Float32Array(bytes.slice(0, whole).buffer);
-        rest = bytes.slice(whole);
+        // Copy into an aligned buffer of its own: a chunk may start at any byte offset, and may be a view into
+        // a pool the runtime reuses for the next read (Bun's pipe chunks are; Node's Buffer.slice is a view too).
+        const pcm = new Float32Array(whole / 4);
+        new Uint8Array(pcm.buffer).set(bytes.subarray(0, whole));
+        yield pcm;
+        rest = new Uint8Array(bytes.subarray(whole));
       }
     } catch (e) {
       if (e instanceof MediaToolError) throw new ServiceError(422, 'undecodable_audio', `the audio stream cannot be decoded: ${e.message}`);

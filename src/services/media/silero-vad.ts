@@ -12,6 +12,7 @@ import { dirname } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import type * as Ort from 'onnxruntime-common';
 import { packageFile } from '../../runtime/assets.ts';
+import { embeddedOrtWasmPath } from '../../runtime/embedded.ts';
 import { capabilityUnavailable } from '../errors.ts';
 import { IdleResource } from '../ocr/idle-pool.ts';
 
@@ -31,9 +32,15 @@ async function loadOrt(): Promise<{ ort: typeof Ort; runtime: Silero['runtime'] 
     return { ort: (await import('onnxruntime-node')) as unknown as typeof Ort, runtime: 'onnxruntime-node' };
   } catch {
     const ort = (await import('onnxruntime-web')) as unknown as typeof Ort & {
-      env: { wasm: { wasmPaths?: unknown; numThreads?: number } };
+      env: { wasm: { wasmPaths?: unknown; wasmBinary?: unknown; numThreads?: number } };
     };
-    if (!ort.env.wasm.wasmPaths) ort.env.wasm.wasmPaths = `${dirname(createRequire(import.meta.url).resolve('onnxruntime-web'))}/`;
+    if (!ort.env.wasm.wasmPaths && !ort.env.wasm.wasmBinary) {
+      // Inside the compiled binary the .wasm is embedded (no node_modules to point at): hand ORT the bytes.
+      if (embeddedOrtWasmPath) {
+        ort.env.wasm.wasmBinary = await readFile(embeddedOrtWasmPath);
+        ort.env.wasm.wasmPaths = {};
+      } else ort.env.wasm.wasmPaths = `${dirname(createRequire(import.meta.url).resolve('onnxruntime-web'))}/`;
+    }
     ort.env.wasm.numThreads = 1;
     return { ort, runtime: 'onnxruntime-web' };
   }

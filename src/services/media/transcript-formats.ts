@@ -45,6 +45,7 @@ export function formatTranscription(t: Transcription, format: ResponseFormat): {
             tokens: s.tokens,
             temperature: s.temperature,
           })),
+          ...(t.words ? { words: t.words } : {}),
         }),
         contentType: 'application/json',
       };

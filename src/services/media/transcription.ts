@@ -10,6 +10,8 @@ import type { ChatService } from '../chat/chat-service.ts';
 import type { InferenceEngine } from '../inference/engine.ts';
 import type { LoadedModel } from '../inference/load.ts';
 import type { MediaService } from './media-service.ts';
+import type { MediaTool } from './media-tool.ts';
+import type { MediaInfo } from './probe.ts';
 import { speechProbabilities, VAD_SAMPLE_RATE, VAD_WINDOW } from './silero-vad.ts';
 import { speechRanges, VAD_DEFAULTS } from './speech-ranges.ts';
 import { WHISPER_LANGUAGE_ALIASES, WHISPER_LANGUAGES } from './whisper-languages.ts';
@@ -25,6 +27,11 @@ export interface TranscriptionOptions {
   timestampGranularities?: ('segment' | 'word')[];
   keepAlive?: unknown;
 }
+/** A file check() accepted: the tool that read it and what it holds. */
+export interface CheckedAudio {
+  tool: MediaTool;
+  info: MediaInfo;
+}
 export interface TranscriptionSegment {
   id: number;
   seek: number;
@@ -34,6 +41,11 @@ export interface TranscriptionSegment {
   tokens: number[];
   temperature: number;
 }
+export interface TranscriptionWord {
+  word: string;
+  start: number;
+  end: number;
+}
 export interface Transcription {
   task: TranscriptionTask;
   model: string;
@@ -42,6 +54,8 @@ export interface Transcription {
   duration: number;
   text: string;
   segments: TranscriptionSegment[];
+  /** Word timestamps, when asked for (`timestamp_granularities` with `word`). */
+  words?: TranscriptionWord[];
   /** The windows the audio was cut into (seconds); each begins and ends in a silence the VAD found. */
   chunks: { start: number; end: number }[];
   decoder: 'system' | 'wasm';
@@ -62,19 +76,21 @@ interface WhisperGen {
   lang_to_id?: Record<string, number>;
   task_to_id?: Record<string, number>;
   max_length?: number;
+  alignment_heads?: [number, number][];
 }
+/** Audio samples (16 kHz) per encoder position: 10 ms mel hop × the encoder's stride of 2. */
+const SAMPLES_PER_ENCODER_FRAME = 320;
 
 export class TranscriptionService {
   constructor(private readonly deps: { media: MediaService; chat: ChatService; engine: InferenceEngine }) {}
 
-  async transcribe(path: string, o: TranscriptionOptions, signal?: AbortSignal): Promise<Transcription> {
-    if (o.timestampGranularities?.includes('word')) {
-      throw invalidArgument('word timestamps are not available: the served Whisper exports give segment timestamps only', [{
-        field: 'timestamp_granularities',
-        message: 'only "segment" is supported',
-      }]);
-    }
-    const m = await this.deps.chat.resolve(o.model, 'speech');
+  /**
+   * Everything about the input that can be refused without the model: media type (415), an audio track
+   * (422), its length (413), the language name (400). Runs before the model is resolved, so bad input
+   * never waits on (or fails with) a model pull.
+   */
+  async check(path: string, o: Pick<TranscriptionOptions, 'language'>, signal?: AbortSignal): Promise<CheckedAudio> {
+    if (o.language) languageCode(o.language);
     const tool = await this.deps.media.tool();
     if (!tool) {
       throw new ServiceError(
@@ -92,8 +108,15 @@ export class TranscriptionService {
         `the audio lasts ${Math.round(info.duration)} s; at most ${MAX_AUDIO_S} s are transcribed`,
       );
     }
+    return { tool, info };
+  }
 
-    // One decode: the PCM is kept for Whisper while Silero VAD reads it.
+  /** `checked`: what check() answered for this file, when the caller already ran it. */
+  async transcribe(path: string, o: TranscriptionOptions, signal?: AbortSignal, checked?: CheckedAudio): Promise<Transcription> {
+    const { tool } = checked ?? (await this.check(path, o, signal));
+
+    // One decode: the PCM is kept for Whisper while Silero VAD reads it. Decoding comes before the model
+    // is resolved, so audio that cannot be decoded is refused (422) without touching the model store.
     const parts: Float32Array[] = [];
     const pcmTee = (async function* (src: AsyncIterable<Float32Array>) {
       for await (const c of src) {
@@ -110,6 +133,7 @@ export class TranscriptionService {
     }
     const windows = speechWindows(speechRanges(probs, samples, VAD_WINDOW, VAD_SAMPLE_RATE, CHUNK_VAD));
 
+    const m = await this.deps.chat.resolve(o.model, 'speech');
     const lease = await this.deps.engine.residency.acquire(m.engineSpec, { signal });
     try {
       const r = await decodeWindows(lease.model, pcm, windows, o, signal);
@@ -167,8 +191,11 @@ async function decodeWindows(
     ? [gen.prev_sot_token_id, ...promptIds.slice(-Math.floor(maxLen / 2) + 1)]
     : [];
   const int64 = (ids: number[]) => new lm.tf.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]);
+  const wantWords = o.timestampGranularities?.includes('word') ?? false;
+  if (wantWords) assertWordTimestamps(model, gen, o.model);
 
   const segments: TranscriptionSegment[] = [];
+  const words: TranscriptionWord[] = [];
   const texts: string[] = [];
   for (const w of windows) {
     signal?.throwIfAborted();
@@ -187,9 +214,22 @@ async function decodeWindows(
       max_new_tokens: maxLen - init.length - 1,
       do_sample: false,
       num_beams: 1,
-    } as never)) as unknown as { tolist(): bigint[][] };
-    const ids = out.tolist()[0]!.slice(init.length).map(Number).filter((t) => t !== eot);
+      // Token times from the cross-attentions of the alignment heads (dynamic time warping), over the
+      // encoder positions that hold this window's audio.
+      ...(wantWords ? { return_token_timestamps: true, num_frames: Math.max(1, Math.ceil(audio.length / SAMPLES_PER_ENCODER_FRAME)) } : {}),
+    } as never)) as unknown as Seq | { sequences: Seq; token_timestamps: { tolist(): number[][] } };
+    const seq = 'sequences' in out ? out.sequences : out;
+    const all = seq.tolist()[0]!.map(Number);
+    const ids = all.slice(init.length).filter((t) => t !== eot);
     const winStart = w.start / VAD_SAMPLE_RATE, winEnd = w.end / VAD_SAMPLE_RATE;
+    if ('token_timestamps' in out) {
+      const times = out.token_timestamps.tolist()[0]!;
+      for (const wd of wordTimes(all, times, init.length, (id) => id < eot, (t) => tok.decode(t))) {
+        const prevEnd = words.at(-1)?.end ?? 0;
+        const start = round2(Math.min(winEnd, Math.max(prevEnd, winStart + wd.start)));
+        words.push({ word: wd.word, start, end: round2(Math.min(winEnd, Math.max(start, winStart + wd.end))) });
+      }
+    }
     for (const s of timestampSegments(ids, tsBegin, winEnd - winStart)) {
       const text = tok.decode(s.tokens, { skip_special_tokens: true });
       if (!text.trim()) continue;
@@ -212,8 +252,57 @@ async function decodeWindows(
     language: language ?? 'en',
     text: texts.join('').trim(),
     segments,
+    ...(wantWords ? { words } : {}),
     chunks: windows.map((w) => ({ start: round2(w.start / VAD_SAMPLE_RATE), end: round2(w.end / VAD_SAMPLE_RATE) })),
   };
+}
+
+type Seq = { tolist(): bigint[][] };
+
+/** 400 when the model's export cannot give word timestamps: no alignment heads, or no cross-attention outputs. */
+function assertWordTimestamps(model: PreTrainedModel, gen: WhisperGen, name: string) {
+  const sessions = (model as unknown as { sessions?: Record<string, { outputNames?: string[] }> }).sessions ?? {};
+  const crossAttentions = Object.values(sessions).some((s) => s.outputNames?.some((n) => n.startsWith('cross_attentions')));
+  if (!gen.alignment_heads?.length || !crossAttentions) {
+    throw invalidArgument(
+      `"${name}" gives no word timestamps: its export has no cross-attention outputs or alignment heads (use a *_timestamped export)`,
+      [{ field: 'timestamp_granularities', message: 'only "segment" with this model' }],
+    );
+  }
+}
+
+/**
+ * Words of one decode with their times (seconds in the window): text tokens are grouped into words at a
+ * leading space; a word starts at its first token's time and ends where the token after it starts.
+ */
+export function wordTimes(
+  ids: number[],
+  times: number[],
+  from: number,
+  isText: (id: number) => boolean,
+  decode: (ids: number[]) => string,
+): { word: string; start: number; end: number }[] {
+  const out: { word: string; start: number; end: number }[] = [];
+  let cur: { ids: number[]; start: number } | null = null;
+  const close = (endIndex: number) => {
+    if (!cur) return;
+    const word = decode(cur.ids).trim();
+    const end = times[Math.min(endIndex, times.length - 1)] ?? cur.start;
+    if (word) out.push({ word, start: cur.start, end: Math.max(cur.start, end) });
+    cur = null;
+  };
+  for (let i = from; i < ids.length; i++) {
+    const id = ids[i]!;
+    if (!isText(id)) {
+      close(i);
+      continue;
+    }
+    if (cur && /^\s/.test(decode([id]))) close(i);
+    if (cur) cur.ids.push(id);
+    else cur = { ids: [id], start: times[i] ?? 0 };
+  }
+  close(ids.length);
+  return out;
 }
 
 /**

@@ -100,7 +100,7 @@ export const BUILTIN_CATALOG: readonly CatalogEntry[] = Object.freeze(
     {
       name: 'whisper:tiny',
       aliases: ['whisper:latest'],
-      repo: 'Xenova/whisper-tiny',
+      repo: 'onnx-community/whisper-tiny_timestamped',
       dtype: 'q8',
       kind: 'speech',
       capabilities: [],
@@ -111,7 +111,7 @@ export const BUILTIN_CATALOG: readonly CatalogEntry[] = Object.freeze(
       // English-only: no language or task tokens, so no translation.
       name: 'whisper:tiny.en',
       aliases: [],
-      repo: 'Xenova/whisper-tiny.en',
+      repo: 'onnx-community/whisper-tiny.en_timestamped',
       dtype: 'q8',
       kind: 'speech',
       capabilities: [],
@@ -121,7 +121,7 @@ export const BUILTIN_CATALOG: readonly CatalogEntry[] = Object.freeze(
     {
       name: 'whisper:base',
       aliases: [],
-      repo: 'Xenova/whisper-base',
+      repo: 'onnx-community/whisper-base_timestamped',
       dtype: 'q8',
       kind: 'speech',
       capabilities: [],
@@ -131,7 +131,7 @@ export const BUILTIN_CATALOG: readonly CatalogEntry[] = Object.freeze(
     {
       name: 'whisper:base.en',
       aliases: [],
-      repo: 'Xenova/whisper-base.en',
+      repo: 'onnx-community/whisper-base.en_timestamped',
       dtype: 'q8',
       kind: 'speech',
       capabilities: [],
@@ -142,7 +142,7 @@ export const BUILTIN_CATALOG: readonly CatalogEntry[] = Object.freeze(
       // Multilingual and markedly better at languages other than English than tiny/base.
       name: 'whisper:small',
       aliases: [],
-      repo: 'Xenova/whisper-small',
+      repo: 'onnx-community/whisper-small_timestamped',
       dtype: 'q8',
       kind: 'speech',
       capabilities: [],

@@ -115,13 +115,7 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
         newInits.set(`${w.name}_scale`, tensor(`${w.name}_scale`, [N], ONNX.dtype.FLOAT, f32bytes(scales)));
         newInits.set(`${w.name}_zero_point`, tensor(`${w.name}_zero_point`, [], ONNX.dtype.INT8, new Uint8Array([0])));
       }
-      replace.set(n.index, [
-        node('DynamicQuantizeLinear', [n.inputs[0]], [`${p}_a`, `${p}_as`, `${p}_az`], `${p}_dql`),
-        node('MatMulInteger', [`${p}_a`, `${w.name}_quantized`, `${p}_az`, `${w.name}_zero_point`], [`${p}_i32`], `${p}_mmi`),
-        node('Cast', [`${p}_i32`], [`${p}_f`], `${p}_cast`, '', { to: ONNX.dtype.FLOAT }),
-        node('Mul', [`${p}_as`, `${w.name}_scale`], [`${p}_s`], `${p}_smul`),
-        node('Mul', [`${p}_f`, `${p}_s`], [n.outputs[0]], `${p}_out`),
-      ]);
+      replace.set(n.index, int8MatMulNodes(p, n.inputs[0], w.name, n.outputs[0]));
     } else {
       const block = 32;
       if (!newInits.has(`${w.name}_q4`)) {
@@ -195,6 +189,20 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
   }
   if (m.length > MAX_PROTO) throw unsupported(`the quantized graph would be ${m.length} bytes, above ONNX's 2 GiB single-file limit`);
   return { bytes: m.finish(), quantized: total };
+}
+
+/**
+ * `input` × int8 weight `${w}_quantized` [K, N] with column scales `${w}_scale` and zero point
+ * `${w}_zero_point`: activations quantized to uint8 per call, the integer product scaled back to fp32.
+ */
+export function int8MatMulNodes(p: string, input: string, w: string, output: string): WireWriter[] {
+  return [
+    node('DynamicQuantizeLinear', [input], [`${p}_a`, `${p}_as`, `${p}_az`], `${p}_dql`),
+    node('MatMulInteger', [`${p}_a`, `${w}_quantized`, `${p}_az`, `${w}_zero_point`], [`${p}_i32`], `${p}_mmi`),
+    node('Cast', [`${p}_i32`], [`${p}_f`], `${p}_cast`, '', { to: ONNX.dtype.FLOAT }),
+    node('Mul', [`${p}_as`, `${w}_scale`], [`${p}_s`], `${p}_smul`),
+    node('Mul', [`${p}_f`, `${p}_s`], [output], `${p}_out`),
+  ];
 }
 
 function gatherAxis(n: Node): number {
@@ -363,15 +371,15 @@ function int4Blocks(W: Float32Array, K: number, N: number, block: number): { pac
   return { packed, scales, blocks };
 }
 
-function f32bytes(values: number[]): Uint8Array {
+export function f32bytes(values: ArrayLike<number>): Uint8Array {
   const out = new Uint8Array(values.length * 4);
   const v = new DataView(out.buffer);
-  values.forEach((x, i) => v.setFloat32(i * 4, x, true));
+  for (let i = 0; i < values.length; i++) v.setFloat32(i * 4, values[i]!, true);
   return out;
 }
 
 /** Whether `needle` occurs in `hay` (a tensor name inside a serialized node or graph output). */
-function containsBytes(hay: Uint8Array, needle: Uint8Array): boolean {
+export function containsBytes(hay: Uint8Array, needle: Uint8Array): boolean {
   if (!needle.length) return true;
   const first = needle[0];
   outer: for (let i = hay.indexOf(first!); i >= 0 && i + needle.length <= hay.length; i = hay.indexOf(first!, i + 1)) {

@@ -24,24 +24,16 @@ import { type PageSelection, resolvePages } from './page-ranges.ts';
 import { pdfaClaim } from './pdf-structure.ts';
 import { guardSigned } from './signed-guard.ts';
 import { removeMarks, TAG } from './watermark-tag.ts';
+import { checkMark, type Corner, CORNERS, LAYOUTS, type MarkChoices, MAX_TEXT_LENGTH, type WatermarkLayout } from './mark-options.ts';
 
-export type WatermarkLayout = 'tiled' | 'centered' | 'corner';
-export type Corner = 'top-left' | 'top-right' | 'bottom-left' | 'bottom-right';
+export type { Corner, WatermarkLayout } from './mark-options.ts';
+export { MAX_TEXT_LENGTH } from './mark-options.ts';
 
-export interface WatermarkOptions {
-  text?: string;
+export interface WatermarkOptions extends MarkChoices {
   /** PNG or JPEG bytes */
   logo?: Uint8Array;
-  layout?: WatermarkLayout;
-  corner?: Corner;
-  /** 0 < opacity <= 1, default 0.3 */
-  opacity?: number;
-  /** degrees counter-clockwise as displayed; default 45 (tiled, centered) or 0 (corner) */
-  rotation?: number;
   /** points, default 48 (corner: 14) */
   fontSize?: number;
-  /** #rrggbb, default #808080 */
-  color?: string;
   /** logo width in points; default a quarter of the page width (corner: an eighth) */
   logoWidth?: number;
   pages?: PageSelection;
@@ -50,25 +42,13 @@ export interface WatermarkOptions {
   dropSignatures?: boolean;
 }
 
-export const MAX_TEXT_LENGTH = 500;
 const MARGIN = 24;
 
 export async function pdfWatermark(bytes: Uint8Array, opts: WatermarkOptions): Promise<Uint8Array> {
-  const layout = opts.layout ?? 'centered';
-  if (!['tiled', 'centered', 'corner'].includes(layout)) throw invalidArgument('layout: tiled, centered or corner.');
-  const corner = opts.corner ?? 'bottom-right';
-  if (!['top-left', 'top-right', 'bottom-left', 'bottom-right'].includes(corner)) {
-    throw invalidArgument('corner: top-left, top-right, bottom-left or bottom-right.');
-  }
-  if (!opts.text && !opts.logo) throw invalidArgument('give text or logo.');
-  if (opts.text && opts.text.length > MAX_TEXT_LENGTH) throw invalidArgument(`text: at most ${MAX_TEXT_LENGTH} characters.`);
-  const opacity = opts.opacity ?? 0.3;
-  if (!(opacity > 0 && opacity <= 1)) throw invalidArgument('opacity: greater than 0, at most 1.');
+  const { layout, corner, opacity, rotation, color: rgb } = checkMark(opts, !!opts.logo, '');
   const fontSize = opts.fontSize ?? (layout === 'corner' ? 14 : 48);
   if (!(fontSize >= 1 && fontSize <= 500)) throw invalidArgument('fontSize: 1 to 500 points.');
-  const rotation = opts.rotation ?? (layout === 'corner' ? 0 : 45);
-  if (!Number.isFinite(rotation)) throw invalidArgument('rotation: degrees.');
-  const color = parseColor(opts.color ?? '#808080');
+  const color = rgb.map((c) => c / 255) as [number, number, number];
 
   const { doc } = await openPdf(bytes, { password: opts.password });
   guardSigned(doc, opts.dropSignatures, 'a watermark');
@@ -79,10 +59,7 @@ export async function pdfWatermark(bytes: Uint8Array, opts: WatermarkOptions): P
       'The PDF claims PDF/A conformance, which forbids transparency: use opacity 1.',
     );
   }
-  let runs: TextRun[] = [];
-  if (opts.text) {
-    runs = await drawableRuns(opts.text);
-  }
+  const runs: TextRun[] = opts.text ? await drawableRuns(opts.text) : [];
   const pages = [...new Set(resolvePages(opts.pages, doc.getPageCount()))];
   removeMarks(doc); // marking again replaces the previous mark, on every page
 
@@ -218,12 +195,6 @@ async function embedLogo(doc: PDFDocument, bytes: Uint8Array): Promise<PDFImage>
   throw new ServiceError(415, 'unsupported_file_type', 'logo: PNG or JPEG bytes.');
 }
 
-function parseColor(s: string): [number, number, number] {
-  const m = /^#?([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(s.trim());
-  if (!m) throw invalidArgument('color: #rrggbb.');
-  return [m[1]!, m[2]!, m[3]!].map((h) => parseInt(h, 16) / 255) as [number, number, number];
-}
-
 function rotatedExtent(w: number, h: number, deg: number): [number, number] {
   const t = (deg * Math.PI) / 180;
   return [Math.abs(w * Math.cos(t)) + Math.abs(h * Math.sin(t)), Math.abs(w * Math.sin(t)) + Math.abs(h * Math.cos(t))];
@@ -234,8 +205,8 @@ const num = (n: number) => PDFNumber.of(Math.round(n * 1000) / 1000);
 /** What the watermark route can do, for GET /svc/v1/pdf-watermark/capabilities. */
 export async function watermarkCapabilities() {
   return {
-    layouts: ['tiled', 'centered', 'corner'] as WatermarkLayout[],
-    corners: ['top-left', 'top-right', 'bottom-left', 'bottom-right'] as Corner[],
+    layouts: LAYOUTS,
+    corners: CORNERS,
     maxTextLength: MAX_TEXT_LENGTH,
     logoFormats: ['image/png', 'image/jpeg'],
     opacity: { min: 0, exclusiveMin: true, max: 1, default: 0.3 },

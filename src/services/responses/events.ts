@@ -111,13 +111,34 @@ export class OutputBuilder {
 
   /** A complete function call item with its argument events. */
   functionCall(name: string, args: string, callId: string): Event[] {
+    return [...this.callStart(name, callId), ...this.callDelta(args), ...this.callDone()];
+  }
+
+  #call: { item: OutItem; output_index: number; args: string } | null = null;
+
+  /** A function call item opened, its arguments to follow in fragments (callDelta) until callDone. */
+  callStart(name: string, callId: string): Event[] {
     const out = this.close();
     const item: OutItem = { id: itemId('fc'), type: 'function_call', status: 'in_progress', call_id: callId, name, arguments: '' };
     this.output.push(item);
-    const output_index = this.output.length - 1;
-    out.push(this.ev('response.output_item.added', { output_index, item: structuredClone(item) }));
-    out.push(this.ev('response.function_call_arguments.delta', { item_id: item.id, output_index, delta: args }));
-    out.push(this.ev('response.function_call_arguments.done', { item_id: item.id, output_index, name, arguments: args }));
+    this.#call = { item, output_index: this.output.length - 1, args: '' };
+    out.push(this.ev('response.output_item.added', { output_index: this.#call.output_index, item: structuredClone(item) }));
+    return out;
+  }
+
+  callDelta(delta: string): Event[] {
+    const c = this.#call;
+    if (!c || !delta) return [];
+    c.args += delta;
+    return [this.ev('response.function_call_arguments.delta', { item_id: c.item.id, output_index: c.output_index, delta })];
+  }
+
+  callDone(): Event[] {
+    const c = this.#call;
+    if (!c) return [];
+    this.#call = null;
+    const { item, output_index, args } = c;
+    const out = [this.ev('response.function_call_arguments.done', { item_id: item.id, output_index, name: item.name, arguments: args })];
     Object.assign(item, { status: 'completed', arguments: args });
     out.push(this.ev('response.output_item.done', { output_index, item }));
     return out;

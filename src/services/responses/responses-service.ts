@@ -16,6 +16,9 @@ import {
 import type { Db } from '../../store/schema.ts';
 import type { ChatService } from '../chat/chat-service.ts';
 import { forcedCall, planChat } from '../chat/openai-chat.ts';
+import { parseChatBody } from '../../schemas/openai.ts';
+import { type CompactBody, InputItems, type ResponsesBody } from '../../schemas/responses.ts';
+import * as v from 'valibot';
 import { type DocFormat, MIME, sniffFormat } from '../documents/detect.ts';
 import { workers } from '../workers/index.ts';
 import { requireFormat } from '../documents/detect.ts';
@@ -23,19 +26,7 @@ import { notFound, ServiceError, unsupportedFileType } from '../errors.ts';
 import type { FileStore } from '../files/file-store.ts';
 import type { VectorStores } from '../retrieval/vector-stores.ts';
 import { type Citation, type Event, OutputBuilder } from './events.ts';
-import {
-  bad,
-  chatTools,
-  type Item,
-  itemId,
-  type ItemResolver,
-  itemsToMessages,
-  normaliseInput,
-  refuseResponseFields,
-  responseFormat,
-} from './request.ts';
-
-type Body = Record<string, unknown>;
+import { bad, chatTools, type Item, itemId, type ItemResolver, itemsToMessages, normaliseInput, responseFormat } from './request.ts';
 
 /** A finished response as a chain continues from it: its effective input and its output. */
 export interface ChainLink {
@@ -109,15 +100,10 @@ export class ResponsesService {
    * Validates and starts a response. Everything a client can get wrong (fields, model, files, previous
    * response, tools) fails here, before any event; the generation then runs as the events are read.
    */
-  async create(owner: string, body: Body, o: CreateOptions = {}): Promise<Started> {
-    if (typeof body.model !== 'string' || !body.model) throw bad('model', 'required');
-    refuseResponseFields(body);
-    if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string') {
-      throw bad('instructions', 'must be a string');
-    }
+  async create(owner: string, body: ResponsesBody, o: CreateOptions = {}): Promise<Started> {
+    if (!body.model) throw bad('model', 'required');
     const store = body.store !== false;
     const prevId = body.previous_response_id;
-    if (prevId !== undefined && prevId !== null && typeof prevId !== 'string') throw bad('previous_response_id', 'must be a string');
     let prelude: Item[] = [];
     if (typeof prevId === 'string') {
       try {
@@ -187,10 +173,7 @@ export class ResponsesService {
     if (!messages.some((m) => m.role !== 'system')) throw bad('input', 'needs at least one message or item besides instructions');
 
     const maxOut = body.max_output_tokens;
-    if (maxOut !== undefined && maxOut !== null && (typeof maxOut !== 'number' || !Number.isInteger(maxOut) || maxOut < 1)) {
-      throw bad('max_output_tokens', 'must be a positive integer');
-    }
-    const chatBody: Body = {
+    const chatBody = {
       model: body.model,
       messages,
       tools,
@@ -200,7 +183,7 @@ export class ResponsesService {
       temperature: body.temperature ?? undefined,
       top_p: body.top_p ?? undefined,
     };
-    const plan = planChat(chatBody, o.signal);
+    const plan = planChat(parseChatBody(chatBody), o.signal);
     const stream = await this.chat.chat(plan.request);
 
     const id = `resp_${randomBytes(18).toString('hex')}`;
@@ -262,6 +245,8 @@ export class ResponsesService {
       }
       const forced = plan.forcedFormat;
       let raw = '';
+      let seen = 0;
+      const streamed = new Set<number>();
       try {
         for await (const d of stream) {
           if (forced()) {
@@ -270,7 +255,18 @@ export class ResponsesService {
           }
           if (d.thinking) { for (const e of builder.reasoning(d.thinking)) yield e; }
           if (d.content) { for (const e of builder.text(d.content)) yield e; }
-          for (const c of d.toolCalls) yield* builder.functionCall(c.name, JSON.stringify(c.arguments), callId());
+          // a call the model writes streams its arguments in fragments; one parsed from free output comes whole
+          for (const f of d.callFragments ?? []) {
+            if (f.name !== undefined) {
+              streamed.add(f.index);
+              yield* builder.callStart(f.name, callId());
+            }
+            yield* builder.callDelta(f.arguments);
+          }
+          for (const c of d.toolCalls) {
+            if (streamed.has(seen++)) yield* builder.callDone();
+            else yield* builder.functionCall(c.name, JSON.stringify(c.arguments), callId());
+          }
         }
         const r = await stream.result;
         const format = forced();
@@ -367,8 +363,8 @@ export class ResponsesService {
    * Compaction: the conversation (input, after any previous response) as one `compaction` item whose
    * content is opaque to clients and expands back into the same items when sent as input.
    */
-  async compact(owner: string, body: Body) {
-    if (typeof body.model !== 'string' || !body.model) throw bad('model', 'required');
+  async compact(owner: string, body: CompactBody) {
+    if (!body.model) throw bad('model', 'required');
     await this.chat.resolve(body.model, 'generation');
     let prelude: Item[] = [];
     if (typeof body.previous_response_id === 'string') {
@@ -409,7 +405,7 @@ function lastUserText(items: Item[]): string {
   return '';
 }
 
-function responseTools(body: Body): unknown[] {
+function responseTools(body: ResponsesBody): unknown[] {
   const tools = (body.tools as Record<string, unknown>[] | undefined) ?? [];
   return tools.map((
     t,
@@ -430,7 +426,8 @@ export function decodeCompaction(enc: string): Item[] {
   if (!enc.startsWith(COMPACTION_PREFIX)) throw bad('input.encrypted_content', 'not a compaction made by this server');
   try {
     const items = JSON.parse(Buffer.from(enc.slice(COMPACTION_PREFIX.length), 'base64url').toString('utf8'));
-    if (!Array.isArray(items)) throw new Error('not a list');
+    // the content comes back from the client: its items are checked as input items are
+    if (!v.is(InputItems, items)) throw new Error('not a list of input items');
     return normaliseInput(items);
   } catch (e) {
     if (e instanceof ServiceError) throw e;

@@ -18,10 +18,11 @@ import {
   insertChunks,
   pendingChunks,
   storeVectors,
+  VECTOR_INDEX_PARAMS,
   vectorCounts,
   type VectorHit,
 } from '../../store/retrieval.ts';
-import { reciprocalRankFusion } from './fusion.ts';
+import { fuseHybrid } from './fusion.ts';
 
 /** Text → one vector per text (the embedding model's pooled, normalised output). */
 export type Embedder = (model: string, texts: string[], signal?: AbortSignal) => Promise<Float32Array[]>;
@@ -103,9 +104,9 @@ export class RetrievalEngine {
     const { scope, total } = await vectorCounts(this.db, dims, indexIds);
     if (scope === 0) return [];
     if (strategy === 'auto' && scope <= EXACT_SCAN_MAX) return exactVectorSearch(this.db, dims, indexIds, query, limit);
-    // over-fetch in proportion to how much of the table is outside the scope
-    // 10 × the limit (at least 100): with 4 × the cheap index's recall@10 was 0.80 at 10k vectors
-    const candidates = Math.min(total, Math.max(limit * 10, 100, Math.ceil((limit * 2 * total) / scope)), 2000);
+    // vector_top_k walks a beam of search_l nodes whatever k is asked and returns at most search_l of them, so
+    // take them all: re-ranking them by the exact cosine costs little and lifts recall (BENCHMARKS.md)
+    const candidates = Math.min(total, VECTOR_INDEX_PARAMS.searchL);
     const hits = await annVectorSearch(this.db, dims, indexIds, query, limit, candidates);
     if (hits && (hits.length >= limit || hits.length >= scope || strategy === 'ann')) return hits;
     return exactVectorSearch(this.db, dims, indexIds, query, limit);
@@ -121,19 +122,11 @@ export class RetrievalEngine {
       const [q] = await this.embedder(o.model, [query], o.signal);
       semanticHits = await this.semantic(indexIds, q!, pool, o.vectorStrategy, o.filter);
     }
-    const w = o.semanticWeight ?? 0.5;
-    const fused = reciprocalRankFusion([{ hits: keywordHits, weight: mode === 'semantic' ? 0 : 1 - w }, {
-      hits: semanticHits,
-      weight: mode === 'keyword' ? 0 : w,
-    }], o.limit);
-    const rows = await chunksByIds(this.db, fused.map((f) => f.id));
-    const kRank = new Map(keywordHits.map((h, i) => [h.id, i + 1]));
-    const sRank = new Map(semanticHits.map((h, i) => [h.id, i + 1]));
-    return fused.filter((f) => rows.has(f.id)).map((f) => ({
-      chunk: rows.get(f.id)!,
-      score: f.score,
-      keywordRank: kRank.get(f.id),
-      semanticRank: sRank.get(f.id),
-    }));
+    return fuseHybrid(
+      keywordHits,
+      semanticHits,
+      { mode, semanticWeight: o.semanticWeight ?? 0.5, limit: o.limit },
+      (ids) => chunksByIds(this.db, ids),
+    );
   }
 }

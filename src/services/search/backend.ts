@@ -35,6 +35,11 @@ export interface ClusterStatus {
   error?: string;
 }
 
+export interface IndexCounts {
+  documents: number;
+  chunks: number;
+}
+
 export interface SearchBackend {
   readonly kind: 'libsql' | 'postgres';
   status(): Promise<ClusterStatus>;
@@ -48,6 +53,8 @@ export interface SearchBackend {
   deleteIndex(indexId: string): Promise<void>;
   documentChunks(indexId: string, docId: string): Promise<ChunkRow[]>;
   listDocuments(indexId: string, limit: number, offset: number): Promise<{ id: string; chunks: number }[]>;
+  /** Documents and chunks per index, for the indexes that hold any. */
+  counts(indexIds: string[]): Promise<Map<string, IndexCounts>>;
   search(indexIds: string[], query: string, o: BackendSearch): Promise<BackendHit[]>;
   close(): Promise<void>;
 }

@@ -14,7 +14,8 @@ export interface TermHighlight {
 const CONTEXT = 60;
 const MAX = 5;
 
-function passageOf(s: string, start: number, end: number, ctx: number): string {
+/** The bounds of the passage around `[start, end)`: up to `ctx` characters either side, cut at word boundaries. */
+export function passageBounds(s: string, start: number, end: number, ctx: number): [number, number] {
   let a = Math.max(0, start - ctx), b = Math.min(s.length, end + ctx);
   if (a > 0) {
     const sp = s.slice(a, start).search(/\s/);
@@ -24,6 +25,11 @@ function passageOf(s: string, start: number, end: number, ctx: number): string {
     const sp = s.slice(end, b).search(/\s\S*$/);
     if (sp >= 0) b = end + sp;
   }
+  return [a, b];
+}
+
+function passageOf(s: string, start: number, end: number, ctx: number): string {
+  const [a, b] = passageBounds(s, start, end, ctx);
   return `${a > 0 ? '…' : ''}${s.slice(a, start)}<em>${s.slice(start, end)}</em>${s.slice(end, b)}${b < s.length ? '…' : ''}`.replace(
     /\s+/g,
     ' ',

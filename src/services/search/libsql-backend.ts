@@ -8,7 +8,7 @@ import { type ChunkIn, type ChunkRow, chunksByIds, hasVectorFunctions } from '..
 import { pgFilter, sqliteFilter } from '../../store/search/filter-sql.ts';
 import { isPostgres } from '../../store/dialect.ts';
 import { type Embedder, RetrievalEngine } from '../retrieval/engine.ts';
-import type { BackendHit, BackendSearch, ClusterStatus, SearchBackend } from './backend.ts';
+import type { BackendHit, BackendSearch, ClusterStatus, IndexCounts, SearchBackend } from './backend.ts';
 import type { Filter } from './filter.ts';
 
 export class LibsqlBackend implements SearchBackend {
@@ -79,6 +79,16 @@ export class LibsqlBackend implements SearchBackend {
     >`select doc_id as id, count(*) as n from retrieval_chunks where index_id = ${indexId} group by doc_id order by doc_id limit ${limit} offset ${offset}`
       .execute(this.db);
     return r.rows.map((x) => ({ id: x.id, chunks: Number(x.n) }));
+  }
+
+  async counts(indexIds: string[]): Promise<Map<string, IndexCounts>> {
+    if (!indexIds.length) return new Map();
+    const r = await this.db.selectFrom('retrieval_chunks').select((eb) => [
+      'index_id',
+      eb.fn.count<number>('doc_id').distinct().as('documents'),
+      eb.fn.countAll<number>().as('chunks'),
+    ]).where('index_id', 'in', indexIds).groupBy('index_id').execute();
+    return new Map(r.map((x) => [x.index_id, { documents: Number(x.documents), chunks: Number(x.chunks) }]));
   }
 
   search(indexIds: string[], query: string, o: BackendSearch): Promise<BackendHit[]> {

@@ -2,8 +2,8 @@
 import { PgSearchStore } from '../../store/search/pg.ts';
 import type { ChunkIn, ChunkRow } from '../../store/retrieval.ts';
 import type { Embedder } from '../retrieval/engine.ts';
-import { reciprocalRankFusion } from '../retrieval/fusion.ts';
-import type { BackendHit, BackendSearch, ClusterStatus, SearchBackend } from './backend.ts';
+import { fuseHybrid } from '../retrieval/fusion.ts';
+import type { BackendHit, BackendSearch, ClusterStatus, IndexCounts, SearchBackend } from './backend.ts';
 import type { Filter } from './filter.ts';
 
 const EMBED_BATCH = 16;
@@ -17,7 +17,7 @@ export class PgBackend implements SearchBackend {
   }
 
   async status(): Promise<ClusterStatus> {
-    await this.store.ready();
+    await this.store.ping();
     return { reachable: true, full_text: 'tsvector-ts_rank_cd', vectors: this.store.pgvector ? 'pgvector' : 'exact-scan' };
   }
 
@@ -52,6 +52,9 @@ export class PgBackend implements SearchBackend {
   listDocuments(indexId: string, limit: number, offset: number) {
     return this.store.listDocuments(indexId, limit, offset);
   }
+  counts(indexIds: string[]): Promise<Map<string, IndexCounts>> {
+    return this.store.counts(indexIds);
+  }
 
   async search(indexIds: string[], query: string, o: BackendSearch): Promise<BackendHit[]> {
     if (!indexIds.length || !query.trim()) return [];
@@ -61,20 +64,7 @@ export class PgBackend implements SearchBackend {
       const [q] = await this.embedder(o.model, [query], o.signal);
       semanticHits = await this.store.semantic(indexIds, q!, o.limit, o.filter);
     }
-    const w = o.semanticWeight;
-    const fused = reciprocalRankFusion([{ hits: keywordHits, weight: o.mode === 'semantic' ? 0 : 1 - w }, {
-      hits: semanticHits,
-      weight: o.mode === 'keyword' ? 0 : w,
-    }], o.limit);
-    const rows = await this.store.chunksByIds(fused.map((f) => f.id));
-    const kRank = new Map(keywordHits.map((h, i) => [h.id, i + 1]));
-    const sRank = new Map(semanticHits.map((h, i) => [h.id, i + 1]));
-    return fused.filter((f) => rows.has(f.id)).map((f) => ({
-      chunk: rows.get(f.id)!,
-      score: f.score,
-      keywordRank: kRank.get(f.id),
-      semanticRank: sRank.get(f.id),
-    }));
+    return fuseHybrid(keywordHits, semanticHits, o, (ids) => this.store.chunksByIds(ids));
   }
 
   close(): Promise<void> {

@@ -305,6 +305,21 @@ export class SearchResources {
     return (await control.listCollections(this.db, cluster, tenant)).map(collectionOut);
   }
 
+  /**
+   * Collections with their document and chunk counts, as the console lists them; the counts are null while
+   * the cluster's database cannot be reached (the list itself lives in the main store).
+   */
+  async withCounts(
+    cluster: string,
+    cols: CollectionOut[],
+  ): Promise<(CollectionOut & { document_count: number | null; chunk_count: number | null })[]> {
+    const counts = cols.length ? await this.withBackend(cluster, (b) => b.counts(cols.map((c) => c.id))).catch(() => null) : new Map();
+    return cols.map((c) => {
+      const n = counts?.get(c.id);
+      return { ...c, document_count: counts ? n?.documents ?? 0 : null, chunk_count: counts ? n?.chunks ?? 0 : null };
+    });
+  }
+
   async getCollection(cluster: string, tenant: string, name: string): Promise<CollectionOut> {
     const row = await control.getCollection(this.db, cluster, tenant, name);
     if (!row) throw notFound(`collection '${tenant}/${name}' not found`);

@@ -5,6 +5,7 @@
  * can be reported while the tool runs; a binary result arrives as a file of the caller.
  */
 import type { NativeTool } from './native-tools.ts';
+import type { JobView } from '../jobs/job-records.ts';
 
 /** Sends one request (app.request in-process, or fetch against a server). */
 export type Dispatch = (path: string, init: RequestInit) => Promise<Response>;
@@ -63,15 +64,7 @@ async function awaitJob(dispatch: Dispatch, jobId: string, o: ToolCallOptions): 
     }
     const res = await dispatch(path, { method: 'GET', headers: o.headers });
     if (!res.ok) return failure(res);
-    const job = await res.json() as {
-      status: string;
-      result?: unknown;
-      error?: string;
-      error_code?: number;
-      error_reason?: string;
-      progress_current?: number | null;
-      progress_total?: number | null;
-    };
+    const job = await res.json() as JobView;
     const mark = `${job.progress_current}/${job.progress_total}`;
     if (job.progress_current != null && mark !== last) {
       last = mark;

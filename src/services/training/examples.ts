@@ -5,7 +5,7 @@
  */
 import { parse } from 'csv-parse/sync';
 import { invalidArgument } from '../errors.ts';
-import { seededRandom } from './head.ts';
+import { seededRandom } from '../inference/sampling.ts';
 
 export interface Example {
   text: string;

@@ -5,6 +5,8 @@
  * batches and checks the abort signal there, so a cancel is honoured within milliseconds.
  */
 
+import { seededRandom } from '../inference/sampling.ts';
+
 export type HeadType = 'logistic' | 'mlp';
 
 /** Weights as plain arrays of numbers, row-major (what classifier.json stores). */
@@ -29,18 +31,6 @@ export interface TrainOptions {
   signal?: AbortSignal;
   /** Called after each epoch with the mean training loss. */
   onEpoch?: (epoch: number, loss: number) => void;
-}
-
-/** mulberry32: a small seeded PRNG, the same sequence on every runtime. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 interface Layer {

@@ -7,11 +7,31 @@
 import type { DocFormat } from '../documents/detect.ts';
 import { guardDocument, guardImage, guardPdf } from './guards.ts';
 import type { OpContext } from './serve-operations.ts';
+import { wasmSessionOperations } from '../inference/wasm-sessions.ts';
 
 type PdfMod = typeof import('../pdf/index.ts');
 type P<K extends keyof PdfMod> = PdfMod[K] extends (...a: infer A) => unknown ? A : never;
-const pdf = () => import('../pdf/index.ts');
-const analyse = () => import('../documents/analyse.ts');
+/**
+ * A module loaded on first use and kept: a worker that never runs an operation does not load its engines,
+ * and later tasks skip the loader (a dynamic `import()` goes through module resolution every time, which
+ * under a loader hook costs about a millisecond: more than a small task's own work).
+ */
+const once = <T>(load: () => Promise<T>): () => Promise<T> => {
+  let p: Promise<T> | undefined;
+  return () => (p ??= load());
+};
+const pdf = once(() => import('../pdf/index.ts'));
+const analyse = once(() => import('../documents/analyse.ts'));
+const highlight = once(() => import('../documents/highlight.ts'));
+const thumbnails = once(() => import('../documents/thumbnails.ts'));
+const validate = once(() => import('../documents/validate.ts'));
+const imageLoad = once(() => import('../images/load.ts'));
+const ocr = once(() => import('../ocr/ocr.ts'));
+const sign = once(() => import('../pdf/trust/pdf-sign.ts'));
+const timestamp = once(() => import('../pdf/trust/pdf-timestamp.ts'));
+const ltv = once(() => import('../pdf/trust/pdf-ltv.ts'));
+const chunking = once(() => import('../retrieval/chunk-document.ts'));
+const tokenizer = once(() => import('./tokenizer.ts'));
 type NoCallbacks<T> = Omit<T, 'signal' | 'progress'>;
 type AnalyseOpts = NoCallbacks<NonNullable<Parameters<typeof import('../documents/analyse.ts')['analyseBytes']>[2]>>;
 type HighlightOpts = NoCallbacks<Parameters<typeof import('../documents/highlight.ts')['highlightDocument']>[2]>;
@@ -22,15 +42,14 @@ type ImgMod = typeof import('../images/index.ts');
 type I<K extends keyof ImgMod> = ImgMod[K] extends (...a: infer A) => unknown ? A : never;
 /** An image function's arguments with its options' `signal` taken from the task instead. */
 type INoSignal<K extends keyof ImgMod> = I<K> extends [infer B, infer O] ? [B, NoCallbacks<O>] : never;
-const img = () => import('../images/index.ts');
-const text = () => import('../text/fast-tasks.ts');
+const img = once(() => import('../images/index.ts'));
+const text = once(() => import('../text/fast-tasks.ts'));
 const cb = (ctx: OpContext) => ({ signal: ctx.signal, progress: (d: number, t: number) => ctx.progress(d, t) });
 
 export const operations = {
   /** Only the limit checks of a PDF, for work that must stay on the loop (it needs the network, say). */
   'pdf.guard': async ([b]: [Uint8Array], c: OpContext) => void (await guardPdf(b, c)),
-  'text.tokenize': async ([dir, texts, addSpecial]: [string, string[], boolean]) =>
-    (await import('./tokenizer.ts')).tokenize(dir, texts, addSpecial),
+  'text.tokenize': async ([dir, texts, addSpecial]: [string, string[], boolean]) => (await tokenizer()).tokenize(dir, texts, addSpecial),
   'pdf.info': async ([b, o]: P<'pdfInfo'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfInfo(b, o)),
   'pdf.layout': async ([b, o]: P<'pdfLayout'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfLayout(b, o)),
   'pdf.search': async ([b, o]: P<'pdfSearch'>, c: OpContext) => (await guardPdf(b, c), (await pdf()).pdfSearch(b, o)),
@@ -70,7 +89,7 @@ export const operations = {
     [b, f, o]: [Uint8Array, DocFormat, HighlightOpts],
     c: OpContext,
   ) => (await guardDocument(b, f, c),
-    (await import('../documents/highlight.ts')).highlightDocument(
+    (await highlight()).highlightDocument(
       b,
       f,
       { ...o, ...cb(c) } as Parameters<typeof import('../documents/highlight.ts')['highlightDocument']>[2],
@@ -78,20 +97,18 @@ export const operations = {
   'document.thumbnails': async (
     [b, f, o]: [Uint8Array, DocFormat, ThumbOpts?],
     c: OpContext,
-  ) => (await guardDocument(b, f, c), (await import('../documents/thumbnails.ts')).documentThumbnails(b, f, o)),
-  'document.validate': async ([b, meta]: [Uint8Array, ValidateMeta?], _c: OpContext) =>
-    (await import('../documents/validate.ts')).validateDocument(b, meta),
+  ) => (await guardDocument(b, f, c), (await thumbnails()).documentThumbnails(b, f, o)),
+  'document.validate': async ([b, meta]: [Uint8Array, ValidateMeta?], _c: OpContext) => (await validate()).validateDocument(b, meta),
   /** One image page as RGBA pixels (a chat image for a vision model); the pixel limit is checked on its header first. */
   'image.decode-rgba': async ([b]: [Uint8Array], c: OpContext) => {
     guardImage(b, c);
-    const { img } = await (await import('../images/load.ts')).loadPage(b, { maxPixels: c.limits.maxImagePixels });
+    const { img } = await (await imageLoad()).loadPage(b, { maxPixels: c.limits.maxImagePixels });
     return { data: img.data, width: img.width, height: img.height };
   },
   'ocr.recognize': async (
     [b, kind, o]: [Uint8Array, 'pdf' | 'image', OcrOpts?],
     c: OpContext,
-  ) => (await (kind === 'pdf' ? guardPdf(b, c) : guardImage(b, c)),
-    (await import('../ocr/ocr.ts')).ocrDocument(b, kind, { ...o, ...cb(c) })),
+  ) => (await (kind === 'pdf' ? guardPdf(b, c) : guardImage(b, c)), (await ocr()).ocrDocument(b, kind, { ...o, ...cb(c) })),
   // Images: each service checks the declared pixels (its maxPixels) before decoding. Background removal
   // stays on the loop: its ONNX session runs on ONNX Runtime's own threads.
   'image.convert': async ([b, o]: I<'imageConvert'>) => (await img()).imageConvert(b, o),
@@ -107,17 +124,16 @@ export const operations = {
   'pdf.sign-prepare': async (
     [b, o]: Parameters<typeof import('../pdf/trust/pdf-sign.ts')['prepareSignature']>,
     c: OpContext,
-  ) => (await guardPdf(b, c), (await import('../pdf/trust/pdf-sign.ts')).prepareSignature(b, o)),
+  ) => (await guardPdf(b, c), (await sign()).prepareSignature(b, o)),
   'pdf.timestamp-prepare': async (
     [b, o]: Parameters<typeof import('../pdf/trust/pdf-timestamp.ts')['prepareTimestamp']>,
     c: OpContext,
-  ) => (await guardPdf(b, c), (await import('../pdf/trust/pdf-timestamp.ts')).prepareTimestamp(b, o)),
+  ) => (await guardPdf(b, c), (await timestamp()).prepareTimestamp(b, o)),
   'pdf.ltv-read': async (
     [b]: [Uint8Array],
     c: OpContext,
-  ) => (await guardPdf(b, c), (await import('../pdf/trust/pdf-ltv.ts')).readLtvInputs(b)),
-  'pdf.ltv-write': async (a: Parameters<typeof import('../pdf/trust/pdf-ltv.ts')['writeLtv']>) =>
-    (await import('../pdf/trust/pdf-ltv.ts')).writeLtv(...a),
+  ) => (await guardPdf(b, c), (await ltv()).readLtvInputs(b)),
+  'pdf.ltv-write': async (a: Parameters<typeof import('../pdf/trust/pdf-ltv.ts')['writeLtv']>) => (await ltv()).writeLtv(...a),
   // Text tasks without a model, on large inputs (../text/fast-tasks.ts).
   'text.language': async ([t]: [string]) => (await text()).languageOf(t),
   'text.pii': async ([t, o]: [string, import('../text/fast-tasks.ts').PiiOptions]) => (await text()).piiOf(t, o),
@@ -127,7 +143,9 @@ export const operations = {
   'retrieval.chunk': async (
     [b, f, meta, o]: [Uint8Array, DocFormat, Record<string, unknown>, import('../retrieval/chunk-document.ts').ChunkingOptions?],
     c: OpContext,
-  ) => (await guardDocument(b, f, c), (await import('../retrieval/chunk-document.ts')).chunkDocument(b, f, meta, o, c.signal)),
+  ) => (await guardDocument(b, f, c), (await chunking()).chunkDocument(b, f, meta, o, c.signal)),
+  /** onnxruntime-web sessions, in the one thread that hosts them (../inference/wasm-thread.ts), not in the pool. */
+  ...wasmSessionOperations,
 };
 
 export type Operations = typeof operations;

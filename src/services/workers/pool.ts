@@ -23,6 +23,12 @@ export interface PoolOptions {
   entry?: URL;
   /** the limits sent with each task (default: the process-wide limits) */
   limits?: () => Limits;
+  /**
+   * how many nice steps below the server the worker threads run (Linux; default 10; 0 = the same): with
+   * more busy workers than cores, the event loop's thread then wins the CPU as soon as it has work
+   * (docs/workers.md)
+   */
+  nice?: number;
 }
 
 export interface RunOptions {
@@ -83,6 +89,7 @@ export class WorkerPool {
       idleMs: opts.idleMs ?? 60_000,
       entry: opts.entry,
       limits: opts.limits ?? currentLimits,
+      nice: opts.nice ?? 10,
     };
     this.stats = { size: this.size, busy: 0, queued: 0, started: 0, discarded: 0, recycled: 0 };
   }
@@ -157,6 +164,7 @@ export class WorkerPool {
       thread.keepAlive(false);
       thread.onMessage((m) => this.onMessage(slot, m as FromWorker));
       thread.onExit((err) => this.onExit(slot, err));
+      if (this.opts.nice > 0) thread.post({ type: 'setup', nice: this.opts.nice } satisfies ToWorker);
     });
     slot.ready.catch((e) => this.onExit(slot, e instanceof Error ? e : new Error(String(e))));
     this.slots.push(slot);

@@ -6,6 +6,7 @@ import { ServiceError } from '../errors.ts';
 import type { Limits } from '../limits.ts';
 
 export type ToWorker =
+  | { type: 'setup'; nice: number } // nice increment of the worker's thread
   | { type: 'run'; id: number; op: string; args: unknown; limits: Limits }
   | { type: 'abort'; id: number };
 

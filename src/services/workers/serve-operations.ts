@@ -2,7 +2,7 @@
  * The worker side of the pool: receives tasks, runs the named operation, answers with its result (buffers
  * moved, not copied) or its error, and reports the memory the thread now holds so the pool can recycle it.
  */
-import { parentChannel, threadMemoryBytes } from '../../runtime/worker.ts';
+import { lowerThreadPriority, parentChannel, threadMemoryBytes } from '../../runtime/worker.ts';
 import { ServiceError } from '../errors.ts';
 import { type Limits, setLimits } from '../limits.ts';
 import { type FromWorker, isPoisoning, toWire, type ToWorker } from './protocol.ts';
@@ -33,6 +33,7 @@ export async function serveOperations(ops: Record<string, Operation>): Promise<v
   parent.onMessage(async (raw) => {
     const m = raw as ToWorker;
     if (m.type === 'abort') return void running.get(m.id)?.abort();
+    if (m.type === 'setup') return void lowerThreadPriority(m.nice);
     const ac = new AbortController();
     running.set(m.id, ac);
     try {

@@ -41,6 +41,12 @@ export class PgSearchStore {
     return this.#ready;
   }
 
+  /** A round trip to the server: ready() alone answers from memory once the tables exist. */
+  async ping(): Promise<void> {
+    await this.ready();
+    await sql`select 1`.execute(this.db);
+  }
+
   async #init(): Promise<void> {
     const avail = await sql<{ n: number }>`select count(*)::int as n from pg_available_extensions where name = 'vector'`.execute(this.db);
     if (Number(avail.rows[0]?.n) > 0) {
@@ -141,6 +147,14 @@ export class PgSearchStore {
     >`select doc_id as id, count(*)::int as n from search_chunks where index_id = ${indexId} group by doc_id order by doc_id limit ${limit} offset ${offset}`
       .execute(this.db);
     return r.rows.map((x) => ({ id: x.id, chunks: Number(x.n) }));
+  }
+
+  async counts(indexIds: string[]): Promise<Map<string, { documents: number; chunks: number }>> {
+    await this.ready();
+    if (!indexIds.length) return new Map();
+    const r = await sql<{ index_id: string; documents: number; chunks: number }>`select index_id, count(distinct doc_id)::int as documents,
+      count(*)::int as chunks from search_chunks where index_id in (${sql.join(indexIds)}) group by index_id`.execute(this.db);
+    return new Map(r.rows.map((x) => [x.index_id, { documents: Number(x.documents), chunks: Number(x.chunks) }]));
   }
 
   /** Full-text candidates: any query word may match (as FTS5's OR query), ranked by ts_rank_cd. */

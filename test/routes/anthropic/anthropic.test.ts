@@ -274,6 +274,28 @@ describe('tools', () => {
   });
 });
 
+describe('tools, auto, streamed', () => {
+  it('a call the model makes on its own: one tool_use block, its input in several input_json_delta fragments', async () => {
+    const events: Anthropic.RawMessageStreamEvent[] = [];
+    const msg = await steered('<tool_call>\n{"name": "add", "arguments": {"a": 1.5, "b": 20}}\n</tool_call>', async () => {
+      const stream = client.messages.stream({ model: MODEL, max_tokens: 120, messages: user('1.5+20?'), tools: [ADD] });
+      stream.on('streamEvent', (e) => events.push(e));
+      return await stream.finalMessage();
+    });
+    const starts = events.filter((e) => e.type === 'content_block_start') as Anthropic.RawContentBlockStartEvent[];
+    assert.equal(starts.length, 1);
+    assert.equal(starts[0].content_block.type, 'tool_use');
+    const parts = events
+      .filter((e) => e.type === 'content_block_delta' && e.delta.type === 'input_json_delta')
+      .map((e) => ((e as Anthropic.RawContentBlockDeltaEvent).delta as Anthropic.InputJSONDelta).partial_json);
+    assert.ok(parts.length > 2, JSON.stringify(parts));
+    assert.deepEqual(JSON.parse(parts.join('')), { a: 1.5, b: 20 });
+    assert.equal(msg.stop_reason, 'tool_use');
+    const use = msg.content.find((b) => b.type === 'tool_use') as Anthropic.ToolUseBlock;
+    assert.deepEqual([use.name, use.input], ['add', { a: 1.5, b: 20 }]);
+  });
+});
+
 describe('count_tokens', () => {
   it('equals the input_tokens a generation reports for the same request; tools add tokens', async () => {
     const req = { model: MODEL, system: 'You are terse.', messages: user('how many tokens is this?') };

@@ -13,6 +13,18 @@ export const at = (name: string) => join(dir, name);
 const run = (cmd: string, args: string[]) => execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 const ffmpeg = (...args: string[]) => run('ffmpeg', ['-nostdin', '-v', 'error', '-y', ...args]);
 
+/** Eight everyday English sentences (about 3 s each as espeak-ng speaks them). */
+export const SENTENCES = [
+  'The quick brown fox jumps over the lazy dog.',
+  'Many people were waiting at the old railway station.',
+  'It rained all afternoon, so the market closed early.',
+  'Please send the report before the meeting on Friday.',
+  'The children built a small boat from wood and rope.',
+  'A cold wind blew across the empty harbour.',
+  'She opened the window and listened to the birds.',
+  "Our train leaves at seven o'clock tomorrow morning.",
+];
+
 /** Seconds of a sound file, as sox reads it. */
 export const soxDuration = (path: string) => Number(run('soxi', ['-D', path]).trim());
 

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import OpenAI, { toFile } from 'openai';
 import { listening } from '../../support/server.ts';
 import { FIXTURE_CATALOG, type HubStandIn, startFixtureHub } from '../../support/hub-stand-in.ts';
-import { at, base64, bytes, soxDuration, speech, type SpeechFixture, speechSilenceSpeech, video } from './make-media.ts';
+import { at, base64, bytes, SENTENCES, soxDuration, speech, type SpeechFixture, speechSilenceSpeech, video } from './make-media.ts';
 
 let hub: HubStandIn;
 let srv: Awaited<ReturnType<typeof listening>>;
@@ -127,16 +127,7 @@ test('openai client: translations and a prompt; language detection when no langu
 
 /** Eight espeak-ng sentences with 2–3 s sox silences between: ~45 s, more than one Whisper window. */
 function longSpeech(): SpeechFixture {
-  const sentences = [
-    'The quick brown fox jumps over the lazy dog.',
-    'Many people were waiting at the old railway station.',
-    'It rained all afternoon, so the market closed early.',
-    'Please send the report before the meeting on Friday.',
-    'The children built a small boat from wood and rope.',
-    'A cold wind blew across the empty harbour.',
-    'She opened the window and listened to the birds.',
-    "Our train leaves at seven o'clock tomorrow morning.",
-  ];
+  const sentences = SENTENCES;
   const parts: string[] = [];
   const segments: { start: number; end: number }[] = [];
   let t = 0.5;
@@ -211,7 +202,7 @@ test('native task: multipart and FileIdentifier forms, job contract', async () =
   assert.equal(rec.result?.text, a.text);
 });
 
-test('errors: 415 not media, 422 video without audio, 400 wrong model kind / unknown language / word timestamps', async () => {
+test('errors: 415 not media, 422 video without audio, 400 wrong model kind / unknown language', async () => {
   const notMedia = at('notes.txt');
   execFileSync('sh', ['-c', `printf 'just some text, not audio\\n%.0s' $(seq 50) > ${notMedia}`]);
   const e415 = await openai.audio.transcriptions.create({ file: await file(notMedia, 'notes.wav'), model: MODEL }).catch((e: unknown) => e);
@@ -239,14 +230,6 @@ test('errors: 415 not media, 422 video without audio, 400 wrong model kind / unk
   ) => e);
   assert.ok(notInModel instanceof OpenAI.BadRequestError);
 
-  const words = await openai.audio.transcriptions.create({
-    file: await file(fx.path),
-    model: MODEL,
-    response_format: 'verbose_json',
-    timestamp_granularities: ['word'],
-  }).catch((e: unknown) => e);
-  assert.ok(words instanceof OpenAI.BadRequestError);
-
   const format = await openai.audio.transcriptions.create({ file: await file(fx.path), model: MODEL, response_format: 'yaml' as 'json' })
     .catch((e: unknown) => e);
   assert.ok(format instanceof OpenAI.BadRequestError);
@@ -256,5 +239,38 @@ test('errors: 415 not media, 422 video without audio, 400 wrong model kind / unk
     timestamp_granularities: string[];
   };
   assert.deepEqual(caps.response_formats, ['json', 'text', 'srt', 'vtt', 'verbose_json']);
-  assert.deepEqual(caps.timestamp_granularities, ['segment']);
+  assert.deepEqual(caps.timestamp_granularities, ['segment', 'word']);
+});
+
+test('word timestamps: verbose_json words from the cross-attentions, inside the audio, in order, spelling the text', async () => {
+  const v = await openai.audio.transcriptions.create({
+    file: await file(fx.path),
+    model: MODEL,
+    language: 'en',
+    response_format: 'verbose_json',
+    timestamp_granularities: ['word', 'segment'],
+  });
+  assert.ok(v.words && v.words.length > 0, 'words');
+  assertMonotonic(v.words.map((w) => [w.start, w.end]), v.duration);
+  const squash = (x: string) => x.replace(/\s+/g, '');
+  assert.equal(squash(v.words.map((w) => w.word).join('')), squash(v.text), 'the words spell the text');
+  assert.ok(v.segments && v.segments.length > 0, 'segments too');
+  // Each word lies inside one of the VAD windows the audio was cut into (native answer, same audio).
+  const res = await fetch(`${srv.url}/svc/v1/audio-transcription`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ file: base64(fx.path), model: MODEL, language: 'en', timestamp_granularities: ['word'] }),
+  });
+  assert.equal(res.status, 200);
+  const n = await res.json() as { words: { start: number; end: number }[]; chunks: { start: number; end: number }[] };
+  assert.deepEqual(n.words, v.words);
+  for (const w of n.words) assert.ok(n.chunks.some((c) => w.start >= c.start - 1e-6 && w.end <= c.end + 1e-6), JSON.stringify(w));
+  // Without asking, no words (the alignment runs only when asked).
+  const plain = await openai.audio.transcriptions.create({
+    file: await file(fx.path),
+    model: MODEL,
+    language: 'en',
+    response_format: 'verbose_json',
+  });
+  assert.equal(plain.words, undefined);
 });

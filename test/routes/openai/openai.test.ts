@@ -185,6 +185,75 @@ describe('tools', () => {
   });
 });
 
+describe('tools, auto, streamed', () => {
+  const TOOL_CALL = 479; // tiny-llama's <tool_call> token
+
+  it('a call the model makes on its own streams in fragments; the client accumulates a valid call', async () => {
+    const ids = await tinyLlamaIds('<tool_call>\n{"name": "add", "arguments": {"a": 12.5, "b": 2}}\n</tool_call>');
+    h.steer(() => [forceTokens(ids)]);
+    try {
+      const runner = openai.chat.completions.stream({ model: MODEL, messages: user('12.5+2?'), tools: [ADD], max_tokens: 120 });
+      const fragments: string[] = [];
+      const deltas: OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall[] = [];
+      runner.on('chunk', (c) => deltas.push(...(c.choices[0]?.delta?.tool_calls ?? [])));
+      runner.on('tool_calls.function.arguments.delta', (e) => fragments.push(e.arguments_delta));
+      const final = await runner.finalChatCompletion();
+      assert.equal(final.choices[0].finish_reason, 'tool_calls');
+      const call = final.choices[0].message.tool_calls![0] as { id: string; function: { name: string; arguments: string } };
+      assert.equal(call.function.name, 'add');
+      assert.match(call.id, /^call_/);
+      // OpenAI's shape: the first delta has id, type and name; the arguments follow in several fragments
+      assert.ok(deltas[0].id && deltas[0].type === 'function' && deltas[0].function?.name === 'add');
+      assert.ok(deltas.slice(1).every((d) => d.id === undefined && d.function?.name === undefined && d.index === 0));
+      assert.ok(fragments.filter(Boolean).length > 2, `fragments: ${JSON.stringify(fragments)}`);
+      assert.equal(fragments.join(''), call.function.arguments);
+      assert.deepEqual(JSON.parse(call.function.arguments), { a: 12.5, b: 2 });
+    } finally {
+      h.steer(undefined);
+    }
+  });
+
+  it('a random model nudged toward <tool_call>: every call it starts parses and validates (constrained once started)', async () => {
+    const validate = ajv.compile(WEATHER.function.parameters);
+    // the call token made likely; everything after it is the model's own (random) choice
+    const nudge = (_ids: bigint[][], logits: { data: Float32Array }) => ((logits.data[TOOL_CALL] += 6), logits);
+    h.steer(() => [nudge]);
+    let made = 0;
+    try {
+      for (const seed of [1, 2, 3, 4, 5, 6]) {
+        const stream = await openai.chat.completions.create({
+          model: MODEL,
+          messages: user('weather?'),
+          tools: [WEATHER],
+          max_tokens: 220, // the budget counts bytes: a call needs about 90
+          temperature: 1,
+          seed,
+          stream: true,
+        });
+        const byIndex = new Map<number, { name: string; args: string; pieces: number }>();
+        for await (const ch of stream) {
+          for (const d of ch.choices[0]?.delta?.tool_calls ?? []) {
+            const c = byIndex.get(d.index) ?? { name: '', args: '', pieces: 0 };
+            c.name += d.function?.name ?? '';
+            c.args += d.function?.arguments ?? '';
+            c.pieces++;
+            byIndex.set(d.index, c);
+          }
+        }
+        for (const c of byIndex.values()) {
+          made++;
+          assert.equal(c.name, 'weather');
+          assert.ok(validate(JSON.parse(c.args)), `seed ${seed}: ${c.args} ${JSON.stringify(validate.errors)}`);
+          assert.ok(c.pieces > 2, `seed ${seed}: ${c.pieces} deltas`);
+        }
+      }
+    } finally {
+      h.steer(undefined);
+    }
+    assert.ok(made >= 3, `${made} calls made`);
+  });
+});
+
 describe('structured output', () => {
   const schema = {
     type: 'object',

@@ -310,6 +310,8 @@ describe('responses: tools and structured output', () => {
       tools: [WEATHER],
       tool_choice: 'required',
       temperature: 1,
+      // bounded so the second turn (this call's arguments in its prompt) stays inside the tiny model's 512-token context
+      max_output_tokens: 80,
     });
     const call = r.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
     assert.ok(call, JSON.stringify(r.output));
@@ -360,6 +362,46 @@ describe('responses: tools and structured output', () => {
     );
     const call = r.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
     assert.deepEqual(JSON.parse(call.arguments), { city: 'Oslo', days: 2 });
+  });
+
+  it('a call the model makes on its own, streamed: function_call_arguments.delta in fragments, done with the whole', async () => {
+    const events = await steered(
+      '<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo", "days": 12}}\n</tool_call>',
+      async () => {
+        const out = [];
+        // the budget counts bytes: a constrained call needs about 70 here (a smaller one leaves calls unconstrained)
+        const s = await openai.responses.create({
+          model: MODEL,
+          input: 'weather in Oslo?',
+          tools: [WEATHER],
+          max_output_tokens: 120,
+          stream: true,
+        });
+        for await (const e of s) out.push(e);
+        return out;
+      },
+    );
+    const types = events.map((e) => e.type).filter((t) => t !== 'response.function_call_arguments.delta');
+    assert.deepEqual(types, [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    const deltas = events.filter((e) =>
+      e.type === 'response.function_call_arguments.delta'
+    ) as OpenAI.Responses.ResponseFunctionCallArgumentsDeltaEvent[];
+    assert.ok(deltas.length > 2, JSON.stringify(deltas.map((d) => d.delta)));
+    const done = events.find((e) =>
+      e.type === 'response.function_call_arguments.done'
+    ) as OpenAI.Responses.ResponseFunctionCallArgumentsDoneEvent;
+    assert.equal(deltas.map((d) => d.delta).join(''), done.arguments);
+    assert.deepEqual(JSON.parse(done.arguments), { city: 'Oslo', days: 12 });
+    const item = (events.at(-1) as OpenAI.Responses.ResponseCompletedEvent).response.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
+    assert.equal(item.name, 'weather');
+    assert.equal(item.arguments, done.arguments);
   });
 
   it('text.format json_schema on the random model: output_text parses and validates (several seeds)', async () => {

@@ -6,21 +6,26 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import { type GenerateOptions, generateText, type GenerationInput } from '../../../src/services/inference/generate.ts';
-import { batchDecoderFor } from '../../../src/services/inference/batch-decoder.ts';
+import { batchDecoderFor, PREFILL_CHUNK } from '../../../src/services/inference/batch-decoder.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { REF } from './reference.ts';
 
 let m: LoadedModel;
 /** Batch size (rows) of every decode step the session ran, recorded by wrapping its run. */
 const stepBatches: number[] = [];
+/** Every session call: rows × new tokens. */
+const calls: { rows: number; tokens: number }[] = [];
 before(async () => {
   m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: 'fp32' });
-  const s =
-    (m.model as unknown as { sessions: { model: { run: (f: Record<string, { dims: number[] }>) => Promise<unknown> } } }).sessions.model;
+  const s = (m.model as unknown as {
+    sessions: { model: { run: (f: Record<string, { dims: number[] }>, ...rest: unknown[]) => Promise<unknown> } };
+  })
+    .sessions.model;
   const run = s.run.bind(s);
-  s.run = (f) => {
+  s.run = (f, ...rest) => {
     if (f.input_ids!.dims[1] === 1) stepBatches.push(f.input_ids!.dims[0]!);
-    return run(f);
+    calls.push({ rows: f.input_ids!.dims[0]!, tokens: f.input_ids!.dims[1]! });
+    return run(f, ...rest); // the decoder's preallocated outputs pass through
   };
 });
 after(() => m.dispose());
@@ -126,4 +131,33 @@ test('cancelling one stream mid-batch leaves the others exact', async () => {
   // the decoder drains: nothing left decoding once every stream is done
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(batchDecoderFor(m)!.active, 0);
+});
+
+test('a long prompt joining running streams is prefilled in chunks between their steps, and every text equals its text alone', async () => {
+  const o: GenerateOptions = { temperature: 0, maxTokens: 40 };
+  const long: GenerationInput = { prompt: Array.from({ length: 30 }, (_, i) => `word${i % 7} and more`).join(' ') };
+  const runners = [prompts[0]!, prompts[3]!];
+  const alone: string[] = [];
+  for (const p of [...runners, long]) alone.push((await collect(p, { ...o, batching: false })).text);
+  const longTokens = m.tokenizer(long.prompt).input_ids.dims[1]!;
+  assert.ok(longTokens > 2 * PREFILL_CHUNK, `the long prompt has ${longTokens} tokens`);
+  calls.length = 0;
+  const running = runners.map((p) => generateText(m, p, o));
+  const texts = running.map(async (g) => {
+    let t = '';
+    for await (const d of g) t += d;
+    return t;
+  });
+  // join once both run: wait for the first decode step of the two
+  while (!calls.some((c) => c.rows === 2 && c.tokens === 1)) await new Promise((r) => setTimeout(r, 1));
+  const joined = await collect(long, o);
+  assert.deepEqual([...(await Promise.all(texts)), joined.text], alone);
+  const chunks = calls.filter((c) => c.rows === 1 && c.tokens > 1);
+  assert.ok(chunks.length >= 3 && chunks.every((c) => c.tokens <= PREFILL_CHUNK), `prefill calls: ${JSON.stringify(chunks)}`);
+  // the running rows decoded between the chunks
+  const first = calls.indexOf(chunks[0]!), last = calls.indexOf(chunks.at(-1)!);
+  assert.ok(
+    calls.slice(first, last).filter((c) => c.tokens === 1).length >= chunks.length - 1,
+    JSON.stringify(calls.slice(first, last + 1)),
+  );
 });

@@ -8,8 +8,14 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import { AutoTokenizer, type PreTrainedTokenizer } from '@huggingface/transformers';
-import { createConstrainedProcessor, grammarOf, type OutputConstraint, vocabOf } from '../../../src/services/inference/structured/index.ts';
-import { seededRandom } from '../../../src/services/inference/sampling.ts';
+import {
+  createConstrainedProcessor,
+  type DecodeHints,
+  grammarOf,
+  type OutputConstraint,
+  vocabOf,
+} from '../../../src/services/inference/structured/index.ts';
+import { createSamplerProcessor, seededRandom } from '../../../src/services/inference/sampling.ts';
 import { ServiceError } from '../../../src/services/errors.ts';
 import { FIXTURE_MODELS_DIR } from '../../support/hub-stand-in.ts';
 
@@ -168,5 +174,111 @@ describe('constrained decoding over random logits', () => {
         JSON.stringify(schema),
       );
     }
+  });
+});
+
+describe('choosing without the full mask (the model’s own choice checked first)', () => {
+  /**
+   * The same random logits decoded twice: once with the full mask every step (no hints), once with the
+   * processor told how the token is chosen next; the real sampler (seeded alike) picks after both.
+   */
+  function both(schema: unknown, seed: number, maxNew: number, hints: DecodeHints) {
+    const sides = [undefined, hints].map((h) => {
+      const rand = seededRandom(seed);
+      const proc = createConstrainedProcessor(grammarOf({ type: 'json_schema', schema }), vocabOf(tok), EOS, 3, maxNew, h);
+      const sampler = createSamplerProcessor(hints);
+      const ids = [1n, 2n, 3n];
+      const out: number[] = [];
+      for (let step = 0; step < maxNew; step++) {
+        const data = new Float32Array(485);
+        for (let i = 0; i < data.length; i++) data[i] = rand() * 8;
+        proc([ids], { data, dims: [1, 485] });
+        sampler?.([ids], { data, dims: [1, 485] });
+        let best = 0;
+        for (let i = 1; i < data.length; i++) if (data[i] > data[best]) best = i;
+        ids.push(BigInt(best));
+        out.push(best);
+        if (EOS.includes(best)) break;
+      }
+      return { out, fast: proc.stats.fast };
+    });
+    return { full: sides[0].out, hinted: sides[1].out, fast: sides[1].fast };
+  }
+
+  const cases = [['greedy', { temperature: 0 }, 4], ['top_k 20 + top_p 0.8', { temperature: 0.7, topK: 20, topP: 0.8 }, 10]] as const;
+  for (const [label, hints, share] of cases) {
+    it(`${label}: token for token what the full mask gives (25 seeds × 4 schemas); many steps build no mask`, () => {
+      let fast = 0;
+      let steps = 0;
+      for (const schema of Object.values(SCHEMAS)) {
+        const validate = ajv.compile(schema as object);
+        for (let seed = 1; seed <= 25; seed++) {
+          const r = both(schema, seed, 150, { ...hints, seed });
+          assert.deepEqual(r.hinted, r.full, `seed ${seed}`);
+          const text = tok.decode(r.hinted, { skip_special_tokens: true });
+          assert.ok(validate(JSON.parse(text)), text);
+          fast += r.fast;
+          steps += r.hinted.length;
+        }
+      }
+      assert.ok(fast > steps / share, `${fast} of ${steps} steps without the mask`);
+    });
+  }
+
+  it('temperature sampling by rejection: the token follows the constrained distribution (chi-square)', () => {
+    const grammar = grammarOf({ type: 'json_schema', schema: { type: 'string', maxLength: 40 } });
+    const vocab = vocabOf(tok);
+    const quote = vocab.bytes.findIndex((b) => b?.length === 1 && b[0] === 0x22);
+    const ids = [1n, 2n, 3n, BigInt(quote)]; // inside the string: most of the vocabulary is allowed
+    const maskOf = (l: Float32Array) => {
+      const m = Float32Array.from(l);
+      createConstrainedProcessor(grammar, vocab, EOS, 3, 60)([ids], { data: m, dims: [1, 485] });
+      return m;
+    };
+    const rand = seededRandom(99);
+    const logits = new Float32Array(485);
+    for (let i = 0; i < logits.length; i++) logits[i] = rand() * 3;
+    // the disallowed tokens made likely, so rejection misses often and both paths run
+    const probe = maskOf(logits);
+    for (let i = 0; i < logits.length; i++) if (probe[i] === -Infinity) logits[i] += 4;
+    const masked = maskOf(logits);
+    const allowed = [...masked.keys()].filter((i) => masked[i] > -Infinity);
+    let z = 0;
+    for (const i of allowed) z += Math.exp(masked[i]);
+    const N = 4000;
+    const counts = new Map<number, number>();
+    let fast = 0;
+    for (let s = 1; s <= N; s++) {
+      const proc = createConstrainedProcessor(grammar, vocab, EOS, 3, 60, { temperature: 1, seed: s });
+      const data = Float32Array.from(logits);
+      proc([ids], { data, dims: [1, 485] });
+      createSamplerProcessor({ temperature: 1, seed: s + 7 })!([ids], { data, dims: [1, 485] });
+      const pick = data.findIndex((v) => v > -Infinity);
+      assert.ok(allowed.includes(pick), `token ${pick} is not allowed`);
+      counts.set(pick, (counts.get(pick) ?? 0) + 1);
+      fast += proc.stats.fast;
+    }
+    // rare tokens pooled into one cell so every expected count is ≥ 5
+    let chi = 0;
+    let cells = 0;
+    let poolE = 0;
+    let poolO = 0;
+    for (const i of allowed) {
+      const e = (N * Math.exp(masked[i])) / z;
+      const o = counts.get(i) ?? 0;
+      if (e < 5) {
+        poolE += e;
+        poolO += o;
+        continue;
+      }
+      chi += (o - e) ** 2 / e;
+      cells++;
+    }
+    if (poolE > 0) (chi += (poolO - poolE) ** 2 / poolE), cells++;
+    const df = cells - 1;
+    assert.ok(df >= 20, `${df} degrees of freedom`);
+    // far above the 99.9% point (≈ df + 4.4·sqrt(df) for these df), far below what a wrong distribution gives
+    assert.ok(chi < df + 6 * Math.sqrt(2 * df), `chi-square ${chi.toFixed(1)} over ${df} degrees of freedom`);
+    assert.ok(fast > N / 10 && fast < N - N / 10, `both paths taken (${fast} of ${N} by rejection)`);
   });
 });

@@ -28,7 +28,7 @@ describe('catalog name resolution (Ollama rules)', () => {
   it('pins a few entries: the names Ollama users type reach the repositories they mean', () => {
     assert.equal(catalog.resolve('qwen3')?.repo, 'onnx-community/Qwen3-0.6B-ONNX');
     assert.equal(catalog.resolve('all-minilm')?.repo, 'Xenova/all-MiniLM-L6-v2');
-    assert.equal(catalog.resolve('whisper')?.repo, 'Xenova/whisper-tiny');
+    assert.equal(catalog.resolve('whisper')?.repo, 'onnx-community/whisper-tiny_timestamped');
     assert.equal(catalog.resolve('qwen2.5:0.5b-q4f16')?.dtype, 'q4f16');
   });
 

@@ -86,31 +86,18 @@ export const HUB_FACTS: Record<string, HubRepoFacts> = {
     config: { architectures: ['BertForSequenceClassification'], model_type: 'bert' },
     template: '',
   },
-  'Xenova/whisper-tiny': {
-    pipeline_tag: 'automatic-speech-recognition',
-    files: [
-      ...TOKENIZER,
-      'generation_config.json',
-      'preprocessor_config.json',
-      'merges.txt',
-      'vocab.json',
-      'normalizer.json',
-      ...graphs('encoder_model'),
-      ...graphs('decoder_model'),
-      ...graphs('decoder_model_merged'),
-      ...graphs('decoder_with_past_model'),
-    ],
-    config: { architectures: ['WhisperForConditionalGeneration'], model_type: 'whisper' },
-    template: '',
-  },
-  // The other Xenova Whisper exports share whisper-tiny's layout (the same conversion script made them all).
+  // onnx-community's *_timestamped Whisper exports: the decoders also output the cross-attention weights
+  // (`cross_attentions.*`) and generation_config.json names the alignment heads, which word timestamps need.
+  // The five share one layout (the same conversion script made them all).
   ...Object.fromEntries(
-    ['Xenova/whisper-tiny.en', 'Xenova/whisper-base', 'Xenova/whisper-base.en', 'Xenova/whisper-small'].map((repo) => [repo, {
+    ['whisper-tiny', 'whisper-tiny.en', 'whisper-base', 'whisper-base.en', 'whisper-small'].map((m) => [`onnx-community/${m}_timestamped`, {
       pipeline_tag: 'automatic-speech-recognition',
       files: [
         ...TOKENIZER,
+        'added_tokens.json',
         'generation_config.json',
         'preprocessor_config.json',
+        'quantize_config.json',
         'merges.txt',
         'vocab.json',
         'normalizer.json',

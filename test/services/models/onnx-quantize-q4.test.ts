@@ -108,6 +108,7 @@ describe('quantized logits against fp32 under ONNX Runtime', () => {
       input_ids: i64(ids),
       attention_mask: i64(ids.map(() => 1)),
       position_ids: i64(ids.map((_, i) => i)),
+      num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.of(0n), []), // 0: logits of every position
     };
     for (let l = 0; l < CONFIG.num_hidden_layers; l++) {
       for (const kind of ['key', 'value']) {

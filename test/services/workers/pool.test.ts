@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { ServiceError } from '../../../src/services/errors.ts';
 import { WorkerPool } from '../../../src/services/workers/pool.ts';
+import { threadNice } from '../../support/thread-nice.ts';
 
 const entry = new URL('../../support/worker-test-entry.ts', import.meta.url);
 const pools: WorkerPool[] = [];
@@ -118,5 +119,13 @@ describe('worker pool', () => {
     const took = performance.now() - t;
     assert.ok(took >= 580 && took < 1500, `4 × 300 ms on 2 workers took ${took.toFixed(0)} ms`);
     assert.equal(p.stats.started, 2);
+  });
+
+  it('worker threads run the asked nice steps below the event loop thread, which keeps its own', async () => {
+    const mine = threadNice();
+    assert.equal(await pool({ nice: 7 }).run('test.nice', {}), Math.min(19, mine + 7));
+    assert.equal(await pool().run('test.nice', {}), Math.min(19, mine + 10)); // the default
+    assert.equal(await pool({ nice: 0 }).run('test.nice', {}), mine);
+    assert.equal(threadNice(), mine);
   });
 });

@@ -12,6 +12,7 @@ import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
 import { detectFile, type DocFormat, isImage, MIME, requireFormat } from '../../../services/documents/detect.ts';
 import { elementsToDocTags, elementsToHtml } from '../../../services/documents/elements.ts';
+import type { AnalyseOptions } from '../../../services/documents/analyse.ts';
 import { splitElements } from '../../../services/documents/split.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
 import { BinaryResult, type TaskContext } from '../../../services/jobs/task.ts';
@@ -133,6 +134,26 @@ const Highlight = v.object({
   ocr: v.optional(v.boolean(), true),
 });
 
+/**
+ * The document analysis every document task starts from, in the worker pool: the page range, password,
+ * OCR engine and language as the request gives them; scanned pages OCRed unless `more` says otherwise.
+ */
+const analyse = (
+  bytes: Uint8Array,
+  format: DocFormat,
+  o: Pick<AnalyseOptions, 'pages' | 'password' | 'engine' | 'language'>,
+  ctx: TaskContext,
+  more: Pick<AnalyseOptions, 'effort' | 'ocrScans' | 'includeFigureImages'> = {},
+) =>
+  workers.run('document.analyse', [bytes, format, {
+    pages: o.pages,
+    password: o.password,
+    engine: o.engine,
+    language: o.language,
+    ocrScans: true,
+    ...more,
+  }], ctx);
+
 export function documentRoutes(deps: DocumentRouteDeps) {
   const app = new Hono<AppEnv>();
 
@@ -164,13 +185,7 @@ export function documentRoutes(deps: DocumentRouteDeps) {
       name: 'document-to-markdown',
       options: ToMarkdown,
       async run(bytes, format, o, ctx) {
-        const r = await workers.run('document.analyse', [bytes, format, {
-          pages: o.pages,
-          password: o.password,
-          ocrScans: true,
-          engine: o.engine,
-          language: o.language,
-        }], ctx);
+        const r = await analyse(bytes, format, o, ctx);
         return { format, markdown: r.markdown, page_count: r.pages.length || null, ocr_pages: r.ocrPages };
       },
     }),
@@ -182,15 +197,11 @@ export function documentRoutes(deps: DocumentRouteDeps) {
       name: 'document-parsing',
       options: Parse,
       async run(bytes, format, o, ctx, input) {
-        const r = await workers.run('document.analyse', [bytes, format, {
-          pages: o.pages,
-          password: o.password,
+        const r = await analyse(bytes, format, o, ctx, {
           effort: o.effort,
           ocrScans: isImage(format) || o.effort === 'High',
-          engine: o.engine,
-          language: o.language,
           includeFigureImages: o.include_figure_images,
-        }], ctx);
+        });
         const name = base(input.file);
         switch (o.output_format) {
           case 'Markdown':
@@ -223,12 +234,7 @@ export function documentRoutes(deps: DocumentRouteDeps) {
       name: 'document-split',
       options: Split,
       async run(bytes, format, o, ctx) {
-        const r = await workers.run('document.analyse', [bytes, format, {
-          pages: o.pages,
-          password: o.password,
-          ocrScans: true,
-          engine: o.engine,
-        }], ctx);
+        const r = await analyse(bytes, format, o, ctx);
         const chunks = splitElements(r.elements, {
           strategy: o.strategy,
           maxTokens: o.max_tokens,

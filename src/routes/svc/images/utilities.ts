@@ -82,113 +82,116 @@ export function imageUtilityRoutes(deps: ImageRouteDeps) {
     }),
   );
 
+  /**
+   * A utility that returns an image: its own options beside the page, engine and output ones; `produce`
+   * makes the image, which is delivered inline or as a file named `<input>-<suffix>`.
+   */
+  const imageTask = <E extends v.ObjectEntries, R extends ImageResult>(
+    name: string,
+    entries: E,
+    suffix: string,
+    produce: (
+      img: Uint8Array,
+      o: v.InferOutput<v.ObjectSchema<typeof common & typeof imageOut & E, undefined>>,
+      ctx: TaskContext,
+    ) => Promise<R>,
+    extra: (r: R) => Record<string, unknown> = () => ({}),
+  ) =>
+    pdfTask(deps, {
+      name,
+      options: v.object({ ...common, ...imageOut, ...entries }),
+      async run([img], o, ctx, input) {
+        const r = await produce(img!, o, ctx);
+        // the schema defaults delivery to inline; with generic entries the type checker cannot see the default
+        return deliverImage(ctx, o.delivery ?? 'inline', r, input.files[0], suffix, extra(r));
+      },
+    });
+
   app.post(
     '/image-enhance',
-    pdfTask(deps, {
-      name: 'image-enhance',
-      options: v.object({
-        ...common,
-        ...imageOut,
-        auto_levels: v.optional(bool),
-        contrast: v.optional(num),
-        denoise: v.optional(int),
-        sharpen: v.optional(num),
-      }),
-      async run([img], o, ctx, input) {
-        const r = await workers.run('image.enhance', [img!, {
+    imageTask(
+      'image-enhance',
+      { auto_levels: v.optional(bool), contrast: v.optional(num), denoise: v.optional(int), sharpen: v.optional(num) },
+      'enhanced',
+      (img, o, ctx) =>
+        workers.run('image.enhance', [img, {
           autoLevels: o.auto_levels,
           contrast: o.contrast,
           denoise: o.denoise,
           sharpen: o.sharpen,
           ...output(o),
-        }], ctx);
-        return deliverImage(ctx, o.delivery, r, input.files[0], 'enhanced');
-      },
-    }),
+        }], ctx),
+    ),
   );
 
   app.post(
     '/image-deskew',
-    pdfTask(deps, {
-      name: 'image-deskew',
-      options: v.object({ ...common, ...imageOut, detect_orientation: v.optional(bool), background: v.optional(text) }),
-      async run([img], o, ctx, input) {
-        const r = await workers.run('image.deskew', [img!, {
-          detectOrientation: o.detect_orientation,
-          background: o.background,
-          ...output(o),
-        }], ctx);
-        return deliverImage(ctx, o.delivery, r, input.files[0], 'deskewed', { rotation: r.rotation, deskew_angle: r.deskewAngle });
-      },
-    }),
+    imageTask(
+      'image-deskew',
+      { detect_orientation: v.optional(bool), background: v.optional(text) },
+      'deskewed',
+      (img, o, ctx) =>
+        workers.run('image.deskew', [img, { detectOrientation: o.detect_orientation, background: o.background, ...output(o) }], ctx),
+      (r) => ({ rotation: r.rotation, deskew_angle: r.deskewAngle }),
+    ),
   );
 
   app.post(
     '/image-normalization',
-    pdfTask(deps, {
-      name: 'image-normalization',
-      options: v.object({
-        ...common,
-        ...imageOut,
+    imageTask(
+      'image-normalization',
+      {
         max_side: v.optional(int),
         colour_space: v.optional(v.picklist(['srgb', 'gray'])),
         color_space: v.optional(v.picklist(['srgb', 'gray'])),
         deskew: v.optional(bool),
-      }),
-      async run([img], o, ctx, input) {
-        const r = await workers.run('image.normalization', [img!, {
+      },
+      'normalized',
+      (img, o, ctx) =>
+        workers.run('image.normalization', [img, {
           maxSide: o.max_side,
           colourSpace: o.colour_space ?? o.color_space,
           format: o.format,
           deskew: o.deskew,
           ...page(o),
-        }], ctx);
-        return deliverImage(ctx, o.delivery, r, input.files[0], 'normalized', { deskew_angle: r.deskewAngle });
-      },
-    }),
+        }], ctx),
+      (r) => ({ deskew_angle: r.deskewAngle }),
+    ),
   );
 
   app.post(
     '/image-redact',
-    pdfTask(deps, {
-      name: 'image-redact',
-      options: v.object({
-        ...common,
-        ...imageOut,
+    imageTask(
+      'image-redact',
+      {
         boxes: v.optional(v.array(Box)),
         text: v.optional(v.pipe(v.union([text, v.array(text)]), v.transform((x) => (Array.isArray(x) ? x : [x])))),
         color: v.optional(text),
         language: v.optional(text),
-      }),
-      async run([img], o, ctx, input) {
-        const r = await workers.run('image.redact', [img!, {
-          boxes: o.boxes,
-          text: o.text,
-          color: o.color,
-          language: o.language,
-          ...output(o),
-        }], ctx);
-        return deliverImage(ctx, o.delivery, r, input.files[0], 'redacted', { boxes: r.boxes, text_matches: r.textMatches });
       },
-    }),
+      'redacted',
+      (img, o, ctx) =>
+        workers.run('image.redact', [img, { boxes: o.boxes, text: o.text, color: o.color, language: o.language, ...output(o) }], ctx),
+      (r) => ({ boxes: r.boxes, text_matches: r.textMatches }),
+    ),
   );
 
   app.post(
     '/image-background-removal',
-    pdfTask(deps, {
-      name: 'image-background-removal',
-      options: v.object({ ...common, ...imageOut, background: v.optional(text) }),
-      async run([img], o, ctx, input) {
-        const r = await imageBackgroundRemoval(img!, {
+    imageTask(
+      'image-background-removal',
+      { background: v.optional(text) },
+      'cutout',
+      (img, o) =>
+        imageBackgroundRemoval(img, {
           modelDir: deps.config.imageBackgroundModel,
           backend: deps.config.backend,
           threads: deps.config.threads,
           background: o.background,
           ...output(o),
-        });
-        return deliverImage(ctx, o.delivery, r, input.files[0], 'cutout', { foreground: r.foreground });
-      },
-    }),
+        }),
+      (r) => ({ foreground: r.foreground }),
+    ),
   );
   return app;
 }

@@ -130,7 +130,8 @@ export function mediaRoutes(deps: MediaRouteDeps) {
       audio_codecs: caps.audio_codecs,
       tasks: ['transcribe', 'translate'],
       response_formats: RESPONSE_FORMATS,
-      timestamp_granularities: ['segment'],
+      // word: with models whose export has cross-attention outputs (the catalog's *_timestamped exports)
+      timestamp_granularities: ['segment', 'word'],
       language_detection: true,
       chunking: 'voice-activity-detection',
       max_window_seconds: 30,

@@ -13,7 +13,7 @@ import type { FileStore } from '../../../services/files/file-store.ts';
 import { BinaryResult } from '../../../services/jobs/task.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import { formatTranscription, RESPONSE_FORMATS } from '../../../services/media/transcript-formats.ts';
-import type { Transcription, TranscriptionService, TranscriptionTask } from '../../../services/media/transcription.ts';
+import type { CheckedAudio, Transcription, TranscriptionService, TranscriptionTask } from '../../../services/media/transcription.ts';
 
 export interface TranscriptionRouteDeps {
   runner: TaskRunner;
@@ -39,10 +39,13 @@ const Options = v.object({
   stream: v.optional(v.pipe(v.union([v.boolean(), v.picklist(['true', 'false'])]), v.transform((x) => x === true || x === 'true'))),
 });
 
+const granularities = (o: v.InferOutput<typeof Options>) => [o.timestamp_granularities ?? [], o['timestamp_granularities[]'] ?? []].flat();
+
 interface Input {
   file: InputFile;
   o: v.InferOutput<typeof Options>;
   task: TranscriptionTask;
+  checked: CheckedAudio;
   cleanup(): Promise<void>;
 }
 
@@ -64,23 +67,29 @@ async function readInput(
       }]);
     }
     const o = validate(Options, ti.options);
-    return { file: ti.files[0]!, o, task: task ?? o.task ?? 'transcribe', cleanup: ti.cleanup };
+    const file = ti.files[0]!;
+    // The input is read and refused (415/413/422/400) here, before admission and before the model is resolved.
+    const checked = await deps.transcription.check(file.path, { language: o.language }, c.req.raw.signal);
+    return { file, o, checked, task: task ?? o.task ?? 'transcribe', cleanup: ti.cleanup };
   } catch (e) {
     await ti.cleanup();
     throw e;
   }
 }
 
-const granularities = (o: Input['o']) => [o.timestamp_granularities ?? [], o['timestamp_granularities[]'] ?? []].flat();
-
 function run(deps: TranscriptionRouteDeps, input: Input, signal: AbortSignal) {
-  return deps.transcription.transcribe(input.file.path, {
-    model: input.o.model,
-    task: input.task,
-    language: input.o.language,
-    prompt: input.o.prompt,
-    timestampGranularities: granularities(input.o),
-  }, signal);
+  return deps.transcription.transcribe(
+    input.file.path,
+    {
+      model: input.o.model,
+      task: input.task,
+      language: input.o.language,
+      prompt: input.o.prompt,
+      timestampGranularities: granularities(input.o),
+    },
+    signal,
+    input.checked,
+  );
 }
 
 /** POST /svc/v1/audio-transcription: the whole result (segments, VAD windows, decoder) as JSON. */

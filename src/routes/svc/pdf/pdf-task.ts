@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import type { Handler } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { type InputFile, readTaskInput } from '../../../http/task-input.ts';
+import { decodeBase64Field, type InputFile, readTaskInput } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
@@ -102,16 +102,11 @@ export function snakeKeys(value: unknown): unknown {
   return out;
 }
 
-/** Base64 (or a data: URL) of an option such as a watermark logo; 400 when it is not base64. */
+/** Base64 (or a data: URL) of an option such as a watermark logo; 400 when it is empty or not base64. */
 export function decodeBase64Option(value: string, field: string): Uint8Array {
-  const clean = value.replace(/^data:[^,]*,/, '').replace(/\s+/g, '');
-  if (!clean || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(clean)) {
-    throw invalidRequest(`${field} is not valid base64`, [{ field, message: 'not base64' }]);
-  }
-  const bin = atob(clean.replace(/-/g, '+').replace(/_/g, '/'));
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
+  const bytes = decodeBase64Field(value, field);
+  if (!bytes.length) throw invalidRequest(`${field} is not valid base64`, [{ field, message: 'not base64' }]);
+  return bytes;
 }
 
 export interface Output {

@@ -65,11 +65,15 @@ export function searchAdminRoutes(search: Search) {
     const b = await readJson(c, CreateCollection);
     return c.json(await r.createCollection(c.req.param('cluster'), c.req.param('tenant'), b.name, b.embedding_model ?? null), 201);
   });
-  app.get(base, async (c) => c.json({ object: 'list', data: await r.listCollections(c.req.param('cluster'), c.req.param('tenant')) }));
-  app.get(
-    `${base}/:collection`,
-    async (c) => c.json(await r.getCollection(c.req.param('cluster'), c.req.param('tenant'), c.req.param('collection'))),
-  );
+  app.get(base, async (c) => {
+    const cluster = c.req.param('cluster');
+    return c.json({ object: 'list', data: await r.withCounts(cluster, await r.listCollections(cluster, c.req.param('tenant'))) });
+  });
+  app.get(`${base}/:collection`, async (c) => {
+    const cluster = c.req.param('cluster');
+    const [col] = await r.withCounts(cluster, [await r.getCollection(cluster, c.req.param('tenant'), c.req.param('collection'))]);
+    return c.json(col);
+  });
   app.delete(
     `${base}/:collection`,
     async (c) => c.json(await r.deleteCollection(c.req.param('cluster'), c.req.param('tenant'), c.req.param('collection'))),

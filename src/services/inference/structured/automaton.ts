@@ -155,27 +155,15 @@ export class Grammar {
     const n = f.n;
     const me = (g: Partial<Frame & { t: 'str' }>): Stack[] => [{ f: { ...f, ...g }, up }];
     if (f.ph === 0) return b === Q ? me({ ph: 1 }) : [];
-    if (f.esc) return ESCAPES.has(b) ? me({ esc: false }) : [];
-    if (f.u8 > 0) return b >= f.lo && b <= f.hi ? me({ u8: f.u8 - 1, lo: 0x80, hi: 0xbf }) : [];
-    if (b === Q) return f.len >= n.min && (!n.dfa || n.dfa.accept[f.q]) ? [childDone(up)] : [];
-    if (f.len >= n.max) return [];
+    if (b === Q && !f.esc && f.u8 === 0) return f.len >= n.min && (!n.dfa || n.dfa.accept[f.q]) ? [childDone(up)] : [];
     if (n.dfa) {
+      if (f.len >= n.max) return [];
       const q = stepDfa(n.dfa, f.q, b);
       if (q < 0 || shortestAtLeast(n.dfa, q, n.min - f.len - 1, n.memo!) > n.max - f.len - 1) return [];
       return me({ len: f.len + 1, q });
     }
-    if (b === BS) return me({ esc: true, len: f.len + 1 });
-    if (b < 0x20) return [];
-    if (b < 0x80) return me({ len: f.len + 1 });
-    const len = f.len + 1;
-    if (b >= 0xc2 && b <= 0xdf) return me({ len, u8: 1, lo: 0x80, hi: 0xbf });
-    if (b === 0xe0) return me({ len, u8: 2, lo: 0xa0, hi: 0xbf });
-    if (b === 0xed) return me({ len, u8: 2, lo: 0x80, hi: 0x9f });
-    if (b >= 0xe1 && b <= 0xef) return me({ len, u8: 2, lo: 0x80, hi: 0xbf });
-    if (b === 0xf0) return me({ len, u8: 3, lo: 0x90, hi: 0xbf });
-    if (b >= 0xf1 && b <= 0xf3) return me({ len, u8: 3, lo: 0x80, hi: 0xbf });
-    if (b === 0xf4) return me({ len, u8: 3, lo: 0x80, hi: 0x8f });
-    return [];
+    const r = stepPlainString({ min: n.min, max: n.max, len: f.len, esc: f.esc, u8: f.u8, lo: f.lo, hi: f.hi }, b);
+    return r ? me({ len: r[0], esc: r[1], u8: r[2], lo: r[3], hi: r[4] }) : [];
   }
 
   #stepObj(f: Frame & { t: 'obj' }, up: Stack, b: number): Stack[] {
@@ -257,7 +245,7 @@ export class Grammar {
       case 'str':
         if (f.ph === 0) return this.minLen(f.n);
         if (f.n.dfa) return shortestAtLeast(f.n.dfa, f.q, f.n.min - f.len, f.n.memo!) + 1;
-        return (f.esc ? 1 : 0) + f.u8 + Math.max(0, f.n.min - f.len) + 1;
+        return plainStringRest(f.n.min, f.len, f.esc, f.u8);
       case 'num':
         if (f.n.range) return restLen(f.n.range, f.pos!);
         return f.ph === 0 || f.ph === 1 || f.ph === 4 ? 1 : 0;
@@ -385,6 +373,58 @@ function pushValue(up: Stack, node: Node): Stack[] {
     case 'lit':
       return [{ f: { t: 'lit', n: node, pos: 0, alive: node.texts.map((_, i) => i) }, up }];
   }
+}
+
+/** A position inside a string without a pattern automaton (the vocabulary walk steps these without the stack). */
+export interface PlainString {
+  min: number;
+  max: number;
+  len: number;
+  esc: boolean;
+  u8: number;
+  lo: number;
+  hi: number;
+}
+
+/** The top of `s` as a plain-string position, when it is one. */
+export function plainStringTop(s: Stack): PlainString | undefined {
+  const f = s.f;
+  return f.t === 'str' && f.ph === 1 && !f.n.dfa
+    ? { min: f.n.min, max: f.n.max, len: f.len, esc: f.esc, u8: f.u8, lo: f.lo, hi: f.hi }
+    : undefined;
+}
+
+/** `s` with its plain-string top moved to another position. */
+export function atPlainString(s: Stack, p: { len: number; esc: boolean; u8: number; lo: number; hi: number }): Stack {
+  const f = s.f as Frame & { t: 'str' };
+  return { f: { ...f, len: p.len, esc: p.esc, u8: p.u8, lo: p.lo, hi: p.hi }, up: s.up };
+}
+
+/** Bytes to close a plain string from a position: a pending escape or UTF-8 tail, the characters owed, '"'. */
+export function plainStringRest(min: number, len: number, esc: boolean, u8: number): number {
+  return (esc ? 1 : 0) + u8 + Math.max(0, min - len) + 1;
+}
+
+/**
+ * One byte inside a plain string, as `step` takes it (the closing quote excepted: the caller hands that to
+ * `step`); [len, esc, u8, lo, hi] after it, or undefined when the byte is not allowed there.
+ */
+export function stepPlainString(p: PlainString, b: number): [number, boolean, number, number, number] | undefined {
+  if (p.esc) return ESCAPES.has(b) ? [p.len, false, p.u8, p.lo, p.hi] : undefined;
+  if (p.u8 > 0) return b >= p.lo && b <= p.hi ? [p.len, false, p.u8 - 1, 0x80, 0xbf] : undefined;
+  if (p.len >= p.max) return undefined;
+  const len = p.len + 1;
+  if (b === BS) return [len, true, 0, p.lo, p.hi];
+  if (b < 0x20) return undefined;
+  if (b < 0x80) return [len, false, 0, p.lo, p.hi];
+  if (b >= 0xc2 && b <= 0xdf) return [len, false, 1, 0x80, 0xbf];
+  if (b === 0xe0) return [len, false, 2, 0xa0, 0xbf];
+  if (b === 0xed) return [len, false, 2, 0x80, 0x9f];
+  if (b >= 0xe1 && b <= 0xef) return [len, false, 2, 0x80, 0xbf];
+  if (b === 0xf0) return [len, false, 3, 0x90, 0xbf];
+  if (b >= 0xf1 && b <= 0xf3) return [len, false, 3, 0x80, 0xbf];
+  if (b === 0xf4) return [len, false, 3, 0x80, 0x8f];
+  return undefined;
 }
 
 /** A string that identifies a stack's future (equal keys ⇒ equal allowed continuations). */

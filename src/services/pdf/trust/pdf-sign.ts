@@ -21,19 +21,10 @@ import { drawableRuns } from '../fonts.ts';
 import { buildCms, digest } from './cms.ts';
 import { commonName, type SigningIdentity } from './identity.ts';
 import type { TrustNet } from './net.ts';
-import {
-  acroForm,
-  addAnnotation,
-  commitWithPlaceholder,
-  fillHole,
-  freeFieldName,
-  num,
-  placeholderEntries,
-  PlaceholderTooSmall,
-} from './placeholder.ts';
+import { addSignatureWidget, fillHole, num, placeholderEntries, PlaceholderTooSmall } from './placeholder.ts';
 import { requestTimestamp } from './tsa.ts';
 import { pdfLtv } from './pdf-ltv.ts';
-import { loadForUpdate, pdfTimestamp, type PreparedUpdate } from './pdf-timestamp.ts';
+import { loadForUpdate, pdfTimestamp, type PreparedUpdate, preparedUpdate } from './pdf-timestamp.ts';
 import { workers } from '../../workers/index.ts';
 
 export type PadesLevel = 'B-B' | 'B-T' | 'B-LT' | 'B-LTA';
@@ -49,9 +40,8 @@ export interface Appearance {
   image?: Uint8Array;
 }
 
-export interface SignOptions {
-  identity: SigningIdentity;
-  level?: PadesLevel;
+/** What the caller chooses about the signature field and its appearance. */
+interface FieldChoices {
   reason?: string;
   location?: string;
   contactInfo?: string;
@@ -60,6 +50,11 @@ export interface SignOptions {
   appearance?: Appearance;
   /** DocMDP certification: 1 no changes, 2 form filling and signing, 3 also annotations */
   certify?: 1 | 2 | 3;
+}
+
+export interface SignOptions extends FieldChoices {
+  identity: SigningIdentity;
+  level?: PadesLevel;
   tsaUrl?: string;
   net: TrustNet;
   /** signing time written to /M (default now) */
@@ -81,15 +76,9 @@ export interface SignResult {
 const LIMIT_TEXT = 500;
 
 /** What the signature field and its appearance need: plain values, so the work can run in the worker pool. */
-export interface SignatureField {
+export interface SignatureField extends FieldChoices {
   /** the signer's common name (/Name, and the default appearance text) */
   signer: string;
-  reason?: string;
-  location?: string;
-  contactInfo?: string;
-  fieldName?: string;
-  appearance?: Appearance;
-  certify?: 1 | 2 | 3;
   /** signing time, ms since the epoch */
   time: number;
 }
@@ -102,14 +91,7 @@ export async function prepareSignature(bytes: Uint8Array, o: SignatureField & { 
   const doc = await loadForUpdate(bytes);
   assertMayBeSigned(doc, !!o.certify);
   const { sigRef, field } = await addSignatureField(doc, o, o.size, new Date(o.time));
-  const prepared = await commitWithPlaceholder(doc, bytes, sigRef);
-  return {
-    bytes: prepared.bytes,
-    holeStart: prepared.holeStart,
-    holeEnd: prepared.holeEnd,
-    field,
-    digest: await digest(o.hash, prepared.signedBytes()),
-  };
+  return preparedUpdate(doc, bytes, sigRef, field, o.hash);
 }
 
 /** The PDF work runs in the worker pool; signing, the TSA and the OCSP/CRL requests happen here. */
@@ -239,29 +221,12 @@ async function addSignatureField(
   if (!Number.isInteger(pageNo) || pageNo < 1 || pageNo > pages.length) {
     throw invalidArgument(`appearance page ${pageNo} is outside the document (1–${pages.length}).`, { field: 'page' });
   }
-  const page = pages[pageNo - 1]!;
-  const { form, fields } = acroForm(doc);
-  const field = freeFieldName(doc, fields, o.fieldName);
   const rect = o.appearance?.rect ?? [0, 0, 0, 0];
   if (o.appearance && !(rect[2] > 0 && rect[3] > 0 && rect.every(Number.isFinite))) {
     throw invalidArgument('rect: [x, y, width, height] with a positive width and height.', { field: 'rect' });
   }
   const ap = await appearanceStream(doc, o, rect[2], rect[3], time);
-  const widget = ctx.obj({
-    Type: 'Annot',
-    Subtype: 'Widget',
-    FT: 'Sig',
-    T: PDFHexString.fromText(field),
-    V: sigRef,
-    F: 132,
-    P: page.ref,
-    Rect: [num(rect[0]), num(rect[1]), num(rect[0] + rect[2]), num(rect[1] + rect[3])],
-    AP: { N: ap },
-  });
-  const widgetRef = ctx.register(widget);
-  fields.push(widgetRef);
-  form.set(PDFName.of('SigFlags'), PDFNumber.of(3));
-  addAnnotation(doc, page.node, widgetRef);
+  const field = addSignatureWidget(doc, { sigRef, page: pages[pageNo - 1]!, rect, ap, fieldName: o.fieldName });
   return { sigRef, field };
 }
 

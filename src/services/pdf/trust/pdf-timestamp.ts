@@ -2,21 +2,13 @@
  * pdfTimestamp: an RFC 3161 document timestamp (/Type /DocTimeStamp, /SubFilter /ETSI.RFC3161) appended
  * as an incremental update: the TSA's token over the digest of every byte but the token itself.
  */
-import { PDFDocument, PDFHexString, PDFName, PDFNumber } from '@cantoo/pdf-lib';
+import { PDFDocument, type PDFRef } from '@cantoo/pdf-lib';
 import { ServiceError } from '../../errors.ts';
 import { assertPdf } from '../open.ts';
 import { pdfCorrupt } from '../reasons.ts';
 import { digest } from './cms.ts';
 import type { TrustNet } from './net.ts';
-import {
-  acroForm,
-  addAnnotation,
-  commitWithPlaceholder,
-  fillHole,
-  freeFieldName,
-  placeholderEntries,
-  PlaceholderTooSmall,
-} from './placeholder.ts';
+import { addSignatureWidget, commitWithPlaceholder, fillHole, placeholderEntries, PlaceholderTooSmall } from './placeholder.ts';
 import { requestTimestamp } from './tsa.ts';
 import { workers } from '../../workers/index.ts';
 
@@ -68,33 +60,26 @@ export async function prepareTimestamp(bytes: Uint8Array, o: { fieldName?: strin
   const sigRef = ctx.register(
     ctx.obj({ Type: 'DocTimeStamp', Filter: 'Adobe.PPKLite', SubFilter: 'ETSI.RFC3161', ...placeholderEntries(doc, o.size) } as never),
   );
-  const { form, fields } = acroForm(doc);
-  const field = freeFieldName(doc, fields, o.fieldName);
-  const page = doc.getPage(0);
   const ap = ctx.register(ctx.flateStream('', { Type: 'XObject', Subtype: 'Form', BBox: [0, 0, 0, 0], Resources: {} }));
-  const widgetRef = ctx.register(
-    ctx.obj({
-      Type: 'Annot',
-      Subtype: 'Widget',
-      FT: 'Sig',
-      T: PDFHexString.fromText(field),
-      V: sigRef,
-      F: 132,
-      P: page.ref,
-      Rect: [0, 0, 0, 0],
-      AP: { N: ap },
-    }),
-  );
-  fields.push(widgetRef);
-  form.set(PDFName.of('SigFlags'), PDFNumber.of(3));
-  addAnnotation(doc, page.node, widgetRef);
+  const field = addSignatureWidget(doc, { sigRef, page: doc.getPage(0), rect: [0, 0, 0, 0], ap, fieldName: o.fieldName });
+  return preparedUpdate(doc, bytes, sigRef, field, 'SHA-256');
+}
+
+/** The incremental update saved with its placeholder, and the digest of the bytes the signature covers. */
+export async function preparedUpdate(
+  doc: PDFDocument,
+  bytes: Uint8Array,
+  sigRef: PDFRef,
+  field: string,
+  hash: string,
+): Promise<PreparedUpdate> {
   const prepared = await commitWithPlaceholder(doc, bytes, sigRef);
   return {
     bytes: prepared.bytes,
     holeStart: prepared.holeStart,
     holeEnd: prepared.holeEnd,
     field,
-    digest: await digest('SHA-256', prepared.signedBytes()),
+    digest: await digest(hash, prepared.signedBytes()),
   };
 }
 

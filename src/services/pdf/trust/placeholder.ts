@@ -5,7 +5,7 @@
  * the save the exact offsets are found, the byte range filled in, and the signature dropped into the
  * hole.
  */
-import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, PDFNumber, PDFRef } from '@cantoo/pdf-lib';
+import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, PDFNumber, type PDFPage, PDFRef } from '@cantoo/pdf-lib';
 import { ServiceError } from '../../errors.ts';
 
 const DUMMY = 9_999_999_999; // ten digits: wide enough for any offset in a file under 10 GB
@@ -74,7 +74,7 @@ export class PlaceholderTooSmall extends Error {
 }
 
 /** The AcroForm of the catalog (created when missing), with its /Fields array. */
-export function acroForm(doc: PDFDocument): { form: PDFDict; fields: PDFArray } {
+function acroForm(doc: PDFDocument): { form: PDFDict; fields: PDFArray } {
   let form = doc.catalog.lookupMaybe(PDFName.of('AcroForm'), PDFDict);
   if (!form) {
     form = doc.context.obj({ Fields: [] }) as PDFDict;
@@ -89,7 +89,7 @@ export function acroForm(doc: PDFDocument): { form: PDFDict; fields: PDFArray } 
 }
 
 /** A signature field name not used yet: Signature1, Signature2, ... */
-export function freeFieldName(doc: PDFDocument, fields: PDFArray, wanted?: string): string {
+function freeFieldName(doc: PDFDocument, fields: PDFArray, wanted?: string): string {
   const names = new Set<string>();
   for (let i = 0; i < fields.size(); i++) {
     const f = doc.context.lookupMaybe(fields.get(i), PDFDict);
@@ -109,8 +109,37 @@ export const num = (n: number) => PDFNumber.of(Math.round(n * 1000) / 1000);
  * Adds an annotation to a page touching only /Annots (pdf-lib's addAnnot also normalizes /Contents,
  * which a verifier rightly reports as a change to the signed page).
  */
-export function addAnnotation(doc: PDFDocument, page: PDFDict, ref: PDFRef): void {
+function addAnnotation(doc: PDFDocument, page: PDFDict, ref: PDFRef): void {
   const annots = page.lookupMaybe(PDFName.of('Annots'), PDFArray);
   if (annots) annots.push(ref);
   else page.set(PDFName.of('Annots'), doc.context.obj([ref]));
+}
+
+/**
+ * The field of a signature or document timestamp: a /Sig widget on `page` pointing at `sigRef`, with the
+ * appearance `ap` in `rect` ([x, y, width, height]; all zero for an invisible one), listed in the AcroForm
+ * (SigFlags 3). Returns the field's name (`fieldName`, or the first free SignatureN).
+ */
+export function addSignatureWidget(
+  doc: PDFDocument,
+  o: { sigRef: PDFRef; page: PDFPage; rect: [number, number, number, number]; ap: PDFRef; fieldName?: string },
+): string {
+  const { form, fields } = acroForm(doc);
+  const field = freeFieldName(doc, fields, o.fieldName);
+  const [x, y, w, h] = o.rect;
+  const widgetRef = doc.context.register(doc.context.obj({
+    Type: 'Annot',
+    Subtype: 'Widget',
+    FT: 'Sig',
+    T: PDFHexString.fromText(field),
+    V: o.sigRef,
+    F: 132,
+    P: o.page.ref,
+    Rect: [num(x), num(y), num(x + w), num(y + h)],
+    AP: { N: o.ap },
+  }));
+  fields.push(widgetRef);
+  form.set(PDFName.of('SigFlags'), PDFNumber.of(3));
+  addAnnotation(doc, o.page.node, widgetRef);
+  return field;
 }

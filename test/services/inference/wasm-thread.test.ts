@@ -1,0 +1,223 @@
+/**
+ * onnxruntime-web sessions run in their own thread: a long WASM run leaves the event loop free, results
+ * equal torch's, /health answers fast while WASM generates over HTTP, and 4-bit weights run as int8 with
+ * the logits of the 4-bit kernel. This file binds the WASM backend (node --test gives each file a process).
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { after, before, describe, test } from 'node:test';
+import { initBackend } from '../../../src/services/inference/backend.ts';
+import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
+import { int8FromNBits, nbitsToInt8 } from '../../../src/services/inference/wasm-q4.ts';
+import { ONNX, WireWriter } from '../../../src/services/models/onnx-wire.ts';
+import { type Harness, startHarness } from '../../routes/ollama/harness.ts';
+import { TINY_LLAMA } from './fixtures.ts';
+import { maxDiff, REF } from './reference.ts';
+
+type OrtLike = typeof import('onnxruntime-web');
+const ort = async () => {
+  await initBackend('wasm');
+  return (globalThis as Record<symbol, unknown>)[Symbol.for('onnxruntime')] as OrtLike;
+};
+
+/** Y = X·X·X·X for a float input X [n, n]: seconds of WASM compute from a graph of a few hundred bytes. */
+function matmulChain(): Uint8Array {
+  const s = (w: WireWriter, no: number, v: string) => w.string(no, v);
+  const valueInfo = (name: string) => {
+    const shape = new WireWriter();
+    for (const d of ['n', 'n']) shape.message(1, new WireWriter().string(2, d));
+    const tensorType = new WireWriter().varint(1, ONNX.dtype.FLOAT).message(2, shape);
+    return s(new WireWriter(), 1, name).message(2, new WireWriter().message(1, tensorType));
+  };
+  const g = new WireWriter();
+  const names = ['X', 'A', 'B', 'Y'];
+  for (let i = 0; i < 3; i++) {
+    const n = new WireWriter();
+    s(n, 1, names[i]!);
+    s(n, 1, 'X');
+    s(n, 2, names[i + 1]!);
+    s(n, 4, 'MatMul');
+    g.message(1, n);
+  }
+  s(g, 2, 'chain');
+  g.message(11, valueInfo('X')).message(12, valueInfo('Y'));
+  return new WireWriter().varint(1, 8).message(8, new WireWriter().string(1, '').varint(2, 13)).message(7, g).finish();
+}
+
+test('a long WASM session run leaves the event loop free (it runs in the inference thread)', async () => {
+  const o = await ort();
+  const session = await o.InferenceSession.create(matmulChain());
+  assert.equal(session.constructor.name, 'ThreadSession');
+  const n = 640;
+  const x = new Float32Array(n * n).map((_, i) => ((i * 7919) % 13) / 13 - 0.5);
+  let last = performance.now();
+  let gap = 0;
+  const tick = setInterval(() => {
+    const t = performance.now();
+    gap = Math.max(gap, t - last);
+    last = t;
+  }, 2);
+  const t0 = performance.now();
+  let runMs = 0;
+  let out: Float32Array;
+  try {
+    // several runs back to back, as a decode loop does
+    for (let i = 0; i < 3; i++) out = (await session.run({ X: new o.Tensor('float32', x, [n, n]) })).Y!.data as Float32Array;
+    runMs = performance.now() - t0;
+  } finally {
+    clearInterval(tick);
+  }
+  // on the event loop the loop would stall for a whole run (runMs / 3) at least
+  assert.ok(runMs >= 150, `the runs took ${runMs.toFixed(0)} ms: too short to tell`);
+  assert.ok(gap < runMs / 3 / 2, `event loop stalled ${gap.toFixed(0)} ms during ${runMs.toFixed(0)} ms of WASM runs`);
+  // and the thread computed the product: one entry of X⁴ checked in plain JS
+  const row = Array.from({ length: n }, (_, j) => x[j]!);
+  let v = row;
+  for (let k = 0; k < 3; k++) v = Array.from({ length: n }, (_, j) => v.reduce((acc, a, i) => acc + a * x[i * n + j]!, 0));
+  assert.ok(Math.abs(out![0]! - v[0]!) <= 1e-3 * Math.max(1, Math.abs(v[0]!)), `${out![0]} vs ${v[0]}`);
+  await session.release();
+});
+
+describe('tiny-llama on WASM, through the inference thread', () => {
+  let m: LoadedModel;
+  before(async () => {
+    m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'wasm', dtype: 'fp32' });
+  });
+  after(() => m.dispose());
+
+  test("logits and greedy tokens equal torch's", async () => {
+    assert.equal(m.device, 'wasm');
+    const ids = REF.generate.prompt_ids;
+    const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
+    const out = await (m.model as unknown as (i: object) => Promise<{ logits: { dims: number[]; data: Float32Array } }>)({
+      input_ids: t(ids),
+      attention_mask: t(ids.map(() => 1)),
+    });
+    const v = out.logits.dims[2]!;
+    const last = Array.from(out.logits.data.subarray((ids.length - 1) * v, ids.length * v));
+    assert.ok(maxDiff(last, REF.generate.last_logits) < 1e-3);
+    const n = REF.generate.greedy_ids.length;
+    const gen = (await m.model.generate(
+      { input_ids: t(ids), attention_mask: t(ids.map(() => 1)), max_new_tokens: n, min_new_tokens: n, do_sample: false } as never,
+    )) as unknown as { tolist(): bigint[][] };
+    assert.deepEqual(gen.tolist()[0]!.slice(ids.length).map(Number), REF.generate.greedy_ids);
+  });
+});
+
+describe('HTTP while WASM generates', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness({ backend: 'wasm' });
+  });
+  after(() => h?.close());
+
+  // End to end (the bound of the hostile corpus test: this client shares the server's process and the
+  // machine may be loaded); that a WASM run does not hold the loop at all is the first test of this file.
+  test('/health answers (p99 < 250 ms) while 4 WASM streams generate', async () => {
+    const body = (i: number) => ({
+      model: 'tiny-llama',
+      prompt: `Story ${i}:`,
+      stream: false,
+      options: { temperature: 0, num_predict: 200 },
+    });
+    await (await h.post('/api/generate', body(0))).json(); // loaded and warm
+    const delay = monitorEventLoopDelay({ resolution: 5 });
+    delay.enable();
+    let generating = true;
+    const gens = Promise.all([0, 1, 2, 3].map(async (i) => (await h.post('/api/generate', body(i))).json())).finally(
+      () => (generating = false),
+    );
+    const lat: number[] = [];
+    while (generating) {
+      const t0 = performance.now();
+      const r = await fetch(`${h.srv.url}/health`);
+      await r.arrayBuffer();
+      lat.push(performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const answers = await gens;
+    delay.disable();
+    for (const a of answers) assert.ok(a.done && a.eval_count > 0, JSON.stringify(a).slice(0, 200));
+    lat.sort((a, b) => a - b);
+    const p99 = lat[Math.floor(lat.length * 0.99)]!;
+    assert.ok(lat.length >= 10, `health samples: ${lat.length}`);
+    const loop = `event loop delay p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms`;
+    assert.ok(p99 < 250, `/health p99 ${p99.toFixed(1)} ms (max ${lat.at(-1)!.toFixed(1)} ms, ${lat.length} samples; ${loop})`);
+  });
+});
+
+describe('4-bit weights on WASM run as int8', () => {
+  test('requantized codes: within half an int8 step of the 4-bit values (independent reading of the format)', () => {
+    const K = 70, N = 5, block = 32; // a partial last block
+    const blocks = Math.ceil(K / block);
+    const packed = Uint8Array.from({ length: N * blocks * block / 2 }, (_, i) => (i * 37 + 11) & 255);
+    const scales = Float32Array.from({ length: N * blocks }, (_, i) => 0.01 + 0.003 * i);
+    const zp = Uint8Array.from({ length: N * Math.ceil(blocks / 2) }, (_, i) => (i * 5 + 3) & 255);
+    const { q, scales: col } = int8FromNBits(packed, scales, zp, K, N, block);
+    for (let n = 0; n < N; n++) {
+      for (let k = 0; k < K; k++) {
+        // MatMulNBits: B[n][block][k%block/2], the element with the even index in the low nibble
+        const b = Math.floor(k / block), j = k % block;
+        const byte = packed[(n * blocks + b) * (block / 2) + Math.floor(j / 2)]!;
+        const code = j % 2 === 0 ? byte & 0x0f : byte >> 4;
+        const zbyte = zp[n * Math.ceil(blocks / 2) + Math.floor(b / 2)]!;
+        const z = b % 2 === 0 ? zbyte & 0x0f : zbyte >> 4;
+        const want = scales[n * blocks + b]! * (code - z);
+        const got = q[k * N + n]! * col[n]!;
+        assert.ok(Math.abs(got - want) <= col[n]! / 2 + 1e-7, `n=${n} k=${k}: ${got} vs ${want}`);
+      }
+    }
+  });
+
+  test("tiny-llama q4: a WASM session of int8 weights, logits close to ONNX Runtime's 4-bit kernel", async () => {
+    const file = join(TINY_LLAMA, 'onnx', 'model_q4.onnx');
+    const bytes = new Uint8Array(readFileSync(file));
+    const converted = nbitsToInt8(bytes)!;
+    assert.ok(converted.converted > 0);
+    const ids = REF.generate.prompt_ids;
+    const o = await ort();
+    // the untouched 4-bit graph on this thread's own WASM instance (the slow kernel, fine at this size)
+    const web = (await import('onnxruntime-web')) as unknown as OrtLike;
+    const feeds = (T: OrtLike['Tensor'], past: { name: string; dims: number[] }[]) => {
+      const f: Record<string, unknown> = {
+        input_ids: new T('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
+        attention_mask: new T('int64', BigInt64Array.from(ids.map(() => 1n)), [1, ids.length]),
+        position_ids: new T('int64', BigInt64Array.from(ids.map((_, i) => BigInt(i))), [1, ids.length]),
+        num_logits_to_keep: new T('int64', BigInt64Array.of(0n), []), // 0: logits of every position
+      };
+      for (const p of past) f[p.name] = new T('float32', new Float32Array(0), p.dims);
+      return f;
+    };
+    const config = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8'));
+    const past = Array.from(
+      { length: config.num_hidden_layers },
+      (_, l) =>
+        ['key', 'value'].map((kv) => ({ name: `past_key_values.${l}.${kv}`, dims: [1, config.num_key_value_heads, 0, config.head_dim] })),
+    )
+      .flat();
+    const logits = async (
+      s: { run(f: never): Promise<Record<string, { data: unknown; dims: readonly number[] }>> },
+      T: OrtLike['Tensor'],
+    ) => (await s.run(feeds(T, past) as never)).logits!.data as Float32Array;
+    const q4 = await logits(await web.InferenceSession.create(bytes), web.Tensor);
+    const fp32 = await logits(await web.InferenceSession.create(join(TINY_LLAMA, 'onnx', 'model.onnx')), web.Tensor);
+    const thread = await o.InferenceSession.create(file);
+    assert.ok((thread as unknown as { int8From4Bit: number }).int8From4Bit > 0, 'the session runs int8 weights');
+    const int8 = await logits(thread, o.Tensor);
+    const v = config.vocab_size;
+    const cosine = (a: Float32Array, b: Float32Array, p: number) => {
+      const x = a.subarray(p * v, (p + 1) * v), y = b.subarray(p * v, (p + 1) * v);
+      let dot = 0, nx = 0, ny = 0;
+      for (let i = 0; i < v; i++) (dot += x[i]! * y[i]!), (nx += x[i]! ** 2), (ny += y[i]! ** 2);
+      return dot / Math.sqrt(nx * ny);
+    };
+    for (let p = 0; p < ids.length; p++) {
+      // the requantization moves the logits at least ten times less than 4 bits moved them from fp32
+      const [added, own] = [1 - cosine(int8, q4, p), 1 - cosine(q4, fp32, p)];
+      assert.ok(added < 0.005 && added < own / 10, `position ${p}: 1 - cosine vs 4-bit ${added}, 4-bit vs fp32 ${own}`);
+    }
+    await thread.release();
+  });
+});
