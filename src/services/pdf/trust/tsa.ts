@@ -14,17 +14,19 @@ export interface Timestamp {
   time: Date;
 }
 
-const tsaFailed = (m: string) => new ServiceError(502, 'timestamp_failed', m);
+/**
+ * A positive nonce whose DER INTEGER is minimal: the top bit clear (not negative) and the next one set
+ * (no leading zero byte). A nonce that starts with 0x00 then a byte below 0x80 is not DER, and a TSA that
+ * decodes strictly (OpenSSL does) refuses the whole query: one request in 256 failed before this.
+ */
+export function nonceOf(random: Uint8Array): Uint8Array {
+  const nonce = random.slice();
+  nonce[0] = (nonce[0]! & 0x3f) | 0x40;
+  return nonce;
+}
 
-export async function requestTimestamp(
-  net: TrustNet,
-  url: string,
-  hashAlg: string,
-  hashed: Uint8Array,
-  signal?: AbortSignal,
-): Promise<Timestamp> {
-  const nonce = crypto.getRandomValues(new Uint8Array(8));
-  nonce[0]! &= 0x7f;
+/** the DER TimeStampReq (RFC 3161) over a digest, asking for the TSA's certificate */
+export function timestampQuery(hashAlg: string, hashed: Uint8Array, nonce: Uint8Array): Uint8Array {
   const req = new pkijs.TimeStampReq({
     version: 1,
     messageImprint: new pkijs.MessageImprint({
@@ -34,8 +36,21 @@ export async function requestTimestamp(
     certReq: true,
     nonce: new asn1js.Integer({ valueHex: ab(nonce) }),
   });
+  return new Uint8Array(req.toSchema().toBER());
+}
+
+const tsaFailed = (m: string) => new ServiceError(502, 'timestamp_failed', m);
+
+export async function requestTimestamp(
+  net: TrustNet,
+  url: string,
+  hashAlg: string,
+  hashed: Uint8Array,
+  signal?: AbortSignal,
+): Promise<Timestamp> {
+  const nonce = nonceOf(crypto.getRandomValues(new Uint8Array(8)));
   const body = await net.request(url, {
-    body: new Uint8Array(req.toSchema().toBER()),
+    body: timestampQuery(hashAlg, hashed, nonce),
     contentType: 'application/timestamp-query',
     accept: 'application/timestamp-reply',
     signal,
