@@ -41,19 +41,11 @@ export const writeErr = (s: string): void => void process.stderr.write(s);
 
 /** Reads all of standard input (a piped prompt). */
 export async function readStdin(): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? new TextEncoder().encode(chunk) : chunk);
-  return new TextDecoder().decode(concat(chunks));
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
+  // Streaming decode: a character split across two chunks is still read whole.
+  const utf8 = new TextDecoder();
+  let text = '';
+  for await (const chunk of process.stdin) text += typeof chunk === 'string' ? chunk : utf8.decode(chunk, { stream: true });
+  return text + utf8.decode();
 }
 
 /** Calls `fn` on Ctrl-C (SIGINT) instead of exiting; returns a function that removes the handler. */

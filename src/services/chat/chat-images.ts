@@ -4,6 +4,7 @@
  * unless hosts are allowed). Decoding runs in the worker pool after the pixel limit is checked on the
  * image's header, so a decompression bomb is refused before any pixel is allocated.
  */
+import { concatBytes } from '../bytes.ts';
 import { invalidArgument, ServiceError } from '../errors.ts';
 import { EgressPolicy } from '../models/egress.ts';
 import { workers } from '../workers/index.ts';
@@ -112,10 +113,7 @@ async function readCapped(res: Response, max: number): Promise<Uint8Array> {
     }
     chunks.push(value);
   }
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const c of chunks) (out.set(c, at), (at += c.length));
-  return out;
+  return concatBytes(chunks);
 }
 
 /** Every image of a request, fetched and decoded in order (the order their placeholders take in the prompt). */

@@ -2,13 +2,9 @@
  * The image services, loaded on first use: the codecs, fontkit and Little CMS are not paid for by a
  * server that never touches an image. Same signatures as ./index.ts.
  */
-type Images = typeof import('./index.ts');
-type Fn<K extends keyof Images> = Images[K] extends (...a: infer A) => infer R ? (...a: A) => Promise<Awaited<R>> : never;
+import { lazyModule } from '../lazy-module.ts';
 
-let loading: Promise<Images> | undefined;
-const load = () => (loading ??= import('./index.ts'));
-const lazy = <K extends keyof Images>(name: K): Fn<K> =>
-  (async (...args: unknown[]) => ((await load())[name] as (...a: unknown[]) => unknown)(...args)) as Fn<K>;
+const lazy = lazyModule(() => import('./index.ts'));
 
 export const imageConvert = lazy('imageConvert');
 export const imageWatermark = lazy('imageWatermark');

@@ -11,6 +11,7 @@ import UTIF from 'utif2';
 import { loadSharp } from '../../runtime/sharp.ts';
 import * as probeModule from './probe.ts';
 import type { ImageFormat } from './probe.ts';
+import { concatBytes } from '../bytes.ts';
 
 export interface ImageMetadata {
   exif?: Uint8Array;
@@ -63,7 +64,7 @@ function fromJpeg(b: Uint8Array) {
     else if (m === 0xe2 && ascii(body, 0, 12) === 'ICC_PROFILE\0') icc[body[12]! - 1] = body.slice(14);
     i += 2 + len;
   }
-  if (icc.length && icc.every(Boolean)) out.icc = concat(icc);
+  if (icc.length && icc.every(Boolean)) out.icc = concatBytes(icc);
   return out;
 }
 
@@ -280,17 +281,19 @@ function toJpeg(b: Uint8Array, m: MetadataBlocks): Uint8Array {
     i += 2 + len;
   }
   const segs: Uint8Array[] = [b.subarray(0, 2), ...keep];
-  if (m.exif && m.exif.length < 65528) segs.push(segment(0xe1, concat([EXIF_HEADER, m.exif])));
-  if (m.xmp && m.xmp.length < 65000) segs.push(segment(0xe1, concat([enc.encode(XMP_NS), m.xmp])));
+  if (m.exif && m.exif.length < 65528) segs.push(segment(0xe1, concatBytes([EXIF_HEADER, m.exif])));
+  if (m.xmp && m.xmp.length < 65000) segs.push(segment(0xe1, concatBytes([enc.encode(XMP_NS), m.xmp])));
   if (m.icc) {
     const max = 65519;
     const n = Math.ceil(m.icc.length / max);
     for (let k = 0; k < n; k++) {
-      segs.push(segment(0xe2, concat([enc.encode('ICC_PROFILE\0'), new Uint8Array([k + 1, n]), m.icc.subarray(k * max, (k + 1) * max)])));
+      segs.push(
+        segment(0xe2, concatBytes([enc.encode('ICC_PROFILE\0'), new Uint8Array([k + 1, n]), m.icc.subarray(k * max, (k + 1) * max)])),
+      );
     }
   }
   segs.push(b.subarray(i));
-  return concat(segs);
+  return concatBytes(segs);
 }
 
 function pngChunk(type: string, data: Uint8Array): Uint8Array {
@@ -311,12 +314,12 @@ function toPng(b: Uint8Array, m: MetadataBlocks): Uint8Array {
     ) continue;
     parts.push(b.subarray(c.start, c.end));
     if (c.type === 'IHDR') {
-      if (m.icc) parts.push(pngChunk('iCCP', concat([enc.encode('icc\0\0'), zlibSync(m.icc)])));
+      if (m.icc) parts.push(pngChunk('iCCP', concatBytes([enc.encode('icc\0\0'), zlibSync(m.icc)])));
       if (m.exif) parts.push(pngChunk('eXIf', m.exif));
-      if (m.xmp) parts.push(pngChunk('iTXt', concat([enc.encode('XML:com.adobe.xmp\0\0\0\0\0'), m.xmp])));
+      if (m.xmp) parts.push(pngChunk('iTXt', concatBytes([enc.encode('XML:com.adobe.xmp\0\0\0\0\0'), m.xmp])));
     }
   }
-  return concat(parts);
+  return concatBytes(parts);
 }
 
 function riffChunk(type: string, data: Uint8Array): Uint8Array {
@@ -345,7 +348,7 @@ function toWebp(b: Uint8Array, m: MetadataBlocks): Uint8Array {
   head[7] = h & 255;
   head[8] = (h >> 8) & 255;
   head[9] = (h >> 16) & 255;
-  const body = concat([
+  const body = concatBytes([
     riffChunk('VP8X', head),
     ...(m.icc ? [riffChunk('ICCP', m.icc)] : []),
     ...image.map((c) => b.subarray(c.start, c.end)),
@@ -361,16 +364,6 @@ function toWebp(b: Uint8Array, m: MetadataBlocks): Uint8Array {
 }
 
 const startsWith = (b: Uint8Array, p: Uint8Array) => p.every((x, i) => b[i] === x);
-
-export function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
 
 const CRC = new Uint32Array(256).map((_, n) => {
   let c = n;

@@ -22,6 +22,7 @@
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
+import { concatBytes } from '../bytes.ts';
 import { invalidArgument, ServiceError } from '../errors.ts';
 import { isSafeRepoPath } from './files.ts';
 import { all, decodeFields, first, type GraphNode, indexGraph, ONNX, str, type Tensor, type WireField, WireWriter } from './onnx-wire.ts';
@@ -304,12 +305,7 @@ export function floats(t: Tensor, dir: string): Float32Array {
   if (!raw) {
     // float_data: packed (one length-delimited field) or one fixed32 field per value
     const parts = all(t.fields, ONNX.tensor.floatData).map((f) => f.bytes!);
-    raw = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-    let off = 0;
-    for (const p of parts) {
-      raw.set(p, off);
-      off += p.byteLength;
-    }
+    raw = concatBytes(parts);
   }
   if (raw.byteLength !== count * 4) throw unsupported(`weight '${t.name}' holds ${raw.byteLength} bytes, expected ${count * 4}`);
   const copy = new Uint8Array(raw); // aligned copy

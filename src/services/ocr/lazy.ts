@@ -1,5 +1,4 @@
 /** OCR loaded on first use (tesseract.js, the paddle pipeline, PDF rendering): start-up stays fast. */
-type Ocr = typeof import('./ocr.ts');
-let loading: Promise<Ocr> | undefined;
+import { lazyModule } from '../lazy-module.ts';
 
-export const ocrDocument: Ocr['ocrDocument'] = async (...a) => (await (loading ??= import('./ocr.ts'))).ocrDocument(...a);
+export const ocrDocument = lazyModule(() => import('./ocr.ts'))('ocrDocument');

@@ -3,13 +3,9 @@
  * most of the start-up time, which a server that never touches a PDF should not pay.
  * Same signatures as ./index.ts; the light helpers (zip) stay eager.
  */
-type Pdf = typeof import('./index.ts');
-type Fn<K extends keyof Pdf> = Pdf[K] extends (...a: infer A) => infer R ? (...a: A) => Promise<Awaited<R>> : never;
+import { lazyModule } from '../lazy-module.ts';
 
-let loading: Promise<Pdf> | undefined;
-const load = () => (loading ??= import('./index.ts'));
-const lazy = <K extends keyof Pdf>(name: K): Fn<K> =>
-  (async (...args: unknown[]) => ((await load())[name] as (...a: unknown[]) => unknown)(...args)) as Fn<K>;
+const lazy = lazyModule(() => import('./index.ts'));
 
 export const pdfInfo = lazy('pdfInfo');
 export const pdfLayout = lazy('pdfLayout');
