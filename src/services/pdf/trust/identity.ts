@@ -6,6 +6,7 @@ import forge from 'node-forge';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import { invalidArgument, ServiceError } from '../../errors.ts';
+import { verifies } from './lenient.ts';
 
 export interface SigningIdentity {
   key: CryptoKey;
@@ -181,13 +182,13 @@ async function matchingCert(pkcs8: Uint8Array, certs: pkijs.Certificate[], kind:
   const signKey = await crypto.subtle.importKey('pkcs8', ab(pkcs8), kind === 'RSA' ? alg : { name: 'ECDSA', namedCurve }, false, ['sign']);
   const sig = await crypto.subtle.sign(alg, signKey, data);
   for (let i = 0; i < certs.length; i++) {
-    try {
+    // a certificate of another key type does not import: not this one
+    const matches = await verifies(async () => {
       const spki = certs[i]!.subjectPublicKeyInfo.toSchema().toBER();
       const pub = await crypto.subtle.importKey('spki', spki, kind === 'RSA' ? alg : { name: 'ECDSA', namedCurve }, false, ['verify']);
-      if (await crypto.subtle.verify(alg, pub, sig, data)) return i;
-    } catch {
-      // a certificate of another key type: not this one
-    }
+      return crypto.subtle.verify(alg, pub, sig, data);
+    });
+    if (matches) return i;
   }
   return -1;
 }

@@ -7,7 +7,8 @@
 import { decodePDFRawStream, PDFArray, PDFDict, type PDFDocument, PDFName, PDFRawStream, type PDFRef } from '@cantoo/pdf-lib';
 import * as pkijs from 'pkijs';
 import { ServiceError } from '../../errors.ts';
-import { ab, digest, OID, parseSignedData } from './cms.ts';
+import { digest, OID, parseSignedData } from './cms.ts';
+import { certificatesOf } from './lenient.ts';
 import type { TrustNet } from './net.ts';
 import { fetchCrl, fetchOcsp, findIssuer, isSelfSigned, sameCert } from './revocation.ts';
 import { readSignatures } from './signatures.ts';
@@ -76,14 +77,7 @@ export async function writeLtv(
 /** Reading and writing the PDF run in the worker pool; the OCSP and CRL requests are made here. */
 export async function pdfLtv(bytes: Uint8Array, o: LtvOptions): Promise<LtvResult> {
   const read = await workers.run('pdf.ltv-read', [bytes], { signal: o.signal });
-  const pool: pkijs.Certificate[] = [...(o.extraCertificates ?? [])];
-  for (const d of read.dssCerts) {
-    try {
-      pool.push(pkijs.Certificate.fromBER(ab(d)));
-    } catch {
-      // not a certificate
-    }
-  }
+  const pool: pkijs.Certificate[] = [...(o.extraCertificates ?? []), ...certificatesOf(read.dssCerts)];
   const perSig: { key: string; certs: pkijs.Certificate[] }[] = [];
   for (const s of read.signatures) {
     let certs: pkijs.Certificate[] = [];
@@ -183,15 +177,7 @@ export function readDss(doc: PDFDocument): Dss {
     return out;
   };
   const certDer = streams('Certs');
-  const certs: pkijs.Certificate[] = [];
-  for (const d of certDer) {
-    try {
-      certs.push(pkijs.Certificate.fromBER(ab(d)));
-    } catch {
-      // not a certificate
-    }
-  }
-  return { dict, certs, certDer, ocsps: streams('OCSPs'), crls: streams('CRLs') };
+  return { dict, certs: certificatesOf(certDer), certDer, ocsps: streams('OCSPs'), crls: streams('CRLs') };
 }
 
 function streamBytes(s: { getContents(): Uint8Array; dict: PDFDict }): Uint8Array {

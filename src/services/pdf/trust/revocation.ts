@@ -6,6 +6,7 @@
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import { ab } from './cms.ts';
+import { parsedOrUndefined, verifies } from './lenient.ts';
 import type { TrustNet } from './net.ts';
 
 export interface RevocationStatus {
@@ -53,12 +54,7 @@ export const isSelfSigned = (c: pkijs.Certificate) => c.subject.isEqual(c.issuer
 /** The certificate among `pool` that issued `c` (name match and a verifying signature). */
 export async function findIssuer(c: pkijs.Certificate, pool: pkijs.Certificate[]): Promise<pkijs.Certificate | undefined> {
   for (const p of pool) {
-    if (!p.subject.isEqual(c.issuer) || sameCert(p, c)) continue;
-    try {
-      if (await c.verify(p)) return p;
-    } catch {
-      // not this one
-    }
+    if (p.subject.isEqual(c.issuer) && !sameCert(p, c) && (await verifies(() => c.verify(p)))) return p;
   }
   return undefined;
 }
@@ -101,22 +97,15 @@ export async function statusFromOcsp(
   c: pkijs.Certificate,
   issuer: pkijs.Certificate,
 ): Promise<RevocationStatus | undefined> {
-  let basic: pkijs.BasicOCSPResponse;
-  try {
+  const basic = parsedOrUndefined(() => {
     const resp = pkijs.OCSPResponse.fromBER(ab(der));
     if (!resp.responseBytes) return undefined;
-    basic = pkijs.BasicOCSPResponse.fromBER(resp.responseBytes.response.valueBlock.valueHexView.slice().buffer as ArrayBuffer);
-  } catch {
-    return undefined;
-  }
+    return pkijs.BasicOCSPResponse.fromBER(resp.responseBytes.response.valueBlock.valueHexView.slice().buffer as ArrayBuffer);
+  });
+  if (!basic) return undefined;
   const st = await basic.getCertificateStatus(c, issuer);
   if (!st.isForCertificate) return undefined;
-  let verified = false;
-  try {
-    verified = await basic.verify({ trustedCerts: [issuer] });
-  } catch {
-    verified = false;
-  }
+  const verified = await verifies(() => basic.verify({ trustedCerts: [issuer] }));
   const producedAt = basic.tbsResponseData.producedAt.toISOString();
   if (!verified) {
     return {
@@ -139,11 +128,7 @@ export async function statusFromOcsp(
 function revocationTime(single: pkijs.SingleResponse | undefined): string | undefined {
   const s = single?.certStatus as asn1js.Constructed | undefined;
   const t = s?.valueBlock?.value?.[0] as asn1js.GeneralizedTime | undefined;
-  try {
-    return t?.toDate().toISOString();
-  } catch {
-    return undefined;
-  }
+  return parsedOrUndefined(() => t?.toDate().toISOString());
 }
 
 export async function statusFromCrl(
@@ -151,19 +136,9 @@ export async function statusFromCrl(
   c: pkijs.Certificate,
   issuer: pkijs.Certificate,
 ): Promise<RevocationStatus | undefined> {
-  let crl: pkijs.CertificateRevocationList;
-  try {
-    crl = pkijs.CertificateRevocationList.fromBER(ab(der));
-  } catch {
-    return undefined;
-  }
-  if (!crl.issuer.isEqual(issuer.subject)) return undefined;
-  let ok = false;
-  try {
-    ok = await crl.verify({ issuerCertificate: issuer });
-  } catch {
-    ok = false;
-  }
+  const crl = parsedOrUndefined(() => pkijs.CertificateRevocationList.fromBER(ab(der)));
+  if (!crl || !crl.issuer.isEqual(issuer.subject)) return undefined;
+  const ok = await verifies(() => crl.verify({ issuerCertificate: issuer }));
   const producedAt = crl.thisUpdate.value.toISOString();
   if (!ok) return { status: 'unknown', source: 'crl', producedAt, message: 'the CRL is not signed by the issuer' };
   const entry = crl.revokedCertificates?.find((r) => r.userCertificate.isEqual(c.serialNumber));

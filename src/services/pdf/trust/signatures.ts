@@ -4,6 +4,7 @@
  */
 import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, PDFNumber, type PDFObject, PDFString } from '@cantoo/pdf-lib';
 import { derLength } from './cms.ts';
+import { parsedOrUndefined } from './lenient.ts';
 
 export interface StoredSignature {
   field: string;
@@ -68,12 +69,7 @@ function fromDict(doc: PDFDocument, v: PDFDict, field: string): StoredSignature 
     }
   }
   const m = v.get(PDFName.of('M'));
-  let claimedTime: Date | undefined;
-  try {
-    claimedTime = m instanceof PDFString || m instanceof PDFHexString ? m.decodeDate() : undefined;
-  } catch {
-    claimedTime = undefined;
-  }
+  const claimedTime = parsedOrUndefined(() => m instanceof PDFString || m instanceof PDFHexString ? m.decodeDate() : undefined);
   return {
     field,
     dict: v,
