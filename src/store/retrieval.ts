@@ -12,6 +12,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import { isPostgres } from './dialect.ts';
 import type { Db } from './schema.ts';
+import { queryWords } from '../services/search/query-words.ts';
 
 export interface ChunkIn {
   position: number;
@@ -136,12 +137,8 @@ export async function pendingChunks(db: Db, indexId: string, docId: string, limi
   return rows.map((r) => ({ id: Number(r.id), text: r.text }));
 }
 
-/** Turns free text into an FTS5 query: each word a quoted term, any of them may match (BM25 ranks). */
-export function ftsQuery(text: string): string | null {
-  const words = text.match(/[\p{L}\p{N}]+/gu) ?? [];
-  const uniq = [...new Set(words.map((w) => w.toLowerCase()))].slice(0, 64);
-  return uniq.length ? uniq.map((w) => `"${w}"`).join(' OR ') : null;
-}
+/** The most query words a full-text search matches. */
+export const MAX_QUERY_WORDS = 64;
 
 /**
  * A metadata filter as SQL over the chunk row aliased `c`, starting with ` and ` (store/search/filter-sql.ts
@@ -157,9 +154,11 @@ export async function ftsSearch(
   limit: number,
   filter?: ChunkFilter,
 ): Promise<{ id: number; score: number }[]> {
-  if (isPostgres(db)) return tsvectorSearch(db, indexIds, query, limit, filter);
-  const q = ftsQuery(query);
-  if (!q || indexIds.length === 0) return [];
+  const words = queryWords(query, MAX_QUERY_WORDS);
+  if (!words.length || indexIds.length === 0) return [];
+  if (isPostgres(db)) return tsvectorSearch(db, indexIds, words, limit, filter);
+  // FTS5: each word a quoted term, any of them may match (BM25 ranks)
+  const q = words.map((w) => `"${w}"`).join(' OR ');
   const r = await sql<{ id: number; rank: number }>`
     select c.id as id, bm25(retrieval_fts) as rank from retrieval_fts
     join retrieval_chunks c on c.id = retrieval_fts.rowid
@@ -170,15 +169,7 @@ export async function ftsSearch(
 }
 
 /** PostgreSQL's full text: any of the words may match (OR), ranked by cover density. */
-async function tsvectorSearch(
-  db: Db,
-  indexIds: string[],
-  query: string,
-  limit: number,
-  filter?: ChunkFilter,
-): Promise<{ id: number; score: number }[]> {
-  const words = [...new Set((query.match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => w.toLowerCase()))].slice(0, 64);
-  if (!words.length || indexIds.length === 0) return [];
+async function tsvectorSearch(db: Db, indexIds: string[], words: string[], limit: number, filter?: ChunkFilter) {
   // Each word quoted as a tsquery lexeme, so no character of the query is read as tsquery syntax.
   const tsq = words.map((w) => `'${w}'`).join(' | ');
   const r = await sql<{ id: number; rank: number }>`

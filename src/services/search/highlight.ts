@@ -3,6 +3,7 @@
  * at word boundaries as the search-highlight task (documents/highlight.ts) cuts its passages. Words
  * match whole and case-insensitively, as the full-text index matches them.
  */
+import { queryWords } from './query-words.ts';
 
 export interface TermHighlight {
   term: string;
@@ -37,7 +38,7 @@ function passageOf(s: string, start: number, end: number, ctx: number): string {
 }
 
 export function highlightTerms(text: string, query: string, max = MAX): TermHighlight[] {
-  const words = [...new Set((query.match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => w.toLowerCase()))].slice(0, 32);
+  const words = queryWords(query, 32);
   const found: TermHighlight[] = [];
   for (const w of words) {
     const bounded = new RegExp(`(?<![\\p{L}\\p{N}])${w}(?![\\p{L}\\p{N}])`, 'giu');

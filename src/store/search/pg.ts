@@ -7,7 +7,8 @@
  */
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import type { ChunkIn, ChunkRow } from '../retrieval.ts';
-import { ftsQuery } from '../retrieval.ts';
+import { MAX_QUERY_WORDS } from '../retrieval.ts';
+import { queryWords } from '../../services/search/query-words.ts';
 import { pgFilter } from './filter-sql.ts';
 import type { Filter } from '../../services/search/filter.ts';
 
@@ -160,9 +161,8 @@ export class PgSearchStore {
   /** Full-text candidates: any query word may match (as FTS5's OR query), ranked by ts_rank_cd. */
   async keyword(indexIds: string[], query: string, limit: number, filter?: Filter): Promise<{ id: number; score: number }[]> {
     await this.ready();
-    const q = ftsQuery(query);
-    if (!q || indexIds.length === 0) return [];
-    const words = q.split(' OR ').map((w) => w.slice(1, -1));
+    const words = queryWords(query, MAX_QUERY_WORDS);
+    if (!words.length || indexIds.length === 0) return [];
     const tsq = words.join(' | ');
     const r = await sql<{ id: number; s: number }>`
       select c.id, ts_rank_cd(c.tsv, q) as s from search_chunks c, to_tsquery('simple', ${tsq}) q
