@@ -10,6 +10,18 @@ const LLM = ['model'];
 /** Vision-language models: image encoder, token embeddings and the decoder fed with both. */
 const VLM = ['vision_encoder', 'embed_tokens', 'decoder_model_merged'];
 
+/** A Whisper speech model: the timestamped ONNX export (encoder and merged decoder), q8. */
+const whisper = (name: string, repo: string, parameter_size: string, aliases: string[] = []): CatalogEntry => ({
+  name,
+  aliases,
+  repo,
+  dtype: 'q8',
+  kind: 'speech',
+  capabilities: [],
+  components: ['encoder_model', 'decoder_model_merged'],
+  details: { family: 'whisper', parameter_size, quantization_level: 'Q8_0' },
+});
+
 export const BUILTIN_CATALOG: readonly CatalogEntry[] = Object.freeze(
   [
     {
@@ -97,58 +109,13 @@ export const BUILTIN_CATALOG: readonly CatalogEntry[] = Object.freeze(
       components: LLM,
       details: { family: 'bert', parameter_size: '23M', quantization_level: 'Q8_0' },
     },
-    {
-      name: 'whisper:tiny',
-      aliases: ['whisper:latest'],
-      repo: 'onnx-community/whisper-tiny_timestamped',
-      dtype: 'q8',
-      kind: 'speech',
-      capabilities: [],
-      components: ['encoder_model', 'decoder_model_merged'],
-      details: { family: 'whisper', parameter_size: '39M', quantization_level: 'Q8_0' },
-    },
-    {
-      // English-only: no language or task tokens, so no translation.
-      name: 'whisper:tiny.en',
-      aliases: [],
-      repo: 'onnx-community/whisper-tiny.en_timestamped',
-      dtype: 'q8',
-      kind: 'speech',
-      capabilities: [],
-      components: ['encoder_model', 'decoder_model_merged'],
-      details: { family: 'whisper', parameter_size: '39M', quantization_level: 'Q8_0' },
-    },
-    {
-      name: 'whisper:base',
-      aliases: [],
-      repo: 'onnx-community/whisper-base_timestamped',
-      dtype: 'q8',
-      kind: 'speech',
-      capabilities: [],
-      components: ['encoder_model', 'decoder_model_merged'],
-      details: { family: 'whisper', parameter_size: '74M', quantization_level: 'Q8_0' },
-    },
-    {
-      name: 'whisper:base.en',
-      aliases: [],
-      repo: 'onnx-community/whisper-base.en_timestamped',
-      dtype: 'q8',
-      kind: 'speech',
-      capabilities: [],
-      components: ['encoder_model', 'decoder_model_merged'],
-      details: { family: 'whisper', parameter_size: '74M', quantization_level: 'Q8_0' },
-    },
-    {
-      // Multilingual and markedly better at languages other than English than tiny/base.
-      name: 'whisper:small',
-      aliases: [],
-      repo: 'onnx-community/whisper-small_timestamped',
-      dtype: 'q8',
-      kind: 'speech',
-      capabilities: [],
-      components: ['encoder_model', 'decoder_model_merged'],
-      details: { family: 'whisper', parameter_size: '244M', quantization_level: 'Q8_0' },
-    },
+    whisper('whisper:tiny', 'onnx-community/whisper-tiny_timestamped', '39M', ['whisper:latest']),
+    // English-only: no language or task tokens, so no translation.
+    whisper('whisper:tiny.en', 'onnx-community/whisper-tiny.en_timestamped', '39M'),
+    whisper('whisper:base', 'onnx-community/whisper-base_timestamped', '74M'),
+    whisper('whisper:base.en', 'onnx-community/whisper-base.en_timestamped', '74M'),
+    // Multilingual and markedly better at languages other than English than tiny/base.
+    whisper('whisper:small', 'onnx-community/whisper-small_timestamped', '244M'),
   ] satisfies CatalogEntry[],
 );
 
