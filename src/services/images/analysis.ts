@@ -9,17 +9,13 @@
  *  - text presence (optional, on by default): OCR on the page, words and mean confidence.
  */
 import { ocrGray, pickEngine } from '../ocr/ocr.ts';
-import type { Engine } from './codecs.ts';
-import { loadPage } from './load.ts';
+import { loadPage, type PageOptions } from './load.ts';
 import { exifSummary } from './metadata.ts';
 import { fitSize, grayOf, resize } from './pixels.ts';
 
-export interface AnalysisOptions {
+export interface AnalysisOptions extends PageOptions {
   detectText?: boolean;
   language?: string;
-  pageIndex?: number;
-  engine?: Engine;
-  maxPixels: number;
   signal?: AbortSignal;
 }
 

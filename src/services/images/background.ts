@@ -9,9 +9,9 @@ import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { capabilityUnavailable, invalidArgument } from '../errors.ts';
 import { type BackendSetting, firstLine, initBackend, sessionPlacement } from '../inference/backend.ts';
-import type { Engine, OutputFormat, Rgba } from './codecs.ts';
+import type { Rgba } from './codecs.ts';
 import { loadPage } from './load.ts';
-import { writeOutput } from './output.ts';
+import { type UtilityOutputOptions, writeOutput } from './output.ts';
 import { parseColor } from './watermark.ts';
 
 // deno-lint-ignore no-explicit-any
@@ -52,7 +52,7 @@ async function pipelineFor(dirIn: string, backend: BackendSetting, threads: numb
   return p;
 }
 
-export interface BackgroundOptions {
+export interface BackgroundOptions extends UtilityOutputOptions {
   /** model directory (hub layout); empty: not configured */
   modelDir: string;
   backend?: BackendSetting;
@@ -60,11 +60,7 @@ export interface BackgroundOptions {
   /** lay the cut-out on this colour (#rrggbb) instead of transparency */
   background?: string;
   /** png (default) or webp keep the alpha; with a background colour any format */
-  format?: OutputFormat;
-  quality?: number;
-  pageIndex?: number;
-  engine?: Engine;
-  maxPixels: number;
+  format?: UtilityOutputOptions['format'];
 }
 
 export async function imageBackgroundRemoval(bytes: Uint8Array, o: BackgroundOptions) {

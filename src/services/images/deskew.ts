@@ -4,9 +4,9 @@
  * filled with the background colour.
  */
 import { orientPage } from '../ocr/orient.ts';
-import type { Engine, OutputFormat, Rgba } from './codecs.ts';
+import type { Rgba } from './codecs.ts';
 import { loadPage } from './load.ts';
-import { writeOutput } from './output.ts';
+import { type UtilityOutputOptions, writeOutput } from './output.ts';
 import { grayOf, rotate } from './pixels.ts';
 import { parseColor } from './watermark.ts';
 
@@ -23,15 +23,7 @@ export async function deskewRgba(img: Rgba, o: { detectOrientation?: boolean; ba
 
 export async function imageDeskew(
   bytes: Uint8Array,
-  o: {
-    detectOrientation?: boolean;
-    background?: string;
-    format?: OutputFormat;
-    quality?: number;
-    pageIndex?: number;
-    engine?: Engine;
-    maxPixels: number;
-  },
+  o: UtilityOutputOptions & { detectOrientation?: boolean; background?: string },
 ) {
   const page = await loadPage(bytes, o);
   const r = await deskewRgba(page.img, o);

@@ -4,11 +4,11 @@
  * -normalize / -contrast-stretch 0 do.
  */
 import { invalidArgument } from '../errors.ts';
-import type { Engine, OutputFormat, Rgba } from './codecs.ts';
+import type { Rgba } from './codecs.ts';
 import { loadPage } from './load.ts';
-import { writeOutput } from './output.ts';
+import { type UtilityOutputOptions, writeOutput } from './output.ts';
 
-export interface EnhanceOptions {
+export interface EnhanceOptions extends UtilityOutputOptions {
   autoLevels?: boolean;
   /** -100..100 (0 = unchanged) */
   contrast?: number;
@@ -16,16 +16,11 @@ export interface EnhanceOptions {
   denoise?: number;
   /** unsharp-mask amount 0..150 (0 = off) */
   sharpen?: number;
-  format?: OutputFormat;
-  quality?: number;
-  pageIndex?: number;
-  engine?: Engine;
-  maxPixels: number;
 }
 
 export async function enhanceRgba(
   img: Rgba,
-  o: Omit<EnhanceOptions, 'maxPixels' | 'format' | 'quality' | 'pageIndex' | 'engine'>,
+  o: Omit<EnhanceOptions, keyof UtilityOutputOptions>,
 ): Promise<Rgba> {
   const photon = await import('@cf-wasm/photon');
   const p = new photon.PhotonImage(new Uint8Array(img.data), img.width, img.height);

@@ -2,14 +2,14 @@
  * imageWatermark: the mark burned in, keeping the image's size, format, pages and metadata (EXIF, XMP,
  * ICC as sRGB). A format this build cannot write back (HEIC) comes out as JPEG.
  */
-import type { Engine } from './codecs.ts';
+import type { PageOptions } from './load.ts';
 import { imageConvert } from './convert.ts';
 import type { ImageWatermark } from './watermark.ts';
 
 export async function imageWatermark(
   bytes: Uint8Array,
   watermark: ImageWatermark,
-  o: { quality?: number; pageIndex?: number; engine?: Engine; maxPixels: number },
+  o: PageOptions & { quality?: number },
 ) {
   return imageConvert(bytes, {
     watermark,

@@ -12,7 +12,16 @@ export interface LoadedPage {
   metadata: ImageMetadata;
 }
 
-export async function loadPage(bytes: Uint8Array, o: { pageIndex?: number; maxPixels: number; engine?: Engine }): Promise<LoadedPage> {
+/** What every image utility takes to load its page. */
+export interface PageOptions {
+  /** 0-based page of a multi-page image (default the first) */
+  pageIndex?: number;
+  engine?: Engine;
+  /** most pixels a page may declare */
+  maxPixels: number;
+}
+
+export async function loadPage(bytes: Uint8Array, o: PageOptions): Promise<LoadedPage> {
   const p = probeImage(bytes);
   const pageIndex = o.pageIndex ?? 0;
   if (!Number.isInteger(pageIndex) || pageIndex < 0 || pageIndex >= p.pages.length) {

@@ -4,20 +4,17 @@
  * (PNG by default), metadata stripped.
  */
 import { invalidArgument } from '../errors.ts';
-import type { Engine, OutputFormat } from './codecs.ts';
+import type { OutputFormat } from './codecs.ts';
 import { deskewRgba } from './deskew.ts';
-import { loadPage } from './load.ts';
+import { loadPage, type PageOptions } from './load.ts';
 import { writeOutput } from './output.ts';
 import { fitSize, resize, toGrayRgba } from './pixels.ts';
 
-export interface NormalizeOptions {
+export interface NormalizeOptions extends PageOptions {
   maxSide?: number;
   colourSpace?: 'srgb' | 'gray';
   format?: OutputFormat;
   deskew?: boolean;
-  pageIndex?: number;
-  engine?: Engine;
-  maxPixels: number;
 }
 
 export async function imageNormalization(bytes: Uint8Array, o: NormalizeOptions) {

@@ -1,6 +1,7 @@
 /** Writes a utility's result image: the format asked for (default the input's, HEIC as JPEG), metadata stripped. */
 import { invalidArgument } from '../errors.ts';
 import { CONTENT_TYPES, encodeImage, type Engine, EXTENSIONS, OUTPUT_FORMATS, type OutputFormat, type Rgba } from './codecs.ts';
+import type { PageOptions } from './load.ts';
 import type { ImageFormat } from './probe.ts';
 import { encodeTiff } from './tiff.ts';
 
@@ -11,6 +12,12 @@ export interface ImageOutput {
   extension: string;
   width: number;
   height: number;
+}
+
+/** What every image utility that returns an image takes: its page, and the format and quality it is written in. */
+export interface UtilityOutputOptions extends PageOptions {
+  format?: OutputFormat;
+  quality?: number;
 }
 
 export async function writeOutput(

@@ -4,8 +4,8 @@
  * answer is deterministic; each pixel then counts for its nearest centre.
  */
 import { invalidArgument } from '../errors.ts';
-import type { Engine, Rgba } from './codecs.ts';
-import { loadPage } from './load.ts';
+import type { Rgba } from './codecs.ts';
+import { loadPage, type PageOptions } from './load.ts';
 
 export interface PaletteColour {
   hex: string;
@@ -94,7 +94,7 @@ export function paletteOf(img: Rgba, count: number): PaletteColour[] {
     .sort((a, b) => b.share - a.share);
 }
 
-export async function imageColorPalette(bytes: Uint8Array, o: { count?: number; pageIndex?: number; engine?: Engine; maxPixels: number }) {
+export async function imageColorPalette(bytes: Uint8Array, o: PageOptions & { count?: number }) {
   const count = o.count ?? 5;
   if (!(Number.isInteger(count) && count >= 1 && count <= 32)) throw invalidArgument('count: 1 to 32 colours.');
   const page = await loadPage(bytes, o);

@@ -5,9 +5,9 @@
  */
 import { invalidArgument } from '../errors.ts';
 import { ocrGray, pickEngine } from '../ocr/ocr.ts';
-import type { Engine, OutputFormat, Rgba } from './codecs.ts';
+import type { Rgba } from './codecs.ts';
 import { loadPage } from './load.ts';
-import { writeOutput } from './output.ts';
+import { type UtilityOutputOptions, writeOutput } from './output.ts';
 import { grayOf } from './pixels.ts';
 import { parseColor } from './watermark.ts';
 
@@ -18,18 +18,13 @@ export interface Box {
   height: number;
 }
 
-export interface RedactOptions {
+export interface RedactOptions extends UtilityOutputOptions {
   boxes?: Box[];
   /** words or phrases to find by OCR (case-insensitive, whole words) */
   text?: string[];
   color?: string;
   /** OCR language (eng default; zh for Chinese) */
   language?: string;
-  format?: OutputFormat;
-  quality?: number;
-  pageIndex?: number;
-  engine?: Engine;
-  maxPixels: number;
   signal?: AbortSignal;
 }
 
