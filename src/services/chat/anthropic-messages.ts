@@ -6,11 +6,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ServiceError } from '../errors.ts';
-import { type OutputConstraint, prepareConstraint, type PreparedConstraint, type ToolSpec } from '../inference/structured/index.ts';
+import { type OutputConstraint, prepareConstraint, type ToolSpec } from '../inference/structured/index.ts';
 import type { AnthropicMessage, CountTokensBody, MessagesBody } from '../../schemas/anthropic.ts';
 import type { ChatMessageIn, ChatRequest, ChatResult, ChatService, ChatStream } from './chat-service.ts';
-import { forcedCall } from './openai-chat.ts';
-import { type ParsedToolCall, type ToolFormat, toolFormatOf } from './tool-calls.ts';
+import { forcedCall, forcedCallConstraint } from './forced-call.ts';
+import type { ParsedToolCall, ToolFormat } from './tool-calls.ts';
 
 type Prompt = MessagesBody | CountTokensBody;
 type ImageSource = { type: 'base64'; data: string } | { type: 'url'; url: string };
@@ -183,14 +183,11 @@ export function planMessages(body: MessagesBody, signal?: AbortSignal): Messages
   let toolFormat: ToolFormat | undefined;
   if (forced) {
     if (stop?.length) throw bad('stop_sequences', 'cannot be combined with forced tool use: a stop sequence could cut the call');
-    // The grammar follows the model's own tool-call form, known once the model is loaded.
-    const byFormat = new Map<ToolFormat, PreparedConstraint>();
+    const forcedFor = forcedCallConstraint(forced);
     request.processorsFor = (ctx) => {
-      const tpl = ctx.model.tokenizer.chat_template;
-      toolFormat = toolFormatOf(typeof tpl === 'string' ? tpl : JSON.stringify(tpl ?? ''));
-      let c = byFormat.get(toolFormat);
-      if (!c) byFormat.set(toolFormat, c = prepareConstraint({ type: 'tool_call', format: toolFormat, tools: forced }));
-      return c.processorsFor(ctx);
+      const f = forcedFor(ctx);
+      toolFormat = f.format;
+      return f.constraint.processorsFor(ctx);
     };
     request.raw = true;
   }

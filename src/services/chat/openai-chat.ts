@@ -11,7 +11,8 @@ import type { ChatMessageIn, ChatRequest, ChatResult, ChatService, ChatStream } 
 import type { ChatBody, ChatMessageBody, CompletionBody } from '../../schemas/openai.ts';
 import type { GenerationParams } from './params.ts';
 import { type CallFragment, createCallFragmenter } from './call-fragments.ts';
-import { type ParsedToolCall, type ToolFormat, toolFormatOf, toToolCall } from './tool-calls.ts';
+import { forcedCall, forcedCallConstraint } from './forced-call.ts';
+import type { ParsedToolCall, ToolFormat } from './tool-calls.ts';
 
 const bad = (field: string, message: string) =>
   new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
@@ -148,15 +149,12 @@ export function planChat(body: ChatBody, signal?: AbortSignal): ChatPlan {
   if (effort !== undefined) request.thinkIfAble = effort;
   if (response) constraint = prepareConstraint(response);
   if (forced) {
-    // The grammar follows the model's own tool-call form, known once the model is loaded.
-    const byFormat = new Map<ToolFormat, PreparedConstraint>();
+    const forcedFor = forcedCallConstraint(forced);
     request.processorsFor = (ctx) => {
-      const tpl = ctx.model.tokenizer.chat_template;
-      toolFormat = toolFormatOf(typeof tpl === 'string' ? tpl : JSON.stringify(tpl ?? ''));
-      let c = byFormat.get(toolFormat);
-      if (!c) byFormat.set(toolFormat, c = prepareConstraint({ type: 'tool_call', format: toolFormat, tools: forced }));
-      constraint = c;
-      return c.processorsFor(ctx);
+      const f = forcedFor(ctx);
+      toolFormat = f.format;
+      constraint = f.constraint;
+      return f.constraint.processorsFor(ctx);
     };
   } else if (constraint) {
     const c = constraint;
@@ -176,14 +174,6 @@ export function planChat(body: ChatBody, signal?: AbortSignal): ChatPlan {
     },
     forcedFormat: () => (forced ? toolFormat : undefined),
   };
-}
-
-/** The text of a forced call (constrained, so it parses): `<tool_call>\n{...}\n</tool_call>` or bare JSON. */
-export function forcedCall(text: string, format: ToolFormat): ParsedToolCall {
-  const json = format === 'hermes' ? text.trim().replace(/^<tool_call>/, '').replace(/<\/tool_call>$/, '') : text;
-  const call = toToolCall(JSON.parse(json));
-  if (!call) throw new Error('constrained tool call did not parse');
-  return call;
 }
 
 export const completionId = (prefix: string) => `${prefix}-${randomBytes(12).toString('base64url')}`;

@@ -15,7 +15,8 @@ import {
 } from '../../store/responses.ts';
 import type { Db } from '../../store/schema.ts';
 import type { ChatService } from '../chat/chat-service.ts';
-import { forcedCall, planChat } from '../chat/openai-chat.ts';
+import { forcedCall } from '../chat/forced-call.ts';
+import { planChat } from '../chat/openai-chat.ts';
 import { parseChatBody } from '../../schemas/openai.ts';
 import { type CompactBody, InputItems, type ResponsesBody } from '../../schemas/responses.ts';
 import * as v from 'valibot';
