@@ -3,9 +3,8 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { deliverOne, delivery, outName, pages, password, type PdfRouteDeps, pdfTask, snakeKeys, text } from './pdf-task.ts';
+import { deliverPdf, delivery, pages, password, type PdfRouteDeps, pdfTask, snakeKeys, text } from './pdf-task.ts';
 
-const PDF = 'application/pdf';
 const ToPdfa = v.object({ level: v.optional(v.picklist(['2b', '3b', '2B', '3B'])), password, delivery });
 const Check = v.object({ password });
 const Ocr = v.object({
@@ -30,12 +29,7 @@ export function pdfArchiveRoutes(deps: PdfRouteDeps) {
           level: o.level?.toLowerCase() as '2b' | '3b' | undefined,
           password: o.password,
         }], ctx);
-        return deliverOne(ctx, o.delivery, {
-          bytes: r.pdf,
-          filename: outName(input.files[0], 'pdfa'),
-          contentType: PDF,
-          extra: snakeKeys({ changes: r.changes, check: r.check }) as Record<string, unknown>,
-        });
+        return deliverPdf(ctx, o.delivery, input, 'pdfa', r.pdf, snakeKeys({ changes: r.changes, check: r.check }));
       },
     }),
   );
@@ -61,12 +55,7 @@ export function pdfArchiveRoutes(deps: PdfRouteDeps) {
           dpi: o.dpi,
           password: o.password,
         }], ctx);
-        return deliverOne(ctx, o.delivery, {
-          bytes: r.pdf,
-          filename: outName(input.files[0], 'ocr'),
-          contentType: PDF,
-          extra: { pages: r.pages },
-        });
+        return deliverPdf(ctx, o.delivery, input, 'ocr', r.pdf, { pages: r.pages });
       },
     }),
   );

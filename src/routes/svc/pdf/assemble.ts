@@ -5,7 +5,7 @@ import type { AppEnv } from '../../../http/context.ts';
 import { invalidRequest } from '../../../http/validate.ts';
 import { type EditOperation, numberedNames, type SplitOptions } from '../../../services/pdf/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { baseName, deliverMany, deliverOne, delivery, outName, pages, password, type PdfRouteDeps, pdfTask, text } from './pdf-task.ts';
+import { baseName, deliverMany, deliverPdf, delivery, outName, pages, password, type PdfRouteDeps, pdfTask, text } from './pdf-task.ts';
 
 const PDF = 'application/pdf';
 /** A list of page selections, one per input (merge) or per output (split); a lone string is a list of one. */
@@ -83,7 +83,7 @@ export function pdfAssembleRoutes(deps: PdfRouteDeps) {
           { bookmarks: o.bookmarks },
         ], ctx);
         ctx.progress(docs.length, docs.length);
-        return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'merged'), contentType: PDF });
+        return deliverPdf(ctx, o.delivery, input, 'merged', pdf);
       },
     }),
   );
@@ -126,7 +126,7 @@ export function pdfAssembleRoutes(deps: PdfRouteDeps) {
           password: o.password,
           dropSignatures: o.drop_signatures,
         }], ctx);
-        return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'edited'), contentType: PDF });
+        return deliverPdf(ctx, o.delivery, input, 'edited', pdf);
       },
     }),
   );

@@ -94,6 +94,8 @@ export const baseName = (input: InputFile | undefined) =>
 export const outName = (input: InputFile | undefined, suffix: string, ext = 'pdf') => `${baseName(input)}-${suffix}.${ext}`;
 
 /** Service answers use camelCase; the native family answers in snake_case like the rest of its bodies. */
+export function snakeKeys(value: Record<string, unknown>): Record<string, unknown>;
+export function snakeKeys(value: unknown): unknown;
 export function snakeKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(snakeKeys);
   if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return value;
@@ -125,6 +127,18 @@ async function saved(ctx: TaskContext, o: Output) {
 export async function deliverOne(ctx: TaskContext, how: 'inline' | 'file_id', o: Output): Promise<unknown> {
   ctx.signal.throwIfAborted();
   return how === 'file_id' ? saved(ctx, o) : new BinaryResult(o.bytes, o.contentType, o.filename);
+}
+
+/** One PDF named after the first input with `suffix` (report.pdf → report-ocr.pdf), delivered as deliverOne does. */
+export function deliverPdf(
+  ctx: TaskContext,
+  how: 'inline' | 'file_id',
+  input: { files: InputFile[] },
+  suffix: string,
+  bytes: Uint8Array,
+  extra?: Record<string, unknown>,
+): Promise<unknown> {
+  return deliverOne(ctx, how, { bytes, filename: outName(input.files[0], suffix), contentType: 'application/pdf', extra });
 }
 
 /**

@@ -3,9 +3,7 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { deliverOne, delivery, outName, pages, password, type PdfRouteDeps, pdfTask, strings } from './pdf-task.ts';
-
-const PDF = 'application/pdf';
+import { deliverPdf, delivery, pages, password, type PdfRouteDeps, pdfTask, strings } from './pdf-task.ts';
 
 const Unlock = v.object({ password, delivery });
 
@@ -33,12 +31,7 @@ export function pdfSecureRoutes(deps: PdfRouteDeps) {
       options: Unlock,
       async run([doc], o, ctx, input) {
         const r = await workers.run('pdf.unlock', [doc!, { password: o.password }], ctx);
-        return deliverOne(ctx, o.delivery, {
-          bytes: r.pdf,
-          filename: outName(input.files[0], 'unlocked'),
-          contentType: PDF,
-          extra: { was_encrypted: r.wasEncrypted },
-        });
+        return deliverPdf(ctx, o.delivery, input, 'unlocked', r.pdf, { was_encrypted: r.wasEncrypted });
       },
     }),
   );
@@ -60,12 +53,7 @@ export function pdfSecureRoutes(deps: PdfRouteDeps) {
           dropSignatures: o.drop_signatures,
         }], ctx);
         ctx.progress(r.redactions.length, r.redactions.length);
-        return deliverOne(ctx, o.delivery, {
-          bytes: r.pdf,
-          filename: outName(input.files[0], 'redacted'),
-          contentType: PDF,
-          extra: { redactions: r.redactions, signatures_dropped: r.signaturesDropped },
-        });
+        return deliverPdf(ctx, o.delivery, input, 'redacted', r.pdf, { redactions: r.redactions, signatures_dropped: r.signaturesDropped });
       },
     }),
   );

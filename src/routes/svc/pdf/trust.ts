@@ -11,9 +11,8 @@ import * as trust from '../../../services/pdf/trust/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
 import {
   decodeBase64Option,
-  deliverOne,
+  deliverPdf,
   delivery,
-  outName,
   type PdfRouteDeps,
   pdfTask,
   type PdfTaskInput,
@@ -23,7 +22,6 @@ import {
   text,
 } from './pdf-task.ts';
 
-const PDF = 'application/pdf';
 export interface PdfTrustDeps extends PdfRouteDeps {
   config: Pick<Config, 'pdfTrustAllowedHosts' | 'pdfTrustAnchors'>;
 }
@@ -144,12 +142,7 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
           signal: ctx.signal,
         });
         const { pdf, ...info } = r;
-        return deliverOne(ctx, o.delivery, {
-          bytes: pdf,
-          filename: outName(input.files[0], 'signed'),
-          contentType: PDF,
-          extra: snakeKeys(info) as Record<string, unknown>,
-        });
+        return deliverPdf(ctx, o.delivery, input, 'signed', pdf, snakeKeys(info));
       },
     }),
   );
@@ -175,12 +168,7 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
       options: Timestamp,
       async run([doc], o, ctx, input) {
         const r = await trust.pdfTimestamp(doc!, { tsaUrl: o.tsa_url, fieldName: o.field_name, net: net(), signal: ctx.signal });
-        return deliverOne(ctx, o.delivery, {
-          bytes: r.pdf,
-          filename: outName(input.files[0], 'timestamped'),
-          contentType: PDF,
-          extra: { field: r.field, time: r.time },
-        });
+        return deliverPdf(ctx, o.delivery, input, 'timestamped', r.pdf, { field: r.field, time: r.time });
       },
     }),
   );
@@ -194,12 +182,7 @@ export function pdfTrustRoutes(deps: PdfTrustDeps) {
         const chain = await pemOption(input, 'chain', o.chain ? [o.chain] : []);
         const extra = chain.trim() ? await trust.parseCertificates(chain, 'chain') : [];
         const r = await trust.pdfLtv(doc!, { net: net(), extraCertificates: extra, signal: ctx.signal });
-        return deliverOne(ctx, o.delivery, {
-          bytes: r.pdf,
-          filename: outName(input.files[0], 'ltv'),
-          contentType: PDF,
-          extra: snakeKeys({ added: r.added, missing: r.missing }) as Record<string, unknown>,
-        });
+        return deliverPdf(ctx, o.delivery, input, 'ltv', r.pdf, snakeKeys({ added: r.added, missing: r.missing }));
       },
     }),
   );

@@ -7,9 +7,8 @@ import { watermarkCapabilities } from '../../../services/pdf/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
 import {
   decodeBase64Option,
-  deliverOne,
+  deliverPdf,
   delivery,
-  outName,
   pages,
   password,
   type PdfRouteDeps,
@@ -18,8 +17,6 @@ import {
   snakeKeys,
   watermarkFields,
 } from './pdf-task.ts';
-
-const PDF = 'application/pdf';
 
 const Watermark = v.object({
   ...watermarkFields,
@@ -65,7 +62,7 @@ export function pdfWatermarkRoutes(deps: PdfRouteDeps) {
           password: o.password,
           dropSignatures: o.drop_signatures,
         }], ctx);
-        return deliverOne(ctx, o.delivery, { bytes: pdf, filename: outName(input.files[0], 'watermarked'), contentType: PDF });
+        return deliverPdf(ctx, o.delivery, input, 'watermarked', pdf);
       },
     }),
   );
@@ -76,12 +73,7 @@ export function pdfWatermarkRoutes(deps: PdfRouteDeps) {
       options: Remove,
       async run([doc], o, ctx, input) {
         const r = await workers.run('pdf.remove-watermark', [doc!, { pages: o.pages, password: o.password }], ctx);
-        return deliverOne(ctx, o.delivery, {
-          bytes: r.pdf,
-          filename: outName(input.files[0], 'unmarked'),
-          contentType: PDF,
-          extra: { removed: r.removed },
-        });
+        return deliverPdf(ctx, o.delivery, input, 'unmarked', r.pdf, { removed: r.removed });
       },
     }),
   );
