@@ -19,21 +19,16 @@ import { BinaryResult, type TaskContext } from '../../../services/jobs/task.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import { workers } from '../../../services/workers/index.ts';
 import { checkFieldLengths } from '../../../services/limits.ts';
+import { baseName } from '../pdf/pdf-task.ts';
+import { int, oneOf, pages as pageSelection, password, text } from '../task-options.ts';
 
 export interface DocumentRouteDeps {
   runner: TaskRunner;
   files: FileStore;
 }
 
-const text = v.pipe(v.union([v.string(), v.number(), v.boolean()]), v.transform(String));
-const pages = v.optional(
-  v.union([v.string(), v.pipe(v.number(), v.integer(), v.transform((n) => [n])), v.array(v.pipe(v.number(), v.integer()))]),
-);
-const int = (min: number, max: number) => v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
+const pages = v.optional(pageSelection);
 const engine = v.optional(v.picklist(['auto', 'tesseract', 'paddle']), 'auto');
-/** Picklists compare case-insensitively (`json` = `Json`). */
-const pick = <T extends string>(values: readonly T[], def: T) =>
-  v.optional(v.pipe(v.string(), v.transform((s) => values.find((x) => x.toLowerCase() === s.toLowerCase()) ?? s), v.picklist(values)), def);
 
 interface DocInput<O> {
   file: InputFile;
@@ -81,55 +76,53 @@ function docTask<S extends v.GenericSchema>(deps: DocumentRouteDeps, def: {
   });
 }
 
-const base = (f: InputFile) =>
-  (f.filename ?? '').replace(/\.[A-Za-z0-9]{1,5}$/, '').replace(/[^\p{L}\p{N}._ -]+/gu, '_').slice(0, 100) || 'document';
 const OCR_FORMATS: ReadonlySet<DocFormat> = new Set(['pdf', 'png', 'jpeg', 'webp', 'tiff', 'avif', 'gif', 'bmp']);
 
 const Ocr = v.object({
   engine,
   language: v.optional(text, 'eng'),
   pages,
-  password: v.optional(text),
+  password,
   dpi: v.optional(int(72, 600), 300),
   detect_orientation: v.optional(v.boolean(), true),
   deskew: v.optional(v.boolean(), true),
   include_words: v.optional(v.boolean(), true),
 });
-const ToMarkdown = v.object({ pages, password: v.optional(text), engine, language: v.optional(text, 'eng') });
+const ToMarkdown = v.object({ pages, password, engine, language: v.optional(text, 'eng') });
 const Parse = v.object({
-  effort: pick(['Low', 'Medium', 'High'] as const, 'Medium'),
+  effort: oneOf(['Low', 'Medium', 'High'] as const, 'Medium'),
   pages,
-  password: v.optional(text),
-  output_format: pick(['Json', 'Markdown', 'Html', 'DocLang'] as const, 'Json'),
+  password,
+  output_format: oneOf(['Json', 'Markdown', 'Html', 'DocLang'] as const, 'Json'),
   include_figure_images: v.optional(v.boolean(), false),
   engine,
   language: v.optional(text, 'eng'),
 });
 const Split = v.object({
-  strategy: pick(['pages', 'headings', 'tokens'] as const, 'tokens'),
+  strategy: oneOf(['pages', 'headings', 'tokens'] as const, 'tokens'),
   max_tokens: v.optional(int(16, 100_000)),
   overlap: v.optional(int(0, 50_000)),
   pages_per_chunk: v.optional(int(1, 10_000)),
   pages,
-  password: v.optional(text),
+  password,
   engine,
 });
-const Validate = v.object({ password: v.optional(text), content_type: v.optional(text) });
+const Validate = v.object({ password, content_type: v.optional(text) });
 const Thumbs = v.object({
   pages,
   size: v.optional(int(16, 2048), 256),
-  format: pick(['png', 'webp'] as const, 'png'),
-  password: v.optional(text),
+  format: oneOf(['png', 'webp'] as const, 'png'),
+  password,
 });
 const Highlight = v.object({
   query: v.pipe(text, v.minLength(1, 'query is required')),
   regex: v.optional(v.boolean(), false),
   case_sensitive: v.optional(v.boolean(), false),
   pages,
-  password: v.optional(text),
+  password,
   context_chars: v.optional(int(0, 2000), 80),
   limit: v.optional(int(1, 100_000), 1000),
-  output_format: pick(['Json', 'Pdf'] as const, 'Json'),
+  output_format: oneOf(['Json', 'Pdf'] as const, 'Json'),
   engine,
   ocr: v.optional(v.boolean(), true),
 });
@@ -202,7 +195,7 @@ export function documentRoutes(deps: DocumentRouteDeps) {
           ocrScans: isImage(format) || o.effort === 'High',
           includeFigureImages: o.include_figure_images,
         });
-        const name = base(input.file);
+        const name = baseName(input.file);
         switch (o.output_format) {
           case 'Markdown':
             return new BinaryResult(new TextEncoder().encode(r.markdown), 'text/markdown; charset=utf-8', `${name}.md`);
@@ -278,7 +271,7 @@ export function documentRoutes(deps: DocumentRouteDeps) {
         }], ctx);
         ctx.progress(thumbs.length, thumbs.length);
         if (o.pages === undefined && thumbs.length === 1) {
-          return new BinaryResult(thumbs[0]!.bytes, thumbs[0]!.mime_type, `${base(input.file)}-thumbnail.${o.format}`);
+          return new BinaryResult(thumbs[0]!.bytes, thumbs[0]!.mime_type, `${baseName(input.file)}-thumbnail.${o.format}`);
         }
         return {
           format,
@@ -318,7 +311,7 @@ export function documentRoutes(deps: DocumentRouteDeps) {
           ocr: o.ocr,
           returnPdf: o.output_format === 'Pdf',
         }], ctx);
-        if (r.pdf) return new BinaryResult(r.pdf, 'application/pdf', `${base(input.file)}-highlighted.pdf`);
+        if (r.pdf) return new BinaryResult(r.pdf, 'application/pdf', `${baseName(input.file)}-highlighted.pdf`);
         return { format, query: r.query, match_count: r.matches.length, truncated: r.truncated, matches: r.matches };
       },
     }),

@@ -5,7 +5,8 @@ import type { AppEnv } from '../../../http/context.ts';
 import { type ConvertResult, imageCapabilities, imageWatermarkCapabilities } from '../../../services/images/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
-import { deliverMany, delivery, pdfTask } from '../pdf/pdf-task.ts';
+import { deliverMany, pdfTask } from '../pdf/pdf-task.ts';
+import { delivery } from '../task-options.ts';
 import {
   bool,
   boxOf,

@@ -8,7 +8,8 @@ import type { FileStore } from '../../../services/files/file-store.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { decodeBase64Option, type PdfTaskInput, readInput, text, watermarkFields } from '../pdf/pdf-task.ts';
+import { baseName, decodeBase64Option, type PdfTaskInput, readInput, watermarkFields } from '../pdf/pdf-task.ts';
+import { text } from '../task-options.ts';
 
 export { watermarkFields };
 
@@ -95,6 +96,5 @@ export async function watermarkOf(w: WatermarkInput, input: PdfTaskInput<unknown
 
 /** Name of an output derived from the input's: photo.heic → photo.jpg, scan.tif page 2 → scan-p2.png. */
 export function imageName(input: { filename?: string } | undefined, ext: string, suffix?: string): string {
-  const base = (input?.filename ?? '').replace(/\.[A-Za-z0-9]{1,5}$/, '').replace(/[^\p{L}\p{N}._ -]+/gu, '_').slice(0, 100) || 'image';
-  return `${base}${suffix ? `-${suffix}` : ''}.${ext}`;
+  return `${baseName(input, 'image')}${suffix ? `-${suffix}` : ''}.${ext}`;
 }

@@ -8,7 +8,8 @@ import type { AppEnv } from '../../../http/context.ts';
 import { imageBackgroundRemoval } from '../../../services/images/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
-import { deliverOne, delivery, pdfTask, text } from '../pdf/pdf-task.ts';
+import { deliverOne, pdfTask } from '../pdf/pdf-task.ts';
+import { delivery, text } from '../task-options.ts';
 import { bool, engine, imageName, type ImageRouteDeps, int, num, outputFormat } from './image-task.ts';
 
 const common = { page_index: v.optional(int), engine };

@@ -14,6 +14,7 @@ import { BinaryResult } from '../../../services/jobs/task.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import { formatTranscription, RESPONSE_FORMATS } from '../../../services/media/transcript-formats.ts';
 import type { CheckedAudio, Transcription, TranscriptionService, TranscriptionTask } from '../../../services/media/transcription.ts';
+import { text } from '../task-options.ts';
 
 export interface TranscriptionRouteDeps {
   runner: TaskRunner;
@@ -24,8 +25,6 @@ export interface TranscriptionRouteDeps {
 const DEFAULT_MODEL = 'whisper:tiny';
 /** OpenAI's model name, which its clients and examples send: the default Whisper model here. */
 const OPENAI_WHISPER = 'whisper-1';
-// Multipart fields that look like numbers arrive parsed: text fields are taken back as text.
-const text = v.pipe(v.union([v.string(), v.number(), v.boolean()]), v.transform(String));
 const Granularity = v.picklist(['segment', 'word']);
 const Options = v.object({
   model: v.optional(v.pipe(text, v.minLength(1)), DEFAULT_MODEL),

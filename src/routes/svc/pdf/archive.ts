@@ -3,7 +3,8 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { deliverPdf, delivery, pages, password, type PdfRouteDeps, pdfTask, snakeKeys, text } from './pdf-task.ts';
+import { deliverPdf, type PdfRouteDeps, pdfTask, snakeKeys } from './pdf-task.ts';
+import { delivery, pages, password, text } from '../task-options.ts';
 
 const ToPdfa = v.object({ level: v.optional(v.picklist(['2b', '3b', '2B', '3B'])), password, delivery });
 const Check = v.object({ password });

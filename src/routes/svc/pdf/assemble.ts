@@ -5,7 +5,8 @@ import type { AppEnv } from '../../../http/context.ts';
 import { invalidRequest } from '../../../http/validate.ts';
 import { type EditOperation, numberedNames, type SplitOptions } from '../../../services/pdf/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { baseName, deliverMany, deliverPdf, delivery, outName, pages, password, type PdfRouteDeps, pdfTask, text } from './pdf-task.ts';
+import { baseName, deliverMany, deliverPdf, outName, type PdfRouteDeps, pdfTask } from './pdf-task.ts';
+import { delivery, pages, password, text } from '../task-options.ts';
 
 const PDF = 'application/pdf';
 /** A list of page selections, one per input (merge) or per output (split); a lone string is a list of one. */

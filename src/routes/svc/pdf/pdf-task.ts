@@ -15,24 +15,12 @@ import { BinaryResult, type TaskContext } from '../../../services/jobs/task.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import { zipFiles } from '../../../services/pdf/lazy.ts';
 import { checkFieldLengths } from '../../../services/limits.ts';
+import { text } from '../task-options.ts';
 
 export interface PdfRouteDeps {
   runner: TaskRunner;
   files: FileStore;
 }
-
-/** A string option; multipart fields that look like JSON numbers/booleans arrive parsed, so take them back as text. */
-export const text = v.pipe(v.union([v.string(), v.number(), v.boolean()]), v.transform(String));
-/** 1-based page selection: "1-3,5,8-", "all", "last", a page number, or an array of page numbers. */
-export const pages = v.union([
-  v.string(),
-  v.pipe(v.number(), v.integer(), v.transform((n) => [n])),
-  v.array(v.pipe(v.number(), v.integer())),
-]);
-/** One or several strings (a single multipart field arrives as a string, a repeated one as an array). */
-export const strings = v.pipe(v.union([text, v.array(text)]), v.transform((x) => (Array.isArray(x) ? x : [x])));
-export const delivery = v.optional(v.picklist(['inline', 'file_id']), 'inline');
-export const password = v.optional(text);
 
 export interface PdfTaskInput<O> {
   files: InputFile[];
@@ -86,9 +74,9 @@ export function pdfTask<S extends v.GenericSchema>(deps: PdfRouteDeps, def: PdfT
 
 export const readInput = async (f: { path: string }) => new Uint8Array(await readFile(f.path));
 
-/** The input's name without extension, safe for a filename ("document" when it has none). */
-export const baseName = (input: InputFile | undefined) =>
-  (input?.filename ?? '').replace(/\.[A-Za-z0-9]{1,5}$/, '').replace(/[^\p{L}\p{N}._ -]+/gu, '_').slice(0, 100) || 'document';
+/** The input's name without extension, safe for a filename (`fallback` when it has none). */
+export const baseName = (input: { filename?: string } | undefined, fallback = 'document') =>
+  (input?.filename ?? '').replace(/\.[A-Za-z0-9]{1,5}$/, '').replace(/[^\p{L}\p{N}._ -]+/gu, '_').slice(0, 100) || fallback;
 
 /** Name of an output derived from the input's: report.pdf → report-merged.pdf. */
 export const outName = (input: InputFile | undefined, suffix: string, ext = 'pdf') => `${baseName(input)}-${suffix}.${ext}`;

@@ -3,7 +3,8 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { pages, password, type PdfRouteDeps, pdfTask, snakeKeys, text } from './pdf-task.ts';
+import { type PdfRouteDeps, pdfTask, snakeKeys } from './pdf-task.ts';
+import { pages, password, text } from '../task-options.ts';
 
 const Info = v.object({ password });
 const Layout = v.object({ pages: v.optional(pages), password });

@@ -4,7 +4,8 @@ import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { type ImageToPdfOptions, numberedNames } from '../../../services/pdf/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { baseName, deliverMany, deliverOne, delivery, outName, pages, password, type PdfRouteDeps, pdfTask, text } from './pdf-task.ts';
+import { baseName, deliverMany, deliverOne, outName, type PdfRouteDeps, pdfTask } from './pdf-task.ts';
+import { delivery, pages, password, text } from '../task-options.ts';
 
 const ToImages = v.object({
   pages: v.optional(pages),

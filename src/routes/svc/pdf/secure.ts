@@ -3,7 +3,8 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { deliverPdf, delivery, pages, password, type PdfRouteDeps, pdfTask, strings } from './pdf-task.ts';
+import { deliverPdf, type PdfRouteDeps, pdfTask } from './pdf-task.ts';
+import { delivery, pages, password, strings } from '../task-options.ts';
 
 const Unlock = v.object({ password, delivery });
 

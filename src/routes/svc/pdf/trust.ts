@@ -9,18 +9,8 @@ import { invalidArgument } from '../../../services/errors.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import * as trust from '../../../services/pdf/trust/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
-import {
-  decodeBase64Option,
-  deliverPdf,
-  delivery,
-  type PdfRouteDeps,
-  pdfTask,
-  type PdfTaskInput,
-  readInput,
-  snakeKeys,
-  strings,
-  text,
-} from './pdf-task.ts';
+import { decodeBase64Option, deliverPdf, type PdfRouteDeps, pdfTask, type PdfTaskInput, readInput, snakeKeys } from './pdf-task.ts';
+import { delivery, strings, text } from '../task-options.ts';
 
 export interface PdfTrustDeps extends PdfRouteDeps {
   config: Pick<Config, 'pdfTrustAllowedHosts' | 'pdfTrustAnchors'>;

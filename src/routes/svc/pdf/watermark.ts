@@ -5,18 +5,8 @@ import type { AppEnv } from '../../../http/context.ts';
 import { invalidRequest } from '../../../http/validate.ts';
 import { watermarkCapabilities } from '../../../services/pdf/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
-import {
-  decodeBase64Option,
-  deliverPdf,
-  delivery,
-  pages,
-  password,
-  type PdfRouteDeps,
-  pdfTask,
-  readInput,
-  snakeKeys,
-  watermarkFields,
-} from './pdf-task.ts';
+import { decodeBase64Option, deliverPdf, type PdfRouteDeps, pdfTask, readInput, snakeKeys, watermarkFields } from './pdf-task.ts';
+import { delivery, pages, password } from '../task-options.ts';
 
 const Watermark = v.object({
   ...watermarkFields,

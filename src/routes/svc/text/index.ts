@@ -11,19 +11,17 @@ import { grammarOf } from '../../../services/inference/structured/index.ts';
 import { requireLanguage } from '../../../services/text/language.ts';
 import { PII_TYPES, type PiiType } from '../../../services/text/pii.ts';
 import type { TextService } from '../../../services/text/text-service.ts';
+import { int, oneOf } from '../task-options.ts';
 import { type TextRouteDeps, textTask } from './text-task.ts';
 
-const int = (min: number, max: number) => v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
 const str = v.pipe(v.string(), v.trim(), v.minLength(1));
 const model = v.optional(str);
 const chunkTokens = v.optional(int(16, 100_000), 1500);
-const pick = <T extends string>(values: readonly T[], def: T) =>
-  v.optional(v.pipe(v.string(), v.transform((s) => values.find((x) => x.toLowerCase() === s.toLowerCase()) ?? s), v.picklist(values)), def);
 
 const Summarize = v.object({
   model,
-  length: pick(['short', 'medium', 'long'] as const, 'medium'),
-  format: pick(['prose', 'bullets'] as const, 'prose'),
+  length: oneOf(['short', 'medium', 'long'] as const, 'medium'),
+  format: oneOf(['prose', 'bullets'] as const, 'prose'),
   style: v.optional(str),
   language: v.optional(str),
   chunk_tokens: chunkTokens,
@@ -33,7 +31,7 @@ const Rewrite = v.object({
   model,
   tone: v.optional(str),
   audience: v.optional(str),
-  length: pick(['shorter', 'same', 'longer'] as const, 'same'),
+  length: oneOf(['shorter', 'same', 'longer'] as const, 'same'),
   instructions: v.optional(str),
   chunk_tokens: chunkTokens,
 });
@@ -47,7 +45,7 @@ const Entities = v.object({
 });
 const Pii = v.object({
   redact: v.optional(v.boolean(), false),
-  redaction: pick(['type', 'mask'] as const, 'type'),
+  redaction: oneOf(['type', 'mask'] as const, 'type'),
   types: v.optional(v.array(v.picklist(PII_TYPES as PiiType[]))),
 });
 const Extract = v.object({ model, schema: v.record(v.string(), v.unknown()), instructions: v.optional(str) });
