@@ -10,6 +10,7 @@ import { invalidRequest } from '../../../http/validate.ts';
 import { grammarOf } from '../../../services/inference/structured/index.ts';
 import { requireLanguage } from '../../../services/text/language.ts';
 import { PII_TYPES, type PiiType } from '../../../services/text/pii.ts';
+import type { TaskContext } from '../../../services/jobs/task.ts';
 import type { TextService } from '../../../services/text/text-service.ts';
 import { int, oneOf } from '../task-options.ts';
 import { type TextRouteDeps, textTask } from './text-task.ts';
@@ -53,7 +54,12 @@ const Extract = v.object({ model, schema: v.record(v.string(), v.unknown()), ins
 export function textRoutes(deps: TextRouteDeps & { text: TextService }) {
   const app = new Hono<AppEnv>();
   const svc = deps.text;
-  const progress = (ctx: { progress(a: number, b: number): void }) => (d: number, t: number) => ctx.progress(d, t);
+  /** How a model task runs: the model asked for, the job's signal, and progress reported to the job. */
+  const modelRun = (o: { model?: string }, ctx: TaskContext) => ({
+    model: o.model,
+    signal: ctx.signal,
+    progress: (done: number, total: number) => ctx.progress(done, total),
+  });
   /** Offsets point into the text worked on: for a document, its Markdown is returned with them. */
   const withText = (text: string, source: { format: string }) => (source.format === 'text' ? {} : { text });
 
@@ -69,7 +75,7 @@ export function textRoutes(deps: TextRouteDeps & { text: TextService }) {
           style: o.style,
           language: o.language,
           chunkTokens: o.chunk_tokens,
-        }, { model: o.model, signal: ctx.signal, progress: progress(ctx) })),
+        }, modelRun(o, ctx))),
         length: o.length,
         format: o.format,
         source,
@@ -86,11 +92,7 @@ export function textRoutes(deps: TextRouteDeps & { text: TextService }) {
         if (o.source_language) requireLanguage(o.source_language, 'source_language');
       },
       run: async (text, o, ctx, source) => ({
-        ...(await svc.translate(text, { target: o.target_language, source: o.source_language }, {
-          model: o.model,
-          signal: ctx.signal,
-          progress: progress(ctx),
-        })),
+        ...(await svc.translate(text, { target: o.target_language, source: o.source_language }, modelRun(o, ctx))),
         source,
       }),
     }),
@@ -107,7 +109,7 @@ export function textRoutes(deps: TextRouteDeps & { text: TextService }) {
           length: o.length,
           instructions: o.instructions,
           chunkTokens: o.chunk_tokens,
-        }, { model: o.model, signal: ctx.signal, progress: progress(ctx) })),
+        }, modelRun(o, ctx))),
         source,
       }),
     }),
@@ -118,7 +120,7 @@ export function textRoutes(deps: TextRouteDeps & { text: TextService }) {
       name: 'correct',
       options: Correct,
       run: async (text, o, ctx, source) => ({
-        ...(await svc.correct(text, { chunkTokens: o.chunk_tokens }, { model: o.model, signal: ctx.signal, progress: progress(ctx) })),
+        ...(await svc.correct(text, { chunkTokens: o.chunk_tokens }, modelRun(o, ctx))),
         ...withText(text, source),
         source,
       }),
@@ -142,7 +144,7 @@ export function textRoutes(deps: TextRouteDeps & { text: TextService }) {
       name: 'sentiment',
       options: Sentiment,
       run: async (text, o, ctx, source) => ({
-        ...(await svc.sentiment(text, { model: o.model, signal: ctx.signal, progress: progress(ctx) })),
+        ...(await svc.sentiment(text, modelRun(o, ctx))),
         ...withText(text, source),
         source,
       }),
@@ -158,7 +160,7 @@ export function textRoutes(deps: TextRouteDeps & { text: TextService }) {
           throw invalidRequest('labels must be an array of strings', [{ field: 'labels', message: 'expected an array' }]);
         }
         return {
-          ...(await svc.categorize(text, { labels: o.labels, multiLabel: o.multi_label }, { model: o.model, signal: ctx.signal })),
+          ...(await svc.categorize(text, { labels: o.labels, multiLabel: o.multi_label }, modelRun(o, ctx))),
           source,
         };
       },
@@ -209,11 +211,7 @@ export function textRoutes(deps: TextRouteDeps & { text: TextService }) {
         grammarOf({ type: 'json_schema', schema: o.schema });
       },
       run: async (text, o, ctx, source) => ({
-        ...(await svc.extract(text, { schema: o.schema, instructions: o.instructions }, {
-          model: o.model,
-          signal: ctx.signal,
-          progress: progress(ctx),
-        })),
+        ...(await svc.extract(text, { schema: o.schema, instructions: o.instructions }, modelRun(o, ctx))),
         source,
       }),
     }),
