@@ -26,6 +26,8 @@ const oneDocument: Record<string, JsonSchema> = {
   file_base64: { type: 'string', description: 'the document itself, base64-encoded (used when no file_id is given)' },
   filename: { type: 'string', description: 'name of the base64 document (optional)' },
 };
+/** A text task takes `text`, or one document. */
+const textOrOneDocument: Record<string, JsonSchema> = { text: { type: 'string' }, ...oneDocument };
 const password = { type: 'string', description: 'password of an encrypted PDF' };
 const pages = { type: 'string', description: 'pages, 1-based: "1-3,5,8-", "all" or "last"' };
 
@@ -37,6 +39,9 @@ function documentInput(a: Record<string, unknown>): Record<string, unknown> {
   }
   return {}; // the route answers 400 naming "file"
 }
+
+/** A text task's input: `text` when given (sent as is), else the document. */
+const textOrDocument = (a: Record<string, unknown>) => (typeof a.text === 'string' ? {} : documentInput(a));
 
 function documentsInput(a: Record<string, unknown>): Record<string, unknown> {
   const files: Record<string, unknown>[] = [];
@@ -166,13 +171,12 @@ export const NATIVE_TOOLS: NativeTool[] = [
     task: true,
     description: 'Summarizes a text or a document.',
     inputSchema: object({
-      text: { type: 'string' },
-      ...oneDocument,
+      ...textOrOneDocument,
       length: { type: 'string', enum: ['short', 'medium', 'long'] },
       format: { type: 'string', enum: ['prose', 'bullets'] },
       model: { type: 'string' },
     }),
-    body: (a) => ({ ...(typeof a.text === 'string' ? {} : documentInput(a)), ...pick(a, ['text', 'length', 'format', 'model']) }),
+    body: (a) => ({ ...textOrDocument(a), ...pick(a, ['text', 'length', 'format', 'model']) }),
   },
   {
     name: 'translate',
@@ -181,14 +185,13 @@ export const NATIVE_TOOLS: NativeTool[] = [
     task: true,
     description: 'Translates a text or a document into a target language.',
     inputSchema: object({
-      text: { type: 'string' },
-      ...oneDocument,
+      ...textOrOneDocument,
       target_language: { type: 'string', description: 'language code, e.g. "de"' },
       source_language: { type: 'string' },
       model: { type: 'string' },
     }, ['target_language']),
     body: (a) => ({
-      ...(typeof a.text === 'string' ? {} : documentInput(a)),
+      ...textOrDocument(a),
       ...pick(a, ['text', 'target_language', 'source_language', 'model']),
     }),
   },
@@ -199,13 +202,12 @@ export const NATIVE_TOOLS: NativeTool[] = [
     task: true,
     description: 'Extracts the fields of a JSON schema from a text or a document.',
     inputSchema: object({
-      text: { type: 'string' },
-      ...oneDocument,
+      ...textOrOneDocument,
       schema: { type: 'object', description: 'JSON schema of the fields to extract' },
       instructions: { type: 'string' },
       model: { type: 'string' },
     }, ['schema']),
-    body: (a) => ({ ...(typeof a.text === 'string' ? {} : documentInput(a)), ...pick(a, ['text', 'schema', 'instructions', 'model']) }),
+    body: (a) => ({ ...textOrDocument(a), ...pick(a, ['text', 'schema', 'instructions', 'model']) }),
   },
   {
     name: 'transcribe',
