@@ -119,3 +119,21 @@ export async function readTaskInput(c: Context<AppEnv>, store: FileStore, opts: 
   }
   return { files: out, options, otherFiles: {}, cleanup };
 }
+
+/**
+ * Reads the task input and hands it to `admit`, which checks it and returns what the task keeps; when `admit`
+ * refuses the request (throws), the uploads it read are removed at once.
+ */
+export async function admitTaskInput<T>(
+  c: Context<AppEnv>,
+  store: FileStore,
+  admit: (ti: TaskInput) => T | Promise<T>,
+): Promise<T> {
+  const ti = await readTaskInput(c, store);
+  try {
+    return await admit(ti);
+  } catch (e) {
+    await ti.cleanup();
+    throw e;
+  }
+}

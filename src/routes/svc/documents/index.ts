@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { type Handler, Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { type InputFile, readTaskInput } from '../../../http/task-input.ts';
+import { admitTaskInput, type InputFile } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
 import { detectFile, type DocFormat, isImage, MIME, requireFormat } from '../../../services/documents/detect.ts';
@@ -48,8 +48,7 @@ function docTask<S extends v.GenericSchema>(deps: DocumentRouteDeps, def: {
   return taskHandler<DocInput<v.InferOutput<S>>>(deps.runner, {
     name: def.name,
     async input(c) {
-      const ti = await readTaskInput(c, deps.files);
-      try {
+      return admitTaskInput(c, deps.files, (ti) => {
         if (ti.files.length !== 1) {
           throw invalidRequest(
             `${def.name} takes one document (got ${ti.files.length}): multipart field "file", or "file"/"file_id" in JSON`,
@@ -59,10 +58,7 @@ function docTask<S extends v.GenericSchema>(deps: DocumentRouteDeps, def: {
         const options = validate(def.options, ti.options);
         checkFieldLengths(options);
         return { file: ti.files[0]!, options, cleanup: ti.cleanup };
-      } catch (e) {
-        await ti.cleanup();
-        throw e;
-      }
+      });
     },
     async run(input, ctx) {
       // Detected here, not at admission: with Prefer: respond-async the 202 comes before any work, and a

@@ -6,7 +6,7 @@ import { type Context, Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { isMultipart } from '../../../http/multipart.ts';
-import { type InputFile, readTaskInput } from '../../../http/task-input.ts';
+import { admitTaskInput, type InputFile } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
@@ -50,8 +50,7 @@ function vadHandler(deps: MediaRouteDeps, form: 'json' | 'file') {
           message: 'required',
         }]);
       }
-      const ti = await readTaskInput(c, deps.files);
-      try {
+      return admitTaskInput(c, deps.files, (ti) => {
         if (ti.files.length !== 1) {
           throw invalidRequest(`voice activity detection takes one audio or video file (got ${ti.files.length})`, [{
             field: 'file',
@@ -60,10 +59,7 @@ function vadHandler(deps: MediaRouteDeps, form: 'json' | 'file') {
         }
         const o = validate(VadRequest, ti.options);
         return { file: ti.files[0]!, vad: o.vad ?? {}, cleanup: ti.cleanup };
-      } catch (e) {
-        await ti.cleanup();
-        throw e;
-      }
+      });
     },
     run: (input, ctx) => deps.media.detectSpeech(input.file.path, input.vad, ctx.signal),
     cleanup: (input) => input.cleanup(),

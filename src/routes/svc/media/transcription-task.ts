@@ -6,7 +6,7 @@ import type { Context } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
 import { isMultipart } from '../../../http/multipart.ts';
-import { type InputFile, readTaskInput } from '../../../http/task-input.ts';
+import { admitTaskInput, type InputFile } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
@@ -57,8 +57,7 @@ async function readInput(
   if (multipartOnly && !isMultipart(c)) {
     throw invalidRequest('this route takes multipart/form-data with the audio in field "file"', [{ field: 'file', message: 'required' }]);
   }
-  const ti = await readTaskInput(c, deps.files);
-  try {
+  return admitTaskInput(c, deps.files, async (ti) => {
     if (ti.files.length !== 1) {
       throw invalidRequest(`transcription takes one audio or video file (got ${ti.files.length})`, [{
         field: 'file',
@@ -70,10 +69,7 @@ async function readInput(
     // The input is read and refused (415/413/422/400) here, before admission and before the model is resolved.
     const checked = await deps.transcription.check(file.path, { language: o.language }, c.req.raw.signal);
     return { file, o, checked, task: task ?? o.task ?? 'transcribe', cleanup: ti.cleanup };
-  } catch (e) {
-    await ti.cleanup();
-    throw e;
-  }
+  });
 }
 
 function run(deps: TranscriptionRouteDeps, input: Input, signal: AbortSignal) {

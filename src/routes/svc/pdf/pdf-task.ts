@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import type { Handler } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { decodeBase64Field, type InputFile, readTaskInput } from '../../../http/task-input.ts';
+import { admitTaskInput, decodeBase64Field, type InputFile } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
 import type { FileStore } from '../../../services/files/file-store.ts';
@@ -46,8 +46,7 @@ export function pdfTask<S extends v.GenericSchema>(deps: PdfRouteDeps, def: PdfT
   return taskHandler<PdfTaskInput<v.InferOutput<S>>>(deps.runner, {
     name: def.name,
     async input(c) {
-      const ti = await readTaskInput(c, deps.files);
-      try {
+      return admitTaskInput(c, deps.files, (ti) => {
         const n = ti.files.length;
         if (n < count.min || n > count.max) {
           const want = count.max === 1 ? 'one document' : `${count.min} to ${count.max} documents`;
@@ -59,10 +58,7 @@ export function pdfTask<S extends v.GenericSchema>(deps: PdfRouteDeps, def: PdfT
         const options = validate(def.options, ti.options);
         checkFieldLengths(options, { skip: BINARY_OPTIONS });
         return { files: ti.files, otherFiles: ti.otherFiles, options, cleanup: ti.cleanup };
-      } catch (e) {
-        await ti.cleanup();
-        throw e;
-      }
+      });
     },
     async run(input, ctx) {
       const docs = await Promise.all(input.files.map(async (f) => new Uint8Array(await readFile(f.path))));

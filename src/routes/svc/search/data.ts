@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { readTaskInput } from '../../../http/task-input.ts';
+import { admitTaskInput } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { namedSseResponse } from '../../../http/sse.ts';
 import { invalidRequest, readJson, validate } from '../../../http/validate.ts';
@@ -96,8 +96,7 @@ export function searchDataRoutes(search: Search, runner: TaskRunner, files: File
         const [tenant, collection] = params(c);
         const owner = c.get('owner');
         await search.resources.collectionFor(owner, tenant, collection, 'write'); // 403/404 before reading a large body
-        const ti = await readTaskInput(c, files);
-        try {
+        return admitTaskInput(c, files, async (ti) => {
           if (ti.files.length > 1) {
             throw invalidRequest('one file per request (send text documents as JSON to add many at once)', [{
               field: 'file',
@@ -128,10 +127,7 @@ export function searchDataRoutes(search: Search, runner: TaskRunner, files: File
             collection,
             cleanup: ti.cleanup,
           };
-        } catch (e) {
-          await ti.cleanup();
-          throw e;
-        }
+        });
       },
       run: (input, ctx) => s.putDocuments(ctx.owner, input.tenant, input.collection, input.docs, ctx.signal, ctx.progress),
       cleanup: (input) => input.cleanup(),

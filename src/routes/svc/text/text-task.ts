@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import type { Handler } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { type InputFile, readTaskInput } from '../../../http/task-input.ts';
+import { admitTaskInput, type InputFile } from '../../../http/task-input.ts';
 import { taskHandler } from '../../../http/task-route.ts';
 import { invalidRequest, validate } from '../../../http/validate.ts';
 import { analyseBytes } from '../../../services/documents/lazy.ts';
@@ -50,8 +50,7 @@ export function textTask<S extends v.GenericSchema>(deps: TextRouteDeps, def: {
   return taskHandler<TextInput<v.InferOutput<S>>>(deps.runner, {
     name: def.name,
     async input(c) {
-      const ti = await readTaskInput(c, deps.files);
-      try {
+      return admitTaskInput(c, deps.files, async (ti) => {
         const { text, password, ...rest } = ti.options;
         if (ti.files.length > 1) {
           throw invalidRequest(`${def.name} takes one document (got ${ti.files.length})`, [{ field: 'file', message: 'too many' }]);
@@ -79,10 +78,7 @@ export function textTask<S extends v.GenericSchema>(deps: TextRouteDeps, def: {
         const file = ti.files[0]!;
         const format = await requireFormat(file.path, undefined, def.name);
         return { file, format, options: Object.assign(options as object, { password }) as typeof options, cleanup: ti.cleanup };
-      } catch (e) {
-        await ti.cleanup();
-        throw e;
-      }
+      });
     },
     async run(input, ctx) {
       if (input.text !== undefined) return def.run(input.text, input.options, ctx, { format: 'text', characters: input.text.length });
