@@ -8,7 +8,7 @@ import type { FileStore } from '../../../services/files/file-store.ts';
 import type { TaskRunner } from '../../../services/jobs/task-runner.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { baseName, decodeBase64Option, type PdfTaskInput, readInput, watermarkFields } from '../pdf/pdf-task.ts';
+import { baseName, bytesOption, type PdfTaskInput, watermarkFields } from '../pdf/pdf-task.ts';
 import { text } from '../task-options.ts';
 
 export { watermarkFields };
@@ -70,17 +70,7 @@ export function boxOf(
 
 /** The watermark in service terms; the logo read from a multipart part, base64 or a file id, and decoded. */
 export async function watermarkOf(w: WatermarkInput, input: PdfTaskInput<unknown>, ctx: TaskContext, deps: ImageRouteDeps) {
-  const part = input.otherFiles.logo?.[0];
-  if ([part, w.logo, w.logo_file_id].filter((x) => x !== undefined).length > 1) {
-    throw invalidRequest('give the logo once: a "logo" file part, "logo" in base64, or "logo_file_id"', [{
-      field: 'logo',
-      message: 'given more than once',
-    }]);
-  }
-  let bytes: Uint8Array | undefined;
-  if (part) bytes = await readInput(part);
-  else if (w.logo !== undefined) bytes = decodeBase64Option(w.logo, 'logo');
-  else if (w.logo_file_id !== undefined) bytes = await readInput(await deps.files.get(ctx.owner.id, w.logo_file_id));
+  const bytes = await bytesOption(deps, ctx, input, 'logo', w.logo, w.logo_file_id);
   return {
     text: w.text,
     logo: bytes ? await workers.run('image.logo', [bytes, deps.config.maxImagePixels], ctx) : undefined,

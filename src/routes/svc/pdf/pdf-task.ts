@@ -95,6 +95,29 @@ export function decodeBase64Option(value: string, field: string): Uint8Array {
   return bytes;
 }
 
+/** Bytes of an option that may come as a file part, base64 in the field, or `<name>_file_id` (a logo, a certificate). */
+export async function bytesOption(
+  deps: { files: FileStore },
+  ctx: TaskContext,
+  input: PdfTaskInput<unknown>,
+  name: string,
+  b64?: string,
+  fileId?: string,
+): Promise<Uint8Array | undefined> {
+  const part = input.otherFiles[name]?.[0];
+  const given = [part, b64, fileId].filter((x) => x !== undefined);
+  if (given.length > 1) {
+    throw invalidRequest(`give ${name} once: a "${name}" file part, "${name}" in base64, or "${name}_file_id"`, [{
+      field: name,
+      message: 'given more than once',
+    }]);
+  }
+  if (part) return readInput(part);
+  if (b64 !== undefined) return decodeBase64Option(b64, name);
+  if (fileId !== undefined) return readInput(await deps.files.get(ctx.owner.id, fileId));
+  return undefined;
+}
+
 export interface Output {
   bytes: Uint8Array;
   filename: string;

@@ -9,7 +9,7 @@ import { invalidArgument } from '../../../services/errors.ts';
 import type { TaskContext } from '../../../services/jobs/task.ts';
 import * as trust from '../../../services/pdf/trust/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { decodeBase64Option, deliverPdf, type PdfRouteDeps, pdfTask, type PdfTaskInput, readInput, snakeKeys } from './pdf-task.ts';
+import { bytesOption, deliverPdf, type PdfRouteDeps, pdfTask, type PdfTaskInput, readInput, snakeKeys } from './pdf-task.ts';
 import { delivery, strings, text } from '../task-options.ts';
 
 export interface PdfTrustDeps extends PdfRouteDeps {
@@ -46,29 +46,6 @@ const Timestamp = v.object({ tsa_url: v.pipe(v.string(), v.url()), field_name: v
 const Ltv = v.object({ chain: v.optional(text), delivery });
 
 const CERTIFY = { no_changes: 1, form_filling: 2, annotations: 3 } as const;
-
-/** Bytes of an option that may come as a file part, base64 in the field, or `<name>_file_id`. */
-async function bytesOption(
-  deps: PdfRouteDeps,
-  ctx: TaskContext,
-  input: PdfTaskInput<unknown>,
-  name: string,
-  b64?: string,
-  fileId?: string,
-): Promise<Uint8Array | undefined> {
-  const part = input.otherFiles[name]?.[0];
-  const given = [part, b64, fileId].filter((x) => x !== undefined);
-  if (given.length > 1) {
-    throw invalidRequest(`give ${name} once: a "${name}" file part, "${name}" in base64, or "${name}_file_id"`, [{
-      field: name,
-      message: 'given more than once',
-    }]);
-  }
-  if (part) return readInput(part);
-  if (b64 !== undefined) return decodeBase64Option(b64, name);
-  if (fileId !== undefined) return readInput(await deps.files.get(ctx.owner.id, fileId));
-  return undefined;
-}
 
 /** PEM text from a text field or from file parts of that name (all of them). */
 async function pemOption(input: PdfTaskInput<unknown>, name: string, values: string[] = []): Promise<string> {

@@ -2,10 +2,9 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../../http/context.ts';
-import { invalidRequest } from '../../../http/validate.ts';
 import { watermarkCapabilities } from '../../../services/pdf/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
-import { decodeBase64Option, deliverPdf, type PdfRouteDeps, pdfTask, readInput, snakeKeys, watermarkFields } from './pdf-task.ts';
+import { bytesOption, deliverPdf, type PdfRouteDeps, pdfTask, snakeKeys, watermarkFields } from './pdf-task.ts';
 import { delivery, pages, password } from '../task-options.ts';
 
 const Watermark = v.object({
@@ -27,17 +26,7 @@ export function pdfWatermarkRoutes(deps: PdfRouteDeps) {
       name: 'pdf-watermark',
       options: Watermark,
       async run([doc], o, ctx, input) {
-        const part = input.otherFiles.logo?.[0];
-        if ([part, o.logo, o.logo_file_id].filter((x) => x !== undefined).length > 1) {
-          throw invalidRequest('give the logo once: a "logo" file part, "logo" in base64, or "logo_file_id"', [{
-            field: 'logo',
-            message: 'given more than once',
-          }]);
-        }
-        let logo: Uint8Array | undefined;
-        if (part) logo = await readInput(part);
-        else if (o.logo !== undefined) logo = decodeBase64Option(o.logo, 'logo');
-        else if (o.logo_file_id !== undefined) logo = await readInput(await deps.files.get(ctx.owner.id, o.logo_file_id));
+        const logo = await bytesOption(deps, ctx, input, 'logo', o.logo, o.logo_file_id);
         const pdf = await workers.run('pdf.watermark', [doc!, {
           text: o.text,
           logo,
