@@ -136,34 +136,43 @@ export function elementsToMarkdown(elements: DocElement[]): string {
 
 const oneLine = (s: string) => s.replace(/\s*\n\s*/g, ' ').trim();
 
+/** Runs of list items wrapped in their container tag, written to `out`: `item` before each item, `close` after a run. */
+function listContainers(out: string[], tag: { ordered: string; unordered: string }) {
+  let open: string | null = null;
+  const close = () => {
+    if (open) {
+      out.push(`</${open}>`);
+      open = null;
+    }
+  };
+  const item = (ordered: boolean | undefined) => {
+    const want = ordered ? tag.ordered : tag.unordered;
+    if (open !== want) {
+      close();
+      out.push(`<${want}>`);
+      open = want;
+    }
+  };
+  return { item, close };
+}
+
 // ---------------------------------------------------------------- HTML
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 export function elementsToHtml(elements: DocElement[], title = 'document'): string {
   const body: string[] = [];
-  let list: 'ul' | 'ol' | null = null;
-  const closeList = () => {
-    if (list) {
-      body.push(`</${list}>`);
-      list = null;
-    }
-  };
+  const lists = listContainers(body, { ordered: 'ol', unordered: 'ul' });
   for (const e of elements) {
     const attrs = ` data-type="${e.type}"${e.page !== null ? ` data-page="${e.page}"` : ''}${
       e.bbox ? ` data-bbox="${[e.bbox.x, e.bbox.y, e.bbox.width, e.bbox.height].join(',')}"` : ''
     }`;
     if (e.type === 'list_item') {
-      const want = e.ordered ? 'ol' : 'ul';
-      if (list !== want) {
-        closeList();
-        body.push(`<${want}>`);
-        list = want;
-      }
+      lists.item(e.ordered);
       body.push(`<li${attrs}>${esc(oneLine(e.text))}</li>`);
       continue;
     }
-    closeList();
+    lists.close();
     switch (e.type) {
       case 'title':
         body.push(`<h1${attrs}>${esc(oneLine(e.text))}</h1>`);
@@ -208,7 +217,7 @@ export function elementsToHtml(elements: DocElement[], title = 'document'): stri
         body.push(`<p${attrs}>${esc(e.text.trim()).replace(/\n/g, '<br>')}</p>`);
     }
   }
-  closeList();
+  lists.close();
   return `<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>${esc(title)}</title></head>\n<body>\n${
     body.join('\n')
   }\n</body></html>\n`;
@@ -234,32 +243,21 @@ export function elementsToDocTags(elements: DocElement[], pages: PageMeta[]): st
   };
   const out: string[] = ['<doctag>'];
   let page: number | null = elements.find((e) => e.page !== null)?.page ?? null;
-  let list: 'ordered_list' | 'unordered_list' | null = null;
-  const closeList = () => {
-    if (list) {
-      out.push(`</${list}>`);
-      list = null;
-    }
-  };
+  const lists = listContainers(out, { ordered: 'ordered_list', unordered: 'unordered_list' });
   for (let i = 0; i < elements.length; i++) {
     const e = elements[i]!;
     if (e.page !== null && page !== null && e.page !== page) {
-      closeList();
+      lists.close();
       out.push('<page_break>');
     }
     if (e.page !== null) page = e.page;
     const text = esc(oneLine(e.text));
     if (e.type === 'list_item') {
-      const want = e.ordered ? 'ordered_list' : 'unordered_list';
-      if (list !== want) {
-        closeList();
-        out.push(`<${want}>`);
-        list = want;
-      }
+      lists.item(e.ordered);
       out.push(`<list_item>${loc(e)}${text}</list_item>`);
       continue;
     }
-    closeList();
+    lists.close();
     switch (e.type) {
       case 'title':
         out.push(`<title>${loc(e)}${text}</title>`);
@@ -302,7 +300,7 @@ export function elementsToDocTags(elements: DocElement[], pages: PageMeta[]): st
         out.push(`<text>${loc(e)}${text}</text>`);
     }
   }
-  closeList();
+  lists.close();
   out.push('</doctag>');
   return out.join('');
 }

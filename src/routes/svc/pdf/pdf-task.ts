@@ -89,7 +89,7 @@ export function snakeKeys(value: unknown): unknown {
 }
 
 /** Base64 (or a data: URL) of an option such as a watermark logo; 400 when it is empty or not base64. */
-export function decodeBase64Option(value: string, field: string): Uint8Array {
+function decodeBase64Option(value: string, field: string): Uint8Array {
   const bytes = decodeBase64Field(value, field);
   if (!bytes.length) throw invalidRequest(`${field} is not valid base64`, [{ field, message: 'not base64' }]);
   return bytes;
