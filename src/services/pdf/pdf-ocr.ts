@@ -8,13 +8,12 @@ import fontkit from '@cantoo/fontkit';
 import { readFile } from 'node:fs/promises';
 import { PDFArray, type PDFFont, PDFName, PDFRef } from '@cantoo/pdf-lib';
 import { packageFile } from '../../runtime/assets.ts';
-import { ServiceError } from '../errors.ts';
 import type { EngineChoice } from '../ocr/ocr.ts';
 import { ocrDocument } from '../ocr/lazy.ts';
 import { openPdf } from './open.ts';
 import { type PageSelection, resolvePages } from './page-ranges.ts';
 import { loadPdfium, openDoc } from './pdfium.ts';
-import { countSignatures } from './pdf-structure.ts';
+import { refuseSigned } from './signed-guard.ts';
 import { loadTextPage, pageString } from './text-page.ts';
 
 export interface PdfOcrOptions {
@@ -37,13 +36,7 @@ export interface PdfOcrResult {
 export async function pdfOcr(bytes: Uint8Array, o: PdfOcrOptions = {}): Promise<PdfOcrResult> {
   const dpi = o.dpi ?? 300;
   const { doc, plain } = await openPdf(bytes, { password: o.password });
-  if (countSignatures(doc) > 0) {
-    throw new ServiceError(
-      422,
-      'signed_document',
-      'The PDF is digitally signed; adding a text layer rewrites pages and would invalidate the signature.',
-    );
-  }
+  refuseSigned(doc, 'adding a text layer rewrites pages');
   const selected = resolvePages(o.pages, doc.getPageCount());
   const hasText = await pagesWithText(plain, selected);
   const todo = selected.filter((i) => o.force || !hasText.has(i));

@@ -11,7 +11,8 @@ import { PDFArray, PDFDict, type PDFDocument, PDFName, PDFNumber, PDFRef, PDFStr
 import { packageFile } from '../../runtime/assets.ts';
 import { invalidArgument, ServiceError } from '../errors.ts';
 import { openPdf } from './open.ts';
-import { countSignatures, pdfaClaim } from './pdf-structure.ts';
+import { pdfaClaim } from './pdf-structure.ts';
+import { refuseSigned } from './signed-guard.ts';
 
 export type PdfaLevel = '2b' | '3b';
 
@@ -50,13 +51,7 @@ export async function pdfToPdfa(
   const level = opts.level ?? '2b';
   if (level !== '2b' && level !== '3b') throw invalidArgument('level: 2b or 3b.', { field: 'level' });
   const { doc, encryption } = await openPdf(bytes, { password: opts.password });
-  if (countSignatures(doc) > 0) {
-    throw new ServiceError(
-      422,
-      'signed_document',
-      'The PDF is digitally signed; converting it to PDF/A rewrites the file and would invalidate the signature.',
-    );
-  }
+  refuseSigned(doc, 'converting it to PDF/A rewrites the file');
   const changes: string[] = [];
   if (encryption) changes.push(`removed the encryption (${encryption.algorithm}): PDF/A forbids it`);
   await embedStandardFonts(doc, changes);

@@ -21,6 +21,13 @@ export function guardSigned(doc: PDFDocument, dropSignatures: boolean | undefine
   return dropAllSignatures(doc);
 }
 
+/** For operations that offer no drop_signatures: a signed input is refused (`what`: what the operation does to the file). */
+export function refuseSigned(doc: PDFDocument, what: string): void {
+  if (countSignatures(doc) > 0) {
+    throw new ServiceError(422, 'signed_document', `The PDF is digitally signed; ${what} and would invalidate the signature.`);
+  }
+}
+
 export function dropAllSignatures(doc: PDFDocument): number {
   const ctx = doc.context;
   const isSigField = (d: PDFDict | undefined) => d?.get(PDFName.of('FT')) === PDFName.of('Sig');
