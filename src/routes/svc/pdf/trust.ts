@@ -6,7 +6,6 @@ import type { Config } from '../../../config.ts';
 import type { AppEnv } from '../../../http/context.ts';
 import { invalidRequest } from '../../../http/validate.ts';
 import { invalidArgument } from '../../../services/errors.ts';
-import type { TaskContext } from '../../../services/jobs/task.ts';
 import * as trust from '../../../services/pdf/trust/lazy.ts';
 import { workers } from '../../../services/workers/index.ts';
 import { bytesOption, deliverPdf, type PdfRouteDeps, pdfTask, type PdfTaskInput, readInput, snakeKeys } from './pdf-task.ts';
