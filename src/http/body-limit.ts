@@ -3,6 +3,7 @@
  * before any byte is read, and an undeclared (chunked) body is counted while it streams.
  */
 import type { Context, MiddlewareHandler } from 'hono';
+import { concatBytes } from '../services/bytes.ts';
 import { ServiceError } from '../services/errors.ts';
 
 export const tooLarge = (limit: number) =>
@@ -47,16 +48,6 @@ export async function* limitedChunks(body: ReadableStream<Uint8Array> | null, ma
 /** The whole body in memory, for JSON requests (bounded by the same limit). */
 export async function readBodyLimited(c: Context): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
-  let total = 0;
-  for await (const chunk of limitedChunks(c.req.raw.body, maxBytesOf(c))) {
-    parts.push(chunk);
-    total += chunk.byteLength;
-  }
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.byteLength;
-  }
-  return out;
+  for await (const chunk of limitedChunks(c.req.raw.body, maxBytesOf(c))) parts.push(chunk);
+  return concatBytes(parts);
 }

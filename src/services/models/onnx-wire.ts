@@ -4,6 +4,7 @@
  * other field is written back byte for byte, so nothing the rewrite does not understand is lost (unknown
  * fields, metadata, value infos, functions). Field numbers are those of onnx/onnx.proto (IR version 10).
  */
+import { concatBytes } from '../bytes.ts';
 
 export interface WireField {
   no: number;
@@ -119,13 +120,7 @@ export class WireWriter {
   }
 
   finish(): Uint8Array {
-    const out = new Uint8Array(this.length);
-    let off = 0;
-    for (const p of this.parts) {
-      out.set(p, off);
-      off += p.byteLength;
-    }
-    return out;
+    return concatBytes(this.parts);
   }
 }
 
