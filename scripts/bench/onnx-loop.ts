@@ -7,12 +7,14 @@
  * Without an argument it runs both and writes the BENCHMARKS.md section.
  */
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startHarness } from '../../test/routes/ollama/harness.ts';
 import { writeSection } from './write-benchmarks.mjs';
 
 const backend = process.argv[2];
 if (!backend) {
+  const loadAtStart = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const rows: string[] = [];
   for (const b of ['cpu', 'wasm']) {
     const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bench/onnx-loop.ts', b], {
@@ -24,7 +26,7 @@ if (!backend) {
     rows.push(line);
   }
   const table = [
-    '`node --import tsx scripts/bench/onnx-loop.ts` — event-loop delay (ms) while inference runs, tiny fixture models (tiny-llama, tiny-bert-embed); the machine was shared.',
+    `\`node --import tsx scripts/bench/onnx-loop.ts\` — event-loop delay (ms) while inference runs, tiny fixture models (tiny-llama, tiny-bert-embed); WASM sessions run in their own thread (src/services/inference/wasm-thread.ts). Load average at start: ${loadAtStart} (2 cores).`,
     '',
     '| backend | work | wall ms | loop delay p50 | p99 | max |',
     '| --- | --- | --- | --- | --- | --- |',
