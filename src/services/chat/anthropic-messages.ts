@@ -4,13 +4,13 @@
  * constrained decoding, and the answer shaped as a `message` or as the stream's typed events
  * (message_start, content_block_start/delta/stop, message_delta, message_stop). See docs/api/anthropic.md.
  */
-import { randomBytes } from 'node:crypto';
 import { ServiceError } from '../errors.ts';
 import { type OutputConstraint, prepareConstraint, type ToolSpec } from '../inference/structured/index.ts';
 import type { AnthropicMessage, CountTokensBody, MessagesBody } from '../../schemas/anthropic.ts';
 import type { ChatMessageIn, ChatRequest, ChatResult, ChatService, ChatStream } from './chat-service.ts';
 import { forcedCall, forcedCallConstraint } from './forced-call.ts';
 import type { ParsedToolCall, ToolFormat } from './tool-calls.ts';
+import { randomBase64Url } from '../base64.ts';
 
 type Prompt = MessagesBody | CountTokensBody;
 type ImageSource = { type: 'base64'; data: string } | { type: 'url'; url: string };
@@ -217,8 +217,8 @@ export async function countMessageTokens(
   return { input_tokens: r.promptTokens };
 }
 
-const msgId = () => `msg_${randomBytes(12).toString('base64url')}`;
-const toolUseId = () => `toolu_${randomBytes(12).toString('base64url')}`;
+const msgId = () => `msg_${randomBase64Url(12)}`;
+const toolUseId = () => `toolu_${randomBase64Url(12)}`;
 
 const usage = (input: number, output: number) => ({
   input_tokens: input,

@@ -4,7 +4,6 @@
  * and forced tool calls enforced by constrained decoding, and the answer shaped as a chat.completion or a stream of
  * chat.completion.chunk objects.
  */
-import { randomBytes } from 'node:crypto';
 import { ServiceError } from '../errors.ts';
 import { type OutputConstraint, prepareConstraint, type PreparedConstraint, type ToolSpec } from '../inference/structured/index.ts';
 import type { ChatMessageIn, ChatRequest, ChatResult, ChatService, ChatStream } from './chat-service.ts';
@@ -13,6 +12,7 @@ import type { GenerationParams } from './params.ts';
 import { type CallFragment, createCallFragmenter } from './call-fragments.ts';
 import { forcedCall, forcedCallConstraint } from './forced-call.ts';
 import type { ParsedToolCall, ToolFormat } from './tool-calls.ts';
+import { randomBase64Url } from '../base64.ts';
 
 const bad = (field: string, message: string) =>
   new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
@@ -176,11 +176,11 @@ export function planChat(body: ChatBody, signal?: AbortSignal): ChatPlan {
   };
 }
 
-export const completionId = (prefix: string) => `${prefix}-${randomBytes(12).toString('base64url')}`;
+export const completionId = (prefix: string) => `${prefix}-${randomBase64Url(12)}`;
 
 export const toolCallOut = (c: ParsedToolCall, index: number) => ({
   index,
-  id: `call_${randomBytes(9).toString('base64url')}`,
+  id: `call_${randomBase64Url(9)}`,
   type: 'function' as const,
   function: { name: c.name, arguments: JSON.stringify(c.arguments) },
 });

@@ -8,12 +8,13 @@
  * renamed to its name. A mismatch, a body over the upload limit or a broken connection removes the
  * incoming file: nothing is left behind. Models created from blobs hard-link them, so a blob is stored once.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { invalidArgument, ServiceError } from '../errors.ts';
 import { readOnlyError } from './layout.ts';
+import { randomHex } from '../base64.ts';
 
 const DIGEST = /^sha256[:-]([0-9a-f]{64})$/;
 
@@ -54,7 +55,7 @@ export class BlobStore {
   async put(digest: string, chunks: AsyncIterable<Uint8Array>): Promise<{ size: number; created: boolean }> {
     const hex = parseBlobDigest(digest);
     const final = join(this.dir, `sha256-${hex}`);
-    const incoming = join(this.dir, `.incoming-${randomBytes(6).toString('hex')}`);
+    const incoming = join(this.dir, `.incoming-${randomHex(6)}`);
     try {
       await mkdir(this.dir, { recursive: true });
     } catch (err) {

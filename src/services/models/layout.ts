@@ -9,11 +9,11 @@
  *   <modelsDir>/.partial/blobs/<key>                verified downloads waiting to be moved in
  *   <modelsDir>/.partial/stage-<random>/            a new model directory being assembled
  */
-import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServiceError } from '../errors.ts';
 import type { Dtype } from './spec.ts';
+import { randomHex } from '../base64.ts';
 
 export class ModelStoreLayout {
   constructor(readonly root: string) {}
@@ -37,7 +37,7 @@ export class ModelStoreLayout {
     return join(this.partialDir, 'blobs', key);
   }
   newStageDir(): string {
-    return join(this.partialDir, `stage-${randomBytes(6).toString('hex')}`);
+    return join(this.partialDir, `stage-${randomHex(6)}`);
   }
 
   /** Removes `stage-*` folders: only a process that died while installing leaves them. */
@@ -48,7 +48,7 @@ export class ModelStoreLayout {
 
   /** Imports need a writable store; probe by writing, since permission bits lie to root. */
   async assertWritable(): Promise<void> {
-    const probe = join(this.partialDir, `.probe-${randomBytes(4).toString('hex')}`);
+    const probe = join(this.partialDir, `.probe-${randomHex(4)}`);
     try {
       await mkdir(join(this.partialDir, 'blobs'), { recursive: true });
       await writeFile(probe, '');

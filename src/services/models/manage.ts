@@ -8,7 +8,6 @@
  *   model's name goes with its files. A loaded model is unloaded first; one serving requests is refused
  *   with 409 `model_in_use`. Files another listed name still uses (the same repository and dtype) stay.
  */
-import { randomBytes } from 'node:crypto';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { invalidArgument, ServiceError } from '../errors.ts';
@@ -23,6 +22,7 @@ import type { ModelRegistryStore } from './registry-store.ts';
 import { modelNotFound, resolveModel } from './resolve.ts';
 import type { CustomModelRecord, ModelSpec } from './spec.ts';
 import type { ModelUsage } from './usage.ts';
+import { randomHex } from '../base64.ts';
 
 export interface ModelAdminContext {
   catalog: Catalog;
@@ -64,7 +64,7 @@ export class NameLocks {
 }
 
 /** `.partial/create-*` folders: where create and copy assemble a model (not swept by pulls). */
-export const newAssemblyDir = (layout: ModelStoreLayout) => join(layout.partialDir, `create-${randomBytes(6).toString('hex')}`);
+export const newAssemblyDir = (layout: ModelStoreLayout) => join(layout.partialDir, `create-${randomHex(6)}`);
 
 export async function sweepAssemblyDirs(layout: ModelStoreLayout): Promise<void> {
   for (const n of await readdir(layout.partialDir).catch(() => [] as string[])) {

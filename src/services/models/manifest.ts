@@ -3,11 +3,12 @@
  * revision, when it was pulled. Written last, by rename, so its presence means the variant is complete.
  * The model's digest is the sha256 of these bytes, as Ollama's digest is that of its manifest.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ModelStoreLayout } from './layout.ts';
 import type { Dtype } from './spec.ts';
+import { randomHex } from '../base64.ts';
 
 export interface ManifestFile {
   path: string;
@@ -40,7 +41,7 @@ export interface LocalCopy {
 export async function writeManifest(layout: ModelStoreLayout, m: ArtifactManifest): Promise<void> {
   const file = layout.manifestPath(m.repo, m.dtype);
   await mkdir(dirname(file), { recursive: true });
-  const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+  const tmp = `${file}.${randomHex(4)}.tmp`;
   await writeFile(tmp, JSON.stringify(m, null, 2));
   await rename(tmp, file);
 }

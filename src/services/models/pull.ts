@@ -5,7 +5,7 @@
  * in flight and shares its progress. The work is detached from its callers: a subscriber that stops
  * reading (a client that disconnects) does not stop it.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { copyFile, link, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { isServiceError, ServiceError } from '../errors.ts';
@@ -22,6 +22,7 @@ import { ProgressChannel, type PullProgress } from './progress.ts';
 import { JsonFileRegistryStore, type ModelRegistryStore } from './registry-store.ts';
 import { modelNotFound, resolveModel } from './resolve.ts';
 import type { CustomModelRecord, Dtype, ModelSpec } from './spec.ts';
+import { randomHex } from '../base64.ts';
 
 export interface PullServiceOptions {
   modelsDir: string;
@@ -356,7 +357,7 @@ export class PullService {
     }
     for (const n of needed) {
       const target = join(dir, n.file.rfilename);
-      const tmp = `${target}.svc-${randomBytes(4).toString('hex')}.tmp`;
+      const tmp = `${target}.svc-${randomHex(4)}.tmp`;
       await linkOrCopy(this.layout.blobDone(n.key), tmp);
       await rename(tmp, target);
     }

@@ -4,9 +4,9 @@
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { nameKey } from './names.ts';
 import type { CustomModelRecord } from './spec.ts';
+import { randomHex } from '../base64.ts';
 
 export interface ModelRegistryStore {
   list(): Promise<CustomModelRecord[]>;
@@ -41,7 +41,7 @@ export class JsonFileRegistryStore implements ModelRegistryStore {
     await mkdir(this.dir, { recursive: true });
     const file = this.#file(record.name);
     // Write then rename: a reader never sees half a record.
-    const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+    const tmp = `${file}.${randomHex(4)}.tmp`;
     await writeFile(tmp, JSON.stringify(record, null, 2));
     await rename(tmp, file);
   }

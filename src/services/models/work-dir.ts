@@ -4,9 +4,9 @@
  * mirrors every file of the read-only models as a symlink: existing models stay listed and usable, and new
  * imports land in the work directory. Without a work directory, imports answer 503 model_store_read_only.
  */
-import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
+import { randomHex } from '../base64.ts';
 
 export interface StoreRoot {
   root: string;
@@ -17,7 +17,7 @@ export interface StoreRoot {
 }
 
 export async function isWritableDir(dir: string): Promise<boolean> {
-  const probe = join(dir, `.write-probe-${randomBytes(4).toString('hex')}`);
+  const probe = join(dir, `.write-probe-${randomHex(4)}`);
   try {
     await mkdir(dir, { recursive: true });
     await writeFile(probe, '');

@@ -4,7 +4,6 @@
  * its deltas become output items and stream events (events.ts). Responses are stored per owner unless
  * `store` is false; the stored input items are the effective input with the chained prelude expanded.
  */
-import { randomBytes } from 'node:crypto';
 import {
   allInputItems,
   deleteResponseRow,
@@ -28,6 +27,8 @@ import type { FileStore } from '../files/file-store.ts';
 import type { VectorStores } from '../retrieval/vector-stores.ts';
 import { type Citation, type Event, OutputBuilder } from './events.ts';
 import { bad, chatTools, type Item, itemId, type ItemResolver, itemsToMessages, normaliseInput, responseFormat } from './request.ts';
+import { bytesToBase64, bytesToBase64Url, randomBase64Url, randomHex } from '../base64.ts';
+import { decodeBase64 } from '../../runtime/base64.ts';
 
 /** A finished response as a chain continues from it: its effective input and its output. */
 export interface ChainLink {
@@ -73,7 +74,8 @@ export class ResponsesService {
       },
       inlineFileText: async (filename, data) => {
         const b64 = data.replace(/^data:[^,]*;base64,/, '');
-        const bytes = new Uint8Array(Buffer.from(b64, 'base64'));
+        const bytes = decodeBase64(b64);
+        if (!bytes) throw bad('input_file.file_data', `input_file "${filename}": file_data is not base64`);
         const format = sniffFormat(bytes.subarray(0, 65536), () => bytes);
         if (!format) throw unsupportedFileType(`input_file "${filename}": not a format the document pipeline reads`);
         return { filename, text: await docText(bytes, format) };
@@ -82,7 +84,7 @@ export class ResponsesService {
         const bytes = await this.files.read(owner, fileId);
         const format = sniffFormat(bytes.subarray(0, 65536));
         if (!format || !MIME[format]?.startsWith('image/')) throw bad('input_image.file_id', `file '${fileId}' is not an image`);
-        return `data:${MIME[format]};base64,${Buffer.from(bytes).toString('base64')}`;
+        return `data:${MIME[format]};base64,${bytesToBase64(bytes)}`;
       },
       expandCompaction: (enc) => decodeCompaction(enc),
     };
@@ -187,7 +189,7 @@ export class ResponsesService {
     const plan = planChat(parseChatBody(chatBody), o.signal);
     const stream = await this.chat.chat(plan.request);
 
-    const id = `resp_${randomBytes(18).toString('hex')}`;
+    const id = `resp_${randomHex(18)}`;
     const created = secs();
     const state = {
       status: 'in_progress' as string,
@@ -377,7 +379,7 @@ export class ResponsesService {
     // checks that every item converts (files readable, types known) before it is packed
     await itemsToMessages(items, this.#resolver(owner));
     return {
-      id: `cmp_${randomBytes(18).toString('hex')}`,
+      id: `cmp_${randomHex(18)}`,
       object: 'response.compaction' as const,
       created_at: secs(),
       output: [{ id: itemId('cmp'), type: 'compaction', encrypted_content: encodeCompaction(items) }],
@@ -392,7 +394,7 @@ export class ResponsesService {
   }
 }
 
-const callId = () => `call_${randomBytes(12).toString('base64url')}`;
+const callId = () => `call_${randomBase64Url(12)}`;
 
 function lastUserText(items: Item[]): string {
   for (let i = items.length - 1; i >= 0; i--) {
@@ -420,13 +422,15 @@ const COMPACTION_PREFIX = 'svc1.';
 
 /** Compaction content: the items as base64url JSON (not encrypted: they are the caller's own conversation). */
 export function encodeCompaction(items: Item[]): string {
-  return COMPACTION_PREFIX + Buffer.from(JSON.stringify(items)).toString('base64url');
+  return COMPACTION_PREFIX + bytesToBase64Url(new TextEncoder().encode(JSON.stringify(items)));
 }
 
 export function decodeCompaction(enc: string): Item[] {
   if (!enc.startsWith(COMPACTION_PREFIX)) throw bad('input.encrypted_content', 'not a compaction made by this server');
   try {
-    const items = JSON.parse(Buffer.from(enc.slice(COMPACTION_PREFIX.length), 'base64url').toString('utf8'));
+    const bytes = decodeBase64(enc.slice(COMPACTION_PREFIX.length));
+    if (!bytes) throw new Error('not base64url');
+    const items = JSON.parse(new TextDecoder().decode(bytes));
     // the content comes back from the client: its items are checked as input items are
     if (!v.is(InputItems, items)) throw new Error('not a list of input items');
     return normaliseInput(items);
