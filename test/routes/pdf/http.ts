@@ -96,7 +96,7 @@ export async function asJob(t: Req, path: string, init: RequestInit): Promise<an
   return (await poll(t, job_id)).rec;
 }
 
-/** The same failure inline and as a job: same status and reason (SPEC Errors rule 2). */
+/** The same failure inline and as a job: same status and reason (the job contract: a task fails alike either way). */
 export async function expectReasonBoth(t: Req, path: string, init: () => RequestInit, status: number, reason: string): Promise<void> {
   await expectReason(await t.request(path, init()), status, reason);
   const rec = await asJob(t, path, init());
