@@ -161,35 +161,25 @@ export async function makePki(): Promise<Pki> {
     '-addext',
     'keyUsage=critical,digitalSignature',
   ]);
-  run([
-    'pkcs12',
-    '-export',
-    '-inkey',
-    'signer.key',
-    '-in',
-    'signer.pem',
-    '-certfile',
-    'ca.pem',
-    '-passout',
-    'pass:p12pass',
-    '-out',
-    'signer.p12',
-  ]);
-  run([
-    'pkcs12',
-    '-export',
-    '-legacy',
-    '-inkey',
-    'signer.key',
-    '-in',
-    'signer.pem',
-    '-certfile',
-    'ca.pem',
-    '-passout',
-    'pass:p12pass',
-    '-out',
-    'signer-legacy.p12',
-  ]);
+  // the signer as PKCS#12, once with today's ciphers and once with the legacy ones (RC2/3DES) older tools write
+  const p12 = (out: string, extra: string[]) =>
+    run([
+      'pkcs12',
+      '-export',
+      ...extra,
+      '-inkey',
+      'signer.key',
+      '-in',
+      'signer.pem',
+      '-certfile',
+      'ca.pem',
+      '-passout',
+      'pass:p12pass',
+      '-out',
+      out,
+    ]);
+  p12('signer.p12', []);
+  p12('signer-legacy.p12', ['-legacy']);
   const rd = (n: string) => readFileSync(join(dir, n), 'utf8');
 
   let ocsp: ChildProcess | undefined;
