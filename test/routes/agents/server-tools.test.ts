@@ -16,58 +16,11 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { initBackend } from '../../../src/services/inference/backend.ts';
-import { cp, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, HubStandIn } from '../../support/hub-stand-in.ts';
-import { listening, tempDir } from '../../support/server.ts';
-import type { ChatRequest } from '../../../src/services/chat/index.ts';
-import type { LogitsProcessorLike } from '../../../src/services/inference/sampling.ts';
-import { forceTokens, tinyLlamaIds } from '../ollama/harness.ts';
+import { FIXTURE_MODELS_DIR, LONG_LLAMA } from '../../support/hub-stand-in.ts';
+import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
 
-/**
- * tiny-llama with a longer context (its rotary positions are computed from position ids, so only the
- * declared limit changes): tool definitions and results do not fit in the fixture's 512 positions.
- */
-const MODEL = 'tiny-llama-long:test';
-async function longLlamaDir(): Promise<string> {
-  const dir = join(await tempDir('svc-long-llama-'), 'tiny-llama-long');
-  await cp(join(FIXTURE_MODELS_DIR, 'tiny-llama'), dir, { recursive: true });
-  for (const [f, k] of [['config.json', 'max_position_embeddings'], ['tokenizer_config.json', 'model_max_length']] as const) {
-    const j = JSON.parse(await readFile(join(dir, f), 'utf8'));
-    j[k] = 4096;
-    await writeFile(join(dir, f), JSON.stringify(j));
-  }
-  return dir;
-}
-
-interface Harness {
-  srv: Awaited<ReturnType<typeof listening>>;
-  steer(make: (() => LogitsProcessorLike[]) | undefined): void;
-  close(): Promise<void>;
-}
-async function startHarness(overrides: Parameters<typeof listening>[0]): Promise<Harness> {
-  const longDir = await longLlamaDir();
-  const hub = await HubStandIn.start({
-    'svc-test/tiny-llama-long': longDir,
-    'svc-test/tiny-bert-embed': join(FIXTURE_MODELS_DIR, 'tiny-bert-embed'),
-  });
-  const srv = await listening({ hubUrl: hub.url, hubAllowedHosts: ['127.0.0.1'], backend: 'cpu', ...overrides });
-  const llama = FIXTURE_CATALOG.find((e) => e.name === 'tiny-llama:test')!;
-  srv.models.catalog.register({ ...llama, name: MODEL, aliases: [], repo: 'svc-test/tiny-llama-long' });
-  srv.models.catalog.register(FIXTURE_CATALOG.find((e) => e.name === 'tiny-bert-embed:test')!);
-  let make: (() => LogitsProcessorLike[]) | undefined;
-  const chat = srv.chat.chat.bind(srv.chat);
-  srv.chat.chat = (req: ChatRequest) => chat(make ? { ...req, logitsProcessors: [...(req.logitsProcessors ?? []), ...make()] } : req);
-  return {
-    srv,
-    steer: (m) => (make = m),
-    close: async () => {
-      await srv.stop();
-      await hub.close();
-      await rm(longDir, { recursive: true, force: true });
-    },
-  };
-}
+/** tiny-llama declaring a longer context: tool definitions and results do not fit in the fixture's 512 positions. */
+const MODEL = LONG_LLAMA.name;
 const EMB = 'tiny-bert-embed:test';
 let h: Harness;
 let keyA: string;
