@@ -180,13 +180,15 @@ describe('chat', () => {
   it('a custom model: its system prompt, template and parameters apply (template opening <think> → thinking)', async () => {
     const template =
       '{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}';
-    await h.ollama.create({
-      model: 'thinker',
-      from: 'tiny-llama',
-      system: 'You think a lot before answering.',
-      template,
-      parameters: { num_predict: 5, temperature: 0 },
-    });
+    const createThinker = (numPredict: number) =>
+      h.ollama.create({
+        model: 'thinker',
+        from: 'tiny-llama',
+        system: 'You think a lot before answering.',
+        template,
+        parameters: { num_predict: numPredict, temperature: 0 },
+      });
+    await createThinker(5);
     const r = await h.ollama.chat({ model: 'thinker', messages: user('hi'), think: true, stream: false });
     assert.equal(r.eval_count, 5, 'num_predict from the custom model');
     assert.ok((r.message.thinking ?? '').length > 0, 'output inside the template-opened block is thinking');
@@ -195,13 +197,7 @@ describe('chat', () => {
     const overridden = await h.ollama.chat({ model: 'thinker', messages: user('hi'), stream: false, options: { num_predict: 2 } });
     assert.equal(overridden.eval_count, 2, 'request options win over the model parameters');
     // re-created with other parameters: the next request sees them (resolutions are remembered per model version)
-    await h.ollama.create({
-      model: 'thinker',
-      from: 'tiny-llama',
-      system: 'You think a lot before answering.',
-      template,
-      parameters: { num_predict: 3, temperature: 0 },
-    });
+    await createThinker(3);
     assert.equal(
       (await h.ollama.chat({ model: 'thinker', messages: user('hi'), think: true, stream: false })).eval_count,
       3,
