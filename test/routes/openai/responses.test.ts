@@ -42,6 +42,14 @@ const post = (path: string, body: unknown) =>
     body: JSON.stringify(body),
   });
 
+/** The two turns sent whole in one request: what a continued second turn must cost in input tokens. */
+const wholeConversation = (question: string, answer: string, next: string) =>
+  openai.responses.create({
+    model: MODEL,
+    max_output_tokens: 2,
+    input: [{ role: 'user', content: question }, { role: 'assistant', content: answer }, { role: 'user', content: next }],
+  });
+
 describe('responses: create, retrieve, delete', () => {
   it('string input: a completed response with one assistant message and usage; retrieve gives the same object', async () => {
     const r = await h.steered('Hello there', () => openai.responses.create({ model: MODEL, input: 'say hello', max_output_tokens: 20 }));
@@ -262,14 +270,7 @@ describe('responses: input items and chaining', () => {
     assert.deepEqual(items.data.map((i) => (i as { role?: string }).role), ['user', 'assistant', 'user']);
     assert.equal((items.data[1] as { content: { text: string }[] }).content[0]!.text, 'Paris');
     // the same conversation sent whole (no instructions) gives exactly the same prompt length
-    const whole = await openai.responses.create({
-      model: MODEL,
-      max_output_tokens: 2,
-      input: [{ role: 'user', content: 'Capital of France?' }, { role: 'assistant', content: 'Paris' }, {
-        role: 'user',
-        content: 'And of Spain?',
-      }],
-    });
+    const whole = await wholeConversation('Capital of France?', 'Paris', 'And of Spain?');
     assert.equal(second.usage!.input_tokens, whole.usage!.input_tokens);
     assert.ok(second.usage!.input_tokens > first.usage!.input_tokens - 12, 'the first turn is in the prompt');
     await assert.rejects(
@@ -695,14 +696,7 @@ describe('responses: WebSocket mode and compaction', () => {
       max_output_tokens: 2,
     });
     assert.equal(second.error, undefined, JSON.stringify(second.error));
-    const whole = await openai.responses.create({
-      model: MODEL,
-      max_output_tokens: 2,
-      input: [{ role: 'user', content: 'Remember the code word cobalt.' }, { role: 'assistant', content: 'OK' }, {
-        role: 'user',
-        content: 'What was the code word?',
-      }],
-    });
+    const whole = await wholeConversation('Remember the code word cobalt.', 'OK', 'What was the code word?');
     assert.equal(
       second.events.at(-1)!.response.usage.input_tokens,
       whole.usage!.input_tokens,
