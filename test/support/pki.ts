@@ -117,25 +117,25 @@ export async function makePki(): Promise<Pki> {
   writeFileSync(join(dir, 'tsaserial'), '01\n');
   writeFileSync(join(dir, 'ca.cnf'), caConf(dir, ocspUrl));
   const run = (args: string[], input?: Uint8Array) => ssl(dir, args, input);
-  run([
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '3650',
-    '-subj',
-    '/CN=svc Test Root CA/O=svc tests',
-    '-config',
-    'ca.cnf',
-    '-extensions',
-    'v3_ca',
-  ]);
+  /** A self-signed RSA certificate `name`.pem with its key `name`.key. */
+  const selfSigned = (name: string, days: number, subj: string, extra: string[]) =>
+    run([
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.pem`,
+      '-days',
+      String(days),
+      '-subj',
+      subj,
+      ...extra,
+    ]);
+  selfSigned('ca', 3650, '/CN=svc Test Root CA/O=svc tests', ['-config', 'ca.cnf', '-extensions', 'v3_ca']);
   const issue = (name: string, subj: string, ext: string, keyArgs = ['-newkey', 'rsa:2048']) => {
     run(['req', ...keyArgs, '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj]);
     run(['ca', '-batch', '-config', 'ca.cnf', '-extensions', ext, '-in', `${name}.csr`, '-out', `${name}.pem`, '-notext']);
@@ -144,23 +144,7 @@ export async function makePki(): Promise<Pki> {
   issue('ec', '/CN=Eve Curve/O=svc tests', 'signer', ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256']);
   issue('tsa', '/CN=svc Test TSA/O=svc tests', 'tsa');
   issue('ocsp', '/CN=svc Test OCSP/O=svc tests', 'ocsp');
-  run([
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'stranger.key',
-    '-out',
-    'stranger.pem',
-    '-days',
-    '30',
-    '-subj',
-    '/CN=Stranger/O=nobody',
-    '-addext',
-    'keyUsage=critical,digitalSignature',
-  ]);
+  selfSigned('stranger', 30, '/CN=Stranger/O=nobody', ['-addext', 'keyUsage=critical,digitalSignature']);
   // the signer as PKCS#12, once with today's ciphers and once with the legacy ones (RC2/3DES) older tools write
   const p12 = (out: string, extra: string[]) =>
     run([
