@@ -107,6 +107,15 @@ async function script(texts: string[]) {
   });
   return prompts;
 }
+/** `fn` run with the turn scripted (see script), given the prompts; unsteered after. */
+async function scripted(texts: string[], fn: (prompts: string[]) => Promise<void>) {
+  const prompts = await script(texts);
+  try {
+    await fn(prompts);
+  } finally {
+    h.steer(undefined);
+  }
+}
 const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
 type Ext = {
   server_tool_calls?: {
@@ -133,11 +142,10 @@ describe('server tools', () => {
 
   it('searches a vector store, feeds the result back, and answers citing it; the calls are listed', async () => {
     const answer = 'The pilot is Captain Ilse Marwick (harbour.txt).';
-    const prompts = await script([
+    await scripted([
       call('vector_store_search', { vector_store_id: storeId, query: 'harbour pilot', max_num_results: 1 }),
       answer,
-    ]);
-    try {
+    ], async (prompts) => {
       const r = await a.chat.completions.create(
         {
           model: MODEL,
@@ -159,17 +167,14 @@ describe('server tools', () => {
       assert.doesNotMatch(prompts[0]!, /Ilse Marwick/);
       assert.match(prompts[1]!, /Captain Ilse Marwick/, 'the search result is in the second prompt');
       assert.ok(r.usage!.prompt_tokens > 0 && r.usage!.total_tokens === r.usage!.prompt_tokens + r.usage!.completion_tokens);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it("bound arguments: fixed by the request, hidden from the model, and they win over the model's", async () => {
-    const prompts = await script([
+    await scripted([
       call('vector_store_search', { query: 'harbour pilot', vector_store_id: 'vs_elsewhere' }),
       'Ilse Marwick.',
-    ]);
-    try {
+    ], async (prompts) => {
       const r = await a.chat.completions.create(
         {
           model: MODEL,
@@ -184,9 +189,7 @@ describe('server tools', () => {
       assert.deepEqual(c.arguments, { query: 'harbour pilot', vector_store_id: storeId, max_num_results: 1 }, 'the arguments that ran');
       assert.doesNotMatch(prompts[0]!, /vector_store_id|max_num_results/, 'bound arguments are not offered to the model');
       assert.match(prompts[0]!, /vector_store_search/);
-    } finally {
-      h.steer(undefined);
-    }
+    });
     await assert.rejects(
       a.chat.completions.create(
         { model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: [{ name: 'fetch_url', nope: 1 }] } as never,
@@ -217,11 +220,10 @@ describe('server tools', () => {
   });
 
   it("runs under the caller's key: another key's search fails with 404, fed back as an error", async () => {
-    const prompts = await script([
+    await scripted([
       call('vector_store_search', { vector_store_id: storeId, query: 'harbour pilot' }),
       'I could not search it.',
-    ]);
-    try {
+    ], async (prompts) => {
       const r = await b.chat.completions.create(
         {
           model: MODEL,
@@ -236,14 +238,11 @@ describe('server tools', () => {
       assert.match(prompts[1]!, /not_found|not found/);
       assert.doesNotMatch(prompts[1]!, /Ilse Marwick/);
       assert.equal(r.choices[0].message.content, 'I could not search it.');
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('a client tool call ends the turn and is returned to the client as usual', async () => {
-    await script([call('lookup', { q: 'x' })]);
-    try {
+    await scripted([call('lookup', { q: 'x' })], async () => {
       const r = await a.chat.completions.create({
         model: MODEL,
         messages: [{ role: 'user', content: 'look it up' }],
@@ -257,14 +256,11 @@ describe('server tools', () => {
         'lookup',
       );
       assert.deepEqual(ext(r).server_tool_calls, []);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('the step limit ends the loop: the last generation has no server tools', async () => {
-    const prompts = await script([call('fetch_url', { url: `${pageUrl}/a` }), call('fetch_url', { url: `${pageUrl}/b` })]);
-    try {
+    await scripted([call('fetch_url', { url: `${pageUrl}/a` }), call('fetch_url', { url: `${pageUrl}/b` })], async (prompts) => {
       const r = await a.chat.completions.create({
         model: MODEL,
         messages: [{ role: 'user', content: 'hours?' }],
@@ -283,14 +279,11 @@ describe('server tools', () => {
       assert.doesNotMatch(prompts[1]!.split('<|im_start|>user')[0]!, /"fetch_url"/, 'the last prompt does not offer it');
       assert.match(prompts[1]!.split('<|im_start|>user')[0]!, /"lookup"/, 'the client tool stays offered');
       assert.match(prompts[1]!, /07:45/);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('fetch_url gives HTML as Markdown', async () => {
-    await script([call('fetch_url', { url: `${pageUrl}/html` }), 'At 07:45.']);
-    try {
+    await scripted([call('fetch_url', { url: `${pageUrl}/html` }), 'At 07:45.'], async () => {
       const r = await a.chat.completions.create(
         { model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'] } as never,
       );
@@ -299,14 +292,11 @@ describe('server tools', () => {
       assert.match(out.text, /^# Reading room/m);
       assert.match(out.text, /Opens at \*\*07:45\*\*/);
       assert.doesNotMatch(out.text, /<p>|var x/);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('fetch_url goes through the egress policy: a redirect to a host outside it fails', async () => {
-    await script([call('fetch_url', { url: `${pageUrl}/away` }), 'No.']);
-    try {
+    await scripted([call('fetch_url', { url: `${pageUrl}/away` }), 'No.'], async () => {
       const r = await a.chat.completions.create(
         { model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'] } as never,
       );
@@ -314,9 +304,7 @@ describe('server tools', () => {
       assert.equal(c.status, 'failed');
       assert.equal(c.error!.reason, 'egress_denied');
       assert.match(c.error!.message, /forbidden\.example/);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('unknown server tools and bad step limits are 400s naming them', async () => {
@@ -345,8 +333,7 @@ describe('MCP client', () => {
       body: JSON.stringify({ name: 'geographer', model: MODEL, server_tools: ['mcp:geo'], max_tokens: 200, step_limit: 2 }),
     });
     assert.equal(put.status, 201);
-    const prompts = await script([call('geo__capital', { country: 'Freedonia' }), 'Zlotograd.']);
-    try {
+    await scripted([call('geo__capital', { country: 'Freedonia' }), 'Zlotograd.'], async (prompts) => {
       const r = await a.chat.completions.create(
         { agent: 'geographer', messages: [{ role: 'user', content: 'Capital of Freedonia?' }] } as never,
       );
@@ -358,23 +345,18 @@ describe('MCP client', () => {
       assert.match(prompts[0]!, /The capital city of a country/, 'the MCP tool is offered with its description');
       assert.match(prompts[1]!, /The capital of Freedonia is Zlotograd\./);
       assert.equal(r.choices[0].message.content, 'Zlotograd.');
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('an MCP tool error is fed back as a failed call', async () => {
-    await script([call('geo__capital', { country: 'Atlantis' }), 'Unknown.']);
-    try {
+    await scripted([call('geo__capital', { country: 'Atlantis' }), 'Unknown.'], async () => {
       const r = await a.chat.completions.create(
         { agent: 'geographer', messages: [{ role: 'user', content: 'Capital of Atlantis?' }] } as never,
       );
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'failed');
       assert.match(c.error!.message, /no capital known for Atlantis/);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 });
 
@@ -447,8 +429,7 @@ describe('memory', () => {
 
   it('extract "model": the chat model lists the facts in a constrained extraction call', async () => {
     assert.equal((await req(keyA, 'POST', '/svc/v1/memory-stores', { name: 'bees' })).status, 201);
-    const prompts = await script(['How lovely.', '{"facts":["The user keeps bees on a rooftop."]}']);
-    try {
+    await scripted(['How lovely.', '{"facts":["The user keeps bees on a rooftop."]}'], async (prompts) => {
       const r = await a.chat.completions.create(
         {
           model: MODEL,
@@ -466,9 +447,7 @@ describe('memory', () => {
         data: { text: string; source: string }[];
       };
       assert.deepEqual(facts.data.map((f) => [f.text, f.source]), [['The user keeps bees on a rooftop.', 'model']]);
-    } finally {
-      h.steer(undefined);
-    }
+    });
     await assert.rejects(
       a.chat.completions.create(
         { model: MODEL, messages: [{ role: 'user', content: 'x' }], memory_store: 'bees', memory: { extract: 'magic' } } as never,
@@ -544,8 +523,7 @@ describe('agent in /v1/responses', () => {
 
 describe('streaming with server tools', () => {
   it('the finished turn arrives as chunks; the last choice chunk carries server_tool_calls', async () => {
-    await script([call('fetch_url', { url: `${pageUrl}/hours` }), 'At 07:45.']);
-    try {
+    await scripted([call('fetch_url', { url: `${pageUrl}/hours` }), 'At 07:45.'], async () => {
       const stream = await a.chat.completions.create(
         {
           model: MODEL,
@@ -565,8 +543,6 @@ describe('streaming with server tools', () => {
       assert.match(fin.server_tool_calls[0].output.text, /07:45/);
       assert.equal(fin.server_tool_calls[0].output.format, 'text');
       assert.ok(chunks.at(-1)!.usage.total_tokens > 0);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 });
