@@ -8,7 +8,8 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { freePort, startPostgres } from '../../test/support/postgres.ts';
+import { startPostgres } from '../../test/support/postgres.ts';
+import { freePort } from '../../test/support/free-port.ts';
 import { startNginx } from '../../test/support/nginx.ts';
 import { tempDir } from '../../test/support/server.ts';
 import { createKeyByCli } from '../../test/support/cli-key.ts';

@@ -7,9 +7,9 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { createServer as netServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './free-port.ts';
 
 export interface Pki {
   dir: string;
@@ -38,17 +38,6 @@ export interface Pki {
 
 const ssl = (cwd: string, args: string[], input?: Uint8Array) =>
   execFileSync('openssl', args, { cwd, input, stdio: ['pipe', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
-
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = netServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => res(port));
-    });
-  });
-}
 
 const caConf = (dir: string, ocspUrl: string) => `
 [ ca ]
