@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { Ajv } from 'ajv';
-import { type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
+import { failAfter, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
 import { LONG_LLAMA } from '../../support/hub-stand-in.ts';
 
 let h: Harness;
@@ -455,11 +455,8 @@ describe('errors', () => {
   });
 
   it('a failure after streaming began arrives as an error event the SDK raises', async () => {
-    let calls = 0;
-    h.steer(() => [(_ids: bigint[][], logits: unknown) => {
-      if (++calls > 3) throw new Error('boom in the middle');
-      return logits;
-    }]);
+    const boom = failAfter(3);
+    h.steer(() => [boom]);
     try {
       const got: unknown[] = [];
       await assert.rejects(async () => {

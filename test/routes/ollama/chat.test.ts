@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Ajv from 'ajv';
-import { assertFinal, type Harness, ndjson, startHarness } from './harness.ts';
+import { assertFinal, failAfter, type Harness, ndjson, startHarness } from './harness.ts';
 
 let h: Harness;
 before(async () => {
@@ -222,16 +222,7 @@ describe('chat', () => {
   });
 
   it('a failure after the stream began is an {"error"} line', async () => {
-    let step = 0;
-    h.steer(() => {
-      step = 0;
-      return [
-        (_i: bigint[][], l: unknown) => {
-          if (++step > 3) throw new Error('boom in step 4');
-          return l;
-        },
-      ];
-    });
+    h.steer(() => [failAfter(3)]); // a new count for each request
     try {
       const res = await h.post('/api/chat', { model: 'tiny-llama', messages: user('hi'), options: { num_predict: 20, temperature: 0 } });
       assert.equal(res.status, 200);

@@ -80,6 +80,15 @@ export function forceTokens(ids: number[], eos = IM_END): LogitsProcessorLike {
   };
 }
 
+/** A processor that lets `steps` decode steps pass, then throws: a failure after the stream began. */
+export function failAfter(steps: number): LogitsProcessorLike {
+  let calls = 0;
+  return (_ids: bigint[][], logits: { data: Float32Array }) => {
+    if (++calls > steps) throw new Error(`boom after ${steps} steps`);
+    return logits;
+  };
+}
+
 /** Parses an NDJSON body. */
 export async function ndjson(res: Response): Promise<Record<string, any>[]> {
   assert.match(res.headers.get('content-type') ?? '', /application\/x-ndjson/);

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import OpenAI from 'openai';
-import { type Harness, startHarness } from '../ollama/harness.ts';
+import { failAfter, type Harness, startHarness } from '../ollama/harness.ts';
 
 let h: Harness;
 let openai: OpenAI;
@@ -393,11 +393,8 @@ describe('errors, refusals, extensions', () => {
   });
 
   it('a failure after streaming began arrives as an error event', async () => {
-    let calls = 0;
-    h.steer(() => [(_ids: bigint[][], logits: unknown) => {
-      if (++calls > 3) throw new Error('boom in the middle');
-      return logits;
-    }]);
+    const boom = failAfter(3);
+    h.steer(() => [boom]);
     try {
       const stream = await openai.chat.completions.create({ model: MODEL, messages: user('x'), max_tokens: 20, stream: true });
       const got: unknown[] = [];

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import OpenAI, { toFile } from 'openai';
 import { ResponsesWS } from 'openai/resources/responses/ws';
-import { type Harness, startHarness } from '../ollama/harness.ts';
+import { failAfter, type Harness, startHarness } from '../ollama/harness.ts';
 import { makePdf } from '../../services/pdf/helpers.ts';
 
 let h: Harness;
@@ -172,11 +172,8 @@ describe('responses: streaming', () => {
   });
 
   it('a failure after the stream began: response.failed with the error, then an error event the client raises', async () => {
-    let calls = 0;
-    h.steer(() => [(_ids: bigint[][], logits: unknown) => {
-      if (++calls > 3) throw new Error('boom in the middle');
-      return logits;
-    }]);
+    const boom = failAfter(3);
+    h.steer(() => [boom]);
     try {
       const s = await openai.responses.create({ model: MODEL, input: 'x', stream: true, max_output_tokens: 20 });
       const got: { type: string; response?: { status?: string; error?: unknown } }[] = [];
