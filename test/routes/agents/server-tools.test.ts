@@ -107,6 +107,11 @@ async function script(texts: string[]) {
   });
   return prompts;
 }
+/** A chat completion of one user message with server tools (svc's extension fields, untyped in the SDK). */
+const askWithTools = (client: OpenAI, content: string, serverTools: unknown[]) =>
+  client.chat.completions.create(
+    { model: MODEL, messages: [{ role: 'user', content }], max_tokens: 200, server_tools: serverTools } as never,
+  );
 /** `fn` run with the turn scripted (see script), given the prompts; unsteered after. */
 async function scripted(texts: string[], fn: (prompts: string[]) => Promise<void>) {
   const prompts = await script(texts);
@@ -146,14 +151,7 @@ describe('server tools', () => {
       call('vector_store_search', { vector_store_id: storeId, query: 'harbour pilot', max_num_results: 1 }),
       answer,
     ], async (prompts) => {
-      const r = await a.chat.completions.create(
-        {
-          model: MODEL,
-          messages: [{ role: 'user', content: 'Who is the pilot?' }],
-          max_tokens: 200,
-          server_tools: ['vector_store_search'],
-        } as never,
-      );
+      const r = await askWithTools(a, 'Who is the pilot?', ['vector_store_search']);
       assert.equal(r.choices[0].message.content, answer);
       assert.equal(r.choices[0].finish_reason, 'stop');
       const calls = ext(r).server_tool_calls!;
@@ -175,14 +173,7 @@ describe('server tools', () => {
       call('vector_store_search', { query: 'harbour pilot', vector_store_id: 'vs_elsewhere' }),
       'Ilse Marwick.',
     ], async (prompts) => {
-      const r = await a.chat.completions.create(
-        {
-          model: MODEL,
-          messages: [{ role: 'user', content: 'Who is the pilot?' }],
-          max_tokens: 200,
-          server_tools: [{ name: 'vector_store_search', vector_store_id: storeId, max_num_results: 1 }],
-        } as never,
-      );
+      const r = await askWithTools(a, 'Who is the pilot?', [{ name: 'vector_store_search', vector_store_id: storeId, max_num_results: 1 }]);
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'completed', JSON.stringify(c.error));
       assert.match(c.output[0].text, /Captain Ilse Marwick/);
@@ -224,14 +215,7 @@ describe('server tools', () => {
       call('vector_store_search', { vector_store_id: storeId, query: 'harbour pilot' }),
       'I could not search it.',
     ], async (prompts) => {
-      const r = await b.chat.completions.create(
-        {
-          model: MODEL,
-          messages: [{ role: 'user', content: 'Who is the pilot?' }],
-          max_tokens: 200,
-          server_tools: ['vector_store_search'],
-        } as never,
-      );
+      const r = await askWithTools(b, 'Who is the pilot?', ['vector_store_search']);
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'failed');
       assert.equal(c.error!.status, 404);
@@ -284,9 +268,7 @@ describe('server tools', () => {
 
   it('fetch_url gives HTML as Markdown', async () => {
     await scripted([call('fetch_url', { url: `${pageUrl}/html` }), 'At 07:45.'], async () => {
-      const r = await a.chat.completions.create(
-        { model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'] } as never,
-      );
+      const r = await askWithTools(a, 'hours?', ['fetch_url']);
       const out = ext(r).server_tool_calls![0]!.output;
       assert.equal(out.format, 'markdown');
       assert.match(out.text, /^# Reading room/m);
@@ -297,9 +279,7 @@ describe('server tools', () => {
 
   it('fetch_url goes through the egress policy: a redirect to a host outside it fails', async () => {
     await scripted([call('fetch_url', { url: `${pageUrl}/away` }), 'No.'], async () => {
-      const r = await a.chat.completions.create(
-        { model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'] } as never,
-      );
+      const r = await askWithTools(a, 'hours?', ['fetch_url']);
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'failed');
       assert.equal(c.error!.reason, 'egress_denied');
