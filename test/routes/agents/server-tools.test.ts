@@ -112,6 +112,11 @@ const askWithTools = (client: OpenAI, content: string, serverTools: unknown[]) =
   client.chat.completions.create(
     { model: MODEL, messages: [{ role: 'user', content }], max_tokens: 200, server_tools: serverTools } as never,
   );
+/** A chat completion of one user message with memory store `store` (20 tokens unless `extra` says otherwise). */
+const askWithMemory = (client: OpenAI, content: string, store: string, extra: Record<string, unknown> = {}) =>
+  client.chat.completions.create(
+    { model: MODEL, max_tokens: 20, memory_store: store, messages: [{ role: 'user', content }], ...extra } as never,
+  );
 /** `fn` run with the turn scripted (see script), given the prompts; unsteered after. */
 async function scripted(texts: string[], fn: (prompts: string[]) => Promise<void>) {
   const prompts = await script(texts);
@@ -354,15 +359,9 @@ describe('memory', () => {
     assert.equal((await req(keyA, 'POST', '/svc/v1/memory-stores', { name: 'prefs' })).status, 409);
 
     await script(['Noted.']);
-    const first = await a.chat.completions.create(
-      {
-        model: MODEL,
-        max_tokens: 20,
-        memory_store: 'prefs',
-        memory: true,
-        messages: [{ role: 'user', content: 'My favourite colour is teal. I live in Lisbon. Can you suggest a paint?' }],
-      } as never,
-    );
+    const first = await askWithMemory(a, 'My favourite colour is teal. I live in Lisbon. Can you suggest a paint?', 'prefs', {
+      memory: true,
+    });
     const m1 = ext(first).memory!;
     assert.deepEqual(m1.written.map((f) => f.text), ['My favourite colour is teal.', 'I live in Lisbon.']);
     assert.deepEqual(m1.recalled, []);
@@ -372,34 +371,18 @@ describe('memory', () => {
     assert.deepEqual(listed.data.map((f) => [f.text, f.source]), [['My favourite colour is teal.', 'user'], ['I live in Lisbon.', 'user']]);
 
     const prompts = await script(['Teal.']);
-    const second = await a.chat.completions.create(
-      {
-        model: MODEL,
-        max_tokens: 20,
-        memory_store: 'prefs',
-        messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }],
-      } as never,
-    );
+    const second = await askWithMemory(a, 'Which colour should the kitchen be?', 'prefs');
     const m2 = ext(second).memory!;
     assert.ok(m2.recalled.some((f) => f.text === 'My favourite colour is teal.'), JSON.stringify(m2.recalled));
     assert.match(prompts[0]!, /Facts remembered about the user:[\s\S]*My favourite colour is teal\./);
     assert.deepEqual(m2.written, [], 'a question states no fact');
     // no word in common with the facts: found by the embedding side of the hybrid search only
-    const byMeaning = await a.chat.completions.create(
-      { model: MODEL, max_tokens: 5, memory_store: 'prefs', messages: [{ role: 'user', content: 'Which hue suits a kitchen' }] } as never,
-    );
+    const byMeaning = await askWithMemory(a, 'Which hue suits a kitchen', 'prefs', { max_tokens: 5 });
     assert.ok(ext(byMeaning).memory!.recalled.length > 0, 'recalled through the vectors');
 
     // key B's store of the same name is another store
     const pb = await script(['Hm.']);
-    const other = await b.chat.completions.create(
-      {
-        model: MODEL,
-        max_tokens: 20,
-        memory_store: 'prefs',
-        messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }],
-      } as never,
-    );
+    const other = await askWithMemory(b, 'Which colour should the kitchen be?', 'prefs');
     assert.deepEqual(ext(other).memory!.recalled, []);
     assert.doesNotMatch(pb[0]!, /teal/);
     assert.deepEqual(((await (await req(keyB, 'GET', '/svc/v1/memory-stores/prefs/facts')).json()) as { data: unknown[] }).data, []);
@@ -410,15 +393,7 @@ describe('memory', () => {
   it('extract "model": the chat model lists the facts in a constrained extraction call', async () => {
     assert.equal((await req(keyA, 'POST', '/svc/v1/memory-stores', { name: 'bees' })).status, 201);
     await scripted(['How lovely.', '{"facts":["The user keeps bees on a rooftop."]}'], async (prompts) => {
-      const r = await a.chat.completions.create(
-        {
-          model: MODEL,
-          max_tokens: 20,
-          memory_store: 'bees',
-          memory: { extract: 'model' },
-          messages: [{ role: 'user', content: 'We have hives on our roof, three of them.' }],
-        } as never,
-      );
+      const r = await askWithMemory(a, 'We have hives on our roof, three of them.', 'bees', { memory: { extract: 'model' } });
       assert.equal(r.choices[0].message.content, 'How lovely.');
       assert.deepEqual(ext(r).memory!.written.map((f) => f.text), ['The user keeps bees on a rooftop.']);
       assert.equal(prompts.length, 2);
@@ -441,14 +416,7 @@ describe('memory', () => {
     const teal = listed.data.find((f) => /teal/.test(f.text))!;
     assert.equal((await req(keyA, 'DELETE', `/svc/v1/memory-stores/prefs/facts/${teal.id}`)).status, 200);
     await script(['Ok.']);
-    const r = await a.chat.completions.create(
-      {
-        model: MODEL,
-        max_tokens: 5,
-        memory_store: 'prefs',
-        messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }],
-      } as never,
-    );
+    const r = await askWithMemory(a, 'Which colour should the kitchen be?', 'prefs', { max_tokens: 5 });
     assert.ok(!ext(r).memory!.recalled.some((f) => /teal/.test(f.text)));
     h.steer(undefined);
     await assert.rejects(
