@@ -4,6 +4,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { unzipSync } from 'fflate';
 import { type InProcess, inProcess } from '../../support/server.ts';
+import { inProcessSuite } from '../../support/in-process-suite.ts';
 import { pngHeader } from '../../support/png-header.ts';
 import { asJob, b64, base64Json, expectReason, expectReasonBoth, fileContent, jsonOf, multipart, upload } from '../pdf/http.ts';
 import { compareMetric, exiftool, exiftoolWrite, identify, imageOf, magick, pixels, writeTmp } from './helpers.ts';
@@ -305,10 +306,7 @@ describe('image-convert', () => {
 
 describe('image-watermark', () => {
   let t: InProcess;
-  before(async () => {
-    t = await inProcess();
-  });
-  after(() => t.close());
+  inProcessSuite((x) => (t = x));
 
   test('burned in, keeping size, format and metadata; capabilities list layouts, longest text and fonts', async () => {
     let jpeg = magick(['-size', '400x300', 'gradient:gray80-gray40', '-quality', '95'], 'jpg');
