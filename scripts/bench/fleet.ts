@@ -8,9 +8,11 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { freePort, startPostgres } from '../../test/support/postgres.ts';
+import { startPostgres } from '../../test/support/postgres.ts';
+import { freePort } from '../../test/support/free-port.ts';
 import { startNginx } from '../../test/support/nginx.ts';
 import { tempDir } from '../../test/support/server.ts';
+import { createKeyByCli } from '../../test/support/cli-key.ts';
 import { writeSection } from './write-benchmarks.mjs';
 import { machineNote, median } from './helpers.ts';
 
@@ -89,22 +91,7 @@ function wrk(url: string, script: string): Run {
 try {
   const tokens: string[] = [];
   for (let k = 0; k < KEYS; k++) {
-    const out = execFileSync(process.execPath, [
-      '--import',
-      'tsx',
-      'src/main.ts',
-      'keys',
-      'create',
-      '--name',
-      `bench${k}`,
-      '--database-url',
-      databaseUrl,
-      '--data-dir',
-      join(scratch, 'keys'),
-      '--log-level',
-      'warn',
-    ], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-    tokens.push(JSON.parse(out).token);
+    tokens.push(createKeyByCli(`bench${k}`, databaseUrl, join(scratch, 'keys')));
   }
   const ports = [await startNode(1), await startNode(2), await startNode(3)];
   // One node: the shipped config with every server line pointing at node 1. Three: as shipped.

@@ -14,7 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { FILE, median, MODEL_DIR, PROMPT } from './generate.ts';
+import { FILE, loadMasked, median, MODEL_DIR } from './generate.ts';
 
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -45,29 +45,11 @@ const cpuSeconds = () => {
 
 // ---------------------------------------------------------------- child: one backend, kept loaded
 async function serve(backend: 'cpu' | 'wasm', dtype: string, threads: number) {
-  const { loadModel } = await import('../../src/services/inference/load.ts');
-  const { generateText } = await import('../../src/services/inference/generate.ts');
-  const m = await loadModel(MODEL_DIR, 'text-generation', { backend, dtype: dtype as never, threads });
-  const eos = [m.model.generation_config?.eos_token_id ?? [], m.config.eos_token_id ?? []].flat().map(Number);
-  const noEos = (_ids: bigint[][], logits: { data: Float32Array }) => {
-    for (const id of eos) logits.data[id] = -Infinity;
-    return logits;
-  };
+  const { m, generate } = await loadMasked(backend, dtype, threads);
   const run = async (maxTokens: number): Promise<Run> => {
     const c0 = cpuSeconds(), t0 = performance.now();
-    const g = generateText(m, { messages: [{ role: 'user', content: PROMPT }] }, {
-      maxTokens,
-      temperature: 0,
-      logitsProcessors: [noEos as never],
-    });
-    for await (const _ of g) { /* drain */ }
-    const r = await g.result;
-    return {
-      ttft: r.timings.promptEvalNs / 1e6,
-      tps: (r.completionTokens - 1) / (r.timings.evalNs / 1e9),
-      cpu: (cpuSeconds() - c0) * 1000 / (performance.now() - t0),
-      text: r.text,
-    };
+    const { r, ttft, tps } = await generate(maxTokens);
+    return { ttft, tps, cpu: (cpuSeconds() - c0) * 1000 / (performance.now() - t0), text: r.text };
   };
   await run(2); // warm-up: first-run allocations and kernel selection
   const session = (m.model as unknown as { sessions: { model: { int8From4Bit?: number } } }).sessions.model;

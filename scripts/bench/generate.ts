@@ -44,35 +44,47 @@ interface ChildResult {
   error?: string;
 }
 
-// ---------------------------------------------------------------- child: one backend, one dtype
-async function child(backend: string, dtype: string, threads: number): Promise<ChildResult> {
+/** A logits processor that never lets `ids` be picked. */
+export const maskTokens = (ids: number[]) => (_ids: bigint[][], logits: { data: Float32Array }) => {
+  for (const id of ids) logits.data[id] = -Infinity;
+  return logits;
+};
+
+/**
+ * The benchmark model loaded on one backend, and a greedy generation of the chat prompt with EOS masked (a
+ * random model may pick EOS at any step: masked, every run decodes exactly the tokens asked for), drained;
+ * its result with time to first token (ms) and decode tokens/s (the first token excluded).
+ */
+export async function loadMasked(backend: string, dtype: string, threads: number) {
   const { loadModel } = await import('../../src/services/inference/load.ts');
   const { generateText } = await import('../../src/services/inference/generate.ts');
   const m = await loadModel(MODEL_DIR, 'text-generation', { backend: backend as never, dtype: dtype as never, threads });
-  // a random model may pick EOS at any step: mask it so every run decodes exactly TOKENS tokens
-  const eos = [m.model.generation_config?.eos_token_id ?? [], m.config.eos_token_id ?? []].flat().map(Number);
-  const noEos = (_ids: bigint[][], logits: { data: Float32Array }) => {
-    for (const id of eos) logits.data[id] = -Infinity;
-    return logits;
-  };
-  const run = async (maxTokens: number) => {
-    const g = generateText(m, { messages: [{ role: 'user', content: PROMPT }] }, {
+  const noEos = maskTokens([m.model.generation_config?.eos_token_id ?? [], m.config.eos_token_id ?? []].flat().map(Number));
+  const generate = async (maxTokens: number, o: { batching?: boolean; content?: string } = {}) => {
+    const g = generateText(m, { messages: [{ role: 'user', content: o.content ?? PROMPT }] }, {
       maxTokens,
       temperature: 0,
+      batching: o.batching,
       logitsProcessors: [noEos as never],
     });
-    for await (const _ of g) {
-      /* drain */
-    }
-    return g.result;
+    for await (const _ of g) { /* drain */ }
+    const r = await g.result;
+    return { r, ttft: r.timings.promptEvalNs / 1e6, tps: (r.completionTokens - 1) / (r.timings.evalNs / 1e9) };
   };
-  await run(2); // warm-up: first-run allocations and kernel selection
+  return { m, generate };
+}
+
+// ---------------------------------------------------------------- child: one backend, one dtype
+async function child(backend: string, dtype: string, threads: number): Promise<ChildResult> {
+  const { m, generate } = await loadMasked(backend, dtype, threads);
+  await generate(2); // warm-up: first-run allocations and kernel selection
   const ttft: number[] = [], tps: number[] = [];
-  let r!: Awaited<ReturnType<typeof run>>;
+  let r!: Awaited<ReturnType<typeof generate>>['r'];
   for (let i = 0; i < RUNS; i++) {
-    r = await run(TOKENS);
-    ttft.push(r.timings.promptEvalNs / 1e6);
-    tps.push((r.completionTokens - 1) / (r.timings.evalNs / 1e9));
+    const g = await generate(TOKENS);
+    r = g.r;
+    ttft.push(g.ttft);
+    tps.push(g.tps);
   }
   await m.dispose();
   return {
@@ -107,15 +119,8 @@ interface PairResult {
  * run waited for cores other work held.
  */
 async function pairChild(dtype: string, threads: number): Promise<PairResult> {
-  const { loadModel } = await import('../../src/services/inference/load.ts');
-  const { generateText } = await import('../../src/services/inference/generate.ts');
   const { renderChatPrompt } = await import('../../src/services/inference/chat-prompt.ts');
-  const m = await loadModel(MODEL_DIR, 'text-generation', { backend: 'cpu', dtype: dtype as never, threads });
-  const eos = [m.model.generation_config?.eos_token_id ?? [], m.config.eos_token_id ?? []].flat().map(Number);
-  const noEos = (_ids: bigint[][], logits: { data: Float32Array }) => {
-    for (const id of eos) logits.data[id] = -Infinity;
-    return logits;
-  };
+  const { m, generate } = await loadMasked('cpu', dtype, threads);
   const chat = { messages: [{ role: 'user', content: PROMPT }] };
   const ids = Array.from(
     (m.tokenizer(renderChatPrompt(m.tokenizer, chat), { add_special_tokens: false }) as unknown as { input_ids: { data: BigInt64Array } })
@@ -133,10 +138,8 @@ async function pairChild(dtype: string, threads: number): Promise<PairResult> {
   };
   const runSvc = async (n: number) => {
     const t0 = performance.now(), c0 = process.cpuUsage();
-    const g = generateText(m, chat, { maxTokens: n, temperature: 0, logitsProcessors: [noEos as never] });
-    for await (const _ of g) { /* drain */ }
-    const r = await g.result;
-    return { ttft: r.timings.promptEvalNs / 1e6, tps: (r.completionTokens - 1) / (r.timings.evalNs / 1e9), cpu: cpuShare(t0, c0) };
+    const { ttft, tps } = await generate(n);
+    return { ttft, tps, cpu: cpuShare(t0, c0) };
   };
   const runLlama = async (n: number) => {
     await seq.clearHistory();
@@ -171,24 +174,10 @@ async function pairChild(dtype: string, threads: number): Promise<PairResult> {
 // ---------------------------------------------------------------- child: decode loop, before/after
 /** transformers.js' generate (batching: false, the loop before) against svc's own decode loop, alternating. */
 async function loopChild(dtype: string, threads: number) {
-  const { loadModel } = await import('../../src/services/inference/load.ts');
-  const { generateText } = await import('../../src/services/inference/generate.ts');
-  const m = await loadModel(MODEL_DIR, 'text-generation', { backend: 'cpu', dtype: dtype as never, threads });
-  const eos = [m.model.generation_config?.eos_token_id ?? [], m.config.eos_token_id ?? []].flat().map(Number);
-  const noEos = (_ids: bigint[][], logits: { data: Float32Array }) => {
-    for (const id of eos) logits.data[id] = -Infinity;
-    return logits;
-  };
+  const { m, generate } = await loadMasked('cpu', dtype, threads);
   const run = async (batching: boolean, n: number) => {
-    const g = generateText(m, { messages: [{ role: 'user', content: PROMPT }] }, {
-      maxTokens: n,
-      temperature: 0,
-      batching,
-      logitsProcessors: [noEos as never],
-    });
-    for await (const _ of g) { /* drain */ }
-    const r = await g.result;
-    return { ttft: r.timings.promptEvalNs / 1e6, tps: (r.completionTokens - 1) / (r.timings.evalNs / 1e9), text: r.text };
+    const { r, ttft, tps } = await generate(n, { batching });
+    return { ttft, tps, text: r.text };
   };
   await run(false, 2);
   await run(true, 2);
@@ -222,24 +211,14 @@ interface BatchResult {
 }
 
 async function batchChild(dtype: string, threads: number): Promise<BatchResult> {
-  const { loadModel } = await import('../../src/services/inference/load.ts');
-  const { generateText } = await import('../../src/services/inference/generate.ts');
-  const m = await loadModel(MODEL_DIR, 'text-generation', { backend: 'cpu', dtype: dtype as never, threads });
-  const eos = [m.model.generation_config?.eos_token_id ?? [], m.config.eos_token_id ?? []].flat().map(Number);
-  const noEos = (_ids: bigint[][], logits: { data: Float32Array }) => {
-    for (const id of eos) logits.data[id] = -Infinity;
-    return logits;
-  };
+  const { m, generate } = await loadMasked('cpu', dtype, threads);
   /**
    * One stream: time to its first token and of its last token, from the engine's own token timings (a
    * random model's first tokens may be partial UTF-8 that emit no text yet).
    */
   const stream = async (maxTokens: number, content = PROMPT) => {
     const t0 = performance.now();
-    const g = generateText(m, { messages: [{ role: 'user', content }] }, { maxTokens, temperature: 0, logitsProcessors: [noEos as never] });
-    for await (const _ of g) { /* drain */ }
-    const r = await g.result;
-    const ttft = r.timings.promptEvalNs / 1e6;
+    const { r, ttft } = await generate(maxTokens, { content });
     return { t0, ttft, end: t0 + ttft + r.timings.evalNs / 1e6, tokens: r.completionTokens };
   };
   await stream(2);
@@ -297,11 +276,9 @@ async function httpChild(dtype: string, threads: number): Promise<HttpResult> {
   const srv = await listening({ hubUrl: hub.url, hubAllowedHosts: ['127.0.0.1'], backend: 'cpu', threads } as never);
   const name = `bench-qwen:${dtype}`;
   srv.models.catalog.register({ ...FIXTURE_CATALOG[0]!, name, aliases: [], repo: 'svc-bench/model', dtype: dtype as never });
-  const eos = [JSON.parse(readFileSync(join(MODEL_DIR, 'generation_config.json'), 'utf8')).eos_token_id ?? []].flat().map(Number);
-  const noEos = (_ids: bigint[][], logits: { data: Float32Array }) => {
-    for (const id of eos) logits.data[id] = -Infinity;
-    return logits;
-  };
+  const noEos = maskTokens(
+    [JSON.parse(readFileSync(join(MODEL_DIR, 'generation_config.json'), 'utf8')).eos_token_id ?? []].flat().map(Number),
+  );
   // EOS masked on both paths: every run decodes the same number of tokens
   const generate = srv.engine.generate.bind(srv.engine);
   srv.engine.generate = (spec, input, o = {}) => generate(spec, input, { ...o, logitsProcessors: [...(o.logitsProcessors ?? []), noEos] });
@@ -399,12 +376,17 @@ async function copyBandwidth(threads: number): Promise<number> {
   }
 }
 
+/** Copy bandwidth with one thread and with every core; the larger is the limit used. */
+async function bandwidths() {
+  const bw1 = await copyBandwidth(1);
+  const bwN = cpus().length > 1 ? await copyBandwidth(cpus().length) : bw1;
+  return { bw1, bwN, bandwidth: Math.max(bw1, bwN) };
+}
+
 // ---------------------------------------------------------------- summary: the pair medians against the memory limit
 /** The top table: svc's and llama.cpp's medians from the interleaved runs, against memory bandwidth / bytes per token. */
 async function writeSummary(pairs: PairResult[]) {
-  const bw1 = await copyBandwidth(1);
-  const bwN = cpus().length > 1 ? await copyBandwidth(cpus().length) : bw1;
-  const bandwidth = Math.max(bw1, bwN);
+  const { bw1, bwN, bandwidth } = await bandwidths();
   const rows = pairs.filter((p) => !p.error).flatMap((p) => {
     const { weights } = bytesPerToken(join(MODEL_DIR, 'onnx', FILE[p.dtype]!));
     const perToken = weights + kvBytesPerToken(p.promptTokens + TOKENS / 2);
@@ -440,6 +422,17 @@ async function writeSummary(pairs: PairResult[]) {
 }
 
 // ---------------------------------------------------------------- parent
+/** This script run as a child with `args`: its @@RESULT line, and why there is none (its exit status, the end of its stderr). */
+function runChild(args: string[]): { line?: string; why: string } {
+  const p = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bench/generate.ts', ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+    maxBuffer: 64 << 20,
+    timeout: 20 * 60_000,
+  });
+  const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('@@RESULT '));
+  return { line, why: `failed (${p.status}): ${(p.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}` };
+}
 const gb = (b: number) => (b / 1e9).toFixed(2);
 const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
 
@@ -519,16 +512,8 @@ async function main() {
   const loadSeen: string[] = [];
   const spawnChild = (args: string[]) => {
     loadSeen.push(load());
-    const p = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bench/generate.ts', ...args], {
-      encoding: 'utf8',
-      env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
-      maxBuffer: 64 << 20,
-      timeout: 20 * 60_000,
-    });
-    const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('@@RESULT '));
-    if (!line) {
-      throw new Error(`child ${args.join(' ')} failed (${p.status}): ${(p.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}`);
-    }
+    const { line, why } = runChild(args);
+    if (!line) throw new Error(`child ${args.join(' ')} ${why}`);
     const r = JSON.parse(line.slice(9));
     console.error(JSON.stringify(r));
     return r;
@@ -667,9 +652,7 @@ async function main() {
   }
   if (!parts.includes('table')) return;
 
-  const bw1 = await copyBandwidth(1);
-  const bwN = cpus().length > 1 ? await copyBandwidth(cpus().length) : bw1;
-  const bandwidth = Math.max(bw1, bwN);
+  const { bw1, bwN, bandwidth } = await bandwidths();
   console.error(`memory copy bandwidth: ${gb(bw1)} GB/s (1 thread), ${gb(bwN)} GB/s (${cpus().length} threads)`);
 
   const rows: string[] = [];
@@ -679,16 +662,8 @@ async function main() {
     const { weights } = bytesPerToken(file);
     for (const [backend, threads] of BACKENDS.flatMap((b) => (b === 'cpu' ? THREADS : [1]).map((t) => [b, t] as const))) {
       console.error(`running ${backend} ${dtype} threads=${threads} ...`);
-      const p = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bench/generate.ts', '--child', backend, dtype, String(threads)], {
-        encoding: 'utf8',
-        env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
-        maxBuffer: 64 << 20,
-        timeout: 20 * 60_000,
-      });
-      const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('@@RESULT '));
-      const r: ChildResult = line
-        ? JSON.parse(line.slice(9))
-        : { backend, dtype, threads, error: `child failed (${p.status}): ${(p.stderr ?? '').trim().split('\n').at(-1)}` };
+      const { line, why } = runChild(['--child', backend, dtype, String(threads)]);
+      const r: ChildResult = line ? JSON.parse(line.slice(9)) : { backend, dtype, threads, error: `child ${why}` };
       results.push(r);
       const ctx = (r.promptTokens ?? 30) + TOKENS / 2;
       const perToken = weights + kvBytesPerToken(ctx);

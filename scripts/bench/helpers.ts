@@ -1,9 +1,10 @@
 /**
  * What the benchmark scripts share: medians, the machine line with the load average each run was taken
- * under (printed at the start, written into every table), and the seeded vector generator of the search
- * benchmarks.
+ * under (printed at the start, written into every table), the tiny fixture models' specs, and the seeded
+ * vector generator of the search benchmarks.
  */
 import { cpus, loadavg } from 'node:os';
+import type { Task } from '../../src/services/inference/load.ts';
 import { seededRandom } from '../../test/support/embedding-corpus.ts';
 
 /** Median of a list (the upper one of an even count). */
@@ -29,6 +30,14 @@ export const loadNote = (): string => `load average ${START_LOAD} at the start, 
 
 /** "2 × AMD EPYC …, Node v20…; load average … at the start, … at the end". */
 export const machineNote = (): string => `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'cpu'}, Node ${process.version}; ${loadNote()}`;
+
+/** The inference engine's spec of one of the tiny fixture models (test/fixtures/models), full precision. */
+export const fixtureModel = <T extends Task>(name: string, task: T) => ({
+  name,
+  dir: `test/fixtures/models/${name}`,
+  task,
+  dtype: 'fp32' as const,
+});
 
 /** A seeded generator of unit vectors (mulberry32 and Box–Muller), so corpora are the same every run. */
 export function seededVectors(seed: number) {

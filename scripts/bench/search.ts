@@ -28,7 +28,7 @@ import type { SearchBackend } from '../../src/services/search/backend.ts';
 import type { SearchMode } from '../../src/services/retrieval/engine.ts';
 import { startPostgres } from '../../test/support/postgres-search.ts';
 import { writeSection } from './write-benchmarks.mjs';
-import { machineNote, median, seededVectors } from './helpers.ts';
+import { fixtureModel, machineNote, median, seededVectors } from './helpers.ts';
 
 const N = Number(process.argv[2] ?? 100_000);
 const Q = Number(process.argv[3] ?? 60);
@@ -91,12 +91,7 @@ function ndcg10(ranked: number[], rel: Map<number, number>): number {
 
 // the reranker: the tiny fixture cross-encoder through the inference engine
 const inference = createInferenceEngine({ ...loadConfig(new Map(), {}), backend: 'cpu' as const });
-const rerankSpec = {
-  name: 'tiny-bert-reranker',
-  dir: 'test/fixtures/models/tiny-bert-reranker',
-  task: 'text-classification' as const,
-  dtype: 'fp32' as const,
-};
+const rerankSpec = fixtureModel('tiny-bert-reranker', 'text-classification');
 const RERANK_CANDIDATES = 20;
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-search-'));

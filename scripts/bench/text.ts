@@ -5,11 +5,11 @@
  * HTTP on the tiny fixture model (pipeline cost: PDF reading, chunking, map-reduce calls).
  * Run: node --import tsx scripts/bench/text.ts
  */
-import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import { franc } from 'franc-min';
 import { detectLanguage } from '../../src/services/text/language.ts';
 import { findPii, findPiiRegexOnly } from '../../src/services/text/pii.ts';
 import { startHarness } from '../../test/routes/ollama/harness.ts';
+import { hundredPagePdf } from '../../test/routes/text/harbour-report.ts';
 import { machineNote, medianTime } from './helpers.ts';
 import { writeSection } from './write-benchmarks.mjs';
 
@@ -92,14 +92,7 @@ function piiRows() {
 }
 
 async function summaryRows() {
-  const doc = await PDFDocument.create();
-  const font = await doc.embedFont(StandardFonts.Helvetica);
-  for (let p = 1; p <= 100; p++) {
-    const page = doc.addPage([595, 842]);
-    page.drawText(`Harbour report ${p}.`, { x: 50, y: 780, size: 16, font });
-    page.drawText(`On day ${p} the harbour shipped ${p * 7} crates of apples to the northern towns.`, { x: 50, y: 740, size: 11, font });
-  }
-  const pdf = Buffer.from(await doc.save()).toString('base64');
+  const pdf = Buffer.from(await hundredPagePdf()).toString('base64');
   const h = await startHarness();
   try {
     let info: { chunks?: number; calls?: number } = {};

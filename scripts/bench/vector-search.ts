@@ -29,6 +29,7 @@ import { openStore } from '../../src/store/db.ts';
 import { VECTOR_INDEX_PARAMS } from '../../src/store/retrieval.ts';
 import { embeddingCorpus } from '../../test/support/embedding-corpus.ts';
 import { writeSection } from './write-benchmarks.mjs';
+import { fixtureModel } from './helpers.ts';
 
 const N = Number(process.argv[2] ?? 100_000);
 const Q = Number(process.argv[3] ?? 100);
@@ -59,14 +60,8 @@ for (let i = 0; i < 1000; i++) pairCos += cosine(vectorOf.get(texts[i]!)!, vecto
 const dir = mkdtempSync(join(tmpdir(), 'svc-bench-vs-'));
 const dbFile = join(dir, 'bench.db');
 const store = await openStore(`file:${dbFile}`);
-const config = { ...loadConfig(new Map(), {}), backend: 'cpu' as const };
-const inference = createInferenceEngine(config);
-const tinySpec = {
-  name: 'tiny-bert-embed',
-  dir: 'test/fixtures/models/tiny-bert-embed',
-  task: 'feature-extraction' as const,
-  dtype: 'fp32' as const,
-};
+const inference = createInferenceEngine({ ...loadConfig(new Map(), {}), backend: 'cpu' as const });
+const tinySpec = fixtureModel('tiny-bert-embed', 'feature-extraction');
 let modelMs = 0;
 const engine = new RetrievalEngine(store.db, async (model, ts) => {
   if (model === 'corpus') return ts.map((t) => vectorOf.get(t)!);

@@ -17,22 +17,9 @@ import torch
 import gguf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_models import CausalLM  # noqa: E402
+from torch_models import CausalLM, init_weights  # noqa: E402
 
 SEED = 2025  # gen-tiny-models.py qwen_shape
-
-
-def init_weights(model, seed, std=0.02):
-    # the same draw order as gen-tiny-models.py's init_weights
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.dim() >= 2:
-                p.copy_(torch.randn(p.shape, generator=g) * std)
-            elif "weight" in name and ("norm" in name or "ln" in name):
-                p.fill_(1.0)
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) * std)
 
 
 def main(model_dir, out_prefix, types):

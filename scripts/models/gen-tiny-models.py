@@ -21,7 +21,7 @@ sys.dont_write_bytecode = True  # keep scripts/ clean of __pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tok_builders import (train_bpe, synthetic_merges, byte_bpe_tokenizer_json, wordpiece_vocab,  # noqa: E402
                           wordpiece_tokenizer_json)
-from torch_models import CausalLM, Bert, LogitsToKeep  # noqa: E402
+from torch_models import CausalLM, Bert, LogitsToKeep, init_weights  # noqa: E402
 from quantize import quantize_q8, quantize_q4, quantize_gather_q8  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,20 +43,18 @@ def chat_template():
         return f.read()
 
 
-def init_weights(model, seed, std=0.02):
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.dim() >= 2:
-                p.copy_(torch.randn(p.shape, generator=g) * std)
-            elif "weight" in name and ("norm" in name or "ln" in name):
-                p.fill_(1.0)
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) * std)
+def add_past_key_values(c, past_len, args, in_names, out_names, dyn):
+    """The KV-cache inputs (zeros, `past_len` long) and outputs of every layer, named as transformers.js expects."""
+    for i in range(c["num_hidden_layers"]):
+        for kv in ("key", "value"):
+            args.append(torch.zeros(1, c["num_key_value_heads"], past_len, c["head_dim"]))
+            in_names.append(f"past_key_values.{i}.{kv}")
+            out_names.append(f"present.{i}.{kv}")
+            dyn[in_names[-1]] = {0: "batch_size", 2: "past_sequence_length"}
+            dyn[out_names[-1]] = {0: "batch_size", 2: "total_sequence_length"}
 
 
 def export_decoder(model, c, path):
-    L, nkv, hd = c["num_hidden_layers"], c["num_key_value_heads"], c["head_dim"]
     ids = torch.tensor([[1, 2, 3]], dtype=torch.int64)
     past_len = 2
     am = torch.ones(1, 3 + past_len, dtype=torch.int64)
@@ -68,13 +66,7 @@ def export_decoder(model, c, path):
            "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
            "position_ids": {0: "batch_size", 1: "sequence_length"},
            "logits": {0: "batch_size", 1: "num_logits"}}
-    for i in range(L):
-        for kv in ("key", "value"):
-            past.append(torch.zeros(1, nkv, past_len, hd))
-            in_names.append(f"past_key_values.{i}.{kv}")
-            out_names.append(f"present.{i}.{kv}")
-            dyn[in_names[-1]] = {0: "batch_size", 2: "past_sequence_length"}
-            dyn[out_names[-1]] = {0: "batch_size", 2: "total_sequence_length"}
+    add_past_key_values(c, past_len, past, in_names, out_names, dyn)
     model.eval()
     with torch.no_grad():
         torch.onnx.export(LogitsToKeep(model), (ids, am, pos, keep, *past), path, input_names=in_names, output_names=out_names,

@@ -210,7 +210,6 @@ def main():
            ["input_ids"], ["inputs_embeds"],
            {"input_ids": {0: "batch_size", 1: "sequence_length"}, "inputs_embeds": {0: "batch_size", 1: "sequence_length"}})
 
-    L, nkv, hd = text["num_hidden_layers"], text["num_key_value_heads"], text["head_dim"]
     past_len = 2
     args = [torch.randn(1, 3, text["hidden_size"]), torch.ones(1, 3 + past_len, dtype=torch.int64),
             torch.arange(past_len, past_len + 3, dtype=torch.int64)[None]]
@@ -218,13 +217,7 @@ def main():
     dyn = {"inputs_embeds": {0: "batch_size", 1: "sequence_length"},
            "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
            "position_ids": {0: "batch_size", 1: "sequence_length"}, "logits": {0: "batch_size", 1: "sequence_length"}}
-    for i in range(L):
-        for kv in ("key", "value"):
-            args.append(torch.zeros(1, nkv, past_len, hd))
-            ins.append(f"past_key_values.{i}.{kv}")
-            outs.append(f"present.{i}.{kv}")
-            dyn[ins[-1]] = {0: "batch_size", 2: "past_sequence_length"}
-            dyn[outs[-1]] = {0: "batch_size", 2: "total_sequence_length"}
+    gen.add_past_key_values(text, past_len, args, ins, outs, dyn)
     export(EmbedsDecoder(lm), tuple(args), os.path.join(onnx_dir, "decoder_model_merged.onnx"), ins, outs, dyn)
 
 

@@ -9,6 +9,20 @@ from torch import nn
 import torch.nn.functional as F
 
 
+def init_weights(model, seed, std=0.02):
+    """Seeded random weights (norm scales 1): the same seed gives the same checkpoint in every generator, so the
+    ONNX files and the GGUF of one model hold the same weights."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                p.copy_(torch.randn(p.shape, generator=g) * std)
+            elif "weight" in name and ("norm" in name or "ln" in name):
+                p.fill_(1.0)
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) * std)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim, eps):
         super().__init__()

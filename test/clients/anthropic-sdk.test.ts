@@ -5,10 +5,10 @@
  * (a real two-turn tool loop), countTokens, models.list pagination and retrieve, and the SDK's typed errors.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
-import { adminKey, type Harness, scripted, startHarness, toolCall } from './steer.ts';
+import { type Harness, scripted, serverWithKey, toolCall } from './steer.ts';
 
 let h: Harness;
 let client: Anthropic;
@@ -16,14 +16,10 @@ let token = '';
 const MODEL = 'tiny-llama:test';
 const user = (content: string) => [{ role: 'user' as const, content }];
 
-before(async () => {
-  h = await startHarness();
-  token = await adminKey(h, 'anthropic-sdk');
+serverWithKey('anthropic-sdk', (s, key) => {
+  h = s;
+  token = key;
   client = new Anthropic({ baseURL: h.srv.url, apiKey: token, maxRetries: 0 });
-});
-after(async () => {
-  h.steer(undefined);
-  await h?.close();
 });
 
 describe('anthropic SDK: messages', () => {

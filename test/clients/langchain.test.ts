@@ -5,25 +5,21 @@
  * OllamaEmbeddings; the errors LangChain raises for 404 and 401 carry the status.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
 import { ChatOllama, OllamaEmbeddings } from '@langchain/ollama';
 import { AIMessageChunk, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
 import * as z from 'zod';
-import { adminKey, type Harness, scripted, startHarness, toolCall } from './steer.ts';
+import { type Harness, scripted, serverWithKey, toolCall } from './steer.ts';
 
 let h: Harness;
 let token = '';
 const MODEL = 'tiny-llama:test';
 const EMB = 'tiny-bert-embed:test';
 
-before(async () => {
-  h = await startHarness();
-  token = await adminKey(h, 'langchain');
-});
-after(async () => {
-  h.steer(undefined);
-  await h?.close();
+serverWithKey('langchain', (s, key) => {
+  h = s;
+  token = key;
 });
 
 const chatOpenAI = (o: Record<string, unknown> = {}) =>

@@ -5,23 +5,18 @@
  * and its ResponseError (status_code, error text) for 401, 404 and 400.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Ollama } from 'ollama';
-import { adminKey, type Harness, scripted, startHarness, toolCall } from './steer.ts';
+import { type Harness, scripted, serverWithKey, toolCall } from './steer.ts';
 
 let h: Harness;
 let ollama: Ollama;
 const MODEL = 'tiny-llama:test';
 const EMB = 'tiny-bert-embed:test';
 
-before(async () => {
-  h = await startHarness();
-  const token = await adminKey(h, 'ollama-js');
-  ollama = new Ollama({ host: h.srv.url, headers: { Authorization: `Bearer ${token}` } });
-});
-after(async () => {
-  h.steer(undefined);
-  await h?.close();
+serverWithKey('ollama-js', (s, key) => {
+  h = s;
+  ollama = new Ollama({ host: h.srv.url, headers: { Authorization: `Bearer ${key}` } });
 });
 
 const isResponseError = (status: number, re?: RegExp) => (e: unknown) => {

@@ -6,23 +6,22 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import OpenAI, { toFile } from 'openai';
 import { type SpeechFixture, speechSilenceSpeech } from '../routes/media/make-media.ts';
 import { FIXTURE_CATALOG } from '../support/hub-stand-in.ts';
-import { adminKey, type Harness, startHarness } from './steer.ts';
+import { type Harness, serverWithKey } from './steer.ts';
 
 let h: Harness;
 let openai: OpenAI;
 let fx: SpeechFixture;
 const MODEL = 'tiny-whisper:test';
 
-before(async () => {
-  h = await startHarness();
-  openai = new OpenAI({ baseURL: `${h.srv.url}/v1`, apiKey: await adminKey(h, 'audio'), maxRetries: 0 });
+serverWithKey('audio', (s, key) => {
+  h = s;
+  openai = new OpenAI({ baseURL: `${h.srv.url}/v1`, apiKey: key, maxRetries: 0 });
   fx = speechSilenceSpeech();
 });
-after(async () => h?.close());
 
 const file = () => toFile(readFileSync(fx.path), 'speech.wav');
 

@@ -5,27 +5,22 @@
  * files and vector stores with the polling helpers, and the SDK's typed errors (401, 404, 400).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import OpenAI, { toFile } from 'openai';
 import { zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
 import { type Kysely, sql } from 'kysely';
 import * as z from 'zod';
-import { adminKey, type Harness, scripted, startHarness, toolCall } from './steer.ts';
+import { adminKey, type Harness, scripted, serverWithKey, toolCall } from './steer.ts';
 
 let h: Harness;
 let openai: OpenAI;
 const MODEL = 'tiny-llama:test';
 const EMB = 'tiny-bert-embed:test';
 
-before(async () => {
-  h = await startHarness({ defaultEmbeddingModel: EMB });
-  const token = await adminKey(h, 'openai-sdk');
-  openai = new OpenAI({ baseURL: `${h.srv.url}/v1`, apiKey: token, maxRetries: 0 });
-});
-after(async () => {
-  h.steer(undefined);
-  await h?.close();
-});
+serverWithKey('openai-sdk', (s, key) => {
+  h = s;
+  openai = new OpenAI({ baseURL: `${h.srv.url}/v1`, apiKey: key, maxRetries: 0 });
+}, { defaultEmbeddingModel: EMB });
 
 const user = (content: string) => [{ role: 'user' as const, content }];
 

@@ -6,23 +6,19 @@
  * HTTP with a key, an unknown tool is a JSON-RPC error, no key is refused.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { adminKey, type Harness, scripted, startHarness } from './steer.ts';
+import { type Harness, scripted, serverWithKey } from './steer.ts';
 
 let h: Harness;
 let token = '';
 const MODEL = 'tiny-llama:test';
 const EMB = 'tiny-bert-embed:test';
 
-before(async () => {
-  h = await startHarness();
-  token = await adminKey(h, 'raw');
-});
-after(async () => {
-  h.steer(undefined);
-  await h?.close();
+serverWithKey('raw', (s, key) => {
+  h = s;
+  token = key;
 });
 
 /** What `curl URL -d BODY [-H ...]` sends. */

@@ -3,9 +3,11 @@
  * script of answers: each chat generation takes the next text of the script (forced token by token, then
  * end of turn), so multi-turn client helpers (tool runners, agents) see real turns through the engine.
  */
+import { after, before } from 'node:test';
+import type { Config } from '../../src/config.ts';
 import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../routes/ollama/harness.ts';
 
-export { type Harness, startHarness };
+export type { Harness };
 
 /** Makes the next generations say `texts` in order; past the end the model speaks freely. */
 export async function script(h: Harness, texts: string[]): Promise<void> {
@@ -35,6 +37,22 @@ export async function adminKey(h: Harness, name: string, auth?: string): Promise
   });
   if (res.status !== 201) throw new Error(`admin key create: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { token: string }).token;
+}
+
+/**
+ * One listening server for a test file and a key for it from the admin API: started before the file's
+ * tests (`ready` gets both), the script cleared and the server closed after them.
+ */
+export function serverWithKey(name: string, ready: (h: Harness, token: string) => void, overrides: Partial<Config> = {}): void {
+  let h: Harness | undefined;
+  before(async () => {
+    h = await startHarness(overrides);
+    ready(h, await adminKey(h, name));
+  });
+  after(async () => {
+    h?.steer(undefined);
+    await h?.close();
+  });
 }
 
 export const toolCall = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;

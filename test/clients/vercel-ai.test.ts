@@ -5,12 +5,12 @@
  * embed / embedMany, and APICallError for 404/400/401. One listening server, a key from the admin API.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { APICallError, embed, embedMany, generateObject, generateText, stepCountIs, streamObject, streamText, tool } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import * as z from 'zod';
-import { adminKey, type Harness, scripted, startHarness, toolCall } from './steer.ts';
+import { type Harness, scripted, serverWithKey, toolCall } from './steer.ts';
 
 let h: Harness;
 let openai: ReturnType<typeof createOpenAI>;
@@ -19,15 +19,11 @@ let token = '';
 const MODEL = 'tiny-llama:test';
 const EMB = 'tiny-bert-embed:test';
 
-before(async () => {
-  h = await startHarness();
-  token = await adminKey(h, 'vercel-ai');
+serverWithKey('vercel-ai', (s, key) => {
+  h = s;
+  token = key;
   openai = createOpenAI({ baseURL: `${h.srv.url}/v1`, apiKey: token });
   compat = createOpenAICompatible({ name: 'svc', baseURL: `${h.srv.url}/v1`, apiKey: token, includeUsage: true });
-});
-after(async () => {
-  h.steer(undefined);
-  await h?.close();
 });
 
 // built when a test runs: the providers exist only after before()

@@ -3,13 +3,15 @@
  * on loopback. Judged by what a client sees through nginx and from the nodes directly.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import { freePort, startPostgres, type TestPostgres } from '../support/postgres.ts';
+import { startPostgres, type TestPostgres } from '../support/postgres.ts';
+import { freePort } from '../support/free-port.ts';
 import { type RunningNginx, startNginx } from '../support/nginx.ts';
 import { tempDir } from '../support/server.ts';
+import { createKeyByCli } from '../support/cli-key.ts';
 
 const HEARTBEAT_S = 1;
 const NODE_TIMEOUT_S = 3;
@@ -107,22 +109,7 @@ before(async () => {
   dirs.push(filesDir);
   const keyDir = await tempDir();
   dirs.push(keyDir);
-  const out = execFileSync(process.execPath, [
-    '--import',
-    'tsx',
-    'src/main.ts',
-    'keys',
-    'create',
-    '--name',
-    'fleet',
-    '--database-url',
-    databaseUrl,
-    '--data-dir',
-    keyDir,
-    '--log-level',
-    'warn',
-  ], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-  token = JSON.parse(out).token;
+  token = createKeyByCli('fleet', databaseUrl, keyDir);
   const ports = await Promise.all(TAGS.map(() => freePort()));
   for (let i = 0; i < TAGS.length; i++) {
     const dataDir = await tempDir('svc-fleet-node-');

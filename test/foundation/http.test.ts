@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { ndjsonResponse } from '../../src/http/ndjson.ts';
 import { sseResponse } from '../../src/http/sse.ts';
 import { type InProcess, inProcess, json } from '../support/server.ts';
+import { inProcessSuite } from '../support/in-process-suite.ts';
 
 describe('envelopes, node tag, validation', () => {
   let t: InProcess;
@@ -112,10 +113,7 @@ describe('envelopes, node tag, validation', () => {
 
 describe('API keys', () => {
   let t: InProcess;
-  before(async () => {
-    t = await inProcess();
-  });
-  after(() => t.close());
+  inProcessSuite((x) => (t = x));
 
   test('no key exists: requests are served for the local owner, as a local Ollama does', async () => {
     assert.equal((await t.request('/svc/v1/nope')).status, 404);

@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { type InProcess, inProcess, json } from '../support/server.ts';
+import { describe, test } from 'node:test';
+import { type InProcess, json } from '../support/server.ts';
+import { inProcessSuite } from '../support/in-process-suite.ts';
 
 describe('API key last use', () => {
   let t: InProcess;
-  before(async () => {
-    t = await inProcess();
-  });
-  after(() => t.close());
+  inProcessSuite((x) => (t = x));
 
   const lastUsed = async (id: string) =>
     (await t.s.store.db.selectFrom('api_keys').select('last_used_at').where('id', '=', id).executeTakeFirstOrThrow()).last_used_at;

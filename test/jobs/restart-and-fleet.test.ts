@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { inProcess, json, tempDir } from '../support/server.ts';
-import { TaskProbe, testTasks } from '../support/test-tasks.ts';
+import { assertCancelAcrossNodes, otherNodeAnswer, TaskProbe, testTasks } from '../support/test-tasks.ts';
 
 function startProcess(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/serve-with-test-task.ts', dataDir, '0'], {
@@ -50,11 +50,7 @@ test('fleet: a result held in another node memory answers 421; a cancel from ano
     assert.notEqual(a.s.nodeTag, b.s.nodeTag);
     // A result over 4 MiB stays on node A.
     const big = await (await a.request('/svc/v1/test/work', json({ bytes: 5 * 1024 * 1024 }, { prefer: 'respond-async' }))).json();
-    for (let i = 0; i < 100; i++) {
-      if ((await (await b.request(`/svc/v1/jobs/${big.job_id}`)).status) !== 200) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const mis = await b.request(`/svc/v1/jobs/${big.job_id}`);
+    const mis = await otherNodeAnswer(b, big.job_id);
     assert.equal(mis.status, 421);
     const mb = await mis.json();
     assert.equal(mb.error, 'not_on_this_node');
@@ -65,16 +61,7 @@ test('fleet: a result held in another node memory answers 421; a cancel from ano
     assert.equal(onA.result.blob.length, 5 * 1024 * 1024);
 
     // Cancel through node B of a job running on node A.
-    const slow = await (await a.request('/svc/v1/test/work', json({ gate: 'fleet-never' }, { prefer: 'respond-async' }))).json();
-    const del = await b.request(`/svc/v1/jobs/${slow.job_id}`, { method: 'DELETE' });
-    assert.equal(del.status, 202);
-    assert.deepEqual(await del.json(), { cancel_requested: true, node: a.s.nodeTag });
-    let status = 'processing';
-    for (let i = 0; i < 60 && status === 'processing'; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      status = (await (await b.request(`/svc/v1/jobs/${slow.job_id}`)).json()).status;
-    }
-    assert.equal(status, 'cancelled');
+    await assertCancelAcrossNodes(a, b, 'fleet-never');
   } finally {
     await a.close();
     await b.close();

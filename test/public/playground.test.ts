@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import { type Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { FIXTURE_CATALOG, type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
 import { launchChromium } from '../support/chromium.ts';
 import { listening } from '../support/server.ts';
@@ -33,18 +33,29 @@ test('the index page links the playground and shows the version', async () => {
   await page.close();
 });
 
-test('chat: pull a model, send a message, the reply streams in with stats', async () => {
+/** The playground with tiny-llama chosen as the chat model. */
+async function chatWithLlama(): Promise<Page> {
   const page = await browser.newPage();
   await page.goto(`${srv.url}/playground.html`);
   await page.waitForSelector('#model option[value="tiny-llama:test"]', { state: 'attached' });
   await page.selectOption('#model', 'tiny-llama:test');
-  await page.click('#pull');
-  await page.waitForFunction(() => document.getElementById('pull-status')?.textContent === 'success', undefined, { timeout: 30_000 });
-  await page.fill('#prompt', 'Hello there');
+  return page;
+}
+
+/** Sends the prompt and waits until the reply's stats (tokens/s) show it finished. */
+async function sendAndWait(page: Page): Promise<void> {
   await page.click('#send');
   await page.waitForFunction(() => /tokens\/s/.test(document.getElementById('chat-stats')?.textContent ?? ''), undefined, {
     timeout: 60_000,
   });
+}
+
+test('chat: pull a model, send a message, the reply streams in with stats', async () => {
+  const page = await chatWithLlama();
+  await page.click('#pull');
+  await page.waitForFunction(() => document.getElementById('pull-status')?.textContent === 'success', undefined, { timeout: 30_000 });
+  await page.fill('#prompt', 'Hello there');
+  await sendAndWait(page);
   const reply = await page.textContent('.msg.assistant');
   assert.ok(reply && reply.length > 0, 'the model replied');
   assert.equal(await page.locator('.msg.error').count(), 0);
@@ -73,10 +84,7 @@ test('PDF: info of an uploaded PDF, and a server error shown as text', async () 
 });
 
 test('chat with a system prompt, parameters and a JSON schema: the streamed reply parses and matches', async () => {
-  const page = await browser.newPage();
-  await page.goto(`${srv.url}/playground.html`);
-  await page.waitForSelector('#model option[value="tiny-llama:test"]', { state: 'attached' });
-  await page.selectOption('#model', 'tiny-llama:test');
+  const page = await chatWithLlama();
   await page.click('#chat-options summary');
   await page.fill('#system', 'Answer in JSON.');
   await page.fill('#temperature', '0');
@@ -91,10 +99,7 @@ test('chat with a system prompt, parameters and a JSON schema: the streamed repl
       w.updates++;
     }).observe(document.getElementById('transcript')!, { subtree: true, childList: true, characterData: true });
   });
-  await page.click('#send');
-  await page.waitForFunction(() => /tokens\/s/.test(document.getElementById('chat-stats')?.textContent ?? ''), undefined, {
-    timeout: 60_000,
-  });
+  await sendAndWait(page);
   const reply = JSON.parse((await page.textContent('.msg.assistant')) ?? '');
   assert.equal(typeof reply.a, 'number');
   assert.ok(await page.evaluate(() => (window as unknown as { updates: number }).updates) > 3, 'the reply streamed in pieces');

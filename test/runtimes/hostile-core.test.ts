@@ -4,25 +4,15 @@
  * limits, a trap-prone input never breaks later requests, and /health answers throughout.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { start } from '../support/runtime-process.ts';
+import { buildBundle, ONE_PAGE_PDF, ROOT, RUNTIMES, start } from '../support/runtime-process.ts';
 
-const ROOT = resolve(import.meta.dirname, '../..');
-const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
-const RUNTIMES: Record<string, (args: string[]) => [string, string[]]> = {
-  node: (args) => ['npm', ['start', '--', ...args]],
-  deno: (args) => [bin('deno'), ['task', 'start', '--', ...args]],
-  bun: (args) => [bin('bun'), ['run', 'start', '--', ...args]],
-};
 const hostile = (n: string) => readFileSync(join(ROOT, 'test/fixtures/hostile', n)).toString('base64');
-const PDF = Buffer.from(
-  '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 200 200]/Parent 2 0 R>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n',
-).toString('base64');
+const PDF = Buffer.from(ONE_PAGE_PDF).toString('base64');
 
 // [route, body, expected status, expected reason]
 const CASES: [string, Record<string, unknown>, number, string | null][] = [
@@ -39,10 +29,7 @@ const CASES: [string, Record<string, unknown>, number, string | null][] = [
 ];
 
 describe('hostile-corpus core on Node, Deno and Bun', () => {
-  before(() => {
-    const b = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
-    assert.equal(b.status, 0, 'the Node bundle builds');
-  });
+  before(buildBundle);
   for (const [name, cmd] of Object.entries(RUNTIMES)) {
     test(name, async () => {
       const dataDir = await mkdtemp(join(tmpdir(), `svc-hostile-${name}-`));

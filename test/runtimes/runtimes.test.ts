@@ -6,34 +6,19 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { copyFile, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type HubStandIn, startFixtureHub } from '../support/hub-stand-in.ts';
 import { launchChromium } from '../support/chromium.ts';
 import { listening } from '../support/server.ts';
-import { start } from '../support/runtime-process.ts';
+import { buildBundle, ONE_PAGE_PDF as PDF, ROOT, RUNTIMES, start } from '../support/runtime-process.ts';
 import { bytes, speechSilenceSpeech, video } from '../routes/media/make-media.ts';
-
-const ROOT = resolve(import.meta.dirname, '../..');
-const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
-
-// The README's start commands, exactly: each must run the server on its own runtime.
-const RUNTIMES: Record<string, (args: string[]) => [string, string[]]> = {
-  node: (args) => ['npm', ['start', '--', ...args]],
-  deno: (args) => [bin('deno'), ['task', 'start', '--', ...args]],
-  bun: (args) => [bin('bun'), ['run', 'start', '--', ...args]],
-};
 
 interface Answer {
   status: number;
   body: string;
   node: string | null;
 }
-
-// A one-page PDF, small enough to keep inline.
-const PDF = new TextEncoder().encode(
-  '%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/MediaBox[0 0 200 200]/Parent 2 0 R>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n',
-);
 
 async function probe(url: string, token: string): Promise<Record<string, Answer>> {
   const ask = async (path: string, init?: RequestInit): Promise<Answer> => {
@@ -174,8 +159,7 @@ describe('the same server on Node, Deno and Bun', () => {
   before(async () => {
     hub = await startFixtureHub();
     mediaFixtures();
-    const b = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
-    assert.equal(b.status, 0, 'the Node bundle builds');
+    buildBundle();
     dataDir = await mkdtemp(join(tmpdir(), 'svc-rt-'));
     const k = spawnSync(process.execPath, [join(ROOT, 'dist/main.mjs'), 'keys', 'create', '--name', 'rt', '--data-dir', dataDir], {
       encoding: 'utf8',

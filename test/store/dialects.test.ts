@@ -15,7 +15,7 @@ import { deleteChunks, exactVectorSearch, ftsSearch, insertChunks, storeVectors 
 import { heartbeat, liveNodeTags } from '../../src/store/fleet-nodes.ts';
 import { inProcess, json, tempDir } from '../support/server.ts';
 import { startPostgres, type TestPostgres } from '../support/postgres.ts';
-import { TaskProbe, testTasks } from '../support/test-tasks.ts';
+import { assertCancelAcrossNodes, otherNodeAnswer, TaskProbe, testTasks } from '../support/test-tasks.ts';
 
 let pgServer: TestPostgres;
 before(async () => {
@@ -122,30 +122,16 @@ for (const d of dialects) {
         assert.equal(big.status, 202);
         assert.equal(big.headers.get('set-cookie'), `svc-node=${a.s.nodeTag}; Path=/; HttpOnly; SameSite=Lax`);
         const { job_id } = await big.json();
-        let mis: Response | undefined;
-        for (let i = 0; i < 100; i++) {
-          mis = await b.request(`/svc/v1/jobs/${job_id}`);
-          if (mis.status !== 200) break;
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        assert.equal(mis!.status, 421);
-        assert.deepEqual({ ...(await mis!.json()), hint: 'h' }, {
+        const mis = await otherNodeAnswer(b, job_id);
+        assert.equal(mis.status, 421);
+        assert.deepEqual({ ...(await mis.json()), hint: 'h' }, {
           error: 'not_on_this_node',
           node: a.s.nodeTag,
           hint: 'h',
           message: `this job's result is held by node ${a.s.nodeTag}`,
         });
 
-        const slow = await (await a.request('/svc/v1/test/work', json({ gate: `never-${d.name}` }, { prefer: 'respond-async' }))).json();
-        const del = await b.request(`/svc/v1/jobs/${slow.job_id}`, { method: 'DELETE' });
-        assert.equal(del.status, 202);
-        assert.deepEqual(await del.json(), { cancel_requested: true, node: a.s.nodeTag });
-        let status = 'processing';
-        for (let i = 0; i < 60 && status === 'processing'; i++) {
-          await new Promise((r) => setTimeout(r, 100));
-          status = (await (await b.request(`/svc/v1/jobs/${slow.job_id}`)).json()).status;
-        }
-        assert.equal(status, 'cancelled');
+        await assertCancelAcrossNodes(a, b, `never-${d.name}`);
 
         // Ceiling 4 over two live nodes: each admits 2 of a key's tasks; when B leaves, A admits all 4.
         const gate = `ceiling-${d.name}`;

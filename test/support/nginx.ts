@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './postgres.ts';
+import { freePort } from './free-port.ts';
 
 export interface RunningNginx {
   url: string;

@@ -7,9 +7,9 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { createServer as netServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './free-port.ts';
 
 export interface Pki {
   dir: string;
@@ -38,17 +38,6 @@ export interface Pki {
 
 const ssl = (cwd: string, args: string[], input?: Uint8Array) =>
   execFileSync('openssl', args, { cwd, input, stdio: ['pipe', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
-
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = netServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => res(port));
-    });
-  });
-}
 
 const caConf = (dir: string, ocspUrl: string) => `
 [ ca ]
@@ -117,25 +106,25 @@ export async function makePki(): Promise<Pki> {
   writeFileSync(join(dir, 'tsaserial'), '01\n');
   writeFileSync(join(dir, 'ca.cnf'), caConf(dir, ocspUrl));
   const run = (args: string[], input?: Uint8Array) => ssl(dir, args, input);
-  run([
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '3650',
-    '-subj',
-    '/CN=svc Test Root CA/O=svc tests',
-    '-config',
-    'ca.cnf',
-    '-extensions',
-    'v3_ca',
-  ]);
+  /** A self-signed RSA certificate `name`.pem with its key `name`.key. */
+  const selfSigned = (name: string, days: number, subj: string, extra: string[]) =>
+    run([
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.pem`,
+      '-days',
+      String(days),
+      '-subj',
+      subj,
+      ...extra,
+    ]);
+  selfSigned('ca', 3650, '/CN=svc Test Root CA/O=svc tests', ['-config', 'ca.cnf', '-extensions', 'v3_ca']);
   const issue = (name: string, subj: string, ext: string, keyArgs = ['-newkey', 'rsa:2048']) => {
     run(['req', ...keyArgs, '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj]);
     run(['ca', '-batch', '-config', 'ca.cnf', '-extensions', ext, '-in', `${name}.csr`, '-out', `${name}.pem`, '-notext']);
@@ -144,52 +133,26 @@ export async function makePki(): Promise<Pki> {
   issue('ec', '/CN=Eve Curve/O=svc tests', 'signer', ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256']);
   issue('tsa', '/CN=svc Test TSA/O=svc tests', 'tsa');
   issue('ocsp', '/CN=svc Test OCSP/O=svc tests', 'ocsp');
-  run([
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'stranger.key',
-    '-out',
-    'stranger.pem',
-    '-days',
-    '30',
-    '-subj',
-    '/CN=Stranger/O=nobody',
-    '-addext',
-    'keyUsage=critical,digitalSignature',
-  ]);
-  run([
-    'pkcs12',
-    '-export',
-    '-inkey',
-    'signer.key',
-    '-in',
-    'signer.pem',
-    '-certfile',
-    'ca.pem',
-    '-passout',
-    'pass:p12pass',
-    '-out',
-    'signer.p12',
-  ]);
-  run([
-    'pkcs12',
-    '-export',
-    '-legacy',
-    '-inkey',
-    'signer.key',
-    '-in',
-    'signer.pem',
-    '-certfile',
-    'ca.pem',
-    '-passout',
-    'pass:p12pass',
-    '-out',
-    'signer-legacy.p12',
-  ]);
+  selfSigned('stranger', 30, '/CN=Stranger/O=nobody', ['-addext', 'keyUsage=critical,digitalSignature']);
+  // the signer as PKCS#12, once with today's ciphers and once with the legacy ones (RC2/3DES) older tools write
+  const p12 = (out: string, extra: string[]) =>
+    run([
+      'pkcs12',
+      '-export',
+      ...extra,
+      '-inkey',
+      'signer.key',
+      '-in',
+      'signer.pem',
+      '-certfile',
+      'ca.pem',
+      '-passout',
+      'pass:p12pass',
+      '-out',
+      out,
+    ]);
+  p12('signer.p12', []);
+  p12('signer-legacy.p12', ['-legacy']);
   const rd = (n: string) => readFileSync(join(dir, n), 'utf8');
 
   let ocsp: ChildProcess | undefined;

@@ -6,10 +6,10 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { freePort } from './free-port.ts';
 
 export interface TestPostgres {
   port: number;
@@ -28,17 +28,6 @@ export function postgresBin(): string {
     : [];
   if (!versions.length) throw new Error('PostgreSQL is not installed: apt-get install -y postgresql (or run bash .ci/run)');
   return join(root, versions[0]!, 'bin');
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 const asRoot = process.getuid?.() === 0;

@@ -2,6 +2,7 @@
  * A test-only task route (POST /svc/v1/test/work), registered by the tests through createApp's
  * extraRoutes; the server never exposes it. It waits, fails, returns JSON or bytes as told.
  */
+import assert from 'node:assert/strict';
 import type { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppEnv } from '../../src/http/context.ts';
@@ -10,6 +11,7 @@ import { readJson } from '../../src/http/validate.ts';
 import type { Deps } from '../../src/deps.ts';
 import { ServiceError } from '../../src/services/errors.ts';
 import { BinaryResult } from '../../src/services/jobs/task.ts';
+import { type InProcess, json } from './server.ts';
 
 const Input = v.object({
   ms: v.optional(v.number(), 0),
@@ -69,4 +71,29 @@ export function testTasks(probe: TaskProbe) {
       }),
     );
   };
+}
+
+/** What node `b` answers for a job once it no longer reads it as in progress (200); polled for 5 s at most. */
+export async function otherNodeAnswer(b: InProcess, jobId: string): Promise<Response> {
+  let res!: Response;
+  for (let i = 0; i < 100; i++) {
+    res = await b.request(`/svc/v1/jobs/${jobId}`);
+    if (res.status !== 200) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return res;
+}
+
+/** A job that waits on `gate` forever, started on node `a` and cancelled through node `b`: 202 naming `a`, then cancelled. */
+export async function assertCancelAcrossNodes(a: InProcess, b: InProcess, gate: string): Promise<void> {
+  const slow = await (await a.request('/svc/v1/test/work', json({ gate }, { prefer: 'respond-async' }))).json();
+  const del = await b.request(`/svc/v1/jobs/${slow.job_id}`, { method: 'DELETE' });
+  assert.equal(del.status, 202);
+  assert.deepEqual(await del.json(), { cancel_requested: true, node: a.s.nodeTag });
+  let status = 'processing';
+  for (let i = 0; i < 60 && status === 'processing'; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    status = (await (await b.request(`/svc/v1/jobs/${slow.job_id}`)).json()).status;
+  }
+  assert.equal(status, 'cancelled');
 }

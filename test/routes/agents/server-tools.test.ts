@@ -16,58 +16,11 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { initBackend } from '../../../src/services/inference/backend.ts';
-import { cp, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, HubStandIn } from '../../support/hub-stand-in.ts';
-import { listening, tempDir } from '../../support/server.ts';
-import type { ChatRequest } from '../../../src/services/chat/index.ts';
-import type { LogitsProcessorLike } from '../../../src/services/inference/sampling.ts';
-import { forceTokens, tinyLlamaIds } from '../ollama/harness.ts';
+import { FIXTURE_MODELS_DIR, LONG_LLAMA } from '../../support/hub-stand-in.ts';
+import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
 
-/**
- * tiny-llama with a longer context (its rotary positions are computed from position ids, so only the
- * declared limit changes): tool definitions and results do not fit in the fixture's 512 positions.
- */
-const MODEL = 'tiny-llama-long:test';
-async function longLlamaDir(): Promise<string> {
-  const dir = join(await tempDir('svc-long-llama-'), 'tiny-llama-long');
-  await cp(join(FIXTURE_MODELS_DIR, 'tiny-llama'), dir, { recursive: true });
-  for (const [f, k] of [['config.json', 'max_position_embeddings'], ['tokenizer_config.json', 'model_max_length']] as const) {
-    const j = JSON.parse(await readFile(join(dir, f), 'utf8'));
-    j[k] = 4096;
-    await writeFile(join(dir, f), JSON.stringify(j));
-  }
-  return dir;
-}
-
-interface Harness {
-  srv: Awaited<ReturnType<typeof listening>>;
-  steer(make: (() => LogitsProcessorLike[]) | undefined): void;
-  close(): Promise<void>;
-}
-async function startHarness(overrides: Parameters<typeof listening>[0]): Promise<Harness> {
-  const longDir = await longLlamaDir();
-  const hub = await HubStandIn.start({
-    'svc-test/tiny-llama-long': longDir,
-    'svc-test/tiny-bert-embed': join(FIXTURE_MODELS_DIR, 'tiny-bert-embed'),
-  });
-  const srv = await listening({ hubUrl: hub.url, hubAllowedHosts: ['127.0.0.1'], backend: 'cpu', ...overrides });
-  const llama = FIXTURE_CATALOG.find((e) => e.name === 'tiny-llama:test')!;
-  srv.models.catalog.register({ ...llama, name: MODEL, aliases: [], repo: 'svc-test/tiny-llama-long' });
-  srv.models.catalog.register(FIXTURE_CATALOG.find((e) => e.name === 'tiny-bert-embed:test')!);
-  let make: (() => LogitsProcessorLike[]) | undefined;
-  const chat = srv.chat.chat.bind(srv.chat);
-  srv.chat.chat = (req: ChatRequest) => chat(make ? { ...req, logitsProcessors: [...(req.logitsProcessors ?? []), ...make()] } : req);
-  return {
-    srv,
-    steer: (m) => (make = m),
-    close: async () => {
-      await srv.stop();
-      await hub.close();
-      await rm(longDir, { recursive: true, force: true });
-    },
-  };
-}
+/** tiny-llama declaring a longer context: tool definitions and results do not fit in the fixture's 512 positions. */
+const MODEL = LONG_LLAMA.name;
 const EMB = 'tiny-bert-embed:test';
 let h: Harness;
 let keyA: string;
@@ -154,6 +107,25 @@ async function script(texts: string[]) {
   });
   return prompts;
 }
+/** A chat completion of one user message with server tools (svc's extension fields, untyped in the SDK). */
+const askWithTools = (client: OpenAI, content: string, serverTools: unknown[]) =>
+  client.chat.completions.create(
+    { model: MODEL, messages: [{ role: 'user', content }], max_tokens: 200, server_tools: serverTools } as never,
+  );
+/** A chat completion of one user message with memory store `store` (20 tokens unless `extra` says otherwise). */
+const askWithMemory = (client: OpenAI, content: string, store: string, extra: Record<string, unknown> = {}) =>
+  client.chat.completions.create(
+    { model: MODEL, max_tokens: 20, memory_store: store, messages: [{ role: 'user', content }], ...extra } as never,
+  );
+/** `fn` run with the turn scripted (see script), given the prompts; unsteered after. */
+async function scripted(texts: string[], fn: (prompts: string[]) => Promise<void>) {
+  const prompts = await script(texts);
+  try {
+    await fn(prompts);
+  } finally {
+    h.steer(undefined);
+  }
+}
 const call = (name: string, args: unknown) => `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
 type Ext = {
   server_tool_calls?: {
@@ -180,19 +152,11 @@ describe('server tools', () => {
 
   it('searches a vector store, feeds the result back, and answers citing it; the calls are listed', async () => {
     const answer = 'The pilot is Captain Ilse Marwick (harbour.txt).';
-    const prompts = await script([
+    await scripted([
       call('vector_store_search', { vector_store_id: storeId, query: 'harbour pilot', max_num_results: 1 }),
       answer,
-    ]);
-    try {
-      const r = await a.chat.completions.create(
-        {
-          model: MODEL,
-          messages: [{ role: 'user', content: 'Who is the pilot?' }],
-          max_tokens: 200,
-          server_tools: ['vector_store_search'],
-        } as never,
-      );
+    ], async (prompts) => {
+      const r = await askWithTools(a, 'Who is the pilot?', ['vector_store_search']);
       assert.equal(r.choices[0].message.content, answer);
       assert.equal(r.choices[0].finish_reason, 'stop');
       const calls = ext(r).server_tool_calls!;
@@ -206,34 +170,22 @@ describe('server tools', () => {
       assert.doesNotMatch(prompts[0]!, /Ilse Marwick/);
       assert.match(prompts[1]!, /Captain Ilse Marwick/, 'the search result is in the second prompt');
       assert.ok(r.usage!.prompt_tokens > 0 && r.usage!.total_tokens === r.usage!.prompt_tokens + r.usage!.completion_tokens);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it("bound arguments: fixed by the request, hidden from the model, and they win over the model's", async () => {
-    const prompts = await script([
+    await scripted([
       call('vector_store_search', { query: 'harbour pilot', vector_store_id: 'vs_elsewhere' }),
       'Ilse Marwick.',
-    ]);
-    try {
-      const r = await a.chat.completions.create(
-        {
-          model: MODEL,
-          messages: [{ role: 'user', content: 'Who is the pilot?' }],
-          max_tokens: 200,
-          server_tools: [{ name: 'vector_store_search', vector_store_id: storeId, max_num_results: 1 }],
-        } as never,
-      );
+    ], async (prompts) => {
+      const r = await askWithTools(a, 'Who is the pilot?', [{ name: 'vector_store_search', vector_store_id: storeId, max_num_results: 1 }]);
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'completed', JSON.stringify(c.error));
       assert.match(c.output[0].text, /Captain Ilse Marwick/);
       assert.deepEqual(c.arguments, { query: 'harbour pilot', vector_store_id: storeId, max_num_results: 1 }, 'the arguments that ran');
       assert.doesNotMatch(prompts[0]!, /vector_store_id|max_num_results/, 'bound arguments are not offered to the model');
       assert.match(prompts[0]!, /vector_store_search/);
-    } finally {
-      h.steer(undefined);
-    }
+    });
     await assert.rejects(
       a.chat.completions.create(
         { model: MODEL, messages: [{ role: 'user', content: 'x' }], server_tools: [{ name: 'fetch_url', nope: 1 }] } as never,
@@ -264,33 +216,22 @@ describe('server tools', () => {
   });
 
   it("runs under the caller's key: another key's search fails with 404, fed back as an error", async () => {
-    const prompts = await script([
+    await scripted([
       call('vector_store_search', { vector_store_id: storeId, query: 'harbour pilot' }),
       'I could not search it.',
-    ]);
-    try {
-      const r = await b.chat.completions.create(
-        {
-          model: MODEL,
-          messages: [{ role: 'user', content: 'Who is the pilot?' }],
-          max_tokens: 200,
-          server_tools: ['vector_store_search'],
-        } as never,
-      );
+    ], async (prompts) => {
+      const r = await askWithTools(b, 'Who is the pilot?', ['vector_store_search']);
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'failed');
       assert.equal(c.error!.status, 404);
       assert.match(prompts[1]!, /not_found|not found/);
       assert.doesNotMatch(prompts[1]!, /Ilse Marwick/);
       assert.equal(r.choices[0].message.content, 'I could not search it.');
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('a client tool call ends the turn and is returned to the client as usual', async () => {
-    await script([call('lookup', { q: 'x' })]);
-    try {
+    await scripted([call('lookup', { q: 'x' })], async () => {
       const r = await a.chat.completions.create({
         model: MODEL,
         messages: [{ role: 'user', content: 'look it up' }],
@@ -304,14 +245,11 @@ describe('server tools', () => {
         'lookup',
       );
       assert.deepEqual(ext(r).server_tool_calls, []);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('the step limit ends the loop: the last generation has no server tools', async () => {
-    const prompts = await script([call('fetch_url', { url: `${pageUrl}/a` }), call('fetch_url', { url: `${pageUrl}/b` })]);
-    try {
+    await scripted([call('fetch_url', { url: `${pageUrl}/a` }), call('fetch_url', { url: `${pageUrl}/b` })], async (prompts) => {
       const r = await a.chat.completions.create({
         model: MODEL,
         messages: [{ role: 'user', content: 'hours?' }],
@@ -330,40 +268,28 @@ describe('server tools', () => {
       assert.doesNotMatch(prompts[1]!.split('<|im_start|>user')[0]!, /"fetch_url"/, 'the last prompt does not offer it');
       assert.match(prompts[1]!.split('<|im_start|>user')[0]!, /"lookup"/, 'the client tool stays offered');
       assert.match(prompts[1]!, /07:45/);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('fetch_url gives HTML as Markdown', async () => {
-    await script([call('fetch_url', { url: `${pageUrl}/html` }), 'At 07:45.']);
-    try {
-      const r = await a.chat.completions.create(
-        { model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'] } as never,
-      );
+    await scripted([call('fetch_url', { url: `${pageUrl}/html` }), 'At 07:45.'], async () => {
+      const r = await askWithTools(a, 'hours?', ['fetch_url']);
       const out = ext(r).server_tool_calls![0]!.output;
       assert.equal(out.format, 'markdown');
       assert.match(out.text, /^# Reading room/m);
       assert.match(out.text, /Opens at \*\*07:45\*\*/);
       assert.doesNotMatch(out.text, /<p>|var x/);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('fetch_url goes through the egress policy: a redirect to a host outside it fails', async () => {
-    await script([call('fetch_url', { url: `${pageUrl}/away` }), 'No.']);
-    try {
-      const r = await a.chat.completions.create(
-        { model: MODEL, messages: [{ role: 'user', content: 'hours?' }], max_tokens: 200, server_tools: ['fetch_url'] } as never,
-      );
+    await scripted([call('fetch_url', { url: `${pageUrl}/away` }), 'No.'], async () => {
+      const r = await askWithTools(a, 'hours?', ['fetch_url']);
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'failed');
       assert.equal(c.error!.reason, 'egress_denied');
       assert.match(c.error!.message, /forbidden\.example/);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('unknown server tools and bad step limits are 400s naming them', async () => {
@@ -392,8 +318,7 @@ describe('MCP client', () => {
       body: JSON.stringify({ name: 'geographer', model: MODEL, server_tools: ['mcp:geo'], max_tokens: 200, step_limit: 2 }),
     });
     assert.equal(put.status, 201);
-    const prompts = await script([call('geo__capital', { country: 'Freedonia' }), 'Zlotograd.']);
-    try {
+    await scripted([call('geo__capital', { country: 'Freedonia' }), 'Zlotograd.'], async (prompts) => {
       const r = await a.chat.completions.create(
         { agent: 'geographer', messages: [{ role: 'user', content: 'Capital of Freedonia?' }] } as never,
       );
@@ -405,23 +330,18 @@ describe('MCP client', () => {
       assert.match(prompts[0]!, /The capital city of a country/, 'the MCP tool is offered with its description');
       assert.match(prompts[1]!, /The capital of Freedonia is Zlotograd\./);
       assert.equal(r.choices[0].message.content, 'Zlotograd.');
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('an MCP tool error is fed back as a failed call', async () => {
-    await script([call('geo__capital', { country: 'Atlantis' }), 'Unknown.']);
-    try {
+    await scripted([call('geo__capital', { country: 'Atlantis' }), 'Unknown.'], async () => {
       const r = await a.chat.completions.create(
         { agent: 'geographer', messages: [{ role: 'user', content: 'Capital of Atlantis?' }] } as never,
       );
       const c = ext(r).server_tool_calls![0]!;
       assert.equal(c.status, 'failed');
       assert.match(c.error!.message, /no capital known for Atlantis/);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 });
 
@@ -439,15 +359,9 @@ describe('memory', () => {
     assert.equal((await req(keyA, 'POST', '/svc/v1/memory-stores', { name: 'prefs' })).status, 409);
 
     await script(['Noted.']);
-    const first = await a.chat.completions.create(
-      {
-        model: MODEL,
-        max_tokens: 20,
-        memory_store: 'prefs',
-        memory: true,
-        messages: [{ role: 'user', content: 'My favourite colour is teal. I live in Lisbon. Can you suggest a paint?' }],
-      } as never,
-    );
+    const first = await askWithMemory(a, 'My favourite colour is teal. I live in Lisbon. Can you suggest a paint?', 'prefs', {
+      memory: true,
+    });
     const m1 = ext(first).memory!;
     assert.deepEqual(m1.written.map((f) => f.text), ['My favourite colour is teal.', 'I live in Lisbon.']);
     assert.deepEqual(m1.recalled, []);
@@ -457,34 +371,18 @@ describe('memory', () => {
     assert.deepEqual(listed.data.map((f) => [f.text, f.source]), [['My favourite colour is teal.', 'user'], ['I live in Lisbon.', 'user']]);
 
     const prompts = await script(['Teal.']);
-    const second = await a.chat.completions.create(
-      {
-        model: MODEL,
-        max_tokens: 20,
-        memory_store: 'prefs',
-        messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }],
-      } as never,
-    );
+    const second = await askWithMemory(a, 'Which colour should the kitchen be?', 'prefs');
     const m2 = ext(second).memory!;
     assert.ok(m2.recalled.some((f) => f.text === 'My favourite colour is teal.'), JSON.stringify(m2.recalled));
     assert.match(prompts[0]!, /Facts remembered about the user:[\s\S]*My favourite colour is teal\./);
     assert.deepEqual(m2.written, [], 'a question states no fact');
     // no word in common with the facts: found by the embedding side of the hybrid search only
-    const byMeaning = await a.chat.completions.create(
-      { model: MODEL, max_tokens: 5, memory_store: 'prefs', messages: [{ role: 'user', content: 'Which hue suits a kitchen' }] } as never,
-    );
+    const byMeaning = await askWithMemory(a, 'Which hue suits a kitchen', 'prefs', { max_tokens: 5 });
     assert.ok(ext(byMeaning).memory!.recalled.length > 0, 'recalled through the vectors');
 
     // key B's store of the same name is another store
     const pb = await script(['Hm.']);
-    const other = await b.chat.completions.create(
-      {
-        model: MODEL,
-        max_tokens: 20,
-        memory_store: 'prefs',
-        messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }],
-      } as never,
-    );
+    const other = await askWithMemory(b, 'Which colour should the kitchen be?', 'prefs');
     assert.deepEqual(ext(other).memory!.recalled, []);
     assert.doesNotMatch(pb[0]!, /teal/);
     assert.deepEqual(((await (await req(keyB, 'GET', '/svc/v1/memory-stores/prefs/facts')).json()) as { data: unknown[] }).data, []);
@@ -494,17 +392,8 @@ describe('memory', () => {
 
   it('extract "model": the chat model lists the facts in a constrained extraction call', async () => {
     assert.equal((await req(keyA, 'POST', '/svc/v1/memory-stores', { name: 'bees' })).status, 201);
-    const prompts = await script(['How lovely.', '{"facts":["The user keeps bees on a rooftop."]}']);
-    try {
-      const r = await a.chat.completions.create(
-        {
-          model: MODEL,
-          max_tokens: 20,
-          memory_store: 'bees',
-          memory: { extract: 'model' },
-          messages: [{ role: 'user', content: 'We have hives on our roof, three of them.' }],
-        } as never,
-      );
+    await scripted(['How lovely.', '{"facts":["The user keeps bees on a rooftop."]}'], async (prompts) => {
+      const r = await askWithMemory(a, 'We have hives on our roof, three of them.', 'bees', { memory: { extract: 'model' } });
       assert.equal(r.choices[0].message.content, 'How lovely.');
       assert.deepEqual(ext(r).memory!.written.map((f) => f.text), ['The user keeps bees on a rooftop.']);
       assert.equal(prompts.length, 2);
@@ -513,9 +402,7 @@ describe('memory', () => {
         data: { text: string; source: string }[];
       };
       assert.deepEqual(facts.data.map((f) => [f.text, f.source]), [['The user keeps bees on a rooftop.', 'model']]);
-    } finally {
-      h.steer(undefined);
-    }
+    });
     await assert.rejects(
       a.chat.completions.create(
         { model: MODEL, messages: [{ role: 'user', content: 'x' }], memory_store: 'bees', memory: { extract: 'magic' } } as never,
@@ -529,14 +416,7 @@ describe('memory', () => {
     const teal = listed.data.find((f) => /teal/.test(f.text))!;
     assert.equal((await req(keyA, 'DELETE', `/svc/v1/memory-stores/prefs/facts/${teal.id}`)).status, 200);
     await script(['Ok.']);
-    const r = await a.chat.completions.create(
-      {
-        model: MODEL,
-        max_tokens: 5,
-        memory_store: 'prefs',
-        messages: [{ role: 'user', content: 'Which colour should the kitchen be?' }],
-      } as never,
-    );
+    const r = await askWithMemory(a, 'Which colour should the kitchen be?', 'prefs', { max_tokens: 5 });
     assert.ok(!ext(r).memory!.recalled.some((f) => /teal/.test(f.text)));
     h.steer(undefined);
     await assert.rejects(
@@ -591,8 +471,7 @@ describe('agent in /v1/responses', () => {
 
 describe('streaming with server tools', () => {
   it('the finished turn arrives as chunks; the last choice chunk carries server_tool_calls', async () => {
-    await script([call('fetch_url', { url: `${pageUrl}/hours` }), 'At 07:45.']);
-    try {
+    await scripted([call('fetch_url', { url: `${pageUrl}/hours` }), 'At 07:45.'], async () => {
       const stream = await a.chat.completions.create(
         {
           model: MODEL,
@@ -612,8 +491,6 @@ describe('streaming with server tools', () => {
       assert.match(fin.server_tool_calls[0].output.text, /07:45/);
       assert.equal(fin.server_tool_calls[0].output.format, 'text');
       assert.ok(chunks.at(-1)!.usage.total_tokens > 0);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 });

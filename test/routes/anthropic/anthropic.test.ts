@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { Ajv } from 'ajv';
-import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
+import { failAfter, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
 import { LONG_LLAMA } from '../../support/hub-stand-in.ts';
 
 let h: Harness;
@@ -29,19 +29,9 @@ after(async () => {
   await h?.close();
 });
 
-async function steered<T>(text: string, fn: () => Promise<T>): Promise<T> {
-  const ids = await tinyLlamaIds(text);
-  h.steer(() => [forceTokens(ids)]);
-  try {
-    return await fn();
-  } finally {
-    h.steer(undefined);
-  }
-}
-
 describe('messages', () => {
   it('a message: text block, end_turn, usage', async () => {
-    const r = await steered(
+    const r = await h.steered(
       'Hello there, friend',
       () => client.messages.create({ model: MODEL, max_tokens: 30, messages: user('hi'), system: 'Be brief.' }),
     );
@@ -65,7 +55,7 @@ describe('messages', () => {
     });
     assert.equal(cut.stop_reason, 'max_tokens');
     assert.equal(cut.usage.output_tokens, 3);
-    const stopped = await steered(
+    const stopped = await h.steered(
       'one two three four',
       () => client.messages.create({ model: MODEL, max_tokens: 30, messages: user('count'), stop_sequences: ['three'] }),
     );
@@ -109,11 +99,11 @@ describe('messages', () => {
   it('thinking: a thinking block then a text block, whole and streamed (thinking_delta, text_delta)', async () => {
     const said = '<think>\nThe user greets me.\n</think>\n\nHello there';
     const params = { model: MODEL, max_tokens: 60, messages: user('hi'), thinking: { type: 'enabled' as const, budget_tokens: 40 } };
-    const r = await steered(said, () => client.messages.create(params));
+    const r = await h.steered(said, () => client.messages.create(params));
     assert.deepEqual(r.content.map((b) => b.type), ['thinking', 'text']);
     assert.equal((r.content[0] as Anthropic.ThinkingBlock).thinking, 'The user greets me.');
     assert.equal((r.content[1] as Anthropic.TextBlock).text, 'Hello there');
-    const events = await steered(said, async () => {
+    const events = await h.steered(said, async () => {
       const out = [];
       for await (const e of await client.messages.create({ ...params, stream: true })) out.push(e);
       return out;
@@ -132,7 +122,7 @@ describe('messages', () => {
   });
 
   it('thinking display omitted: the block is kept without its text', async () => {
-    const r = await steered(
+    const r = await h.steered(
       '<think>\nsecret plan\n</think>\n\nDone',
       () =>
         client.messages.create({
@@ -173,7 +163,7 @@ describe('messages', () => {
   });
 
   it('the SDK stream helper accumulates the final message', async () => {
-    const msg = await steered(
+    const msg = await h.steered(
       'Streaming works',
       () => client.messages.stream({ model: MODEL, max_tokens: 20, messages: user('x') }).finalMessage(),
     );
@@ -264,7 +254,7 @@ describe('tools', () => {
   });
 
   it('tool_choice auto: a call in the model output becomes a tool_use block', async () => {
-    const r = await steered(
+    const r = await h.steered(
       '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>',
       () => client.messages.create({ model: MODEL, max_tokens: 60, messages: user('1+2?'), tools: [ADD] }),
     );
@@ -277,7 +267,7 @@ describe('tools', () => {
 describe('tools, auto, streamed', () => {
   it('a call the model makes on its own: one tool_use block, its input in several input_json_delta fragments', async () => {
     const events: Anthropic.RawMessageStreamEvent[] = [];
-    const msg = await steered('<tool_call>\n{"name": "add", "arguments": {"a": 1.5, "b": 20}}\n</tool_call>', async () => {
+    const msg = await h.steered('<tool_call>\n{"name": "add", "arguments": {"a": 1.5, "b": 20}}\n</tool_call>', async () => {
       const stream = client.messages.stream({ model: MODEL, max_tokens: 120, messages: user('1.5+20?'), tools: [ADD] });
       stream.on('streamEvent', (e) => events.push(e));
       return await stream.finalMessage();
@@ -465,11 +455,8 @@ describe('errors', () => {
   });
 
   it('a failure after streaming began arrives as an error event the SDK raises', async () => {
-    let calls = 0;
-    h.steer(() => [(_ids: bigint[][], logits: unknown) => {
-      if (++calls > 3) throw new Error('boom in the middle');
-      return logits;
-    }]);
+    const boom = failAfter(3);
+    h.steer(() => [boom]);
     try {
       const got: unknown[] = [];
       await assert.rejects(async () => {

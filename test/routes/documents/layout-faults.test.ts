@@ -3,26 +3,22 @@
  * justified lines with wide spaces, running headers and footers, numbered sections, monospaced code.
  * Judged against the documents' sources and, for reading order, against poppler's `pdftotext`.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type InProcess, inProcess, tempDir } from '../../support/server.ts';
+import type { InProcess } from '../../support/server.ts';
+import { documentsApp } from './app.ts';
 import { bookGhostscript, chromiumPdf, JUSTIFIED, justifiedGhostscript, post } from './make-docs.ts';
 
 let app: InProcess;
 let dir: string;
 let manual: Uint8Array;
-before(async () => {
-  app = await inProcess();
-  dir = await tempDir('svc-faults-');
+documentsApp('svc-faults-', (a, d) => {
+  app = a;
+  dir = d;
   manual = chromiumPdf(dir, 'manual', MANUAL_HTML);
-});
-after(async () => {
-  await app.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 const FILLER =

@@ -53,37 +53,27 @@ export function layoutOps(width: (text: string, size: number, bold: boolean) => 
     }
     return { ops, y };
   };
+  /** A numbered section: its heading, then its text wrapped to `w` at `x`; the y below the text. */
+  const section = (ops: Op[], title: string, text: string, x: number, y: number, w = 235) => {
+    ops.push({ text: title, x, y, size: 14, bold: true });
+    const r = wrap(text, x, y + 22, w, 10);
+    ops.push(...r.ops);
+    return r.y;
+  };
   for (let p = 1; p <= pages; p++) {
     const ops: Op[] = [{ text: HEADER, x: 50, y: 40, size: 8 }, { text: `Page ${p}`, x: 290, y: 765, size: 8 }];
     if (p === 1) {
       ops.push({ text: TITLE, x: 50, y: 90, size: 22, bold: true });
       // left column
-      let y = 140;
-      ops.push({ text: '1 Introduction', x: 50, y, size: 14, bold: true });
-      y += 22;
-      let r = wrap(INTRO, 50, y, 235, 10);
-      ops.push(...r.ops);
-      y = r.y + 10;
-      ops.push({ text: '2 Methods', x: 50, y, size: 14, bold: true });
-      y += 22;
-      r = wrap(METHODS, 50, y, 235, 10);
-      ops.push(...r.ops);
-      y = r.y + 6;
+      let y = section(ops, '1 Introduction', INTRO, 50, 140) + 10;
+      y = section(ops, '2 Methods', METHODS, 50, y) + 6;
       for (const item of LIST) {
         ops.push({ text: '\u2022', x: 54, y, size: 10 }, { text: item, x: 64, y, size: 10 });
         y += 14;
       }
       // right column
-      y = 140;
-      ops.push({ text: '3 Results', x: 320, y, size: 14, bold: true });
-      y += 22;
-      r = wrap(RESULTS, 320, y, 235, 10);
-      ops.push(...r.ops);
-      y = r.y + 10;
-      ops.push({ text: '4 Discussion', x: 320, y, size: 14, bold: true });
-      y += 22;
-      r = wrap(DISCUSSION, 320, y, 235, 10);
-      ops.push(...r.ops);
+      const right = section(ops, '3 Results', RESULTS, 320, 140) + 10;
+      section(ops, '4 Discussion', DISCUSSION, 320, right);
       // full-width table with caption
       y = 420;
       ops.push({ text: CAPTION, x: 50, y, size: 10 });
@@ -93,11 +83,7 @@ export function layoutOps(width: (text: string, size: number, bold: boolean) => 
         y += 16;
       });
     } else {
-      let y = 90;
-      ops.push({ text: `${3 + p} Conclusion`, x: 50, y, size: 14, bold: true });
-      y += 22;
-      const r = wrap(CONCLUSION, 50, y, 500, 10);
-      ops.push(...r.ops);
+      section(ops, `${3 + p} Conclusion`, CONCLUSION, 50, 90, 500);
     }
     out.push(ops);
   }

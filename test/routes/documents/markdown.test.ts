@@ -1,11 +1,10 @@
 /** POST /svc/v1/document-to-markdown over every family of input. */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { releaseOcrEngines } from '../../../src/services/ocr/ocr.ts';
-import { type InProcess, inProcess, tempDir } from '../../support/server.ts';
+import type { InProcess } from '../../support/server.ts';
+import { documentsApp } from './app.ts';
 import {
   CAPTION,
   CONCLUSION,
@@ -27,14 +26,9 @@ import {
 
 let app: InProcess;
 let dir: string;
-before(async () => {
-  app = await inProcess();
-  dir = await tempDir('svc-md-');
-});
-after(async () => {
-  await app.close();
-  await releaseOcrEngines();
-  await rm(dir, { recursive: true, force: true });
+documentsApp('svc-md-', (a, d) => {
+  app = a;
+  dir = d;
 });
 
 async function toMd(bytes: Uint8Array, name: string, options: Record<string, unknown> = {}): Promise<string> {

@@ -3,26 +3,20 @@
  * least as well as `tesseract <png> stdout` does (character error rate against the known text), and agree
  * with it on the words of a full rendered PDF page.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { releaseOcrEngines } from '../../../src/services/ocr/ocr.ts';
-import { type InProcess, inProcess, tempDir } from '../../support/server.ts';
+import type { InProcess } from '../../support/server.ts';
+import { documentsApp } from './app.ts';
 import { cer, PARAGRAPH, paragraphPng, post, twoColumnPdfLib } from './make-docs.ts';
 
 let app: InProcess;
 let dir: string;
-before(async () => {
-  app = await inProcess();
-  dir = await tempDir('svc-ocr-judge-');
-});
-after(async () => {
-  await app.close();
-  await releaseOcrEngines();
-  await rm(dir, { recursive: true, force: true });
+documentsApp('svc-ocr-judge-', (a, d) => {
+  app = a;
+  dir = d;
 });
 
 const cli = (png: string) =>

@@ -1,23 +1,17 @@
 /** POST /svc/v1/ocr with both engines: CER on an ImageMagick-rendered paragraph, a rotated and skewed scan. */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { releaseOcrEngines } from '../../../src/services/ocr/ocr.ts';
-import { type InProcess, inProcess, json, tempDir } from '../../support/server.ts';
+import { type InProcess, json } from '../../support/server.ts';
+import { documentsApp } from './app.ts';
 import { cer, PARAGRAPH, paragraphPng, post, scannedPdf, twoColumnPdfLib } from './make-docs.ts';
 
 let app: InProcess;
 let dir: string;
-before(async () => {
-  app = await inProcess();
-  dir = await tempDir('svc-ocr-');
-});
-after(async () => {
-  await app.close();
-  await releaseOcrEngines();
-  await rm(dir, { recursive: true, force: true });
+documentsApp('svc-ocr-', (a, d) => {
+  app = a;
+  dir = d;
 });
 
 interface OcrBody {

@@ -1,22 +1,14 @@
 /** POST /svc/v1/document-parsing: typed, positioned elements in Json, Markdown, Html and DocLang (DocTags). */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rm } from 'node:fs/promises';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
-import { releaseOcrEngines } from '../../../src/services/ocr/ocr.ts';
-import { type InProcess, inProcess, tempDir } from '../../support/server.ts';
+import type { InProcess } from '../../support/server.ts';
+import { documentsApp } from './app.ts';
 import { CAPTION, docx, HEADER, INTRO, post, TITLE, twoColumnPdfLib } from './make-docs.ts';
 
 let app: InProcess;
-let dir: string;
-before(async () => {
-  app = await inProcess();
-  dir = await tempDir('svc-parse-');
-});
-after(async () => {
-  await app.close();
-  await releaseOcrEngines();
-  await rm(dir, { recursive: true, force: true });
+documentsApp('svc-parse-', (a) => {
+  app = a;
 });
 
 interface El {

@@ -1,24 +1,18 @@
 /** document-split, document-validate, document-thumbnails, document-highlight. */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { releaseOcrEngines } from '../../../src/services/ocr/ocr.ts';
-import { type InProcess, inProcess, tempDir } from '../../support/server.ts';
+import type { InProcess } from '../../support/server.ts';
+import { documentsApp } from './app.ts';
 import { docx, HTML, paragraphPng, post, pptx, twoColumnPdfLib } from './make-docs.ts';
 
 let app: InProcess;
 let dir: string;
-before(async () => {
-  app = await inProcess();
-  dir = await tempDir('svc-tools-');
-});
-after(async () => {
-  await app.close();
-  await releaseOcrEngines();
-  await rm(dir, { recursive: true, force: true });
+documentsApp('svc-tools-', (a, d) => {
+  app = a;
+  dir = d;
 });
 
 /** The annotation dictionaries of a page, as `qpdf --json` reads them (indirect references resolved one level). */

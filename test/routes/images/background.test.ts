@@ -6,8 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { type InProcess, inProcess } from '../../support/server.ts';
+import { inProcessSuite } from '../../support/in-process-suite.ts';
 import { base64Json, expectReason, jsonOf } from '../pdf/http.ts';
 import { identify, imageOf, magick } from './helpers.ts';
 
@@ -22,10 +23,7 @@ describe('image-background-removal', () => {
   let t: InProcess;
   // a red disc (the "subject") on a blue-gray background
   const photo = magick(['-size', '240x160', 'xc:#5070a0', '-fill', '#e02020', '-draw', 'circle 120,80 120,30'], 'png');
-  before(async () => {
-    t = await inProcess({ imageBackgroundModel: model });
-  });
-  after(() => t.close());
+  inProcessSuite((x) => (t = x), { imageBackgroundModel: model });
 
   test('the matte becomes the alpha channel: subject opaque, background transparent (ImageMagick reads it)', async () => {
     const out = await imageOf(await t.request('/svc/v1/image-background-removal', base64Json(photo, {})), 'image/png');

@@ -2,48 +2,14 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { deflateSync } from 'node:zlib';
 import { unzipSync } from 'fflate';
 import { type InProcess, inProcess } from '../../support/server.ts';
+import { inProcessSuite } from '../../support/in-process-suite.ts';
+import { pngHeader } from '../../support/png-header.ts';
 import { asJob, b64, base64Json, expectReason, expectReasonBoth, fileContent, jsonOf, multipart, upload } from '../pdf/http.ts';
 import { compareMetric, exiftool, exiftoolWrite, identify, imageOf, magick, pixels, writeTmp } from './helpers.ts';
 
 const convert = '/svc/v1/image-convert';
-
-/** A PNG whose header declares width × height; the data is a few bytes (a decompression-bomb header). */
-function pngHeader(width: number, height: number): Uint8Array {
-  const crcTable = Array.from({ length: 256 }, (_, n) => {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    return c >>> 0;
-  });
-  const crc = (b: Buffer) => {
-    let c = 0xffffffff;
-    for (const x of b) c = crcTable[(c ^ x) & 255]! ^ (c >>> 8);
-    return (c ^ 0xffffffff) >>> 0;
-  };
-  const chunk = (type: string, data: Buffer) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const td = Buffer.concat([Buffer.from(type), data]);
-    const c = Buffer.alloc(4);
-    c.writeUInt32BE(crc(td));
-    return Buffer.concat([len, td, c]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 8;
-  ihdr[9] = 2;
-  return new Uint8Array(
-    Buffer.concat([
-      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-      chunk('IHDR', ihdr),
-      chunk('IDAT', deflateSync(Buffer.alloc(1000))),
-      chunk('IEND', Buffer.alloc(0)),
-    ]),
-  );
-}
 
 const writeImg = (b: Uint8Array) => writeTmp(b, 'img');
 
@@ -340,10 +306,7 @@ describe('image-convert', () => {
 
 describe('image-watermark', () => {
   let t: InProcess;
-  before(async () => {
-    t = await inProcess();
-  });
-  after(() => t.close());
+  inProcessSuite((x) => (t = x));
 
   test('burned in, keeping size, format and metadata; capabilities list layouts, longest text and fonts', async () => {
     let jpeg = magick(['-size', '400x300', 'gradient:gray80-gray40', '-quality', '95'], 'jpg');

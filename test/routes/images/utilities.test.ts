@@ -1,8 +1,9 @@
 /** The image utilities through HTTP, judged by ImageMagick (identify, compare, -deskew), exiftool and the tesseract CLI. */
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { after, before, describe, test } from 'node:test';
-import { type InProcess, inProcess } from '../../support/server.ts';
+import { describe, test } from 'node:test';
+import type { InProcess } from '../../support/server.ts';
+import { inProcessSuite } from '../../support/in-process-suite.ts';
 import { base64Json, expectReason, expectReasonBoth, jsonOf, multipart } from '../pdf/http.ts';
 import { compareMetric, exiftool, exiftoolWrite, identify, imageOf, magick, tool, writeTmp } from './helpers.ts';
 
@@ -21,10 +22,7 @@ const tesseract = (bytes: Uint8Array) => tool('tesseract', [img(bytes), '-', '--
 
 describe('image utilities', () => {
   let t: InProcess;
-  before(async () => {
-    t = await inProcess();
-  });
-  after(() => t.close());
+  inProcessSuite((x) => (t = x));
 
   test('deskew: a scan turned by 4° comes back within 0.5° of upright (ImageMagick -deskew measures)', async () => {
     const lines = [

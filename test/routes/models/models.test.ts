@@ -16,6 +16,7 @@ import { readLocalCopy } from '../../../src/services/models/manifest.ts';
 import { residencyUsage } from '../../../src/services/models/usage.ts';
 import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, type HubStandIn, startFixtureHub } from '../../support/hub-stand-in.ts';
 import { listening } from '../../support/server.ts';
+import { TEST_ENGINE } from '../../services/inference/fixtures.ts';
 
 type Server = Awaited<ReturnType<typeof listening>>;
 
@@ -95,16 +96,7 @@ before(async () => {
   hub = await startFixtureHub();
   srv = await listening({ hubUrl: hub.url, hubAllowedHosts: ['127.0.0.1'], maxUploadBytes: 2_000_000 });
   for (const e of FIXTURE_CATALOG) srv.models.catalog.register(e);
-  engine = createInferenceEngine({
-    backend: 'cpu',
-    threads: 1,
-    maxLoadedModels: 3,
-    memoryBudgetBytes: 0,
-    slotsPerModel: 1,
-    saturationPolicy: 'Queue',
-    keepAliveSeconds: 300,
-    idleDeviceMemoryReleaseSeconds: 0,
-  });
+  engine = createInferenceEngine({ ...TEST_ENGINE, idleDeviceMemoryReleaseSeconds: 0 });
   srv.models.usage = residencyUsage(engine.residency);
   ollama = new Ollama({ host: srv.url });
   openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Ajv from 'ajv';
-import { assertFinal, forceTokens, type Harness, ndjson, startHarness, tinyLlamaIds } from './harness.ts';
+import { assertFinal, failAfter, type Harness, ndjson, startHarness } from './harness.ts';
 
 let h: Harness;
 before(async () => {
@@ -128,9 +128,7 @@ describe('chat', () => {
         parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
       },
     }];
-    const ids = await tinyLlamaIds('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>');
-    h.steer(() => [forceTokens(ids)]);
-    try {
+    await h.steered('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>', async () => {
       const r = await h.ollama.chat({ model: 'tiny-llama', messages: user('Weather in Paris?'), tools, stream: false });
       assert.deepEqual(r.message.tool_calls, [{ function: { index: 0, name: 'get_weather', arguments: { city: 'Paris' } } }]);
       assert.equal(r.message.content, '');
@@ -142,9 +140,7 @@ describe('chat', () => {
       const calls = parts.flatMap((p) => p.message.tool_calls ?? []);
       assert.deepEqual(calls, [{ function: { index: 0, name: 'get_weather', arguments: { city: 'Paris' } } }]);
       assert.equal(parts.map((p) => p.message.content).join(''), '', 'no markup leaks into content');
-    } finally {
-      h.steer(undefined);
-    }
+    });
     // the call and its result go back to the model in the next turn (template renders them)
     const next = await h.ollama.chat({
       model: 'tiny-llama',
@@ -168,9 +164,7 @@ describe('chat', () => {
   });
 
   it('think: true puts the <think> block in message.thinking (whole and streamed)', async () => {
-    const ids = await tinyLlamaIds('<think>\nThe user greets me.\n</think>\n\nHello there');
-    h.steer(() => [forceTokens(ids)]);
-    try {
+    await h.steered('<think>\nThe user greets me.\n</think>\n\nHello there', async () => {
       const r = await h.ollama.chat({ model: 'tiny-llama', messages: user('hi'), think: true, stream: false });
       assert.equal(r.message.thinking, 'The user greets me.');
       assert.equal(r.message.content, 'Hello there');
@@ -180,21 +174,21 @@ describe('chat', () => {
       assert.equal(parts.map((p) => p.message.content).join(''), 'Hello there');
       const g = await h.ollama.generate({ model: 'tiny-llama', prompt: 'hi', think: true, stream: false });
       assert.deepEqual([g.thinking, g.response], ['The user greets me.', 'Hello there']);
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('a custom model: its system prompt, template and parameters apply (template opening <think> → thinking)', async () => {
     const template =
       '{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}';
-    await h.ollama.create({
-      model: 'thinker',
-      from: 'tiny-llama',
-      system: 'You think a lot before answering.',
-      template,
-      parameters: { num_predict: 5, temperature: 0 },
-    });
+    const createThinker = (numPredict: number) =>
+      h.ollama.create({
+        model: 'thinker',
+        from: 'tiny-llama',
+        system: 'You think a lot before answering.',
+        template,
+        parameters: { num_predict: numPredict, temperature: 0 },
+      });
+    await createThinker(5);
     const r = await h.ollama.chat({ model: 'thinker', messages: user('hi'), think: true, stream: false });
     assert.equal(r.eval_count, 5, 'num_predict from the custom model');
     assert.ok((r.message.thinking ?? '').length > 0, 'output inside the template-opened block is thinking');
@@ -203,13 +197,7 @@ describe('chat', () => {
     const overridden = await h.ollama.chat({ model: 'thinker', messages: user('hi'), stream: false, options: { num_predict: 2 } });
     assert.equal(overridden.eval_count, 2, 'request options win over the model parameters');
     // re-created with other parameters: the next request sees them (resolutions are remembered per model version)
-    await h.ollama.create({
-      model: 'thinker',
-      from: 'tiny-llama',
-      system: 'You think a lot before answering.',
-      template,
-      parameters: { num_predict: 3, temperature: 0 },
-    });
+    await createThinker(3);
     assert.equal(
       (await h.ollama.chat({ model: 'thinker', messages: user('hi'), think: true, stream: false })).eval_count,
       3,
@@ -234,16 +222,7 @@ describe('chat', () => {
   });
 
   it('a failure after the stream began is an {"error"} line', async () => {
-    let step = 0;
-    h.steer(() => {
-      step = 0;
-      return [
-        (_i: bigint[][], l: unknown) => {
-          if (++step > 3) throw new Error('boom in step 4');
-          return l;
-        },
-      ];
-    });
+    h.steer(() => [failAfter(3)]); // a new count for each request
     try {
       const res = await h.post('/api/chat', { model: 'tiny-llama', messages: user('hi'), options: { num_predict: 20, temperature: 0 } });
       assert.equal(res.status, 200);

@@ -21,6 +21,8 @@ export interface Harness {
   ollama: Ollama;
   /** Processors added to every chat request while set (undefined = the model's own output). */
   steer(make: (() => LogitsProcessorLike[]) | undefined): void;
+  /** `fn` run while the model is made to say exactly `text` (then its turn ends); unsteered again after. */
+  steered<T>(text: string, fn: () => Promise<T>): Promise<T>;
   post(path: string, body: unknown, init?: RequestInit): Promise<Response>;
   close(): Promise<void>;
 }
@@ -37,6 +39,15 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
     srv,
     ollama: new Ollama({ host: srv.url }),
     steer: (m) => (make = m),
+    steered: async (text, fn) => {
+      const ids = await tinyLlamaIds(text);
+      make = () => [forceTokens(ids)];
+      try {
+        return await fn();
+      } finally {
+        make = undefined;
+      }
+    },
     post: (path, body, init = {}) =>
       fetch(`${srv.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...init }),
     close: async () => {
@@ -65,6 +76,15 @@ export function forceTokens(ids: number[], eos = IM_END): LogitsProcessorLike {
     step++;
     logits.data.fill(-Infinity);
     logits.data[want] = 0;
+    return logits;
+  };
+}
+
+/** A processor that lets `steps` decode steps pass, then throws: a failure after the stream began. */
+export function failAfter(steps: number): LogitsProcessorLike {
+  let calls = 0;
+  return (_ids: bigint[][], logits: { data: Float32Array }) => {
+    if (++calls > steps) throw new Error(`boom after ${steps} steps`);
     return logits;
   };
 }

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import OpenAI from 'openai';
-import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
+import { failAfter, type Harness, startHarness } from '../ollama/harness.ts';
 
 let h: Harness;
 let openai: OpenAI;
@@ -163,9 +163,7 @@ describe('tools', () => {
   });
 
   it('auto: a call in the model output is parsed into tool_calls; the tool result is fed back', async () => {
-    h.steer(() => [forceTokens(ids)]);
-    const ids = await tinyLlamaIds('<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>');
-    try {
+    await h.steered('<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>', async () => {
       const r = await openai.chat.completions.create({ model: MODEL, messages: user('1+2?'), tools: [ADD], max_tokens: 60 });
       const call = r.choices[0].message.tool_calls![0];
       assert.equal(r.choices[0].finish_reason, 'tool_calls');
@@ -179,9 +177,7 @@ describe('tools', () => {
         messages: [...user('1+2?'), r.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '3' }],
       });
       assert.ok(next.usage!.prompt_tokens > r.usage!.prompt_tokens, 'the call and its result are in the prompt');
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 });
 
@@ -189,9 +185,7 @@ describe('tools, auto, streamed', () => {
   const TOOL_CALL = 479; // tiny-llama's <tool_call> token
 
   it('a call the model makes on its own streams in fragments; the client accumulates a valid call', async () => {
-    const ids = await tinyLlamaIds('<tool_call>\n{"name": "add", "arguments": {"a": 12.5, "b": 2}}\n</tool_call>');
-    h.steer(() => [forceTokens(ids)]);
-    try {
+    await h.steered('<tool_call>\n{"name": "add", "arguments": {"a": 12.5, "b": 2}}\n</tool_call>', async () => {
       const runner = openai.chat.completions.stream({ model: MODEL, messages: user('12.5+2?'), tools: [ADD], max_tokens: 120 });
       const fragments: string[] = [];
       const deltas: OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall[] = [];
@@ -208,9 +202,7 @@ describe('tools, auto, streamed', () => {
       assert.ok(fragments.filter(Boolean).length > 2, `fragments: ${JSON.stringify(fragments)}`);
       assert.equal(fragments.join(''), call.function.arguments);
       assert.deepEqual(JSON.parse(call.function.arguments), { a: 12.5, b: 2 });
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it('a random model nudged toward <tool_call>: every call it starts parses and validates (constrained once started)', async () => {
@@ -401,11 +393,8 @@ describe('errors, refusals, extensions', () => {
   });
 
   it('a failure after streaming began arrives as an error event', async () => {
-    let calls = 0;
-    h.steer(() => [(_ids: bigint[][], logits: unknown) => {
-      if (++calls > 3) throw new Error('boom in the middle');
-      return logits;
-    }]);
+    const boom = failAfter(3);
+    h.steer(() => [boom]);
     try {
       const stream = await openai.chat.completions.create({ model: MODEL, messages: user('x'), max_tokens: 20, stream: true });
       const got: unknown[] = [];

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import OpenAI, { toFile } from 'openai';
 import { ResponsesWS } from 'openai/resources/responses/ws';
-import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
+import { failAfter, type Harness, startHarness } from '../ollama/harness.ts';
 import { makePdf } from '../../services/pdf/helpers.ts';
 
 let h: Harness;
@@ -42,19 +42,17 @@ const post = (path: string, body: unknown) =>
     body: JSON.stringify(body),
   });
 
-async function steered<T>(text: string, fn: () => Promise<T>): Promise<T> {
-  const ids = await tinyLlamaIds(text);
-  h.steer(() => [forceTokens(ids)]);
-  try {
-    return await fn();
-  } finally {
-    h.steer(undefined);
-  }
-}
+/** The two turns sent whole in one request: what a continued second turn must cost in input tokens. */
+const wholeConversation = (question: string, answer: string, next: string) =>
+  openai.responses.create({
+    model: MODEL,
+    max_output_tokens: 2,
+    input: [{ role: 'user', content: question }, { role: 'assistant', content: answer }, { role: 'user', content: next }],
+  });
 
 describe('responses: create, retrieve, delete', () => {
   it('string input: a completed response with one assistant message and usage; retrieve gives the same object', async () => {
-    const r = await steered('Hello there', () => openai.responses.create({ model: MODEL, input: 'say hello', max_output_tokens: 20 }));
+    const r = await h.steered('Hello there', () => openai.responses.create({ model: MODEL, input: 'say hello', max_output_tokens: 20 }));
     assert.match(r.id, /^resp_/);
     assert.equal(r.object, 'response');
     assert.equal(r.status, 'completed');
@@ -83,7 +81,7 @@ describe('responses: create, retrieve, delete', () => {
   });
 
   it('max_output_tokens cutting the answer: status incomplete with reason max_output_tokens', async () => {
-    const r = await steered(
+    const r = await h.steered(
       'one two three four five six seven eight nine ten',
       () => openai.responses.create({ model: MODEL, input: 'count', max_output_tokens: 3 }),
     );
@@ -93,7 +91,7 @@ describe('responses: create, retrieve, delete', () => {
   });
 
   it('a thinking model: a reasoning item with the reasoning text before the message; reasoning tokens in usage', async () => {
-    const r = await steered(
+    const r = await h.steered(
       '<think>\nThe user greets me.\n</think>\n\nHi!',
       () => openai.responses.create({ model: MODEL, input: 'hello', max_output_tokens: 40 }),
     );
@@ -132,7 +130,7 @@ describe('responses: create, retrieve, delete', () => {
 
 describe('responses: streaming', () => {
   it('events in order with monotonic sequence numbers; the final response is the stored one', async () => {
-    const stream = await steered('abc def', async () => {
+    const stream = await h.steered('abc def', async () => {
       const s = await openai.responses.create({ model: MODEL, input: 'stream', stream: true, max_output_tokens: 20 });
       const events = [];
       for await (const e of s) events.push(e);
@@ -174,11 +172,8 @@ describe('responses: streaming', () => {
   });
 
   it('a failure after the stream began: response.failed with the error, then an error event the client raises', async () => {
-    let calls = 0;
-    h.steer(() => [(_ids: bigint[][], logits: unknown) => {
-      if (++calls > 3) throw new Error('boom in the middle');
-      return logits;
-    }]);
+    const boom = failAfter(3);
+    h.steer(() => [boom]);
     try {
       const s = await openai.responses.create({ model: MODEL, input: 'x', stream: true, max_output_tokens: 20 });
       const got: { type: string; response?: { status?: string; error?: unknown } }[] = [];
@@ -248,7 +243,7 @@ describe('responses: input items and chaining', () => {
   });
 
   it('previous_response_id: the second prompt holds the first turn; instructions are not inherited', async () => {
-    const first = await steered(
+    const first = await h.steered(
       'Paris',
       () =>
         openai.responses.create({
@@ -272,14 +267,7 @@ describe('responses: input items and chaining', () => {
     assert.deepEqual(items.data.map((i) => (i as { role?: string }).role), ['user', 'assistant', 'user']);
     assert.equal((items.data[1] as { content: { text: string }[] }).content[0]!.text, 'Paris');
     // the same conversation sent whole (no instructions) gives exactly the same prompt length
-    const whole = await openai.responses.create({
-      model: MODEL,
-      max_output_tokens: 2,
-      input: [{ role: 'user', content: 'Capital of France?' }, { role: 'assistant', content: 'Paris' }, {
-        role: 'user',
-        content: 'And of Spain?',
-      }],
-    });
+    const whole = await wholeConversation('Capital of France?', 'Paris', 'And of Spain?');
     assert.equal(second.usage!.input_tokens, whole.usage!.input_tokens);
     assert.ok(second.usage!.input_tokens > first.usage!.input_tokens - 12, 'the first turn is in the prompt');
     await assert.rejects(
@@ -356,7 +344,7 @@ describe('responses: tools and structured output', () => {
   });
 
   it('a call in the model output (tool_choice auto) becomes a function_call item', async () => {
-    const r = await steered(
+    const r = await h.steered(
       '<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo", "days": 2}}\n</tool_call>',
       () => openai.responses.create({ model: MODEL, input: 'weather in Oslo?', tools: [WEATHER], max_output_tokens: 60 }),
     );
@@ -365,7 +353,7 @@ describe('responses: tools and structured output', () => {
   });
 
   it('a call the model makes on its own, streamed: function_call_arguments.delta in fragments, done with the whole', async () => {
-    const events = await steered(
+    const events = await h.steered(
       '<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo", "days": 12}}\n</tool_call>',
       async () => {
         const out = [];
@@ -575,7 +563,7 @@ describe('vector stores and file_search', () => {
     const vs = await openai.vectorStores.create({ name: 'handbook', file_ids: [file.id] });
     await h.srv.vectorStores.settle();
     const base = await openai.responses.create({ model: MODEL, input: 'Who descales the coffee machine?', max_output_tokens: 2 });
-    const r = await steered('Marta does.', () =>
+    const r = await h.steered('Marta does.', () =>
       openai.responses.create({
         model: MODEL,
         input: 'Who descales the coffee machine?',
@@ -683,7 +671,7 @@ describe('responses: WebSocket mode and compaction', () => {
   it('several responses on one connection; store:false continuation there; previous_response_not_found once the connection is gone', async () => {
     const ws = new ResponsesWS(openai);
     ws.on('error', () => {});
-    const first = await steered(
+    const first = await h.steered(
       'OK',
       () => wsTurn(ws, { model: MODEL, store: false, input: 'Remember the code word cobalt.', max_output_tokens: 5 }),
     );
@@ -705,14 +693,7 @@ describe('responses: WebSocket mode and compaction', () => {
       max_output_tokens: 2,
     });
     assert.equal(second.error, undefined, JSON.stringify(second.error));
-    const whole = await openai.responses.create({
-      model: MODEL,
-      max_output_tokens: 2,
-      input: [{ role: 'user', content: 'Remember the code word cobalt.' }, { role: 'assistant', content: 'OK' }, {
-        role: 'user',
-        content: 'What was the code word?',
-      }],
-    });
+    const whole = await wholeConversation('Remember the code word cobalt.', 'OK', 'What was the code word?');
     assert.equal(
       second.events.at(-1)!.response.usage.input_tokens,
       whole.usage!.input_tokens,

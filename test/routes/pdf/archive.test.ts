@@ -6,8 +6,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
-import { type InProcess, inProcess } from '../../support/server.ts';
+import { describe, test } from 'node:test';
+import type { InProcess } from '../../support/server.ts';
+import { inProcessSuite } from '../../support/in-process-suite.ts';
 import { makePdf, pdftotext, tmp, tool, writeTmp } from '../../services/pdf/helpers.ts';
 import { base64Json, expectReason, jsonOf, multipart, pdfOf } from './http.ts';
 
@@ -55,10 +56,7 @@ function distance(a: string, b: string): number {
 
 describe('pdf archive routes: PDF/A and searchable OCR', () => {
   let t: InProcess;
-  before(async () => {
-    t = await inProcess();
-  });
-  after(() => t.close());
+  inProcessSuite((x) => (t = x));
 
   test('pdf-to-pdfa 2b and 3b: XMP pdfaid (exiftool), sRGB OutputIntent and /ID (qpdf --json), fonts embedded (pdffonts); the check then lists no violation', async () => {
     const doc = await makePdf(2, { lines: () => ['Standard Helvetica text'], title: 'Archive me' });

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type InProcess, inProcess, json } from '../../support/server.ts';
+import { inProcessSuite } from '../../support/in-process-suite.ts';
 import { assertQpdfCheck, makePdf, pdftotext } from '../../services/pdf/helpers.ts';
 import { asJob, b64, base64Json, expectReason, fileContent, multipart, pdfOf, upload } from './http.ts';
 
@@ -73,10 +74,7 @@ describe('pdf routes on the job contract', () => {
 
 describe('pdf routes: over the maximum request size', () => {
   let t: InProcess;
-  before(async () => {
-    t = await inProcess({ maxUploadBytes: 64 * 1024 });
-  });
-  after(() => t.close());
+  inProcessSuite((x) => (t = x), { maxUploadBytes: 64 * 1024 });
 
   test('413 at the door for multipart and base64 JSON, also with Prefer: respond-async', async () => {
     const big = await makePdf(1, { lines: () => Array.from({ length: 30 }, (_, i) => `${i} ${'x'.repeat(60)}`) });

@@ -1,14 +1,10 @@
 /** pdf-watermark, pdf-remove-watermark and the capabilities through HTTP; pdftotext/pdfimages/pdffonts judge. */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { PDFDocument, PDFName, PDFString } from '@cantoo/pdf-lib';
 import { type InProcess, inProcess } from '../../support/server.ts';
-import { magick, makePdf, pdftotext, tool, writeTmp } from '../../services/pdf/helpers.ts';
+import { magick, makePdf, pdfaByGhostscript, pdftotext, signedStub, squash, tool, writeTmp } from '../../services/pdf/helpers.ts';
 import { b64, base64Json, expectReason, expectReasonBoth, fileContent, fileIdJson, jsonOf, multipart, pdfOf, upload } from './http.ts';
 
-/** pdftotext breaks rotated words apart: compare with whitespace removed */
-const squash = (s: string) => s.replace(/\s+/g, '');
 const has = (pdf: Uint8Array, w: string, page?: number) =>
   squash(pdftotext(pdf, ['-raw', ...(page ? ['-f', String(page), '-l', String(page)] : [])])).includes(squash(w));
 const imagesOf = (pdf: Uint8Array) => tool('pdfimages', ['-list', writeTmp(pdf)]).stdout;
@@ -82,33 +78,10 @@ describe('pdf watermark routes', () => {
   });
 
   test('refusals, inline and as jobs: signed_document, pdfa_forbids_transparency, unsupported_characters, page past the end, 415', async () => {
-    const d = await PDFDocument.load(doc);
-    const sig = d.context.obj({
-      Type: 'Sig',
-      Filter: 'Adobe.PPKLite',
-      SubFilter: 'adbe.pkcs7.detached',
-      ByteRange: [0, 10, 20, 30],
-      Contents: PDFString.of('00'),
-    });
-    const field = d.context.obj({ FT: 'Sig', T: PDFString.of('Signature1'), V: d.context.register(sig) });
-    d.catalog.set(PDFName.of('AcroForm'), d.context.obj({ Fields: [d.context.register(field)] }));
-    const signed = await d.save();
+    const signed = await signedStub(doc);
     await expectReasonBoth(t, '/svc/v1/pdf-watermark', () => base64Json(signed, { text: 'X' }), 422, 'signed_document');
 
-    const src = writeTmp(doc);
-    const dst = `${src}.pdfa.pdf`;
-    tool('gs', [
-      '-q',
-      '-dPDFA=2',
-      '-dBATCH',
-      '-dNOPAUSE',
-      '-dPDFACompatibilityPolicy=1',
-      '-sColorConversionStrategy=RGB',
-      '-sDEVICE=pdfwrite',
-      `-sOutputFile=${dst}`,
-      src,
-    ]);
-    const pdfa = new Uint8Array(readFileSync(dst));
+    const pdfa = pdfaByGhostscript(doc);
     await expectReasonBoth(
       t,
       '/svc/v1/pdf-watermark',

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
+import { type Harness, startHarness } from '../ollama/harness.ts';
 import { makePdf } from '../../services/pdf/helpers.ts';
 import { restartPostgres, startPostgres, stopPostgresOnly, type TestPostgres } from '../../support/postgres-search.ts';
 
@@ -481,9 +481,7 @@ describe('chat with documents', () => {
   });
 
   it('answers with citations naming the document, page and chunk of the source it cites', async () => {
-    const ids = await tinyLlamaIds('Hold the button [1].');
-    h.steer(() => [forceTokens(ids)]);
-    try {
+    await h.steered('Hold the button [1].', async () => {
       const r = await call('POST', '/svc/v1/search/chat', token, {
         model: LLM,
         messages: [{ role: 'user', content: 'How do I reset the thermostat flamingo button?' }],
@@ -500,15 +498,11 @@ describe('chat with documents', () => {
       assert.equal(typeof c.chunk, 'number');
       assert.match(c.quote, /flamingo/);
       assert.ok(r.body.sources.every((s: Body) => s.document_id !== 'leak'));
-    } finally {
-      h.steer(undefined);
-    }
+    });
   });
 
   it("query rewriting: the chat model's rewrite is what is searched, and the answer says so", async () => {
-    const ids = await tinyLlamaIds('flamingo thermostat');
-    h.steer(() => [forceTokens(ids)]);
-    try {
+    await h.steered('flamingo thermostat', async () => {
       const r = await call('POST', '/svc/v1/search/tenants/kb/collections/manuals/query', token, {
         q: 'restarting heating gadgets',
         mode: 'keyword',
@@ -518,9 +512,7 @@ describe('chat with documents', () => {
       assert.equal(r.body.rewritten_query, 'flamingo thermostat');
       assert.equal(r.body.data[0].document_id, 'thermostat-manual');
       assert.equal(r.body.data[0].page, 2);
-    } finally {
-      h.steer(undefined);
-    }
+    });
     // without the rewrite the question's own words find nothing
     const plain = await call('POST', '/svc/v1/search/tenants/kb/collections/manuals/query', token, {
       q: 'restarting heating gadgets',
@@ -530,9 +522,7 @@ describe('chat with documents', () => {
   });
 
   it('streams: sources first, text deltas, then the citations; a collection outside the grants is 404', async () => {
-    const ids = await tinyLlamaIds('See [1]');
-    h.steer(() => [forceTokens(ids)]);
-    try {
+    await h.steered('See [1]', async () => {
       const res = await fetch(`${h.srv.url}/svc/v1/search/chat`, {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -554,9 +544,7 @@ describe('chat with documents', () => {
       const text = events.filter((e) => e.type === 'search.chat.delta').map((e) => e.data.content).join('');
       assert.equal(text, 'See [1]');
       assert.equal(events.at(-1)!.data.citations[0].page, 2);
-    } finally {
-      h.steer(undefined);
-    }
+    });
     const hidden = await call('POST', '/svc/v1/search/chat', token, {
       model: LLM,
       collections: [{ tenant: 'kb', collection: 'private' }],

@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import { Ajv } from 'ajv';
 import type { ChatRequest } from '../../../src/services/chat/index.ts';
 import { forceTokens, type Harness, startHarness, tinyLlamaIds } from '../ollama/harness.ts';
+import { hundredPagePdf } from './harbour-report.ts';
 
 let h: Harness;
 const MODEL = 'tiny-llama:test';
@@ -42,17 +42,6 @@ async function pollJob(location: string) {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('job did not finish');
-}
-
-async function hundredPagePdf(): Promise<Uint8Array> {
-  const doc = await PDFDocument.create();
-  const font = await doc.embedFont(StandardFonts.Helvetica);
-  for (let p = 1; p <= 100; p++) {
-    const page = doc.addPage([595, 842]);
-    page.drawText(`Harbour report ${p}.`, { x: 50, y: 780, size: 16, font });
-    page.drawText(`On day ${p} the harbour shipped ${p * 7} crates of apples to the northern towns.`, { x: 50, y: 740, size: 11, font });
-  }
-  return doc.save();
 }
 
 describe('summarize', () => {

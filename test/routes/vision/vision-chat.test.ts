@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { deflateSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { type Harness, startHarness } from '../ollama/harness.ts';
 import { initBackend } from '../../../src/services/inference/backend.ts';
 import { FIXTURE_MODELS_DIR } from '../../support/hub-stand-in.ts';
+import { pngHeader } from '../../support/png-header.ts';
 
 const MODEL = 'tiny-vlm:test';
 const PROMPT = 'What is in the picture?';
@@ -48,44 +48,6 @@ async function directGreedy(bytes: Uint8Array, text: string, maxNew: number): Pr
   const [decoded] = processor.batch_decode(out.slice(null, [n, null]) as never, { skip_special_tokens: true });
   await model.dispose();
   return decoded!;
-}
-
-/** A PNG whose header declares 100000×100000 pixels: refused before any decoder allocates. */
-function pixelBombPng(): Uint8Array {
-  const crcTable = Array.from({ length: 256 }, (_, n) => {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    return c >>> 0;
-  });
-  const crc = (b: Uint8Array) => {
-    let c = 0xffffffff;
-    for (const x of b) c = crcTable[(c ^ x) & 0xff]! ^ (c >>> 8);
-    return (c ^ 0xffffffff) >>> 0;
-  };
-  const chunk = (type: string, data: Uint8Array) => {
-    const out = new Uint8Array(12 + data.length);
-    const dv = new DataView(out.buffer);
-    dv.setUint32(0, data.length);
-    out.set(new TextEncoder().encode(type), 4);
-    out.set(data, 8);
-    dv.setUint32(8 + data.length, crc(out.subarray(4, 8 + data.length)));
-    return out;
-  };
-  const ihdr = new Uint8Array(13);
-  const dv = new DataView(ihdr.buffer);
-  dv.setUint32(0, 100_000);
-  dv.setUint32(4, 100_000);
-  ihdr.set([8, 2, 0, 0, 0], 8);
-  const parts = [
-    Uint8Array.from([137, 80, 78, 71, 13, 10, 26, 10]),
-    chunk('IHDR', ihdr),
-    chunk('IDAT', deflateSync(new Uint8Array(300_001))),
-    chunk('IEND', new Uint8Array()),
-  ];
-  const all = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
-  let at = 0;
-  for (const p of parts) (all.set(p, at), (at += p.length));
-  return all;
 }
 
 before(async () => {
@@ -273,7 +235,7 @@ describe('vision chat on the tiny SmolVLM fixture', () => {
   });
 
   it('a pixel bomb (header declares 10^10 pixels) is refused with 413 before decoding; not an image: 415; not base64: 400', async () => {
-    const bomb = Buffer.from(pixelBombPng()).toString('base64');
+    const bomb = Buffer.from(pngHeader(100_000, 100_000, 300_001)).toString('base64');
     await assert.rejects(
       openai.chat.completions.create({
         model: MODEL,

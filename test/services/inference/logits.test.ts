@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import { TINY_LLAMA } from './fixtures.ts';
-import { maxDiff, REF } from './reference.ts';
+import { greedyOnReferencePrompt, maxDiff, REF } from './reference.ts';
 
 let m: LoadedModel;
 before(async () => {
@@ -28,15 +28,5 @@ test('logits of the last prompt position equal torch', async () => {
 });
 
 test("greedy decoding through the KV cache gives torch's tokens", async () => {
-  const ids = REF.generate.prompt_ids;
-  const n = REF.generate.greedy_ids.length;
-  const out = (await m.model.generate({
-    input_ids: idsTensor(ids),
-    attention_mask: idsTensor(ids.map(() => 1)),
-    max_new_tokens: n,
-    min_new_tokens: n,
-    do_sample: false,
-    repetition_penalty: 1,
-  } as never)) as unknown as { tolist(): bigint[][] };
-  assert.deepEqual(out.tolist()[0]!.slice(ids.length).map(Number), REF.generate.greedy_ids);
+  assert.deepEqual(await greedyOnReferencePrompt(m.model, m.tf.Tensor), REF.generate.greedy_ids);
 });

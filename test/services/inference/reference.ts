@@ -21,3 +21,25 @@ export const maxDiff = (
   a: readonly number[],
   b: readonly number[],
 ) => (a.length !== b.length ? Infinity : Math.max(...a.map((x, i) => Math.abs(x - b[i]!))));
+
+/**
+ * torch's reference prompt greedy-decoded by transformers.js' own `generate` (KV cache included), as many
+ * tokens as torch's greedy continuation: the new token ids, to compare with REF.generate.greedy_ids.
+ */
+export async function greedyOnReferencePrompt(
+  model: { generate(o: never): Promise<unknown> },
+  Tensor: typeof import('@huggingface/transformers').Tensor,
+): Promise<number[]> {
+  const ids = REF.generate.prompt_ids;
+  const t = (xs: number[]) => new Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
+  const n = REF.generate.greedy_ids.length;
+  const out = (await model.generate({
+    input_ids: t(ids),
+    attention_mask: t(ids.map(() => 1)),
+    max_new_tokens: n,
+    min_new_tokens: n,
+    do_sample: false,
+    repetition_penalty: 1,
+  } as never)) as { tolist(): bigint[][] };
+  return out.tolist()[0]!.slice(ids.length).map(Number);
+}

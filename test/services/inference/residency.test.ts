@@ -5,18 +5,8 @@ import { createSlots } from '../../../src/services/inference/slots.ts';
 import { parseKeepAlive } from '../../../src/services/inference/keep-alive.ts';
 import { ServiceError } from '../../../src/services/errors.ts';
 import type { ModelSpec } from '../../../src/services/inference/residency.ts';
-import { TINY_EMBED, TINY_LLAMA, TINY_RERANKER } from './fixtures.ts';
+import { TEST_ENGINE, TINY_EMBED, TINY_LLAMA, TINY_RERANKER } from './fixtures.ts';
 
-const base: EngineSettings = {
-  backend: 'cpu',
-  threads: 1,
-  maxLoadedModels: 3,
-  memoryBudgetBytes: 0,
-  slotsPerModel: 1,
-  saturationPolicy: 'Queue',
-  keepAliveSeconds: 300,
-  idleDeviceMemoryReleaseSeconds: 300,
-};
 const llama: ModelSpec = { name: 'tiny-llama', dir: TINY_LLAMA, task: 'text-generation' };
 const llamaQ8: ModelSpec = { name: 'tiny-llama:q8', dir: TINY_LLAMA, task: 'text-generation', dtype: 'q8' };
 const embed: ModelSpec = { name: 'tiny-embed', dir: TINY_EMBED, task: 'feature-extraction' };
@@ -24,7 +14,7 @@ const rerank: ModelSpec = { name: 'tiny-rerank', dir: TINY_RERANKER, task: 'text
 const input = { messages: [{ role: 'user', content: 'hello' }] };
 const engines: { close(): Promise<void> }[] = [];
 const engine = (s: Partial<EngineSettings> = {}) => {
-  const e = createInferenceEngine({ ...base, ...s });
+  const e = createInferenceEngine({ ...TEST_ENGINE, ...s });
   engines.push(e);
   return e;
 };

@@ -5,44 +5,22 @@
  * tiny-llama vocabulary, many seeds and budgets; every output judged by ajv with ajv-formats (full mode).
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import * as z from 'zod';
-import { AutoTokenizer, type PreTrainedTokenizer } from '@huggingface/transformers';
-import { createConstrainedProcessor, grammarOf, type OutputConstraint, vocabOf } from '../../../src/services/inference/structured/index.ts';
-import { seededRandom } from '../../../src/services/inference/sampling.ts';
+import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import { grammarOf, type OutputConstraint } from '../../../src/services/inference/structured/index.ts';
 import { ServiceError } from '../../../src/services/errors.ts';
-import { FIXTURE_MODELS_DIR } from '../../support/hub-stand-in.ts';
+import { decodeRandom, tinyLlamaTokenizer } from './random-decode.ts';
 
-const EOS = [478, 476];
 let tok: PreTrainedTokenizer;
 
 before(async () => {
-  tok = await AutoTokenizer.from_pretrained(join(FIXTURE_MODELS_DIR, 'tiny-llama'), { local_files_only: true } as never);
+  tok = await tinyLlamaTokenizer();
 });
 
-function run(c: OutputConstraint, seed: number, maxNew: number, peaky: boolean) {
-  const proc = createConstrainedProcessor(grammarOf(c), vocabOf(tok), EOS, 3, maxNew);
-  const rand = seededRandom(seed);
-  const ids = [1n, 2n, 3n];
-  const out: number[] = [];
-  const favourite = Math.floor(rand() * 485);
-  for (let step = 0; step < maxNew; step++) {
-    const data = new Float32Array(485);
-    for (let i = 0; i < data.length; i++) data[i] = rand() * 4;
-    if (peaky) data[favourite] = 50;
-    if (rand() < 0.05) { for (const e of EOS) data[e] = 100; }
-    proc([ids], { data, dims: [1, 485] });
-    let best = 0;
-    for (let i = 1; i < data.length; i++) if (data[i] > data[best]) best = i;
-    ids.push(BigInt(best));
-    out.push(best);
-    if (EOS.includes(best)) break;
-  }
-  return { text: tok.decode(out, { skip_special_tokens: true }), ended: EOS.includes(out.at(-1)!) };
-}
+const run = (c: OutputConstraint, seed: number, maxNew: number, peaky = false) => decodeRandom(tok, c, seed, maxNew, peaky);
 
 const ajv = new Ajv2020({ strict: false });
 (addFormats as unknown as (a: Ajv2020) => void)(ajv);

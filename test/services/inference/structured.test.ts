@@ -4,10 +4,9 @@
  * token budget; refused schema features are 400s naming the feature.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { Ajv } from 'ajv';
-import { AutoTokenizer, type PreTrainedTokenizer } from '@huggingface/transformers';
+import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import {
   createConstrainedProcessor,
   type DecodeHints,
@@ -17,42 +16,15 @@ import {
 } from '../../../src/services/inference/structured/index.ts';
 import { createSamplerProcessor, seededRandom } from '../../../src/services/inference/sampling.ts';
 import { ServiceError } from '../../../src/services/errors.ts';
-import { FIXTURE_MODELS_DIR } from '../../support/hub-stand-in.ts';
+import { decodeRandom, EOS, tinyLlamaTokenizer } from './random-decode.ts';
 
-const EOS = [478, 476];
 let tok: PreTrainedTokenizer;
 
 before(async () => {
-  tok = await AutoTokenizer.from_pretrained(join(FIXTURE_MODELS_DIR, 'tiny-llama'), { local_files_only: true } as never);
+  tok = await tinyLlamaTokenizer();
 });
 
-/** Decode under the constraint with random logits; returns the text and token count. */
-function run(c: OutputConstraint, seed: number, maxNew: number, opts: { peaky?: boolean } = {}) {
-  const grammar = grammarOf(c);
-  const vocab = vocabOf(tok);
-  const rand = seededRandom(seed);
-  const prompt = [1n, 2n, 3n];
-  const proc = createConstrainedProcessor(grammar, vocab, EOS, prompt.length, maxNew);
-  const ids = [...prompt];
-  const out: number[] = [];
-  // A weak-model stand-in: random scores, sometimes strongly preferring one token (e.g. a quote that
-  // never closes, or EOS far too early).
-  const favourite = Math.floor(rand() * 485);
-  for (let step = 0; step < maxNew; step++) {
-    const data = new Float32Array(485);
-    for (let i = 0; i < data.length; i++) data[i] = rand() * 4;
-    if (opts.peaky) data[favourite] = 50;
-    if (rand() < 0.05) { for (const e of EOS) data[e] = 100; }
-    proc([ids], { data, dims: [1, 485] });
-    let best = 0;
-    for (let i = 1; i < data.length; i++) if (data[i] > data[best]) best = i;
-    ids.push(BigInt(best));
-    out.push(best);
-    if (EOS.includes(best)) break;
-  }
-  const text = tok.decode(out, { skip_special_tokens: true });
-  return { text, tokens: out.length, ended: EOS.includes(out.at(-1)!) };
-}
+const run = (c: OutputConstraint, seed: number, maxNew: number, peaky = false) => decodeRandom(tok, c, seed, maxNew, peaky);
 
 const ajv = new Ajv({ strict: false });
 
@@ -108,7 +80,7 @@ describe('constrained decoding over random logits', () => {
       const validate = ajv.compile(schema as object);
       for (let seed = 1; seed <= 60; seed++) {
         for (const maxNew of [90, 150, 300]) {
-          const { text, tokens, ended } = run({ type: 'json_schema', schema }, seed * 7919 + maxNew, maxNew, { peaky: seed % 3 === 0 });
+          const { text, tokens, ended } = run({ type: 'json_schema', schema }, seed * 7919 + maxNew, maxNew, seed % 3 === 0);
           assert.ok(tokens <= maxNew);
           let v: unknown;
           assert.doesNotThrow(() => (v = JSON.parse(text)), `seed ${seed} max ${maxNew}: ${text}`);
@@ -121,7 +93,7 @@ describe('constrained decoding over random logits', () => {
 
   it('json_object: any object, valid within tight budgets', () => {
     for (let seed = 1; seed <= 80; seed++) {
-      const { text } = run({ type: 'json_object' }, seed, 10 + (seed % 40), { peaky: seed % 2 === 0 });
+      const { text } = run({ type: 'json_object' }, seed, 10 + (seed % 40), seed % 2 === 0);
       const v = JSON.parse(text);
       assert.ok(v && typeof v === 'object' && !Array.isArray(v), text);
     }
@@ -137,7 +109,7 @@ describe('constrained decoding over random logits', () => {
     ];
     const validators = Object.fromEntries(tools.map((t) => [t.name, ajv.compile(t.parameters)]));
     for (let seed = 1; seed <= 60; seed++) {
-      const { text } = run({ type: 'tool_call', format: 'hermes', tools }, seed, 80, { peaky: seed % 2 === 0 });
+      const { text } = run({ type: 'tool_call', format: 'hermes', tools }, seed, 80, seed % 2 === 0);
       const m = /^<tool_call>\n(.*)\n<\/tool_call>$/s.exec(text);
       assert.ok(m, text);
       const call = JSON.parse(m[1]);

@@ -6,7 +6,7 @@ import { Catalog } from '../../../src/services/models/catalog.ts';
 import { PullService } from '../../../src/services/models/pull.ts';
 import { FIXTURE_CATALOG, FIXTURE_MODELS_DIR, type HubStandIn, startFixtureHub } from '../../support/hub-stand-in.ts';
 import { tempDir } from './repos.ts';
-import { REF } from '../inference/reference.ts';
+import { greedyOnReferencePrompt, REF } from '../inference/reference.ts';
 
 describe('pulling the tiny fixture models through the hub stand-in', () => {
   let hub: HubStandIn;
@@ -38,20 +38,7 @@ describe('pulling the tiny fixture models through the hub stand-in', () => {
     env.localModelPath = `${svc.layout.root}/`;
     env.allowRemoteModels = false;
     const model = await AutoModelForCausalLM.from_pretrained(pulled.spec.repo, { dtype: pulled.spec.dtype });
-    const ids = REF.generate.prompt_ids;
-    const t = (xs: number[]) => new Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
-    const n = REF.generate.greedy_ids.length;
-    const out = (await model.generate(
-      {
-        input_ids: t(ids),
-        attention_mask: t(ids.map(() => 1)),
-        max_new_tokens: n,
-        min_new_tokens: n,
-        do_sample: false,
-        repetition_penalty: 1,
-      } as never,
-    )) as unknown as { tolist(): bigint[][] };
-    assert.deepEqual(out.tolist()[0]!.slice(ids.length).map(Number), REF.generate.greedy_ids);
+    assert.deepEqual(await greedyOnReferencePrompt(model, Tensor), REF.generate.greedy_ids);
     await model.dispose();
   });
 

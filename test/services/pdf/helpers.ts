@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { PDFDocument, rgb, StandardFonts } from '@cantoo/pdf-lib';
+import { PDFDocument, PDFName, PDFString, rgb, StandardFonts } from '@cantoo/pdf-lib';
 
 export const dir = mkdtempSync(join(tmpdir(), 'svc-pdf-test-'));
 let seq = 0;
@@ -80,6 +80,42 @@ export function encrypt(bytes: Uint8Array, user: string, owner: string, kind: 25
   assert.ok(r.status === 0 || r.status === 3, r.stderr);
   return readFileSync(dst);
 }
+
+/** A document that claims a signature: a /Sig field with a byte range (no real signature behind it). */
+export async function signedStub(bytes: Uint8Array): Promise<Uint8Array> {
+  const d = await PDFDocument.load(bytes);
+  const sig = d.context.obj({
+    Type: 'Sig',
+    Filter: 'Adobe.PPKLite',
+    SubFilter: 'adbe.pkcs7.detached',
+    ByteRange: [0, 10, 20, 30],
+    Contents: PDFString.of('00'),
+  });
+  const field = d.context.obj({ FT: 'Sig', T: PDFString.of('Signature1'), V: d.context.register(sig) });
+  d.catalog.set(PDFName.of('AcroForm'), d.context.obj({ Fields: [d.context.register(field)] }));
+  return d.save();
+}
+
+/** The document rewritten by ghostscript as PDF/A-2 (it carries the XMP pdfaid claim). */
+export function pdfaByGhostscript(bytes: Uint8Array): Uint8Array {
+  const src = writeTmp(bytes);
+  const dst = tmp('pdf');
+  tool('gs', [
+    '-q',
+    '-dPDFA=2',
+    '-dBATCH',
+    '-dNOPAUSE',
+    '-dPDFACompatibilityPolicy=1',
+    '-sColorConversionStrategy=RGB',
+    '-sDEVICE=pdfwrite',
+    `-sOutputFile=${dst}`,
+    src,
+  ]);
+  return new Uint8Array(readFileSync(dst));
+}
+
+/** pdftotext breaks rotated words apart: compare with whitespace removed */
+export const squash = (s: string) => s.replace(/\s+/g, '');
 
 export function showEncryption(bytes: Uint8Array, password?: string): string {
   return tool('qpdf', [...(password ? [`--password=${password}`] : []), '--show-encryption', writeTmp(bytes)]).stdout;

@@ -1,12 +1,22 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PDFDocument, PDFName, PDFString, StandardFonts } from '@cantoo/pdf-lib';
+import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import { pdfWatermark, watermarkCapabilities } from '../../../src/services/pdf/pdf-watermark.ts';
 import { pdfRemoveWatermark } from '../../../src/services/pdf/pdf-remove-watermark.ts';
-import { assertQpdfCheck, encrypt, magick, makePdf, pdftotext, rejects, tool, writeTmp } from './helpers.ts';
+import {
+  assertQpdfCheck,
+  encrypt,
+  magick,
+  makePdf,
+  pdfaByGhostscript,
+  pdftotext,
+  rejects,
+  signedStub,
+  squash,
+  tool,
+  writeTmp,
+} from './helpers.ts';
 
-/** pdftotext breaks rotated words apart: compare with whitespace removed */
-const squash = (s: string) => s.replace(/\s+/g, '');
 const count = (s: string, w: string) => squash(s).split(squash(w)).length - 1;
 
 test('text watermark: pdftotext sees it; marking again replaces; removal restores exactly the original text', async () => {
@@ -71,32 +81,9 @@ test('watermark refusals: unsupported characters, signed, PDF/A with transparenc
   const src = await makePdf(1);
   await rejects(pdfWatermark(src, { text: 'नमस्ते' }), 422, 'unsupported_characters');
   // a signed document: a /Sig dictionary with a byte range
-  const d = await PDFDocument.load(src);
-  const sig = d.context.obj({
-    Type: 'Sig',
-    Filter: 'Adobe.PPKLite',
-    SubFilter: 'adbe.pkcs7.detached',
-    ByteRange: [0, 10, 20, 30],
-    Contents: PDFString.of('00'),
-  });
-  const field = d.context.obj({ FT: 'Sig', T: PDFString.of('Signature1'), V: d.context.register(sig) });
-  d.catalog.set(PDFName.of('AcroForm'), d.context.obj({ Fields: [d.context.register(field)] }));
-  await rejects(pdfWatermark(await d.save(), { text: 'X' }), 422, 'signed_document');
+  await rejects(pdfWatermark(await signedStub(src), { text: 'X' }), 422, 'signed_document');
   // a PDF/A claim (XMP pdfaid) made by ghostscript
-  const pdfa = writeTmp(src);
-  const outPath = `${pdfa}.a.pdf`;
-  tool('gs', [
-    '-q',
-    '-dPDFA=2',
-    '-dBATCH',
-    '-dNOPAUSE',
-    '-dPDFACompatibilityPolicy=1',
-    '-sColorConversionStrategy=RGB',
-    '-sDEVICE=pdfwrite',
-    `-sOutputFile=${outPath}`,
-    pdfa,
-  ]);
-  const a = new Uint8Array((await import('node:fs')).readFileSync(outPath));
+  const a = pdfaByGhostscript(src);
   await rejects(pdfWatermark(a, { text: 'X', opacity: 0.5 }), 422, 'pdfa_forbids_transparency');
   assertQpdfCheck(await pdfWatermark(a, { text: 'X', opacity: 1 }));
   await rejects(pdfWatermark(encrypt(src, 'pw', 'o', 256), { text: 'X' }), 400, 'password_required');
