@@ -11,7 +11,7 @@
  * slowly, ignore Range, redirect, and a log of every request.
  */
 import { createHash } from 'node:crypto';
-import { cp, mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -323,8 +323,16 @@ async function longLlamaDir(): Promise<string> {
 
 export async function startFixtureHub(): Promise<HubStandIn> {
   const names = ['tiny-llama', 'tiny-bert-embed', 'tiny-bert-reranker', 'tiny-whisper', 'tiny-vlm'];
-  return HubStandIn.start({
+  const longDir = await longLlamaDir();
+  const hub = await HubStandIn.start({
     ...Object.fromEntries(names.map((n) => [`svc-test/${n}`, join(FIXTURE_MODELS_DIR, n)])),
-    [LONG_LLAMA.repo]: await longLlamaDir(),
+    [LONG_LLAMA.repo]: longDir,
   });
+  // the long copy is this hub's own: it goes with the hub
+  const close = hub.close.bind(hub);
+  hub.close = async () => {
+    await close();
+    await rm(dirname(longDir), { recursive: true, force: true });
+  };
+  return hub;
 }
