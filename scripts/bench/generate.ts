@@ -675,7 +675,7 @@ async function main() {
         ).join('; ')
       }.${
         rowsB.some((r) => !r.error && r.fourTps / r.oneTps < 2.5)
-          ? " What limits the aggregate is the session call itself (the decode step column): ONNX Runtime's profile of a decode step (`enableProfiling`) puts the growth from 1 to 4 rows mostly in the weight MatMuls, most at q4, whose `MatMulNBits` int8 kernel unpacks the 4-bit weights again for every pair of rows, so 4 rows cost about twice 1 where the int8 GEMM of q8 grows far less; then in the exported graph's attention (the KV heads expanded to all query heads and the score MatMuls, per row). Choosing the tokens (argmax over the vocabulary per row) adds about a millisecond per row."
+          ? " What limits the aggregate is the session call itself (the decode step column): ONNX Runtime's profile of a decode step (`enableProfiling`) puts the growth from 1 to 4 rows mostly in the weight MatMuls, most at q4, whose `MatMulNBits` kernel costs about as much for 2 rows as for 1 and about twice as much for 4 (timed op by op; it appears to unpack the 4-bit weights again for every pair of rows) where the int8 GEMM of q8 grows far less; then in the exported graph's attention (the KV heads expanded to all query heads and the score MatMuls, per row). Choosing the tokens (argmax over the vocabulary per row) adds about a millisecond per row."
           : ''
       }`,
       '',
