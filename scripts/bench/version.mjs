@@ -119,8 +119,11 @@ const table = [
   'header read (an unknown or revoked token is always 401); the minimal Hono app (scripts/bench/bare-hono.ts) reads',
   '`Authorization` and sets `X-Svc-Node` too. svc also does what it does on every request: a request id (`X-Request-Id`),',
   'CORS (`Vary: Origin`), the console ticket and key checks, the upload limit and, with the access log on, one log line.',
-  'Those steps run as one middleware layer (src/http/chain.ts) with no promise of their own on the public-route path,',
+  'Those steps run as one middleware layer (src/http/chain.ts) in which a step that only passes on adds no promise,',
   'and headers are prepared on the context where the runtime makes that cheaper (src/runtime/http-tuning.ts).',
+  "svc's route table is compiled by Hono's RegExpRouter alone (src/app.ts): a static route beside a `:param` route had",
+  'made the default SmartRouter fall back to the slower TrieRouter for every request. Access-log lines reuse one',
+  'formatted timestamp per millisecond and are written in batches (src/log.ts).',
 ].join('\n');
 console.log(table);
 if (!only) writeSection('GET /api/version throughput', table);
