@@ -93,17 +93,22 @@ for (const [rt, t] of Object.entries(targets)) {
   rows.push({ rt, bare: median(runs.bare), svc: median(runs.svc), svcQuiet: median(runs.svcQuiet), spread: runs });
 }
 
+// µs per request that svc adds over the minimal app, from the two throughputs
+const extraMicros = (svc, bare) => (Number.isFinite(svc) && Number.isFinite(bare) ? (1e6 / svc - 1e6 / bare).toFixed(1) : 'n/a');
 const fmt = (n) => (Number.isFinite(n) ? n.toFixed(0) : 'n/a');
 const table = [
   `Measured with \`node scripts/bench/version.mjs ${seconds} ${rounds}\`: wrk -t1 -c16 -d${seconds}s on loopback, median of ${rounds} alternating rounds (bare, svc, svc quiet), each after a 1 s warm-up. On Node both servers are bundled by esbuild with the same options and run with node; on Deno and Bun both run from source. Load average at start: ${START_LOAD} (2 cores); the load generator shares the cores; servers log to a file.`,
   '',
-  '| runtime | minimal Hono (header read + set) req/s | svc req/s (access log on) | ratio | svc req/s (log level warn) | ratio |',
-  '| --- | ---: | ---: | ---: | ---: | ---: |',
+  '| runtime | minimal Hono (header read + set) req/s | svc req/s (access log on) | ratio | svc req/s (log level warn) | ratio | svc extra µs/request (log on; warn) |',
+  '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
   ...rows.map((r) =>
     `| ${r.rt} | ${fmt(r.bare)} | ${fmt(r.svc)} | ${(r.svc / r.bare).toFixed(2)} | ${fmt(r.svcQuiet)} | ${
       (r.svcQuiet / r.bare).toFixed(2)
-    } |`
+    } | ${extraMicros(r.svc, r.bare)}; ${extraMicros(r.svcQuiet, r.bare)} |`
   ),
+  '',
+  'The last column is the time svc spends per request beyond the minimal app, from the medians: 10⁶/svc − 10⁶/bare',
+  "(the load generator shares the two cores, so it includes wrk's share of each request).",
   '',
   'Every round (req/s), to show the spread on this machine:',
   '',
