@@ -108,7 +108,7 @@ const table = [
   ),
   '',
   'The last column is the time svc spends per request beyond the minimal app, from the medians: 10⁶/svc − 10⁶/bare',
-  "(the load generator shares the two cores, so it includes wrk's share of each request).",
+  "(wrk's own work per request, on the same two cores, is the same for both and mostly cancels out).",
   '',
   'Every round (req/s), to show the spread on this machine:',
   '',
