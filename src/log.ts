@@ -17,25 +17,35 @@ export interface Logger {
 const pendingAtExit = new Set<() => void>();
 process.on('exit', () => pendingAtExit.forEach((flush) => flush()));
 
+// Formatting a date costs more than the rest of an access line: a busy server reuses it within a millisecond.
+let stampMs = -1;
+let stamp = '';
+function timestamp(): string {
+  const now = Date.now();
+  if (now !== stampMs) {
+    stampMs = now;
+    stamp = new Date(now).toISOString();
+  }
+  return stamp;
+}
+
 export function createLogger(level: Level = 'info'): Logger {
   const at = (l: Level) => order[l] >= order[log.level];
   const write = (l: Level, msg: string) => {
     flush(); // keep the order of lines
-    console.error(`${new Date().toISOString()} ${l.toUpperCase().padEnd(5)} ${msg}`);
+    console.error(`${timestamp()} ${l.toUpperCase().padEnd(5)} ${msg}`);
   };
   // Access lines are written in batches: every 50 ms, at 64 KB, and at exit (as nginx's `buffer=`/`flush=`).
   // One write per request (or per event-loop turn) cost more than the rest of a small request: on Node a
   // write to a file or pipe on stderr is a synchronous system call.
-  let pending: string[] = [];
-  let size = 0;
+  let pending = '';
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
     clearTimeout(timer);
     timer = undefined;
-    if (!pending.length) return;
-    const text = pending.join('');
-    pending = [];
-    size = 0;
+    if (!pending) return;
+    const text = pending;
+    pending = '';
     process.stderr.write(text);
   };
   pendingAtExit.add(flush);
@@ -45,10 +55,8 @@ export function createLogger(level: Level = 'info'): Logger {
     info: (m) => at('info') && write('info', m),
     access: (m) => {
       if (!at('info')) return;
-      const line = `${new Date().toISOString()} INFO  ${m}\n`;
-      pending.push(line);
-      size += line.length;
-      if (size >= 65_536) flush();
+      pending += `${timestamp()} INFO  ${m}\n`;
+      if (pending.length >= 65_536) flush();
       else if (!timer) {
         timer = setTimeout(flush, 50);
         (timer as { unref?(): void }).unref?.(); // a pending log line never keeps the process alive

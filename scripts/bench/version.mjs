@@ -93,17 +93,22 @@ for (const [rt, t] of Object.entries(targets)) {
   rows.push({ rt, bare: median(runs.bare), svc: median(runs.svc), svcQuiet: median(runs.svcQuiet), spread: runs });
 }
 
+// µs per request that svc adds over the minimal app, from the two throughputs
+const extraMicros = (svc, bare) => (Number.isFinite(svc) && Number.isFinite(bare) ? (1e6 / svc - 1e6 / bare).toFixed(1) : 'n/a');
 const fmt = (n) => (Number.isFinite(n) ? n.toFixed(0) : 'n/a');
 const table = [
   `Measured with \`node scripts/bench/version.mjs ${seconds} ${rounds}\`: wrk -t1 -c16 -d${seconds}s on loopback, median of ${rounds} alternating rounds (bare, svc, svc quiet), each after a 1 s warm-up. On Node both servers are bundled by esbuild with the same options and run with node; on Deno and Bun both run from source. Load average at start: ${START_LOAD} (2 cores); the load generator shares the cores; servers log to a file.`,
   '',
-  '| runtime | minimal Hono (header read + set) req/s | svc req/s (access log on) | ratio | svc req/s (log level warn) | ratio |',
-  '| --- | ---: | ---: | ---: | ---: | ---: |',
+  '| runtime | minimal Hono (header read + set) req/s | svc req/s (access log on) | ratio | svc req/s (log level warn) | ratio | svc extra µs/request (log on; warn) |',
+  '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
   ...rows.map((r) =>
     `| ${r.rt} | ${fmt(r.bare)} | ${fmt(r.svc)} | ${(r.svc / r.bare).toFixed(2)} | ${fmt(r.svcQuiet)} | ${
       (r.svcQuiet / r.bare).toFixed(2)
-    } |`
+    } | ${extraMicros(r.svc, r.bare)}; ${extraMicros(r.svcQuiet, r.bare)} |`
   ),
+  '',
+  'The last column is the time svc spends per request beyond the minimal app, from the medians: 10⁶/svc − 10⁶/bare',
+  "(wrk's own work per request, on the same two cores, is the same for both and mostly cancels out).",
   '',
   'Every round (req/s), to show the spread on this machine:',
   '',
@@ -119,8 +124,11 @@ const table = [
   'header read (an unknown or revoked token is always 401); the minimal Hono app (scripts/bench/bare-hono.ts) reads',
   '`Authorization` and sets `X-Svc-Node` too. svc also does what it does on every request: a request id (`X-Request-Id`),',
   'CORS (`Vary: Origin`), the console ticket and key checks, the upload limit and, with the access log on, one log line.',
-  'Those steps run as one middleware layer (src/http/chain.ts) with no promise of their own on the public-route path,',
+  'Those steps run as one middleware layer (src/http/chain.ts) in which a step that only passes on adds no promise,',
   'and headers are prepared on the context where the runtime makes that cheaper (src/runtime/http-tuning.ts).',
+  "svc's route table is compiled by Hono's RegExpRouter alone (src/app.ts): a static route beside a `:param` route had",
+  'made the default SmartRouter fall back to the slower TrieRouter for every request. Access-log lines reuse one',
+  'formatted timestamp per millisecond and are written in batches (src/log.ts).',
 ].join('\n');
 console.log(table);
 if (!only) writeSection('GET /api/version throughput', table);

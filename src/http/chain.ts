@@ -24,8 +24,13 @@ export function chain(
     };
     const run = (i: number): Promise<void> => {
       if (i === steps.length) return next();
+      let passed: Promise<void> | undefined;
       try {
-        return Promise.resolve(steps[i]!(c, () => run(i + 1))).then(answered, failed);
+        const r = steps[i]!(c, () => (passed = run(i + 1)));
+        // A step that only passed on returned the next one's promise, whose errors are trapped there (by the
+        // next step's wrapper, or by Hono for the route): no promise of its own.
+        if (passed && r === passed) return passed;
+        return Promise.resolve(r).then(answered, failed);
       } catch (err) {
         return failed(err);
       }

@@ -4,7 +4,7 @@
  * before the handler runs: every response built through the context carries them (routes, errors, streams
  * and static files all answer through `c`). Elsewhere they are set on the finished response.
  */
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { randomId } from '../ids.ts';
 import type { Logger } from '../log.ts';
 import { setHeadersAfterResponse } from '../runtime/http-tuning.ts';
@@ -14,28 +14,33 @@ export function requestMeta(nodeTag: string, log: Logger): MiddlewareHandler<App
   // Unique per process: a random boot prefix and a counter (cheaper than random bytes per request).
   const boot = randomId(6);
   let seq = 0;
-  return async (c, next) => {
+  // Not async, and the access line written by a plain function: no promise or closure of its own per request.
+  const access = (c: Context<AppEnv>, status: number, started: number, rid: string) => {
+    const owner = (c.get('owner') as { id?: string } | undefined)?.id ?? '-';
+    log.access(`${c.req.method} ${c.req.path} ${status} ${(performance.now() - started).toFixed(1)}ms owner=${owner} rid=${rid}`);
+  };
+  return (c, next) => {
     const logging = log.level === 'debug' || log.level === 'info';
     const started = logging ? performance.now() : 0; // a clock read is an op call on Deno: only when logged
     const rid = boot + (seq++).toString(36).padStart(6, '0');
     c.set('requestId', rid);
+    let done: Promise<void>;
     if (setHeadersAfterResponse) {
-      await next();
-      c.res.headers.set('X-Svc-Node', nodeTag);
-      c.res.headers.set('X-Request-Id', rid);
+      done = next().then(() => {
+        c.res.headers.set('X-Svc-Node', nodeTag);
+        c.res.headers.set('X-Request-Id', rid);
+      });
     } else {
       c.header('X-Svc-Node', nodeTag);
       c.header('X-Request-Id', rid);
-      await next();
+      done = next();
     }
-    if (logging) {
-      const owner = (c.get('owner') as { id?: string } | undefined)?.id ?? '-';
-      const line = (status: number) =>
-        log.access(`${c.req.method} ${c.req.path} ${status} ${(performance.now() - started).toFixed(1)}ms owner=${owner} rid=${rid}`);
+    if (!logging) return done;
+    return done.then(() => {
       const ended = c.get('streamEnded');
       // A stream is logged when it ends: 499 when the client left before the end.
-      if (ended && c.res.status === 200) void ended.then((how) => line(how === 'cancelled' ? 499 : 200));
-      else line(c.get('clientClosed') ? 499 : c.res.status);
-    }
+      if (ended && c.res.status === 200) void ended.then((how) => access(c, how === 'cancelled' ? 499 : 200, started, rid));
+      else access(c, c.get('clientClosed') ? 499 : c.res.status, started, rid);
+    });
   };
 }

@@ -86,7 +86,7 @@ export function mediaRoutes(deps: MediaRouteDeps) {
   app.post('/voice-activity-detection', vadHandler(deps, 'json'));
   app.post('/voice-activity-detection/file', vadHandler(deps, 'file'));
 
-  app.get('/video-frames/capabilities', async (c) => {
+  const frameCapabilities = async (c: Context<AppEnv>) => {
     const caps = await deps.media.capabilities();
     return c.json({
       media_tool_available: caps.media_tool !== null,
@@ -96,9 +96,12 @@ export function mediaRoutes(deps: MediaRouteDeps) {
       image_formats: caps.image_formats,
       query_parameters: ['at', 'format', 'width', 'height', 'quality'],
     });
-  });
+  };
 
+  // One route for both: a static `capabilities` route beside the `:fileId` pattern is a conflict Hono's
+  // RegExpRouter cannot compile, and the app (src/app.ts) uses that router only.
   app.get('/video-frames/:fileId', async (c: Context<AppEnv>) => {
+    if (c.req.param('fileId') === 'capabilities') return frameCapabilities(c);
     const q = validate(FrameQuery, c.req.query());
     const file = await deps.files.get(c.get('owner').id, c.req.param('fileId')!);
     const f = await deps.media.frame(file.path, q, c.req.raw.signal);
