@@ -475,6 +475,27 @@ describe('responses: refusals and isolation', () => {
       (e: unknown) => e instanceof OpenAI.NotFoundError,
     );
   });
+
+  it('input_file by file_data: a base64 data URL is read like an upload; bytes that are not base64 are a 400 naming the field', async () => {
+    const note = Buffer.from('The secret harbour code is 4711.\n'.repeat(5)).toString('base64');
+    const ask = (file_data: string) =>
+      openai.responses.create({
+        model: MODEL,
+        max_output_tokens: 2,
+        input: [{
+          role: 'user',
+          content: [{ type: 'input_file', filename: 'note.txt', file_data }, { type: 'input_text', text: 'What is the code?' }],
+        }],
+      });
+    const plain = await openai.responses.create({ model: MODEL, input: 'What is the code?', max_output_tokens: 2 });
+    const withFile = await ask(`data:text/plain;base64,${note}`);
+    assert.ok(withFile.usage!.input_tokens > plain.usage!.input_tokens + 40);
+    await assert.rejects(ask('data:text/plain;base64,not base64 at all!'), (e: unknown) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+      assert.match(e.message, /input_file\.file_data/);
+      return true;
+    });
+  });
 });
 
 describe('files', () => {
