@@ -6,14 +6,7 @@ export function bytesToBase64(bytes: Uint8Array): string {
   return btoa(bin);
 }
 
-/** URL-safe base64 without padding (RFC 4648 §5), as ids and compaction tokens use it. */
+/** URL-safe base64 without padding (RFC 4648 §5), as compaction tokens use it. */
 export function bytesToBase64Url(bytes: Uint8Array): string {
   return bytesToBase64(bytes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
-
-/** `n` random bytes as URL-safe base64: the random part of response, message and call ids. */
-export const randomBase64Url = (n: number) => bytesToBase64Url(crypto.getRandomValues(new Uint8Array(n)));
-
-/** `n` random bytes as lowercase hex: unique suffixes for ids and temporary file names. */
-export const randomHex = (n: number) =>
-  Array.from(crypto.getRandomValues(new Uint8Array(n)), (b) => b.toString(16).padStart(2, '0')).join('');

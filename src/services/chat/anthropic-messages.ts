@@ -10,7 +10,7 @@ import type { AnthropicMessage, CountTokensBody, MessagesBody } from '../../sche
 import type { ChatMessageIn, ChatRequest, ChatResult, ChatService, ChatStream } from './chat-service.ts';
 import { forcedCall, forcedCallConstraint } from './forced-call.ts';
 import type { ParsedToolCall, ToolFormat } from './tool-calls.ts';
-import { randomBase64Url } from '../base64.ts';
+import { randomId } from '../../ids.ts';
 
 type Prompt = MessagesBody | CountTokensBody;
 type ImageSource = { type: 'base64'; data: string } | { type: 'url'; url: string };
@@ -217,8 +217,8 @@ export async function countMessageTokens(
   return { input_tokens: r.promptTokens };
 }
 
-const msgId = () => `msg_${randomBase64Url(12)}`;
-const toolUseId = () => `toolu_${randomBase64Url(12)}`;
+const msgId = () => `msg_${randomId(20)}`;
+const toolUseId = () => `toolu_${randomId(20)}`;
 
 const usage = (input: number, output: number) => ({
   input_tokens: input,

@@ -12,7 +12,7 @@ import type { GenerationParams } from './params.ts';
 import { type CallFragment, createCallFragmenter } from './call-fragments.ts';
 import { forcedCall, forcedCallConstraint } from './forced-call.ts';
 import type { ParsedToolCall, ToolFormat } from './tool-calls.ts';
-import { randomBase64Url } from '../base64.ts';
+import { randomId } from '../../ids.ts';
 
 const bad = (field: string, message: string) =>
   new ServiceError(400, 'invalid_request', `${field}: ${message}`, { details: [{ field, message }] });
@@ -176,11 +176,11 @@ export function planChat(body: ChatBody, signal?: AbortSignal): ChatPlan {
   };
 }
 
-export const completionId = (prefix: string) => `${prefix}-${randomBase64Url(12)}`;
+export const completionId = (prefix: string) => `${prefix}-${randomId(20)}`;
 
 export const toolCallOut = (c: ParsedToolCall, index: number) => ({
   index,
-  id: `call_${randomBase64Url(9)}`,
+  id: `call_${randomId(16)}`,
   type: 'function' as const,
   function: { name: c.name, arguments: JSON.stringify(c.arguments) },
 });

@@ -14,7 +14,7 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { invalidArgument, ServiceError } from '../errors.ts';
 import { readOnlyError } from './layout.ts';
-import { randomHex } from '../base64.ts';
+import { randomId } from '../../ids.ts';
 
 const DIGEST = /^sha256[:-]([0-9a-f]{64})$/;
 
@@ -55,7 +55,7 @@ export class BlobStore {
   async put(digest: string, chunks: AsyncIterable<Uint8Array>): Promise<{ size: number; created: boolean }> {
     const hex = parseBlobDigest(digest);
     const final = join(this.dir, `sha256-${hex}`);
-    const incoming = join(this.dir, `.incoming-${randomHex(6)}`);
+    const incoming = join(this.dir, `.incoming-${randomId(10)}`);
     try {
       await mkdir(this.dir, { recursive: true });
     } catch (err) {

@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path';
 import type { ModelStoreLayout } from './layout.ts';
 import { type ManifestFile, readLocalCopy, writeManifest } from './manifest.ts';
 import { type Dtype, DTYPES } from './spec.ts';
-import { randomHex } from '../base64.ts';
+import { randomId } from '../../ids.ts';
 
 export const CUSTOM_OWNER = '.custom';
 
@@ -24,7 +24,7 @@ export const isCustomRepo = (repo: string) => repo.startsWith(`${CUSTOM_OWNER}/`
 /** A fresh repository id for a created/copied model: readable slug of the name plus a random suffix. */
 export function newCustomRepo(name: string): string {
   const slug = name.toLowerCase().replace(/[^a-z0-9._-]+/g, '_').replace(/^[._]+/, '').slice(0, 80) || 'model';
-  return `${CUSTOM_OWNER}/${slug}-${randomHex(4)}`;
+  return `${CUSTOM_OWNER}/${slug}-${randomId(8)}`;
 }
 
 export async function linkOrCopy(src: string, dst: string): Promise<void> {

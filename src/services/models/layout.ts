@@ -13,7 +13,7 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServiceError } from '../errors.ts';
 import type { Dtype } from './spec.ts';
-import { randomHex } from '../base64.ts';
+import { randomId } from '../../ids.ts';
 
 export class ModelStoreLayout {
   constructor(readonly root: string) {}
@@ -37,7 +37,7 @@ export class ModelStoreLayout {
     return join(this.partialDir, 'blobs', key);
   }
   newStageDir(): string {
-    return join(this.partialDir, `stage-${randomHex(6)}`);
+    return join(this.partialDir, `stage-${randomId(10)}`);
   }
 
   /** Removes `stage-*` folders: only a process that died while installing leaves them. */
@@ -48,7 +48,7 @@ export class ModelStoreLayout {
 
   /** Imports need a writable store; probe by writing, since permission bits lie to root. */
   async assertWritable(): Promise<void> {
-    const probe = join(this.partialDir, `.probe-${randomHex(4)}`);
+    const probe = join(this.partialDir, `.probe-${randomId(8)}`);
     try {
       await mkdir(join(this.partialDir, 'blobs'), { recursive: true });
       await writeFile(probe, '');

@@ -22,7 +22,7 @@ import type { ModelRegistryStore } from './registry-store.ts';
 import { modelNotFound, resolveModel } from './resolve.ts';
 import type { CustomModelRecord, ModelSpec } from './spec.ts';
 import type { ModelUsage } from './usage.ts';
-import { randomHex } from '../base64.ts';
+import { randomId } from '../../ids.ts';
 
 export interface ModelAdminContext {
   catalog: Catalog;
@@ -64,7 +64,7 @@ export class NameLocks {
 }
 
 /** `.partial/create-*` folders: where create and copy assemble a model (not swept by pulls). */
-export const newAssemblyDir = (layout: ModelStoreLayout) => join(layout.partialDir, `create-${randomHex(6)}`);
+export const newAssemblyDir = (layout: ModelStoreLayout) => join(layout.partialDir, `create-${randomId(10)}`);
 
 export async function sweepAssemblyDirs(layout: ModelStoreLayout): Promise<void> {
   for (const n of await readdir(layout.partialDir).catch(() => [] as string[])) {

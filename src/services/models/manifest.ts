@@ -8,7 +8,7 @@ import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ModelStoreLayout } from './layout.ts';
 import type { Dtype } from './spec.ts';
-import { randomHex } from '../base64.ts';
+import { randomId } from '../../ids.ts';
 
 export interface ManifestFile {
   path: string;
@@ -41,7 +41,7 @@ export interface LocalCopy {
 export async function writeManifest(layout: ModelStoreLayout, m: ArtifactManifest): Promise<void> {
   const file = layout.manifestPath(m.repo, m.dtype);
   await mkdir(dirname(file), { recursive: true });
-  const tmp = `${file}.${randomHex(4)}.tmp`;
+  const tmp = `${file}.${randomId(8)}.tmp`;
   await writeFile(tmp, JSON.stringify(m, null, 2));
   await rename(tmp, file);
 }

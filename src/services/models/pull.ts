@@ -22,7 +22,7 @@ import { ProgressChannel, type PullProgress } from './progress.ts';
 import { JsonFileRegistryStore, type ModelRegistryStore } from './registry-store.ts';
 import { modelNotFound, resolveModel } from './resolve.ts';
 import type { CustomModelRecord, Dtype, ModelSpec } from './spec.ts';
-import { randomHex } from '../base64.ts';
+import { randomId } from '../../ids.ts';
 
 export interface PullServiceOptions {
   modelsDir: string;
@@ -357,7 +357,7 @@ export class PullService {
     }
     for (const n of needed) {
       const target = join(dir, n.file.rfilename);
-      const tmp = `${target}.svc-${randomHex(4)}.tmp`;
+      const tmp = `${target}.svc-${randomId(8)}.tmp`;
       await linkOrCopy(this.layout.blobDone(n.key), tmp);
       await rename(tmp, target);
     }

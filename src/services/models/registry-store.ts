@@ -6,7 +6,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import { nameKey } from './names.ts';
 import type { CustomModelRecord } from './spec.ts';
-import { randomHex } from '../base64.ts';
+import { randomId } from '../../ids.ts';
 
 export interface ModelRegistryStore {
   list(): Promise<CustomModelRecord[]>;
@@ -41,7 +41,7 @@ export class JsonFileRegistryStore implements ModelRegistryStore {
     await mkdir(this.dir, { recursive: true });
     const file = this.#file(record.name);
     // Write then rename: a reader never sees half a record.
-    const tmp = `${file}.${randomHex(4)}.tmp`;
+    const tmp = `${file}.${randomId(8)}.tmp`;
     await writeFile(tmp, JSON.stringify(record, null, 2));
     await rename(tmp, file);
   }

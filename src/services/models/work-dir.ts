@@ -6,7 +6,7 @@
  */
 import { lstat, mkdir, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
-import { randomHex } from '../base64.ts';
+import { randomId } from '../../ids.ts';
 
 export interface StoreRoot {
   root: string;
@@ -17,7 +17,7 @@ export interface StoreRoot {
 }
 
 export async function isWritableDir(dir: string): Promise<boolean> {
-  const probe = join(dir, `.write-probe-${randomHex(4)}`);
+  const probe = join(dir, `.write-probe-${randomId(8)}`);
   try {
     await mkdir(dir, { recursive: true });
     await writeFile(probe, '');

@@ -27,7 +27,8 @@ import type { FileStore } from '../files/file-store.ts';
 import type { VectorStores } from '../retrieval/vector-stores.ts';
 import { type Citation, type Event, OutputBuilder } from './events.ts';
 import { bad, chatTools, type Item, itemId, type ItemResolver, itemsToMessages, normaliseInput, responseFormat } from './request.ts';
-import { bytesToBase64, bytesToBase64Url, randomBase64Url, randomHex } from '../base64.ts';
+import { bytesToBase64, bytesToBase64Url } from '../base64.ts';
+import { randomId } from '../../ids.ts';
 import { decodeBase64 } from '../../runtime/base64.ts';
 
 /** A finished response as a chain continues from it: its effective input and its output. */
@@ -189,7 +190,7 @@ export class ResponsesService {
     const plan = planChat(parseChatBody(chatBody), o.signal);
     const stream = await this.chat.chat(plan.request);
 
-    const id = `resp_${randomHex(18)}`;
+    const id = `resp_${randomId(28)}`;
     const created = secs();
     const state = {
       status: 'in_progress' as string,
@@ -379,7 +380,7 @@ export class ResponsesService {
     // checks that every item converts (files readable, types known) before it is packed
     await itemsToMessages(items, this.#resolver(owner));
     return {
-      id: `cmp_${randomHex(18)}`,
+      id: `cmp_${randomId(28)}`,
       object: 'response.compaction' as const,
       created_at: secs(),
       output: [{ id: itemId('cmp'), type: 'compaction', encrypted_content: encodeCompaction(items) }],
@@ -394,7 +395,7 @@ export class ResponsesService {
   }
 }
 
-const callId = () => `call_${randomBase64Url(12)}`;
+const callId = () => `call_${randomId(20)}`;
 
 function lastUserText(items: Item[]): string {
   for (let i = items.length - 1; i >= 0; i--) {
