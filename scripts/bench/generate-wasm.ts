@@ -165,7 +165,7 @@ async function main() {
   const body = [
     `Same weights on both sides: ${
       DTYPES.map((d) => `\`onnx/${FILE[d]}\``).join(' and ')
-    } of the Qwen2.5-0.5B-shaped random model of "Text generation" above. Native = onnxruntime-node on Node; WASM = onnxruntime-web on the runtime listed (SIMD build, \`env.wasm.numThreads\` = the threads listed, its sessions in their own thread as the server runs them: src/services/inference/wasm-thread.ts). The same chat prompt, greedy, EOS masked, ${TOKENS} tokens per run; each side in its own process, loaded once, runs alternating native, WASM, native, … after one warm-up each; medians of ${RUNS} runs per side. Machine: ${cpus().length} × ${
+    } of the Qwen2.5-0.5B-shaped random model of "Text generation" above. Native = onnxruntime-node on Node; WASM = onnxruntime-web on the runtime listed (SIMD build, \`env.wasm.numThreads\` = the threads listed, its sessions in their own thread as the server runs them: src/services/inference/ort-thread.ts). The same chat prompt, greedy, EOS masked, ${TOKENS} tokens per run; each side in its own process, loaded once, runs alternating native, WASM, native, … after one warm-up each; medians of ${RUNS} runs per side. Machine: ${cpus().length} × ${
       cpus()[0]?.model ?? 'CPU'
     }, Node ${process.version}; load average at start and after each pair: ${loads.join('; ')}.`,
     '',

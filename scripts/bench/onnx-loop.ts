@@ -26,7 +26,7 @@ if (!backend) {
     rows.push(line);
   }
   const table = [
-    `\`node --import tsx scripts/bench/onnx-loop.ts\` — event-loop delay (ms) while inference runs, tiny fixture models (tiny-llama, tiny-bert-embed); WASM sessions run in their own thread (src/services/inference/wasm-thread.ts). Load average at start: ${loadAtStart} (2 cores).`,
+    `\`node --import tsx scripts/bench/onnx-loop.ts\` — event-loop delay (ms) while inference runs, tiny fixture models (tiny-llama, tiny-bert-embed); WASM sessions run in their own thread (src/services/inference/ort-thread.ts). Load average at start: ${loadAtStart} (2 cores).`,
     '',
     '| backend | work | wall ms | loop delay p50 | p99 | max |',
     '| --- | --- | --- | --- | --- | --- |',

@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { embeddedOrtWasmPath } from '../../runtime/embedded.ts';
 import { probeWebGpu } from '../../runtime/gpu.ts';
-import { offThreadOrt } from './wasm-thread.ts';
+import { nativeAddonsInThreads } from '../../runtime/worker.ts';
+import { offThreadNativeSessions, offThreadOrt } from './ort-thread.ts';
 
 export type BackendSetting = 'auto' | 'cpu' | 'wasm' | 'webgpu' | 'cuda';
 /** What a session actually runs on. */
@@ -67,7 +68,9 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   const webOnGpu = requested === 'webgpu' && gpu.api && gpu.adapter;
   if (requested !== 'wasm' && !webOnGpu) {
     try {
-      await import('onnxruntime-node'); // fails where the native addon cannot load (compiled binary, odd libc)
+      const native = await import('onnxruntime-node'); // fails where the native addon cannot load (compiled binary, odd libc)
+      // its `run` computes synchronously on the calling thread: CPU sessions go to the inference thread
+      if (nativeAddonsInThreads) offThreadNativeSessions(native as unknown as OrtWeb);
       const tf = await import('@huggingface/transformers');
       const devices = devicesFor(requested, 'onnxruntime-node');
       if (requested === 'auto' && gpu.adapter && !gpu.software) devices.unshift('webgpu');
@@ -83,7 +86,7 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
     { threads, wasmPaths: opts.wasmPaths },
   );
   // WASM sessions compute on the thread that runs them: they live in a thread of their own so generation
-  // does not block the event loop (./wasm-thread.ts). onnxruntime-web fetch()es a model path outside Node
+  // does not block the event loop (./ort-thread.ts). onnxruntime-web fetch()es a model path outside Node
   // (Deno, the compiled binary): both ways hand it the bytes.
   (globalThis as Record<symbol, unknown>)[ORT_SYMBOL] = useWebGpu
     ? readingPaths(ort)

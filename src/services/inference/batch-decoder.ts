@@ -50,6 +50,11 @@ interface SessionLike {
   inputNames: readonly string[];
   outputNames: readonly string[];
   run(feeds: Record<string, unknown>, fetches?: Record<string, unknown>): Promise<Record<string, OrtTensorLike>>;
+  /** A session in the inference thread: feeds and outputs lent there and back, not copied (./ort-thread.ts). */
+  runLending?(
+    feeds: Record<string, unknown>,
+    fetches: Record<string, unknown>,
+  ): Promise<{ outputs: Record<string, OrtTensorLike>; buffers: Map<ArrayBuffer, ArrayBuffer> }>;
 }
 
 interface Row {
@@ -135,6 +140,16 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     }
   };
 
+  /** After a lending run: the arenas are the buffers that came back (the same memory, new owners). */
+  const adopt = (kv: Kv, moved: Map<ArrayBuffer, ArrayBuffer>) => {
+    const back = (a: Float32Array) => {
+      const b = moved.get(a.buffer as ArrayBuffer);
+      return b ? new Float32Array(b) : a;
+    };
+    for (const arenas of [kv.cur, kv.spare]) for (const [name, a] of arenas) arenas.set(name, back(a));
+    if (kv.logits) kv.logits = back(kv.logits);
+  };
+
   /**
    * One session call over `b` rows of `q` new tokens each on top of `kv` (advanced by q). Returns each row's
    * last-position logits.
@@ -160,7 +175,12 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
       if (!kv.logits || kv.logits.length < b * vocab) kv.logits = new Float32Array(b * vocab);
       fetches.logits = new OutTensor('float32', kv.logits.subarray(0, b * vocab), [b, 1, vocab]);
     } else fetches.logits = null;
-    const out = OutTensor ? await s.run(feeds, fetches) : await s.run(feeds);
+    let out: Record<string, OrtTensorLike>;
+    if (OutTensor && s.runLending) {
+      const r = await s.runLending(feeds, fetches);
+      out = r.outputs;
+      adopt(kv, r.buffers);
+    } else out = OutTensor ? await s.run(feeds, fetches) : await s.run(feeds);
     // onnxruntime-web leaves preallocated CPU outputs unwritten: there each call's outputs are copied in
     if (m.ort === 'onnxruntime-node') OutTensor ??= out.logits!.constructor as unknown as TensorClass;
     for (const name of pastNames) {

@@ -7,7 +7,7 @@
 import type { DocFormat } from '../documents/detect.ts';
 import { guardDocument, guardImage, guardPdf } from './guards.ts';
 import type { OpContext } from './serve-operations.ts';
-import { wasmSessionOperations } from '../inference/wasm-sessions.ts';
+import { ortSessionOperations } from '../inference/ort-sessions.ts';
 
 type PdfMod = typeof import('../pdf/index.ts');
 type P<K extends keyof PdfMod> = PdfMod[K] extends (...a: infer A) => unknown ? A : never;
@@ -144,8 +144,8 @@ export const operations = {
     [b, f, meta, o]: [Uint8Array, DocFormat, Record<string, unknown>, import('../retrieval/chunk-document.ts').ChunkingOptions?],
     c: OpContext,
   ) => (await guardDocument(b, f, c), (await chunking()).chunkDocument(b, f, meta, o, c.signal)),
-  /** onnxruntime-web sessions, in the one thread that hosts them (../inference/wasm-thread.ts), not in the pool. */
-  ...wasmSessionOperations,
+  /** ONNX Runtime sessions, in the one thread that hosts them (../inference/ort-thread.ts), not in the pool. */
+  ...ortSessionOperations,
 };
 
 export type Operations = typeof operations;

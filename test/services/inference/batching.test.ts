@@ -21,12 +21,18 @@ before(async () => {
     sessions: { model: { run: (f: Record<string, { dims: number[] }>, ...rest: unknown[]) => Promise<unknown> } };
   })
     .sessions.model;
-  const run = s.run.bind(s);
-  s.run = (f, ...rest) => {
+  const record = (f: Record<string, { dims: number[] }>) => {
     if (f.input_ids!.dims[1] === 1) stepBatches.push(f.input_ids!.dims[0]!);
     calls.push({ rows: f.input_ids!.dims[0]!, tokens: f.input_ids!.dims[1]! });
-    return run(f, ...rest); // the decoder's preallocated outputs pass through
   };
+  const run = s.run.bind(s);
+  s.run = (f, ...rest) => (record(f), run(f, ...rest)); // the decoder's preallocated outputs pass through
+  // a session in the inference thread: the decoder lends it its buffers instead (src/services/inference/ort-thread.ts)
+  const lending = s as unknown as { runLending?: typeof s.run };
+  if (lending.runLending) {
+    const lend = lending.runLending.bind(s);
+    lending.runLending = (f, ...rest) => (record(f), lend(f, ...rest));
+  }
 });
 after(() => m.dispose());
 

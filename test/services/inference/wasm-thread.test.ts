@@ -11,9 +11,9 @@ import { after, before, describe, test } from 'node:test';
 import { initBackend } from '../../../src/services/inference/backend.ts';
 import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import { int8FromNBits, nbitsToInt8 } from '../../../src/services/inference/wasm-q4.ts';
-import { ONNX, WireWriter } from '../../../src/services/models/onnx-wire.ts';
 import { type Harness, startHarness } from '../../routes/ollama/harness.ts';
 import { TINY_LLAMA } from './fixtures.ts';
+import { loopStaysFree, matmulChain } from './matmul-chain.ts';
 import { maxDiff, REF } from './reference.ts';
 
 type OrtLike = typeof import('onnxruntime-web');
@@ -22,61 +22,11 @@ const ort = async () => {
   return (globalThis as Record<symbol, unknown>)[Symbol.for('onnxruntime')] as OrtLike;
 };
 
-/** Y = X·X·X·X for a float input X [n, n]: seconds of WASM compute from a graph of a few hundred bytes. */
-function matmulChain(): Uint8Array {
-  const s = (w: WireWriter, no: number, v: string) => w.string(no, v);
-  const valueInfo = (name: string) => {
-    const shape = new WireWriter();
-    for (const d of ['n', 'n']) shape.message(1, new WireWriter().string(2, d));
-    const tensorType = new WireWriter().varint(1, ONNX.dtype.FLOAT).message(2, shape);
-    return s(new WireWriter(), 1, name).message(2, new WireWriter().message(1, tensorType));
-  };
-  const g = new WireWriter();
-  const names = ['X', 'A', 'B', 'Y'];
-  for (let i = 0; i < 3; i++) {
-    const n = new WireWriter();
-    s(n, 1, names[i]!);
-    s(n, 1, 'X');
-    s(n, 2, names[i + 1]!);
-    s(n, 4, 'MatMul');
-    g.message(1, n);
-  }
-  s(g, 2, 'chain');
-  g.message(11, valueInfo('X')).message(12, valueInfo('Y'));
-  return new WireWriter().varint(1, 8).message(8, new WireWriter().string(1, '').varint(2, 13)).message(7, g).finish();
-}
-
 test('a long WASM session run leaves the event loop free (it runs in the inference thread)', async () => {
   const o = await ort();
   const session = await o.InferenceSession.create(matmulChain());
   assert.equal(session.constructor.name, 'ThreadSession');
-  const n = 640;
-  const x = new Float32Array(n * n).map((_, i) => ((i * 7919) % 13) / 13 - 0.5);
-  let last = performance.now();
-  let gap = 0;
-  const tick = setInterval(() => {
-    const t = performance.now();
-    gap = Math.max(gap, t - last);
-    last = t;
-  }, 2);
-  const t0 = performance.now();
-  let runMs = 0;
-  let out: Float32Array;
-  try {
-    // several runs back to back, as a decode loop does
-    for (let i = 0; i < 3; i++) out = (await session.run({ X: new o.Tensor('float32', x, [n, n]) })).Y!.data as Float32Array;
-    runMs = performance.now() - t0;
-  } finally {
-    clearInterval(tick);
-  }
-  // on the event loop the loop would stall for a whole run (runMs / 3) at least
-  assert.ok(runMs >= 150, `the runs took ${runMs.toFixed(0)} ms: too short to tell`);
-  assert.ok(gap < runMs / 3 / 2, `event loop stalled ${gap.toFixed(0)} ms during ${runMs.toFixed(0)} ms of WASM runs`);
-  // and the thread computed the product: one entry of X⁴ checked in plain JS
-  const row = Array.from({ length: n }, (_, j) => x[j]!);
-  let v = row;
-  for (let k = 0; k < 3; k++) v = Array.from({ length: n }, (_, j) => v.reduce((acc, a, i) => acc + a * x[i * n + j]!, 0));
-  assert.ok(Math.abs(out![0]! - v[0]!) <= 1e-3 * Math.max(1, Math.abs(v[0]!)), `${out![0]} vs ${v[0]}`);
+  await loopStaysFree((x, n) => session.run({ X: new o.Tensor('float32', x, [n, n]) }).then((r) => r.Y!.data as Float32Array));
   await session.release();
 });
 

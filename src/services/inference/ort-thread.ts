@@ -1,0 +1,220 @@
+/**
+ * ONNX Runtime sessions off the event loop. A session computes on the thread that calls `run`: a WASM
+ * session always (its own intra-op threads only help inside one kernel), and onnxruntime-node's `run` too,
+ * synchronously, on the server's thread, whatever its intra-op threads. So on the server's thread a decode
+ * step would block every route for its whole duration, and a long prompt's prefill for seconds. Here the
+ * session is created in one dedicated thread (./ort-sessions.ts) and each `run` sends the input tensors
+ * there and receives the outputs, their buffers moved rather than copied. The ONNX Runtime transformers.js
+ * uses stays the real one (its Tensor class, its env), with only `InferenceSession.create` replaced.
+ *
+ * One thread holds every session: ONNX Runtime's WASM instance is process-wide state, and one instance
+ * keeps weights in one memory; native sessions share it as they shared the server's thread before. Calls
+ * are answered in order; a run waits for the one before it, as it would on the server's thread. The thread
+ * keeps the process alive only while a call is in flight.
+ */
+import { startThread, type Thread, workerEntry } from '../../runtime/worker.ts';
+import { limits } from '../limits.ts';
+import { fromWire, type FromWorker, type ToWorker } from '../workers/protocol.ts';
+import type { OrtWeb } from './backend.ts';
+import type { LentTensor, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
+
+interface Pending {
+  resolve(v: unknown): void;
+  reject(e: unknown): void;
+}
+
+let thread: Promise<Thread> | undefined;
+/** Which thread a session belongs to: a restarted thread holds none of the earlier sessions. */
+let generation = 0;
+const pending = new Map<number, Pending>();
+let nextCall = 1;
+
+function start(): Promise<Thread> {
+  generation++;
+  const t = startThread(workerEntry(), { name: 'svc-inference' }).then((th) => {
+    let readyResolve!: () => void;
+    const ready = new Promise<void>((r) => (readyResolve = r));
+    th.onMessage((raw) => {
+      const m = raw as FromWorker;
+      if (m.type === 'ready') return readyResolve();
+      if (m.type === 'progress') return;
+      const p = pending.get(m.id);
+      if (!p) return;
+      pending.delete(m.id);
+      if (!pending.size) th.keepAlive(false);
+      if (m.type === 'done') p.resolve(m.value);
+      else p.reject(fromWire(m.error));
+    });
+    th.onExit((error) => {
+      // Every session lived in that thread: calls in flight fail, later ones start a fresh thread
+      // (whose sessions must be created again).
+      thread = undefined;
+      const e = new Error(`the inference thread stopped${error ? `: ${error.message}` : ''}`);
+      for (const p of pending.values()) p.reject(e);
+      pending.clear();
+    });
+    th.keepAlive(true); // until it has started: the caller is waiting for it
+    return ready.then(() => {
+      if (!pending.size) th.keepAlive(false);
+      return th;
+    });
+  });
+  t.catch(() => (thread = undefined));
+  return t;
+}
+
+function call<T>(op: string, args: unknown, transfer: Transferable[] = []): Promise<T> {
+  thread ??= start();
+  return thread.then((th) =>
+    new Promise<T>((resolve, reject) => {
+      const id = nextCall++;
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      th.keepAlive(true);
+      const msg: ToWorker = { type: 'run', id, op, args, limits: limits() };
+      try {
+        th.post(msg, transfer);
+      } catch (e) {
+        pending.delete(id);
+        reject(e);
+      }
+    })
+  );
+}
+
+/** A typed array that owns its whole buffer, so that buffer can be moved without taking neighbours along. */
+function own(data: ArrayBufferView): ArrayBufferView {
+  if (data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer) return data;
+  return (data as unknown as { slice(): ArrayBufferView }).slice();
+}
+
+type OrtTensor = InstanceType<OrtWeb['Tensor']>;
+
+/** A session whose weights and compute live in the inference thread. */
+class ThreadSession {
+  readonly inputNames: string[];
+  readonly outputNames: string[];
+  readonly inputMetadata: unknown[];
+  readonly outputMetadata: unknown[];
+  private released = false;
+  private readonly generation = generation;
+
+  constructor(private readonly ort: OrtWeb, private readonly info: SessionInfo) {
+    this.inputNames = info.inputNames;
+    this.outputNames = info.outputNames;
+    this.inputMetadata = info.inputMetadata;
+    this.outputMetadata = info.outputMetadata;
+  }
+
+  /** 4-bit weights this session runs as int8 (WASM: ./wasm-q4.ts). */
+  get int8From4Bit(): number {
+    return this.info.int8From4Bit;
+  }
+
+  async run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
+    if (this.generation !== generation || !thread) throw new Error('the inference thread stopped; load the model again');
+    const wire: Record<string, WireTensor> = {};
+    const transfer: ArrayBuffer[] = [];
+    for (const [name, t] of Object.entries(feeds)) {
+      // a copy moves to the thread: the caller keeps its tensors (the next step may read them again)
+      const copy = (t.data as unknown as { slice(): ArrayBufferView }).slice();
+      wire[name] = { type: t.type, dims: [...t.dims], data: copy };
+      transfer.push(copy.buffer as ArrayBuffer);
+    }
+    const out = await call<Record<string, WireTensor>>('ort.run', [this.info.id, wire], transfer);
+    const result: Record<string, OrtTensor> = {};
+    for (const [name, t] of Object.entries(out)) result[name] = new this.ort.Tensor(t.type as never, t.data as never, t.dims);
+    return result;
+  }
+
+  /**
+   * A run whose float32 feeds and preallocated outputs (`fetches`) are lent to the thread rather than
+   * copied: their buffers move there, ONNX Runtime reads and writes them in place (native sessions), and
+   * they move back. The caller's views of them are detached meanwhile; `buffers` maps each lent buffer to
+   * the one that came back (the same memory). A decode loop that reuses its buffers so allocates and copies
+   * nothing per step, and leaves no garbage for the collector (whose threads would compete with the model's).
+   */
+  async runLending(
+    feeds: Record<string, OrtTensor>,
+    fetches: Record<string, OrtTensor>,
+  ): Promise<{ outputs: Record<string, OrtTensor>; buffers: Map<ArrayBuffer, ArrayBuffer> }> {
+    if (this.generation !== generation || !thread) throw new Error('the inference thread stopped; load the model again');
+    const lent: ArrayBuffer[] = [];
+    const lend = (t: OrtTensor): LentTensor => {
+      const d = t.data as Float32Array;
+      if (!lent.includes(d.buffer as ArrayBuffer)) lent.push(d.buffer as ArrayBuffer);
+      return { dims: [...t.dims], buffer: lent.indexOf(d.buffer as ArrayBuffer), offset: d.byteOffset, length: d.length };
+    };
+    const wire: Record<string, WireTensor | LentTensor> = {};
+    const transfer: ArrayBuffer[] = [];
+    for (const [name, t] of Object.entries(feeds)) {
+      if (t.type === 'float32') wire[name] = lend(t);
+      else {
+        const copy = (t.data as unknown as { slice(): ArrayBufferView }).slice();
+        wire[name] = { type: t.type, dims: [...t.dims], data: copy };
+        transfer.push(copy.buffer as ArrayBuffer);
+      }
+    }
+    const out: Record<string, LentTensor> = {};
+    for (const [name, t] of Object.entries(fetches)) out[name] = lend(t);
+    const r = await call<{ outputs: Record<string, WireTensor>; buffers: Uint8Array[] }>(
+      'ort.runLending',
+      [this.info.id, wire, out, lent],
+      [...transfer, ...lent],
+    );
+    const buffers = new Map(lent.map((b, i) => [b, r.buffers[i]!.buffer as ArrayBuffer]));
+    const outputs: Record<string, OrtTensor> = {};
+    for (const [name, t] of Object.entries(r.outputs)) outputs[name] = new this.ort.Tensor(t.type as never, t.data as never, t.dims);
+    for (const [name, t] of Object.entries(out)) {
+      const data = new Float32Array(r.buffers[t.buffer]!.buffer, t.offset, t.length);
+      outputs[name] = new this.ort.Tensor('float32', data, t.dims);
+    }
+    return { outputs, buffers };
+  }
+
+  async release(): Promise<void> {
+    if (this.released || this.generation !== generation || !thread) return;
+    this.released = true;
+    await call('ort.release', [this.info.id]).catch(() => {});
+  }
+
+  startProfiling(): void {}
+  endProfiling(): void {}
+}
+
+/** Marks an `InferenceSession` whose `create` was already replaced. */
+const offThread = Symbol('svc.offThread');
+
+type Create = (model: string | Uint8Array | ArrayBuffer, options?: Record<string, unknown>) => Promise<unknown>;
+
+/** `create` for sessions in the inference thread: the model bytes (or path) move there once. */
+const threadCreate = (ort: OrtWeb, init: OrtThreadInit): Create => async (model, options = {}) => {
+  const m = typeof model === 'string' ? model : own(model instanceof ArrayBuffer ? new Uint8Array(model) : model) as Uint8Array;
+  const info = await call<SessionInfo>('ort.create', [init, m, options]);
+  return new ThreadSession(ort, info);
+};
+
+/** `ort` (onnxruntime-web) with sessions created and run in the inference thread (see the module comment). */
+export function offThreadOrt(ort: OrtWeb, init: Omit<OrtThreadInit, 'runtime'>): OrtWeb {
+  const create = threadCreate(ort, { ...init, runtime: 'onnxruntime-web' });
+  return { ...ort, InferenceSession: { ...ort.InferenceSession, create } } as unknown as OrtWeb;
+}
+
+/** Whether session options put a session on the CPU only (GPU providers keep their sessions here). */
+function cpuOnly(options: Record<string, unknown>): boolean {
+  const eps = (options.executionProviders ?? ['cpu']) as (string | { name?: string })[];
+  return eps.every((e) => (typeof e === 'string' ? e : e?.name) === 'cpu');
+}
+
+/**
+ * onnxruntime-node's CPU sessions created and run in the inference thread. transformers.js holds the
+ * package's `InferenceSession` itself, so its `create` is replaced in place; sessions on a GPU provider are
+ * created as before (their outputs may live on the device).
+ */
+export function offThreadNativeSessions(ort: OrtWeb): void {
+  const S = ort.InferenceSession as unknown as { create: Create; [offThread]?: true };
+  if (S[offThread]) return;
+  const inProcess = S.create.bind(S);
+  const create = threadCreate(ort, { runtime: 'onnxruntime-node', threads: 0 });
+  S.create = (model, options = {}) => (cpuOnly(options) ? create(model, options) : inProcess(model, options));
+  S[offThread] = true;
+}
