@@ -11,9 +11,9 @@
  * Each backend runs in its own child process: transformers.js binds one ONNX Runtime per process.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { all, decodeFields, first, int64s, ONNX, str } from '../../src/services/models/onnx-wire.ts';
 import { PREFILL_CHUNK } from '../../src/services/inference/batch-decoder.ts';
@@ -240,15 +240,20 @@ async function batchChild(dtype: string, threads: number): Promise<BatchResult> 
   const s =
     (m.model as unknown as { sessions: { model: { run: (f: Record<string, { dims: number[] }>, ...r: unknown[]) => Promise<unknown> } } })
       .sessions.model;
-  const run = s.run.bind(s);
   const steps = new Map<number, number[]>();
-  s.run = async (f, ...rest) => {
-    const t = performance.now();
-    const out = await run(f, ...rest);
-    const [rows, q] = f.input_ids!.dims;
-    if (q === 1) steps.set(rows!, [...(steps.get(rows!) ?? []), performance.now() - t]);
-    return out;
-  };
+  const timed =
+    <A extends unknown[], R>(run: (f: Record<string, { dims: number[] }>, ...rest: A) => Promise<R>) =>
+    async (f: Record<string, { dims: number[] }>, ...rest: A): Promise<R> => {
+      const t = performance.now();
+      const out = await run(f, ...rest);
+      const [rows, q] = f.input_ids!.dims;
+      if (q === 1) steps.set(rows!, [...(steps.get(rows!) ?? []), performance.now() - t]);
+      return out;
+    };
+  s.run = timed(s.run.bind(s));
+  // a session in the inference thread: the decoder lends it its buffers (src/services/inference/ort-thread.ts)
+  const lending = s as unknown as { runLending?: typeof s.run };
+  if (lending.runLending) lending.runLending = timed(lending.runLending.bind(s));
   /**
    * One stream: time to its first token and of its last token, from the engine's own token timings (a
    * random model's first tokens may be partial UTF-8 that emit no text yet).
@@ -302,6 +307,19 @@ interface HttpResult {
 }
 
 /**
+ * The files a server downloads for `dtype`, as hard links in a directory of their own: the hub stand-in
+ * reads each file it serves whole, and the fp32 export's external data (2.5 GB) is past what one read takes.
+ */
+function servedCopy(dtype: string): string {
+  const dir = `${MODEL_DIR}-served`;
+  for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', `onnx/${FILE[dtype]}`]) {
+    mkdirSync(dirname(join(dir, f)), { recursive: true });
+    if (!existsSync(join(dir, f))) linkSync(join(MODEL_DIR, f), join(dir, f));
+  }
+  return dir;
+}
+
+/**
  * The same server instance and model: a streamed chat completion through HTTP by the official openai
  * client in its own process (as a real caller), against the engine called in the server's process;
  * alternating runs. Both sides time the first text delta and the last one the same way.
@@ -311,7 +329,7 @@ async function httpChild(dtype: string, threads: number): Promise<HttpResult> {
   const { listening } = await import('../../test/support/server.ts');
   const { createInterface } = await import('node:readline');
   const { spawn } = await import('node:child_process');
-  const hub = await HubStandIn.start({ 'svc-bench/model': MODEL_DIR });
+  const hub = await HubStandIn.start({ 'svc-bench/model': servedCopy(dtype) });
   const srv = await listening({ hubUrl: hub.url, hubAllowedHosts: ['127.0.0.1'], backend: 'cpu', threads } as never);
   const name = `bench-qwen:${dtype}`;
   srv.models.catalog.register({ ...FIXTURE_CATALOG[0]!, name, aliases: [], repo: 'svc-bench/model', dtype: dtype as never });

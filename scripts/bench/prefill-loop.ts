@@ -36,27 +36,52 @@ async function side(which: 'in-process' | 'thread', promptTokens: number): Promi
   });
   if ((s.constructor.name === 'ThreadSession') !== (which === 'thread')) throw new Error(`${which}: session is a ${s.constructor.name}`);
   const c = JSON.parse(readFileSync(join(MODEL_DIR, 'config.json'), 'utf8'));
-  const kvDims = (len: number) => [1, c.num_key_value_heads, len, c.hidden_size / c.num_attention_heads];
+  const [heads, hd] = [c.num_key_value_heads, c.hidden_size / c.num_attention_heads];
   const i64 = (xs: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), dims);
-  const step = (ids: number[], past: number, kv: Record<string, unknown>) => {
+  const pastNames = s.inputNames.filter((n) => n.startsWith('past_key_values.'));
+  // as the server's decode loop does: the cache in two arenas per layer, read from one and written into
+  // the other by ONNX Runtime (a preallocated output), swapped after each call; in the thread they are lent
+  const cap = heads * (promptTokens + STEPS + 8) * hd;
+  let cur = new Map(pastNames.map((n) => [n, new Float32Array(cap)]));
+  let spare = new Map(pastNames.map((n) => [n, new Float32Array(cap)]));
+  let logits = new Float32Array(c.vocab_size);
+  const lending = s as unknown as {
+    runLending?(f: unknown, o: unknown): Promise<{ buffers: Map<ArrayBuffer, ArrayBuffer> }>;
+  };
+  const step = async (ids: number[], past: number) => {
+    const total = past + ids.length;
     const f: Record<string, unknown> = {
       input_ids: i64(ids, [1, ids.length]),
-      attention_mask: i64(Array(past + ids.length).fill(1), [1, past + ids.length]),
+      attention_mask: i64(Array(total).fill(1), [1, total]),
       position_ids: i64(ids.map((_, i) => past + i), [1, ids.length]),
       num_logits_to_keep: i64([1], []),
     };
-    for (const n of s.inputNames.filter((n) => n.startsWith('past_key_values.'))) {
-      f[n] = kv[n.replace('past_key_values.', 'present.')] ?? new ort.Tensor('float32', new Float32Array(0), kvDims(0));
+    const o: Record<string, unknown> = { logits: new ort.Tensor('float32', logits, [1, 1, c.vocab_size]) };
+    for (const n of pastNames) {
+      f[n] = new ort.Tensor('float32', cur.get(n)!.subarray(0, heads * past * hd), [1, heads, past, hd]);
+      o[n.replace('past_key_values.', 'present.')] = new ort.Tensor('float32', spare.get(n)!.subarray(0, heads * total * hd), [
+        1,
+        heads,
+        total,
+        hd,
+      ]);
     }
-    return s.run(f as never);
+    if (lending.runLending) {
+      const { buffers } = await lending.runLending(f, o);
+      const back = (a: Float32Array) => new Float32Array(buffers.get(a.buffer as ArrayBuffer) ?? (a.buffer as ArrayBuffer));
+      cur = new Map([...cur].map(([n, a]) => [n, back(a)]));
+      spare = new Map([...spare].map(([n, a]) => [n, back(a)]));
+      logits = back(logits);
+    } else await s.run(f as never, o as never);
+    [cur, spare] = [spare, cur];
   };
   const ids = Array.from({ length: promptTokens }, (_, i) => 100 + ((i * 7919) % 30000));
-  await step(ids.slice(0, 8), 0, {}); // warm-up
+  await step(ids.slice(0, 8), 0); // warm-up
   const h = monitorEventLoopDelay({ resolution: 1 });
   h.enable();
   const t0 = performance.now();
-  let kv: Record<string, unknown> = await step(ids, 0, {});
-  for (let i = 0; i < STEPS; i++) kv = await step([42], promptTokens + i, kv);
+  await step(ids, 0);
+  for (let i = 0; i < STEPS; i++) await step([42], promptTokens + i);
   const wallMs = performance.now() - t0;
   h.disable();
   await s.release();
@@ -91,7 +116,7 @@ const row = (which: string, xs: SideResult[]) =>
     f(median(xs.map((x) => x.max)))
   } |`;
 const body = [
-  `\`node --import tsx scripts/bench/prefill-loop.ts ${PROMPT} ${RUNS}\`: the qwen2.5-0.5b-shaped benchmark model (q8, one intra-op thread), a ${PROMPT}-token prompt's prefill then ${STEPS} decode steps on its KV cache, the same session calls on both sides. "in process" = the session as onnxruntime-node creates it (its \`run\` computes synchronously on the calling thread: the server's, before this change); "inference thread" = created through the server's backend, which runs CPU sessions in their own thread (src/services/inference/ort-thread.ts). Each side in its own process, alternating, medians of ${RUNS}. Event-loop delay in ms (perf_hooks, 1 ms resolution). Machine: ${cpus().length} × ${
+  `\`node --import tsx scripts/bench/prefill-loop.ts ${PROMPT} ${RUNS}\`: the qwen2.5-0.5b-shaped benchmark model (q8, one intra-op thread), a ${PROMPT}-token prompt's prefill then ${STEPS} decode steps on its KV cache, the same session calls on both sides, the cache in preallocated arenas that ONNX Runtime writes (as the server's decode loop keeps it; lent to the thread and back on that side). "in process" = the session as onnxruntime-node creates it (its \`run\` computes synchronously on the calling thread: the server's, before this change); "inference thread" = created through the server's backend, which runs CPU sessions in their own thread (src/services/inference/ort-thread.ts). Each side in its own process, alternating, medians of ${RUNS}. Event-loop delay in ms (perf_hooks, 1 ms resolution). Machine: ${cpus().length} × ${
     cpus()[0]?.model ?? 'CPU'
   }, Node ${process.version}; load average at start ${startLoad}, at the end ${load()}.`,
   '',
