@@ -44,12 +44,6 @@ export interface Thread {
   onExit(cb: (error: Error | null) => void): void;
 }
 
-/**
- * Whether native addons (onnxruntime-node) load and run in this runtime's worker threads: Node's
- * `worker_threads` do; Deno's and Bun's Web Workers are not relied on for that.
- */
-export const nativeAddonsInThreads = !g.Deno && !g.Bun;
-
 export const cpuCount = (): number => Math.max(1, availableParallelism());
 
 /**

@@ -9,7 +9,6 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { embeddedOrtWasmPath } from '../../runtime/embedded.ts';
 import { probeWebGpu } from '../../runtime/gpu.ts';
-import { nativeAddonsInThreads } from '../../runtime/worker.ts';
 import { offThreadNativeSessions, offThreadOrt } from './ort-thread.ts';
 
 export type BackendSetting = 'auto' | 'cpu' | 'wasm' | 'webgpu' | 'cuda';
@@ -70,7 +69,7 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
     try {
       const native = await import('onnxruntime-node'); // fails where the native addon cannot load (compiled binary, odd libc)
       // its `run` computes synchronously on the calling thread: CPU sessions go to the inference thread
-      if (nativeAddonsInThreads) offThreadNativeSessions(native as unknown as OrtWeb);
+      offThreadNativeSessions(native as unknown as OrtWeb);
       const tf = await import('@huggingface/transformers');
       const devices = devicesFor(requested, 'onnxruntime-node');
       if (requested === 'auto' && gpu.adapter && !gpu.software) devices.unshift('webgpu');
