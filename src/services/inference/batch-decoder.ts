@@ -165,22 +165,30 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
       position_ids: tensor('int64', pos, [b, q]),
     };
     if (keepLast) feeds.num_logits_to_keep = tensor('int64', BigInt64Array.of(1n), []);
+    // A lending run takes its preallocated outputs as plain data from the first call on (they cross to the
+    // thread as buffers), so even a prefill's cache is written straight into the arena; otherwise they must
+    // be instances of the session's own Tensor class, learnt from the first call.
+    const lend = s.runLending?.bind(s);
+    const output = lend
+      ? (data: Float32Array, dims: number[]) => ({ type: 'float32', data, dims })
+      : OutTensor && ((data: Float32Array, dims: number[]) => new OutTensor!('float32', data, dims));
     const fetches: Record<string, unknown> = {};
     for (const name of pastNames) {
       feeds[name] = tensor('float32', kv.cur.get(name)!.subarray(0, b * heads * len * headDim), [b, heads, len, headDim]);
       const present = kv.spare.get(name)!.subarray(0, b * heads * total * headDim);
-      fetches[presentOf.get(name)!] = OutTensor ? new OutTensor('float32', present, [b, heads, total, headDim]) : null;
+      if (output) fetches[presentOf.get(name)!] = output(present, [b, heads, total, headDim]);
     }
-    if (OutTensor && keepLast) {
+    // the logits' width is learnt from the first call's output
+    if (output && keepLast && vocab) {
       if (!kv.logits || kv.logits.length < b * vocab) kv.logits = new Float32Array(b * vocab);
-      fetches.logits = new OutTensor('float32', kv.logits.subarray(0, b * vocab), [b, 1, vocab]);
-    } else fetches.logits = null;
+      fetches.logits = output(kv.logits.subarray(0, b * vocab), [b, 1, vocab]);
+    }
     let out: Record<string, OrtTensorLike>;
-    if (OutTensor && s.runLending) {
-      const r = await s.runLending(feeds, fetches);
+    if (lend) {
+      const r = await lend(feeds, fetches);
       out = r.outputs;
       adopt(kv, r.buffers);
-    } else out = OutTensor ? await s.run(feeds, fetches) : await s.run(feeds);
+    } else out = output ? await s.run(feeds, fetches) : await s.run(feeds);
     // onnxruntime-web leaves preallocated CPU outputs unwritten: there each call's outputs are copied in
     if (m.ort === 'onnxruntime-node') OutTensor ??= out.logits!.constructor as unknown as TensorClass;
     for (const name of pastNames) {

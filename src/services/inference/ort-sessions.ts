@@ -49,12 +49,15 @@ type Session = Awaited<ReturnType<OrtWeb['InferenceSession']['create']>>;
 type ExternalData = { path: string; data: string | Uint8Array }[];
 
 let ort: Promise<OrtWeb> | undefined;
+/** The package the thread's sessions run on (one per process). */
+let runtimeOfSessions: OrtPackage | undefined;
 const sessions = new Map<number, Session>();
 let nextId = 1;
 
 const bytes = (v: string | Uint8Array) => (typeof v === 'string' ? new Uint8Array(readFileSync(v)) : v);
 
 function runtime(init: OrtThreadInit): Promise<OrtWeb> {
+  runtimeOfSessions ??= init.runtime;
   // onnxruntime-node has the same session and tensor API (both are onnxruntime-common's)
   return ort ??= init.runtime === 'onnxruntime-node'
     ? import('onnxruntime-node') as unknown as Promise<OrtWeb>
@@ -118,12 +121,19 @@ async function runLending(
   for (const [name, t] of Object.entries(feeds)) {
     inputs[name] = 'data' in t ? new o.Tensor(t.type as never, t.data as never, t.dims) : view(t);
   }
-  const into: Record<string, unknown> = {};
-  for (const [name, t] of Object.entries(fetches)) into[name] = view(t);
-  const out = await session.run(inputs as never, into as never);
+  // every output is fetched: those without a lent buffer (null) are allocated by ONNX Runtime
+  const into: Record<string, InstanceType<OrtWeb['Tensor']> | null> = {};
+  for (const name of session.outputNames) into[name] = name in fetches ? view(fetches[name]!) : null;
+  // onnxruntime-node writes preallocated outputs in place; onnxruntime-web leaves them unwritten and
+  // returns its own, copied in here (in this thread, into the lent buffers)
+  const native = runtimeOfSessions === 'onnxruntime-node';
+  const out = native ? await session.run(inputs as never, into as never) : await session.run(inputs as never);
   const outputs: Record<string, WireTensor> = {};
   for (const [name, t] of Object.entries(out)) {
-    if (name in fetches) continue; // written in place
+    if (name in fetches) {
+      if (!native) (into[name]!.data as Float32Array).set(t.data as Float32Array);
+      continue;
+    }
     outputs[name] = { type: t.type, dims: [...t.dims], data: t.data as ArrayBufferView };
   }
   // whole-buffer views: the pool moves them back rather than copying them

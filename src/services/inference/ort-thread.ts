@@ -128,7 +128,8 @@ class ThreadSession {
 
   /**
    * A run whose float32 feeds and preallocated outputs (`fetches`) are lent to the thread rather than
-   * copied: their buffers move there, ONNX Runtime reads and writes them in place (native sessions), and
+   * copied: their buffers move there, ONNX Runtime reads them and writes the outputs into them (in place
+   * on native sessions; copied in there on WASM, whose runtime leaves preallocated outputs unwritten), and
    * they move back. The caller's views of them are detached meanwhile; `buffers` maps each lent buffer to
    * the one that came back (the same memory). A decode loop that reuses its buffers so allocates and copies
    * nothing per step, and leaves no garbage for the collector (whose threads would compete with the model's).
