@@ -6,7 +6,7 @@ export function bytesToBase64(bytes: Uint8Array): string {
   return btoa(bin);
 }
 
-/** URL-safe base64 without padding (RFC 4648 §5), as compaction tokens use it. */
+/** URL-safe base64 without padding (RFC 4648 §5): tokens, ids and compaction content. */
 export function bytesToBase64Url(bytes: Uint8Array): string {
   return bytesToBase64(bytes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }

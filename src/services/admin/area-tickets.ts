@@ -10,12 +10,12 @@ import { ServiceError } from '../errors.ts';
 import { hashToken, type KeyService, type Owner } from '../keys/api-keys.ts';
 import type { SignInLimiter } from './sign-in-limiter.ts';
 import type { TwoFactor } from './two-factor.ts';
+import { bytesToBase64Url } from '../base64.ts';
 
 export const TICKET_VALIDITY_MS = 12 * 3600_000;
 const CACHE_MS = 2000; // a logout or revocation on another node of a fleet is honoured within this
 
-const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-const randomToken = () => b64url(crypto.getRandomValues(new Uint8Array(32)));
+const randomToken = () => bytesToBase64Url(crypto.getRandomValues(new Uint8Array(32)));
 
 export interface SignInInput {
   key: string;

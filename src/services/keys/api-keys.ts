@@ -5,6 +5,7 @@
 import { type ApiKeyRow, countActiveKeys, findKey, findKeyByHash, insertKey, listKeys, revokeKey, touchKey } from '../../store/keys.ts';
 import type { Db } from '../../store/schema.ts';
 import { invalidArgument, notFound } from '../errors.ts';
+import { bytesToBase64Url } from '../base64.ts';
 
 export type Role = 'admin' | 'user';
 export const TOKEN_PREFIX = 'svc_';
@@ -39,8 +40,6 @@ const toPublic = (r: ApiKeyRow): PublicKey => ({
   last_used_at: iso(r.last_used_at),
 });
 
-const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-
 export async function hashToken(token: string): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(token));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
@@ -63,9 +62,9 @@ export class KeyService {
     if (!name) throw invalidArgument('name must not be empty', [{ field: 'name', message: 'required' }]);
     // The first key is an admin key unless said otherwise, so nobody locks themselves out.
     const role = input.role ?? ((await this.activeCount(true)) === 0 ? 'admin' : 'user');
-    const token = TOKEN_PREFIX + b64url(crypto.getRandomValues(new Uint8Array(32)));
+    const token = TOKEN_PREFIX + bytesToBase64Url(crypto.getRandomValues(new Uint8Array(32)));
     const row: ApiKeyRow = {
-      id: `key_${b64url(crypto.getRandomValues(new Uint8Array(9)))}`,
+      id: `key_${bytesToBase64Url(crypto.getRandomValues(new Uint8Array(9)))}`,
       name,
       role,
       token_hash: await hashToken(token),
