@@ -182,7 +182,7 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     if (output && keepLast && vocab) {
       if (!kv.logits || kv.logits.length < b * vocab) kv.logits = new Float32Array(b * vocab);
       fetches.logits = output(kv.logits.subarray(0, b * vocab), [b, 1, vocab]);
-    }
+    } else if (output && !lend) fetches.logits = null; // fetched too (allocated by ONNX Runtime), or it is not returned
     let out: Record<string, OrtTensorLike>;
     if (lend) {
       const r = await lend(feeds, fetches);

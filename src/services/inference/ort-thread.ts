@@ -139,11 +139,12 @@ class ThreadSession {
     fetches: Record<string, OrtTensor>,
   ): Promise<{ outputs: Record<string, OrtTensor>; buffers: Map<ArrayBuffer, ArrayBuffer> }> {
     if (this.generation !== generation || !thread) throw new Error('the inference thread stopped; load the model again');
-    const lent: ArrayBuffer[] = [];
+    const index = new Map<ArrayBuffer, number>(); // each lent buffer once, by its place in the call
     const lend = (t: OrtTensor): LentTensor => {
       const d = t.data as Float32Array;
-      if (!lent.includes(d.buffer as ArrayBuffer)) lent.push(d.buffer as ArrayBuffer);
-      return { dims: [...t.dims], buffer: lent.indexOf(d.buffer as ArrayBuffer), offset: d.byteOffset, length: d.length };
+      const b = d.buffer as ArrayBuffer;
+      if (!index.has(b)) index.set(b, index.size);
+      return { dims: [...t.dims], buffer: index.get(b)!, offset: d.byteOffset, length: d.length };
     };
     const wire: Record<string, WireTensor | LentTensor> = {};
     const transfer: ArrayBuffer[] = [];
@@ -157,6 +158,7 @@ class ThreadSession {
     }
     const out: Record<string, LentTensor> = {};
     for (const [name, t] of Object.entries(fetches)) out[name] = lend(t);
+    const lent = [...index.keys()];
     const r = await call<{ outputs: Record<string, WireTensor>; buffers: Uint8Array[] }>(
       'ort.runLending',
       [this.info.id, wire, out, lent],
