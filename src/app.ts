@@ -7,11 +7,11 @@ import { auth } from './http/auth.ts';
 import { areaTicketAuth } from './http/area-ticket.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { bodyLimit } from './http/body-limit.ts';
-import { chain } from './http/chain.ts';
 import { cors } from './http/cors.ts';
 import type { AppEnv } from './http/context.ts';
 import { toErrorResponse } from './http/errors.ts';
 import { requestMeta } from './http/request-meta.ts';
+import { OneHandlerRouter } from './http/one-handler-router.ts';
 import { embeddedPublic } from './runtime/embedded.ts';
 import { findPublicDir, serveStatic } from './http/static.ts';
 import { serveVendor } from './http/vendor.ts';
@@ -58,24 +58,20 @@ export interface AppOptions {
 
 export function createApp(deps: Deps, opts: AppOptions = {}): Hono<AppEnv> {
   const { config, nodeTag, keys, log } = deps;
+  const onError = (err: Error, c: Context<AppEnv>) => toErrorResponse(err, c, (m, e) => log.error(m, e));
   // RegExpRouter alone, not Hono's default SmartRouter: that one silently falls back to the TrieRouter, several
   // µs slower per request, when a route conflicts (a static segment registered before a `:param` in its
   // place); here such a conflict fails at startup (the compile below) and the route is written otherwise.
-  const app = new Hono<AppEnv>({ router: new RegExpRouter() });
+  // The handlers a request matches run as one (src/http/one-handler-router.ts).
+  const app = new Hono<AppEnv>({ router: new OneHandlerRouter(new RegExpRouter(), onError) });
   const publicDir = findPublicDir();
 
-  const onError = (err: Error, c: Context<AppEnv>) => toErrorResponse(err, c, (m, e) => log.error(m, e));
-  // what every request passes, as one layer (src/http/chain.ts)
-  app.use(
-    '*',
-    chain([
-      requestMeta(nodeTag, log),
-      cors(config.corsOrigins),
-      areaTicketAuth(deps.adminConsole.tickets),
-      auth(keys, isLoopbackHost(config.host)),
-      bodyLimit(config.maxUploadBytes),
-    ], onError),
-  );
+  // what every request passes
+  app.use('*', requestMeta(nodeTag, log));
+  app.use('*', cors(config.corsOrigins));
+  app.use('*', areaTicketAuth(deps.adminConsole.tickets));
+  app.use('*', auth(keys, isLoopbackHost(config.host)));
+  app.use('*', bodyLimit(config.maxUploadBytes));
 
   app.route('/', rootRoutes(nodeTag, publicDir !== null || '/index.html' in embeddedPublic));
   // Anthropic Messages gateway (its /v1/models answers only with anthropic-version, so it comes first)

@@ -7,6 +7,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { cors as honoCors } from 'hono/cors';
 import { setHeadersAfterResponse } from '../runtime/http-tuning.ts';
+import { afterNext } from './one-handler-router.ts';
 
 /** Whether `origin` matches one of the allowed patterns (see the setting's help). */
 export function originAllowed(origin: string, allowed: readonly string[]): boolean {
@@ -90,12 +91,12 @@ export function cors(allowed: readonly string[]): MiddlewareHandler {
     if (c.req.method === 'OPTIONS') return preflight(c, next);
     const origin = c.req.header('origin');
     const allow = origin && originAllowed(origin, allowed) ? origin : null;
-    if (setHeadersAfterResponse) return next().then(() => finish(c, allow));
+    if (setHeadersAfterResponse) return afterNext(next(), () => finish(c, allow));
     c.header('Vary', 'Origin', { append: true });
     if (!allow) return next();
     c.header('Access-Control-Allow-Origin', allow);
     c.header('Access-Control-Expose-Headers', EXPOSE_HEADERS);
     // a response not built through the context (a raw Response) did not get them: a browser needs them
-    return next().then(() => finish(c, allow));
+    return afterNext(next(), () => finish(c, allow));
   };
 }

@@ -8,13 +8,14 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { randomId } from '../ids.ts';
 import type { Logger } from '../log.ts';
 import { setHeadersAfterResponse } from '../runtime/http-tuning.ts';
+import { afterNext } from './one-handler-router.ts';
 import type { AppEnv } from './context.ts';
 
 export function requestMeta(nodeTag: string, log: Logger): MiddlewareHandler<AppEnv> {
   // Unique per process: a random boot prefix and a counter (cheaper than random bytes per request).
   const boot = randomId(6);
   let seq = 0;
-  // Not async, and the access line written by a plain function: no promise or closure of its own per request.
+  // Not async, and the access line written by a plain function: no promise of its own per request.
   const access = (c: Context<AppEnv>, status: number, started: number, rid: string) => {
     const owner = (c.get('owner') as { id?: string } | undefined)?.id ?? '-';
     log.access(`${c.req.method} ${c.req.path} ${status} ${(performance.now() - started).toFixed(1)}ms owner=${owner} rid=${rid}`);
@@ -24,19 +25,17 @@ export function requestMeta(nodeTag: string, log: Logger): MiddlewareHandler<App
     const started = logging ? performance.now() : 0; // a clock read is an op call on Deno: only when logged
     const rid = boot + (seq++).toString(36).padStart(6, '0');
     c.set('requestId', rid);
-    let done: Promise<void>;
-    if (setHeadersAfterResponse) {
-      done = next().then(() => {
-        c.res.headers.set('X-Svc-Node', nodeTag);
-        c.res.headers.set('X-Request-Id', rid);
-      });
-    } else {
+    if (!setHeadersAfterResponse) {
       c.header('X-Svc-Node', nodeTag);
       c.header('X-Request-Id', rid);
-      done = next();
+      if (!logging) return next();
     }
-    if (!logging) return done;
-    return done.then(() => {
+    return afterNext(next(), () => {
+      if (setHeadersAfterResponse) {
+        c.res.headers.set('X-Svc-Node', nodeTag);
+        c.res.headers.set('X-Request-Id', rid);
+      }
+      if (!logging) return;
       const ended = c.get('streamEnded');
       // A stream is logged when it ends: 499 when the client left before the end.
       if (ended && c.res.status === 200) void ended.then((how) => access(c, how === 'cancelled' ? 499 : 200, started, rid));
