@@ -12,9 +12,11 @@ import { afterNext } from './one-handler-router.ts';
 import type { AppEnv } from './context.ts';
 
 export function requestMeta(nodeTag: string, log: Logger): MiddlewareHandler<AppEnv> {
-  // Unique per process: a random boot prefix and a counter (cheaper than random bytes per request).
-  const boot = randomId(6);
-  let seq = 0;
+  // Unique per process: a random boot prefix and a counter (cheaper than random bytes per request). The
+  // counter starts at 36^6, so it is written in 7 base-36 digits without padding (padStart is slow on Bun);
+  // 12 characters in all.
+  const boot = randomId(5);
+  let seq = 36 ** 6;
   // Not async, and the access line written by a plain function: no promise of its own per request.
   const access = (c: Context<AppEnv>, status: number, started: number, rid: string) => {
     const owner = (c.get('owner') as { id?: string } | undefined)?.id ?? '-';
@@ -23,7 +25,7 @@ export function requestMeta(nodeTag: string, log: Logger): MiddlewareHandler<App
   return (c, next) => {
     const logging = log.level === 'debug' || log.level === 'info';
     const started = logging ? performance.now() : 0; // a clock read is an op call on Deno: only when logged
-    const rid = boot + (seq++).toString(36).padStart(6, '0');
+    const rid = boot + (seq++).toString(36);
     c.set('requestId', rid);
     if (!setHeadersAfterResponse) {
       c.header('X-Svc-Node', nodeTag);
