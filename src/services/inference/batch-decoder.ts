@@ -16,7 +16,8 @@
  * Runtime writes the present (past + new positions, the graph concatenates them) straight into the other,
  * given as a preallocated output (onnxruntime-node; on onnxruntime-web the present is copied in); the two
  * swap roles each call. Arenas grow geometrically, so a step
- * allocates no cache memory and copies nothing outside the graph; rows joining or leaving repack once.
+ * allocates no cache memory and copies nothing outside the graph; rows joining or leaving repack once
+ * (in the inference thread, like the runs).
  */
 import type { LoadedModel } from './load.ts';
 import type { LogitsProcessorLike } from './sampling.ts';
@@ -55,6 +56,15 @@ interface SessionLike {
     feeds: Record<string, unknown>,
     fetches: Record<string, unknown>,
   ): Promise<{ outputs: Record<string, OrtTensorLike>; buffers: Map<ArrayBuffer, ArrayBuffer> }>;
+  /** Copies done in the inference thread on buffers lent there and back (./ort-thread.ts). */
+  copyLending?(moves: CopyMove[]): Promise<Map<ArrayBuffer, ArrayBuffer>>;
+}
+
+/** `from` (a view) copied into `to` at element `into`. */
+export interface CopyMove {
+  from: Float32Array;
+  to: Float32Array;
+  into: number;
 }
 
 interface Row {
@@ -126,21 +136,33 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
 
   const newKv = (): Kv => ({ len: 0, cur: new Map(), spare: new Map() });
 
+  /**
+   * The moves done, then `kv`'s arenas re-pointed. In the inference thread where the session lives there:
+   * a repack moves the whole cache (tens of MB for a long context), which would hold the event loop.
+   */
+  const copy = async (kv: Kv, moves: CopyMove[]) => {
+    if (!moves.length) return;
+    if (!s.copyLending) for (const { from, to, into } of moves) to.set(from, into);
+    else adopt(kv, await s.copyLending(moves));
+  };
+
   /** Room in both arenas for `b` rows of `len` positions; the current arena's contents are kept. */
   const reserve = (kv: Kv, b: number, len: number) => {
     const need = b * heads * len * headDim;
+    const moves: CopyMove[] = [];
     for (const name of pastNames) {
       const cur = kv.cur.get(name);
       if (cur && cur.length >= need) continue;
       const cap = Math.ceil(need * 1.5);
       const grown = new Float32Array(cap);
-      if (cur) grown.set(cur);
+      if (cur) moves.push({ from: cur, to: grown, into: 0 });
       kv.cur.set(name, grown);
       kv.spare.set(name, new Float32Array(cap));
     }
+    return copy(kv, moves);
   };
 
-  /** After a lending run: the arenas are the buffers that came back (the same memory, new owners). */
+  /** After a lending call: the arenas are the buffers that came back (the same memory, new owners). */
   const adopt = (kv: Kv, moved: Map<ArrayBuffer, ArrayBuffer>) => {
     const back = (a: Float32Array) => {
       const b = moved.get(a.buffer as ArrayBuffer);
@@ -158,7 +180,7 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     const q = ids.length / b;
     const len = kv.len;
     const total = len + q;
-    reserve(kv, b, total);
+    await reserve(kv, b, total);
     const feeds: Record<string, unknown> = {
       input_ids: tensor('int64', ids, [b, q]),
       attention_mask: tensor('int64', mask, [b, total]),
@@ -234,7 +256,7 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
    * Make `main` hold `keep` (rows of main) followed by `join` (rows of `from`), each with its padding trimmed
    * to what the longest context needs. Written into main's spare arena (or a new one), then swapped in.
    */
-  const repack = (keep: Row[], join: Row[] = [], from?: Kv) => {
+  const repack = async (keep: Row[], join: Row[] = [], from?: Kv) => {
     const index = new Map(rows.map((r, i) => [r, i]));
     const src = [
       ...keep.map((r) => ({ r, kv: main!, i: index.get(r)! })),
@@ -243,19 +265,29 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     const real = src.map(({ r, kv }) => kv.len - r.pad);
     const len = Math.max(0, ...real);
     const kv = main ?? newKv();
-    reserve(kv, src.length, len);
-    for (const name of pastNames) {
-      const out = kv.spare.get(name)!;
-      src.forEach(({ kv: from, i }, b) => {
-        const data = from.cur.get(name)!;
-        const n = real[b]! * headDim;
-        for (let h = 0; h < heads; h++) {
-          const at = ((i * heads + h) * from.len + from.len - real[b]!) * headDim;
-          out.set(data.subarray(at, at + n), ((b * heads + h) * len + len - real[b]!) * headDim);
-        }
-      });
-      kv.spare.set(name, kv.cur.get(name)!);
-      kv.cur.set(name, out);
+    const moves: CopyMove[] = [];
+    try {
+      await reserve(kv, src.length, len);
+      for (const name of pastNames) {
+        const out = kv.spare.get(name)!;
+        src.forEach(({ kv: from, i }, b) => {
+          const data = from.cur.get(name)!;
+          const n = real[b]! * headDim;
+          for (let h = 0; h < heads; h++) {
+            const at = ((i * heads + h) * from.len + from.len - real[b]!) * headDim;
+            moves.push({ from: data.subarray(at, at + n), to: out, into: ((b * heads + h) * len + len - real[b]!) * headDim });
+          }
+        });
+        kv.spare.set(name, kv.cur.get(name)!);
+        kv.cur.set(name, out);
+      }
+      await copy(kv, moves);
+    } catch (e) {
+      // the cache went with the thread: every row it held fails
+      for (const { r } of src) r.fail(e);
+      rows = [];
+      main = undefined;
+      return;
     }
     kv.len = len;
     src.forEach(({ r }, b) => (r.pad = len - real[b]!));
@@ -296,8 +328,8 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
       return;
     }
     if (finished.size) {
-      repack(rows.filter((r) => !finished.has(r)));
       for (const r of finished) r.done();
+      await repack(rows.filter((r) => !finished.has(r)));
     }
   };
 
@@ -330,7 +362,7 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
       if (r.req.signal.aborted || accept(r, pick(r, logits[i]!))) r.done();
       else joining.push(r);
     });
-    if (joining.length) repack(rows, joining, kv);
+    if (joining.length) await repack(rows, joining, kv);
   };
 
   const loop = async () => {

@@ -26,6 +26,15 @@ export interface LentTensor {
   length: number;
 }
 
+/** One copy between lent buffers: `length` floats from byte `fromOffset` of one to byte `toOffset` of another. */
+export interface CopyWire {
+  from: number;
+  fromOffset: number;
+  length: number;
+  to: number;
+  toOffset: number;
+}
+
 export interface OrtThreadInit {
   /** The process's ONNX Runtime (./backend.ts binds one per process): the thread loads the same package. */
   runtime: OrtPackage;
@@ -140,6 +149,14 @@ async function runLending(
   return { outputs, buffers: buffers.map((b) => new Uint8Array(b)) };
 }
 
+/** Copies between lent buffers (ThreadSession.copyLending), done here; every buffer sent back. */
+function copy([moves, buffers]: [CopyWire[], ArrayBuffer[]]): Uint8Array[] {
+  for (const m of moves) {
+    new Float32Array(buffers[m.to]!, m.toOffset, m.length).set(new Float32Array(buffers[m.from]!, m.fromOffset, m.length));
+  }
+  return buffers.map((b) => new Uint8Array(b));
+}
+
 async function release([id]: [number]): Promise<void> {
   const session = sessions.get(id);
   sessions.delete(id);
@@ -150,5 +167,6 @@ export const ortSessionOperations = {
   'ort.create': create,
   'ort.run': run,
   'ort.runLending': runLending,
+  'ort.copy': copy,
   'ort.release': release,
 };

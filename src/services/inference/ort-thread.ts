@@ -16,7 +16,7 @@ import { startThread, type Thread, workerEntry } from '../../runtime/worker.ts';
 import { limits } from '../limits.ts';
 import { fromWire, type FromWorker, type ToWorker } from '../workers/protocol.ts';
 import type { OrtWeb } from './backend.ts';
-import type { LentTensor, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
+import type { CopyWire, LentTensor, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
 
 interface Pending {
   resolve(v: unknown): void;
@@ -172,6 +172,30 @@ class ThreadSession {
       outputs[name] = new this.ort.Tensor('float32', data, t.dims);
     }
     return { outputs, buffers };
+  }
+
+  /**
+   * Copies between float32 arrays done in the inference thread: each move copies `from` (a view) into `to`
+   * at element `into`. Their buffers are lent there and back as in `runLending`; returns old buffer -> new.
+   */
+  async copyLending(moves: { from: Float32Array; to: Float32Array; into: number }[]): Promise<Map<ArrayBuffer, ArrayBuffer>> {
+    if (this.generation !== generation || !thread) throw new Error('the inference thread stopped; load the model again');
+    const index = new Map<ArrayBuffer, number>();
+    const at = (a: Float32Array) => {
+      const b = a.buffer as ArrayBuffer;
+      if (!index.has(b)) index.set(b, index.size);
+      return index.get(b)!;
+    };
+    const wire: CopyWire[] = moves.map(({ from, to, into }) => ({
+      from: at(from),
+      fromOffset: from.byteOffset,
+      length: from.length,
+      to: at(to),
+      toOffset: to.byteOffset + into * 4,
+    }));
+    const lent = [...index.keys()];
+    const back = await call<Uint8Array[]>('ort.copy', [wire, lent], lent);
+    return new Map(lent.map((b, i) => [b, back[i]!.buffer as ArrayBuffer]));
   }
 
   async release(): Promise<void> {
