@@ -29,13 +29,8 @@ export function matmulChain(): Uint8Array {
   return new WireWriter().varint(1, 8).message(8, new WireWriter().string(1, '').varint(2, 13)).message(7, g).finish();
 }
 
-/**
- * Runs `run` (X⁴ of an n×n matrix) back to back, as a decode loop does, until they took 300 ms or more,
- * while a 2 ms interval timer records the longest gap between its ticks; on the event loop the loop would
- * stall for a whole run. Also checks one entry of the product against plain JS.
- */
-export async function loopStaysFree(run: (x: Float32Array, n: number) => Promise<Float32Array>, n = 640): Promise<void> {
-  const x = new Float32Array(n * n).map((_, i) => ((i * 7919) % 13) / 13 - 0.5);
+/** Resolves `work`, with the longest gap (ms) between the ticks of a 2 ms interval timer meanwhile. */
+export async function longestLoopGap<T>(work: () => Promise<T>): Promise<{ value: T; gap: number }> {
   let last = performance.now();
   let gap = 0;
   const tick = setInterval(() => {
@@ -43,14 +38,26 @@ export async function loopStaysFree(run: (x: Float32Array, n: number) => Promise
     gap = Math.max(gap, t - last);
     last = t;
   }, 2);
-  const t0 = performance.now();
-  let runs = 0;
-  let out!: Float32Array;
   try {
-    while (runs < 3 || (performance.now() - t0 < 300 && runs < 50)) (out = await run(x, n)), runs++;
+    return { value: await work(), gap };
   } finally {
     clearInterval(tick);
   }
+}
+
+/**
+ * Runs `run` (X⁴ of an n×n matrix) back to back, as a decode loop does, until they took 300 ms or more,
+ * while a 2 ms interval timer records the longest gap between its ticks; on the event loop the loop would
+ * stall for a whole run. Also checks one entry of the product against plain JS.
+ */
+export async function loopStaysFree(run: (x: Float32Array, n: number) => Promise<Float32Array>, n = 640): Promise<void> {
+  const x = new Float32Array(n * n).map((_, i) => ((i * 7919) % 13) / 13 - 0.5);
+  const t0 = performance.now();
+  let runs = 0;
+  let out!: Float32Array;
+  const { gap } = await longestLoopGap(async () => {
+    while (runs < 3 || (performance.now() - t0 < 300 && runs < 50)) (out = await run(x, n)), runs++;
+  });
   const perRun = (performance.now() - t0) / runs;
   assert.ok(perRun >= 20, `a run took ${perRun.toFixed(0)} ms: too short to tell`);
   assert.ok(gap < perRun / 2, `event loop stalled ${gap.toFixed(0)} ms during runs of ${perRun.toFixed(0)} ms each`);
