@@ -142,7 +142,7 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
    */
   const copy = async (kv: Kv, moves: CopyMove[]) => {
     if (!moves.length) return;
-    if (!s.copyLending) for (const { from, to, into } of moves) to.set(from, into);
+    if (!s.copyLending) { for (const { from, to, into } of moves) to.set(from, into); }
     else adopt(kv, await s.copyLending(moves));
   };
 
