@@ -97,6 +97,8 @@ test('clusters: the server store is listed as default; a libSQL file cluster is 
 test('collections: a tenant and a collection are created in the chosen cluster', async () => {
   await page.locator('#clusters-table tr[data-cluster="remote"] button', { hasText: 'Collections' }).click();
   await page.waitForSelector('#view-collections:not([hidden])');
+  // the view shows at once; its cluster list is loaded after it (the chosen one must end up selected)
+  await page.waitForFunction(() => (document.getElementById('col-cluster') as HTMLSelectElement | null)?.options.length);
   assert.equal(await page.inputValue('#col-cluster'), 'remote');
   await page.fill('#tenant-name', 'acme');
   await page.click('#tenant-form button[type=submit]');
