@@ -103,9 +103,17 @@ async function create(
   };
 }
 
-async function run([id, feeds]: [number, Record<string, WireTensor>]): Promise<Record<string, WireTensor>> {
+function sessionOf(id: number): Session {
   const session = sessions.get(id);
   if (!session) throw new Error(`session ${id} is gone (its inference thread was restarted): load the model again`);
+  return session;
+}
+
+/** Whole-buffer views of the lent buffers: the pool moves them back rather than copying them. */
+const sentBack = (buffers: ArrayBuffer[]) => buffers.map((b) => new Uint8Array(b));
+
+async function run([id, feeds]: [number, Record<string, WireTensor>]): Promise<Record<string, WireTensor>> {
+  const session = sessionOf(id);
   const o = await ort!;
   const inputs: Record<string, unknown> = {};
   for (const [name, t] of Object.entries(feeds)) inputs[name] = new o.Tensor(t.type as never, t.data as never, t.dims);
@@ -122,8 +130,7 @@ async function run([id, feeds]: [number, Record<string, WireTensor>]): Promise<R
 async function runLending(
   [id, feeds, fetches, buffers]: [number, Record<string, WireTensor | LentTensor>, Record<string, LentTensor>, ArrayBuffer[]],
 ): Promise<{ outputs: Record<string, WireTensor>; buffers: Uint8Array[] }> {
-  const session = sessions.get(id);
-  if (!session) throw new Error(`session ${id} is gone (its inference thread was restarted): load the model again`);
+  const session = sessionOf(id);
   const o = await ort!;
   const view = (t: LentTensor) => new o.Tensor('float32', new Float32Array(buffers[t.buffer]!, t.offset, t.length), t.dims);
   const inputs: Record<string, unknown> = {};
@@ -145,8 +152,7 @@ async function runLending(
     }
     outputs[name] = { type: t.type, dims: [...t.dims], data: t.data as ArrayBufferView };
   }
-  // whole-buffer views: the pool moves them back rather than copying them
-  return { outputs, buffers: buffers.map((b) => new Uint8Array(b)) };
+  return { outputs, buffers: sentBack(buffers) };
 }
 
 /** Copies between lent buffers (ThreadSession.copyLending), done here; every buffer sent back. */
@@ -154,7 +160,7 @@ function copy([moves, buffers]: [CopyWire[], ArrayBuffer[]]): Uint8Array[] {
   for (const m of moves) {
     new Float32Array(buffers[m.to]!, m.toOffset, m.length).set(new Float32Array(buffers[m.from]!, m.fromOffset, m.length));
   }
-  return buffers.map((b) => new Uint8Array(b));
+  return sentBack(buffers);
 }
 
 async function release([id]: [number]): Promise<void> {

@@ -89,6 +89,26 @@ function own(data: ArrayBufferView): ArrayBufferView {
 
 type OrtTensor = InstanceType<OrtWeb['Tensor']>;
 
+/** A copy of a tensor that moves to the thread: the caller keeps its own (the next step may read it again). */
+function copied(t: OrtTensor, transfer: ArrayBuffer[]): WireTensor {
+  const data = (t.data as unknown as { slice(): ArrayBufferView }).slice();
+  transfer.push(data.buffer as ArrayBuffer);
+  return { type: t.type, dims: [...t.dims], data };
+}
+
+/** Numbers the distinct buffers of a call's arrays in first-seen order: the buffers lent with the call. */
+function lender() {
+  const index = new Map<ArrayBuffer, number>();
+  return {
+    at(a: ArrayBufferView): number {
+      const b = a.buffer as ArrayBuffer;
+      if (!index.has(b)) index.set(b, index.size);
+      return index.get(b)!;
+    },
+    lent: () => [...index.keys()],
+  };
+}
+
 /** A session whose weights and compute live in the inference thread. */
 class ThreadSession {
   readonly inputNames: string[];
@@ -110,16 +130,15 @@ class ThreadSession {
     return this.info.int8From4Bit;
   }
 
-  async run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
+  private alive(): void {
     if (this.generation !== generation || !thread) throw new Error('the inference thread stopped; load the model again');
+  }
+
+  async run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
+    this.alive();
     const wire: Record<string, WireTensor> = {};
     const transfer: ArrayBuffer[] = [];
-    for (const [name, t] of Object.entries(feeds)) {
-      // a copy moves to the thread: the caller keeps its tensors (the next step may read them again)
-      const copy = (t.data as unknown as { slice(): ArrayBufferView }).slice();
-      wire[name] = { type: t.type, dims: [...t.dims], data: copy };
-      transfer.push(copy.buffer as ArrayBuffer);
-    }
+    for (const [name, t] of Object.entries(feeds)) wire[name] = copied(t, transfer);
     const out = await call<Record<string, WireTensor>>('ort.run', [this.info.id, wire], transfer);
     const result: Record<string, OrtTensor> = {};
     for (const [name, t] of Object.entries(out)) result[name] = new this.ort.Tensor(t.type as never, t.data as never, t.dims);
@@ -138,40 +157,30 @@ class ThreadSession {
     feeds: Record<string, OrtTensor>,
     fetches: Record<string, OrtTensor>,
   ): Promise<{ outputs: Record<string, OrtTensor>; buffers: Map<ArrayBuffer, ArrayBuffer> }> {
-    if (this.generation !== generation || !thread) throw new Error('the inference thread stopped; load the model again');
-    const index = new Map<ArrayBuffer, number>(); // each lent buffer once, by its place in the call
+    this.alive();
+    const buffers = lender();
     const lend = (t: OrtTensor): LentTensor => {
       const d = t.data as Float32Array;
-      const b = d.buffer as ArrayBuffer;
-      if (!index.has(b)) index.set(b, index.size);
-      return { dims: [...t.dims], buffer: index.get(b)!, offset: d.byteOffset, length: d.length };
+      return { dims: [...t.dims], buffer: buffers.at(d), offset: d.byteOffset, length: d.length };
     };
     const wire: Record<string, WireTensor | LentTensor> = {};
     const transfer: ArrayBuffer[] = [];
-    for (const [name, t] of Object.entries(feeds)) {
-      if (t.type === 'float32') wire[name] = lend(t);
-      else {
-        const copy = (t.data as unknown as { slice(): ArrayBufferView }).slice();
-        wire[name] = { type: t.type, dims: [...t.dims], data: copy };
-        transfer.push(copy.buffer as ArrayBuffer);
-      }
-    }
+    for (const [name, t] of Object.entries(feeds)) wire[name] = t.type === 'float32' ? lend(t) : copied(t, transfer);
     const out: Record<string, LentTensor> = {};
     for (const [name, t] of Object.entries(fetches)) out[name] = lend(t);
-    const lent = [...index.keys()];
+    const lent = buffers.lent();
     const r = await call<{ outputs: Record<string, WireTensor>; buffers: Uint8Array[] }>(
       'ort.runLending',
       [this.info.id, wire, out, lent],
       [...transfer, ...lent],
     );
-    const buffers = new Map(lent.map((b, i) => [b, r.buffers[i]!.buffer as ArrayBuffer]));
     const outputs: Record<string, OrtTensor> = {};
     for (const [name, t] of Object.entries(r.outputs)) outputs[name] = new this.ort.Tensor(t.type as never, t.data as never, t.dims);
     for (const [name, t] of Object.entries(out)) {
       const data = new Float32Array(r.buffers[t.buffer]!.buffer, t.offset, t.length);
       outputs[name] = new this.ort.Tensor('float32', data, t.dims);
     }
-    return { outputs, buffers };
+    return { outputs, buffers: new Map(lent.map((b, i) => [b, r.buffers[i]!.buffer as ArrayBuffer])) };
   }
 
   /**
@@ -179,21 +188,16 @@ class ThreadSession {
    * at element `into`. Their buffers are lent there and back as in `runLending`; returns old buffer -> new.
    */
   async copyLending(moves: { from: Float32Array; to: Float32Array; into: number }[]): Promise<Map<ArrayBuffer, ArrayBuffer>> {
-    if (this.generation !== generation || !thread) throw new Error('the inference thread stopped; load the model again');
-    const index = new Map<ArrayBuffer, number>();
-    const at = (a: Float32Array) => {
-      const b = a.buffer as ArrayBuffer;
-      if (!index.has(b)) index.set(b, index.size);
-      return index.get(b)!;
-    };
+    this.alive();
+    const buffers = lender();
     const wire: CopyWire[] = moves.map(({ from, to, into }) => ({
-      from: at(from),
+      from: buffers.at(from),
       fromOffset: from.byteOffset,
       length: from.length,
-      to: at(to),
+      to: buffers.at(to),
       toOffset: to.byteOffset + into * 4,
     }));
-    const lent = [...index.keys()];
+    const lent = buffers.lent();
     const back = await call<Uint8Array[]>('ort.copy', [wire, lent], lent);
     return new Map(lent.map((b, i) => [b, back[i]!.buffer as ArrayBuffer]));
   }
