@@ -29,6 +29,8 @@ const BACKENDS = (process.env.BENCH_BACKENDS ?? 'cpu,wasm').split(',');
 const DTYPES = (process.env.BENCH_DTYPES ?? 'q8,q4').split(',');
 export const FILE: Record<string, string> = { q8: 'model_quantized.onnx', q4: 'model_q4.onnx', fp32: 'model.onnx' };
 export const PROMPT = 'Write a short story about a lighthouse keeper who finds a message in a bottle on a stormy night.';
+/** The long prompt of the "after a long prompt" pair: the chat prompt's sentence repeated (about 2,000 tokens). */
+const LONG_PROMPT = Array(Number(process.env.BENCH_LONG_REPEAT ?? 30)).fill(PROMPT).join(' ');
 
 interface ChildResult {
   backend: string;
@@ -118,10 +120,10 @@ interface PairResult {
  * `cpu` is each run's process CPU time / wall time over the threads asked for: well below 1 means the
  * run waited for cores other work held.
  */
-async function pairChild(dtype: string, threads: number): Promise<PairResult> {
+async function pairChild(dtype: string, threads: number, content = PROMPT): Promise<PairResult> {
   const { renderChatPrompt } = await import('../../src/services/inference/chat-prompt.ts');
   const { m, generate } = await loadMasked('cpu', dtype, threads);
-  const chat = { messages: [{ role: 'user', content: PROMPT }] };
+  const chat = { messages: [{ role: 'user', content }] };
   const ids = Array.from(
     (m.tokenizer(renderChatPrompt(m.tokenizer, chat), { add_special_tokens: false }) as unknown as { input_ids: { data: BigInt64Array } })
       .input_ids.data,
@@ -130,7 +132,7 @@ async function pairChild(dtype: string, threads: number): Promise<PairResult> {
   const { getLlama } = await import('node-llama-cpp');
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' as never });
   const lm = await llama.loadModel({ modelPath: join(MODEL_DIR, GGUF[dtype]!) });
-  const ctx = await lm.createContext({ contextSize: 512, batchSize: 512, threads, sequences: 1 });
+  const ctx = await lm.createContext({ contextSize: Math.max(512, ids.length + TOKENS + 8), batchSize: 512, threads, sequences: 1 });
   const seq = ctx.getSequence();
   const cpuShare = (t0: number, c0: NodeJS.CpuUsage) => {
     const c = process.cpuUsage(c0);
@@ -138,7 +140,7 @@ async function pairChild(dtype: string, threads: number): Promise<PairResult> {
   };
   const runSvc = async (n: number) => {
     const t0 = performance.now(), c0 = process.cpuUsage();
-    const { ttft, tps } = await generate(n);
+    const { ttft, tps } = await generate(n, { content });
     return { ttft, tps, cpu: cpuShare(t0, c0) };
   };
   const runLlama = async (n: number) => {
@@ -170,6 +172,19 @@ async function pairChild(dtype: string, threads: number): Promise<PairResult> {
   });
   return { dtype, threads, svc: agg(sv), llama: agg(ll), promptTokens: ids.length };
 }
+
+/** The svc / llama.cpp table of some pairs. */
+const pairTable = (pairs: PairResult[]) => [
+  '| dtype | threads | svc TTFT (ms) | svc decode (tok/s) | llama.cpp TTFT (ms) | llama.cpp decode (tok/s) | svc / llama.cpp decode | cpu share svc | cpu share llama.cpp |',
+  '|---|---:|---:|---:|---:|---:|---:|---|---|',
+  ...pairs.map((r) =>
+    r.error
+      ? `| ${r.dtype} | ${r.threads} | – | – | – | – | – | failed: ${r.error.replace(/\|/g, '/')} | |`
+      : `| ${r.dtype} | ${r.threads} | ${f1(r.svc.ttft)} | ${f1(r.svc.tps)} | ${f1(r.llama.ttft)} | ${f1(r.llama.tps)} | ${
+        (r.svc.tps / r.llama.tps).toFixed(2)
+      } | ${r.svc.cpu.join(' ')} | ${r.llama.cpu.join(' ')} |`
+  ),
+];
 
 /** The run's verdict on the two goals, from its own figures. */
 function pairStatus(pairs: PairResult[]): string {
@@ -251,9 +266,9 @@ async function batchChild(dtype: string, threads: number): Promise<BatchResult> 
       return out;
     };
   s.run = timed(s.run.bind(s));
-  // a session in the inference thread: the decoder lends it its buffers (src/services/inference/ort-thread.ts)
-  const lending = s as unknown as { runLending?: typeof s.run };
-  if (lending.runLending) lending.runLending = timed(lending.runLending.bind(s));
+  // a session in the inference thread: the decoder runs it on buffers held there (src/services/inference/ort-thread.ts)
+  const held = s as unknown as { runHeld?: typeof s.run };
+  if (held.runHeld) held.runHeld = timed(held.runHeld.bind(s));
   /**
    * One stream: time to its first token and of its last token, from the engine's own token timings (a
    * random model's first tokens may be partial UTF-8 that emit no text yet).
@@ -496,7 +511,7 @@ const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? 
 async function main() {
   if (process.argv[2] === '--pair-child') {
     const [dtype, threads] = [process.argv[3], Number(process.argv[4])];
-    const r = await pairChild(dtype, threads).catch((e): PairResult => ({
+    const r = await pairChild(dtype, threads, process.argv[5] === 'long' ? LONG_PROMPT : PROMPT).catch((e): PairResult => ({
       dtype,
       threads,
       svc: { ttft: NaN, tps: NaN, cpu: [] },
@@ -631,15 +646,7 @@ async function main() {
         loadSeen.join('; ')
       } on ${cpus().length} cores. "cpu share" = process CPU time / wall time / threads per run (1.0 = the engine had its cores to itself).`,
       '',
-      '| dtype | threads | svc TTFT (ms) | svc decode (tok/s) | llama.cpp TTFT (ms) | llama.cpp decode (tok/s) | svc / llama.cpp decode | cpu share svc | cpu share llama.cpp |',
-      '|---|---:|---:|---:|---:|---:|---:|---|---|',
-      ...pairs.map((r) =>
-        r.error
-          ? `| ${r.dtype} | ${r.threads} | – | – | – | – | – | failed: ${r.error.replace(/\|/g, '/')} | |`
-          : `| ${r.dtype} | ${r.threads} | ${f1(r.svc.ttft)} | ${f1(r.svc.tps)} | ${f1(r.llama.ttft)} | ${f1(r.llama.tps)} | ${
-            (r.svc.tps / r.llama.tps).toFixed(2)
-          } | ${r.svc.cpu.join(' ')} | ${r.llama.cpu.join(' ')} |`
-      ),
+      ...pairTable(pairs),
       '',
       ...THREADS.map((t) =>
         q('q4', t) && q('q8', t)
@@ -656,6 +663,30 @@ async function main() {
     write0('Text generation: svc against llama.cpp (same weights)', body);
     console.log(body);
     await writeSummary(pairs);
+  }
+
+  if (parts.includes('long')) {
+    const pairs: PairResult[] = [];
+    const seen = loadSeen.length;
+    for (const threads of THREADS) {
+      for (const dtype of DTYPES) {
+        console.error(`svc vs llama.cpp after a long prompt: ${dtype} threads=${threads} ...`);
+        pairs.push(spawnChild(['--pair-child', dtype, String(threads), 'long']));
+      }
+    }
+    const body = [
+      `As "svc against llama.cpp (same weights)" above, with a long prompt: the chat prompt's sentence repeated (${
+        pairs[0]?.promptTokens
+      } prompt tokens), so every decode step attends to about that many cached positions; ${TOKENS} tokens decoded per run, runs alternating, medians of ${RUNS} per side. Machine: ${machine}; load average at each child start: ${
+        loadSeen.slice(seen).join('; ')
+      }.`,
+      '',
+      ...pairTable(pairs),
+      '',
+      "Goal (the issue's, at every context): svc ≥ 1.2× llama.cpp. svc's KV cache stays in the inference thread between steps (src/services/inference/ort-thread.ts). What is left of each step beyond the weights is the exported graph's plain-operator attention (the past and new keys concatenated, the KV heads expanded to every query head) and onnxruntime-node's copy of every output it returns, the present keys and values included, into a new buffer; llama.cpp appends to its cache in place.",
+    ].join('\n');
+    write0('Text generation: svc against llama.cpp after a long prompt', body);
+    console.log(body);
   }
 
   if (parts.includes('http')) {

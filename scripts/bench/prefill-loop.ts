@@ -40,13 +40,23 @@ async function side(which: 'in-process' | 'thread', promptTokens: number): Promi
   const i64 = (xs: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), dims);
   const pastNames = s.inputNames.filter((n) => n.startsWith('past_key_values.'));
   // as the server's decode loop does: the cache in two arenas per layer, read from one and written into
-  // the other by ONNX Runtime (a preallocated output), swapped after each call; in the thread they are lent
+  // the other by ONNX Runtime (a preallocated output), swapped after each call; in the thread they are
+  // held there (src/services/inference/ort-thread.ts), in process they are plain arrays
   const cap = heads * (promptTokens + STEPS + 8) * hd;
-  let cur = new Map(pastNames.map((n) => [n, new Float32Array(cap)]));
-  let spare = new Map(pastNames.map((n) => [n, new Float32Array(cap)]));
-  let logits = new Float32Array(c.vocab_size);
-  const lending = s as unknown as {
-    runLending?(f: unknown, o: unknown): Promise<{ buffers: Map<ArrayBuffer, ArrayBuffer> }>;
+  type Arena = Float32Array | { id: number; length: number };
+  const held = s as unknown as {
+    hold?(lengths: number[]): Promise<{ id: number; length: number }[]>;
+    runHeld?(f: unknown, o: unknown): Promise<unknown>;
+  };
+  const arenas: Arena[] = held.hold
+    ? await held.hold(pastNames.flatMap(() => [cap, cap]))
+    : pastNames.flatMap(() => [new Float32Array(cap), new Float32Array(cap)]);
+  let cur = new Map(pastNames.map((n, i) => [n, arenas[2 * i]!]));
+  let spare = new Map(pastNames.map((n, i) => [n, arenas[2 * i + 1]!]));
+  const view = (a: Arena, positions: number) => {
+    const dims = [1, heads, positions, hd];
+    const length = heads * positions * hd;
+    return a instanceof Float32Array ? new ort.Tensor('float32', a.subarray(0, length), dims) : { held: a.id, offset: 0, length, dims };
   };
   const step = async (ids: number[], past: number) => {
     const total = past + ids.length;
@@ -56,23 +66,13 @@ async function side(which: 'in-process' | 'thread', promptTokens: number): Promi
       position_ids: i64(ids.map((_, i) => past + i), [1, ids.length]),
       num_logits_to_keep: i64([1], []),
     };
-    const o: Record<string, unknown> = { logits: new ort.Tensor('float32', logits, [1, 1, c.vocab_size]) };
+    const o: Record<string, unknown> = {};
     for (const n of pastNames) {
-      f[n] = new ort.Tensor('float32', cur.get(n)!.subarray(0, heads * past * hd), [1, heads, past, hd]);
-      o[n.replace('past_key_values.', 'present.')] = new ort.Tensor('float32', spare.get(n)!.subarray(0, heads * total * hd), [
-        1,
-        heads,
-        total,
-        hd,
-      ]);
+      f[n] = view(cur.get(n)!, past);
+      o[n.replace('past_key_values.', 'present.')] = view(spare.get(n)!, total);
     }
-    if (lending.runLending) {
-      const { buffers } = await lending.runLending(f, o);
-      const back = (a: Float32Array) => new Float32Array(buffers.get(a.buffer as ArrayBuffer) ?? (a.buffer as ArrayBuffer));
-      cur = new Map([...cur].map(([n, a]) => [n, back(a)]));
-      spare = new Map([...spare].map(([n, a]) => [n, back(a)]));
-      logits = back(logits);
-    } else await s.run(f as never, o as never);
+    if (held.runHeld) await held.runHeld(f, o);
+    else await s.run(f as never, { ...o, logits: null } as never);
     [cur, spare] = [spare, cur];
   };
   const ids = Array.from({ length: promptTokens }, (_, i) => 100 + ((i * 7919) % 30000));
@@ -116,7 +116,7 @@ const row = (which: string, xs: SideResult[]) =>
     f(median(xs.map((x) => x.max)))
   } |`;
 const body = [
-  `\`node --import tsx scripts/bench/prefill-loop.ts ${PROMPT} ${RUNS}\`: the qwen2.5-0.5b-shaped benchmark model (q8, one intra-op thread), a ${PROMPT}-token prompt's prefill then ${STEPS} decode steps on its KV cache, the same session calls on both sides, the cache in preallocated arenas that ONNX Runtime writes (as the server's decode loop keeps it; lent to the thread and back on that side). "in process" = the session as onnxruntime-node creates it (its \`run\` computes synchronously on the calling thread: the server's, before this change); "inference thread" = created through the server's backend, which runs CPU sessions in their own thread (src/services/inference/ort-thread.ts). Each side in its own process, alternating, medians of ${RUNS}. Event-loop delay in ms (perf_hooks, 1 ms resolution). Machine: ${cpus().length} × ${
+  `\`node --import tsx scripts/bench/prefill-loop.ts ${PROMPT} ${RUNS}\`: the qwen2.5-0.5b-shaped benchmark model (q8, one intra-op thread), a ${PROMPT}-token prompt's prefill then ${STEPS} decode steps on its KV cache, the same session calls on both sides, the cache in preallocated arenas that ONNX Runtime writes (as the server's decode loop keeps it; held in the thread on that side). "in process" = the session as onnxruntime-node creates it (its \`run\` computes synchronously on the calling thread: the server's, before this change); "inference thread" = created through the server's backend, which runs CPU sessions in their own thread (src/services/inference/ort-thread.ts). Each side in its own process, alternating, medians of ${RUNS}. Event-loop delay in ms (perf_hooks, 1 ms resolution). Machine: ${cpus().length} × ${
     cpus()[0]?.model ?? 'CPU'
   }, Node ${process.version}; load average at start ${startLoad}, at the end ${load()}.`,
   '',

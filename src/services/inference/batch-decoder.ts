@@ -12,14 +12,16 @@
  * are chosen per row (its own processors: penalties, constraints, sampling), greedy without copying the
  * vocabulary. Graphs with a `num_logits_to_keep` input compute the LM head for the last position only.
  *
- * The KV cache lives in two preallocated arenas per past input: a call reads its past from one and ONNX
- * Runtime writes the present (past + new positions, the graph concatenates them) straight into the other,
- * given as a preallocated output (onnxruntime-node; on onnxruntime-web the present is copied in); the two
- * swap roles each call. Arenas grow geometrically, so a step
- * allocates no cache memory and copies nothing outside the graph; rows joining or leaving repack once
- * (in the inference thread, like the runs).
+ * The KV cache lives in two arenas per past input, held in the inference thread where the session runs
+ * (./ort-thread.ts): a call reads its past from one and ONNX Runtime writes the present (past + new
+ * positions, the graph concatenates them) straight into the other (on onnxruntime-web the present is copied
+ * in); the two swap roles each call. A step sends only its token ids, mask and positions and gets back the
+ * logits: no cache moves between threads. Arenas grow geometrically, so a step allocates no cache memory;
+ * rows joining or leaving repack once (in that thread too).
  */
 import type { LoadedModel } from './load.ts';
+import type { HeldArena } from './ort-thread.ts';
+import type { HeldCopy, HeldView } from './ort-sessions.ts';
 import type { LogitsProcessorLike } from './sampling.ts';
 
 export interface DecodeRequest {
@@ -47,24 +49,14 @@ interface OrtTensorLike {
   dims: readonly number[];
   type: string;
 }
+/** A session in the inference thread (./ort-thread.ts), with buffers held there between calls. */
 interface SessionLike {
   inputNames: readonly string[];
   outputNames: readonly string[];
-  run(feeds: Record<string, unknown>, fetches?: Record<string, unknown>): Promise<Record<string, OrtTensorLike>>;
-  /** A session in the inference thread: feeds and outputs lent there and back, not copied (./ort-thread.ts). */
-  runLending?(
-    feeds: Record<string, unknown>,
-    fetches: Record<string, unknown>,
-  ): Promise<{ outputs: Record<string, OrtTensorLike>; buffers: Map<ArrayBuffer, ArrayBuffer> }>;
-  /** Copies done in the inference thread on buffers lent there and back (./ort-thread.ts). */
-  copyLending?(moves: CopyMove[]): Promise<Map<ArrayBuffer, ArrayBuffer>>;
-}
-
-/** `from` (a view) copied into `to` at element `into`. */
-export interface CopyMove {
-  from: Float32Array;
-  to: Float32Array;
-  into: number;
+  hold(lengths: number[]): Promise<HeldArena[]>;
+  drop(arenas: HeldArena[]): void;
+  runHeld(feeds: Record<string, unknown>, fetches: Record<string, HeldView>): Promise<Record<string, OrtTensorLike>>;
+  copyHeld(moves: HeldCopy[]): Promise<void>;
 }
 
 interface Row {
@@ -80,9 +72,8 @@ interface Row {
 /** A KV cache of `len` positions for some rows: [rows, heads, len, headDim] row-major at the start of each arena. */
 interface Kv {
   len: number;
-  cur: Map<string, Float32Array>;
-  spare: Map<string, Float32Array>;
-  logits?: Float32Array;
+  cur: Map<string, HeldArena>;
+  spare: Map<string, HeldArena>;
 }
 
 const decoders = new WeakMap<LoadedModel, BatchDecoder | null>();
@@ -100,10 +91,10 @@ function session(m: LoadedModel): SessionLike | undefined {
 const FIXED_INPUTS = ['input_ids', 'attention_mask', 'position_ids'];
 
 function supports(m: LoadedModel): boolean {
-  // CPU tensors only, and fp32 caches (the arenas are Float32Arrays)
+  // CPU sessions in the inference thread only, and fp32 caches (the arenas are float32)
   if (m.task !== 'text-generation' || (m.device !== 'cpu' && m.device !== 'wasm') || /f16/.test(m.dtype)) return false;
   const s = session(m);
-  if (!s) return false;
+  if (!s || typeof s.runHeld !== 'function') return false;
   const ins = new Set(s.inputNames);
   const past = s.inputNames.filter((n) => n.startsWith('past_key_values.'));
   const optional = ins.has('num_logits_to_keep') ? 1 : 0;
@@ -121,13 +112,6 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
   const c = m.config as { num_key_value_heads?: number; num_attention_heads?: number; hidden_size?: number; head_dim?: number };
   const heads = Number(c.num_key_value_heads ?? c.num_attention_heads);
   const headDim = Number(c.head_dim ?? Number(c.hidden_size) / Number(c.num_attention_heads));
-  let vocab = 0; // learnt from the first call's logits
-  /**
-   * The session's own Tensor class, learnt from the first call's outputs: ONNX Runtime takes a preallocated
-   * output only when it is an instance of that class (transformers.js' bundle carries another copy).
-   */
-  type TensorClass = new (type: string, data: Float32Array, dims: number[]) => unknown;
-  let OutTensor: TensorClass | undefined;
 
   const pending: Row[] = [];
   let rows: Row[] = [];
@@ -135,41 +119,29 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
   let running = false;
 
   const newKv = (): Kv => ({ len: 0, cur: new Map(), spare: new Map() });
-
-  /**
-   * The moves done, then `kv`'s arenas re-pointed. In the inference thread where the session lives there:
-   * a repack moves the whole cache (tens of MB for a long context), which would hold the event loop.
-   */
-  const copy = async (kv: Kv, moves: CopyMove[]) => {
-    if (!moves.length) return;
-    if (!s.copyLending) { for (const { from, to, into } of moves) to.set(from, into); }
-    else adopt(kv, await s.copyLending(moves));
-  };
+  /** Frees a cache's arenas in the thread. */
+  const dropKv = (kv: Kv | undefined) => kv && s.drop([...kv.cur.values(), ...kv.spare.values()]);
 
   /** Room in both arenas for `b` rows of `len` positions; the current arena's contents are kept. */
-  const reserve = (kv: Kv, b: number, len: number) => {
+  const reserve = async (kv: Kv, b: number, len: number) => {
     const need = b * heads * len * headDim;
-    const moves: CopyMove[] = [];
-    for (const name of pastNames) {
+    const grow = pastNames.filter((name) => (kv.cur.get(name)?.length ?? -1) < need);
+    if (!grow.length) return;
+    const cap = Math.ceil(need * 1.5);
+    const fresh = await s.hold(grow.flatMap(() => [cap, cap]));
+    const moves: HeldCopy[] = [];
+    const old: HeldArena[] = [];
+    grow.forEach((name, i) => {
       const cur = kv.cur.get(name);
-      if (cur && cur.length >= need) continue;
-      const cap = Math.ceil(need * 1.5);
-      const grown = new Float32Array(cap);
-      if (cur) moves.push({ from: cur, to: grown, into: 0 });
-      kv.cur.set(name, grown);
-      kv.spare.set(name, new Float32Array(cap));
-    }
-    return copy(kv, moves);
-  };
-
-  /** After a lending call: the arenas are the buffers that came back (the same memory, new owners). */
-  const adopt = (kv: Kv, moved: Map<ArrayBuffer, ArrayBuffer>) => {
-    const back = (a: Float32Array) => {
-      const b = moved.get(a.buffer as ArrayBuffer);
-      return b ? new Float32Array(b) : a;
-    };
-    for (const arenas of [kv.cur, kv.spare]) for (const [name, a] of arenas) arenas.set(name, back(a));
-    if (kv.logits) kv.logits = back(kv.logits);
+      if (cur) {
+        moves.push({ from: cur.id, fromOffset: 0, length: cur.length, to: fresh[2 * i]!.id, toOffset: 0 });
+        old.push(cur, kv.spare.get(name)!);
+      }
+      kv.cur.set(name, fresh[2 * i]!);
+      kv.spare.set(name, fresh[2 * i + 1]!);
+    });
+    await s.copyHeld(moves);
+    s.drop(old);
   };
 
   /**
@@ -187,44 +159,26 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
       position_ids: tensor('int64', pos, [b, q]),
     };
     if (keepLast) feeds.num_logits_to_keep = tensor('int64', BigInt64Array.of(1n), []);
-    // A lending run takes its preallocated outputs as plain data from the first call on (they cross to the
-    // thread as buffers), so even a prefill's cache is written straight into the arena; otherwise they must
-    // be instances of the session's own Tensor class, learnt from the first call.
-    const lend = s.runLending?.bind(s);
-    const output = lend
-      ? (data: Float32Array, dims: number[]) => ({ type: 'float32', data, dims })
-      : OutTensor && ((data: Float32Array, dims: number[]) => new OutTensor!('float32', data, dims));
-    const fetches: Record<string, unknown> = {};
+    const view = (a: HeldArena, positions: number): HeldView => ({
+      held: a.id,
+      offset: 0,
+      length: b * heads * positions * headDim,
+      dims: [b, heads, positions, headDim],
+    });
+    const fetches: Record<string, HeldView> = {};
     for (const name of pastNames) {
-      feeds[name] = tensor('float32', kv.cur.get(name)!.subarray(0, b * heads * len * headDim), [b, heads, len, headDim]);
-      const present = kv.spare.get(name)!.subarray(0, b * heads * total * headDim);
-      if (output) fetches[presentOf.get(name)!] = output(present, [b, heads, total, headDim]);
+      feeds[name] = view(kv.cur.get(name)!, len);
+      fetches[presentOf.get(name)!] = view(kv.spare.get(name)!, total);
     }
-    // the logits' width is learnt from the first call's output
-    if (output && keepLast && vocab) {
-      if (!kv.logits || kv.logits.length < b * vocab) kv.logits = new Float32Array(b * vocab);
-      fetches.logits = output(kv.logits.subarray(0, b * vocab), [b, 1, vocab]);
-    } else if (output && !lend) fetches.logits = null; // fetched too (allocated by ONNX Runtime), or it is not returned
-    let out: Record<string, OrtTensorLike>;
-    if (lend) {
-      const r = await lend(feeds, fetches);
-      out = r.outputs;
-      adopt(kv, r.buffers);
-    } else out = output ? await s.run(feeds, fetches) : await s.run(feeds);
-    // onnxruntime-web leaves preallocated CPU outputs unwritten: there each call's outputs are copied in
-    if (m.ort === 'onnxruntime-node') OutTensor ??= out.logits!.constructor as unknown as TensorClass;
+    const out = await s.runHeld(feeds, fetches);
     for (const name of pastNames) {
       const spare = kv.spare.get(name)!;
-      const got = out[presentOf.get(name)!]!.data as Float32Array;
-      // a runtime that ignored the preallocated output returned its own buffer: take its contents
-      if (got.buffer !== spare.buffer || got.byteOffset !== 0) spare.set(got);
       kv.spare.set(name, kv.cur.get(name)!);
       kv.cur.set(name, spare);
     }
     kv.len = total;
     const logits = out.logits!;
     const v = logits.dims.at(-1)!;
-    vocab = v;
     const all = logits.data as Float32Array;
     const per = all.length / b; // [b, positions, v]: the last position of each row
     return Array.from({ length: b }, (_, i) => all.subarray(i * per + per - v, (i + 1) * per));
@@ -265,7 +219,7 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     const real = src.map(({ r, kv }) => kv.len - r.pad);
     const len = Math.max(0, ...real);
     const kv = main ?? newKv();
-    const moves: CopyMove[] = [];
+    const moves: HeldCopy[] = [];
     try {
       await reserve(kv, src.length, len);
       for (const name of pastNames) {
@@ -275,24 +229,31 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
           const n = real[b]! * headDim;
           for (let h = 0; h < heads; h++) {
             const at = ((i * heads + h) * from.len + from.len - real[b]!) * headDim;
-            moves.push({ from: data.subarray(at, at + n), to: out, into: ((b * heads + h) * len + len - real[b]!) * headDim });
+            moves.push({
+              from: data.id,
+              fromOffset: at,
+              length: n,
+              to: out.id,
+              toOffset: ((b * heads + h) * len + len - real[b]!) * headDim,
+            });
           }
         });
         kv.spare.set(name, kv.cur.get(name)!);
         kv.cur.set(name, out);
       }
-      await copy(kv, moves);
+      await s.copyHeld(moves);
     } catch (e) {
-      // the cache went with the thread: every row it held fails
+      // the cache is gone with the thread, or cannot grow: every row it held fails
       for (const { r } of src) r.fail(e);
       rows = [];
+      dropKv(kv);
       main = undefined;
       return;
     }
     kv.len = len;
     src.forEach(({ r }, b) => (r.pad = len - real[b]!));
     rows = src.map((x) => x.r);
-    main = rows.length ? kv : undefined;
+    main = rows.length ? kv : (dropKv(kv), undefined);
   };
 
   /** One decode step of every row; returns the rows that finished. */
@@ -324,6 +285,7 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     } catch (e) {
       for (const r of rows) r.fail(e);
       rows = [];
+      dropKv(main);
       main = undefined;
       return;
     }
@@ -339,30 +301,33 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     const L = Math.max(...group.map((r) => r.req.promptIds.length));
     group.forEach((r) => (r.pad = L - r.req.promptIds.length));
     const kv = newKv();
-    let logits: Float32Array[] = [];
-    for (let at = 0; at < L;) {
-      const q = rows.length ? Math.min(PREFILL_CHUNK, L - at) : L - at;
-      const ids = new BigInt64Array(g * q);
-      const pos = new BigInt64Array(g * q);
-      const mask = new BigInt64Array(g * (at + q));
+    try {
+      let logits: Float32Array[] = [];
+      for (let at = 0; at < L;) {
+        const q = rows.length ? Math.min(PREFILL_CHUNK, L - at) : L - at;
+        const ids = new BigInt64Array(g * q);
+        const pos = new BigInt64Array(g * q);
+        const mask = new BigInt64Array(g * (at + q));
+        group.forEach((r, i) => {
+          for (let j = 0; j < q; j++) {
+            const col = at + j - r.pad; // position within the row's own prompt
+            if (col >= 0) (ids[i * q + j] = BigInt(r.req.promptIds[col]!)), (pos[i * q + j] = BigInt(col));
+          }
+          mask.fill(1n, i * (at + q) + r.pad, (i + 1) * (at + q));
+        });
+        logits = await forward(kv, g, ids, mask, pos);
+        at += q;
+        if (at < L && rows.length) await stepRows();
+      }
+      const joining: Row[] = [];
       group.forEach((r, i) => {
-        for (let j = 0; j < q; j++) {
-          const col = at + j - r.pad; // position within the row's own prompt
-          if (col >= 0) (ids[i * q + j] = BigInt(r.req.promptIds[col]!)), (pos[i * q + j] = BigInt(col));
-        }
-        mask.fill(1n, i * (at + q) + r.pad, (i + 1) * (at + q));
+        if (r.req.signal.aborted || accept(r, pick(r, logits[i]!))) r.done();
+        else joining.push(r);
       });
-      logits = await forward(kv, g, ids, mask, pos);
-      at += q;
-      if (at < L && rows.length) await stepRows();
+      if (joining.length) await repack(rows, joining, kv);
+    } finally {
+      dropKv(kv); // its rows were copied into the batch's cache, or failed
     }
-    // the first token of each row, read before any other call reuses the logits buffer
-    const joining: Row[] = [];
-    group.forEach((r, i) => {
-      if (r.req.signal.aborted || accept(r, pick(r, logits[i]!))) r.done();
-      else joining.push(r);
-    });
-    if (joining.length) await repack(rows, joining, kv);
   };
 
   const loop = async () => {

@@ -17,17 +17,19 @@ export interface WireTensor {
   data: ArrayBufferView;
 }
 
-/** A float32 tensor lent to the thread: a view of one of the buffers that moved with the call. */
-export interface LentTensor {
-  dims: number[];
-  /** Index of its buffer among the call's lent buffers. */
-  buffer: number;
+/**
+ * A float32 view of a buffer held in this thread between calls (a decode loop's KV cache): `length`
+ * floats from element `offset` of held buffer `held`.
+ */
+export interface HeldView {
+  held: number;
   offset: number;
   length: number;
+  dims: number[];
 }
 
-/** One copy between lent buffers: `length` floats from byte `fromOffset` of one to byte `toOffset` of another. */
-export interface CopyWire {
+/** One copy between held buffers: `length` floats from element `fromOffset` of one to element `toOffset` of another. */
+export interface HeldCopy {
   from: number;
   fromOffset: number;
   length: number;
@@ -62,6 +64,13 @@ let ort: Promise<OrtWeb> | undefined;
 let runtimeOfSessions: OrtPackage | undefined;
 const sessions = new Map<number, Session>();
 let nextId = 1;
+/**
+ * Float32 buffers kept here between calls, by id (given by the server's thread), with the session they
+ * serve: a decode loop's KV cache stays in this thread, so a step moves no buffer between threads. Moving
+ * them (even without copying) made each isolate count their size as new external memory at every step,
+ * and V8 answered with a full collection per step on both sides.
+ */
+const held = new Map<number, { session: number; data: Float32Array }>();
 
 const bytes = (v: string | Uint8Array) => (typeof v === 'string' ? new Uint8Array(readFileSync(v)) : v);
 
@@ -109,9 +118,6 @@ function sessionOf(id: number): Session {
   return session;
 }
 
-/** Whole-buffer views of the lent buffers: the pool moves them back rather than copying them. */
-const sentBack = (buffers: ArrayBuffer[]) => buffers.map((b) => new Uint8Array(b));
-
 async function run([id, feeds]: [number, Record<string, WireTensor>]): Promise<Record<string, WireTensor>> {
   const session = sessionOf(id);
   const o = await ort!;
@@ -126,22 +132,40 @@ async function run([id, feeds]: [number, Record<string, WireTensor>]): Promise<R
   return result;
 }
 
-/** A run on lent buffers (ThreadSession.runLending): outputs written in place, every lent buffer sent back. */
-async function runLending(
-  [id, feeds, fetches, buffers]: [number, Record<string, WireTensor | LentTensor>, Record<string, LentTensor>, ArrayBuffer[]],
-): Promise<{ outputs: Record<string, WireTensor>; buffers: Uint8Array[] }> {
+function heldOf(id: number): Float32Array {
+  const h = held.get(id);
+  if (!h) throw new Error(`held buffer ${id} is gone (its session was released or its thread restarted)`);
+  return h.data;
+}
+
+/** New held buffers (zeroed) for a session's calls, with the ids the server's thread chose. */
+function hold([session, ids, lengths]: [number, number[], number[]]): void {
+  sessionOf(session);
+  ids.forEach((id, i) => held.set(id, { session, data: new Float32Array(lengths[i]!) }));
+}
+
+function drop([ids]: [number[]]): void {
+  for (const id of ids) held.delete(id);
+}
+
+/**
+ * A run reading float32 feeds from held buffers and writing outputs into them (in place on native
+ * sessions; copied in here on WASM, whose runtime leaves preallocated outputs unwritten). The other
+ * outputs (logits) go back as usual.
+ */
+async function runHeld(
+  [id, feeds, fetches]: [number, Record<string, WireTensor | HeldView>, Record<string, HeldView>],
+): Promise<Record<string, WireTensor>> {
   const session = sessionOf(id);
   const o = await ort!;
-  const view = (t: LentTensor) => new o.Tensor('float32', new Float32Array(buffers[t.buffer]!, t.offset, t.length), t.dims);
+  const view = (t: HeldView) => new o.Tensor('float32', heldOf(t.held).subarray(t.offset, t.offset + t.length), t.dims);
   const inputs: Record<string, unknown> = {};
   for (const [name, t] of Object.entries(feeds)) {
-    inputs[name] = 'data' in t ? new o.Tensor(t.type as never, t.data as never, t.dims) : view(t);
+    inputs[name] = 'held' in t ? view(t) : new o.Tensor(t.type as never, t.data as never, t.dims);
   }
-  // every output is fetched: those without a lent buffer (null) are allocated by ONNX Runtime
+  // every output is fetched: those without a held buffer (null) are allocated by ONNX Runtime
   const into: Record<string, InstanceType<OrtWeb['Tensor']> | null> = {};
   for (const name of session.outputNames) into[name] = name in fetches ? view(fetches[name]!) : null;
-  // onnxruntime-node writes preallocated outputs in place; onnxruntime-web leaves them unwritten and
-  // returns its own, copied in here (in this thread, into the lent buffers)
   const native = runtimeOfSessions === 'onnxruntime-node';
   const out = native ? await session.run(inputs as never, into as never) : await session.run(inputs as never);
   const outputs: Record<string, WireTensor> = {};
@@ -152,27 +176,27 @@ async function runLending(
     }
     outputs[name] = { type: t.type, dims: [...t.dims], data: t.data as ArrayBufferView };
   }
-  return { outputs, buffers: sentBack(buffers) };
+  return outputs;
 }
 
-/** Copies between lent buffers (ThreadSession.copyLending), done here; every buffer sent back. */
-function copy([moves, buffers]: [CopyWire[], ArrayBuffer[]]): Uint8Array[] {
-  for (const m of moves) {
-    new Float32Array(buffers[m.to]!, m.toOffset, m.length).set(new Float32Array(buffers[m.from]!, m.fromOffset, m.length));
-  }
-  return sentBack(buffers);
+/** Copies between held buffers (a decode loop repacking or growing its cache), done here. */
+function copyHeld([moves]: [HeldCopy[]]): void {
+  for (const m of moves) heldOf(m.to).set(heldOf(m.from).subarray(m.fromOffset, m.fromOffset + m.length), m.toOffset);
 }
 
 async function release([id]: [number]): Promise<void> {
   const session = sessions.get(id);
   sessions.delete(id);
+  for (const [h, { session: of }] of held) if (of === id) held.delete(h);
   await session?.release();
 }
 
 export const ortSessionOperations = {
   'ort.create': create,
   'ort.run': run,
-  'ort.runLending': runLending,
-  'ort.copy': copy,
+  'ort.hold': hold,
+  'ort.drop': drop,
+  'ort.runHeld': runHeld,
+  'ort.copyHeld': copyHeld,
   'ort.release': release,
 };

@@ -16,7 +16,7 @@ import { startThread, type Thread, workerEntry } from '../../runtime/worker.ts';
 import { limits } from '../limits.ts';
 import { fromWire, type FromWorker, type ToWorker } from '../workers/protocol.ts';
 import type { OrtWeb } from './backend.ts';
-import type { CopyWire, LentTensor, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
+import type { HeldCopy, HeldView, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
 
 interface Pending {
   resolve(v: unknown): void;
@@ -96,18 +96,13 @@ function copied(t: OrtTensor, transfer: ArrayBuffer[]): WireTensor {
   return { type: t.type, dims: [...t.dims], data };
 }
 
-/** Numbers the distinct buffers of a call's arrays in first-seen order: the buffers lent with the call. */
-function lender() {
-  const index = new Map<ArrayBuffer, number>();
-  return {
-    at(a: ArrayBufferView): number {
-      const b = a.buffer as ArrayBuffer;
-      if (!index.has(b)) index.set(b, index.size);
-      return index.get(b)!;
-    },
-    lent: () => [...index.keys()],
-  };
+/** A float32 buffer kept in the inference thread between calls (./ort-sessions.ts): its id and length. */
+export interface HeldArena {
+  readonly id: number;
+  readonly length: number;
 }
+
+let nextHeld = 1;
 
 /** A session whose weights and compute live in the inference thread. */
 class ThreadSession {
@@ -139,67 +134,50 @@ class ThreadSession {
     const wire: Record<string, WireTensor> = {};
     const transfer: ArrayBuffer[] = [];
     for (const [name, t] of Object.entries(feeds)) wire[name] = copied(t, transfer);
-    const out = await call<Record<string, WireTensor>>('ort.run', [this.info.id, wire], transfer);
+    return this.tensors(await call<Record<string, WireTensor>>('ort.run', [this.info.id, wire], transfer));
+  }
+
+  private tensors(out: Record<string, WireTensor>): Record<string, OrtTensor> {
     const result: Record<string, OrtTensor> = {};
     for (const [name, t] of Object.entries(out)) result[name] = new this.ort.Tensor(t.type as never, t.data as never, t.dims);
     return result;
   }
 
   /**
-   * A run whose float32 feeds and preallocated outputs (`fetches`) are lent to the thread rather than
-   * copied: their buffers move there, ONNX Runtime reads them and writes the outputs into them (in place
-   * on native sessions; copied in there on WASM, whose runtime leaves preallocated outputs unwritten), and
-   * they move back. The caller's views of them are detached meanwhile; `buffers` maps each lent buffer to
-   * the one that came back (the same memory). A decode loop that reuses its buffers so allocates and copies
-   * nothing per step, and leaves no garbage for the collector (whose threads would compete with the model's).
+   * New zeroed float32 buffers of these lengths, kept in the thread for this session's calls until
+   * dropped (or the session released). A decode loop keeps its KV cache there: its steps then move no
+   * large buffer between threads (see ./ort-sessions.ts for why that matters).
    */
-  async runLending(
-    feeds: Record<string, OrtTensor>,
-    fetches: Record<string, OrtTensor>,
-  ): Promise<{ outputs: Record<string, OrtTensor>; buffers: Map<ArrayBuffer, ArrayBuffer> }> {
+  async hold(lengths: number[]): Promise<HeldArena[]> {
     this.alive();
-    const buffers = lender();
-    const lend = (t: OrtTensor): LentTensor => {
-      const d = t.data as Float32Array;
-      return { dims: [...t.dims], buffer: buffers.at(d), offset: d.byteOffset, length: d.length };
-    };
-    const wire: Record<string, WireTensor | LentTensor> = {};
-    const transfer: ArrayBuffer[] = [];
-    for (const [name, t] of Object.entries(feeds)) wire[name] = t.type === 'float32' ? lend(t) : copied(t, transfer);
-    const out: Record<string, LentTensor> = {};
-    for (const [name, t] of Object.entries(fetches)) out[name] = lend(t);
-    const lent = buffers.lent();
-    const r = await call<{ outputs: Record<string, WireTensor>; buffers: Uint8Array[] }>(
-      'ort.runLending',
-      [this.info.id, wire, out, lent],
-      [...transfer, ...lent],
-    );
-    const outputs: Record<string, OrtTensor> = {};
-    for (const [name, t] of Object.entries(r.outputs)) outputs[name] = new this.ort.Tensor(t.type as never, t.data as never, t.dims);
-    for (const [name, t] of Object.entries(out)) {
-      const data = new Float32Array(r.buffers[t.buffer]!.buffer, t.offset, t.length);
-      outputs[name] = new this.ort.Tensor('float32', data, t.dims);
-    }
-    return { outputs, buffers: new Map(lent.map((b, i) => [b, r.buffers[i]!.buffer as ArrayBuffer])) };
+    const arenas = lengths.map((length) => ({ id: nextHeld++, length }));
+    await call('ort.hold', [this.info.id, arenas.map((a) => a.id), lengths]);
+    return arenas;
+  }
+
+  /** Frees held buffers (no answer awaited: later calls are handled after it). */
+  drop(arenas: HeldArena[]): void {
+    if (!arenas.length || this.generation !== generation || !thread) return;
+    call('ort.drop', [arenas.map((a) => a.id)]).catch(() => {});
   }
 
   /**
-   * Copies between float32 arrays done in the inference thread: each move copies `from` (a view) into `to`
-   * at element `into`. Their buffers are lent there and back as in `runLending`; returns old buffer -> new.
+   * A run whose float32 feeds may be views of held buffers and whose `fetches` (outputs) are written into
+   * held buffers; the other outputs come back as from `run`.
    */
-  async copyLending(moves: { from: Float32Array; to: Float32Array; into: number }[]): Promise<Map<ArrayBuffer, ArrayBuffer>> {
+  async runHeld(feeds: Record<string, OrtTensor | HeldView>, fetches: Record<string, HeldView>): Promise<Record<string, OrtTensor>> {
     this.alive();
-    const buffers = lender();
-    const wire: CopyWire[] = moves.map(({ from, to, into }) => ({
-      from: buffers.at(from),
-      fromOffset: from.byteOffset,
-      length: from.length,
-      to: buffers.at(to),
-      toOffset: to.byteOffset + into * 4,
-    }));
-    const lent = buffers.lent();
-    const back = await call<Uint8Array[]>('ort.copy', [wire, lent], lent);
-    return new Map(lent.map((b, i) => [b, back[i]!.buffer as ArrayBuffer]));
+    const wire: Record<string, WireTensor | HeldView> = {};
+    const transfer: ArrayBuffer[] = [];
+    for (const [name, t] of Object.entries(feeds)) wire[name] = 'held' in t ? t : copied(t, transfer);
+    const out = await call<Record<string, WireTensor>>('ort.runHeld', [this.info.id, wire, fetches], transfer);
+    return this.tensors(out);
+  }
+
+  /** Copies between held buffers, done in the thread (a repack moves tens of MB for a long context). */
+  async copyHeld(moves: HeldCopy[]): Promise<void> {
+    this.alive();
+    if (moves.length) await call('ort.copyHeld', [moves]);
   }
 
   async release(): Promise<void> {

@@ -11,28 +11,23 @@ import { TINY_LLAMA } from './fixtures.ts';
 import { REF } from './reference.ts';
 
 let m: LoadedModel;
-/** Batch size (rows) of every decode step the session ran, recorded by wrapping its run. */
+/** Batch size (rows) of every decode step the decoder ran, recorded by wrapping the session's runHeld. */
 const stepBatches: number[] = [];
 /** Every session call: rows × new tokens. */
 const calls: { rows: number; tokens: number }[] = [];
 before(async () => {
   m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: 'fp32' });
   const s = (m.model as unknown as {
-    sessions: { model: { run: (f: Record<string, { dims: number[] }>, ...rest: unknown[]) => Promise<unknown> } };
+    sessions: { model: { runHeld: (f: Record<string, { dims: number[] }>, ...rest: unknown[]) => Promise<unknown> } };
   })
     .sessions.model;
   const record = (f: Record<string, { dims: number[] }>) => {
     if (f.input_ids!.dims[1] === 1) stepBatches.push(f.input_ids!.dims[0]!);
     calls.push({ rows: f.input_ids!.dims[0]!, tokens: f.input_ids!.dims[1]! });
   };
-  const run = s.run.bind(s);
-  s.run = (f, ...rest) => (record(f), run(f, ...rest)); // the decoder's preallocated outputs pass through
-  // a session in the inference thread: the decoder lends it its buffers instead (src/services/inference/ort-thread.ts)
-  const lending = s as unknown as { runLending?: typeof s.run };
-  if (lending.runLending) {
-    const lend = lending.runLending.bind(s);
-    lending.runLending = (f, ...rest) => (record(f), lend(f, ...rest));
-  }
+  // the decoder runs the session on buffers held in the inference thread (src/services/inference/ort-thread.ts)
+  const runHeld = s.runHeld.bind(s);
+  s.runHeld = (f, ...rest) => (record(f), runHeld(f, ...rest));
 });
 after(() => m.dispose());
 

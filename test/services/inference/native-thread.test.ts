@@ -9,12 +9,23 @@ import { initBackend } from '../../../src/services/inference/backend.ts';
 import { longestLoopGap, loopStaysFree, matmulChain } from './matmul-chain.ts';
 
 type Ort = typeof import('onnxruntime-node');
-type Lending = {
-  runLending(
-    feeds: Record<string, unknown>,
-    fetches: Record<string, unknown>,
-  ): Promise<{ outputs: Record<string, { data: Float32Array }>; buffers: Map<ArrayBuffer, ArrayBuffer> }>;
+type Arena = { id: number; length: number };
+type View = { held: number; offset: number; length: number; dims: number[] };
+type Held = {
+  hold(lengths: number[]): Promise<Arena[]>;
+  drop(arenas: Arena[]): void;
+  runHeld(feeds: Record<string, unknown>, fetches: Record<string, View>): Promise<Record<string, { data: Float32Array }>>;
+  copyHeld(moves: { from: number; fromOffset: number; length: number; to: number; toOffset: number }[]): Promise<void>;
 };
+
+/** A · B for square row-major matrices (the reference the session's products are checked against). */
+const mul = (a: number[], b: number[], n: number) =>
+  Array.from({ length: n * n }, (_, k) => {
+    let sum = 0;
+    for (let j = 0; j < n; j++) sum += a[Math.floor(k / n) * n + j]! * b[j * n + (k % n)]!;
+    return sum;
+  });
+const pow4 = (x: number[], n: number) => mul(mul(mul(x, x, n), x, n), x, n);
 
 const native = async (): Promise<Ort> => {
   const rt = await initBackend('cpu');
@@ -31,51 +42,48 @@ test('a long native session run leaves the event loop free (it runs in the infer
   await session.release();
 });
 
-test('a lending run writes the output into the lent buffer, and every lent buffer comes back whole', async () => {
+test('a held run reads its input from and writes its output into buffers that stay in the thread', async () => {
   const ort = await native();
   const session = await ort.InferenceSession.create(matmulChain(), { executionProviders: ['cpu'] });
+  const held = session as unknown as Held;
   const n = 3;
-  const x = Float32Array.of(1, 2, 0, 0, 1, 0, 0, 0, 2); // X⁴ by hand: [[1, 8, 0], [0, 1, 0], [0, 0, 16]]
-  const xArena = new Float32Array(16);
-  xArena.set(x, 4); // a view inside a larger buffer, as a decoder's arena holds its cache
-  const yArena = new Float32Array(12).fill(-1);
-  const feeds = { X: new ort.Tensor('float32', xArena.subarray(4, 13), [n, n]) };
-  const fetches = { Y: new ort.Tensor('float32', yArena.subarray(0, 9), [n, n]) };
-  const { outputs, buffers } = await (session as unknown as Lending).runLending(feeds, fetches);
-  assert.equal(xArena.byteLength, 0, 'the lent input moved to the thread');
-  assert.equal(yArena.byteLength, 0, 'the lent output moved to the thread');
-  const xBack = new Float32Array(buffers.get(xArena.buffer as ArrayBuffer)!);
-  const yBack = new Float32Array(buffers.get(yArena.buffer as ArrayBuffer)!);
-  assert.deepEqual([...xBack.subarray(4, 13)], [...x], 'the input came back unchanged');
-  assert.deepEqual([...yBack], [1, 8, 0, 0, 1, 0, 0, 0, 16, -1, -1, -1], 'written in place, the rest untouched');
-  assert.equal(outputs.Y!.data.buffer, yBack.buffer, 'the output is a view of the buffer that came back');
+  const x = [1, 2, 0, 0, 1, 0, 0, 0, 2];
+  const [a, b] = await held.hold([16, 12]);
+  const at = (arena: Arena, offset: number): View => ({ held: arena!.id, offset, length: n * n, dims: [n, n] });
+  // X⁴ written into a at element 4 (inside the buffer, as a decoder's arena holds its cache): not sent back
+  const first = await held.runHeld({ X: new ort.Tensor('float32', Float32Array.from(x), [n, n]) }, { Y: at(a!, 4) });
+  assert.deepEqual(Object.keys(first), [], 'a held output is not sent back');
+  // read back through a second run: (X⁴)⁴
+  const second = await held.runHeld({ X: at(a!, 4) }, {});
+  assert.deepEqual([...second.Y!.data], pow4(pow4(x, n), n));
+
+  // copies between held buffers: the rows of X⁴ in reverse order into b at element 2
+  const rows = [2, 1, 0].map((r, i) => ({ from: a!.id, fromOffset: 4 + r * n, length: n, to: b!.id, toOffset: 2 + i * n }));
+  await held.copyHeld(rows);
+  const x4 = pow4(x, n);
+  const reversed = [...x4.slice(6, 9), ...x4.slice(3, 6), ...x4.slice(0, 3)];
+  const third = await held.runHeld({ X: at(b!, 2) }, {});
+  assert.deepEqual([...third.Y!.data], pow4(reversed, n));
+
+  // a dropped buffer is gone; so are those of a released session
+  held.drop([b!]);
+  await assert.rejects(held.runHeld({ X: at(b!, 2) }, {}), /held buffer \d+ is gone/);
+  const other = await ort.InferenceSession.create(matmulChain(), { executionProviders: ['cpu'] });
   await session.release();
+  await assert.rejects((other as unknown as Held).runHeld({ X: at(a!, 4) }, {}), /held buffer \d+ is gone/);
+  await other.release();
 });
 
-test('a lending copy (a decoder repacking its cache) is done in the thread, and every buffer comes back', async () => {
+test('a copy between held buffers (a decoder repacking its cache) leaves the loop free', async () => {
   const ort = await native();
   const session = await ort.InferenceSession.create(matmulChain(), { executionProviders: ['cpu'] });
-  type Copying = { copyLending(m: { from: Float32Array; to: Float32Array; into: number }[]): Promise<Map<ArrayBuffer, ArrayBuffer>> };
-  const copying = session as unknown as Copying;
-  const a = Float32Array.from({ length: 10 }, (_, i) => i);
-  const b = new Float32Array(8).fill(-1);
-  const bView = b.subarray(2); // a destination inside a larger buffer: `into` counts from the view
-  const moved = await copying.copyLending([
-    { from: a.subarray(1, 4), to: bView, into: 0 },
-    { from: a.subarray(7, 9), to: bView, into: 4 },
-  ]);
-  assert.equal(a.byteLength, 0, 'the source moved to the thread');
-  assert.deepEqual([...new Float32Array(moved.get(a.buffer as ArrayBuffer)!)], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-  assert.deepEqual([...new Float32Array(moved.get(b.buffer as ArrayBuffer)!)], [-1, -1, 1, 2, 3, -1, 7, 8]);
-
-  // a copy of hundreds of MB (a long context's cache) leaves the loop free while it runs
-  const src = new Float32Array(64 * 1024 * 1024).fill(1);
-  const dst = new Float32Array(src.length);
+  const held = session as unknown as Held;
+  // hundreds of MB, as a long context's cache
+  const length = 64 * 1024 * 1024;
+  const [src, dst] = await held.hold([length, length]);
   const t1 = performance.now();
-  const { value: back, gap } = await longestLoopGap(() => copying.copyLending([{ from: src, to: dst, into: 0 }]));
+  const { gap } = await longestLoopGap(() => held.copyHeld([{ from: src!.id, fromOffset: 0, length, to: dst!.id, toOffset: 0 }]));
   const took = performance.now() - t1;
-  const out = new Float32Array(back.get(dst.buffer as ArrayBuffer)!);
-  assert.equal(out[out.length - 1], 1);
   assert.ok(took >= 20, `the copy took ${took.toFixed(0)} ms: too short to tell`);
   assert.ok(gap < took / 2, `event loop stalled ${gap.toFixed(0)} ms during a ${took.toFixed(0)} ms copy`);
   await session.release();
