@@ -6,8 +6,10 @@
  * calls, so they are used from one dedicated thread only.
  */
 import { readFileSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import type { OpContext } from '../workers/serve-operations.ts';
 import { configureOrtWeb, type OrtPackage, type OrtWeb } from './backend.ts';
+import { ATTENTION_HEADS_OPTION, type AttentionHeads, groupQueryAttention, withoutAttentionHeads } from './grouped-attention.ts';
 import { nbitsToInt8 } from './wasm-q4.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
@@ -54,6 +56,8 @@ export interface SessionInfo {
   outputMetadata: unknown[];
   /** MatMulNBits weights run as int8 MatMulInteger in this session (WASM only). */
   int8From4Bit: number;
+  /** Attention MatMuls that read unrepeated KV heads (./grouped-attention.ts). */
+  groupedAttention: number;
 }
 
 type Session = Awaited<ReturnType<OrtWeb['InferenceSession']['create']>>;
@@ -83,21 +87,34 @@ function runtime(init: OrtThreadInit): Promise<OrtWeb> {
 }
 
 async function create(
-  [init, model, options]: [OrtThreadInit, string | Uint8Array, Record<string, unknown> & { externalData?: ExternalData }],
+  [init, model, optionsIn]: [OrtThreadInit, string | Uint8Array, Record<string, unknown> & { externalData?: ExternalData }],
   _ctx?: OpContext,
 ): Promise<SessionInfo> {
   const o = await runtime(init);
+  const heads = optionsIn[ATTENTION_HEADS_OPTION] as AttentionHeads | undefined;
+  const options = withoutAttentionHeads(optionsIn);
   let session: Session;
   let int8: ReturnType<typeof nbitsToInt8> | undefined;
+  let grouped: ReturnType<typeof groupQueryAttention> | undefined;
   if (init.runtime === 'onnxruntime-node') {
+    if (heads && typeof model === 'string') {
+      // the rewritten graph points at the weights in the original file, which ONNX Runtime reads itself
+      grouped = groupQueryAttention(bytes(model), heads, basename(model));
+    } else if (heads) grouped = groupQueryAttention(model as Uint8Array, heads);
+    const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
+    const from = typeof model === 'string' && grouped
+      ? { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: dirname(model) } } }
+      : options;
     // the native runtime reads a model path (and its external data beside it) itself
-    session = await o.InferenceSession.create(model as never, options as never);
+    session = await o.InferenceSession.create((grouped?.bytes ?? model) as never, from as never);
   } else {
     const externalData = options.externalData?.map((d) => ({ ...d, data: bytes(d.data) }));
     const graph = bytes(model);
     // 4-bit weights run as int8 here: ONNX Runtime's WASM build has no 4-bit kernel (./wasm-q4.ts)
     int8 = nbitsToInt8(graph);
-    session = await o.InferenceSession.create(int8?.bytes ?? graph, { ...options, ...(externalData ? { externalData } : {}) } as never);
+    if (heads) grouped = groupQueryAttention(int8?.bytes ?? graph, heads);
+    const data = grouped?.bytes ?? int8?.bytes ?? graph;
+    session = await o.InferenceSession.create(data, { ...options, ...(externalData ? { externalData } : {}) } as never);
   }
   const id = nextId++;
   sessions.set(id, session);
@@ -109,6 +126,7 @@ async function create(
     inputMetadata: [...(s.inputMetadata ?? [])],
     outputMetadata: [...(s.outputMetadata ?? [])],
     int8From4Bit: int8?.converted ?? 0,
+    groupedAttention: grouped?.grouped ?? 0,
   };
 }
 

@@ -16,6 +16,7 @@ import { startThread, type Thread, workerEntry } from '../../runtime/worker.ts';
 import { limits } from '../limits.ts';
 import { fromWire, type FromWorker, type ToWorker } from '../workers/protocol.ts';
 import type { OrtWeb } from './backend.ts';
+import { withoutAttentionHeads } from './grouped-attention.ts';
 import type { HeldCopy, HeldView, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
 
 interface Pending {
@@ -125,6 +126,11 @@ class ThreadSession {
     return this.info.int8From4Bit;
   }
 
+  /** Attention MatMuls that read unrepeated KV heads (./grouped-attention.ts). */
+  get groupedAttention(): number {
+    return this.info.groupedAttention;
+  }
+
   private alive(): void {
     if (this.generation !== generation || !thread) throw new Error('the inference thread stopped; load the model again');
   }
@@ -224,6 +230,6 @@ export function offThreadNativeSessions(ort: OrtWeb): void {
   if (S[offThread]) return;
   const inProcess = S.create.bind(S);
   const create = threadCreate(ort, { runtime: 'onnxruntime-node', threads: 0 });
-  S.create = (model, options = {}) => (cpuOnly(options) ? create(model, options) : inProcess(model, options));
+  S.create = (model, options = {}) => (cpuOnly(options) ? create(model, options) : inProcess(model, withoutAttentionHeads(options)));
   S[offThread] = true;
 }

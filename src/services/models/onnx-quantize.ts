@@ -25,7 +25,20 @@ import { join } from 'node:path';
 import { concatBytes } from '../bytes.ts';
 import { invalidArgument, ServiceError } from '../errors.ts';
 import { isSafeRepoPath } from './files.ts';
-import { all, decodeFields, first, type GraphNode, indexGraph, ONNX, str, type Tensor, type WireField, WireWriter } from './onnx-wire.ts';
+import {
+  all,
+  decodeFields,
+  first,
+  type GraphNode,
+  hasSubgraph,
+  indexGraph,
+  node,
+  ONNX,
+  str,
+  type Tensor,
+  type WireField,
+  WireWriter,
+} from './onnx-wire.ts';
 
 export type QuantTarget = 'q8' | 'q4';
 
@@ -212,35 +225,6 @@ function gatherAxis(n: Node): number {
     if (str(first(af, ONNX.attr.name)?.bytes) === 'axis') return Number(BigInt.asIntN(64, first(af, ONNX.attr.i)?.int ?? 0n));
   }
   return 0;
-}
-
-function hasSubgraph(n: Node): boolean {
-  return all(n.fields, ONNX.node.attribute).some((a) => {
-    const t = Number(first(decodeFields(a.bytes!), ONNX.attr.type)?.int ?? 0n);
-    return t === ONNX.attrType.GRAPH || t === ONNX.attrType.GRAPHS;
-  });
-}
-
-function node(
-  opType: string,
-  inputs: string[],
-  outputs: string[],
-  name: string,
-  domain = '',
-  ints: Record<string, number> = {},
-): WireWriter {
-  const w = new WireWriter();
-  for (const i of inputs) w.string(ONNX.node.input, i);
-  for (const o of outputs) w.string(ONNX.node.output, o);
-  w.string(ONNX.node.name, name).string(ONNX.node.opType, opType);
-  for (const [k, v] of Object.entries(ints)) {
-    w.message(
-      ONNX.node.attribute,
-      new WireWriter().string(ONNX.attr.name, k).varint(ONNX.attr.i, v).varint(ONNX.attr.type, ONNX.attrType.INT),
-    );
-  }
-  if (domain) w.string(ONNX.node.domain, domain);
-  return w;
 }
 
 /** A TensorProto with inline raw data; `keep` carries over fields of the original other than data and shape. */

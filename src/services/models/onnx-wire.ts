@@ -152,15 +152,19 @@ export const all = (fields: WireField[], no: number) => fields.filter((f) => f.n
 export const ONNX = {
   model: { opsetImport: 8, graph: 7 },
   opset: { domain: 1, version: 2 },
-  graph: { node: 1, initializer: 5, output: 12 },
+  graph: { node: 1, initializer: 5, input: 11, output: 12 },
+  /** ValueInfoProto */
+  valueInfo: { name: 1, type: 2 },
+  /** TypeProto.tensor_type, TypeProto.Tensor.shape, TensorShapeProto.dim, Dimension.dim_value */
+  type: { tensor: 1, shape: 2, dim: 1, dimValue: 1 },
   node: { input: 1, output: 2, name: 3, opType: 4, attribute: 5, domain: 7 },
-  attr: { name: 1, f: 2, i: 3, type: 20 },
-  tensor: { dims: 1, dataType: 2, floatData: 4, name: 8, rawData: 9, externalData: 13, dataLocation: 14 },
+  attr: { name: 1, f: 2, i: 3, t: 5, ints: 8, type: 20 },
+  tensor: { dims: 1, dataType: 2, floatData: 4, int64Data: 7, name: 8, rawData: 9, externalData: 13, dataLocation: 14 },
   entry: { key: 1, value: 2 },
   /** AttributeProto.AttributeType */
   attrType: { FLOAT: 1, INT: 2, GRAPH: 5, GRAPHS: 10 },
   /** TensorProto.DataType */
-  dtype: { FLOAT: 1, UINT8: 2, INT8: 3 },
+  dtype: { FLOAT: 1, UINT8: 2, INT8: 3, INT64: 7 },
 } as const;
 
 /** An initializer of a graph, with its position among the graph's fields. */
@@ -213,4 +217,35 @@ export function indexGraph(graph: WireField[]): { inits: Map<string, Tensor>; no
     }
   });
   return { inits, nodes };
+}
+
+/** Whether a node carries a subgraph (If, Loop, Scan): names used inside it are not listed as its inputs. */
+export function hasSubgraph(n: GraphNode): boolean {
+  return all(n.fields, ONNX.node.attribute).some((a) => {
+    const t = Number(first(decodeFields(a.bytes!), ONNX.attr.type)?.int ?? 0n);
+    return t === ONNX.attrType.GRAPH || t === ONNX.attrType.GRAPHS;
+  });
+}
+
+/** A NodeProto; `ints` are INT attributes. */
+export function node(
+  opType: string,
+  inputs: string[],
+  outputs: string[],
+  name: string,
+  domain = '',
+  ints: Record<string, number> = {},
+): WireWriter {
+  const w = new WireWriter();
+  for (const i of inputs) w.string(ONNX.node.input, i);
+  for (const o of outputs) w.string(ONNX.node.output, o);
+  w.string(ONNX.node.name, name).string(ONNX.node.opType, opType);
+  for (const [k, v] of Object.entries(ints)) {
+    w.message(
+      ONNX.node.attribute,
+      new WireWriter().string(ONNX.attr.name, k).varint(ONNX.attr.i, v).varint(ONNX.attr.type, ONNX.attrType.INT),
+    );
+  }
+  if (domain) w.string(ONNX.node.domain, domain);
+  return w;
 }
