@@ -15,7 +15,7 @@ import {
   type Transformers,
 } from './backend.ts';
 import { availableDtypes, type Dtype, modelSizeBytes, type PoolingConfig, readJson, readPooling } from './model-files.ts';
-import { ATTENTION_HEADS_OPTION, attentionHeads } from './grouped-attention.ts';
+import { DECODER_OPTION, decoderShape } from './decoder-graph.ts';
 
 export type Task = 'text-generation' | 'feature-extraction' | 'text-classification' | 'automatic-speech-recognition';
 
@@ -89,7 +89,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
     throw modelLoadFailed(`no onnx/model file for dtype ${opts.dtype ?? '(any)'} in ${dir} (have: ${present.join(', ') || 'none'})`);
   }
   const tokenizer = await rt.tf.AutoTokenizer.from_pretrained(dir);
-  const heads = task === 'text-generation' ? attentionHeads(config) : undefined;
+  const decoder = task === 'text-generation' ? decoderShape(config) : undefined;
   const fallbacks: { device: Device; error: string }[] = [];
   let model: PreTrainedModel | undefined;
   let device: Device | undefined;
@@ -97,8 +97,8 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
     try {
       const auto = vision ? rt.tf.AutoModelForImageTextToText : rt.tf[AUTO_CLASS[task]];
       const placement = sessionPlacement(rt, d);
-      // a decoder's sessions group their attention by KV head where they are created (./grouped-attention.ts)
-      if (heads) placement.session_options = { ...placement.session_options, [ATTENTION_HEADS_OPTION]: heads };
+      // a decoder's graph is rewritten where its session is created (./decoder-graph.ts)
+      if (decoder) placement.session_options = { ...placement.session_options, [DECODER_OPTION]: decoder };
       model = (await auto.from_pretrained(dir, { dtype, ...placement } as never)) as PreTrainedModel;
       device = d;
       break;

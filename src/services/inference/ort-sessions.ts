@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { OpContext } from '../workers/serve-operations.ts';
 import { configureOrtWeb, type OrtPackage, type OrtWeb } from './backend.ts';
-import { ATTENTION_HEADS_OPTION, type AttentionHeads, groupQueryAttention, withoutAttentionHeads } from './grouped-attention.ts';
+import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
 import { nbitsToInt8 } from './wasm-q4.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
@@ -58,6 +58,8 @@ export interface SessionInfo {
   int8From4Bit: number;
   /** Attention MatMuls that read unrepeated KV heads (./grouped-attention.ts). */
   groupedAttention: number;
+  /** `new_key_values.*` outputs added (./new-key-values.ts). */
+  newKeyValues: number;
 }
 
 type Session = Awaited<ReturnType<OrtWeb['InferenceSession']['create']>>;
@@ -91,29 +93,29 @@ async function create(
   _ctx?: OpContext,
 ): Promise<SessionInfo> {
   const o = await runtime(init);
-  const heads = optionsIn[ATTENTION_HEADS_OPTION] as AttentionHeads | undefined;
-  const options = withoutAttentionHeads(optionsIn);
+  const decoder = optionsIn[DECODER_OPTION] as DecoderShape | undefined;
+  const options = withoutDecoderOption(optionsIn);
   let session: Session;
   let int8: ReturnType<typeof nbitsToInt8> | undefined;
-  let grouped: ReturnType<typeof groupQueryAttention> | undefined;
+  let rewritten: ReturnType<typeof rewriteDecoder> | undefined;
   if (init.runtime === 'onnxruntime-node') {
-    if (heads && typeof model === 'string') {
+    if (decoder && typeof model === 'string') {
       // the rewritten graph points at the weights in the original file, which ONNX Runtime reads itself
-      grouped = groupQueryAttention(bytes(model), heads, basename(model));
-    } else if (heads) grouped = groupQueryAttention(model as Uint8Array, heads);
+      rewritten = rewriteDecoder(bytes(model), decoder, basename(model));
+    } else if (decoder) rewritten = rewriteDecoder(model as Uint8Array, decoder);
     const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
-    const from = typeof model === 'string' && grouped
+    const from = typeof model === 'string' && rewritten
       ? { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: dirname(model) } } }
       : options;
     // the native runtime reads a model path (and its external data beside it) itself
-    session = await o.InferenceSession.create((grouped?.bytes ?? model) as never, from as never);
+    session = await o.InferenceSession.create((rewritten?.bytes ?? model) as never, from as never);
   } else {
     const externalData = options.externalData?.map((d) => ({ ...d, data: bytes(d.data) }));
     const graph = bytes(model);
     // 4-bit weights run as int8 here: ONNX Runtime's WASM build has no 4-bit kernel (./wasm-q4.ts)
     int8 = nbitsToInt8(graph);
-    if (heads) grouped = groupQueryAttention(int8?.bytes ?? graph, heads);
-    const data = grouped?.bytes ?? int8?.bytes ?? graph;
+    if (decoder) rewritten = rewriteDecoder(int8?.bytes ?? graph, decoder);
+    const data = rewritten?.bytes ?? int8?.bytes ?? graph;
     session = await o.InferenceSession.create(data, { ...options, ...(externalData ? { externalData } : {}) } as never);
   }
   const id = nextId++;
@@ -126,7 +128,8 @@ async function create(
     inputMetadata: [...(s.inputMetadata ?? [])],
     outputMetadata: [...(s.outputMetadata ?? [])],
     int8From4Bit: int8?.converted ?? 0,
-    groupedAttention: grouped?.grouped ?? 0,
+    groupedAttention: rewritten?.grouped ?? 0,
+    newKeyValues: rewritten?.newKeyValues ?? 0,
   };
 }
 

@@ -16,7 +16,7 @@ import { startThread, type Thread, workerEntry } from '../../runtime/worker.ts';
 import { limits } from '../limits.ts';
 import { fromWire, type FromWorker, type ToWorker } from '../workers/protocol.ts';
 import type { OrtWeb } from './backend.ts';
-import { withoutAttentionHeads } from './grouped-attention.ts';
+import { withoutDecoderOption } from './decoder-graph.ts';
 import type { HeldCopy, HeldView, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
 
 interface Pending {
@@ -131,6 +131,11 @@ class ThreadSession {
     return this.info.groupedAttention;
   }
 
+  /** `new_key_values.*` outputs added to the graph (./new-key-values.ts). */
+  get newKeyValues(): number {
+    return this.info.newKeyValues;
+  }
+
   private alive(): void {
     if (this.generation !== generation || !thread) throw new Error('the inference thread stopped; load the model again');
   }
@@ -230,6 +235,6 @@ export function offThreadNativeSessions(ort: OrtWeb): void {
   if (S[offThread]) return;
   const inProcess = S.create.bind(S);
   const create = threadCreate(ort, { runtime: 'onnxruntime-node', threads: 0 });
-  S.create = (model, options = {}) => (cpuOnly(options) ? create(model, options) : inProcess(model, withoutAttentionHeads(options)));
+  S.create = (model, options = {}) => (cpuOnly(options) ? create(model, options) : inProcess(model, withoutDecoderOption(options)));
   S[offThread] = true;
 }

@@ -11,18 +11,10 @@
  * holds one byte per weight instead of half a byte: the file stays q4, memory and speed are those of q8.
  */
 import { containsBytes, f32bytes, int8MatMulNodes, tensor } from '../models/onnx-quantize.ts';
-import { all, decodeFields, first, type GraphNode, indexGraph, ONNX, str, type Tensor, WireWriter } from '../models/onnx-wire.ts';
+import { decodeFields, first, indexGraph, intAttr, ONNX, type Tensor, WireWriter } from '../models/onnx-wire.ts';
 
 /** Whether the serialized model mentions MatMulNBits at all (cheap check before parsing it). */
 export const hasMatMulNBits = (model: Uint8Array): boolean => containsBytes(model, new TextEncoder().encode('MatMulNBits'));
-
-function intAttr(n: GraphNode, name: string): number | undefined {
-  for (const a of all(n.fields, ONNX.node.attribute)) {
-    const af = decodeFields(a.bytes!);
-    if (str(first(af, ONNX.attr.name)?.bytes) === name) return Number(BigInt.asIntN(64, first(af, ONNX.attr.i)?.int ?? 0n));
-  }
-  return undefined;
-}
 
 const raw = (t: Tensor | undefined) => (t ? first(t.fields, ONNX.tensor.rawData)?.bytes : undefined);
 

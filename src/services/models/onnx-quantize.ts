@@ -32,6 +32,7 @@ import {
   type GraphNode,
   hasSubgraph,
   indexGraph,
+  intAttr,
   node,
   ONNX,
   str,
@@ -102,7 +103,8 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
   // DequantizeLinear with an int8 zero point needs opset 10; graphs that old keep fp32 tables under q4
   const gathers = defaultOpset >= 10
     ? nodes.filter((n) =>
-      n.opType === 'Gather' && (n.domain === '' || n.domain === 'ai.onnx') && isFp32Matrix(inits.get(n.inputs[0])) && gatherAxis(n) === 0
+      n.opType === 'Gather' && (n.domain === '' || n.domain === 'ai.onnx') && isFp32Matrix(inits.get(n.inputs[0])) &&
+      (intAttr(n, 'axis') ?? 0) === 0
     )
     : [];
   const total = matmuls.length + gathers.length;
@@ -217,14 +219,6 @@ export function int8MatMulNodes(p: string, input: string, w: string, output: str
     node('Mul', [`${p}_as`, `${w}_scale`], [`${p}_s`], `${p}_smul`),
     node('Mul', [`${p}_f`, `${p}_s`], [output], `${p}_out`),
   ];
-}
-
-function gatherAxis(n: Node): number {
-  for (const a of all(n.fields, ONNX.node.attribute)) {
-    const af = decodeFields(a.bytes!);
-    if (str(first(af, ONNX.attr.name)?.bytes) === 'axis') return Number(BigInt.asIntN(64, first(af, ONNX.attr.i)?.int ?? 0n));
-  }
-  return 0;
 }
 
 /** A TensorProto with inline raw data; `keep` carries over fields of the original other than data and shape. */

@@ -155,8 +155,8 @@ export const ONNX = {
   graph: { node: 1, initializer: 5, input: 11, output: 12 },
   /** ValueInfoProto */
   valueInfo: { name: 1, type: 2 },
-  /** TypeProto.tensor_type, TypeProto.Tensor.shape, TensorShapeProto.dim, Dimension.dim_value */
-  type: { tensor: 1, shape: 2, dim: 1, dimValue: 1 },
+  /** TypeProto.tensor_type, TypeProto.Tensor.elem_type and .shape, TensorShapeProto.dim, Dimension.dim_value */
+  type: { tensor: 1, elemType: 1, shape: 2, dim: 1, dimValue: 1 },
   node: { input: 1, output: 2, name: 3, opType: 4, attribute: 5, domain: 7 },
   attr: { name: 1, f: 2, i: 3, t: 5, ints: 8, type: 20 },
   tensor: { dims: 1, dataType: 2, floatData: 4, int64Data: 7, name: 8, rawData: 9, externalData: 13, dataLocation: 14 },
@@ -248,4 +248,22 @@ export function node(
   }
   if (domain) w.string(ONNX.node.domain, domain);
   return w;
+}
+
+/** A node's INT attribute. */
+export function intAttr(n: GraphNode, name: string): number | undefined {
+  for (const a of all(n.fields, ONNX.node.attribute)) {
+    const af = decodeFields(a.bytes!);
+    if (str(first(af, ONNX.attr.name)?.bytes) === name) return Number(BigInt.asIntN(64, first(af, ONNX.attr.i)?.int ?? 0n));
+  }
+  return undefined;
+}
+
+/** A node's INTS attribute. */
+export function intsAttr(n: GraphNode, name: string): number[] | undefined {
+  for (const a of all(n.fields, ONNX.node.attribute)) {
+    const af = decodeFields(a.bytes!);
+    if (str(first(af, ONNX.attr.name)?.bytes) === name) return int64s(af, ONNX.attr.ints);
+  }
+  return undefined;
 }

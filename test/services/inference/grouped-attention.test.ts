@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import * as ort from 'onnxruntime-node';
-import { groupQueryAttention } from '../../../src/services/inference/grouped-attention.ts';
+import { rewriteDecoder } from '../../../src/services/inference/decoder-graph.ts';
 import { loadModel } from '../../../src/services/inference/load.ts';
 import { decodeFields, first, indexGraph, node, ONNX, WireWriter } from '../../../src/services/models/onnx-wire.ts';
 import { TINY_EMBED, TINY_LLAMA } from './fixtures.ts';
@@ -68,7 +68,7 @@ describe('the tiny-llama decoder (torch export, 4 query heads on 2 KV heads)', (
   const original = new Uint8Array(readFileSync(file));
 
   test('every attention MatMul reads the unrepeated heads: no Expand is left', () => {
-    const g = groupQueryAttention(original, heads)!;
+    const g = rewriteDecoder(original, heads)!;
     assert.equal(g.grouped, 2 * layers);
     assert.ok(opTypes(original).filter((t) => t === 'Expand').length >= 2 * layers);
     assert.equal(opTypes(g.bytes).filter((t) => t === 'Expand').length, 0);
@@ -76,7 +76,7 @@ describe('the tiny-llama decoder (torch export, 4 query heads on 2 KV heads)', (
 
   test("prefill and decode steps, batched with left padding, give the exported graph's logits and torch's", async () => {
     const before = await ort.InferenceSession.create(original, opts);
-    const grouped = await ort.InferenceSession.create(groupQueryAttention(original, heads)!.bytes, opts);
+    const grouped = await ort.InferenceSession.create(rewriteDecoder(original, heads)!.bytes, opts);
     const [want, got] = [await decode(before, 4), await decode(grouped, 4)];
     const v = REF.generate.last_logits.length;
     assert.ok(maxDiff(Array.from(got[0]!.subarray(0, v)), REF.generate.last_logits) < 1e-3);
@@ -90,7 +90,7 @@ describe('the tiny-llama decoder (torch export, 4 query heads on 2 KV heads)', (
   });
 
   test("pointed at the model's file, the graph is small and its weights are read from that file", async () => {
-    const g = groupQueryAttention(original, heads, 'model.onnx')!;
+    const g = rewriteDecoder(original, heads, 'model.onnx')!;
     assert.ok(g.bytes.length < original.length / 4, `${g.bytes.length} of ${original.length}`);
     const dir = mkdtempSync(join(tmpdir(), 'svc-gqa-'));
     try {
@@ -107,8 +107,8 @@ describe('the tiny-llama decoder (torch export, 4 query heads on 2 KV heads)', (
   });
 
   test('heads that do not match the cache, and graphs without repeated heads, are left as they are', () => {
-    assert.equal(groupQueryAttention(original, { heads: 6, kvHeads: 3 }), undefined);
-    assert.equal(groupQueryAttention(new Uint8Array(readFileSync(join(TINY_EMBED, 'onnx', 'model.onnx'))), heads), undefined);
+    assert.equal(rewriteDecoder(original, { heads: 6, kvHeads: 3 }), undefined);
+    assert.equal(rewriteDecoder(new Uint8Array(readFileSync(join(TINY_EMBED, 'onnx', 'model.onnx'))), heads), undefined);
   });
 });
 
@@ -169,7 +169,7 @@ function scaledAttentionGraph(): Uint8Array {
 
 test('scales on the repeated keys and on the scores (the scaled_dot_product_attention export) are kept', async () => {
   const original = scaledAttentionGraph();
-  const g = groupQueryAttention(original, { heads: 6, kvHeads: 2 })!;
+  const g = rewriteDecoder(original, { heads: 6, kvHeads: 2 })!;
   assert.equal(g.grouped, 2);
   assert.equal(opTypes(g.bytes).filter((t) => t === 'Expand').length, 0);
   let seed = 7;

@@ -1,0 +1,253 @@
+/**
+ * Rewrites of a text decoder's graph, made where its session is created (CPU and WASM, in the inference
+ * thread: ./ort-sessions.ts):
+ *
+ * - its attention reads the KV heads unrepeated (./grouped-attention.ts);
+ * - each layer's new keys and values, the positions a call adds to the cache, become outputs of their own
+ *   (./new-key-values.ts), so a decode loop can keep its cache in place and fetch only those.
+ *
+ * Works on the protobuf wire format (../models/onnx-wire.ts): what an edit does not touch is written back
+ * byte for byte. A graph that has neither shape is used as it is.
+ */
+import { containsBytes } from '../models/onnx-quantize.ts';
+import {
+  all,
+  decodeFields,
+  first,
+  type GraphNode,
+  hasSubgraph,
+  indexGraph,
+  int64s,
+  ONNX,
+  str,
+  type Tensor,
+  type WireField,
+  WireWriter,
+} from '../models/onnx-wire.ts';
+import { groupAttention } from './grouped-attention.ts';
+import { exposeNewKeyValues } from './new-key-values.ts';
+
+/** A decoder's attention heads, from its config. */
+export interface DecoderShape {
+  heads: number;
+  kvHeads: number;
+}
+
+/** The decoder's head counts (of its text model for a vision-language config), when the config gives them. */
+export function decoderShape(config: Record<string, unknown>): DecoderShape | undefined {
+  const c = (config.text_config ?? config) as { num_attention_heads?: number; num_key_value_heads?: number };
+  const heads = Number(c.num_attention_heads), kvHeads = Number(c.num_key_value_heads ?? c.num_attention_heads);
+  return Number.isInteger(heads) && Number.isInteger(kvHeads) && kvHeads > 0 && heads >= kvHeads && heads % kvHeads === 0
+    ? { heads, kvHeads }
+    : undefined;
+}
+
+/**
+ * The session option that carries a decoder's shape to where its session is created; taken out before
+ * ONNX Runtime sees the options.
+ */
+export const DECODER_OPTION = 'svcDecoder';
+
+/** Session options without ours. */
+export function withoutDecoderOption<T extends Record<string, unknown>>(options: T): T {
+  if (!(DECODER_OPTION in options)) return options;
+  const { [DECODER_OPTION]: _, ...rest } = options;
+  return rest as T;
+}
+
+/** A parsed graph and the edits made to it, written out by `rewriteDecoder`. */
+export interface GraphEdit {
+  nodes: GraphNode[];
+  producer: Map<string, GraphNode>;
+  consumers: Map<string, GraphNode[]>;
+  /** Names of the graph's outputs, and their ValueInfoProto fields. */
+  outputs: Map<string, WireField[]>;
+  /** Initializers and Constant outputs: element count and, for int64, values. */
+  constant: Map<string, Constant>;
+  /** New nodes written at the index (among the graph's fields) of the node they replace. */
+  replace: Map<number, WireWriter[]>;
+  /** New nodes written after all others (nothing in the graph reads them). */
+  appended: WireWriter[];
+  removed: Set<GraphNode>;
+  /** Names the new nodes read (so the sweep keeps their producers). */
+  read: Set<string>;
+  initializers: WireWriter[];
+  newOutputs: WireWriter[];
+}
+
+/** The one node reading `name`, when nothing else (not even the graph's outputs) does. */
+export function onlyUse(g: GraphEdit, name: string): GraphNode | undefined {
+  const c = g.consumers.get(name);
+  return c?.length === 1 && !g.outputs.has(name) ? c[0] : undefined;
+}
+
+/**
+ * The rewritten decoder, or undefined when no edit applied. With `externalFile` (the model's own file name,
+ * `model` being that file's bytes), initializers stored inline are written as external data pointing into
+ * that file instead of being copied: the result is a small graph that ONNX Runtime loads with its weights
+ * read from the original file.
+ */
+export function rewriteDecoder(
+  model: Uint8Array,
+  shape: DecoderShape,
+  externalFile?: string,
+): { bytes: Uint8Array; grouped: number; newKeyValues: number } | undefined {
+  if (!containsBytes(model, new TextEncoder().encode('past_key_values.'))) return undefined;
+  const fields = decodeFields(model);
+  const graphField = first(fields, ONNX.model.graph);
+  if (!graphField?.bytes) return undefined;
+  const graph = decodeFields(graphField.bytes);
+  const { inits, nodes } = indexGraph(graph);
+  // names used inside a subgraph are not listed as inputs: such a graph is left alone
+  if (nodes.some(hasSubgraph) || !decoderWith(graph, shape.kvHeads)) return undefined;
+  const g: GraphEdit = {
+    nodes,
+    producer: new Map(),
+    consumers: new Map(),
+    outputs: new Map(
+      all(graph, ONNX.graph.output).map((f) => {
+        const v = decodeFields(f.bytes!);
+        return [str(first(v, ONNX.valueInfo.name)?.bytes), v];
+      }),
+    ),
+    constant: constants(inits, nodes),
+    replace: new Map(),
+    appended: [],
+    removed: new Set(),
+    read: new Set(),
+    initializers: [],
+    newOutputs: [],
+  };
+  for (const n of nodes) {
+    for (const o of n.outputs) g.producer.set(o, n);
+    for (const i of n.inputs) if (i) g.consumers.set(i, [...(g.consumers.get(i) ?? []), n]);
+  }
+  for (const o of g.outputs.keys()) g.read.add(o);
+  const grouped = groupAttention(g, shape);
+  const newKeyValues = exposeNewKeyValues(g);
+  if (!grouped && !newKeyValues) return undefined;
+  // what only the removed nodes used (the repeats' shape arithmetic) goes too
+  sweepUnused(nodes, g.removed, g.read);
+
+  const gone = new Set([...g.removed].map((n) => n.index));
+  const w = new WireWriter();
+  graph.forEach((f, index) => {
+    if (f.no === ONNX.graph.node) {
+      for (const r of g.replace.get(index) ?? []) w.message(ONNX.graph.node, r);
+      if (!gone.has(index)) w.field(f);
+    } else if (f.no === ONNX.graph.initializer && externalFile) {
+      w.message(ONNX.graph.initializer, pointInto(model, decodeFields(f.bytes!), externalFile));
+    } else w.field(f);
+  });
+  for (const n of g.appended) w.message(ONNX.graph.node, n);
+  for (const t of g.initializers) w.message(ONNX.graph.initializer, t);
+  for (const o of g.newOutputs) w.message(ONNX.graph.output, o);
+  const m = new WireWriter();
+  for (const f of fields) {
+    if (f.no === ONNX.model.graph) m.message(ONNX.model.graph, w);
+    else m.field(f);
+  }
+  return { bytes: m.finish(), grouped, newKeyValues };
+}
+
+/**
+ * Whether the graph is a decoder with a KV cache of `kvHeads` heads (inputs `past_key_values.*` whose
+ * second dimension, where fixed, is `kvHeads`): the head counts given are that decoder's, not those of a
+ * vision or audio encoder loaded with the same options.
+ */
+function decoderWith(graph: WireField[], kvHeads: number): boolean {
+  let past = 0;
+  for (const f of all(graph, ONNX.graph.input)) {
+    const v = decodeFields(f.bytes!);
+    if (!str(first(v, ONNX.valueInfo.name)?.bytes).startsWith('past_key_values.')) continue;
+    past++;
+    const tensorType = first(decodeFields(first(v, ONNX.valueInfo.type)?.bytes ?? new Uint8Array()), ONNX.type.tensor)?.bytes;
+    const shape = tensorType && first(decodeFields(tensorType), ONNX.type.shape)?.bytes;
+    const dim = shape && all(decodeFields(shape), ONNX.type.dim)[1]?.bytes;
+    const value = dim && first(decodeFields(dim), ONNX.type.dimValue)?.int;
+    if (value !== undefined && value !== BigInt(kvHeads)) return false;
+  }
+  return past > 0;
+}
+
+/** A constant's element count and, for int64, its values. */
+export interface Constant {
+  size: number;
+  ints?: number[];
+}
+
+/** Initializers and Constant node outputs, by name. */
+function constants(inits: Map<string, Tensor>, nodes: GraphNode[]): Map<string, Constant> {
+  const out = new Map<string, Constant>();
+  const fromTensor = (fields: WireField[]): Constant => {
+    const dims = int64s(fields, ONNX.tensor.dims);
+    const c: Constant = { size: dims.reduce((a, b) => a * b, 1) };
+    if (Number(first(fields, ONNX.tensor.dataType)?.int ?? 0n) === ONNX.dtype.INT64) {
+      const raw = first(fields, ONNX.tensor.rawData)?.bytes;
+      c.ints = raw
+        ? Array.from(new BigInt64Array(raw.slice().buffer), Number) // aligned copy
+        : int64s(fields, ONNX.tensor.int64Data);
+    }
+    return c;
+  };
+  for (const t of inits.values()) out.set(t.name, fromTensor(t.fields));
+  for (const n of nodes) {
+    if (n.opType !== 'Constant' || n.domain) continue;
+    for (const a of all(n.fields, ONNX.node.attribute)) {
+      const af = decodeFields(a.bytes!);
+      const name = str(first(af, ONNX.attr.name)?.bytes);
+      const t = first(af, ONNX.attr.t)?.bytes;
+      if (name === 'value' && t) out.set(n.outputs[0]!, fromTensor(decodeFields(t)));
+      else if (name === 'value_int') {
+        out.set(n.outputs[0]!, { size: 1, ints: [Number(BigInt.asIntN(64, first(af, ONNX.attr.i)?.int ?? 0n))] });
+      } else if (name === 'value_float') out.set(n.outputs[0]!, { size: 1 });
+    }
+  }
+  return out;
+}
+
+/** A copy of `n` (its op, domain and attributes) with other inputs, outputs and name. */
+export function renamed(n: GraphNode, inputs: string[], outputs: string[], name: string): WireWriter {
+  const w = new WireWriter();
+  for (const i of inputs) w.string(ONNX.node.input, i);
+  for (const o of outputs) w.string(ONNX.node.output, o);
+  w.string(ONNX.node.name, name);
+  for (const f of n.fields) if (f.no !== ONNX.node.input && f.no !== ONNX.node.output && f.no !== ONNX.node.name) w.field(f);
+  return w;
+}
+
+/** Adds to `removed` every node whose outputs nothing reads any more (ONNX ops have no side effects). */
+function sweepUnused(nodes: GraphNode[], removed: Set<GraphNode>, alsoRead: Set<string>): void {
+  for (let changed = true; changed;) {
+    changed = false;
+    const read = new Set<string>(alsoRead);
+    for (const n of nodes) if (!removed.has(n)) { for (const i of n.inputs) read.add(i); }
+    for (const n of nodes) {
+      if (!removed.has(n) && n.outputs.every((o) => !o || !read.has(o))) (removed.add(n), (changed = true));
+    }
+  }
+}
+
+export function int64Tensor(name: string, values: number[]): WireWriter {
+  const w = new WireWriter().varint(ONNX.tensor.dims, values.length).varint(ONNX.tensor.dataType, ONNX.dtype.INT64);
+  return w.string(ONNX.tensor.name, name).bytes(ONNX.tensor.rawData, new Uint8Array(BigInt64Array.from(values, BigInt).buffer));
+}
+
+/** Inline raw data above this size is pointed at in the model's file rather than copied. */
+const EXTERNAL_MIN = 1024;
+
+/** An initializer whose inline raw data (a view into `file`) is written as external data at its offset there. */
+function pointInto(file: Uint8Array, fields: WireField[], fileName: string): WireWriter {
+  const raw = first(fields, ONNX.tensor.rawData)?.bytes;
+  const w = new WireWriter();
+  if (!raw || raw.byteLength < EXTERNAL_MIN || raw.buffer !== file.buffer) {
+    for (const f of fields) w.field(f);
+    return w;
+  }
+  for (const f of fields) if (f.no !== ONNX.tensor.rawData) w.field(f);
+  const entry = (key: string, value: string) => new WireWriter().string(ONNX.entry.key, key).string(ONNX.entry.value, value);
+  w.message(ONNX.tensor.externalData, entry('location', fileName));
+  w.message(ONNX.tensor.externalData, entry('offset', String(raw.byteOffset - file.byteOffset)));
+  w.message(ONNX.tensor.externalData, entry('length', String(raw.byteLength)));
+  return w.varint(ONNX.tensor.dataLocation, 1);
+}
