@@ -12,16 +12,21 @@
  * are chosen per row (its own processors: penalties, constraints, sampling), greedy without copying the
  * vocabulary. Graphs with a `num_logits_to_keep` input compute the LM head for the last position only.
  *
- * The KV cache lives in two arenas per past input, held in the inference thread where the session runs
- * (./ort-thread.ts): a call reads its past from one and ONNX Runtime writes the present (past + new
- * positions, the graph concatenates them) straight into the other (on onnxruntime-web the present is copied
- * in); the two swap roles each call. A step sends only its token ids, mask and positions and gets back the
- * logits: no cache moves between threads. Arenas grow geometrically, so a step allocates no cache memory;
- * rows joining or leaving repack once (in that thread too).
+ * The KV cache lives in arenas held in the inference thread where the session runs (./ort-thread.ts): a
+ * step sends only its token ids, mask and positions and gets back the logits; no cache moves between
+ * threads. When the graph names each layer's new keys and values (`new_key_values.*`, added where the
+ * session is created: ./new-key-values.ts), the running batch's cache stays in place: it is fed at a fixed
+ * capacity per row, the positions past each row's length masked, and only the new positions are fetched and
+ * written in at that length. Otherwise (and for a prefill, whose past starts empty) a call reads its past
+ * from one arena and ONNX Runtime writes the present (past + new positions, concatenated by the graph)
+ * straight into the other (on onnxruntime-web the present is copied in), the two swapping roles each call.
+ * Capacities grow geometrically, so a step allocates no cache memory; rows joining or leaving repack once
+ * (in that thread too).
  */
 import type { LoadedModel } from './load.ts';
 import type { HeldArena } from './ort-thread.ts';
-import type { HeldCopy, HeldView } from './ort-sessions.ts';
+import { newKeyValuesOf } from './new-key-values.ts';
+import type { HeldAppend, HeldCopy, HeldView } from './ort-sessions.ts';
 import type { LogitsProcessorLike } from './sampling.ts';
 
 export interface DecodeRequest {
@@ -55,7 +60,12 @@ interface SessionLike {
   outputNames: readonly string[];
   hold(lengths: number[]): Promise<HeldArena[]>;
   drop(arenas: HeldArena[]): void;
-  runHeld(feeds: Record<string, unknown>, fetches: Record<string, HeldView>): Promise<Record<string, OrtTensorLike>>;
+  runHeld(
+    feeds: Record<string, unknown>,
+    fetches: Record<string, HeldView>,
+    appends?: Record<string, HeldAppend>,
+    returned?: string[],
+  ): Promise<Record<string, OrtTensorLike>>;
   copyHeld(moves: HeldCopy[]): Promise<void>;
 }
 
@@ -69,9 +79,16 @@ interface Row {
   fail: (e: unknown) => void;
 }
 
-/** A KV cache of `len` positions for some rows: [rows, heads, len, headDim] row-major at the start of each arena. */
+/**
+ * A KV cache of `len` positions for some rows: [rows, heads, stride, headDim] row-major at the start of
+ * each arena, the first `len` positions of each row and head filled. `inPlace`: calls append the new
+ * positions into `cur` (stride is a capacity); otherwise the present is written into `spare` and the two
+ * swap (stride is len).
+ */
 interface Kv {
   len: number;
+  stride: number;
+  inPlace: boolean;
   cur: Map<string, HeldArena>;
   spare: Map<string, HeldArena>;
 }
@@ -118,44 +135,69 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
   let main: Kv | undefined;
   let running = false;
 
-  const newKv = (): Kv => ({ len: 0, cur: new Map(), spare: new Map() });
+  const newOf = new Map(pastNames.map((n) => [n, newKeyValuesOf(presentOf.get(n)!)]));
+  const inPlace = pastNames.every((n) => s.outputNames.includes(newOf.get(n)!));
+  /** Positions per row of an in-place cache holding `len`: room for some steps before it is laid out again. */
+  const capacity = (len: number) => len + 32 + (len >> 3);
+
+  const newKv = (place = false): Kv => ({ len: 0, stride: 0, inPlace: place, cur: new Map(), spare: new Map() });
   /** Frees a cache's arenas in the thread. */
   const dropKv = (kv: Kv | undefined) => kv && s.drop([...kv.cur.values(), ...kv.spare.values()]);
 
-  /** Room in both arenas for `b` rows of `len` positions; the current arena's contents are kept. */
-  const reserve = async (kv: Kv, b: number, len: number) => {
-    const need = b * heads * len * headDim;
-    const grow = pastNames.filter((name) => (kv.cur.get(name)?.length ?? -1) < need);
+  /**
+   * Arenas of at least `need` floats in `map` (new ones, zeroed, `slack` times larger, where too small).
+   * With `keep`, each replaced arena's first `keep` floats are copied over; the replaced ones are dropped.
+   */
+  const ensure = async (map: Map<string, HeldArena>, need: number, slack: number, keep = 0) => {
+    const grow = pastNames.filter((name) => (map.get(name)?.length ?? -1) < need);
     if (!grow.length) return;
-    const cap = Math.ceil(need * 1.5);
-    const fresh = await s.hold(grow.flatMap(() => [cap, cap]));
+    const fresh = await s.hold(grow.map(() => Math.ceil(need * slack)));
     const moves: HeldCopy[] = [];
     const old: HeldArena[] = [];
     grow.forEach((name, i) => {
-      const cur = kv.cur.get(name);
-      if (cur) {
-        moves.push({ from: cur.id, fromOffset: 0, length: cur.length, to: fresh[2 * i]!.id, toOffset: 0 });
-        old.push(cur, kv.spare.get(name)!);
-      }
-      kv.cur.set(name, fresh[2 * i]!);
-      kv.spare.set(name, fresh[2 * i + 1]!);
+      const o = map.get(name);
+      if (o) old.push(o);
+      if (o && keep) moves.push({ from: o.id, fromOffset: 0, length: Math.min(keep, o.length), to: fresh[i]!.id, toOffset: 0 });
+      map.set(name, fresh[i]!);
     });
     await s.copyHeld(moves);
     s.drop(old);
   };
 
+  /** Lays an in-place cache of `b` rows out again with room for `len` positions per row (its contents kept). */
+  const widen = async (kv: Kv, b: number, len: number) => {
+    const stride = capacity(len);
+    const fresh = await s.hold(pastNames.map(() => b * heads * stride * headDim));
+    const moves: HeldCopy[] = [];
+    pastNames.forEach((name, i) => {
+      const from = kv.cur.get(name);
+      if (!from || !kv.len) return;
+      for (let r = 0; r < b * heads; r++) {
+        moves.push({
+          from: from.id,
+          fromOffset: r * kv.stride * headDim,
+          length: kv.len * headDim,
+          to: fresh[i]!.id,
+          toOffset: r * stride * headDim,
+        });
+      }
+    });
+    await s.copyHeld(moves);
+    s.drop([...kv.cur.values()]);
+    pastNames.forEach((name, i) => kv.cur.set(name, fresh[i]!));
+    kv.stride = stride;
+  };
+
   /**
-   * One session call over `b` rows of `q` new tokens each on top of `kv` (advanced by q). Returns each row's
-   * last-position logits.
+   * One session call over `b` rows of `q` new tokens each on top of `kv` (advanced by q). `mask` covers the
+   * `kv.len` cached positions and the q new ones of each row. Returns each row's last-position logits.
    */
   const forward = async (kv: Kv, b: number, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array): Promise<Float32Array[]> => {
     const q = ids.length / b;
     const len = kv.len;
     const total = len + q;
-    await reserve(kv, b, total);
     const feeds: Record<string, unknown> = {
       input_ids: tensor('int64', ids, [b, q]),
-      attention_mask: tensor('int64', mask, [b, total]),
       position_ids: tensor('int64', pos, [b, q]),
     };
     if (keepLast) feeds.num_logits_to_keep = tensor('int64', BigInt64Array.of(1n), []);
@@ -165,16 +207,39 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
       length: b * heads * positions * headDim,
       dims: [b, heads, positions, headDim],
     });
-    const fetches: Record<string, HeldView> = {};
-    for (const name of pastNames) {
-      feeds[name] = view(kv.cur.get(name)!, len);
-      fetches[presentOf.get(name)!] = view(kv.spare.get(name)!, total);
-    }
-    const out = await s.runHeld(feeds, fetches);
-    for (const name of pastNames) {
-      const spare = kv.spare.get(name)!;
-      kv.spare.set(name, kv.cur.get(name)!);
-      kv.cur.set(name, spare);
+    let out: Record<string, OrtTensorLike>;
+    if (kv.inPlace) {
+      if (kv.stride < total) await widen(kv, b, total);
+      // the whole capacity is fed, the positions past this length masked; the new ones come after it
+      const wide = new BigInt64Array(b * (kv.stride + q));
+      for (let i = 0; i < b; i++) {
+        wide.set(mask.subarray(i * total, i * total + len), i * (kv.stride + q));
+        wide.set(mask.subarray(i * total + len, (i + 1) * total), i * (kv.stride + q) + kv.stride);
+      }
+      feeds.attention_mask = tensor('int64', wide, [b, kv.stride + q]);
+      const appends: Record<string, HeldAppend> = {};
+      for (const name of pastNames) {
+        feeds[name] = view(kv.cur.get(name)!, kv.stride);
+        appends[newOf.get(name)!] = { held: kv.cur.get(name)!.id, stride: kv.stride, at: len };
+      }
+      out = await s.runHeld(feeds, {}, appends, ['logits']);
+    } else {
+      const need = b * heads * total * headDim;
+      await ensure(kv.cur, need, 1.5, b * heads * len * headDim);
+      await ensure(kv.spare, need, 1.5);
+      feeds.attention_mask = tensor('int64', mask, [b, total]);
+      const fetches: Record<string, HeldView> = {};
+      for (const name of pastNames) {
+        feeds[name] = view(kv.cur.get(name)!, len);
+        fetches[presentOf.get(name)!] = view(kv.spare.get(name)!, total);
+      }
+      out = await s.runHeld(feeds, fetches);
+      for (const name of pastNames) {
+        const spare = kv.spare.get(name)!;
+        kv.spare.set(name, kv.cur.get(name)!);
+        kv.cur.set(name, spare);
+      }
+      kv.stride = total;
     }
     kv.len = total;
     const logits = out.logits!;
@@ -218,27 +283,29 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     ];
     const real = src.map(({ r, kv }) => kv.len - r.pad);
     const len = Math.max(0, ...real);
-    const kv = main ?? newKv();
+    const kv = main ?? newKv(inPlace);
+    const stride = kv.inPlace ? capacity(len + 1) : len;
     const moves: HeldCopy[] = [];
     try {
-      await reserve(kv, src.length, len);
+      await ensure(kv.spare, src.length * heads * stride * headDim, kv.inPlace ? 1 : 1.5);
       for (const name of pastNames) {
         const out = kv.spare.get(name)!;
         src.forEach(({ kv: from, i }, b) => {
           const data = from.cur.get(name)!;
           const n = real[b]! * headDim;
           for (let h = 0; h < heads; h++) {
-            const at = ((i * heads + h) * from.len + from.len - real[b]!) * headDim;
             moves.push({
               from: data.id,
-              fromOffset: at,
+              fromOffset: ((i * heads + h) * from.stride + from.len - real[b]!) * headDim,
               length: n,
               to: out.id,
-              toOffset: ((b * heads + h) * len + len - real[b]!) * headDim,
+              toOffset: ((b * heads + h) * stride + len - real[b]!) * headDim,
             });
           }
         });
-        kv.spare.set(name, kv.cur.get(name)!);
+        const prev = kv.cur.get(name);
+        if (prev) kv.spare.set(name, prev);
+        else kv.spare.delete(name);
         kv.cur.set(name, out);
       }
       await s.copyHeld(moves);
@@ -251,6 +318,7 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
       return;
     }
     kv.len = len;
+    kv.stride = stride;
     src.forEach(({ r }, b) => (r.pad = len - real[b]!));
     rows = src.map((x) => x.r);
     main = rows.length ? kv : (dropKv(kv), undefined);

@@ -39,6 +39,16 @@ export interface HeldCopy {
   toOffset: number;
 }
 
+/**
+ * Where a call's new cache positions go: an output [rows, heads, q, d] written into a held cache laid out
+ * [rows, heads, stride, d], at positions `at`..`at + q` of every row and head.
+ */
+export interface HeldAppend {
+  held: number;
+  stride: number;
+  at: number;
+}
+
 export interface OrtThreadInit {
   /** The process's ONNX Runtime (./backend.ts binds one per process): the thread loads the same package. */
   runtime: OrtPackage;
@@ -170,12 +180,19 @@ function drop([ids]: [number[]]): void {
 }
 
 /**
- * A run reading float32 feeds from held buffers and writing outputs into them (in place on native
- * sessions; copied in here on WASM, whose runtime leaves preallocated outputs unwritten). The other
- * outputs (logits) go back as usual.
+ * A run reading float32 feeds from held buffers and writing outputs into them: `fetches` in place (on
+ * native sessions; copied in here on WASM, whose runtime leaves preallocated outputs unwritten), `appends`
+ * copied into a cache at given positions. `returned` outputs go back as usual (by default every other
+ * output); outputs in none of the three are not fetched at all.
  */
 async function runHeld(
-  [id, feeds, fetches]: [number, Record<string, WireTensor | HeldView>, Record<string, HeldView>],
+  [id, feeds, fetches, appends = {}, returned]: [
+    number,
+    Record<string, WireTensor | HeldView>,
+    Record<string, HeldView>,
+    Record<string, HeldAppend>?,
+    string[]?,
+  ],
 ): Promise<Record<string, WireTensor>> {
   const session = sessionOf(id);
   const o = await ort!;
@@ -184,20 +201,30 @@ async function runHeld(
   for (const [name, t] of Object.entries(feeds)) {
     inputs[name] = 'held' in t ? view(t) : new o.Tensor(t.type as never, t.data as never, t.dims);
   }
-  // every output is fetched: those without a held buffer (null) are allocated by ONNX Runtime
-  const into: Record<string, InstanceType<OrtWeb['Tensor']> | null> = {};
-  for (const name of session.outputNames) into[name] = name in fetches ? view(fetches[name]!) : null;
+  // the outputs fetched: those without a held buffer (null) are allocated by ONNX Runtime
+  const names = returned ? [...Object.keys(fetches), ...Object.keys(appends), ...returned] : session.outputNames;
   const native = runtimeOfSessions === 'onnxruntime-node';
-  const out = native ? await session.run(inputs as never, into as never) : await session.run(inputs as never);
+  const into: Record<string, InstanceType<OrtWeb['Tensor']> | null> = {};
+  for (const name of names) into[name] = native && name in fetches ? view(fetches[name]!) : null;
+  const out = await session.run(inputs as never, into as never);
   const outputs: Record<string, WireTensor> = {};
   for (const [name, t] of Object.entries(out)) {
     if (name in fetches) {
-      if (!native) (into[name]!.data as Float32Array).set(t.data as Float32Array);
-      continue;
-    }
-    outputs[name] = { type: t.type, dims: [...t.dims], data: t.data as ArrayBufferView };
+      if (!native) (view(fetches[name]!).data as Float32Array).set(t.data as Float32Array);
+    } else if (name in appends) append(appends[name]!, t.data as Float32Array, t.dims);
+    else outputs[name] = { type: t.type, dims: [...t.dims], data: t.data as ArrayBufferView };
   }
   return outputs;
+}
+
+/** New positions [rows, heads, q, d] written into a held cache at `a.at` of every row and head. */
+function append(a: HeldAppend, data: Float32Array, dims: readonly number[]): void {
+  const [rows, heads, q, d] = dims as [number, number, number, number];
+  const cache = heldOf(a.held);
+  if (a.at + q > a.stride || rows * heads * a.stride * d > cache.length) {
+    throw new Error(`new positions ${a.at}..${a.at + q} do not fit a cache of ${a.stride} positions per row`);
+  }
+  for (let i = 0; i < rows * heads; i++) cache.set(data.subarray(i * q * d, (i + 1) * q * d), (i * a.stride + a.at) * d);
 }
 
 /** Copies between held buffers (a decode loop repacking or growing its cache), done here. */

@@ -17,7 +17,7 @@ import { limits } from '../limits.ts';
 import { fromWire, type FromWorker, type ToWorker } from '../workers/protocol.ts';
 import type { OrtWeb } from './backend.ts';
 import { withoutDecoderOption } from './decoder-graph.ts';
-import type { HeldCopy, HeldView, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
+import type { HeldAppend, HeldCopy, HeldView, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
 
 interface Pending {
   resolve(v: unknown): void;
@@ -173,15 +173,21 @@ class ThreadSession {
   }
 
   /**
-   * A run whose float32 feeds may be views of held buffers and whose `fetches` (outputs) are written into
-   * held buffers; the other outputs come back as from `run`.
+   * A run whose float32 feeds may be views of held buffers, whose `fetches` (outputs) are written into held
+   * buffers and whose `appends` are written into held caches at given positions (./ort-sessions.ts). The
+   * `returned` outputs (by default all others) come back as from `run`.
    */
-  async runHeld(feeds: Record<string, OrtTensor | HeldView>, fetches: Record<string, HeldView>): Promise<Record<string, OrtTensor>> {
+  async runHeld(
+    feeds: Record<string, OrtTensor | HeldView>,
+    fetches: Record<string, HeldView>,
+    appends?: Record<string, HeldAppend>,
+    returned?: string[],
+  ): Promise<Record<string, OrtTensor>> {
     this.alive();
     const wire: Record<string, WireTensor | HeldView> = {};
     const transfer: ArrayBuffer[] = [];
     for (const [name, t] of Object.entries(feeds)) wire[name] = 'held' in t ? t : copied(t, transfer);
-    const out = await call<Record<string, WireTensor>>('ort.runHeld', [this.info.id, wire, fetches], transfer);
+    const out = await call<Record<string, WireTensor>>('ort.runHeld', [this.info.id, wire, fetches, appends, returned], transfer);
     return this.tensors(out);
   }
 

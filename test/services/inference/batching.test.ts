@@ -13,21 +13,30 @@ import { REF } from './reference.ts';
 let m: LoadedModel;
 /** Batch size (rows) of every decode step the decoder ran, recorded by wrapping the session's runHeld. */
 const stepBatches: number[] = [];
-/** Every session call: rows × new tokens. */
-const calls: { rows: number; tokens: number }[] = [];
+/** Every session call: rows × new tokens, and whether it appended its new positions in place. */
+const calls: { rows: number; tokens: number; inPlace: boolean }[] = [];
+/** Buffers the decoder asked the inference thread to hold, per request. */
+const holds: number[][] = [];
 before(async () => {
   m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: 'fp32' });
   const s = (m.model as unknown as {
-    sessions: { model: { runHeld: (f: Record<string, { dims: number[] }>, ...rest: unknown[]) => Promise<unknown> } };
+    sessions: {
+      model: {
+        runHeld: (f: Record<string, { dims: number[] }>, ...rest: unknown[]) => Promise<unknown>;
+        hold: (lengths: number[]) => Promise<unknown>;
+      };
+    };
   })
     .sessions.model;
-  const record = (f: Record<string, { dims: number[] }>) => {
+  const record = (f: Record<string, { dims: number[] }>, appends: unknown) => {
     if (f.input_ids!.dims[1] === 1) stepBatches.push(f.input_ids!.dims[0]!);
-    calls.push({ rows: f.input_ids!.dims[0]!, tokens: f.input_ids!.dims[1]! });
+    calls.push({ rows: f.input_ids!.dims[0]!, tokens: f.input_ids!.dims[1]!, inPlace: Object.keys(appends ?? {}).length > 0 });
   };
   // the decoder runs the session on buffers held in the inference thread (src/services/inference/ort-thread.ts)
   const runHeld = s.runHeld.bind(s);
-  s.runHeld = (f, ...rest) => (record(f), runHeld(f, ...rest));
+  s.runHeld = (f, ...rest) => (record(f, rest[1]), runHeld(f, ...rest));
+  const hold = s.hold.bind(s);
+  s.hold = (lengths) => (holds.push(lengths), hold(lengths));
 });
 after(() => m.dispose());
 
@@ -64,6 +73,38 @@ test("the batch path is the one in use, and greedy equals torch's tokens", async
     onToken: (t) => (ids.push(t), false),
   });
   assert.deepEqual(ids, REF.generate.greedy_ids);
+});
+
+test("a stream decoding past its cache's capacity, appended in place and laid out again, gives transformers.js' tokens", async () => {
+  const n = 150; // several times the room a cache is laid out with
+  const ids = REF.generate.prompt_ids;
+  const got: number[] = [];
+  calls.length = 0;
+  holds.length = 0;
+  await batchDecoderFor(m)!.run({
+    promptIds: ids,
+    maxNew: n,
+    processors: [],
+    signal: new AbortController().signal,
+    onToken: (t) => (got.push(t), false),
+  });
+  const steps = calls.filter((c) => c.tokens === 1);
+  assert.equal(steps.length, n - 1);
+  assert.ok(steps.every((c) => c.inPlace), 'decode steps append their new positions to the cache in place');
+  assert.ok(holds.length >= 3, `the cache was laid out ${holds.length} times: ${JSON.stringify(holds)}`);
+  // transformers.js' own generate on the same session: the graph's concatenated present, no capacity
+  const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
+  const out = (await m.model.generate(
+    {
+      input_ids: t(ids),
+      attention_mask: t(ids.map(() => 1)),
+      max_new_tokens: n,
+      min_new_tokens: n,
+      do_sample: false,
+      repetition_penalty: 1,
+    } as never,
+  )) as unknown as { tolist(): bigint[][] };
+  assert.deepEqual(got, out.tolist()[0]!.slice(ids.length).map(Number));
 });
 
 test('4 concurrent greedy streams give exactly the texts they give alone, decoded in shared steps', async () => {
