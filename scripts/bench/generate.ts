@@ -683,7 +683,7 @@ async function main() {
       '',
       ...pairTable(pairs),
       '',
-      "Goal (the issue's, at every context): svc ≥ 1.2× llama.cpp. svc's KV cache stays in the inference thread between steps (src/services/inference/ort-thread.ts), and its attention reads the KV heads unrepeated (src/services/inference/grouped-attention.ts). What is left of each step beyond the weights is the exported graph's concatenation of the past and new keys and onnxruntime-node's copy of every output it returns, the present keys and values included, into a new buffer; llama.cpp appends to its cache in place.",
+      "Goal (the issue's, at every context): svc ≥ 1.2× llama.cpp. svc's KV cache stays in place in the inference thread (src/services/inference/batch-decoder.ts: fed at a fixed capacity with the positions past each row masked, only the new keys and values fetched and written in), and its attention reads the KV heads unrepeated (src/services/inference/grouped-attention.ts). What is left of each step beyond the weights is the exported graph's concatenation of the fed cache and the new positions into a temporary present in every layer, and attention over the cache's spare capacity (up to an eighth more positions, masked); llama.cpp appends to its cache in place.",
     ].join('\n');
     write0('Text generation: svc against llama.cpp after a long prompt', body);
     console.log(body);
