@@ -203,7 +203,7 @@ function pairStatus(pairs: PairResult[]): string {
   }. ${
     llamaMet.length === ok.length
       ? ''
-      : "What limits it is the matrix kernels, not the loop around the session: ONNX Runtime's own profile of a decode step (`enableProfiling`) puts most of its kernel time in the weight MatMuls (q4: `MatMulNBits` with int8 activations; q8: `MatMulIntegerToFloat` / `DynamicQuantizeMatMul`); on a CPU without AVX-512 VNNI their int8 dot products are compute-bound, and q4 adds the unpacking of its nibbles, so q4's 40 % fewer bytes buy less than in llama.cpp's Q4_0 kernel. The exported graph's plain-operator attention, norms and rotary embedding take the rest."
+      : "What limits it is the matrix kernels, not the loop around the session: ONNX Runtime's own profile of a decode step (`enableProfiling`) puts most of its kernel time in the weight MatMuls (q4: `MatMulNBits` with int8 activations; q8: `MatMulIntegerToFloat` / `DynamicQuantizeMatMul`); on a CPU without AVX-512 VNNI their int8 dot products are compute-bound, and q4 adds the unpacking of its nibbles, so q4's 40 % fewer bytes buy less than in llama.cpp's Q4_0 kernel. The attention (its KV heads unrepeated: src/services/inference/grouped-attention.ts), norms and rotary embedding take the rest."
   }`;
 }
 
@@ -601,7 +601,7 @@ async function main() {
       dtype,
     ) => (console.error(`decode loop before/after: ${dtype} ...`), spawnChild(['--loop-child', dtype, '1'])));
     const body = [
-      `One stream, one intra-op thread, greedy, EOS masked, ${TOKENS} tokens, the same chat prompt; "before" = transformers.js' \`generate\` (its loop: logits processors over a [batch, vocab] tensor, argmax through its sampler), "after" = svc's own decode loop (src/services/inference/batch-decoder.ts: the session called directly, greedy argmax without copying the vocabulary, the KV cache and the logits in preallocated buffers that ONNX Runtime writes directly). Both feed \`num_logits_to_keep\` = 1 (the LM head runs for the last position only). Alternating runs in one process, medians of ${RUNS}. Machine: ${machine}; load average at start: ${
+      `One stream, one intra-op thread, greedy, EOS masked, ${TOKENS} tokens, the same chat prompt; "before" = transformers.js' \`generate\` (its loop: logits processors over a [batch, vocab] tensor, argmax through its sampler), "after" = svc's own decode loop (src/services/inference/batch-decoder.ts: the session called directly, greedy argmax without copying the vocabulary, the KV cache kept in place in the inference thread with only each step's new keys and values fetched into it). Both feed \`num_logits_to_keep\` = 1 (the LM head runs for the last position only). Alternating runs in one process, medians of ${RUNS}. Machine: ${machine}; load average at start: ${
         loadSeen.at(-1)
       }.`,
       '',
@@ -615,7 +615,7 @@ async function main() {
           } | ${r.sameText ? 'yes' : 'NO'} |`
       ),
       '',
-      "The graph still concatenates past and new keys/values inside each step (a plain-operator attention); a shared past/present buffer needs ONNX Runtime's GroupQueryAttention, which this export does not use.",
+      "Both run the same session, whose graph reads the KV heads unrepeated (src/services/inference/grouped-attention.ts); "before" gets back and feeds again the whole cache at every step, "after" keeps it in place.",
     ].join('\n');
     write0('Text generation: decode loop (transformers.js generate vs svc loop)', body);
     console.log(body);
@@ -747,7 +747,7 @@ async function main() {
         ).join('; ')
       }.${
         rowsB.some((r) => !r.error && r.fourTps / r.oneTps < 2.5)
-          ? " What limits the aggregate is the session call itself (the decode step column): ONNX Runtime's profile of a decode step (`enableProfiling`) puts the growth from 1 to 4 rows mostly in the weight MatMuls, most at q4, whose `MatMulNBits` kernel costs about as much for 2 rows as for 1 and about twice as much for 4 (timed op by op; it appears to unpack the 4-bit weights again for every pair of rows) where the int8 GEMM of q8 grows far less; then in the exported graph's attention (the KV heads expanded to all query heads and the score MatMuls, per row). Choosing the tokens (argmax over the vocabulary per row) adds about a millisecond per row."
+          ? " What limits the aggregate is the session call itself (the decode step column): ONNX Runtime's profile of a decode step (`enableProfiling`) puts the growth from 1 to 4 rows in the weight MatMuls (on a CPU without AVX-512 VNNI their int8 dot products are compute-bound, so 4 rows are not nearly free: q8's `DynamicQuantizeMatMul` and `MatMulIntegerToFloat` took 1.3× as long for 4 rows as for 1, q4's `MatMulNBits` 1.6×, in one profiled run each); the attention, whose KV heads are no longer repeated, grows little. Choosing the tokens (argmax over the vocabulary per row) adds under a millisecond per row."
           : ''
       }`,
       '',
