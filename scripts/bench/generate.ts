@@ -615,7 +615,7 @@ async function main() {
           } | ${r.sameText ? 'yes' : 'NO'} |`
       ),
       '',
-      "Both run the same session, whose graph reads the KV heads unrepeated (src/services/inference/grouped-attention.ts); "before" gets back and feeds again the whole cache at every step, "after" keeps it in place.",
+      'Both run the same session, whose graph reads the KV heads unrepeated (src/services/inference/grouped-attention.ts); "before" gets back and feeds again the whole cache at every step, "after" keeps it in place.',
     ].join('\n');
     write0('Text generation: decode loop (transformers.js generate vs svc loop)', body);
     console.log(body);
