@@ -24,7 +24,7 @@
  * (in that thread too).
  */
 import type { LoadedModel } from './load.ts';
-import type { HeldArena } from './ort-thread.ts';
+import type { HeldArena, SharedArena } from './ort-thread.ts';
 import { newKeyValuesOf } from './new-key-values.ts';
 import type { HeldAppend, HeldCopy, HeldView } from './ort-sessions.ts';
 import type { LogitsProcessorLike } from './sampling.ts';
@@ -67,6 +67,7 @@ interface SessionLike {
     returned?: string[],
   ): Promise<Record<string, OrtTensorLike>>;
   copyHeld(moves: HeldCopy[]): Promise<void>;
+  share?(length: number): Promise<SharedArena>;
 }
 
 interface Row {
@@ -139,6 +140,19 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
   const inPlace = pastNames.every((n) => s.outputNames.includes(newOf.get(n)!));
   /** Positions per row of an in-place cache holding `len`: room for some steps before it is laid out again. */
   const capacity = (len: number) => len + 32 + (len >> 3);
+
+  /** Vocabulary size, from the first logits; and the decode steps' logits, written by the thread into shared memory. */
+  let vocab = 0;
+  let stepLogits: SharedArena | undefined;
+  /** Shared room for `b` rows of logits (no buffer crosses threads per step: see ./ort-sessions.ts `share`). */
+  const logitsFor = async (b: number): Promise<SharedArena | undefined> => {
+    if (!s.share || !vocab) return undefined;
+    if ((stepLogits?.length ?? 0) < b * vocab) {
+      if (stepLogits) s.drop([stepLogits]);
+      stepLogits = await s.share(Math.max(b, 4) * vocab);
+    }
+    return stepLogits;
+  };
 
   const newKv = (place = false): Kv => ({ len: 0, stride: 0, inPlace: place, cur: new Map(), spare: new Map() });
   /** Frees a cache's arenas in the thread. */
@@ -222,7 +236,12 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
         feeds[name] = view(kv.cur.get(name)!, kv.stride);
         appends[newOf.get(name)!] = { held: kv.cur.get(name)!.id, stride: kv.stride, at: len };
       }
-      out = await s.runHeld(feeds, {}, appends, ['logits']);
+      const shared = q === 1 ? await logitsFor(b) : undefined;
+      const fetches: Record<string, HeldView> = shared
+        ? { logits: { held: shared.id, offset: 0, length: b * vocab, dims: [b, 1, vocab] } }
+        : {};
+      out = await s.runHeld(feeds, fetches, appends, shared ? [] : ['logits']);
+      if (shared) out.logits = { data: shared.data.subarray(0, b * vocab), dims: [b, 1, vocab], type: 'float32' };
     } else {
       const need = b * heads * total * headDim;
       await ensure(kv.cur, need, 1.5, b * heads * len * headDim);
@@ -243,7 +262,7 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     }
     kv.len = total;
     const logits = out.logits!;
-    const v = logits.dims.at(-1)!;
+    const v = vocab = logits.dims.at(-1)!;
     const all = logits.data as Float32Array;
     const per = all.length / b; // [b, positions, v]: the last position of each row
     return Array.from({ length: b }, (_, i) => all.subarray(i * per + per - v, (i + 1) * per));

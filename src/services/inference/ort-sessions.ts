@@ -86,7 +86,7 @@ let nextId = 1;
  * them (even without copying) made each isolate count their size as new external memory at every step,
  * and V8 answered with a full collection per step on both sides.
  */
-const held = new Map<number, { session: number; data: Float32Array }>();
+const held = new Map<number, { session: number; data: Float32Array; scratch?: Float32Array }>();
 
 const bytes = (v: string | Uint8Array) => (typeof v === 'string' ? new Uint8Array(readFileSync(v)) : v);
 
@@ -175,6 +175,17 @@ function hold([session, ids, lengths]: [number, number[], number[]]): void {
   ids.forEach((id, i) => held.set(id, { session, data: new Float32Array(lengths[i]!) }));
 }
 
+/**
+ * A held buffer the server's thread reads too (a SharedArrayBuffer it made: the logits of a decode step),
+ * so what a run writes there reaches it without a buffer crossing threads at every step. ONNX Runtime
+ * cannot write into shared memory, so a run writes into a private twin and the result is copied over.
+ */
+function share([session, id, buffer]: [number, number, SharedArrayBuffer]): void {
+  sessionOf(session);
+  const data = new Float32Array(buffer);
+  held.set(id, { session, data, scratch: new Float32Array(data.length) });
+}
+
 function drop([ids]: [number[]]): void {
   for (const id of ids) held.delete(id);
 }
@@ -205,12 +216,17 @@ async function runHeld(
   const names = returned ? [...Object.keys(fetches), ...Object.keys(appends), ...returned] : session.outputNames;
   const native = runtimeOfSessions === 'onnxruntime-node';
   const into: Record<string, InstanceType<OrtWeb['Tensor']> | null> = {};
-  for (const name of names) into[name] = native && name in fetches ? view(fetches[name]!) : null;
+  for (const name of names) {
+    const f = fetches[name];
+    const scratch = f && held.get(f.held)?.scratch;
+    into[name] = native && f ? (scratch ? new o.Tensor('float32', scratch.subarray(0, f.length), f.dims) : view(f)) : null;
+  }
   const out = await session.run(inputs as never, into as never);
   const outputs: Record<string, WireTensor> = {};
   for (const [name, t] of Object.entries(out)) {
     if (name in fetches) {
-      if (!native) (view(fetches[name]!).data as Float32Array).set(t.data as Float32Array);
+      const f = fetches[name]!;
+      if (!native || held.get(f.held)?.scratch) heldOf(f.held).set((t.data as Float32Array).subarray(0, f.length), f.offset);
     } else if (name in appends) append(appends[name]!, t.data as Float32Array, t.dims);
     else outputs[name] = { type: t.type, dims: [...t.dims], data: t.data as ArrayBufferView };
   }
@@ -243,6 +259,7 @@ export const ortSessionOperations = {
   'ort.create': create,
   'ort.run': run,
   'ort.hold': hold,
+  'ort.share': share,
   'ort.drop': drop,
   'ort.runHeld': runHeld,
   'ort.copyHeld': copyHeld,

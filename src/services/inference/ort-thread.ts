@@ -103,6 +103,11 @@ export interface HeldArena {
   readonly length: number;
 }
 
+/** A held buffer in shared memory: its contents are readable here. */
+export interface SharedArena extends HeldArena {
+  readonly data: Float32Array;
+}
+
 let nextHeld = 1;
 
 /** A session whose weights and compute live in the inference thread. */
@@ -164,6 +169,17 @@ class ThreadSession {
     const arenas = lengths.map((length) => ({ id: nextHeld++, length }));
     await call('ort.hold', [this.info.id, arenas.map((a) => a.id), lengths]);
     return arenas;
+  }
+
+  /**
+   * A held buffer this thread reads too (shared memory): runs write into it (`fetches` of `runHeld`) and
+   * its `data` shows the result once the run resolves, without a buffer crossing threads per run.
+   */
+  async share(length: number): Promise<SharedArena> {
+    this.alive();
+    const arena = { id: nextHeld++, length, data: new Float32Array(new SharedArrayBuffer(length * 4)) };
+    await call('ort.share', [this.info.id, arena.id, arena.data.buffer]);
+    return arena;
   }
 
   /** Frees held buffers (no answer awaited: later calls are handled after it). */

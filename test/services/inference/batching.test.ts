@@ -13,8 +13,11 @@ import { REF } from './reference.ts';
 let m: LoadedModel;
 /** Batch size (rows) of every decode step the decoder ran, recorded by wrapping the session's runHeld. */
 const stepBatches: number[] = [];
-/** Every session call: rows × new tokens, and whether it appended its new positions in place. */
-const calls: { rows: number; tokens: number; inPlace: boolean }[] = [];
+/**
+ * Every session call: rows × new tokens, whether it appended its new positions in place, and whether its
+ * logits came back through shared memory (nothing returned over the wire).
+ */
+const calls: { rows: number; tokens: number; inPlace: boolean; sharedLogits: boolean }[] = [];
 /** Buffers the decoder asked the inference thread to hold, per request. */
 const holds: number[][] = [];
 before(async () => {
@@ -28,13 +31,18 @@ before(async () => {
     };
   })
     .sessions.model;
-  const record = (f: Record<string, { dims: number[] }>, appends: unknown) => {
+  const record = (f: Record<string, { dims: number[] }>, appends: unknown, returned: unknown) => {
     if (f.input_ids!.dims[1] === 1) stepBatches.push(f.input_ids!.dims[0]!);
-    calls.push({ rows: f.input_ids!.dims[0]!, tokens: f.input_ids!.dims[1]!, inPlace: Object.keys(appends ?? {}).length > 0 });
+    calls.push({
+      rows: f.input_ids!.dims[0]!,
+      tokens: f.input_ids!.dims[1]!,
+      inPlace: Object.keys(appends ?? {}).length > 0,
+      sharedLogits: Array.isArray(returned) && returned.length === 0,
+    });
   };
   // the decoder runs the session on buffers held in the inference thread (src/services/inference/ort-thread.ts)
   const runHeld = s.runHeld.bind(s);
-  s.runHeld = (f, ...rest) => (record(f, rest[1]), runHeld(f, ...rest));
+  s.runHeld = (f, ...rest) => (record(f, rest[1], rest[2]), runHeld(f, ...rest));
   const hold = s.hold.bind(s);
   s.hold = (lengths) => (holds.push(lengths), hold(lengths));
 });
@@ -91,6 +99,7 @@ test("a stream decoding past its cache's capacity, appended in place and laid ou
   const steps = calls.filter((c) => c.tokens === 1);
   assert.equal(steps.length, n - 1);
   assert.ok(steps.every((c) => c.inPlace), 'decode steps append their new positions to the cache in place');
+  assert.ok(steps.every((c) => c.sharedLogits), 'decode steps leave their logits in memory shared with the inference thread');
   assert.ok(holds.length >= 3, `the cache was laid out ${holds.length} times: ${JSON.stringify(holds)}`);
   // transformers.js' own generate on the same session: the graph's concatenated present, no capacity
   const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
