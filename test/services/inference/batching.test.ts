@@ -8,7 +8,7 @@ import { type LoadedModel, loadModel } from '../../../src/services/inference/loa
 import { type GenerateOptions, generateText, type GenerationInput } from '../../../src/services/inference/generate.ts';
 import { batchDecoderFor, PREFILL_CHUNK } from '../../../src/services/inference/batch-decoder.ts';
 import { TINY_LLAMA } from './fixtures.ts';
-import { REF } from './reference.ts';
+import { greedyOnReferencePrompt, REF } from './reference.ts';
 
 let m: LoadedModel;
 /** Batch size (rows) of every decode step the decoder ran, recorded by wrapping the session's runHeld. */
@@ -102,18 +102,7 @@ test("a stream decoding past its cache's capacity, appended in place and laid ou
   assert.ok(steps.every((c) => c.sharedLogits), 'decode steps leave their logits in memory shared with the inference thread');
   assert.ok(holds.length >= 3, `the cache was laid out ${holds.length} times: ${JSON.stringify(holds)}`);
   // transformers.js' own generate on the same session: the graph's concatenated present, no capacity
-  const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
-  const out = (await m.model.generate(
-    {
-      input_ids: t(ids),
-      attention_mask: t(ids.map(() => 1)),
-      max_new_tokens: n,
-      min_new_tokens: n,
-      do_sample: false,
-      repetition_penalty: 1,
-    } as never,
-  )) as unknown as { tolist(): bigint[][] };
-  assert.deepEqual(got, out.tolist()[0]!.slice(ids.length).map(Number));
+  assert.deepEqual(got, await greedyOnReferencePrompt(m.model as never, m.tf.Tensor, n));
 });
 
 test('4 concurrent greedy streams give exactly the texts they give alone, decoded in shared steps', async () => {

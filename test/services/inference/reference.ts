@@ -24,15 +24,15 @@ export const maxDiff = (
 
 /**
  * torch's reference prompt greedy-decoded by transformers.js' own `generate` (KV cache included), as many
- * tokens as torch's greedy continuation: the new token ids, to compare with REF.generate.greedy_ids.
+ * tokens as torch's greedy continuation (or `n`): the new token ids, to compare with REF.generate.greedy_ids.
  */
 export async function greedyOnReferencePrompt(
   model: { generate(o: never): Promise<unknown> },
   Tensor: typeof import('@huggingface/transformers').Tensor,
+  n = REF.generate.greedy_ids.length,
 ): Promise<number[]> {
   const ids = REF.generate.prompt_ids;
   const t = (xs: number[]) => new Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
-  const n = REF.generate.greedy_ids.length;
   const out = (await model.generate({
     input_ids: t(ids),
     attention_mask: t(ids.map(() => 1)),
