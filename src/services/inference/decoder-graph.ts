@@ -91,7 +91,7 @@ export function rewriteDecoder(
   model: Uint8Array,
   shape: DecoderShape,
   externalFile?: string,
-): { bytes: Uint8Array; grouped: number; newKeyValues: number } | undefined {
+): { bytes: Uint8Array; grouped: number; newKeyValues: number; externalFiles: string[] } | undefined {
   if (!containsBytes(model, new TextEncoder().encode('past_key_values.'))) return undefined;
   const fields = decodeFields(model);
   const graphField = first(fields, ONNX.model.graph);
@@ -147,7 +147,7 @@ export function rewriteDecoder(
     if (f.no === ONNX.model.graph) m.message(ONNX.model.graph, w);
     else m.field(f);
   }
-  return { bytes: m.finish(), grouped, newKeyValues };
+  return { bytes: m.finish(), grouped, newKeyValues, externalFiles: externalFiles(inits) };
 }
 
 /**
@@ -231,6 +231,19 @@ function sweepUnused(nodes: GraphNode[], removed: Set<GraphNode>, alsoRead: Set<
 export function int64Tensor(name: string, values: number[]): WireWriter {
   const w = new WireWriter().varint(ONNX.tensor.dims, values.length).varint(ONNX.tensor.dataType, ONNX.dtype.INT64);
   return w.string(ONNX.tensor.name, name).bytes(ONNX.tensor.rawData, new Uint8Array(BigInt64Array.from(values, BigInt).buffer));
+}
+
+/** The files the graph's external initializers name (relative to the model's folder). */
+function externalFiles(inits: Map<string, Tensor>): string[] {
+  const files = new Set<string>();
+  for (const t of inits.values()) {
+    if (Number(first(t.fields, ONNX.tensor.dataLocation)?.int ?? 0n) !== 1) continue;
+    for (const f of all(t.fields, ONNX.tensor.externalData)) {
+      const e = decodeFields(f.bytes!);
+      if (str(first(e, ONNX.entry.key)?.bytes) === 'location') files.add(str(first(e, ONNX.entry.value)?.bytes));
+    }
+  }
+  return [...files];
 }
 
 /** Inline raw data above this size is pointed at in the model's file rather than copied. */

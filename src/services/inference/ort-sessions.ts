@@ -5,8 +5,8 @@
  * inputs and receives outputs. Registered as worker operations; the sessions stay in this module between
  * calls, so they are used from one dedicated thread only.
  */
-import { readFileSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { OpContext } from '../workers/serve-operations.ts';
 import { configureOrtWeb, type OrtPackage, type OrtWeb } from './backend.ts';
 import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
@@ -109,13 +109,19 @@ async function create(
   let int8: ReturnType<typeof nbitsToInt8> | undefined;
   let rewritten: ReturnType<typeof rewriteDecoder> | undefined;
   if (init.runtime === 'onnxruntime-node') {
+    let folder: string | undefined;
     if (decoder && typeof model === 'string') {
-      // the rewritten graph points at the weights in the original file, which ONNX Runtime reads itself
-      rewritten = rewriteDecoder(bytes(model), decoder, basename(model));
+      // The rewritten graph points at the weights in the original file, which ONNX Runtime reads itself. It
+      // refuses external data whose real path leaves the folder, so a symlinked model (a mirrored work
+      // directory) is pointed at where it really is; if its other data files are not there, it loads as it is.
+      const file = realpathSync(model);
+      folder = dirname(file);
+      rewritten = rewriteDecoder(bytes(file), decoder, basename(file));
+      if (rewritten?.externalFiles.some((f) => !existsSync(join(folder!, f)))) rewritten = undefined;
     } else if (decoder) rewritten = rewriteDecoder(model as Uint8Array, decoder);
     const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
-    const from = typeof model === 'string' && rewritten
-      ? { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: dirname(model) } } }
+    const from = folder && rewritten
+      ? { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: folder } } }
       : options;
     // the native runtime reads a model path (and its external data beside it) itself
     session = await o.InferenceSession.create((rewritten?.bytes ?? model) as never, from as never);

@@ -4,7 +4,7 @@
  * scaled variant), run by ONNX Runtime, and torch's own reference logits.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -200,5 +200,21 @@ describe('loaded as a model', () => {
     loaded.push(m);
     const s = (m.model as unknown as { sessions: { model: { groupedAttention: number } } }).sessions.model;
     assert.equal(s.groupedAttention, 2 * layers);
+  });
+
+  test('a model whose files are symlinks (a mirrored work directory) is grouped too', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-gqa-link-'));
+    try {
+      mkdirSync(join(dir, 'onnx'));
+      for (const f of readdirSync(TINY_LLAMA, { recursive: true }) as string[]) {
+        if (statSync(join(TINY_LLAMA, f)).isFile()) symlinkSync(join(TINY_LLAMA, f), join(dir, f));
+      }
+      const m = await loadModel(dir, 'text-generation', { backend: 'cpu', dtype: 'fp32' });
+      loaded.push(m);
+      const s = (m.model as unknown as { sessions: { model: { groupedAttention: number } } }).sessions.model;
+      assert.equal(s.groupedAttention, 2 * layers);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
