@@ -9,15 +9,17 @@
  * Works on the protobuf wire format (../models/onnx-wire.ts): what an edit does not touch is written back
  * byte for byte. A graph that has neither shape is used as it is.
  */
-import { containsBytes } from '../models/onnx-quantize.ts';
 import {
   all,
+  containsBytes,
   decodeFields,
+  externalEntries,
   first,
   type GraphNode,
   hasSubgraph,
   indexGraph,
   int64s,
+  isExternal,
   ONNX,
   str,
   type Tensor,
@@ -228,22 +230,9 @@ function sweepUnused(nodes: GraphNode[], removed: Set<GraphNode>, alsoRead: Set<
   }
 }
 
-export function int64Tensor(name: string, values: number[]): WireWriter {
-  const w = new WireWriter().varint(ONNX.tensor.dims, values.length).varint(ONNX.tensor.dataType, ONNX.dtype.INT64);
-  return w.string(ONNX.tensor.name, name).bytes(ONNX.tensor.rawData, new Uint8Array(BigInt64Array.from(values, BigInt).buffer));
-}
-
 /** The files the graph's external initializers name (relative to the model's folder). */
 function externalFiles(inits: Map<string, Tensor>): string[] {
-  const files = new Set<string>();
-  for (const t of inits.values()) {
-    if (Number(first(t.fields, ONNX.tensor.dataLocation)?.int ?? 0n) !== 1) continue;
-    for (const f of all(t.fields, ONNX.tensor.externalData)) {
-      const e = decodeFields(f.bytes!);
-      if (str(first(e, ONNX.entry.key)?.bytes) === 'location') files.add(str(first(e, ONNX.entry.value)?.bytes));
-    }
-  }
-  return [...files];
+  return [...new Set([...inits.values()].filter(isExternal).map((t) => externalEntries(t).get('location') ?? ''))];
 }
 
 /** Inline raw data above this size is pointed at in the model's file rather than copied. */

@@ -10,8 +10,8 @@
  * largest block scale of that column, a sixteenth of the 4-bit rounding error itself. The session then
  * holds one byte per weight instead of half a byte: the file stays q4, memory and speed are those of q8.
  */
-import { containsBytes, f32bytes, int8MatMulNodes, tensor } from '../models/onnx-quantize.ts';
-import { decodeFields, first, indexGraph, intAttr, ONNX, type Tensor, WireWriter } from '../models/onnx-wire.ts';
+import { f32bytes, int8MatMulNodes } from '../models/onnx-quantize.ts';
+import { containsBytes, decodeFields, first, indexGraph, intAttr, ONNX, type Tensor, tensor, WireWriter } from '../models/onnx-wire.ts';
 
 /** Whether the serialized model mentions MatMulNBits at all (cheap check before parsing it). */
 export const hasMatMulNBits = (model: Uint8Array): boolean => containsBytes(model, new TextEncoder().encode('MatMulNBits'));

@@ -17,8 +17,8 @@
  * Everything here fails with 400 errors naming what is wrong; nothing is written.
  */
 import { ServiceError } from '../errors.ts';
-import { floats, tensor } from './onnx-quantize.ts';
-import { decodeFields, first, type GraphNode, indexGraph, ONNX, type WireField, WireWriter } from './onnx-wire.ts';
+import { floats } from './onnx-quantize.ts';
+import { decodeFields, first, type GraphNode, indexGraph, ONNX, tensor, type WireField, WireWriter } from './onnx-wire.ts';
 
 export interface LoraModule {
   /** Module path inside the model, e.g. `model.layers.0.self_attn.q_proj`. */

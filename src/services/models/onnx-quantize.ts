@@ -27,16 +27,20 @@ import { invalidArgument, ServiceError } from '../errors.ts';
 import { isSafeRepoPath } from './files.ts';
 import {
   all,
+  containsBytes,
   decodeFields,
+  externalEntries,
   first,
   type GraphNode,
   hasSubgraph,
   indexGraph,
   intAttr,
+  isExternal,
   node,
   ONNX,
   str,
   type Tensor,
+  tensor,
   type WireField,
   WireWriter,
 } from './onnx-wire.ts';
@@ -221,33 +225,8 @@ export function int8MatMulNodes(p: string, input: string, w: string, output: str
   ];
 }
 
-/** A TensorProto with inline raw data; `keep` carries over fields of the original other than data and shape. */
-export function tensor(name: string, dims: number[], dataType: number, raw: Uint8Array, keep: WireField[] = []): WireWriter {
-  const w = new WireWriter();
-  for (const d of dims) w.varint(ONNX.tensor.dims, d);
-  w.varint(ONNX.tensor.dataType, dataType).string(ONNX.tensor.name, name).bytes(ONNX.tensor.rawData, raw);
-  const replaced = new Set<number>([
-    ONNX.tensor.dims,
-    ONNX.tensor.dataType,
-    ONNX.tensor.name,
-    ONNX.tensor.rawData,
-    ONNX.tensor.floatData,
-    ONNX.tensor.externalData,
-    ONNX.tensor.dataLocation,
-  ]);
-  for (const f of keep) if (!replaced.has(f.no)) w.field(f);
-  return w;
-}
-
-export const isExternal = (t: Tensor) => Number(first(t.fields, ONNX.tensor.dataLocation)?.int ?? 0n) === 1;
-
 function readExternal(t: Tensor, dir: string): Uint8Array {
-  const kv = new Map(
-    all(t.fields, ONNX.tensor.externalData).map((f) => {
-      const e = decodeFields(f.bytes!);
-      return [str(first(e, ONNX.entry.key)?.bytes), str(first(e, ONNX.entry.value)?.bytes)] as const;
-    }),
-  );
+  const kv = externalEntries(t);
   const location = kv.get('location') ?? '';
   if (!isSafeRepoPath(location)) throw unsupported(`tensor '${t.name}' points at external data outside the model folder ('${location}')`);
   const offset = Number(kv.get('offset') ?? 0);
@@ -350,15 +329,4 @@ export function f32bytes(values: ArrayLike<number>): Uint8Array {
   const v = new DataView(out.buffer);
   for (let i = 0; i < values.length; i++) v.setFloat32(i * 4, values[i]!, true);
   return out;
-}
-
-/** Whether `needle` occurs in `hay` (a tensor name inside a serialized node or graph output). */
-export function containsBytes(hay: Uint8Array, needle: Uint8Array): boolean {
-  if (!needle.length) return true;
-  const first = needle[0];
-  outer: for (let i = hay.indexOf(first!); i >= 0 && i + needle.length <= hay.length; i = hay.indexOf(first!, i + 1)) {
-    for (let k = 1; k < needle.length; k++) if (hay[i + k] !== needle[k]) continue outer;
-    return true;
-  }
-  return false;
 }

@@ -267,3 +267,45 @@ export function intsAttr(n: GraphNode, name: string): number[] | undefined {
   }
   return undefined;
 }
+
+/** A TensorProto with inline raw data; `keep` carries over fields of the original other than data and shape. */
+export function tensor(name: string, dims: number[], dataType: number, raw: Uint8Array, keep: WireField[] = []): WireWriter {
+  const w = new WireWriter();
+  for (const d of dims) w.varint(ONNX.tensor.dims, d);
+  w.varint(ONNX.tensor.dataType, dataType).string(ONNX.tensor.name, name).bytes(ONNX.tensor.rawData, raw);
+  const replaced = new Set<number>([
+    ONNX.tensor.dims,
+    ONNX.tensor.dataType,
+    ONNX.tensor.name,
+    ONNX.tensor.rawData,
+    ONNX.tensor.floatData,
+    ONNX.tensor.externalData,
+    ONNX.tensor.dataLocation,
+  ]);
+  for (const f of keep) if (!replaced.has(f.no)) w.field(f);
+  return w;
+}
+
+/** Whether an initializer's data lies in an external file. */
+export const isExternal = (t: Tensor) => Number(first(t.fields, ONNX.tensor.dataLocation)?.int ?? 0n) === 1;
+
+/** An initializer's external data entries (location, offset, length), by key. */
+export function externalEntries(t: Tensor): Map<string, string> {
+  return new Map(
+    all(t.fields, ONNX.tensor.externalData).map((f) => {
+      const e = decodeFields(f.bytes!);
+      return [str(first(e, ONNX.entry.key)?.bytes), str(first(e, ONNX.entry.value)?.bytes)] as const;
+    }),
+  );
+}
+
+/** Whether `needle` occurs in `hay` (a name inside a serialized model, node or graph output). */
+export function containsBytes(hay: Uint8Array, needle: Uint8Array): boolean {
+  if (!needle.length) return true;
+  const first = needle[0];
+  outer: for (let i = hay.indexOf(first!); i >= 0 && i + needle.length <= hay.length; i = hay.indexOf(first!, i + 1)) {
+    for (let k = 1; k < needle.length; k++) if (hay[i + k] !== needle[k]) continue outer;
+    return true;
+  }
+  return false;
+}
