@@ -631,7 +631,7 @@ async function main() {
       ...(rowsL.some((r) => !r.error && !r.sameText)
         ? [
           '',
-          "\"Same text\" NO: \"after\" attends over its cache's whole capacity (the unused positions masked), so its attention sums round differently in the last bits; the int8 activations of q8 and q4 are quantized with a scale taken from each tensor's range, which turns that into logit differences of a few hundredths, enough to flip this random model's nearly flat argmax within a few tokens. On the fp32 export of this model the two paths' logits differ by 3e-6 at most (a throwaway check, 12 steps), and test/services/inference/batching.test.ts checks that the loop gives exactly transformers.js' tokens on the fp32 fixture (150 tokens, its cache laid out again several times).",
+          '"Same text" NO: "after" attends over its cache\'s whole capacity (the unused positions masked), so its attention sums round differently in the last bits; the int8 activations of q8 and q4 are quantized with a scale taken from each tensor\'s range, which magnifies that into logit differences large enough to flip this random model\'s nearly flat argmax within a few tokens. In fp32 the two paths agree to float rounding: test/services/inference/batching.test.ts checks that the loop gives exactly transformers.js\' tokens on the fp32 fixture (150 tokens, its cache laid out again several times).',
         ]
         : []),
     ].join('\n');
@@ -765,7 +765,7 @@ async function main() {
         ).join('; ')
       }.${
         rowsB.some((r) => !r.error && r.fourTps / r.oneTps < 2.5)
-          ? " What limits the aggregate is the session call itself (the decode step column): ONNX Runtime's profile of a decode step (`enableProfiling`) puts the growth from 1 to 4 rows in the weight MatMuls (on a CPU without AVX-512 VNNI their int8 dot products are compute-bound, so 4 rows are not nearly free: q8's `DynamicQuantizeMatMul` and `MatMulIntegerToFloat` took 1.3× as long for 4 rows as for 1, q4's `MatMulNBits` 1.6×, in one profiled run each); the attention, whose KV heads are no longer repeated, grows little. Choosing the tokens (argmax over the vocabulary per row) adds under a millisecond per row."
+          ? " What limits the aggregate is the session call itself (the decode step column): ONNX Runtime's profile of a decode step (`enableProfiling`) puts the growth from 1 to 4 rows in the weight MatMuls (on a CPU without AVX-512 VNNI their int8 dot products are compute-bound, so 4 rows are not nearly free, q4's `MatMulNBits` growing more than q8's int8 GEMMs); the attention, whose KV heads are no longer repeated, grows little. Choosing the tokens (argmax over the vocabulary per row) happens between the calls, outside this column."
           : ''
       }`,
       '',
