@@ -3,7 +3,8 @@
 //   node scripts/test.mjs --runtimes   only the runtime suite (Deno, Bun, Node, compiled binary)
 //   node scripts/test.mjs test/jobs    files under the given paths
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const args = process.argv.slice(2);
@@ -22,6 +23,12 @@ if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
+// Every temporary file of the run (servers' data directories, packed packages, rendered fixtures, and those of
+// the tools the tests start) goes under one directory, removed when the run ends, whatever the outcome: runs
+// must not fill the disk of the machine they share.
+// Mode as /tmp's: tests start servers under other users (postgres, nginx's workers) with files in there.
+const runTmp = mkdtempSync(join(tmpdir(), 'svc-test-run-'));
+chmodSync(runTmp, 0o1777);
 const r = spawnSync(process.execPath, [
   '--import',
   'tsx',
@@ -33,6 +40,7 @@ const r = spawnSync(process.execPath, [
   ...files,
 ], {
   stdio: 'inherit',
-  env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+  env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip', TMPDIR: runTmp, TMP: runTmp, TEMP: runTmp },
 });
+rmSync(runTmp, { recursive: true, force: true });
 process.exit(r.status ?? 1);

@@ -5,16 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { bin, ONE_PAGE_PDF, ROOT, start } from '../support/runtime-process.ts';
 
 let app: string;
+let packDir: string;
 
 before(async () => {
-  const packDir = await mkdtemp(join(tmpdir(), 'svc-pack-'));
+  packDir = await mkdtemp(join(tmpdir(), 'svc-pack-'));
   const pack = spawnSync('npm', ['pack', '--pack-destination', packDir], { cwd: ROOT, encoding: 'utf8' });
   assert.equal(pack.status, 0, pack.stderr);
   const tarball = join(packDir, (await readdir(packDir)).find((f) => f.endsWith('.tgz'))!);
@@ -32,6 +33,9 @@ before(async () => {
   });
   assert.equal(install.status, 0, install.stderr);
 });
+
+// the installed app is over a gigabyte (onnxruntime, Deno's binary): not left for the rest of the run
+after(() => Promise.all([app, packDir].map((d) => d && rm(d, { recursive: true, force: true }))));
 
 describe('the packed npm package starts from an empty directory', () => {
   const cases: [string, string, (dir: string) => string[]][] = [
