@@ -246,7 +246,8 @@ describe('svc client commands', () => {
       const v = await fetch(`http://127.0.0.1:${port}/api/version`);
       assert.equal(v.status, 200);
     } finally {
-      spawnSync('pkill', ['-f', `--data-dir ${dataDir}`]);
+      // `--` ends pkill's options: the pattern itself starts with dashes
+      assert.equal(spawnSync('pkill', ['-f', '--', `--data-dir ${dataDir}`]).status, 0, 'the background server was stopped');
     }
   });
 });
