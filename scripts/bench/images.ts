@@ -6,7 +6,7 @@
  * Needs ImageMagick on PATH.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
@@ -100,5 +100,5 @@ const body = [
   ...rows,
 ].join('\n');
 writeSection('Images: convert and resize', body);
-writeFileSync(join(dir, 'images.md'), body);
+rmSync(dir, { recursive: true, force: true }); // the inputs and outputs timed above
 console.log(body);

@@ -4,7 +4,7 @@
  * Needs qpdf and poppler-utils on PATH.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
@@ -186,6 +186,7 @@ console.log(md);
 mkdirSync('bench-out', { recursive: true });
 writeFileSync(join('bench-out', 'pdf.md'), md);
 writeSection('PDF toolkit', md);
+rmSync(dir, { recursive: true, force: true }); // the inputs and outputs timed above
 
 /** Render only (PDFium), to separate rendering from PNG encoding. */
 async function pdfToImagesRaw(bytes: Uint8Array, pages: number, dpi: number) {

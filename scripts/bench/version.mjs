@@ -4,7 +4,7 @@
 // run with node; on Deno and Bun both run from source. Rounds alternate bare, svc, svc quiet; medians reported.
 // Usage: node scripts/bench/version.mjs [seconds] [rounds] [runtimes]   → prints a table and writes it into BENCHMARKS.md.
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -134,3 +134,5 @@ const table = [
 ].join('\n');
 console.log(table);
 if (!only) writeSection('GET /api/version throughput', table);
+// the servers' data and logs: the access log alone is hundreds of megabytes after a full run
+rmSync(dataDir, { recursive: true, force: true });
