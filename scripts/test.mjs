@@ -29,6 +29,8 @@ if (files.length === 0) {
 // Mode as /tmp's: tests start servers under other users (postgres, nginx's workers) with files in there.
 const runTmp = mkdtempSync(join(tmpdir(), 'svc-test-run-'));
 chmodSync(runTmp, 0o1777);
+// Ctrl-C reaches the test runner too; this process waits for it to stop, then cleans up.
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => {});
 const r = spawnSync(process.execPath, [
   '--import',
   'tsx',
