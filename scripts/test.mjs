@@ -2,7 +2,7 @@
 //   node scripts/test.mjs              every test/**/*.test.ts
 //   node scripts/test.mjs --runtimes   only the runtime suite (Deno, Bun, Node, compiled binary)
 //   node scripts/test.mjs test/jobs    files under the given paths
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,9 +29,7 @@ if (files.length === 0) {
 // Mode as /tmp's: tests start servers under other users (postgres, nginx's workers) with files in there.
 const runTmp = mkdtempSync(join(tmpdir(), 'svc-test-run-'));
 chmodSync(runTmp, 0o1777);
-// Ctrl-C reaches the test runner too; this process waits for it to stop, then cleans up.
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => {});
-const r = spawnSync(process.execPath, [
+const child = spawn(process.execPath, [
   '--import',
   'tsx',
   '--test',
@@ -43,6 +41,20 @@ const r = spawnSync(process.execPath, [
 ], {
   stdio: 'inherit',
   env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip', TMPDIR: runTmp, TMP: runTmp, TEMP: runTmp },
+  detached: true, // its own process group, so that an interruption reaches every test process it started
 });
-rmSync(runTmp, { recursive: true, force: true });
-process.exit(r.status ?? 1);
+// An interrupted run (Ctrl-C, a CI timeout) stops all the tests and still cleans up, once the test processes,
+// which get the signal together with the runner, have had a moment to end.
+let interrupted = false;
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    interrupted = true;
+    process.kill(-child.pid, sig);
+  });
+}
+child.on('exit', (code) => {
+  setTimeout(() => {
+    rmSync(runTmp, { recursive: true, force: true });
+    process.exit(code ?? 1);
+  }, interrupted ? 1000 : 0);
+});
