@@ -23,6 +23,7 @@ import {
   ONNX,
   str,
   type Tensor,
+  tensorTypeOf,
   type WireField,
   WireWriter,
 } from '../models/onnx-wire.ts';
@@ -122,7 +123,12 @@ export function rewriteDecoder(
   };
   for (const n of nodes) {
     for (const o of n.outputs) g.producer.set(o, n);
-    for (const i of n.inputs) if (i) g.consumers.set(i, [...(g.consumers.get(i) ?? []), n]);
+    for (const i of n.inputs) {
+      if (!i) continue;
+      const c = g.consumers.get(i);
+      if (c) c.push(n);
+      else g.consumers.set(i, [n]);
+    }
   }
   for (const o of g.outputs.keys()) g.read.add(o);
   const grouped = groupAttention(g, shape);
@@ -163,8 +169,7 @@ function decoderWith(graph: WireField[], kvHeads: number): boolean {
     const v = decodeFields(f.bytes!);
     if (!str(first(v, ONNX.valueInfo.name)?.bytes).startsWith('past_key_values.')) continue;
     past++;
-    const tensorType = first(decodeFields(first(v, ONNX.valueInfo.type)?.bytes ?? new Uint8Array()), ONNX.type.tensor)?.bytes;
-    const shape = tensorType && first(decodeFields(tensorType), ONNX.type.shape)?.bytes;
+    const shape = first(tensorTypeOf(v) ?? [], ONNX.type.shape)?.bytes;
     const dim = shape && all(decodeFields(shape), ONNX.type.dim)[1]?.bytes;
     const value = dim && first(decodeFields(dim), ONNX.type.dimValue)?.int;
     if (value !== undefined && value !== BigInt(kvHeads)) return false;

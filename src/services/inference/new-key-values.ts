@@ -7,7 +7,7 @@
  *
  * One of the edits of ./decoder-graph.ts.
  */
-import { decodeFields, first, intAttr, node, ONNX, WireWriter } from '../models/onnx-wire.ts';
+import { first, intAttr, node, ONNX, tensorTypeOf, type WireField, WireWriter } from '../models/onnx-wire.ts';
 import type { GraphEdit } from './decoder-graph.ts';
 
 /** The output holding the new positions of a `present.*` output. */
@@ -35,10 +35,8 @@ export function exposeNewKeyValues(g: GraphEdit): number {
 }
 
 /** The element type of a tensor ValueInfoProto (float when it does not say). */
-function elemType(info: ReturnType<typeof decodeFields>): number {
-  const type = first(info, ONNX.valueInfo.type)?.bytes;
-  const tensor = type && first(decodeFields(type), ONNX.type.tensor)?.bytes;
-  return Number((tensor && first(decodeFields(tensor), ONNX.type.elemType)?.int) ?? ONNX.dtype.FLOAT);
+function elemType(info: WireField[]): number {
+  return Number(first(tensorTypeOf(info) ?? [], ONNX.type.elemType)?.int ?? ONNX.dtype.FLOAT);
 }
 
 /** A tensor ValueInfoProto with an element type and no shape (the sequence length varies per call). */

@@ -148,6 +148,13 @@ export function int64s(fields: WireField[], no: number): number[] {
 export const first = (fields: WireField[], no: number) => fields.find((f) => f.no === no);
 export const all = (fields: WireField[], no: number) => fields.filter((f) => f.no === no);
 
+/** The tensor type (element type, shape) of a ValueInfoProto's fields, when it has one. */
+export function tensorTypeOf(valueInfo: WireField[]): WireField[] | undefined {
+  const type = first(valueInfo, ONNX.valueInfo.type)?.bytes;
+  const tensor = type && first(decodeFields(type), ONNX.type.tensor)?.bytes;
+  return tensor ? decodeFields(tensor) : undefined;
+}
+
 /** ONNX field numbers used by the rewrite. */
 export const ONNX = {
   model: { opsetImport: 8, graph: 7 },
