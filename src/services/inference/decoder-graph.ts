@@ -4,7 +4,8 @@
  *
  * - its attention reads the KV heads unrepeated (./grouped-attention.ts);
  * - each layer's new keys and values, the positions a call adds to the cache, become outputs of their own
- *   (./new-key-values.ts), so a decode loop can keep its cache in place and fetch only those.
+ *   (./new-key-values.ts), so a decode loop can keep its cache in place and fetch only those;
+ * - each rotary position embedding is one operator instead of a dozen small ones (./rotary-embedding.ts).
  *
  * Works on the protobuf wire format (../models/onnx-wire.ts): what an edit does not touch is written back
  * byte for byte. A graph that has neither shape is used as it is.
@@ -29,20 +30,28 @@ import {
 } from '../models/onnx-wire.ts';
 import { groupAttention } from './grouped-attention.ts';
 import { exposeNewKeyValues } from './new-key-values.ts';
+import { fuseRotaryEmbedding } from './rotary-embedding.ts';
 
 /** A decoder's attention heads, from its config. */
 export interface DecoderShape {
   heads: number;
   kvHeads: number;
+  /** Size of one head, where the config gives it (or its hidden size). */
+  headDim?: number;
 }
 
 /** The decoder's head counts (of its text model for a vision-language config), when the config gives them. */
 export function decoderShape(config: Record<string, unknown>): DecoderShape | undefined {
-  const c = (config.text_config ?? config) as { num_attention_heads?: number; num_key_value_heads?: number };
+  const c = (config.text_config ?? config) as {
+    num_attention_heads?: number;
+    num_key_value_heads?: number;
+    head_dim?: number;
+    hidden_size?: number;
+  };
   const heads = Number(c.num_attention_heads), kvHeads = Number(c.num_key_value_heads ?? c.num_attention_heads);
-  return Number.isInteger(heads) && Number.isInteger(kvHeads) && kvHeads > 0 && heads >= kvHeads && heads % kvHeads === 0
-    ? { heads, kvHeads }
-    : undefined;
+  const headDim = Number(c.head_dim ?? Number(c.hidden_size) / heads);
+  if (!Number.isInteger(heads) || !Number.isInteger(kvHeads) || kvHeads <= 0 || heads < kvHeads || heads % kvHeads) return undefined;
+  return Number.isInteger(headDim) && headDim > 0 ? { heads, kvHeads, headDim } : { heads, kvHeads };
 }
 
 /**
@@ -76,6 +85,8 @@ export interface GraphEdit {
   read: Set<string>;
   initializers: WireWriter[];
   newOutputs: WireWriter[];
+  /** Operator set domains the new nodes use. */
+  domains: Set<string>;
 }
 
 /** The one node reading `name`, when nothing else (not even the graph's outputs) does. */
@@ -94,7 +105,7 @@ export function rewriteDecoder(
   model: Uint8Array,
   shape: DecoderShape,
   externalFile?: string,
-): { bytes: Uint8Array; grouped: number; newKeyValues: number; externalFiles: string[] } | undefined {
+): { bytes: Uint8Array; grouped: number; newKeyValues: number; rotary: number; externalFiles: string[] } | undefined {
   if (!containsBytes(model, new TextEncoder().encode('past_key_values.'))) return undefined;
   const fields = decodeFields(model);
   const graphField = first(fields, ONNX.model.graph);
@@ -120,6 +131,7 @@ export function rewriteDecoder(
     read: new Set(),
     initializers: [],
     newOutputs: [],
+    domains: new Set(),
   };
   for (const n of nodes) {
     for (const o of n.outputs) g.producer.set(o, n);
@@ -133,7 +145,8 @@ export function rewriteDecoder(
   for (const o of g.outputs.keys()) g.read.add(o);
   const grouped = groupAttention(g, shape);
   const newKeyValues = exposeNewKeyValues(g);
-  if (!grouped && !newKeyValues) return undefined;
+  const rotary = fuseRotaryEmbedding(g, shape);
+  if (!grouped && !newKeyValues && !rotary) return undefined;
   // what only the removed nodes used (the repeats' shape arithmetic) goes too
   sweepUnused(nodes, g.removed, g.read);
 
@@ -155,7 +168,12 @@ export function rewriteDecoder(
     if (f.no === ONNX.model.graph) m.message(ONNX.model.graph, w);
     else m.field(f);
   }
-  return { bytes: m.finish(), grouped, newKeyValues, externalFiles: externalFiles(inits) };
+  // the operator sets the new nodes come from (their domains' first version)
+  const imported = new Set(all(fields, ONNX.model.opsetImport).map((f) => str(first(decodeFields(f.bytes!), ONNX.opset.domain)?.bytes)));
+  for (const d of g.domains) {
+    if (!imported.has(d)) m.message(ONNX.model.opsetImport, new WireWriter().string(ONNX.opset.domain, d).varint(ONNX.opset.version, 1));
+  }
+  return { bytes: m.finish(), grouped, newKeyValues, rotary, externalFiles: externalFiles(inits) };
 }
 
 /**

@@ -70,6 +70,8 @@ export interface SessionInfo {
   groupedAttention: number;
   /** `new_key_values.*` outputs added (./new-key-values.ts). */
   newKeyValues: number;
+  /** Rotations made one RotaryEmbedding node (./rotary-embedding.ts). */
+  rotaryEmbeddings: number;
 }
 
 type Session = Awaited<ReturnType<OrtWeb['InferenceSession']['create']>>;
@@ -146,6 +148,7 @@ async function create(
     int8From4Bit: int8?.converted ?? 0,
     groupedAttention: rewritten?.grouped ?? 0,
     newKeyValues: rewritten?.newKeyValues ?? 0,
+    rotaryEmbeddings: rewritten?.rotary ?? 0,
   };
 }
 

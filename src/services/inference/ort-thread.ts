@@ -140,6 +140,10 @@ class ThreadSession {
   get newKeyValues(): number {
     return this.info.newKeyValues;
   }
+  /** Rotations made one RotaryEmbedding node (./rotary-embedding.ts). */
+  get rotaryEmbeddings(): number {
+    return this.info.rotaryEmbeddings;
+  }
 
   private alive(): void {
     if (this.generation !== generation || !thread) throw new Error('the inference thread stopped; load the model again');

@@ -17,6 +17,7 @@ import { maxDiff, REF } from './reference.ts';
 
 const config = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8'));
 const heads = { heads: config.num_attention_heads, kvHeads: config.num_key_value_heads };
+const withHeadDim = { ...heads, headDim: config.head_dim };
 const layers: number = config.num_hidden_layers;
 const file = join(TINY_LLAMA, 'onnx', 'model.onnx');
 const opts = { intraOpNumThreads: 1, logSeverityLevel: 3 } as const;
@@ -74,9 +75,21 @@ describe('the tiny-llama decoder (torch export, 4 query heads on 2 KV heads)', (
     assert.equal(opTypes(g.bytes).filter((t) => t === 'Expand').length, 0);
   });
 
+  test('every rotary embedding (queries and keys of each layer) is one RotaryEmbedding node', () => {
+    const g = rewriteDecoder(original, withHeadDim)!;
+    assert.equal(g.rotary, 2 * layers);
+    const [before, after] = [opTypes(original), opTypes(g.bytes)];
+    assert.equal(before.filter((t) => t === 'Neg').length, 2 * layers);
+    assert.equal(after.filter((t) => t === 'Neg').length, 0);
+    assert.equal(after.filter((t) => t === 'RotaryEmbedding').length, 2 * layers);
+    assert.ok(after.length < before.length - 10 * layers, `${before.length} nodes before, ${after.length} after`);
+    // without the head size the split cannot be checked: left as it is
+    assert.equal(rewriteDecoder(original, heads)!.rotary, 0);
+  });
+
   test("prefill and decode steps, batched with left padding, give the exported graph's logits and torch's", async () => {
     const before = await ort.InferenceSession.create(original, opts);
-    const grouped = await ort.InferenceSession.create(rewriteDecoder(original, heads)!.bytes, opts);
+    const grouped = await ort.InferenceSession.create(rewriteDecoder(original, withHeadDim)!.bytes, opts);
     const [want, got] = [await decode(before, 4), await decode(grouped, 4)];
     const v = REF.generate.last_logits.length;
     assert.ok(maxDiff(Array.from(got[0]!.subarray(0, v)), REF.generate.last_logits) < 1e-3);
@@ -90,7 +103,7 @@ describe('the tiny-llama decoder (torch export, 4 query heads on 2 KV heads)', (
   });
 
   test("pointed at the model's file, the graph is small and its weights are read from that file", async () => {
-    const g = rewriteDecoder(original, heads, 'model.onnx')!;
+    const g = rewriteDecoder(original, withHeadDim, 'model.onnx')!;
     assert.ok(g.bytes.length < original.length / 4, `${g.bytes.length} of ${original.length}`);
     const dir = mkdtempSync(join(tmpdir(), 'svc-gqa-'));
     try {
@@ -112,38 +125,47 @@ describe('the tiny-llama decoder (torch export, 4 query heads on 2 KV heads)', (
   });
 });
 
+/** A float tensor ValueInfoProto of fixed dims. */
+const valueInfo = (name: string, dims: number[]) => {
+  const shape = new WireWriter();
+  for (const d of dims) shape.message(ONNX.type.dim, new WireWriter().varint(ONNX.type.dimValue, d));
+  const tensorType = new WireWriter().varint(1, ONNX.dtype.FLOAT).message(ONNX.type.shape, shape);
+  return new WireWriter().string(ONNX.valueInfo.name, name).message(
+    ONNX.valueInfo.type,
+    new WireWriter().message(ONNX.type.tensor, tensorType),
+  );
+};
+/** An int64 initializer. */
+const int64 = (name: string, values: number[]) =>
+  new WireWriter().varint(ONNX.tensor.dims, values.length).varint(ONNX.tensor.dataType, ONNX.dtype.INT64).string(ONNX.tensor.name, name)
+    .bytes(ONNX.tensor.rawData, new Uint8Array(BigInt64Array.from(values, BigInt).buffer));
+
+/** A Transpose node. */
+const transpose = (input: string, output: string, perm: number[]) => {
+  const attr = new WireWriter().string(ONNX.attr.name, 'perm');
+  for (const p of perm) attr.varint(ONNX.attr.ints, p);
+  return new WireWriter().string(ONNX.node.input, input).string(ONNX.node.output, output).string(ONNX.node.name, output)
+    .string(ONNX.node.opType, 'Transpose').message(ONNX.node.attribute, attr.varint(ONNX.attr.type, 7));
+};
+const model = (g: WireWriter) =>
+  new WireWriter().varint(1, 8).message(ONNX.model.opsetImport, new WireWriter().varint(ONNX.opset.version, 17))
+    .message(ONNX.model.graph, g).finish();
+let seed = 7;
+const rand = (n: number) => Float32Array.from({ length: n }, () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1);
+
 /**
  * Attention written the way torch's scaled_dot_product_attention export writes it: the repeated keys are
  * transposed and scaled before the MatMul, and the scores are scaled again after it.
  */
 function scaledAttentionGraph(): Uint8Array {
-  const valueInfo = (name: string, dims: number[]) => {
-    const shape = new WireWriter();
-    for (const d of dims) shape.message(ONNX.type.dim, new WireWriter().varint(ONNX.type.dimValue, d));
-    const tensorType = new WireWriter().varint(1, ONNX.dtype.FLOAT).message(ONNX.type.shape, shape);
-    return new WireWriter().string(ONNX.valueInfo.name, name).message(
-      ONNX.valueInfo.type,
-      new WireWriter().message(ONNX.type.tensor, tensorType),
-    );
-  };
-  const int64 = (name: string, values: number[]) =>
-    new WireWriter().varint(ONNX.tensor.dims, values.length).varint(ONNX.tensor.dataType, ONNX.dtype.INT64).string(ONNX.tensor.name, name)
-      .bytes(ONNX.tensor.rawData, new Uint8Array(BigInt64Array.from(values, BigInt).buffer));
   const scalar = (name: string, v: number) =>
     new WireWriter().varint(ONNX.tensor.dataType, ONNX.dtype.FLOAT).string(ONNX.tensor.name, name)
       .bytes(ONNX.tensor.rawData, new Uint8Array(Float32Array.of(v).buffer));
-  const transpose = new WireWriter().string(ONNX.node.input, 'kr').string(ONNX.node.output, 'kt').string(ONNX.node.name, 'kt')
-    .string(ONNX.node.opType, 'Transpose')
-    .message(
-      ONNX.node.attribute,
-      new WireWriter().string(ONNX.attr.name, 'perm').varint(ONNX.attr.ints, 0).varint(ONNX.attr.ints, 1).varint(ONNX.attr.ints, 3)
-        .varint(ONNX.attr.ints, 2).varint(ONNX.attr.type, 7),
-    );
   const g = new WireWriter()
     .message(ONNX.graph.node, node('Unsqueeze', ['k', 'axes'], ['ku'], 'ku'))
     .message(ONNX.graph.node, node('Expand', ['ku', 'rep'], ['ke'], 'ke'))
     .message(ONNX.graph.node, node('Reshape', ['ke', 'heads'], ['kr'], 'kr'))
-    .message(ONNX.graph.node, transpose)
+    .message(ONNX.graph.node, transpose('kr', 'kt', [0, 1, 3, 2]))
     .message(ONNX.graph.node, node('Mul', ['kt', 'sqrt_scale'], ['ks'], 'ks'))
     .message(ONNX.graph.node, node('MatMul', ['q', 'ks'], ['s'], 's'))
     .message(ONNX.graph.node, node('Div', ['s', 'temperature'], ['sd'], 'sd'))
@@ -163,8 +185,7 @@ function scaledAttentionGraph(): Uint8Array {
     .message(ONNX.graph.input, valueInfo('v', [1, 2, 5, 8]))
     .message(ONNX.graph.input, valueInfo('past_key_values.0.key', [1, 2, 5, 8]))
     .message(ONNX.graph.output, valueInfo('o', [1, 6, 3, 8]));
-  return new WireWriter().varint(1, 8).message(ONNX.model.opsetImport, new WireWriter().varint(ONNX.opset.version, 17))
-    .message(ONNX.model.graph, g).finish();
+  return model(g);
 }
 
 test('scales on the repeated keys and on the scores (the scaled_dot_product_attention export) are kept', async () => {
@@ -172,8 +193,6 @@ test('scales on the repeated keys and on the scores (the scaled_dot_product_atte
   const g = rewriteDecoder(original, { heads: 6, kvHeads: 2 })!;
   assert.equal(g.grouped, 2);
   assert.equal(opTypes(g.bytes).filter((t) => t === 'Expand').length, 0);
-  let seed = 7;
-  const rand = (n: number) => Float32Array.from({ length: n }, () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1);
   const feeds = {
     q: new ort.Tensor('float32', rand(6 * 3 * 8), [1, 6, 3, 8]),
     k: new ort.Tensor('float32', rand(2 * 5 * 8), [1, 2, 5, 8]),
@@ -191,6 +210,74 @@ test('scales on the repeated keys and on the scores (the scaled_dot_product_atte
   assert.ok(maxDiff(got, want) < 1e-6, String(maxDiff(got, want)));
 });
 
+/**
+ * A rotation as exporters that fold constants write it: the split bounds are constants, and one cos and sin
+ * ([1, 1, S, D]) serve every row of the batch.
+ */
+function constantBoundsRotaryGraph(b: number, s: number, heads: number, d: number): Uint8Array {
+  const h = d / 2;
+  const g = new WireWriter()
+    .message(ONNX.graph.node, transpose('x_bsnd', 'x', [0, 2, 1, 3]))
+    .message(ONNX.graph.node, node('Mul', ['x', 'cos'], ['xc'], 'xc'))
+    .message(ONNX.graph.node, node('Slice', ['x', 'h', 'end', 'last'], ['x2'], 'x2'))
+    .message(ONNX.graph.node, node('Neg', ['x2'], ['nx2'], 'nx2'))
+    .message(ONNX.graph.node, node('Slice', ['x', 'zero', 'h', 'last'], ['x1'], 'x1'))
+    .message(ONNX.graph.node, node('Concat', ['nx2', 'x1'], ['rot'], 'rot', '', { axis: -1 }))
+    .message(ONNX.graph.node, node('Mul', ['rot', 'sin'], ['xs'], 'xs'))
+    .message(ONNX.graph.node, node('Add', ['xc', 'xs'], ['y'], 'y'))
+    .string(2, 'rotary')
+    .message(ONNX.graph.initializer, int64('h', [h]))
+    .message(ONNX.graph.initializer, int64('end', [2 ** 53]))
+    .message(ONNX.graph.initializer, int64('zero', [0]))
+    .message(ONNX.graph.initializer, int64('last', [-1]))
+    .message(ONNX.graph.input, valueInfo('x_bsnd', [b, s, heads, d]))
+    .message(ONNX.graph.input, valueInfo('cos', [1, 1, s, d]))
+    .message(ONNX.graph.input, valueInfo('sin', [1, 1, s, d]))
+    .message(ONNX.graph.input, valueInfo('past_key_values.0.key', [b, heads, 0, d]))
+    .message(ONNX.graph.output, valueInfo('y', [b, heads, s, d]));
+  return model(g);
+}
+
+test("constant split bounds and a cos shared by the batch: RotaryEmbedding gives the exported graph's values", async () => {
+  const [b, s, heads, d] = [3, 5, 2, 8];
+  const original = constantBoundsRotaryGraph(b, s, heads, d);
+  assert.equal(rewriteDecoder(original, { heads, kvHeads: heads, headDim: 12 }), undefined, 'not the middle of a 12-wide head');
+  const g = rewriteDecoder(original, { heads, kvHeads: heads, headDim: d })!;
+  assert.equal(g.rotary, 1);
+  assert.deepEqual(opTypes(g.bytes).filter((t) => t !== 'Shape' && t !== 'Gather' && t !== 'Range' && t !== 'Concat'), [
+    'Transpose',
+    'Slice',
+    'Reshape',
+    'Slice',
+    'Reshape',
+    'Slice',
+    'Slice',
+    'Reshape',
+    'Expand',
+    'RotaryEmbedding',
+  ]);
+  // cos and sin as rotate_half models have them: the same values in both halves
+  const halves = (n: number) => {
+    const v = rand(n / 2);
+    return Float32Array.from({ length: n }, (_, i) => v[Math.floor(i / d) * (d / 2) + (i % d) % (d / 2)]!);
+  };
+  const feeds = {
+    x_bsnd: new ort.Tensor('float32', rand(b * s * heads * d), [b, s, heads, d]),
+    cos: new ort.Tensor('float32', halves(s * d), [1, 1, s, d]),
+    sin: new ort.Tensor('float32', halves(s * d), [1, 1, s, d]),
+    'past_key_values.0.key': new ort.Tensor('float32', new Float32Array(0), [b, heads, 0, d]),
+  };
+  const run = async (bytes: Uint8Array) => {
+    const session = await ort.InferenceSession.create(bytes, opts);
+    const y = Array.from((await session.run(feeds)).y!.data as Float32Array);
+    await session.release();
+    return y;
+  };
+  const [want, got] = [await run(original), await run(g.bytes)];
+  assert.equal(got.length, b * heads * s * d);
+  assert.ok(maxDiff(got, want) < 1e-6, String(maxDiff(got, want)));
+});
+
 describe('loaded as a model', () => {
   const loaded: { dispose(): Promise<void> }[] = [];
   after(() => Promise.all(loaded.map((m) => m.dispose())));
@@ -198,8 +285,9 @@ describe('loaded as a model', () => {
   test('the decoder session in the inference thread is grouped (the greedy tests in generate.test.ts run through it)', async () => {
     const m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: 'q8' });
     loaded.push(m);
-    const s = (m.model as unknown as { sessions: { model: { groupedAttention: number } } }).sessions.model;
+    const s = (m.model as unknown as { sessions: { model: { groupedAttention: number; rotaryEmbeddings: number } } }).sessions.model;
     assert.equal(s.groupedAttention, 2 * layers);
+    assert.equal(s.rotaryEmbeddings, 2 * layers);
   });
 
   test('a model whose files are symlinks (a mirrored work directory) is grouped too', async () => {
