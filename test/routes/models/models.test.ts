@@ -345,9 +345,15 @@ describe('create, copy, delete', () => {
     await ollama.copy({ source: 'tiny-llama:test', destination: 'busy-llama' });
     const { spec, dir } = await specOf('busy-llama');
     const ac = new AbortController();
+    // the model samples: with its end-of-sequence tokens masked it cannot finish before the delete is tried
+    const { eos_token_id: eos } = JSON.parse(await readFile(join(dir, 'generation_config.json'), 'utf8')) as { eos_token_id: number[] };
+    const noEos = (_ids: bigint[][], logits: { data: Float32Array }) => {
+      for (const id of eos) logits.data[id] = -Infinity;
+      return logits;
+    };
     const gen = await engine.generate({ name: spec.name, dir, task: 'text-generation', dtype: spec.dtype }, {
       messages: [{ role: 'user', content: 'hi' }],
-    }, { maxTokens: 400, signal: ac.signal });
+    }, { maxTokens: 400, signal: ac.signal, logitsProcessors: [noEos] });
     const it = gen[Symbol.asyncIterator]();
     await it.next(); // generation under way, slot held
     assert.match(await errorOf(await post('/api/delete', { model: 'busy-llama' }, 'DELETE'), 409), /serving requests/);
