@@ -5,7 +5,7 @@
  * call. Each node costs ONNX Runtime a few microseconds whatever its size, so on a 24-layer model these
  * were about 1,300 of a decode step's 1,650 nodes and a twentieth of its time.
  *
- * ONNX Runtime's RotaryEmbedding (com.microsoft, on every execution provider) does the same rotation in
+ * ONNX Runtime's RotaryEmbedding (com.microsoft, in its CPU and WASM builds) does the same rotation in
  * one node, reading cos and sin of the first half from a cache [rows, h] at each position's row. The
  * rewrite makes the graph's own cos and sin that cache (already computed for the call's positions and
  * shared by every layer): row b·S + s holds position s of row b, and the position ids given to the
@@ -27,7 +27,6 @@ export function fuseRotaryEmbedding(g: GraphEdit, shape: DecoderShape): number {
   /** Caches and position ids already built, per (cos, sin) pair. */
   const caches = new Map<string, { cos: string; sin: string; pos: string }>();
   let fused = 0;
-  let half = 0; // the same for every layer: half the model's head size
   const op = (n: GraphNode | undefined, type: string) => n && n.opType === type && !n.domain ? n : undefined;
   for (const add of g.nodes) {
     if (!op(add, 'Add') || add.inputs.length !== 2 || g.removed.has(add)) continue;
@@ -51,9 +50,7 @@ export function fuseRotaryEmbedding(g: GraphEdit, shape: DecoderShape): number {
     // every node of the rotation feeds only the next one
     const chain: [GraphNode, GraphNode][] = [[upper, neg], [neg, cat], [lower, cat], [cat, sinMul], [sinMul, add], [cosMul, add]];
     if (chain.some(([from, to]) => onlyUse(g, from.outputs[0]!) !== to)) continue;
-    const h = splitAt(g, upper, lower, x, shape.headDim);
-    if (!h) continue;
-    half = h;
+    if (!splitsHeadInHalf(g, upper, lower, x, shape.headDim)) continue;
 
     const out: WireWriter[] = [];
     const key = `${cos}\n${sin}`;
@@ -91,6 +88,7 @@ export function fuseRotaryEmbedding(g: GraphEdit, shape: DecoderShape): number {
     fused++;
   }
   if (fused) {
+    const half = shape.headDim! / 2;
     const int64s = (name: string, values: number[], dims = [values.length]) =>
       tensor(name, dims, ONNX.dtype.INT64, new Uint8Array(BigInt64Array.from(values, BigInt).buffer));
     g.initializers.push(
@@ -110,10 +108,10 @@ export function fuseRotaryEmbedding(g: GraphEdit, shape: DecoderShape): number {
 }
 
 /**
- * h, when `upper` = x[…, h:] and `lower` = x[…, :h] split x's last axis (the model's head size D) at its
+ * Whether `upper` = x[…, h:] and `lower` = x[…, :h] split x's last axis (the model's head size D) at its
  * middle. Bounds computed from x's shape are evaluated with that dimension taken as D.
  */
-function splitAt(g: GraphEdit, upper: GraphNode, lower: GraphNode, x: string, d: number | undefined): number | undefined {
+function splitsHeadInHalf(g: GraphEdit, upper: GraphNode, lower: GraphNode, x: string, d: number | undefined): boolean {
   const one = (s: GraphNode, i: number) => {
     const v = d && s.inputs[i] ? evalInts(g, s.inputs[i], x, d) : undefined;
     return v?.length === 1 ? v[0] : undefined;
@@ -123,9 +121,9 @@ function splitAt(g: GraphEdit, upper: GraphNode, lower: GraphNode, x: string, d:
     const steps = s.inputs[4] ? g.constant.get(s.inputs[4])?.ints : [1];
     return axes?.length === 1 && (axes[0] === -1 || axes[0] === 3) && steps?.length === 1 && steps[0] === 1;
   };
-  if (!d || d % 2 || !onLastAxis(upper) || !onLastAxis(lower)) return undefined;
+  if (!d || d % 2 || !onLastAxis(upper) || !onLastAxis(lower)) return false;
   const [from, to, start, end] = [one(upper, 1), one(upper, 2), one(lower, 1), one(lower, 2)];
-  return from === d / 2 && to !== undefined && to >= d && start === 0 && end === from ? from : undefined;
+  return from === d / 2 && to !== undefined && to >= d && start === 0 && end === from;
 }
 
 /**
