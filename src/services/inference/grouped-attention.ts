@@ -14,7 +14,7 @@
  *
  * One of the edits of ./decoder-graph.ts.
  */
-import { type GraphNode, intsAttr, node, ONNX, tensor, type WireWriter } from '../models/onnx-wire.ts';
+import { type GraphNode, int64Tensor, intsAttr, node, type WireWriter } from '../models/onnx-wire.ts';
 import { type DecoderShape, type GraphEdit, onlyUse, renamed } from './decoder-graph.ts';
 
 const GROUPS = 'svc_gqa_kv_groups';
@@ -75,12 +75,6 @@ export function groupAttention(g: GraphEdit, h: DecoderShape): number {
     g.replace.set((scale ?? mm).index, out);
     grouped++;
   }
-  const int64s = (values: number[]) => new Uint8Array(BigInt64Array.from(values, BigInt).buffer);
-  if (grouped) {
-    g.initializers.push(
-      tensor(GROUPS, [4], ONNX.dtype.INT64, int64s([0, h.kvHeads, -1, 0])),
-      tensor(HEADS, [4], ONNX.dtype.INT64, int64s([0, h.heads, -1, 0])),
-    );
-  }
+  if (grouped) g.initializers.push(int64Tensor(GROUPS, [0, h.kvHeads, -1, 0]), int64Tensor(HEADS, [0, h.heads, -1, 0]));
   return grouped;
 }

@@ -16,7 +16,7 @@
  * Matched only where x is in [batch, heads, sequence, head size] layout (the Transpose of the heads right
  * before it) and the split is provably at the middle of x's last axis. One of the edits of ./decoder-graph.ts.
  */
-import { type GraphNode, intAttr, intsAttr, node, ONNX, tensor, type WireWriter } from '../models/onnx-wire.ts';
+import { type GraphNode, int64Tensor, intAttr, intsAttr, node, type WireWriter } from '../models/onnx-wire.ts';
 import { type DecoderShape, type GraphEdit, onlyUse } from './decoder-graph.ts';
 
 const P = 'svc_rope';
@@ -89,18 +89,16 @@ export function fuseRotaryEmbedding(g: GraphEdit, shape: DecoderShape): number {
   }
   if (fused) {
     const half = shape.headDim! / 2;
-    const int64s = (name: string, values: number[], dims = [values.length]) =>
-      tensor(name, dims, ONNX.dtype.INT64, new Uint8Array(BigInt64Array.from(values, BigInt).buffer));
     g.initializers.push(
-      int64s(`${P}_0`, [0]),
-      int64s(`${P}_1`, [1]),
-      int64s(`${P}_2`, [2]),
-      int64s(`${P}_3`, [3]),
-      int64s(`${P}_half`, [half]),
-      int64s(`${P}_last`, [-1]),
-      int64s(`${P}_rows`, [-1, half]),
-      int64s(`${P}_scalar0`, [0], []),
-      int64s(`${P}_scalar1`, [1], []),
+      int64Tensor(`${P}_0`, [0]),
+      int64Tensor(`${P}_1`, [1]),
+      int64Tensor(`${P}_2`, [2]),
+      int64Tensor(`${P}_3`, [3]),
+      int64Tensor(`${P}_half`, [half]),
+      int64Tensor(`${P}_last`, [-1]),
+      int64Tensor(`${P}_rows`, [-1, half]),
+      int64Tensor(`${P}_scalar0`, [0], []),
+      int64Tensor(`${P}_scalar1`, [1], []),
     );
     g.domains.add(MS);
   }

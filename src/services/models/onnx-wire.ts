@@ -293,6 +293,11 @@ export function tensor(name: string, dims: number[], dataType: number, raw: Uint
   return w;
 }
 
+/** An int64 TensorProto holding `values` (a vector, or the shape `dims`: `[]` for a scalar). */
+export function int64Tensor(name: string, values: number[], dims = [values.length]): WireWriter {
+  return tensor(name, dims, ONNX.dtype.INT64, new Uint8Array(BigInt64Array.from(values, BigInt).buffer));
+}
+
 /** Whether an initializer's data lies in an external file. */
 export const isExternal = (t: Tensor) => Number(first(t.fields, ONNX.tensor.dataLocation)?.int ?? 0n) === 1;
 

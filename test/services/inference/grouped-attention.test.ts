@@ -11,7 +11,7 @@ import { after, describe, test } from 'node:test';
 import * as ort from 'onnxruntime-node';
 import { rewriteDecoder } from '../../../src/services/inference/decoder-graph.ts';
 import { loadModel } from '../../../src/services/inference/load.ts';
-import { decodeFields, first, indexGraph, node, ONNX, WireWriter } from '../../../src/services/models/onnx-wire.ts';
+import { decodeFields, first, indexGraph, int64Tensor, node, ONNX, WireWriter } from '../../../src/services/models/onnx-wire.ts';
 import { TINY_EMBED, TINY_LLAMA } from './fixtures.ts';
 import { maxDiff, REF } from './reference.ts';
 
@@ -135,10 +135,6 @@ const valueInfo = (name: string, dims: number[]) => {
     new WireWriter().message(ONNX.type.tensor, tensorType),
   );
 };
-/** An int64 initializer. */
-const int64 = (name: string, values: number[]) =>
-  new WireWriter().varint(ONNX.tensor.dims, values.length).varint(ONNX.tensor.dataType, ONNX.dtype.INT64).string(ONNX.tensor.name, name)
-    .bytes(ONNX.tensor.rawData, new Uint8Array(BigInt64Array.from(values, BigInt).buffer));
 
 /** A Transpose node. */
 const transpose = (input: string, output: string, perm: number[]) => {
@@ -182,9 +178,9 @@ function scaledAttentionGraph(): Uint8Array {
     .message(ONNX.graph.node, node('Reshape', ['ve', 'heads'], ['vr'], 'vr'))
     .message(ONNX.graph.node, node('MatMul', ['p', 'vr'], ['o'], 'o'))
     .string(2, 'attention')
-    .message(ONNX.graph.initializer, int64('axes', [2]))
-    .message(ONNX.graph.initializer, int64('rep', [1, 2, 3, 5, 8]))
-    .message(ONNX.graph.initializer, int64('heads', [1, 6, 5, 8]))
+    .message(ONNX.graph.initializer, int64Tensor('axes', [2]))
+    .message(ONNX.graph.initializer, int64Tensor('rep', [1, 2, 3, 5, 8]))
+    .message(ONNX.graph.initializer, int64Tensor('heads', [1, 6, 5, 8]))
     .message(ONNX.graph.initializer, scalar('sqrt_scale', 0.6))
     .message(ONNX.graph.initializer, scalar('temperature', 1.7))
     .message(ONNX.graph.input, valueInfo('q', [1, 6, 3, 8]))
@@ -227,10 +223,10 @@ function constantBoundsRotaryGraph(b: number, s: number, heads: number, d: numbe
     .message(ONNX.graph.node, node('Mul', ['rot', 'sin'], ['xs'], 'xs'))
     .message(ONNX.graph.node, node('Add', ['xc', 'xs'], ['y'], 'y'))
     .string(2, 'rotary')
-    .message(ONNX.graph.initializer, int64('h', [h]))
-    .message(ONNX.graph.initializer, int64('end', [2 ** 53]))
-    .message(ONNX.graph.initializer, int64('zero', [0]))
-    .message(ONNX.graph.initializer, int64('last', [-1]))
+    .message(ONNX.graph.initializer, int64Tensor('h', [h]))
+    .message(ONNX.graph.initializer, int64Tensor('end', [2 ** 53]))
+    .message(ONNX.graph.initializer, int64Tensor('zero', [0]))
+    .message(ONNX.graph.initializer, int64Tensor('last', [-1]))
     .message(ONNX.graph.input, valueInfo('x_bsnd', [b, s, heads, d]))
     .message(ONNX.graph.input, valueInfo('cos', [1, 1, s, d]))
     .message(ONNX.graph.input, valueInfo('sin', [1, 1, s, d]))
