@@ -57,10 +57,10 @@ export const maskTokens = (ids: number[]) => (_ids: bigint[][], logits: { data: 
  * random model may pick EOS at any step: masked, every run decodes exactly the tokens asked for), drained;
  * its result with time to first token (ms) and decode tokens/s (the first token excluded).
  */
-export async function loadMasked(backend: string, dtype: string, threads: number) {
+export async function loadMasked(backend: string, dtype: string, threads: number, dir = MODEL_DIR) {
   const { loadModel } = await import('../../src/services/inference/load.ts');
   const { generateText } = await import('../../src/services/inference/generate.ts');
-  const m = await loadModel(MODEL_DIR, 'text-generation', { backend: backend as never, dtype: dtype as never, threads });
+  const m = await loadModel(dir, 'text-generation', { backend: backend as never, dtype: dtype as never, threads });
   const noEos = maskTokens([m.model.generation_config?.eos_token_id ?? [], m.config.eos_token_id ?? []].flat().map(Number));
   const generate = async (maxTokens: number, o: { batching?: boolean; content?: string } = {}) => {
     const g = generateText(m, { messages: [{ role: 'user', content: o.content ?? PROMPT }] }, {
@@ -400,8 +400,11 @@ async function httpChild(dtype: string, threads: number): Promise<HttpResult> {
 }
 
 // ---------------------------------------------------------------- bytes read per decoded token
-/** Initializer bytes every decode step reads: all of them, except tables only Gathered (one row each). */
-function bytesPerToken(file: string): { weights: number; gathered: number } {
+/**
+ * Initializer bytes every decode step reads: all of them, except tables only Gathered (one row each). Data
+ * kept in an external file counts by its recorded length.
+ */
+export function bytesPerToken(file: string): { weights: number; gathered: number } {
   const buf = readFileSync(file);
   const graph = decodeFields(first(decodeFields(buf), ONNX.model.graph)!.bytes!);
   const consumers = new Map<string, string[]>();
@@ -418,7 +421,9 @@ function bytesPerToken(file: string): { weights: number; gathered: number } {
   for (const t of all(graph, ONNX.graph.initializer)) {
     const tf = decodeFields(t.bytes!);
     const name = str(first(tf, ONNX.tensor.name)?.bytes);
-    const bytes = first(tf, ONNX.tensor.rawData)?.bytes?.length ?? 0;
+    const external = all(tf, ONNX.tensor.externalData).map((f) => decodeFields(f.bytes!))
+      .find((e) => str(first(e, ONNX.entry.key)?.bytes) === 'length');
+    const bytes = external ? Number(str(first(external, ONNX.entry.value)?.bytes)) : first(tf, ONNX.tensor.rawData)?.bytes?.length ?? 0;
     const dims = int64s(tf, ONNX.tensor.dims);
     const uses = consumers.get(name) ?? [];
     if (uses.length && uses.every((u) => u.startsWith('Gather') && u.endsWith('#0')) && dims.length >= 2) {
@@ -429,8 +434,9 @@ function bytesPerToken(file: string): { weights: number; gathered: number } {
   return { weights, gathered };
 }
 
-function kvBytesPerToken(contextTokens: number): number {
-  const c = JSON.parse(readFileSync(join(MODEL_DIR, 'config.json'), 'utf8'));
+/** Bytes of the fp32 KV cache one decode step reads at `contextTokens` positions. */
+export function kvBytesPerToken(contextTokens: number, dir = MODEL_DIR): number {
+  const c = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
   const headDim = c.head_dim ?? c.hidden_size / c.num_attention_heads;
   return c.num_hidden_layers * 2 * c.num_key_value_heads * headDim * 4 * contextTokens; // fp32 cache
 }

@@ -5,6 +5,7 @@
     /usr/bin/python3 scripts/models/gen-tiny-models.py --out DIR       # same, elsewhere
     /usr/bin/python3 scripts/models/gen-tiny-models.py --shape qwen2.5-0.5b DIR [--layers N] [--dtypes fp32,q8,q4]
                                                                        # benchmark model, never committed
+    /usr/bin/python3 scripts/models/gen-tiny-models.py --shape qwen2.5-1.5b DIR --dtypes q4   # the larger GPU benchmark shape
 
 Needs Debian's python3-torch, python3-onnx, python3-numpy. Fixed seeds: regenerating gives identical files.
 """
@@ -180,16 +181,25 @@ def tiny_llama(root):
     decoder_model(os.path.join(root, "tiny-llama"), c, vocab, merges, seed=1234, dtypes=("fp32", "q8", "q4"))
 
 
-def qwen_shape(out, layers, dtypes):
-    """Qwen2.5-0.5B's shape (24 layers, 896 hidden, 14/2 heads, 4864 MLP, 151936 vocab, tied), random weights."""
+# Qwen2.5's published shapes (config.json of Qwen/Qwen2.5-0.5B and -1.5B); both tie the LM head to the embedding
+QWEN_SHAPES = {
+    "qwen2.5-0.5b": {"hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
+                     "num_key_value_heads": 2, "head_dim": 64},
+    "qwen2.5-1.5b": {"hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28, "num_attention_heads": 12,
+                     "num_key_value_heads": 2, "head_dim": 128},
+}
+
+
+def qwen_shape(out, shape, layers, dtypes):
+    """A Qwen2.5 shape (151936 vocab, tied embeddings, QKV bias), random weights."""
     vocab, merges = train_bpe(220)
     vocab, merges = synthetic_merges(vocab, merges, 151936 - len(CHATML_SPECIALS))
+    dims = QWEN_SHAPES[shape]
     c = {
         "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 151936,
-        "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": layers, "num_attention_heads": 14,
-        "num_key_value_heads": 2, "head_dim": 64, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
-        "rope_theta": 1000000.0, "tie_word_embeddings": True, "hidden_act": "silu", "torch_dtype": "float32",
-        "qkv_bias": True, "init_std": 0.02,
+        **dims, "num_hidden_layers": layers or dims["num_hidden_layers"], "max_position_embeddings": 32768,
+        "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": True, "hidden_act": "silu",
+        "torch_dtype": "float32", "qkv_bias": True, "init_std": 0.02,
     }
     decoder_model(out, c, vocab, merges, seed=2025, dtypes=dtypes)
 
@@ -244,16 +254,16 @@ def tiny_bert_reranker(root):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(REPO, "test", "fixtures", "models"))
-    ap.add_argument("--shape", choices=["qwen2.5-0.5b"])
+    ap.add_argument("--shape", choices=list(QWEN_SHAPES))
     ap.add_argument("dir", nargs="?")
-    ap.add_argument("--layers", type=int, default=24, help="with --shape: fewer layers for a quick check")
+    ap.add_argument("--layers", type=int, default=0, help="with --shape: fewer layers for a quick check")
     ap.add_argument("--dtypes", default="fp32,q8,q4", help="with --shape: which files to write")
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.shape:
         if not a.dir:
             ap.error("--shape needs an output directory")
-        qwen_shape(a.dir, a.layers, a.dtypes.split(","))
+        qwen_shape(a.dir, a.shape, a.layers, a.dtypes.split(","))
         return
     os.makedirs(a.out, exist_ok=True)
     tiny_llama(a.out)

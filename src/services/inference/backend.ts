@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { embeddedOrtWasmPath } from '../../runtime/embedded.ts';
 import { probeWebGpu } from '../../runtime/gpu.ts';
+import { type ExternalData, modelWithExternalData } from './external-data.ts';
 import { offThreadNativeSessions, offThreadOrt } from './ort-thread.ts';
 
 export type BackendSetting = 'auto' | 'cpu' | 'wasm' | 'webgpu' | 'cuda';
@@ -127,12 +128,10 @@ export function configureOrtWeb(ort: OrtWeb, opts: { threads: number; wasmPaths?
  * path, and transformers.js passes paths under Node-like runtimes: read them into bytes first.
  */
 function readingPaths(ort: typeof import('onnxruntime-web')): typeof import('onnxruntime-web') {
-  type Opts = { externalData?: { path: string; data: unknown }[] } & Record<string, unknown>;
-  const bytes = (v: unknown) => (typeof v === 'string' ? new Uint8Array(readFileSync(v)) : v);
-  const create = (model: unknown, opts?: Opts) => {
-    const externalData = opts?.externalData?.map((d) => ({ ...d, data: bytes(d.data) }));
+  const create = (model: string | Uint8Array, opts?: { externalData?: ExternalData } & Record<string, unknown>) => {
+    const { graph, externalData } = modelWithExternalData(model, opts?.externalData);
     // deno-lint-ignore no-explicit-any
-    return ort.InferenceSession.create(bytes(model) as any, { ...opts, ...(externalData ? { externalData } : {}) } as any);
+    return ort.InferenceSession.create(graph, { ...opts, ...(externalData ? { externalData } : {}) } as any);
   };
   return { ...ort, InferenceSession: { ...ort.InferenceSession, create } } as unknown as typeof import('onnxruntime-web');
 }

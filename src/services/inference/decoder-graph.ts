@@ -14,13 +14,12 @@ import {
   all,
   containsBytes,
   decodeFields,
-  externalEntries,
+  externalFiles,
   first,
   type GraphNode,
   hasSubgraph,
   indexGraph,
   int64s,
-  isExternal,
   ONNX,
   str,
   type Tensor,
@@ -251,11 +250,6 @@ function sweepUnused(nodes: GraphNode[], removed: Set<GraphNode>, alsoRead: Set<
       if (!removed.has(n) && n.outputs.every((o) => !o || !read.has(o))) (removed.add(n), (changed = true));
     }
   }
-}
-
-/** The files the graph's external initializers name (relative to the model's folder). */
-function externalFiles(inits: Map<string, Tensor>): string[] {
-  return [...new Set([...inits.values()].filter(isExternal).map((t) => externalEntries(t).get('location') ?? ''))];
 }
 
 /** Inline raw data above this size is pointed at in the model's file rather than copied. */

@@ -10,6 +10,7 @@ import { basename, dirname, join } from 'node:path';
 import type { OpContext } from '../workers/serve-operations.ts';
 import { configureOrtWeb, type OrtPackage, type OrtWeb } from './backend.ts';
 import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
+import { type ExternalData, modelWithExternalData } from './external-data.ts';
 import { nbitsToInt8 } from './wasm-q4.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
@@ -75,7 +76,6 @@ export interface SessionInfo {
 }
 
 type Session = Awaited<ReturnType<OrtWeb['InferenceSession']['create']>>;
-type ExternalData = { path: string; data: string | Uint8Array }[];
 
 let ort: Promise<OrtWeb> | undefined;
 /** The package the thread's sessions run on (one per process). */
@@ -128,8 +128,7 @@ async function create(
     // the native runtime reads a model path (and its external data beside it) itself
     session = await o.InferenceSession.create((rewritten?.bytes ?? model) as never, from as never);
   } else {
-    const externalData = options.externalData?.map((d) => ({ ...d, data: bytes(d.data) }));
-    const graph = bytes(model);
+    const { graph, externalData } = modelWithExternalData(model, options.externalData);
     // 4-bit weights run as int8 here: ONNX Runtime's WASM build has no 4-bit kernel (./wasm-q4.ts)
     int8 = nbitsToInt8(graph);
     if (decoder) rewritten = rewriteDecoder(int8?.bytes ?? graph, decoder);

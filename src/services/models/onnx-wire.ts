@@ -311,6 +311,18 @@ export function externalEntries(t: Tensor): Map<string, string> {
   );
 }
 
+/** The files a graph's external initializers name (relative to the model's folder). */
+export function externalFiles(inits: Map<string, Tensor>): string[] {
+  return [...new Set([...inits.values()].filter(isExternal).map((t) => externalEntries(t).get('location') ?? ''))];
+}
+
+/** The same, from a serialized model. */
+export function externalFilesOf(model: Uint8Array): string[] {
+  if (!containsBytes(model, new TextEncoder().encode('location'))) return []; // every external initializer has that key
+  const graph = first(decodeFields(model), ONNX.model.graph)?.bytes;
+  return graph ? externalFiles(indexGraph(decodeFields(graph)).inits) : [];
+}
+
 /** Whether `needle` occurs in `hay` (a name inside a serialized model, node or graph output). */
 export function containsBytes(hay: Uint8Array, needle: Uint8Array): boolean {
   if (!needle.length) return true;
