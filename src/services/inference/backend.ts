@@ -9,6 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { embeddedOrtWasmPath } from '../../runtime/embedded.ts';
 import { probeWebGpu } from '../../runtime/gpu.ts';
+import { graphOutputNames } from '../models/onnx-wire.ts';
+import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
 import { type ExternalData, modelWithExternalData } from './external-data.ts';
 import { offThreadNativeSessions, offThreadOrt } from './ort-thread.ts';
 
@@ -124,14 +126,28 @@ export function configureOrtWeb(ort: OrtWeb, opts: { threads: number; wasmPaths?
 }
 
 /**
- * The browser bundle of onnxruntime-web (the one a compiled binary carries) can only fetch() a string model
- * path, and transformers.js passes paths under Node-like runtimes: read them into bytes first.
+ * onnxruntime-web on the WebGPU path: sessions created from bytes, since the browser bundle of onnxruntime-web
+ * (the one a compiled binary carries) can only fetch() a string model path, and transformers.js passes paths
+ * under Node-like runtimes. On the GPU a decoder also gets:
+ * - its attention and rotary embeddings fused (./decoder-graph.ts), so a token takes fewer GPU dispatches;
+ * - its KV cache kept on the GPU between steps (`present.*` outputs as GPU buffers), as transformers.js does in
+ *   browsers. Here it cannot name the device (it knows no devices for an injected onnxruntime-web), so every
+ *   layer's cache would otherwise be read back and written again at each token.
  */
 function readingPaths(ort: typeof import('onnxruntime-web')): typeof import('onnxruntime-web') {
-  const create = (model: string | Uint8Array, opts?: { externalData?: ExternalData } & Record<string, unknown>) => {
-    const { graph, externalData } = modelWithExternalData(model, opts?.externalData);
+  const create = (model: string | Uint8Array, optsIn: { externalData?: ExternalData } & Record<string, unknown> = {}) => {
+    const { graph, externalData } = modelWithExternalData(model, optsIn.externalData);
+    const decoder = optsIn[DECODER_OPTION] as DecoderShape | undefined;
+    const opts = withoutDecoderOption(optsIn);
+    const onGpu = (opts.executionProviders as unknown[] | undefined)?.some((p) =>
+      (typeof p === 'string' ? p : (p as { name?: string }).name) === 'webgpu'
+    );
+    // its own decode loop is transformers.js' here: no outputs for the batch decoder
+    const bytes = (onGpu && decoder && rewriteDecoder(graph, decoder, undefined, { newKeyValues: false })?.bytes) || graph;
+    const cache = onGpu && !opts.preferredOutputLocation ? graphOutputNames(bytes).filter((n) => n.startsWith('present')) : [];
+    const preferredOutputLocation = cache.length ? Object.fromEntries(cache.map((n) => [n, 'gpu-buffer'])) : opts.preferredOutputLocation;
     // deno-lint-ignore no-explicit-any
-    return ort.InferenceSession.create(graph, { ...opts, ...(externalData ? { externalData } : {}) } as any);
+    return ort.InferenceSession.create(bytes, { ...opts, ...(externalData ? { externalData } : {}), preferredOutputLocation } as any);
   };
   return { ...ort, InferenceSession: { ...ort.InferenceSession, create } } as unknown as typeof import('onnxruntime-web');
 }

@@ -104,6 +104,7 @@ export function rewriteDecoder(
   model: Uint8Array,
   shape: DecoderShape,
   externalFile?: string,
+  opts: { newKeyValues?: boolean } = {},
 ): { bytes: Uint8Array; grouped: number; newKeyValues: number; rotary: number; externalFiles: string[] } | undefined {
   if (!containsBytes(model, new TextEncoder().encode('past_key_values.'))) return undefined;
   const fields = decodeFields(model);
@@ -143,7 +144,7 @@ export function rewriteDecoder(
   }
   for (const o of g.outputs.keys()) g.read.add(o);
   const grouped = groupAttention(g, shape);
-  const newKeyValues = exposeNewKeyValues(g);
+  const newKeyValues = opts.newKeyValues === false ? 0 : exposeNewKeyValues(g);
   const rotary = fuseRotaryEmbedding(g, shape);
   if (!grouped && !newKeyValues && !rotary) return undefined;
   // what only the removed nodes used (the repeats' shape arithmetic) goes too

@@ -323,6 +323,14 @@ export function externalFilesOf(model: Uint8Array): string[] {
   return graph ? externalFiles(indexGraph(decodeFields(graph)).inits) : [];
 }
 
+/** The names of a serialized model's graph outputs. */
+export function graphOutputNames(model: Uint8Array): string[] {
+  const graph = first(decodeFields(model), ONNX.model.graph)?.bytes;
+  return graph
+    ? all(decodeFields(graph), ONNX.graph.output).map((f) => str(first(decodeFields(f.bytes!), ONNX.valueInfo.name)?.bytes))
+    : [];
+}
+
 /** Whether `needle` occurs in `hay` (a name inside a serialized model, node or graph output). */
 export function containsBytes(hay: Uint8Array, needle: Uint8Array): boolean {
   if (!needle.length) return true;
