@@ -1,7 +1,8 @@
 /**
  * onnxruntime-web sessions run in their own thread: a long WASM run leaves the event loop free, results
  * equal torch's, /health answers fast while WASM generates over HTTP, and 4-bit weights run as int8 with
- * the logits of the 4-bit kernel. This file binds the WASM backend (node --test gives each file a process).
+ * the logits of the 4-bit kernel; a model whose weights lie in an external data file loads. This file binds the
+ * WASM backend (node --test gives each file a process).
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -12,9 +13,10 @@ import { initBackend } from '../../../src/services/inference/backend.ts';
 import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import { int8FromNBits, nbitsToInt8 } from '../../../src/services/inference/wasm-q4.ts';
 import { type Harness, startHarness } from '../../routes/ollama/harness.ts';
+import { externalDataCopy, type ExternalDataModel } from '../../support/external-data-model.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { loopStaysFree, matmulChain } from './matmul-chain.ts';
-import { maxDiff, REF } from './reference.ts';
+import { greedyOnReferencePrompt, maxDiff, REF } from './reference.ts';
 
 type OrtLike = typeof import('onnxruntime-web');
 const ort = async () => {
@@ -56,6 +58,29 @@ describe('tiny-llama on WASM, through the inference thread', () => {
       { input_ids: t(ids), attention_mask: t(ids.map(() => 1)), max_new_tokens: n, min_new_tokens: n, do_sample: false } as never,
     )) as unknown as { tolist(): bigint[][] };
     assert.deepEqual(gen.tolist()[0]!.slice(ids.length).map(Number), REF.generate.greedy_ids);
+  });
+});
+
+// transformers.js hands onnxruntime-web only the model's path under Node; the weights beside it must load too
+describe('tiny-llama with its weights in an external data file, on WASM', () => {
+  let copy: ExternalDataModel;
+  let m: LoadedModel | undefined;
+  before(() => {
+    copy = externalDataCopy(TINY_LLAMA);
+  });
+  after(async () => {
+    await m?.dispose();
+    copy?.remove();
+  });
+
+  test("loads (onnx/model.onnx + model.onnx_data) and greedy tokens equal torch's", async () => {
+    // the graph holds no weights: onnx reads every initializer as external, and the graph file shrank to a fraction
+    assert.ok(copy.initializers > 0 && copy.external === copy.initializers, `${copy.external} of ${copy.initializers} external`);
+    assert.ok(copy.sizes.graph < copy.sizes.original / 2, JSON.stringify(copy.sizes));
+    assert.ok(copy.sizes.data > copy.sizes.original / 2, JSON.stringify(copy.sizes));
+    m = await loadModel(copy.dir, 'text-generation', { backend: 'wasm', dtype: 'fp32' });
+    assert.equal(m.device, 'wasm', `fallbacks ${JSON.stringify(m.fallbacks)}`);
+    assert.deepEqual(await greedyOnReferencePrompt(m.model, m.tf.Tensor), REF.generate.greedy_ids);
   });
 });
 
