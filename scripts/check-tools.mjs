@@ -32,6 +32,8 @@ if (spawnSync('sh', ['-c', 'ls /usr/share/vulkan/icd.d/lvp_icd.*.json']).status 
 if (spawnSync('sh', ['-c', 'ls /usr/lib/postgresql/*/bin/initdb']).status !== 0) missing.push(['initdb', 'postgresql']);
 // A PDF/A test draws its scan with Python's PIL.
 if (spawnSync('/usr/bin/python3', ['-c', 'import PIL']).status !== 0) missing.push(['/usr/bin/python3 with PIL', 'python3-pil']);
+// External-data model fixtures are written by the onnx package itself (test/support/external-data-model.ts).
+if (spawnSync('/usr/bin/python3', ['-c', 'import onnx']).status !== 0) missing.push(['/usr/bin/python3 with onnx', 'python3-onnx']);
 if (missing.length) {
   const pkgs = [...new Set(missing.map(([, p]) => p))].join(' ');
   console.error(
