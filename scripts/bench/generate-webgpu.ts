@@ -20,6 +20,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { basename, join, resolve } from 'node:path';
+import { probeWebGpu } from '../../src/runtime/gpu.ts';
 import { bytesPerToken, FILE, kvBytesPerToken, loadMasked, median } from './generate.ts';
 
 const MODELS = (process.env.BENCH_MODELS ?? '.models-cache/qwen2.5-0.5b,.models-cache/qwen2.5-1.5b').split(',');
@@ -27,7 +28,6 @@ const DTYPES = (process.env.BENCH_DTYPES ?? 'q4,fp32').split(',');
 const PATHS = (process.env.BENCH_PATHS ?? 'web,native').split(',');
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 128);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
-const SOFTWARE = /llvmpipe|lavapipe|swiftshader|software/i;
 
 interface ChildResult {
   model: string;
@@ -78,20 +78,14 @@ async function child(path: string, dir: string, dtype: string): Promise<ChildRes
 }
 
 // ---------------------------------------------------------------- bandwidth
-interface GpuInfo {
-  adapter: string;
-  software: boolean;
-  /** (read + write) bytes / s of a buffer-to-buffer copy, median of 5 */
-  copy: number;
-}
-
-/** Copy bandwidth of the WebGPU adapter: 256 MiB buffer copied 40 times per submit, timed to work done. */
-async function webgpuCopy(): Promise<GpuInfo> {
+/**
+ * Copy bandwidth of the WebGPU adapter, (read + write) bytes / s: a 256 MiB buffer copied 40 times per submit,
+ * timed to work done, median of 5.
+ */
+async function webgpuCopy(): Promise<number> {
   const gpu = (navigator as unknown as { gpu?: GPU }).gpu;
   const adapter = await gpu?.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) throw new Error('no WebGPU adapter');
-  const info = adapter.info;
-  const name = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(' ');
   const size = 256 * 1024 * 1024;
   const device = await adapter.requestDevice({ requiredLimits: { maxBufferSize: size } });
   const usage = 0x4 | 0x8; // GPUBufferUsage.COPY_SRC | COPY_DST
@@ -108,11 +102,7 @@ async function webgpuCopy(): Promise<GpuInfo> {
   const rates: number[] = [];
   for (let i = 0; i < 5; i++) rates.push(await pass(40));
   device.destroy();
-  return {
-    adapter: name || 'unknown adapter',
-    software: !!(adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter || SOFTWARE.test(name),
-    copy: median(rates),
-  };
+  return median(rates);
 }
 
 /** CUDA device-to-device copy bandwidth through torch, where python3 has torch with a GPU; else undefined. */
@@ -173,7 +163,10 @@ async function main() {
     console.log(`@@RESULT ${JSON.stringify(r)}`);
     process.exit(0); // a GPU device or the inference thread may keep the process alive
   }
-  const gpu = await webgpuCopy().catch((e): GpuInfo => ({ adapter: `none (${e?.message ?? e})`, software: false, copy: NaN }));
+  // the adapter as the engine sees it (src/runtime/gpu.ts), and its copy bandwidth
+  const probe = await probeWebGpu();
+  const gpu = { adapter: probe.adapter ? probe.description : `none (${probe.description})`, software: probe.software, copy: NaN };
+  if (probe.adapter) gpu.copy = await webgpuCopy().catch(() => NaN);
   const cuda = cudaCopy();
   console.error(`adapter: ${gpu.adapter}; WebGPU copy ${gb(gpu.copy)} GB/s; CUDA copy ${cuda ? gb(cuda.copy) : '–'} GB/s`);
   if (gpu.software) console.error('a software adapter: its figures say nothing about a GPU');
