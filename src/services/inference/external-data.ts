@@ -11,7 +11,8 @@ import { externalFilesOf } from '../models/onnx-wire.ts';
 
 export type ExternalData = { path: string; data: string | Uint8Array }[];
 
-const bytes = (v: string | Uint8Array) => (typeof v === 'string' ? new Uint8Array(readFileSync(v)) : v);
+/** A path's bytes, or the bytes given. */
+export const bytes = (v: string | Uint8Array) => (typeof v === 'string' ? new Uint8Array(readFileSync(v)) : v);
 
 /** A model (path or bytes) as bytes, with its external data as bytes: the files given, or those it names. */
 export function modelWithExternalData(

@@ -5,12 +5,12 @@
  * inputs and receives outputs. Registered as worker operations; the sessions stay in this module between
  * calls, so they are used from one dedicated thread only.
  */
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { OpContext } from '../workers/serve-operations.ts';
 import { configureOrtWeb, type OrtPackage, type OrtWeb } from './backend.ts';
 import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
-import { type ExternalData, modelWithExternalData } from './external-data.ts';
+import { bytes, type ExternalData, modelWithExternalData } from './external-data.ts';
 import { nbitsToInt8 } from './wasm-q4.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
@@ -89,8 +89,6 @@ let nextId = 1;
  * and V8 answered with a full collection per step on both sides.
  */
 const held = new Map<number, { session: number; data: Float32Array; scratch?: Float32Array }>();
-
-const bytes = (v: string | Uint8Array) => (typeof v === 'string' ? new Uint8Array(readFileSync(v)) : v);
 
 function runtime(init: OrtThreadInit): Promise<OrtWeb> {
   runtimeOfSessions ??= init.runtime;
