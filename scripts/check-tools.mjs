@@ -25,8 +25,11 @@ const tools = {
 };
 const missing = Object.entries(tools).filter(([bin]) => spawnSync('sh', ['-c', `command -v ${bin}`]).status !== 0);
 // Mesa's lavapipe (a Vulkan driver, not a command): the software WebGPU adapter of the WebGPU test
-if (spawnSync('sh', ['-c', 'ls /usr/share/vulkan/icd.d/lvp_icd.*.json']).status !== 0) {
+if (spawnSync('sh', ['-c', 'ls /usr/share/vulkan/icd.d/lvp_icd*.json']).status !== 0) {
   missing.push(['lavapipe (Vulkan ICD)', 'mesa-vulkan-drivers']);
+} else if (spawnSync('sh', ['-c', "dpkg-query -W -f='${Version}' mesa-vulkan-drivers | grep -q '^2[5-9]\\.'"]).status !== 0) {
+  // onnxruntime-node's WebGPU provider (Dawn) finds no adapter on Mesa 22's lavapipe
+  missing.push(['lavapipe from Mesa 25 or later (for Dawn)', 'mesa-vulkan-drivers from bookworm-backports']);
 }
 // The tests run PostgreSQL's own initdb and pg_ctl, which Debian keeps off PATH.
 if (spawnSync('sh', ['-c', 'ls /usr/lib/postgresql/*/bin/initdb']).status !== 0) missing.push(['initdb', 'postgresql']);

@@ -1,10 +1,12 @@
 /**
- * WebGPU exercised without a GPU: Deno's navigator.gpu on Mesa's lavapipe (a Vulkan software rasterizer,
- * Debian mesa-vulkan-drivers) runs transformers.js on onnxruntime-web's WebGPU backend, and greedy
- * decoding must give torch's tokens, as the CPU path does (test/services/inference/logits.test.ts), with the
- * KV cache kept on the GPU between steps and the decoder rewritten (attention on unrepeated KV heads, fused
- * rotary embeddings: src/services/inference/decoder-graph.ts); a model whose weights lie in an external data
- * file loads there too.
+ * WebGPU exercised without a GPU, on Mesa's lavapipe (a Vulkan software rasterizer; Mesa 25 from
+ * bookworm-backports, which onnxruntime-node's Dawn accepts and Mesa 22 did not):
+ * - onnxruntime-node's own WebGPU provider (Dawn), on Node, Bun and Deno: greedy decoding gives torch's
+ *   tokens, as the CPU path does (test/services/inference/logits.test.ts), with the KV cache kept on the GPU
+ *   in the inference thread between steps (only stand-ins for it reach the server's thread);
+ * - onnxruntime-web's WebGPU backend on Deno's navigator.gpu: the same tokens, the KV cache on the GPU, the
+ *   decoder rewritten (attention on unrepeated KV heads, fused rotary embeddings:
+ *   src/services/inference/decoder-graph.ts); a model whose weights lie in an external data file loads there too.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +19,8 @@ import { TINY_LLAMA } from '../services/inference/fixtures.ts';
 import { externalDataCopy, type ExternalDataModel } from '../support/external-data-model.ts';
 
 interface Result {
+  cacheOutputs: number;
+  threadHeld: number;
   gpu: { adapter: boolean; software: boolean; description: string };
   device: string;
   ort: string;
@@ -59,21 +63,44 @@ const graphOps = (...files: string[]) =>
   JSON.parse(execFileSync('/usr/bin/python3', ['-c', GRAPH_OPS, ...files], { encoding: 'utf8' })) as GraphOps[];
 const LAYERS = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8')).num_hidden_layers as number;
 
-/** test/support/webgpu-greedy.ts under Deno ([MODEL_DIR [GRAPHS_DIR]]): its JSON line, with the adapter and device checked. */
-function greedyOnDeno(...args: string[]): Result {
-  const p = spawnSync('node_modules/.bin/deno', ['run', '-A', 'test/support/webgpu-greedy.ts', ...args], {
+const RUNTIMES = {
+  deno: ['node_modules/.bin/deno', 'run', '-A'],
+  node: [process.execPath, '--import', 'tsx'],
+  bun: ['node_modules/.bin/bun'],
+} as const;
+
+/** test/support/webgpu-greedy.ts (ORT [MODEL_DIR [GRAPHS_DIR]]) under a runtime: its JSON line, with the device and ONNX Runtime checked. */
+function greedyOn(runtime: keyof typeof RUNTIMES, ort: 'onnxruntime-web' | 'onnxruntime-node', ...args: string[]): Result {
+  const [cmd, ...pre] = RUNTIMES[runtime];
+  const p = spawnSync(cmd, [...pre, 'test/support/webgpu-greedy.ts', ort, ...args], {
     encoding: 'utf8',
     timeout: 240_000,
     env: { ...process.env, NO_COLOR: '1', XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? '/tmp' },
   });
   const line = p.stdout.split('\n').find((l) => l.startsWith('{'));
-  assert.ok(line, `no result from deno (exit ${p.status}): ${p.stderr.slice(-2000)}`);
+  assert.ok(line, `no result from ${runtime} (exit ${p.status}): ${p.stderr.slice(-2000)}`);
+  assert.equal(p.status, 0, `${runtime} exited ${p.status}: ${p.stderr.slice(-2000)}`);
   const r = JSON.parse(line) as Result;
-  assert.ok(r.gpu.adapter, `no WebGPU adapter under Deno: ${r.gpu.description} (needs mesa-vulkan-drivers)`);
+  if (runtime === 'deno') assert.ok(r.gpu.adapter, `no WebGPU adapter under Deno: ${r.gpu.description} (needs mesa-vulkan-drivers)`);
   assert.equal(r.device, 'webgpu', `ran on ${r.device}; fallbacks ${JSON.stringify(r.fallbacks)}`);
-  assert.equal(r.ort, 'onnxruntime-web');
+  assert.equal(r.ort, ort);
   return r;
 }
+
+const greedyOnDeno = (...args: string[]) => greedyOn('deno', 'onnxruntime-web', ...args);
+
+describe("onnxruntime-node's WebGPU provider (Dawn)", () => {
+  for (const runtime of ['node', 'bun', 'deno'] as const) {
+    test(`${runtime} + lavapipe: greedy decoding gives torch's tokens, the KV cache held on the GPU in the inference thread`, () => {
+      const r = greedyOn(runtime, 'onnxruntime-node');
+      assert.deepEqual(r.ids, REF.generate.greedy_ids);
+      assert.deepEqual(r.cacheLocations, ['gpu-buffer']);
+      // every present.* output that reached this thread stood for a tensor the inference thread holds
+      assert.ok(r.cacheOutputs >= 2 * LAYERS * REF.generate.greedy_ids.length, `${r.cacheOutputs} cache outputs`);
+      assert.equal(r.threadHeld, r.cacheOutputs);
+    });
+  }
+});
 
 describe('tiny-llama', () => {
   let graphs: string;
@@ -82,7 +109,7 @@ describe('tiny-llama', () => {
   });
   after(() => rmSync(graphs, { recursive: true, force: true }));
 
-  test("Deno + lavapipe: greedy decoding on WebGPU gives torch's tokens, the KV cache on the GPU, the decoder rewritten", () => {
+  test("Deno + lavapipe, onnxruntime-web: greedy decoding on WebGPU gives torch's tokens, the KV cache on the GPU, the decoder rewritten", () => {
     const r = greedyOnDeno(TINY_LLAMA, graphs);
     assert.deepEqual(r.ids, REF.generate.greedy_ids);
     assert.ok(r.sessions > 0 && r.runs >= REF.generate.greedy_ids.length, `${r.sessions} sessions, ${r.runs} runs`);
@@ -104,7 +131,7 @@ describe('a model with its weights in an external data file', () => {
   });
   after(() => copy?.remove());
 
-  test("Deno + lavapipe: it loads on WebGPU and greedy decoding gives torch's tokens", () => {
+  test("Deno + lavapipe, onnxruntime-web: it loads on WebGPU and greedy decoding gives torch's tokens", () => {
     assert.ok(copy.initializers > 0 && copy.external === copy.initializers, JSON.stringify(copy));
     const r = greedyOnDeno(copy.dir);
     assert.deepEqual(r.ids, REF.generate.greedy_ids);

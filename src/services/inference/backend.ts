@@ -12,6 +12,7 @@ import { probeWebGpu } from '../../runtime/gpu.ts';
 import { graphOutputNames } from '../models/onnx-wire.ts';
 import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
 import { type ExternalData, modelWithExternalData } from './external-data.ts';
+import { nativeWebGpuFailure } from './native-webgpu.ts';
 import { offThreadNativeSessions, offThreadOrt } from './ort-thread.ts';
 
 export type BackendSetting = 'auto' | 'cpu' | 'wasm' | 'webgpu' | 'cuda';
@@ -36,6 +37,11 @@ export interface BackendOptions {
   threads?: number;
   /** Directory (or URL prefix) holding onnxruntime-web's .wasm/.mjs files; default: the npm package's dist/. */
   wasmPaths?: string;
+  /**
+   * Which ONNX Runtime runs `webgpu` where both could (Deno, whose navigator.gpu serves onnxruntime-web):
+   * by default onnxruntime-node's provider when it finds an adapter.
+   */
+  webGpuOrt?: OrtPackage;
 }
 
 const ORT_SYMBOL = Symbol.for('onnxruntime');
@@ -65,19 +71,28 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   const threads = opts.threads ?? 1;
   const notes: string[] = [];
   const gpu = await probeWebGpu();
-  // WebGPU asked for in a runtime with navigator.gpu (Deno): onnxruntime-web's WebGPU backend runs on that
-  // adapter; onnxruntime-node's own provider (Dawn) would look for one by itself and may find none
+  // WebGPU asked for in a runtime with navigator.gpu (Deno): onnxruntime-node's own provider (Dawn) decodes
+  // about 4× faster than onnxruntime-web on the same GPU (BENCHMARKS.md, "WebGPU on a real GPU"), so it is
+  // taken where it finds an adapter of its own; where it finds none, onnxruntime-web runs on navigator.gpu's
   const webOnGpu = requested === 'webgpu' && gpu.api && gpu.adapter;
-  if (requested !== 'wasm' && !webOnGpu) {
+  if (requested !== 'wasm') {
     try {
-      const native = await import('onnxruntime-node'); // fails where the native addon cannot load (compiled binary, odd libc)
-      // its `run` computes synchronously on the calling thread: CPU sessions go to the inference thread
-      offThreadNativeSessions(native as unknown as OrtWeb);
-      const tf = await import('@huggingface/transformers');
-      const devices = devicesFor(requested, 'onnxruntime-node');
-      if (requested === 'auto' && gpu.adapter && !gpu.software) devices.unshift('webgpu');
-      if (requested === 'auto' && gpu.software) notes.push(`auto: skipped software WebGPU adapter (${gpu.description})`);
-      return { requested, ort: 'onnxruntime-node', tf, devices, threads, notes };
+      const native = await import('onnxruntime-node') as unknown as OrtWeb; // fails where the native addon cannot load (compiled binary, odd libc, Deno without --allow-ffi)
+      const dawn = !webOnGpu
+        ? undefined
+        : opts.webGpuOrt === 'onnxruntime-web'
+        ? 'onnxruntime-web asked for'
+        : await nativeWebGpuFailure(native);
+      if (dawn) notes.push(`webgpu: not on onnxruntime-node's provider (${dawn}); using navigator.gpu (${gpu.description})`);
+      else {
+        // its `run` computes synchronously on the calling thread: CPU and WebGPU sessions go to the inference thread
+        offThreadNativeSessions(native);
+        const tf = await import('@huggingface/transformers');
+        const devices = devicesFor(requested, 'onnxruntime-node');
+        if (requested === 'auto' && gpu.adapter && !gpu.software) devices.unshift('webgpu');
+        if (requested === 'auto' && gpu.software) notes.push(`auto: skipped software WebGPU adapter (${gpu.description})`);
+        return { requested, ort: 'onnxruntime-node', tf, devices, threads, notes };
+      }
     } catch (e) {
       notes.push(`onnxruntime-node unavailable (${firstLine(e)}); using onnxruntime-web`);
     }

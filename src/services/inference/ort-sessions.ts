@@ -21,6 +21,16 @@ export interface WireTensor {
 }
 
 /**
+ * An output a run left on the GPU (a WebGPU session's KV cache: `preferredOutputLocation` 'gpu-buffer'). The
+ * tensor stays in this thread, where its device is; only its id crosses, to be fed to a later run or dropped.
+ */
+export interface GpuTensor {
+  type: string;
+  dims: number[];
+  gpu: number;
+}
+
+/**
  * A float32 view of a buffer held in this thread between calls (a decode loop's KV cache): `length`
  * floats from element `offset` of held buffer `held`.
  */
@@ -89,6 +99,10 @@ let nextId = 1;
  * and V8 answered with a full collection per step on both sides.
  */
 const held = new Map<number, { session: number; data: Float32Array; scratch?: Float32Array }>();
+type OrtTensor = InstanceType<OrtWeb['Tensor']>;
+/** Outputs left on the GPU, by id (see `GpuTensor`), with the session that made them. */
+const onGpu = new Map<number, { session: number; tensor: OrtTensor }>();
+let nextGpu = 1;
 
 function runtime(init: OrtThreadInit): Promise<OrtWeb> {
   runtimeOfSessions ??= init.runtime;
@@ -155,18 +169,47 @@ function sessionOf(id: number): Session {
   return session;
 }
 
-async function run([id, feeds]: [number, Record<string, WireTensor>]): Promise<Record<string, WireTensor>> {
+async function run([id, feeds]: [number, Record<string, WireTensor | GpuTensor>]): Promise<Record<string, WireTensor | GpuTensor>> {
   const session = sessionOf(id);
   const o = await ort!;
   const inputs: Record<string, unknown> = {};
-  for (const [name, t] of Object.entries(feeds)) inputs[name] = new o.Tensor(t.type as never, t.data as never, t.dims);
+  for (const [name, t] of Object.entries(feeds)) {
+    inputs[name] = 'gpu' in t ? gpuOf(t.gpu) : new o.Tensor(t.type as never, t.data as never, t.dims);
+  }
   const out = await session.run(inputs as never);
-  const result: Record<string, WireTensor> = {};
+  const result: Record<string, WireTensor | GpuTensor> = {};
   for (const [name, t] of Object.entries(out)) {
+    if (t.location === 'gpu-buffer') {
+      const gpu = nextGpu++;
+      onGpu.set(gpu, { session: id, tensor: t });
+      result[name] = { type: t.type, dims: [...t.dims], gpu };
+      continue;
+    }
     result[name] = { type: t.type, dims: [...t.dims], data: t.data as ArrayBufferView };
     t.dispose?.();
   }
   return result;
+}
+
+function gpuOf(id: number): OrtTensor {
+  const t = onGpu.get(id)?.tensor;
+  if (!t) throw new Error(`GPU tensor ${id} is gone (disposed, its session released or its thread restarted)`);
+  return t;
+}
+
+/** Frees outputs left on the GPU. */
+function dropGpu([ids]: [number[]]): void {
+  for (const id of ids) {
+    onGpu.get(id)?.tensor.dispose();
+    onGpu.delete(id);
+  }
+}
+
+/** An output left on the GPU, read back. */
+async function downloadGpu([id]: [number]): Promise<WireTensor> {
+  const t = gpuOf(id);
+  const data = await t.getData();
+  return { type: t.type, dims: [...t.dims], data: data as ArrayBufferView };
 }
 
 function heldOf(id: number): Float32Array {
@@ -258,6 +301,7 @@ async function release([id]: [number]): Promise<void> {
   const session = sessions.get(id);
   sessions.delete(id);
   for (const [h, { session: of }] of held) if (of === id) held.delete(h);
+  dropGpu([[...onGpu].filter(([, g]) => g.session === id).map(([g]) => g)]);
   await session?.release();
 }
 
@@ -269,5 +313,7 @@ export const ortSessionOperations = {
   'ort.drop': drop,
   'ort.runHeld': runHeld,
   'ort.copyHeld': copyHeld,
+  'ort.dropGpu': dropGpu,
+  'ort.downloadGpu': downloadGpu,
   'ort.release': release,
 };

@@ -10,14 +10,15 @@
  * One thread holds every session: ONNX Runtime's WASM instance is process-wide state, and one instance
  * keeps weights in one memory; native sessions share it as they shared the server's thread before. Calls
  * are answered in order; a run waits for the one before it, as it would on the server's thread. The thread
- * keeps the process alive only while a call is in flight.
+ * keeps the process alive only while a call is in flight, and stops once its last session is released: a
+ * thread that has run a WebGPU session keeps Deno's process alive even when idle.
  */
 import { startThread, type Thread, workerEntry } from '../../runtime/worker.ts';
 import { limits } from '../limits.ts';
 import { fromWire, type FromWorker, type ToWorker } from '../workers/protocol.ts';
 import type { OrtWeb } from './backend.ts';
 import { withoutDecoderOption } from './decoder-graph.ts';
-import type { HeldAppend, HeldCopy, HeldView, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
+import type { GpuTensor, HeldAppend, HeldCopy, HeldView, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
 
 interface Pending {
   resolve(v: unknown): void;
@@ -29,9 +30,12 @@ let thread: Promise<Thread> | undefined;
 let generation = 0;
 const pending = new Map<number, Pending>();
 let nextCall = 1;
+/** Sessions of the current thread not yet released. */
+let sessionsAlive = 0;
 
 function start(): Promise<Thread> {
   generation++;
+  sessionsAlive = 0;
   const t = startThread(workerEntry(), { name: 'svc-inference' }).then((th) => {
     let readyResolve!: () => void;
     const ready = new Promise<void>((r) => (readyResolve = r));
@@ -49,7 +53,7 @@ function start(): Promise<Thread> {
     th.onExit((error) => {
       // Every session lived in that thread: calls in flight fail, later ones start a fresh thread
       // (whose sessions must be created again).
-      thread = undefined;
+      if (thread === t) thread = undefined;
       const e = new Error(`the inference thread stopped${error ? `: ${error.message}` : ''}`);
       for (const p of pending.values()) p.reject(e);
       pending.clear();
@@ -97,6 +101,19 @@ function copied(t: OrtTensor, transfer: ArrayBuffer[]): WireTensor {
   return { type: t.type, dims: [...t.dims], data };
 }
 
+/** What a GPU tensor made here stands for: an output left on the GPU in the inference thread (`GpuTensor`). */
+interface OnGpu {
+  readonly svcGpu: number;
+}
+
+/** A feed as it goes to the thread: a GPU tensor by its id, any other copied. */
+function wired(t: OrtTensor, transfer: ArrayBuffer[]): WireTensor | GpuTensor {
+  if (t.location !== 'gpu-buffer') return copied(t, transfer);
+  const gpu = (t.gpuBuffer as unknown as Partial<OnGpu>)?.svcGpu;
+  if (gpu === undefined) throw new Error('a GPU tensor not made by an inference-thread session cannot be fed to one');
+  return { type: t.type, dims: [...t.dims], gpu };
+}
+
 /** A float32 buffer kept in the inference thread between calls (./ort-sessions.ts): its id and length. */
 export interface HeldArena {
   readonly id: number;
@@ -124,6 +141,7 @@ class ThreadSession {
     this.outputNames = info.outputNames;
     this.inputMetadata = info.inputMetadata;
     this.outputMetadata = info.outputMetadata;
+    sessionsAlive++;
   }
 
   /** 4-bit weights this session runs as int8 (WASM: ./wasm-q4.ts). */
@@ -151,16 +169,33 @@ class ThreadSession {
 
   async run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
     this.alive();
-    const wire: Record<string, WireTensor> = {};
+    const wire: Record<string, WireTensor | GpuTensor> = {};
     const transfer: ArrayBuffer[] = [];
-    for (const [name, t] of Object.entries(feeds)) wire[name] = copied(t, transfer);
-    return this.tensors(await call<Record<string, WireTensor>>('ort.run', [this.info.id, wire], transfer));
+    for (const [name, t] of Object.entries(feeds)) wire[name] = wired(t, transfer);
+    return this.tensors(await call<Record<string, WireTensor | GpuTensor>>('ort.run', [this.info.id, wire], transfer));
   }
 
-  private tensors(out: Record<string, WireTensor>): Record<string, OrtTensor> {
+  private tensors(out: Record<string, WireTensor | GpuTensor>): Record<string, OrtTensor> {
     const result: Record<string, OrtTensor> = {};
-    for (const [name, t] of Object.entries(out)) result[name] = new this.ort.Tensor(t.type as never, t.data as never, t.dims);
+    for (const [name, t] of Object.entries(out)) {
+      result[name] = 'gpu' in t ? this.onGpu(t) : new this.ort.Tensor(t.type as never, t.data as never, t.dims);
+    }
     return result;
+  }
+
+  /** A stand-in for an output left on the GPU in the thread: fed back by id, read back or freed there. */
+  private onGpu(t: GpuTensor): OrtTensor {
+    const gen = this.generation;
+    const handle: OnGpu = { svcGpu: t.gpu };
+    return this.ort.Tensor.fromGpuBuffer(handle as never, {
+      dataType: t.type as never,
+      dims: t.dims,
+      download: async () => (await call<WireTensor>('ort.downloadGpu', [t.gpu])).data as never,
+      // no answer awaited: later calls are handled after it; a restarted thread holds none of them
+      dispose: () => {
+        if (gen === generation && thread) call('ort.dropGpu', [[t.gpu]]).catch(() => {});
+      },
+    });
   }
 
   /**
@@ -221,6 +256,12 @@ class ThreadSession {
     if (this.released || this.generation !== generation || !thread) return;
     this.released = true;
     await call('ort.release', [this.info.id]).catch(() => {});
+    // no session left: the thread goes (the next session starts a fresh one)
+    if (this.generation === generation && --sessionsAlive === 0 && !pending.size && thread) {
+      const th = thread;
+      thread = undefined;
+      th.then((t) => t.terminate());
+    }
   }
 
   startProfiling(): void {}
@@ -245,22 +286,30 @@ export function offThreadOrt(ort: OrtWeb, init: Omit<OrtThreadInit, 'runtime'>):
   return { ...ort, InferenceSession: { ...ort.InferenceSession, create } } as unknown as OrtWeb;
 }
 
-/** Whether session options put a session on the CPU only (GPU providers keep their sessions here). */
-function cpuOnly(options: Record<string, unknown>): boolean {
-  const eps = (options.executionProviders ?? ['cpu']) as (string | { name?: string })[];
-  return eps.every((e) => (typeof e === 'string' ? e : e?.name) === 'cpu');
+/** The execution providers session options name (ONNX Runtime's default: the CPU). */
+function providers(options: Record<string, unknown>): string[] {
+  return ((options.executionProviders ?? ['cpu']) as (string | { name?: string })[]).map((
+    e,
+  ) => (typeof e === 'string' ? e : String(e?.name)));
 }
 
 /**
- * onnxruntime-node's CPU sessions created and run in the inference thread. transformers.js holds the
- * package's `InferenceSession` itself, so its `create` is replaced in place; sessions on a GPU provider are
- * created as before (their outputs may live on the device).
+ * onnxruntime-node's sessions created and run in the inference thread: CPU sessions, and WebGPU sessions (whose
+ * `run` holds its thread for the whole step as a CPU one does), their GPU outputs kept there (`GpuTensor`).
+ * transformers.js holds the package's `InferenceSession` itself, so its `create` is replaced in place. CUDA
+ * sessions are created as before, on the server's thread (not measured here: no CUDA build to run).
  */
 export function offThreadNativeSessions(ort: OrtWeb): void {
   const S = ort.InferenceSession as unknown as { create: Create; [offThread]?: true };
   if (S[offThread]) return;
   const inProcess = S.create.bind(S);
   const create = threadCreate(ort, { runtime: 'onnxruntime-node', threads: 0 });
-  S.create = (model, options = {}) => (cpuOnly(options) ? create(model, options) : inProcess(model, withoutDecoderOption(options)));
+  S.create = (model, options = {}) => {
+    const eps = providers(options);
+    if (eps.every((e) => e === 'cpu')) return create(model, options);
+    // a GPU session runs transformers.js' own decode loop: no rewrite for the batch decoder
+    if (eps.every((e) => e === 'cpu' || e === 'webgpu')) return create(model, withoutDecoderOption(options));
+    return inProcess(model, withoutDecoderOption(options));
+  };
   S[offThread] = true;
 }

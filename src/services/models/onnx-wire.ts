@@ -157,9 +157,9 @@ export function tensorTypeOf(valueInfo: WireField[]): WireField[] | undefined {
 
 /** ONNX field numbers used by the rewrite. */
 export const ONNX = {
-  model: { opsetImport: 8, graph: 7 },
+  model: { irVersion: 1, opsetImport: 8, graph: 7 },
   opset: { domain: 1, version: 2 },
-  graph: { node: 1, initializer: 5, input: 11, output: 12 },
+  graph: { node: 1, name: 2, initializer: 5, input: 11, output: 12 },
   /** ValueInfoProto */
   valueInfo: { name: 1, type: 2 },
   /** TypeProto.tensor_type, TypeProto.Tensor.elem_type and .shape, TensorShapeProto.dim, Dimension.dim_value */
