@@ -3,10 +3,9 @@
  * the GPU's memory bandwidth (bytes every decode step reads / measured copy bandwidth), on both WebGPU paths
  * the engine has:
  * - "web": onnxruntime-web's WebGPU backend on the runtime's `navigator.gpu` (Deno's wgpu), as `--backend webgpu`
- *   runs under Deno;
- * - "native": onnxruntime-node's own WebGPU provider (Dawn), as `--backend webgpu` runs under Node and Bun. Here
- *   it runs under Deno too, `navigator.gpu` hidden from the engine so that it takes that path; the addon and
- *   its GPU work are the same in every runtime.
+ *   runs under Deno where Dawn finds no adapter;
+ * - "native": onnxruntime-node's own WebGPU provider (Dawn), as `--backend webgpu` runs under Node and Bun, and
+ *   under Deno where Dawn finds an adapter; the addon and its GPU work are the same in every runtime.
  * Bandwidth: a WebGPU buffer-to-buffer copy (read + write bytes / time) on the same adapter, and CUDA's
  * device-to-device copy through torch where python3 has it (the hardware's figure, for comparison).
  *
@@ -40,27 +39,39 @@ interface ChildResult {
   ttft?: number;
   tps?: number;
   runs?: number[];
+  /** Longest event-loop stall while decoding (ms). */
+  stallMs?: number;
   error?: string;
 }
 
 // ---------------------------------------------------------------- child: one model, one dtype, one path
 async function child(path: string, dir: string, dtype: string): Promise<ChildResult> {
   const base = { model: basename(dir), dtype, path };
-  if (path === 'native') {
-    // the engine asks navigator.gpu first (src/runtime/gpu.ts); hidden, `webgpu` binds onnxruntime-node's provider
-    Object.defineProperty(navigator, 'gpu', { value: undefined, configurable: true });
-  }
+  // the engine's default under Deno is onnxruntime-node's provider where it finds an adapter (src/services/inference/backend.ts)
+  const { initBackend } = await import('../../src/services/inference/backend.ts');
+  await initBackend('webgpu', { threads: 1, webGpuOrt: path === 'web' ? 'onnxruntime-web' : 'onnxruntime-node' });
   const { m, generate } = await loadMasked('webgpu', dtype, 1, dir);
   try {
-    if (m.device !== 'webgpu') {
-      return { ...base, device: m.device, ort: m.ort, error: `ran on ${m.device}: ${JSON.stringify(m.fallbacks)}` };
+    if (m.device !== 'webgpu' || (path === 'web') !== (m.ort === 'onnxruntime-web')) {
+      return { ...base, device: m.device, ort: m.ort, error: `ran on ${m.device} (${m.ort}): ${JSON.stringify([m.fallbacks, m.notes])}` };
     }
     await generate(8); // warm-up: shader compilation and first-run allocations
     const runs: { ttft: number; tps: number; prompt: number }[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      const { r, ttft, tps } = await generate(TOKENS);
-      if (r.completionTokens !== TOKENS) throw new Error(`decoded ${r.completionTokens} tokens, asked for ${TOKENS}`);
-      runs.push({ ttft, tps, prompt: r.promptTokens });
+    // how long the server's thread is held: the longest gap between ticks of a 5 ms timer while decoding
+    let last = performance.now(), stall = 0;
+    const tick = setInterval(() => {
+      const now = performance.now();
+      stall = Math.max(stall, now - last - 5);
+      last = now;
+    }, 5);
+    try {
+      for (let i = 0; i < RUNS; i++) {
+        const { r, ttft, tps } = await generate(TOKENS);
+        if (r.completionTokens !== TOKENS) throw new Error(`decoded ${r.completionTokens} tokens, asked for ${TOKENS}`);
+        runs.push({ ttft, tps, prompt: r.promptTokens });
+      }
+    } finally {
+      clearInterval(tick);
     }
     return {
       ...base,
@@ -71,6 +82,7 @@ async function child(path: string, dir: string, dtype: string): Promise<ChildRes
       ttft: median(runs.map((x) => x.ttft)),
       tps: median(runs.map((x) => x.tps)),
       runs: runs.map((x) => Number(x.tps.toFixed(1))),
+      stallMs: stall,
     };
   } finally {
     await m.dispose();
@@ -181,15 +193,15 @@ async function main() {
       }. Host: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, Deno ${process.versions.deno}.`,
       `Models: Qwen2.5 shapes with random weights (${
         shapes.join('; ')
-      }; vocab 151936, tied embeddings), from \`scripts/models/gen-tiny-models.py --shape\`. The chat prompt of "Text generation", greedy, EOS masked, ${TOKENS} tokens per run, after one warm-up; medians of ${RUNS} runs. web = onnxruntime-web's WebGPU backend on Deno's navigator.gpu; native = onnxruntime-node's WebGPU provider (Dawn), the path Node and Bun take (run here under Deno with navigator.gpu hidden from the engine). Each in its own process.`,
+      }; vocab 151936, tied embeddings), from \`scripts/models/gen-tiny-models.py --shape\`. The chat prompt of "Text generation", greedy, EOS masked, ${TOKENS} tokens per run, after one warm-up; medians of ${RUNS} runs. web = onnxruntime-web's WebGPU backend on Deno's navigator.gpu; native = onnxruntime-node's WebGPU provider (Dawn), the path Node and Bun take, and Deno's default where Dawn finds an adapter (its sessions in the inference thread). The path is chosen with the engine's \`webGpuOrt\` option; each runs in its own process. Longest loop stall: the longest gap between ticks of a 5 ms timer on the server's thread while decoding.`,
       `Bandwidth: copy of a 256 MiB buffer, (read + write) bytes / time, median of 5 passes of 40 copies: ${
         gb(gpu.copy)
       } GB/s through WebGPU (copyBufferToBuffer on the same adapter)${
         cuda ? `, ${gb(cuda.copy)} GB/s through CUDA (torch, device to device)` : ''
       }. Bytes read per token: every initializer a MatMul reads (the tied LM head in full), one row of the Gather-only embedding table, and the fp32 KV cache at the mean context length. "Of copy bandwidth" = decode tok/s × bytes per token / bandwidth.`,
       '',
-      '| model | dtype | WebGPU path | decode (tok/s) | time to first token (ms) | bytes read / token (GB) | read (GB/s) | of WebGPU copy bandwidth | of CUDA copy bandwidth | load; decode tok/s of each run |',
-      '|---|---|---|---:|---:|---:|---:|---:|---:|---|',
+      '| model | dtype | WebGPU path | decode (tok/s) | time to first token (ms) | longest loop stall (ms) | bytes read / token (GB) | read (GB/s) | of WebGPU copy bandwidth | of CUDA copy bandwidth | load; decode tok/s of each run |',
+      '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|',
       ...rows,
     ].join('\n');
     const { writeSection } = (await import('./write-benchmarks.mjs' as string)) as { writeSection: (title: string, body: string) => void };
@@ -206,14 +218,16 @@ async function main() {
         const r = runChild(path, dir, dtype);
         console.error(JSON.stringify(r));
         if (r.error || r.tps === undefined) {
-          rows.push(`| ${r.model} | ${dtype} | ${path} | failed: ${(r.error ?? '').replace(/\|/g, '/').slice(0, 300)} | | | | | |`);
+          rows.push(`| ${r.model} | ${dtype} | ${path} | failed: ${(r.error ?? '').replace(/\|/g, '/').slice(0, 300)} | | | | | | |`);
         } else {
           const perToken = weights + kvBytesPerToken(r.promptTokens! + TOKENS / 2, dir);
           const read = r.tps * perToken;
           rows.push(
-            `| ${r.model} | ${dtype} | ${path} (${r.ort}) | ${f1(r.tps)} | ${f1(r.ttft)} | ${gb(perToken)} | ${gb(read)} | **${
-              pct(read / gpu.copy)
-            }** | ${pct(read / (cuda?.copy ?? NaN))} | ${(r.loadMs! / 1000).toFixed(1)} s; runs ${r.runs!.join(', ')} |`,
+            `| ${r.model} | ${dtype} | ${path} (${r.ort}) | ${f1(r.tps)} | ${f1(r.ttft)} | ${f1(r.stallMs)} | ${gb(perToken)} | ${
+              gb(read)
+            } | **${pct(read / gpu.copy)}** | ${pct(read / (cuda?.copy ?? NaN))} | ${(r.loadMs! / 1000).toFixed(1)} s; runs ${
+              r.runs!.join(', ')
+            } |`,
           );
         }
         await write();

@@ -504,7 +504,7 @@ async function writeSummary(pairs: PairResult[]) {
     '',
     'Time to first token covers prompt evaluation (prefill of the chat-templated prompt) and the first token. Decode tokens/s excludes the first token. WASM rows are in their own section.',
     '',
-    "**WebGPU:** a real GPU's figures (0.5B and 1.5B shapes, both WebGPU paths, against the GPU's copy bandwidth) are in \"Text generation: WebGPU on a real GPU\", taken by scripts/bench/generate-webgpu.ts on a machine with one (scripts/bench/webgpu-device.sh). Without a GPU the path is exercised on a software adapter: test/runtimes/webgpu.test.ts runs transformers.js on onnxruntime-web's WebGPU backend under Deno with Mesa's lavapipe and checks torch's greedy tokens; lavapipe is a CPU rasterizer, so its speed says nothing about a GPU and is not listed.",
+    "**WebGPU:** a real GPU's figures (0.5B and 1.5B shapes, both WebGPU paths, against the GPU's copy bandwidth) are in \"Text generation: WebGPU on a real GPU\", taken by scripts/bench/generate-webgpu.ts on a machine with one (scripts/bench/webgpu-device.sh). Without a GPU both paths are exercised on a software adapter, Mesa 25's lavapipe: test/runtimes/webgpu.test.ts runs transformers.js on onnxruntime-node's WebGPU provider (Dawn) under Node, Bun and Deno and on onnxruntime-web's WebGPU backend under Deno, and checks torch's greedy tokens; lavapipe is a CPU rasterizer, so its speed says nothing about a GPU and is not listed.",
   ].join('\n');
   const { writeSection } = (await import('./write-benchmarks.mjs' as string)) as { writeSection: (title: string, body: string) => void };
   writeSection('Text generation (decode tokens/s, time to first token)', body);
@@ -829,7 +829,7 @@ async function main() {
     '',
     'Time to first token covers prompt evaluation (prefill of the chat-templated prompt) and the first sampled token, with the model already loaded. Decode tokens/s excludes the first token. Native CPU rows against llama.cpp are in "svc against llama.cpp" below.',
     '',
-    "**WebGPU:** a real GPU's figures (0.5B and 1.5B shapes, both WebGPU paths, against the GPU's copy bandwidth) are in \"Text generation: WebGPU on a real GPU\", taken by scripts/bench/generate-webgpu.ts on a machine with one (scripts/bench/webgpu-device.sh). Without a GPU the path is exercised on a software adapter: test/runtimes/webgpu.test.ts runs transformers.js on onnxruntime-web's WebGPU backend under Deno with Mesa's lavapipe and checks torch's greedy tokens; lavapipe is a CPU rasterizer, so its speed says nothing about a GPU and is not listed.",
+    "**WebGPU:** a real GPU's figures (0.5B and 1.5B shapes, both WebGPU paths, against the GPU's copy bandwidth) are in \"Text generation: WebGPU on a real GPU\", taken by scripts/bench/generate-webgpu.ts on a machine with one (scripts/bench/webgpu-device.sh). Without a GPU both paths are exercised on a software adapter, Mesa 25's lavapipe: test/runtimes/webgpu.test.ts runs transformers.js on onnxruntime-node's WebGPU provider (Dawn) under Node, Bun and Deno and on onnxruntime-web's WebGPU backend under Deno, and checks torch's greedy tokens; lavapipe is a CPU rasterizer, so its speed says nothing about a GPU and is not listed.",
   ].join('\n');
   const writer = './write-benchmarks.mjs';
   const { writeSection } = (await import(writer)) as { writeSection: (title: string, body: string) => void };

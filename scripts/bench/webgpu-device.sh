@@ -5,6 +5,7 @@
 #
 #   scripts/bench/webgpu-device.sh pack   # here: needs .models-cache/qwen2.5-{0.5b,1.5b} (scripts/bench/generate.ts)
 #   scripts/bench/webgpu-device.sh run    # there, in the repository root with .gpu/carry beside it; $OUT gets the results
+#   scripts/bench/webgpu-device.sh setup  # there: only unpack and check the adapter (for other measurements)
 set -euo pipefail
 CARRY=.gpu/carry
 
@@ -35,7 +36,7 @@ pack() {
   du -ab "$CARRY"
 }
 
-run() {
+setup() {
   if ! ldconfig -p | grep -q 'libvulkan.so.1' || ! ldconfig -p | grep -q 'libGLdispatch.so.0'; then
     for f in "$CARRY"/*.deb; do dpkg -x "$f" /; done
     ldconfig
@@ -56,13 +57,17 @@ for d in os.listdir(".models-cache/models"):
     shutil.rmtree(f".models-cache/{d}", ignore_errors=True)
     os.rename(f".models-cache/models/{d}", f".models-cache/{d}")
 EOF
-  for d in .models-cache/qwen2.5-0.5b .models-cache/qwen2.5-1.5b; do python3 scripts/models/weights-skeleton.py fill "$d"; done
+  for d in ${SETUP_MODELS:-.models-cache/qwen2.5-0.5b .models-cache/qwen2.5-1.5b}; do python3 scripts/models/weights-skeleton.py fill "$d"; done
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.memory --format=csv || true
   local probe='const a = await navigator.gpu.requestAdapter(); console.log(a ? JSON.stringify(a.info) : "no adapter"); if (!a) Deno.exit(1)'
   if ! node_modules/deno/deno eval "$probe"; then
     VK_LOADER_DEBUG=error,warn,info node_modules/deno/deno eval "$probe" 2>&1 | tail -40
     exit 1
   fi
+}
+
+run() {
+  setup
   node_modules/deno/deno run -A scripts/bench/generate-webgpu.ts
 }
 
