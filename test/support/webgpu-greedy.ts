@@ -15,7 +15,9 @@ import { probeWebGpu } from '../../src/runtime/gpu.ts';
 import { TINY_LLAMA } from '../services/inference/fixtures.ts';
 import { greedyOnReferencePrompt } from '../services/inference/reference.ts';
 
-type Session = { run(...a: unknown[]): Promise<Record<string, { location?: string; gpuBuffer?: { svcGpu?: number } }>> };
+type Session = {
+  run(...a: unknown[]): Promise<Record<string, { location?: string; gpuBuffer?: { svcGpu?: number }; getData(): Promise<unknown> }>>;
+};
 type Create = (model: unknown, opts?: unknown) => Promise<Session>;
 
 const [ort, dir = TINY_LLAMA, graphsDir] = process.argv.slice(2) as [OrtPackage, string?, string?];
@@ -39,6 +41,8 @@ const boundCreate = bound.create.bind(bound);
 let sessions = 0, runs = 0;
 const cacheLocations = new Set<string>();
 let threadHeld = 0, cacheOutputs = 0;
+/** What reading a stand-in back gave (once): onnxruntime-node aborts the process on such a read, so it is refused. */
+let readBack: string | undefined;
 bound.create = async (model, opts) => {
   const s = await boundCreate(model, opts);
   sessions++;
@@ -50,7 +54,9 @@ bound.create = async (model, opts) => {
       if (!name.startsWith('present')) continue;
       cacheLocations.add(String(t.location));
       cacheOutputs++;
-      if (typeof t.gpuBuffer?.svcGpu === 'number') threadHeld++;
+      if (typeof t.gpuBuffer?.svcGpu !== 'number') continue;
+      threadHeld++;
+      readBack ??= await t.getData().then(() => 'read', (e: Error) => `refused: ${e.message}`);
     }
     return out;
   };
@@ -71,6 +77,7 @@ console.log(JSON.stringify({
   cacheLocations: [...cacheLocations].sort(),
   cacheOutputs,
   threadHeld,
+  readBack,
   graphs: graphs.length,
 }));
 await m.dispose();

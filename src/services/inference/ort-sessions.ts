@@ -205,11 +205,13 @@ function dropGpu([ids]: [number[]]): void {
   }
 }
 
-/** An output left on the GPU, read back. */
-async function downloadGpu([id]: [number]): Promise<WireTensor> {
-  const t = gpuOf(id);
-  const data = await t.getData();
-  return { type: t.type, dims: [...t.dims], data: data as ArrayBufferView };
+/**
+ * An output left on the GPU, read back: refused. onnxruntime-node 1.30 aborts the whole process when one of
+ * its GPU tensors is read (`getData`: "terminate called after throwing"), and nothing here needs to read one.
+ */
+function downloadGpu([id]: [number]): never {
+  gpuOf(id);
+  throw new Error('reading a GPU tensor back to the CPU is not supported on onnxruntime-node');
 }
 
 function heldOf(id: number): Float32Array {

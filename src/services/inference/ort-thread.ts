@@ -106,6 +106,12 @@ interface OnGpu {
   readonly svcGpu: number;
 }
 
+/**
+ * Stand-ins collected without being disposed (a generation that threw before freeing its cache): what they
+ * stood for is freed in the thread then, not when the session goes.
+ */
+const unclaimed = new FinalizationRegistry<() => void>((drop) => drop());
+
 /** A feed as it goes to the thread: a GPU tensor by its id, any other copied. */
 function wired(t: OrtTensor, transfer: ArrayBuffer[]): WireTensor | GpuTensor {
   if (t.location !== 'gpu-buffer') return copied(t, transfer);
@@ -187,15 +193,21 @@ class ThreadSession {
   private onGpu(t: GpuTensor): OrtTensor {
     const gen = this.generation;
     const handle: OnGpu = { svcGpu: t.gpu };
-    return this.ort.Tensor.fromGpuBuffer(handle as never, {
+    const drop = () => {
+      if (gen === generation && thread) call('ort.dropGpu', [[t.gpu]]).catch(() => {});
+    };
+    const tensor = this.ort.Tensor.fromGpuBuffer(handle as never, {
       dataType: t.type as never,
       dims: t.dims,
       download: async () => (await call<WireTensor>('ort.downloadGpu', [t.gpu])).data as never,
       // no answer awaited: later calls are handled after it; a restarted thread holds none of them
       dispose: () => {
-        if (gen === generation && thread) call('ort.dropGpu', [[t.gpu]]).catch(() => {});
+        unclaimed.unregister(handle);
+        drop();
       },
     });
+    unclaimed.register(tensor, drop, handle);
+    return tensor;
   }
 
   /**
