@@ -16,6 +16,27 @@ export const cliArgs = (): string[] => (g.Deno ? [...g.Deno.args] : process.argv
 
 export const envVars = (): Record<string, string | undefined> => ({ ...process.env });
 
+/**
+ * Sets a variable in the process environment itself, where native libraries loaded into the process read it
+ * (getenv). Node's `process.env` and `Deno.env` write through; Bun's `process.env` does not, so there libc's
+ * setenv is called. False where it could not be set.
+ */
+export async function setNativeEnv(name: string, value: string): Promise<boolean> {
+  process.env[name] = value;
+  if (!g.Bun) return true;
+  try {
+    const { dlopen, FFIType } = await import('bun:ffi' as string);
+    const libc = process.platform === 'darwin' ? 'libc.dylib' : 'libc.so.6';
+    const { symbols, close } = dlopen(libc, { setenv: { args: [FFIType.cstring, FFIType.cstring, FFIType.i32], returns: FFIType.i32 } });
+    const c = (s: string) => new TextEncoder().encode(`${s}\0`);
+    const ok = symbols.setenv(c(name), c(value), 1) === 0;
+    close();
+    return ok;
+  } catch {
+    return false;
+  }
+}
+
 export const homeDir = (): string => homedir();
 
 export const exit = (code: number): never => process.exit(code);

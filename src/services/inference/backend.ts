@@ -14,6 +14,7 @@ import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption
 import { type ExternalData, modelWithExternalData } from './external-data.ts';
 import { nativeWebGpuFailure } from './native-webgpu.ts';
 import { offThreadNativeSessions, offThreadOrt } from './ort-thread.ts';
+import { importOnnxruntimeNode } from './onnxruntime-node.ts';
 
 export type BackendSetting = 'auto' | 'cpu' | 'wasm' | 'webgpu' | 'cuda';
 /** What a session actually runs on. */
@@ -77,7 +78,7 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
   const webOnGpu = requested === 'webgpu' && gpu.api && gpu.adapter;
   if (requested !== 'wasm') {
     try {
-      const native = await import('onnxruntime-node') as unknown as OrtWeb; // fails where the native addon cannot load (compiled binary, odd libc, Deno without --allow-ffi)
+      const native = await importOnnxruntimeNode() as unknown as OrtWeb; // fails where the native addon cannot load (compiled binary, odd libc, Deno without --allow-ffi)
       const dawn = !webOnGpu
         ? undefined
         : opts.webGpuOrt === 'onnxruntime-web'

@@ -12,6 +12,7 @@ import { configureOrtWeb, type OrtPackage, type OrtWeb } from './backend.ts';
 import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
 import { bytes, type ExternalData, modelWithExternalData } from './external-data.ts';
 import { nbitsToInt8 } from './wasm-q4.ts';
+import { importOnnxruntimeNode } from './onnxruntime-node.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
 export interface WireTensor {
@@ -108,7 +109,7 @@ function runtime(init: OrtThreadInit): Promise<OrtWeb> {
   runtimeOfSessions ??= init.runtime;
   // onnxruntime-node has the same session and tensor API (both are onnxruntime-common's)
   return ort ??= init.runtime === 'onnxruntime-node'
-    ? import('onnxruntime-node') as unknown as Promise<OrtWeb>
+    ? importOnnxruntimeNode() as unknown as Promise<OrtWeb>
     : import('onnxruntime-web').then((m) => configureOrtWeb(m as unknown as OrtWeb, init));
 }
 

@@ -15,6 +15,7 @@ import { packageFile } from '../../runtime/assets.ts';
 import { embeddedOrtWasmPath } from '../../runtime/embedded.ts';
 import { capabilityUnavailable } from '../errors.ts';
 import { IdleResource } from '../ocr/idle-pool.ts';
+import { importOnnxruntimeNode } from '../inference/onnxruntime-node.ts';
 
 export const VAD_SAMPLE_RATE = 16_000;
 export const VAD_WINDOW = 512;
@@ -29,7 +30,7 @@ interface Silero {
 
 async function loadOrt(): Promise<{ ort: typeof Ort; runtime: Silero['runtime'] }> {
   try {
-    return { ort: (await import('onnxruntime-node')) as unknown as typeof Ort, runtime: 'onnxruntime-node' };
+    return { ort: (await importOnnxruntimeNode()) as unknown as typeof Ort, runtime: 'onnxruntime-node' };
   } catch {
     const ort = (await import('onnxruntime-web')) as unknown as typeof Ort & {
       env: { wasm: { wasmPaths?: unknown; wasmBinary?: unknown; numThreads?: number } };

@@ -23,6 +23,7 @@ import { capabilityUnavailable } from '../errors.ts';
 import { IdleResource } from './idle-pool.ts';
 import { cropGray, type Gray, resizeGray } from './raster.ts';
 import type { EngineResult, OcrLine, OcrWord, PixelBox } from './types.ts';
+import { importOnnxruntimeNode } from '../inference/onnxruntime-node.ts';
 
 const require = createRequire(import.meta.url);
 const DET_MAX_SIDE = 1600;
@@ -46,7 +47,7 @@ const engine = new IdleResource<Paddle>(
   async () => {
     let ort: typeof Ort;
     try {
-      ort = (await import('onnxruntime-node')) as typeof Ort;
+      ort = (await importOnnxruntimeNode()) as typeof Ort;
     } catch (e) {
       throw capabilityUnavailable(
         `the paddle OCR engine needs onnxruntime-node, which does not load here (${(e as Error).message}); use engine "tesseract"`,
