@@ -10,12 +10,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SCRIPT_RUNNERS } from '../support/runtime-process.ts';
 
-const RUNTIMES = {
-  node: [process.execPath, '--import', 'tsx'],
-  bun: ['node_modules/.bin/bun'],
-  deno: ['node_modules/.bin/deno', 'run', '-A'],
-} as const;
+const RUNTIMES = SCRIPT_RUNNERS;
 
 /** Variables by which ONNX Runtime itself recognises a CI machine and records nothing (read from its binary's strings). */
 const CI_MARKERS = ['CI', 'TF_BUILD', 'GITHUB_ACTIONS', 'GITLAB_CI', 'CIRCLECI', 'TRAVIS', 'JENKINS_URL', 'CODEBUILD_BUILD_ID'];

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { REF } from '../services/inference/reference.ts';
 import { TINY_LLAMA } from '../services/inference/fixtures.ts';
 import { externalDataCopy, type ExternalDataModel } from '../support/external-data-model.ts';
+import { SCRIPT_RUNNERS } from '../support/runtime-process.ts';
 
 interface Result {
   cacheOutputs: number;
@@ -64,11 +65,7 @@ const graphOps = (...files: string[]) =>
   JSON.parse(execFileSync('/usr/bin/python3', ['-c', GRAPH_OPS, ...files], { encoding: 'utf8' })) as GraphOps[];
 const LAYERS = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8')).num_hidden_layers as number;
 
-const RUNTIMES = {
-  deno: ['node_modules/.bin/deno', 'run', '-A'],
-  node: [process.execPath, '--import', 'tsx'],
-  bun: ['node_modules/.bin/bun'],
-} as const;
+const RUNTIMES = SCRIPT_RUNNERS;
 
 /** test/support/webgpu-greedy.ts (ORT [MODEL_DIR [GRAPHS_DIR]]) under a runtime: its JSON line, with the device and ONNX Runtime checked. */
 function greedyOn(runtime: keyof typeof RUNTIMES, ort: 'onnxruntime-web' | 'onnxruntime-node', ...args: string[]): Result {

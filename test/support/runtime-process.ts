@@ -17,6 +17,13 @@ export const RUNTIMES: Record<string, (args: string[]) => [string, string[]]> = 
   bun: (args) => [bin('bun'), ['run', 'start', '--', ...args]],
 };
 
+/** How each runtime runs a TypeScript file from source (Node through tsx): the command before the file. */
+export const SCRIPT_RUNNERS = {
+  node: [process.execPath, '--import', 'tsx'],
+  bun: [bin('bun')],
+  deno: [bin('deno'), 'run', '-A'],
+} as const;
+
 /** Builds the Node bundle (dist/) that `npm start` runs. */
 export function buildBundle(): void {
   const b = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });

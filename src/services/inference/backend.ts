@@ -83,7 +83,7 @@ async function bind(requested: BackendSetting, opts: BackendOptions): Promise<Ba
         ? undefined
         : opts.webGpuOrt === 'onnxruntime-web'
         ? 'onnxruntime-web asked for'
-        : await nativeWebGpuFailure(native);
+        : await nativeWebGpuFailure(native).then((why) => why && firstLine(why));
       if (dawn) notes.push(`webgpu: not on onnxruntime-node's provider (${dawn}); using navigator.gpu (${gpu.description})`);
       else {
         // its `run` computes synchronously on the calling thread: CPU and WebGPU sessions go to the inference thread

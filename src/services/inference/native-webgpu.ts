@@ -5,7 +5,7 @@
  * So one session of one Add is created on it and run once.
  */
 import { node, ONNX, WireWriter } from '../models/onnx-wire.ts';
-import { firstLine, type OrtWeb } from './backend.ts';
+import type { OrtWeb } from './backend.ts';
 
 /** y = x + x over float32[4]: a model ONNX Runtime cannot fold away. */
 function addModel(): Uint8Array {
@@ -28,7 +28,7 @@ function addModel(): Uint8Array {
     .finish();
 }
 
-/** Undefined when a WebGPU session runs on onnxruntime-node (`ort`), else why not. */
+/** Undefined when a WebGPU session runs on onnxruntime-node (`ort`), else why not (the error or a wrong sum). */
 export async function nativeWebGpuFailure(ort: OrtWeb): Promise<string | undefined> {
   try {
     const s = await ort.InferenceSession.create(addModel(), { executionProviders: ['webgpu'] });
@@ -40,6 +40,6 @@ export async function nativeWebGpuFailure(ort: OrtWeb): Promise<string | undefin
       await s.release();
     }
   } catch (e) {
-    return firstLine(e);
+    return String((e as Error)?.message ?? e);
   }
 }

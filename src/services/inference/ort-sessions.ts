@@ -206,15 +206,6 @@ function dropGpu([ids]: [number[]]): void {
   }
 }
 
-/**
- * An output left on the GPU, read back: refused. onnxruntime-node 1.30 aborts the whole process when one of
- * its GPU tensors is read (`getData`: "terminate called after throwing"), and nothing here needs to read one.
- */
-function downloadGpu([id]: [number]): never {
-  gpuOf(id);
-  throw new Error('reading a GPU tensor back to the CPU is not supported on onnxruntime-node');
-}
-
 function heldOf(id: number): Float32Array {
   const h = held.get(id);
   if (!h) throw new Error(`held buffer ${id} is gone (its session was released or its thread restarted)`);
@@ -317,6 +308,5 @@ export const ortSessionOperations = {
   'ort.runHeld': runHeld,
   'ort.copyHeld': copyHeld,
   'ort.dropGpu': dropGpu,
-  'ort.downloadGpu': downloadGpu,
   'ort.release': release,
 };

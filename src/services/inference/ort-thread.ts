@@ -189,7 +189,7 @@ class ThreadSession {
     return result;
   }
 
-  /** A stand-in for an output left on the GPU in the thread: fed back by id, read back or freed there. */
+  /** A stand-in for an output left on the GPU in the thread: fed back by id, freed there. */
   private onGpu(t: GpuTensor): OrtTensor {
     const gen = this.generation;
     const handle: OnGpu = { svcGpu: t.gpu };
@@ -199,7 +199,9 @@ class ThreadSession {
     const tensor = this.ort.Tensor.fromGpuBuffer(handle as never, {
       dataType: t.type as never,
       dims: t.dims,
-      download: async () => (await call<WireTensor>('ort.downloadGpu', [t.gpu])).data as never,
+      // onnxruntime-node 1.30 aborts the whole process when one of its GPU tensors is read (`getData`:
+      // "terminate called after throwing"), and nothing here needs to read one
+      download: () => Promise.reject(new Error('reading a GPU tensor back to the CPU is not supported on onnxruntime-node')),
       // no answer awaited: later calls are handled after it; a restarted thread holds none of them
       dispose: () => {
         unclaimed.unregister(handle);
