@@ -5,7 +5,8 @@
  * row, the KV cache at the mean context length).
  *
  * Run: node --import tsx scripts/bench/generate.ts        (writes the "Text generation" section of BENCHMARKS.md)
- *   BENCH_TOKENS=32 BENCH_RUNS=5 BENCH_BACKENDS=cpu,wasm BENCH_DTYPES=q8,q4 BENCH_THREADS=1,2 to change the defaults.
+ *   BENCH_TOKENS=32 BENCH_RUNS=5 BENCH_BACKENDS=cpu,wasm BENCH_DTYPES=q8,q4 BENCH_THREADS=1,2 to change the defaults;
+ *   BENCH_PARTS (default pair,batch,http; also loop, long, hub, table) picks the sections.
  * The model is generated once into .models-cache/qwen2.5-0.5b (git-ignored) by
  *   /usr/bin/python3 scripts/models/gen-tiny-models.py --shape qwen2.5-0.5b .models-cache/qwen2.5-0.5b
  * Each backend runs in its own child process: transformers.js binds one ONNX Runtime per process.
@@ -120,9 +121,9 @@ interface PairResult {
  * `cpu` is each run's process CPU time / wall time over the threads asked for: well below 1 means the
  * run waited for cores other work held.
  */
-async function pairChild(dtype: string, threads: number, content = PROMPT): Promise<PairResult> {
+async function pairChild(dtype: string, threads: number, content = PROMPT, svcDir = MODEL_DIR): Promise<PairResult> {
   const { renderChatPrompt } = await import('../../src/services/inference/chat-prompt.ts');
-  const { m, generate } = await loadMasked('cpu', dtype, threads);
+  const { m, generate } = await loadMasked('cpu', dtype, threads, svcDir);
   const chat = { messages: [{ role: 'user', content }] };
   const ids = Array.from(
     (m.tokenizer(renderChatPrompt(m.tokenizer, chat), { add_special_tokens: false }) as unknown as { input_ids: { data: BigInt64Array } })
@@ -174,8 +175,8 @@ async function pairChild(dtype: string, threads: number, content = PROMPT): Prom
 }
 
 /** The svc / llama.cpp table of some pairs. */
-const pairTable = (pairs: PairResult[]) => [
-  '| dtype | threads | svc TTFT (ms) | svc decode (tok/s) | llama.cpp TTFT (ms) | llama.cpp decode (tok/s) | svc / llama.cpp decode | cpu share svc | cpu share llama.cpp |',
+const pairTable = (pairs: PairResult[], first = 'dtype') => [
+  `| ${first} | threads | svc TTFT (ms) | svc decode (tok/s) | llama.cpp TTFT (ms) | llama.cpp decode (tok/s) | svc / llama.cpp decode | cpu share svc | cpu share llama.cpp |`,
   '|---|---:|---:|---:|---:|---:|---:|---|---|',
   ...pairs.map((r) =>
     r.error
@@ -344,6 +345,43 @@ function servedCopy(dtype: string): string {
     if (!existsSync(join(dir, f))) linkSync(join(MODEL_DIR, f), join(dir, f));
   }
   return dir;
+}
+
+/**
+ * The bench model's q4 graph as the hub's q4 files are made (transformers.js' quantizer: MatMulNBits without
+ * `accuracy_level`), and with the level 1 (fp32 activations, which ONNX Runtime also runs for an unset level),
+ * each in a model directory of its own beside the other files (hard links), edited by the `onnx` package.
+ */
+function hubCopies(): Record<'unset' | 'level1', string> {
+  const dirs = { unset: `${MODEL_DIR}-hub-unset`, level1: `${MODEL_DIR}-hub-level1` };
+  for (const dir of Object.values(dirs)) {
+    for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) {
+      mkdirSync(join(dir, 'onnx'), { recursive: true });
+      if (!existsSync(join(dir, f))) linkSync(join(MODEL_DIR, f), join(dir, f));
+    }
+  }
+  const edit = `
+import sys, onnx
+src, unset, level1 = sys.argv[1:4]
+for out, level in ((unset, None), (level1, 1)):
+    m = onnx.load(src)
+    for n in m.graph.node:
+        if n.op_type == 'MatMulNBits':
+            keep = [a for a in n.attribute if a.name != 'accuracy_level']
+            del n.attribute[:]
+            n.attribute.extend(keep)
+            if level is not None:
+                n.attribute.append(onnx.helper.make_attribute('accuracy_level', level))
+    onnx.save(m, out)
+`;
+  const out = (d: string) => join(d, 'onnx', FILE.q4!);
+  if (!existsSync(out(dirs.unset)) || !existsSync(out(dirs.level1))) {
+    const r = spawnSync('/usr/bin/python3', ['-c', edit, join(MODEL_DIR, 'onnx', FILE.q4!), out(dirs.unset), out(dirs.level1)], {
+      stdio: 'inherit',
+    });
+    if (r.status !== 0) throw new Error('editing the q4 graph with onnx failed');
+  }
+  return dirs;
 }
 
 /**
@@ -529,7 +567,9 @@ const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? 
 async function main() {
   if (process.argv[2] === '--pair-child') {
     const [dtype, threads] = [process.argv[3], Number(process.argv[4])];
-    const r = await pairChild(dtype, threads, process.argv[5] === 'long' ? LONG_PROMPT : PROMPT).catch((e): PairResult => ({
+    const r = await pairChild(dtype, threads, process.argv[5] === 'long' ? LONG_PROMPT : PROMPT, process.argv[6]).catch((
+      e,
+    ): PairResult => ({
       dtype,
       threads,
       svc: { ttft: NaN, tps: NaN, cpu: [] },
@@ -710,6 +750,37 @@ async function main() {
       "Goal (the issue's, at every context): svc ≥ 1.2× llama.cpp. svc's KV cache stays in place in the inference thread (src/services/inference/batch-decoder.ts: fed at a fixed capacity with the positions past each row masked, only the new keys and values fetched and written in), and its attention reads the KV heads unrepeated (src/services/inference/grouped-attention.ts). What is left of each step beyond the weights is the exported graph's concatenation of the fed cache and the new positions into a temporary present in every layer, and attention over the cache's spare capacity (up to an eighth more positions, masked); llama.cpp appends to its cache in place.",
     ].join('\n');
     write0('Text generation: svc against llama.cpp after a long prompt', body);
+    console.log(body);
+  }
+
+  if (parts.includes('hub')) {
+    const dirs = hubCopies();
+    const pairs: PairResult[] = [];
+    const seen = loadSeen.length;
+    const label = { level1: 'q4, accuracy_level 1 (as svc ran an unset level before)', unset: 'q4, accuracy_level unset (hub file)' };
+    for (const threads of THREADS) {
+      for (const which of ['level1', 'unset'] as const) {
+        console.error(`4-bit file from the hub (${which}) vs llama.cpp: threads=${threads} ...`);
+        pairs.push({ ...spawnChild(['--pair-child', 'q4', String(threads), 'short', dirs[which]]), dtype: label[which] });
+      }
+    }
+    const at = (which: keyof typeof label, t: number) => pairs.find((p) => p.dtype === label[which] && p.threads === t);
+    const body = [
+      `The q4 graph of "svc against llama.cpp (same weights)" as the hub's q4 files are made: transformers.js' quantizer (which made the hub's q4 files, the catalog's default quant) leaves MatMulNBits' \`accuracy_level\` unset, which ONNX Runtime runs with fp32 activations, the same kernel as level 1. svc now gives such nodes level 4 where it creates a CPU session (src/services/inference/nbits-accuracy.ts: int8 activations per block, as llama.cpp's 4-bit formats and svc's own quantizer do); a level the file sets is kept, so the level-1 row is what svc did with the hub's files before. Both graphs edited from the benchmark model's q4 graph by the \`onnx\` package; each against llama.cpp Q4_0 on the same weights in the same process, runs alternating, ${TOKENS} tokens decoded per run, medians of ${RUNS} per side. Machine: ${machine}; load average at each child start: ${
+        loadSeen.slice(seen).join('; ')
+      }.`,
+      '',
+      ...pairTable(pairs, 'graph'),
+      '',
+      ...THREADS.map((t) =>
+        at('unset', t) && at('level1', t)
+          ? `- ${t} thread(s): decode of the hub file now / before = ${
+            (at('unset', t)!.svc.tps / at('level1', t)!.svc.tps).toFixed(2)
+          }; time to first token now / before = ${(at('unset', t)!.svc.ttft / at('level1', t)!.svc.ttft).toFixed(2)}.`
+          : ''
+      ),
+    ].join('\n');
+    write0('Text generation: 4-bit files from the hub (accuracy_level unset)', body);
     console.log(body);
   }
 

@@ -13,7 +13,7 @@ import { graphOutputNames } from '../models/onnx-wire.ts';
 import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
 import { type ExternalData, modelWithExternalData } from './external-data.ts';
 import { nativeWebGpuFailure } from './native-webgpu.ts';
-import { offThreadNativeSessions, offThreadOrt } from './ort-thread.ts';
+import { offThreadNativeSessions, offThreadOrt, providers } from './ort-thread.ts';
 import { importOnnxruntimeNode } from './onnxruntime-node.ts';
 
 export type BackendSetting = 'auto' | 'cpu' | 'wasm' | 'webgpu' | 'cuda';
@@ -155,9 +155,7 @@ function readingPaths(ort: typeof import('onnxruntime-web')): typeof import('onn
     const { graph, externalData } = modelWithExternalData(model, optsIn.externalData);
     const decoder = optsIn[DECODER_OPTION] as DecoderShape | undefined;
     const opts = withoutDecoderOption(optsIn);
-    const onGpu = (opts.executionProviders as unknown[] | undefined)?.some((p) =>
-      (typeof p === 'string' ? p : (p as { name?: string }).name) === 'webgpu'
-    );
+    const onGpu = providers(opts).includes('webgpu');
     // its own decode loop is transformers.js' here: no outputs for the batch decoder
     const bytes = (onGpu && decoder && rewriteDecoder(graph, decoder, undefined, { newKeyValues: false })?.bytes) || graph;
     const cache = onGpu && !opts.preferredOutputLocation ? graphOutputNames(bytes).filter((n) => n.startsWith('present')) : [];

@@ -257,7 +257,7 @@ function sweepUnused(nodes: GraphNode[], removed: Set<GraphNode>, alsoRead: Set<
 const EXTERNAL_MIN = 1024;
 
 /** An initializer whose inline raw data (a view into `file`) is written as external data at its offset there. */
-function pointInto(file: Uint8Array, fields: WireField[], fileName: string): WireWriter {
+export function pointInto(file: Uint8Array, fields: WireField[], fileName: string): WireWriter {
   const raw = first(fields, ONNX.tensor.rawData)?.bytes;
   const w = new WireWriter();
   if (!raw || raw.byteLength < EXTERNAL_MIN || raw.buffer !== file.buffer) {

@@ -10,8 +10,11 @@ import { basename, dirname, join } from 'node:path';
 import type { OpContext } from '../workers/serve-operations.ts';
 import { configureOrtWeb, type OrtPackage, type OrtWeb } from './backend.ts';
 import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
-import { bytes, type ExternalData, modelWithExternalData } from './external-data.ts';
-import { nbitsToInt8 } from './wasm-q4.ts';
+import { bytes, type ExternalData, fileContains, modelWithExternalData } from './external-data.ts';
+import { withInt8Activations } from './nbits-accuracy.ts';
+import { providers } from './ort-thread.ts';
+import { externalFilesOf } from '../models/onnx-wire.ts';
+import { MATMUL_NBITS, nbitsToInt8 } from './wasm-q4.ts';
 import { importOnnxruntimeNode } from './onnxruntime-node.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
@@ -78,6 +81,8 @@ export interface SessionInfo {
   outputMetadata: unknown[];
   /** MatMulNBits weights run as int8 MatMulInteger in this session (WASM only). */
   int8From4Bit: number;
+  /** MatMulNBits nodes given int8 activation kernels (native CPU: ./nbits-accuracy.ts). */
+  int8Activations: number;
   /** Attention MatMuls that read unrepeated KV heads (./grouped-attention.ts). */
   groupedAttention: number;
   /** `new_key_values.*` outputs added (./new-key-values.ts). */
@@ -123,23 +128,30 @@ async function create(
   let session: Session;
   let int8: ReturnType<typeof nbitsToInt8> | undefined;
   let rewritten: ReturnType<typeof rewriteDecoder> | undefined;
+  let activations: ReturnType<typeof withInt8Activations> | undefined;
   if (init.runtime === 'onnxruntime-node') {
-    let folder: string | undefined;
-    if (decoder && typeof model === 'string') {
-      // The rewritten graph points at the weights in the original file, which ONNX Runtime reads itself. It
-      // refuses external data whose real path leaves the folder, so a symlinked model (a mirrored work
-      // directory) is pointed at where it really is; if its other data files are not there, it loads as it is.
-      const file = realpathSync(model);
-      folder = dirname(file);
-      rewritten = rewriteDecoder(bytes(file), decoder, basename(file));
-      if (rewritten?.externalFiles.some((f) => !existsSync(join(folder!, f)))) rewritten = undefined;
-    } else if (decoder) rewritten = rewriteDecoder(model as Uint8Array, decoder);
+    // ONNX Runtime refuses external data whose real path leaves the model's folder, so a symlinked model (a
+    // mirrored work directory) is pointed at where it really is
+    const file = typeof model === 'string' ? realpathSync(model) : undefined;
+    const onCpu = providers(options).every((e) => e === 'cpu');
+    // the graph is read here only when an edit may apply to it
+    const graph = !file ? model as Uint8Array : decoder || (onCpu && fileContains(file, MATMUL_NBITS)) ? bytes(file) : undefined;
+    // with a file, the edited graph points at the weights in it, which ONNX Runtime reads itself
+    const name = file && basename(file);
+    if (graph && decoder) rewritten = rewriteDecoder(graph, decoder, name);
+    activations = graph && onCpu ? withInt8Activations(rewritten?.bytes ?? graph, rewritten ? undefined : name) : undefined;
+    let edited = activations?.bytes ?? rewritten?.bytes;
+    const folder = file && dirname(file);
+    // if the other data files are not beside it, the model loads as it is
+    if (edited && folder && externalFilesOf(edited).some((f) => !existsSync(join(folder, f)))) {
+      edited = rewritten = activations = undefined;
+    }
     const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
-    const from = folder && rewritten
+    const from = folder && edited
       ? { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: folder } } }
       : options;
     // the native runtime reads a model path (and its external data beside it) itself
-    session = await o.InferenceSession.create((rewritten?.bytes ?? model) as never, from as never);
+    session = await o.InferenceSession.create((edited ?? model) as never, from as never);
   } else {
     const { graph, externalData } = modelWithExternalData(model, options.externalData);
     // 4-bit weights run as int8 here: ONNX Runtime's WASM build has no 4-bit kernel (./wasm-q4.ts)
@@ -158,6 +170,7 @@ async function create(
     inputMetadata: [...(s.inputMetadata ?? [])],
     outputMetadata: [...(s.outputMetadata ?? [])],
     int8From4Bit: int8?.converted ?? 0,
+    int8Activations: activations?.nodes ?? 0,
     groupedAttention: rewritten?.grouped ?? 0,
     newKeyValues: rewritten?.newKeyValues ?? 0,
     rotaryEmbeddings: rewritten?.rotary ?? 0,

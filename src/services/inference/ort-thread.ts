@@ -155,6 +155,11 @@ class ThreadSession {
     return this.info.int8From4Bit;
   }
 
+  /** MatMulNBits nodes given int8 activation kernels (native CPU: ./nbits-accuracy.ts). */
+  get int8Activations(): number {
+    return this.info.int8Activations;
+  }
+
   /** Attention MatMuls that read unrepeated KV heads (./grouped-attention.ts). */
   get groupedAttention(): number {
     return this.info.groupedAttention;
@@ -301,7 +306,7 @@ export function offThreadOrt(ort: OrtWeb, init: Omit<OrtThreadInit, 'runtime'>):
 }
 
 /** The execution providers session options name (ONNX Runtime's default: the CPU). */
-function providers(options: Record<string, unknown>): string[] {
+export function providers(options: Record<string, unknown>): string[] {
   return ((options.executionProviders ?? ['cpu']) as (string | { name?: string })[]).map((
     e,
   ) => (typeof e === 'string' ? e : String(e?.name)));

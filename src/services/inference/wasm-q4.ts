@@ -13,8 +13,10 @@
 import { f32bytes, int8MatMulNodes } from '../models/onnx-quantize.ts';
 import { containsBytes, decodeFields, first, indexGraph, intAttr, ONNX, type Tensor, tensor, WireWriter } from '../models/onnx-wire.ts';
 
+/** The operator's name as a serialized model holds it. */
+export const MATMUL_NBITS = new TextEncoder().encode('MatMulNBits');
 /** Whether the serialized model mentions MatMulNBits at all (cheap check before parsing it). */
-export const hasMatMulNBits = (model: Uint8Array): boolean => containsBytes(model, new TextEncoder().encode('MatMulNBits'));
+export const hasMatMulNBits = (model: Uint8Array): boolean => containsBytes(model, MATMUL_NBITS);
 
 const raw = (t: Tensor | undefined) => (t ? first(t.fields, ONNX.tensor.rawData)?.bytes : undefined);
 

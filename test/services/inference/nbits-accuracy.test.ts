@@ -1,0 +1,135 @@
+/**
+ * 4-bit files as the hub ships them (transformers.js' quantizer leaves MatMulNBits' `accuracy_level` unset,
+ * which ONNX Runtime runs in fp32) get the int8 activation kernels on the native CPU. The judge is ONNX
+ * Runtime on a graph the real `onnx` Python package gave level 4: a session created from the unset file must
+ * give exactly its logits, and not those ONNX Runtime gives the unset file as it is. This file binds the
+ * native backend (node --test gives each file a process).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { initBackend } from '../../../src/services/inference/backend.ts';
+import { fileContains } from '../../../src/services/inference/external-data.ts';
+import { loadModel } from '../../../src/services/inference/load.ts';
+import { importOnnxruntimeNode } from '../../../src/services/inference/onnxruntime-node.ts';
+import { TINY_LLAMA } from './fixtures.ts';
+import { greedyOnReferencePrompt, REF } from './reference.ts';
+
+type Ort = typeof import('onnxruntime-node');
+type Session = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
+
+/** onnx's own edit of the fixture's q4 graph: the attribute removed (as the hub's files have it) or set to 4. */
+const VARIANTS = `
+import json, sys, onnx
+src, out = sys.argv[1], sys.argv[2]
+def variant(level):
+    m = onnx.load(src)
+    for n in m.graph.node:
+        if n.op_type == 'MatMulNBits':
+            keep = [a for a in n.attribute if a.name != 'accuracy_level']
+            del n.attribute[:]
+            n.attribute.extend(keep)
+            if level is not None:
+                n.attribute.append(onnx.helper.make_attribute('accuracy_level', level))
+    return m
+onnx.save(variant(None), f'{out}/unset.onnx')
+onnx.save(variant(4), f'{out}/level4.onnx')
+onnx.save(variant(1), f'{out}/level1.onnx')
+onnx.save_model(variant(None), f'{out}/external/model.onnx', save_as_external_data=True, location='model.onnx_data', size_threshold=0)
+onnx.save(variant(None), f'{out}/hub/onnx/model_q4.onnx')
+print(json.dumps({'nodes': sum(n.op_type == 'MatMulNBits' for n in onnx.load(src).graph.node)}))
+`;
+
+let dir: string;
+let nodes: number;
+/** ONNX Runtime in this process, before the backend moves sessions to the inference thread. */
+let asIs: Float32Array;
+let ort: Ort;
+
+const ids = REF.generate.prompt_ids;
+function feeds(session: Session): Record<string, unknown> {
+  const t = (xs: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
+  const f: Record<string, unknown> = { input_ids: t(ids), attention_mask: t(ids.map(() => 1)), position_ids: t(ids.map((_, i) => i)) };
+  for (const name of session.inputNames) {
+    if (name.startsWith('past_key_values.')) f[name] = new ort.Tensor('float32', new Float32Array(0), [1, 2, 0, 8]);
+    if (name === 'num_logits_to_keep') f[name] = new ort.Tensor('int64', BigInt64Array.of(0n), []);
+  }
+  return f;
+}
+const logits = async (s: Session) => (await s.run(feeds(s) as never)).logits!.data as Float32Array;
+const int8Activations = (s: Session) => (s as unknown as { int8Activations: number }).int8Activations;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'nbits-accuracy-'));
+  mkdirSync(join(dir, 'external'));
+  mkdirSync(join(dir, 'hub', 'onnx'), { recursive: true });
+  for (const f of readdirSync(TINY_LLAMA)) {
+    if (statSync(join(TINY_LLAMA, f)).isFile()) copyFileSync(join(TINY_LLAMA, f), join(dir, 'hub', f));
+  }
+  const out = execFileSync('/usr/bin/python3', ['-c', VARIANTS, join(TINY_LLAMA, 'onnx', 'model_q4.onnx'), dir], { encoding: 'utf8' });
+  nodes = JSON.parse(out).nodes;
+  assert.ok(nodes > 0);
+  ort = (await importOnnxruntimeNode()) as unknown as Ort;
+  const raw = await ort.InferenceSession.create(join(dir, 'unset.onnx'), { intraOpNumThreads: 1 });
+  asIs = await logits(raw);
+  await raw.release();
+  assert.equal((await initBackend('cpu')).ort, 'onnxruntime-node');
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+test("an unset accuracy_level runs on the int8 kernels: the logits of onnx's level-4 graph, bit for bit", async () => {
+  const level4 = await ort.InferenceSession.create(join(dir, 'level4.onnx'), { intraOpNumThreads: 1 });
+  const unset = await ort.InferenceSession.create(join(dir, 'unset.onnx'), { intraOpNumThreads: 1 });
+  assert.equal(unset.constructor.name, 'ThreadSession');
+  assert.equal(int8Activations(level4), 0, 'a graph that sets the level is used as it is');
+  assert.equal(int8Activations(unset), nodes);
+  const [want, got] = [await logits(level4), await logits(unset)];
+  assert.deepEqual(got, want);
+  // and the kernel did change: ONNX Runtime's fp32 path gives other logits for the same file
+  assert.notDeepEqual(got, asIs);
+  await level4.release();
+  await unset.release();
+});
+
+test('a level the file sets is kept (1: fp32)', async () => {
+  const s = await ort.InferenceSession.create(join(dir, 'level1.onnx'), { intraOpNumThreads: 1 });
+  assert.equal(int8Activations(s), 0);
+  await s.release();
+});
+
+test('a graph whose weights lie in an external data file gets the level too, its data read from beside it', async () => {
+  const level4 = await ort.InferenceSession.create(join(dir, 'level4.onnx'), { intraOpNumThreads: 1 });
+  const s = await ort.InferenceSession.create(join(dir, 'external', 'model.onnx'), { intraOpNumThreads: 1 });
+  assert.equal(int8Activations(s), nodes);
+  assert.deepEqual(await logits(s), await logits(level4));
+  await s.release();
+  await level4.release();
+});
+
+test('a hub-style q4 decoder loads with the level set and its decoder rewrites, and generates', async () => {
+  const m = await loadModel(join(dir, 'hub'), 'text-generation', { backend: 'cpu', dtype: 'q4', threads: 1 });
+  try {
+    const s = (m.model as unknown as { sessions: { model: { int8Activations: number; groupedAttention: number } } }).sessions.model;
+    assert.equal(s.int8Activations, nodes);
+    assert.ok(s.groupedAttention > 0, 'the decoder rewrites applied as well');
+    const got = await greedyOnReferencePrompt(m.model as never, m.tf.Tensor, 8);
+    assert.equal(got.length, 8);
+  } finally {
+    await m.dispose();
+  }
+});
+
+test('fileContains finds a name across the seam of two reads, and says no when it is absent', () => {
+  const f = join(dir, 'seam.bin');
+  const bytes = new Uint8Array(100).fill(7);
+  bytes.set(new TextEncoder().encode('MatMulNBits'), 60); // spans the reads at 64
+  writeFileSync(f, bytes);
+  const needle = new TextEncoder().encode('MatMulNBits');
+  assert.equal(fileContains(f, needle, 64), true);
+  assert.equal(fileContains(f, needle, 7), true);
+  assert.equal(fileContains(f, new TextEncoder().encode('MatMulNBitz'), 64), false);
+  assert.equal(fileContains(f, needle, 1 << 20), true);
+});
