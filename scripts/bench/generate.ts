@@ -355,29 +355,21 @@ function servedCopy(dtype: string): string {
 function hubCopies(): Record<'unset' | 'level1', string> {
   const dirs = { unset: `${MODEL_DIR}-hub-unset`, level1: `${MODEL_DIR}-hub-level1` };
   for (const dir of Object.values(dirs)) {
+    mkdirSync(join(dir, 'onnx'), { recursive: true });
     for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) {
-      mkdirSync(join(dir, 'onnx'), { recursive: true });
       if (!existsSync(join(dir, f))) linkSync(join(MODEL_DIR, f), join(dir, f));
     }
   }
-  const edit = `
-import sys, onnx
-src, unset, level1 = sys.argv[1:4]
-for out, level in ((unset, None), (level1, 1)):
-    m = onnx.load(src)
-    for n in m.graph.node:
-        if n.op_type == 'MatMulNBits':
-            keep = [a for a in n.attribute if a.name != 'accuracy_level']
-            del n.attribute[:]
-            n.attribute.extend(keep)
-            if level is not None:
-                n.attribute.append(onnx.helper.make_attribute('accuracy_level', level))
-    onnx.save(m, out)
-`;
   const out = (d: string) => join(d, 'onnx', FILE.q4!);
-  if (!existsSync(out(dirs.unset)) || !existsSync(out(dirs.level1))) {
-    const r = spawnSync('/usr/bin/python3', ['-c', edit, join(MODEL_DIR, 'onnx', FILE.q4!), out(dirs.unset), out(dirs.level1)], {
-      stdio: 'inherit',
+  for (const [which, level] of [['unset', 'unset'], ['level1', '1']] as const) {
+    if (existsSync(out(dirs[which]))) continue;
+    const r = spawnSync('/usr/bin/python3', [
+      'scripts/models/nbits-accuracy-level.py',
+      join(MODEL_DIR, 'onnx', FILE.q4!),
+      out(dirs[which]),
+      level,
+    ], {
+      stdio: ['ignore', 'ignore', 'inherit'],
     });
     if (r.status !== 0) throw new Error('editing the q4 graph with onnx failed');
   }

@@ -20,12 +20,14 @@ import {
   hasSubgraph,
   indexGraph,
   int64s,
+  modelGraph,
   ONNX,
   str,
   type Tensor,
   tensorTypeOf,
   type WireField,
   WireWriter,
+  withGraph,
 } from '../models/onnx-wire.ts';
 import { groupAttention } from './grouped-attention.ts';
 import { exposeNewKeyValues } from './new-key-values.ts';
@@ -107,10 +109,9 @@ export function rewriteDecoder(
   opts: { newKeyValues?: boolean } = {},
 ): { bytes: Uint8Array; grouped: number; newKeyValues: number; rotary: number; externalFiles: string[] } | undefined {
   if (!containsBytes(model, new TextEncoder().encode('past_key_values.'))) return undefined;
-  const fields = decodeFields(model);
-  const graphField = first(fields, ONNX.model.graph);
-  if (!graphField?.bytes) return undefined;
-  const graph = decodeFields(graphField.bytes);
+  const parsed = modelGraph(model);
+  if (!parsed) return undefined;
+  const { fields, graph } = parsed;
   const { inits, nodes } = indexGraph(graph);
   // names used inside a subgraph are not listed as inputs: such a graph is left alone
   if (nodes.some(hasSubgraph) || !decoderWith(graph, shape.kvHeads)) return undefined;
@@ -163,11 +164,7 @@ export function rewriteDecoder(
   for (const n of g.appended) w.message(ONNX.graph.node, n);
   for (const t of g.initializers) w.message(ONNX.graph.initializer, t);
   for (const o of g.newOutputs) w.message(ONNX.graph.output, o);
-  const m = new WireWriter();
-  for (const f of fields) {
-    if (f.no === ONNX.model.graph) m.message(ONNX.model.graph, w);
-    else m.field(f);
-  }
+  const m = withGraph(fields, w);
   // the operator sets the new nodes come from (their domains' first version)
   const imported = new Set(all(fields, ONNX.model.opsetImport).map((f) => str(first(decodeFields(f.bytes!), ONNX.opset.domain)?.bytes)));
   for (const d of g.domains) {

@@ -7,7 +7,7 @@
  * is given level 4 (measured in BENCHMARKS.md, "4-bit files from the hub"). A level the file sets itself
  * (1 fp32, 2 fp16, 3 bf16) is kept, and so is a node with fp16 activations (q4f16 files, made for WebGPU).
  */
-import { decodeFields, first, indexGraph, intAttr, ONNX, str, WireWriter } from '../models/onnx-wire.ts';
+import { decodeFields, first, indexGraph, intAttr, modelGraph, ONNX, str, WireWriter, withGraph } from '../models/onnx-wire.ts';
 import { hasMatMulNBits } from './wasm-q4.ts';
 import { pointInto } from './decoder-graph.ts';
 
@@ -21,10 +21,9 @@ export const INT8_ACTIVATIONS = 4;
  */
 export function withInt8Activations(model: Uint8Array, externalFile?: string): { bytes: Uint8Array; nodes: number } | undefined {
   if (!hasMatMulNBits(model)) return undefined;
-  const fields = decodeFields(model);
-  const graphField = first(fields, ONNX.model.graph);
-  if (!graphField?.bytes) return undefined;
-  const graph = decodeFields(graphField.bytes);
+  const parsed = modelGraph(model);
+  if (!parsed) return undefined;
+  const { fields, graph } = parsed;
   const { inits, nodes } = indexGraph(graph);
   const edited = new Map<number, WireWriter>();
   for (const n of nodes) {
@@ -52,10 +51,5 @@ export function withInt8Activations(model: Uint8Array, externalFile?: string): {
       g.message(ONNX.graph.initializer, pointInto(model, decodeFields(f.bytes!), externalFile));
     } else g.field(f);
   });
-  const m = new WireWriter();
-  for (const f of fields) {
-    if (f.no === ONNX.model.graph) m.message(ONNX.model.graph, g);
-    else m.field(f);
-  }
-  return { bytes: m.finish(), nodes: edited.size };
+  return { bytes: withGraph(fields, g).finish(), nodes: edited.size };
 }

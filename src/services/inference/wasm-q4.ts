@@ -11,7 +11,18 @@
  * holds one byte per weight instead of half a byte: the file stays q4, memory and speed are those of q8.
  */
 import { f32bytes, int8MatMulNodes } from '../models/onnx-quantize.ts';
-import { containsBytes, decodeFields, first, indexGraph, intAttr, ONNX, type Tensor, tensor, WireWriter } from '../models/onnx-wire.ts';
+import {
+  containsBytes,
+  first,
+  indexGraph,
+  intAttr,
+  modelGraph,
+  ONNX,
+  type Tensor,
+  tensor,
+  WireWriter,
+  withGraph,
+} from '../models/onnx-wire.ts';
 
 /** The operator's name as a serialized model holds it. */
 export const MATMUL_NBITS = new TextEncoder().encode('MatMulNBits');
@@ -64,10 +75,9 @@ export function int8FromNBits(
  */
 export function nbitsToInt8(model: Uint8Array): { bytes: Uint8Array; converted: number } | undefined {
   if (!hasMatMulNBits(model)) return undefined;
-  const fields = decodeFields(model);
-  const graphField = first(fields, ONNX.model.graph);
-  if (!graphField?.bytes) return undefined;
-  const graph = decodeFields(graphField.bytes);
+  const parsed = modelGraph(model);
+  if (!parsed) return undefined;
+  const { fields, graph } = parsed;
   const { inits, nodes } = indexGraph(graph);
   const replace = new Map<number, WireWriter[]>();
   const newInits: WireWriter[] = [];
@@ -106,12 +116,7 @@ export function nbitsToInt8(model: Uint8Array): { bytes: Uint8Array; converted: 
     } else if (f.no !== ONNX.graph.initializer || !replacedInputs.has(nameAt.get(index)!)) g.field(f);
   });
   for (const t of newInits) g.message(ONNX.graph.initializer, t);
-  const m = new WireWriter();
-  for (const f of fields) {
-    if (f.no === ONNX.model.graph) m.message(ONNX.model.graph, g);
-    else m.field(f);
-  }
-  return { bytes: m.finish(), converted: replace.size };
+  return { bytes: withGraph(fields, g).finish(), converted: replace.size };
 }
 
 function addNode(name: string, x: string, bias: string, output: string): WireWriter {

@@ -43,6 +43,7 @@ import {
   tensor,
   type WireField,
   WireWriter,
+  withGraph,
 } from './onnx-wire.ts';
 
 export type QuantTarget = 'q8' | 'q4';
@@ -199,11 +200,7 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
   });
   for (const t of newInits.values()) g.message(ONNX.graph.initializer, t);
 
-  const m = new WireWriter();
-  for (const f of model) {
-    if (f.no === ONNX.model.graph) m.message(ONNX.model.graph, g);
-    else m.field(f);
-  }
+  const m = withGraph(model, g);
   if (target === 'q4' && !opsets.some((o) => o.domain === 'com.microsoft')) {
     m.message(ONNX.model.opsetImport, new WireWriter().string(ONNX.opset.domain, 'com.microsoft').varint(ONNX.opset.version, 1));
   }

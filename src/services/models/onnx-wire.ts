@@ -194,6 +194,23 @@ export interface GraphNode {
   domain: string;
 }
 
+/** A serialized model's fields and its graph's fields; undefined when it has no graph. */
+export function modelGraph(model: Uint8Array): { fields: WireField[]; graph: WireField[] } | undefined {
+  const fields = decodeFields(model);
+  const graph = first(fields, ONNX.model.graph)?.bytes;
+  return graph ? { fields, graph: decodeFields(graph) } : undefined;
+}
+
+/** A model's fields written back in order, with `graph` in place of its graph. */
+export function withGraph(fields: WireField[], graph: WireWriter): WireWriter {
+  const m = new WireWriter();
+  for (const f of fields) {
+    if (f.no === ONNX.model.graph) m.message(ONNX.model.graph, graph);
+    else m.field(f);
+  }
+  return m;
+}
+
 /** Initializers by name and nodes in order, from a decoded GraphProto. */
 export function indexGraph(graph: WireField[]): { inits: Map<string, Tensor>; nodes: GraphNode[] } {
   const inits = new Map<string, Tensor>();

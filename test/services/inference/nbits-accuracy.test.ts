@@ -21,27 +21,11 @@ import { greedyOnReferencePrompt, REF } from './reference.ts';
 type Ort = typeof import('onnxruntime-node');
 type Session = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
 
-/** onnx's own edit of the fixture's q4 graph: the attribute removed (as the hub's files have it) or set to 4. */
-const VARIANTS = `
-import json, sys, onnx
-src, out = sys.argv[1], sys.argv[2]
-def variant(level):
-    m = onnx.load(src)
-    for n in m.graph.node:
-        if n.op_type == 'MatMulNBits':
-            keep = [a for a in n.attribute if a.name != 'accuracy_level']
-            del n.attribute[:]
-            n.attribute.extend(keep)
-            if level is not None:
-                n.attribute.append(onnx.helper.make_attribute('accuracy_level', level))
-    return m
-onnx.save(variant(None), f'{out}/unset.onnx')
-onnx.save(variant(4), f'{out}/level4.onnx')
-onnx.save(variant(1), f'{out}/level1.onnx')
-onnx.save_model(variant(None), f'{out}/external/model.onnx', save_as_external_data=True, location='model.onnx_data', size_threshold=0)
-onnx.save(variant(None), f'{out}/hub/onnx/model_q4.onnx')
-print(json.dumps({'nodes': sum(n.op_type == 'MatMulNBits' for n in onnx.load(src).graph.node)}))
-`;
+/** onnx's own edit of the fixture's q4 graph: the attribute removed (as the hub's files have it) or set. */
+const LEVEL = 'scripts/models/nbits-accuracy-level.py';
+const Q4 = join(TINY_LLAMA, 'onnx', 'model_q4.onnx');
+const edit = (out: string, level: string, ...flags: string[]) =>
+  Number(execFileSync('/usr/bin/python3', [LEVEL, Q4, join(dir, out), level, ...flags], { encoding: 'utf8' }));
 
 let dir: string;
 let nodes: number;
@@ -69,8 +53,9 @@ before(async () => {
   for (const f of readdirSync(TINY_LLAMA)) {
     if (statSync(join(TINY_LLAMA, f)).isFile()) copyFileSync(join(TINY_LLAMA, f), join(dir, 'hub', f));
   }
-  const out = execFileSync('/usr/bin/python3', ['-c', VARIANTS, join(TINY_LLAMA, 'onnx', 'model_q4.onnx'), dir], { encoding: 'utf8' });
-  nodes = JSON.parse(out).nodes;
+  nodes = edit('unset.onnx', 'unset');
+  for (const [out, level] of [['level4.onnx', '4'], ['level1.onnx', '1'], ['hub/onnx/model_q4.onnx', 'unset']]) edit(out!, level!);
+  edit('external/model.onnx', 'unset', '--external');
   assert.ok(nodes > 0);
   ort = (await importOnnxruntimeNode()) as unknown as Ort;
   const raw = await ort.InferenceSession.create(join(dir, 'unset.onnx'), { intraOpNumThreads: 1 });
