@@ -216,7 +216,11 @@ function pairStatus(pairs: PairResult[]): string {
   }. ${
     llamaMet.length === judged.length
       ? ''
-      : "What limits it is the matrix kernels, not the loop around the session: ONNX Runtime's own profile of a decode step (`enableProfiling`) puts most of its kernel time in the weight MatMuls (q4: `MatMulNBits` with int8 activations; q8: `MatMulIntegerToFloat` / `DynamicQuantizeMatMul`); on a CPU without AVX-512 VNNI their int8 dot products are compute-bound, and q4 adds the unpacking of its nibbles, so q4's 40 % fewer bytes buy less than in llama.cpp's Q4_0 kernel. The attention (its KV heads unrepeated: src/services/inference/grouped-attention.ts), norms and rotary embedding take the rest."
+      : "What limits it is the matrix kernels, not the loop around the session: ONNX Runtime's own profile of a decode step (`enableProfiling`) puts most of its kernel time in the weight MatMuls (q4: `MatMulNBits` with int8 activations; q8: `MatMulIntegerToFloat` / `DynamicQuantizeMatMul`); " +
+        (VNNI
+          ? "this CPU has VNNI (int8 dot products in one instruction), yet q4's kernel also unpacks its nibbles and applies a scale per block of 32"
+          : 'on a CPU without VNNI their int8 dot products are compute-bound, and q4 adds the unpacking of its nibbles') +
+        ", so q4's 40 % fewer bytes buy less than in llama.cpp's Q4_0 kernel. The attention (its KV heads unrepeated: src/services/inference/grouped-attention.ts), norms and rotary embedding take the rest."
   }`;
 }
 
@@ -553,6 +557,9 @@ function runChild(args: string[]): { line?: string; why: string } {
   const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('@@RESULT '));
   return { line, why: `failed (${p.status}): ${(p.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}` };
 }
+/** Whether this CPU multiplies and adds int8 in one instruction (VNNI, AVX-512 or AVX), for the status lines. */
+const VNNI = existsSync('/proc/cpuinfo') &&
+  /^flags\s*:.*\b(avx512_vnni|avx_vnni)\b/m.test(readFileSync('/proc/cpuinfo', 'utf8'));
 const gb = (b: number) => (b / 1e9).toFixed(2);
 const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
 
@@ -834,7 +841,9 @@ async function main() {
         ).join('; ')
       }.${
         rowsB.some((r) => !r.error && r.fourTps / r.oneTps < 2.5)
-          ? " What limits the aggregate is the session call itself (the decode step column): ONNX Runtime's profile of a decode step (`enableProfiling`) puts the growth from 1 to 4 rows in the weight MatMuls (on a CPU without AVX-512 VNNI their int8 dot products are compute-bound, so 4 rows are not nearly free, q4's `MatMulNBits` growing more than q8's int8 GEMMs); the attention, whose KV heads are no longer repeated, grows little. Choosing the tokens (argmax over the vocabulary per row) happens between the calls, outside this column."
+          ? " What limits the aggregate is the session call itself (the decode step column): ONNX Runtime's profile of a decode step (`enableProfiling`) puts the growth from 1 to 4 rows in the weight MatMuls (" +
+            (VNNI ? 'even with VNNI on this CPU,' : 'on a CPU without VNNI their int8 dot products are compute-bound, so') +
+            " 4 rows are not nearly free, q4's `MatMulNBits` growing more than q8's int8 GEMMs); the attention, whose KV heads are no longer repeated, grows little. Choosing the tokens (argmax over the vocabulary per row) happens between the calls, outside this column."
           : ''
       }`,
       '',
