@@ -7,7 +7,21 @@
  * is given level 4 (measured in BENCHMARKS.md, "4-bit files from the hub"). A level the file sets itself
  * (1 fp32, 2 fp16, 3 bf16) is kept, and so is a node with fp16 activations (q4f16 files, made for WebGPU).
  */
-import { decodeFields, first, indexGraph, intAttr, modelGraph, ONNX, str, WireWriter, withGraph } from '../models/onnx-wire.ts';
+import {
+  decodeFields,
+  first,
+  type GraphNode,
+  hasSubgraph,
+  indexGraph,
+  intAttr,
+  modelGraph,
+  ONNX,
+  str,
+  type Tensor,
+  type WireField,
+  WireWriter,
+  withGraph,
+} from '../models/onnx-wire.ts';
 import { hasMatMulNBits } from './wasm-q4.ts';
 import { pointInto } from './decoder-graph.ts';
 
@@ -15,41 +29,75 @@ import { pointInto } from './decoder-graph.ts';
 export const INT8_ACTIVATIONS = 4;
 
 /**
- * The model with every unset `accuracy_level` of a fp32 `MatMulNBits` set to 4, or undefined when there is
- * none. With `externalFile` (the model's own file name, `model` being that file's bytes), initializers stored
- * inline are written as external data pointing into that file instead of being copied.
+ * The model with every unset `accuracy_level` of a fp32 `MatMulNBits` set to 4 (in subgraphs too: merged
+ * decoders keep their layers in the branches of an `If`), or undefined when there is none. With
+ * `externalFile` (the model's own file name, `model` being that file's bytes), the main graph's initializers
+ * stored inline are written as external data pointing into that file instead of being copied.
  */
 export function withInt8Activations(model: Uint8Array, externalFile?: string): { bytes: Uint8Array; nodes: number } | undefined {
   if (!hasMatMulNBits(model)) return undefined;
   const parsed = modelGraph(model);
   if (!parsed) return undefined;
-  const { fields, graph } = parsed;
+  const edit = editGraph(parsed.graph, new Map(), externalFile ? { file: model, name: externalFile } : undefined);
+  return edit.nodes ? { bytes: withGraph(parsed.fields, edit.graph).finish(), nodes: edit.nodes } : undefined;
+}
+
+/** A graph with its nodes edited; `outer` holds the initializers of the graphs around it. */
+function editGraph(
+  graph: WireField[],
+  outer: Map<string, Tensor>,
+  pointAt?: { file: Uint8Array; name: string },
+): { graph: WireWriter; nodes: number } {
   const { inits, nodes } = indexGraph(graph);
+  const scope = new Map([...outer, ...inits]);
   const edited = new Map<number, WireWriter>();
+  let count = 0;
   for (const n of nodes) {
-    if (n.opType !== 'MatMulNBits' || n.domain !== 'com.microsoft' || intAttr(n, 'accuracy_level')) continue;
-    // the scales' type is the activations' (the operator's T1)
-    if (inits.get(n.inputs[2] ?? '')?.dataType !== ONNX.dtype.FLOAT) continue;
-    const w = new WireWriter();
-    for (const f of n.fields) {
-      if (f.no !== ONNX.node.attribute || str(first(decodeFields(f.bytes!), ONNX.attr.name)?.bytes) !== 'accuracy_level') w.field(f);
-    }
-    w.message(
-      ONNX.node.attribute,
-      new WireWriter().string(ONNX.attr.name, 'accuracy_level').varint(ONNX.attr.i, INT8_ACTIVATIONS).varint(
-        ONNX.attr.type,
-        ONNX.attrType.INT,
-      ),
-    );
-    edited.set(n.index, w);
+    const e = editNode(n, scope);
+    if (!e) continue;
+    edited.set(n.index, e.node);
+    count += e.nodes;
   }
-  if (!edited.size) return undefined;
   const g = new WireWriter();
   graph.forEach((f, index) => {
     if (edited.has(index)) g.message(ONNX.graph.node, edited.get(index)!);
-    else if (f.no === ONNX.graph.initializer && externalFile) {
-      g.message(ONNX.graph.initializer, pointInto(model, decodeFields(f.bytes!), externalFile));
+    else if (f.no === ONNX.graph.initializer && pointAt) {
+      g.message(ONNX.graph.initializer, pointInto(pointAt.file, decodeFields(f.bytes!), pointAt.name));
     } else g.field(f);
   });
-  return { bytes: withGraph(fields, g).finish(), nodes: edited.size };
+  return { graph: g, nodes: count };
 }
+
+/** The node given level 4, or with its subgraphs edited; undefined when nothing in it changes. */
+function editNode(n: GraphNode, scope: Map<string, Tensor>): { node: WireWriter; nodes: number } | undefined {
+  if (n.opType === 'MatMulNBits' && n.domain === 'com.microsoft') {
+    // the scales' type is the activations' (the operator's T1)
+    if (intAttr(n, 'accuracy_level') || scope.get(n.inputs[2] ?? '')?.dataType !== ONNX.dtype.FLOAT) return undefined;
+    const w = new WireWriter();
+    for (const f of n.fields) if (f.no !== ONNX.node.attribute || attrName(f) !== 'accuracy_level') w.field(f);
+    const level = new WireWriter().string(ONNX.attr.name, 'accuracy_level').varint(ONNX.attr.i, INT8_ACTIVATIONS);
+    return { node: w.message(ONNX.node.attribute, level.varint(ONNX.attr.type, ONNX.attrType.INT)), nodes: 1 };
+  }
+  if (!hasSubgraph(n)) return undefined;
+  let count = 0;
+  const w = new WireWriter();
+  for (const f of n.fields) {
+    if (f.no !== ONNX.node.attribute) {
+      w.field(f);
+      continue;
+    }
+    const a = new WireWriter();
+    for (const af of decodeFields(f.bytes!)) {
+      if (af.no !== ONNX.attr.g && af.no !== ONNX.attr.graphs) a.field(af);
+      else {
+        const e = editGraph(decodeFields(af.bytes!), scope);
+        count += e.nodes;
+        a.message(af.no, e.graph);
+      }
+    }
+    w.message(ONNX.node.attribute, a);
+  }
+  return count ? { node: w, nodes: count } : undefined;
+}
+
+const attrName = (f: WireField) => str(first(decodeFields(f.bytes!), ONNX.attr.name)?.bytes);

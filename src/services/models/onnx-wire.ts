@@ -165,7 +165,7 @@ export const ONNX = {
   /** TypeProto.tensor_type, TypeProto.Tensor.elem_type and .shape, TensorShapeProto.dim, Dimension.dim_value */
   type: { tensor: 1, elemType: 1, shape: 2, dim: 1, dimValue: 1 },
   node: { input: 1, output: 2, name: 3, opType: 4, attribute: 5, domain: 7 },
-  attr: { name: 1, f: 2, i: 3, t: 5, ints: 8, type: 20 },
+  attr: { name: 1, f: 2, i: 3, t: 5, g: 6, ints: 8, graphs: 11, type: 20 },
   tensor: { dims: 1, dataType: 2, floatData: 4, int64Data: 7, name: 8, rawData: 9, externalData: 13, dataLocation: 14 },
   entry: { key: 1, value: 2 },
   /** AttributeProto.AttributeType */

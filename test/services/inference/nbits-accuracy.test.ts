@@ -26,11 +26,40 @@ const LEVEL = 'scripts/models/nbits-accuracy-level.py';
 const Q4 = join(TINY_LLAMA, 'onnx', 'model_q4.onnx');
 const edit = (out: string, level: string, ...flags: string[]) =>
   Number(execFileSync('/usr/bin/python3', [LEVEL, Q4, join(dir, out), level, ...flags], { encoding: 'utf8' }));
+const editMerged = (out: string, level: string) =>
+  Number(execFileSync('/usr/bin/python3', [LEVEL, join(dir, 'merged.onnx'), join(dir, out), level], { encoding: 'utf8' }));
+
+/** A merged decoder's shape: its MatMulNBits inside the branches of an If, the weights in the main graph. */
+const MERGED = `
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+rng = np.random.default_rng(7)
+K, N, blk = 64, 48, 32
+B = numpy_helper.from_array(rng.integers(0, 256, (N, K // blk, blk // 2), dtype=np.uint8), 'B')
+S = numpy_helper.from_array(rng.random(N * K // blk, dtype=np.float32) * 0.1 + 0.01, 'S')
+def matmul(out):
+    return helper.make_node('MatMulNBits', ['X', 'B', 'S'], [out], domain='com.microsoft', K=K, N=N, bits=4, block_size=blk)
+out = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, N])
+then_g = helper.make_graph([matmul('Yt')], 'then', [], [out('Yt')])
+else_g = helper.make_graph([matmul('T'), helper.make_node('Neg', ['T'], ['Ye'])], 'else', [], [out('Ye')])
+g = helper.make_graph([helper.make_node('If', ['C'], ['Y'], then_branch=then_g, else_branch=else_g)], 'merged',
+    [helper.make_tensor_value_info('X', TensorProto.FLOAT, [2, K]), helper.make_tensor_value_info('C', TensorProto.BOOL, [])],
+    [out('Y')], [B, S])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17), helper.make_opsetid('com.microsoft', 1)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1])
+`;
 
 let dir: string;
 let nodes: number;
 /** ONNX Runtime in this process, before the backend moves sessions to the inference thread. */
 let asIs: Float32Array;
+/** The merged graph's outputs as ONNX Runtime gives them for the file as it is, by branch. */
+let mergedAsIs: Float32Array[];
+const X = Float32Array.from({ length: 2 * 64 }, (_, i) => Math.sin(i * 0.37) * 2);
+const merged = async (s: Session, branch: boolean) =>
+  (await s.run({ X: new ort.Tensor('float32', X, [2, 64]), C: new ort.Tensor('bool', Uint8Array.of(branch ? 1 : 0), []) } as never)).Y!
+    .data as Float32Array;
 let ort: Ort;
 
 const ids = REF.generate.prompt_ids;
@@ -56,11 +85,17 @@ before(async () => {
   nodes = edit('unset.onnx', 'unset');
   for (const [out, level] of [['level4.onnx', '4'], ['level1.onnx', '1'], ['hub/onnx/model_q4.onnx', 'unset']]) edit(out!, level!);
   edit('external/model.onnx', 'unset', '--external');
+  execFileSync('/usr/bin/python3', ['-c', MERGED, join(dir, 'merged.onnx')]);
+  assert.equal(editMerged('merged-unset.onnx', 'unset'), 2);
+  editMerged('merged-level4.onnx', '4');
   assert.ok(nodes > 0);
   ort = (await importOnnxruntimeNode()) as unknown as Ort;
   const raw = await ort.InferenceSession.create(join(dir, 'unset.onnx'), { intraOpNumThreads: 1 });
   asIs = await logits(raw);
   await raw.release();
+  const rawMerged = await ort.InferenceSession.create(join(dir, 'merged-unset.onnx'), { intraOpNumThreads: 1 });
+  mergedAsIs = [await merged(rawMerged, true), await merged(rawMerged, false)];
+  await rawMerged.release();
   assert.equal((await initBackend('cpu')).ort, 'onnxruntime-node');
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -75,6 +110,20 @@ test("an unset accuracy_level runs on the int8 kernels: the logits of onnx's lev
   assert.deepEqual(got, want);
   // and the kernel did change: ONNX Runtime's fp32 path gives other logits for the same file
   assert.notDeepEqual(got, asIs);
+  await level4.release();
+  await unset.release();
+});
+
+test("a merged decoder's MatMulNBits, inside the branches of an If, get the level too", async () => {
+  const level4 = await ort.InferenceSession.create(join(dir, 'merged-level4.onnx'), { intraOpNumThreads: 1 });
+  const unset = await ort.InferenceSession.create(join(dir, 'merged-unset.onnx'), { intraOpNumThreads: 1 });
+  assert.equal(int8Activations(level4), 0);
+  assert.equal(int8Activations(unset), 2);
+  for (const [i, branch] of [true, false].entries()) {
+    const got = await merged(unset, branch);
+    assert.deepEqual(got, await merged(level4, branch));
+    assert.notDeepEqual(got, mergedAsIs[i]);
+  }
   await level4.release();
   await unset.release();
 });
