@@ -13,13 +13,17 @@
 import { f32bytes, int8MatMulNodes } from '../models/onnx-quantize.ts';
 import {
   containsBytes,
+  decodeFields,
   first,
+  type GraphNode,
   indexGraph,
   intAttr,
   modelGraph,
   ONNX,
+  str,
   type Tensor,
   tensor,
+  type WireField,
   WireWriter,
   withGraph,
 } from '../models/onnx-wire.ts';
@@ -69,54 +73,128 @@ export function int8FromNBits(
 }
 
 /**
- * The model with every convertible 4-bit MatMulNBits turned into an int8 MatMulInteger; undefined when
- * there is none (the bytes are used as they are). A node with a group index, non-fp32 scales or data
- * stored outside the file stays as it is.
+ * The model with every convertible 4-bit MatMulNBits turned into an int8 MatMulInteger, in subgraphs too
+ * (merged decoders keep their layers in the branches of an `If`); undefined when there is none (the bytes
+ * are used as they are). A node with a group index, non-fp32 scales or data stored outside the file stays
+ * as it is. Each weight is converted once, however many nodes read it (both branches of a merged decoder
+ * read the same ones); the int8 copy is written beside the 4-bit one, which goes once nothing reads it.
  */
 export function nbitsToInt8(model: Uint8Array): { bytes: Uint8Array; converted: number } | undefined {
   if (!hasMatMulNBits(model)) return undefined;
   const parsed = modelGraph(model);
   if (!parsed) return undefined;
-  const { fields, graph } = parsed;
+  const plan: Plan = { replace: new Map(), made: new Map(), added: new Map(), read: new Set(), replaced: new Set() };
+  const top = planGraph(parsed.graph, new Map(), plan, '');
+  if (!plan.replace.size) return undefined;
+  return { bytes: withGraph(parsed.fields, writeGraph(top, plan, '')).finish(), converted: plan.replace.size };
+}
+
+/** What the conversion does, by node path (graph path and the node's index in its graph). */
+interface Plan {
+  replace: Map<string, WireWriter[]>;
+  /** The int8 weight made from each 4-bit weight (its B, scales and zero points), by their names. */
+  made: Map<string, string>;
+  /** New initializers by the path of the graph they go into (the one that holds the 4-bit weight). */
+  added: Map<string, WireWriter[]>;
+  /** Names that nodes left as they are read, in every graph. */
+  read: Set<string>;
+  /** Initializers that converted nodes read, by name. */
+  replaced: Set<string>;
+}
+
+/** A graph's fields with, per node index, the subgraphs its attributes hold (decoded once, for both passes). */
+interface GraphTree {
+  fields: WireField[];
+  subs: Map<number, Map<number, GraphTree[]>>;
+}
+
+type Scope = Map<string, { t: Tensor; home: string }>;
+
+function planGraph(graph: WireField[], outer: Scope, plan: Plan, path: string): GraphTree {
   const { inits, nodes } = indexGraph(graph);
-  const replace = new Map<number, WireWriter[]>();
-  const newInits: WireWriter[] = [];
-  const replacedInputs = new Set<string>();
+  const scope: Scope = new Map(outer);
+  for (const [name, t] of inits) scope.set(name, { t, home: path });
+  const tree: GraphTree = { fields: graph, subs: new Map() };
   for (const n of nodes) {
-    if (n.opType !== 'MatMulNBits' || n.domain !== 'com.microsoft') continue;
-    const [a, bName, sName, zpName = '', gIdx = '', bias = ''] = n.inputs;
-    const K = intAttr(n, 'K'), N = intAttr(n, 'N'), bits = intAttr(n, 'bits') ?? 4, block = intAttr(n, 'block_size');
-    const b = inits.get(bName!), s = inits.get(sName!), zp = zpName ? inits.get(zpName) : undefined;
-    const bBytes = raw(b), sBytes = raw(s), zpBytes = raw(zp);
-    if (!K || !N || !block || bits !== 4 || gIdx || !bBytes || !sBytes || s!.dataType !== ONNX.dtype.FLOAT) continue;
-    if (zpName && (!zpBytes || zp!.dataType !== ONNX.dtype.UINT8)) continue;
+    const key = `${path}/${n.index}`;
+    const r = n.opType === 'MatMulNBits' && n.domain === 'com.microsoft' ? convertNode(n, scope, plan, key) : undefined;
+    if (r) {
+      plan.replace.set(key, r);
+      continue;
+    }
+    for (const i of n.inputs) plan.read.add(i);
+    n.fields.forEach((f, a) => {
+      if (f.no !== ONNX.node.attribute) return;
+      const graphs = decodeFields(f.bytes!).filter((x) => x.no === ONNX.attr.g || x.no === ONNX.attr.graphs);
+      if (!graphs.length) return;
+      const at = tree.subs.get(n.index) ?? new Map<number, GraphTree[]>();
+      at.set(a, graphs.map((x, k) => planGraph(decodeFields(x.bytes!), scope, plan, `${key}.${a}.${k}`)));
+      tree.subs.set(n.index, at);
+    });
+  }
+  return tree;
+}
+
+/** The int8 nodes that replace a 4-bit MatMulNBits, or undefined when it stays. */
+function convertNode(n: GraphNode, scope: Scope, plan: Plan, key: string): WireWriter[] | undefined {
+  const [a, bName, sName, zpName = '', gIdx = '', bias = ''] = n.inputs;
+  const K = intAttr(n, 'K'), N = intAttr(n, 'N'), bits = intAttr(n, 'bits') ?? 4, block = intAttr(n, 'block_size');
+  const b = scope.get(bName!), s = scope.get(sName!), zp = zpName ? scope.get(zpName) : undefined;
+  const bBytes = raw(b?.t), sBytes = raw(s?.t), zpBytes = raw(zp?.t);
+  if (!K || !N || !block || bits !== 4 || gIdx || !bBytes || !sBytes || s!.t.dataType !== ONNX.dtype.FLOAT) return undefined;
+  if (zpName && (!zpBytes || zp!.t.dataType !== ONNX.dtype.UINT8)) return undefined;
+  const source = `${bName}|${sName}|${zpName}`;
+  let w = plan.made.get(source);
+  if (!w) {
+    w = `${bName}_wasm8`;
+    plan.made.set(source, w);
     const scales = new Float32Array(new Uint8Array(sBytes).buffer); // aligned copy
-    const w = `${bName}_wasm8`;
     const { q, scales: col } = int8FromNBits(bBytes, scales, zpBytes, K, N, block);
-    newInits.push(
+    const home = plan.added.get(b!.home) ?? [];
+    home.push(
       tensor(`${w}_quantized`, [K, N], ONNX.dtype.INT8, new Uint8Array(q.buffer)),
       tensor(`${w}_scale`, [N], ONNX.dtype.FLOAT, f32bytes(col)),
       tensor(`${w}_zero_point`, [], ONNX.dtype.INT8, new Uint8Array([0])),
     );
-    const p = `svc_wasm8_${n.index}`;
-    const out = bias ? `${p}_nobias` : n.outputs[0]!;
-    const nodesOut = int8MatMulNodes(p, a!, w, out);
-    if (bias) nodesOut.push(addNode(`${p}_bias`, out, bias, n.outputs[0]!));
-    replace.set(n.index, nodesOut);
-    for (const x of [bName, sName, zpName]) if (x) replacedInputs.add(x);
+    plan.added.set(b!.home, home);
   }
-  if (!replace.size) return undefined;
-  // weights the remaining nodes still read stay
-  for (const n of nodes) if (!replace.has(n.index)) { for (const i of n.inputs) replacedInputs.delete(i); }
-  const nameAt = new Map([...inits.values()].map((t) => [t.index, t.name]));
+  for (const x of [bName, sName, zpName]) if (x) plan.replaced.add(x);
+  const p = `svc_wasm8_${key.replace(/[^0-9a-z]/gi, '_')}`;
+  const out = bias ? `${p}_nobias` : n.outputs[0]!;
+  const nodes = int8MatMulNodes(p, a!, w, out);
+  if (bias) nodes.push(addNode(`${p}_bias`, out, bias, n.outputs[0]!));
+  return nodes;
+}
+
+/** The graph written with the plan's replacements, its 4-bit weights that nothing reads left out. */
+function writeGraph(tree: GraphTree, plan: Plan, path: string): WireWriter {
   const g = new WireWriter();
-  graph.forEach((f, index) => {
-    if (f.no === ONNX.graph.node && replace.has(index)) {
-      for (const r of replace.get(index)!) g.message(ONNX.graph.node, r);
-    } else if (f.no !== ONNX.graph.initializer || !replacedInputs.has(nameAt.get(index)!)) g.field(f);
+  tree.fields.forEach((f, index) => {
+    const key = `${path}/${index}`;
+    if (f.no === ONNX.graph.node && plan.replace.has(key)) {
+      for (const r of plan.replace.get(key)!) g.message(ONNX.graph.node, r);
+    } else if (f.no === ONNX.graph.node && tree.subs.has(index)) {
+      const at = tree.subs.get(index)!;
+      const w = new WireWriter();
+      decodeFields(f.bytes!).forEach((nf, a) => {
+        if (!at.has(a)) return void w.field(nf);
+        const subs = at.get(a)!;
+        const attr = new WireWriter();
+        let k = 0;
+        for (const x of decodeFields(nf.bytes!)) {
+          if (x.no === ONNX.attr.g || x.no === ONNX.attr.graphs) attr.message(x.no, writeGraph(subs[k]!, plan, `${key}.${a}.${k++}`));
+          else attr.field(x);
+        }
+        w.message(ONNX.node.attribute, attr);
+      });
+      g.message(ONNX.graph.node, w);
+    } else if (f.no === ONNX.graph.initializer) {
+      const name = str(first(decodeFields(f.bytes!), ONNX.tensor.name)?.bytes);
+      if (!plan.replaced.has(name) || plan.read.has(name)) g.field(f);
+    } else g.field(f);
   });
-  for (const t of newInits) g.message(ONNX.graph.initializer, t);
-  return { bytes: withGraph(fields, g).finish(), converted: replace.size };
+  for (const t of plan.added.get(path) ?? []) g.message(ONNX.graph.initializer, t);
+  return g;
 }
 
 function addNode(name: string, x: string, bias: string, output: string): WireWriter {

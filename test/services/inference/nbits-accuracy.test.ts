@@ -15,6 +15,7 @@ import { initBackend } from '../../../src/services/inference/backend.ts';
 import { fileContains } from '../../../src/services/inference/external-data.ts';
 import { loadModel } from '../../../src/services/inference/load.ts';
 import { importOnnxruntimeNode } from '../../../src/services/inference/onnxruntime-node.ts';
+import { mergedInput, writeMergedNbitsModel } from '../../support/merged-nbits-model.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { greedyOnReferencePrompt, REF } from './reference.ts';
 
@@ -29,34 +30,13 @@ const edit = (out: string, level: string, ...flags: string[]) =>
 const editMerged = (out: string, level: string) =>
   Number(execFileSync('/usr/bin/python3', [LEVEL, join(dir, 'merged.onnx'), join(dir, out), level], { encoding: 'utf8' }));
 
-/** A merged decoder's shape: its MatMulNBits inside the branches of an If, the weights in the main graph. */
-const MERGED = `
-import sys, numpy as np, onnx
-from onnx import helper, numpy_helper, TensorProto
-rng = np.random.default_rng(7)
-K, N, blk = 64, 48, 32
-B = numpy_helper.from_array(rng.integers(0, 256, (N, K // blk, blk // 2), dtype=np.uint8), 'B')
-S = numpy_helper.from_array(rng.random(N * K // blk, dtype=np.float32) * 0.1 + 0.01, 'S')
-def matmul(out):
-    return helper.make_node('MatMulNBits', ['X', 'B', 'S'], [out], domain='com.microsoft', K=K, N=N, bits=4, block_size=blk)
-out = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, N])
-then_g = helper.make_graph([matmul('Yt')], 'then', [], [out('Yt')])
-else_g = helper.make_graph([matmul('T'), helper.make_node('Neg', ['T'], ['Ye'])], 'else', [], [out('Ye')])
-g = helper.make_graph([helper.make_node('If', ['C'], ['Y'], then_branch=then_g, else_branch=else_g)], 'merged',
-    [helper.make_tensor_value_info('X', TensorProto.FLOAT, [2, K]), helper.make_tensor_value_info('C', TensorProto.BOOL, [])],
-    [out('Y')], [B, S])
-m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17), helper.make_opsetid('com.microsoft', 1)])
-m.ir_version = 8
-onnx.save(m, sys.argv[1])
-`;
-
 let dir: string;
 let nodes: number;
 /** ONNX Runtime in this process, before the backend moves sessions to the inference thread. */
 let asIs: Float32Array;
 /** The merged graph's outputs as ONNX Runtime gives them for the file as it is, by branch. */
 let mergedAsIs: Float32Array[];
-const X = Float32Array.from({ length: 2 * 64 }, (_, i) => Math.sin(i * 0.37) * 2);
+const X = mergedInput();
 const merged = async (s: Session, branch: boolean) =>
   (await s.run({ X: new ort.Tensor('float32', X, [2, 64]), C: new ort.Tensor('bool', Uint8Array.of(branch ? 1 : 0), []) } as never)).Y!
     .data as Float32Array;
@@ -85,7 +65,7 @@ before(async () => {
   nodes = edit('unset.onnx', 'unset');
   for (const [out, level] of [['level4.onnx', '4'], ['level1.onnx', '1'], ['hub/onnx/model_q4.onnx', 'unset']]) edit(out!, level!);
   edit('external/model.onnx', 'unset', '--external');
-  execFileSync('/usr/bin/python3', ['-c', MERGED, join(dir, 'merged.onnx')]);
+  writeMergedNbitsModel(join(dir, 'merged.onnx'));
   assert.equal(editMerged('merged-unset.onnx', 'unset'), 2);
   editMerged('merged-level4.onnx', '4');
   assert.ok(nodes > 0);

@@ -5,7 +5,9 @@
  * WASM backend (node --test gives each file a process).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
@@ -14,11 +16,27 @@ import { type LoadedModel, loadModel } from '../../../src/services/inference/loa
 import { int8FromNBits, nbitsToInt8 } from '../../../src/services/inference/wasm-q4.ts';
 import { type Harness, startHarness } from '../../routes/ollama/harness.ts';
 import { externalDataCopy, type ExternalDataModel } from '../../support/external-data-model.ts';
+import { MERGED_K, mergedInput, writeMergedNbitsModel } from '../../support/merged-nbits-model.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { loopStaysFree, matmulChain } from './matmul-chain.ts';
 import { greedyOnReferencePrompt, maxDiff, REF } from './reference.ts';
 
 type OrtLike = typeof import('onnxruntime-web');
+/** What onnx reads back from a graph: its initializers, and its MatMulNBits / MatMulInteger nodes in every graph. */
+const READ_BACK = `
+import json, sys, onnx
+m = onnx.load(sys.argv[1])
+onnx.checker.check_model(m)
+ops = []
+def walk(g):
+    for n in g.node:
+        ops.append(n.op_type)
+        for a in n.attribute:
+            for s in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                walk(s)
+walk(m.graph)
+print(json.dumps({'initializers': sorted(t.name for t in m.graph.initializer), 'matmulnbits': ops.count('MatMulNBits'), 'matmulinteger': ops.count('MatMulInteger')}))
+`;
 const ort = async () => {
   await initBackend('wasm');
   return (globalThis as Record<symbol, unknown>)[Symbol.for('onnxruntime')] as OrtLike;
@@ -197,5 +215,43 @@ describe('4-bit weights on WASM run as int8', () => {
       assert.ok(added < 0.005 && added < own / 10, `position ${p}: 1 - cosine vs 4-bit ${added}, 4-bit vs fp32 ${own}`);
     }
     await thread.release();
+  });
+
+  test("a merged decoder's 4-bit weights, read in both branches of an If, become one int8 weight; outputs close to ONNX Runtime's 4-bit kernel", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wasm-merged-'));
+    try {
+      const file = join(dir, 'merged.onnx');
+      writeMergedNbitsModel(file);
+      const converted = nbitsToInt8(new Uint8Array(readFileSync(file)))!;
+      assert.equal(converted.converted, 2);
+      // onnx's own reading of the converted graph: valid, one int8 weight, the 4-bit one gone
+      writeFileSync(join(dir, 'converted.onnx'), converted.bytes);
+      const seen = JSON.parse(execFileSync('/usr/bin/python3', ['-c', READ_BACK, join(dir, 'converted.onnx')], { encoding: 'utf8' }));
+      assert.deepEqual(seen, {
+        initializers: ['B_wasm8_quantized', 'B_wasm8_scale', 'B_wasm8_zero_point'],
+        matmulnbits: 0,
+        matmulinteger: 2,
+      });
+      const o = await ort();
+      const web = (await import('onnxruntime-web')) as unknown as OrtLike;
+      const reference = await web.InferenceSession.create(new Uint8Array(readFileSync(file)));
+      const thread = await o.InferenceSession.create(file);
+      assert.equal((thread as unknown as { int8From4Bit: number }).int8From4Bit, 2);
+      const run = async (s: { run(f: never): Promise<Record<string, { data: unknown }>> }, T: OrtLike['Tensor'], branch: boolean) =>
+        (await s.run({ X: new T('float32', mergedInput(), [2, MERGED_K]), C: new T('bool', Uint8Array.of(branch ? 1 : 0), []) } as never))
+          .Y!
+          .data as Float32Array;
+      for (const branch of [true, false]) {
+        const [want, got] = [await run(reference, web.Tensor, branch), await run(thread, o.Tensor, branch)];
+        // the requantization error: a small fraction of the outputs' size
+        const err = Math.sqrt(want.reduce((e, w, i) => e + (w - got[i]!) ** 2, 0) / want.reduce((e, w) => e + w * w, 0));
+        assert.ok(err < 0.02, `branch ${branch}: relative error ${err}`);
+        assert.ok(Math.sign(got[0]!) === Math.sign(want[0]!));
+      }
+      await thread.release();
+      await reference.release();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
