@@ -15,18 +15,18 @@ export type ExternalData = { path: string; data: string | Uint8Array }[];
 export const bytes = (v: string | Uint8Array) => (typeof v === 'string' ? new Uint8Array(readFileSync(v)) : v);
 
 /**
- * Whether the file holds `needle`, read in chunks: a large model is not held in memory just to learn that
- * an edit does not apply to it.
+ * Whether the file holds any of `needles`, read in chunks: a large model is not held in memory just to learn
+ * that no edit applies to it.
  */
-export function fileContains(path: string, needle: Uint8Array, chunk = 8 << 20): boolean {
+export function fileContains(path: string, needles: Uint8Array[], chunk = 8 << 20): boolean {
   const fd = openSync(path, 'r');
   try {
     // each read keeps the chunk's last bytes in front of the next, so a needle across the seam is seen
-    const keep = needle.length - 1, buf = new Uint8Array(chunk + keep);
+    const keep = Math.max(0, ...needles.map((x) => x.length - 1)), buf = new Uint8Array(chunk + keep);
     let have = 0;
     for (let n; (n = readSync(fd, buf, have, chunk, null)) > 0;) {
       const end = have + n;
-      if (containsBytes(buf.subarray(0, end), needle)) return true;
+      if (needles.some((x) => containsBytes(buf.subarray(0, end), x))) return true;
       have = Math.min(keep, end);
       buf.copyWithin(0, end - have, end);
     }

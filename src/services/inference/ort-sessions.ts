@@ -12,6 +12,8 @@ import { configureOrtWeb, type OrtPackage, type OrtWeb } from './backend.ts';
 import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
 import { bytes, type ExternalData, fileContains, modelWithExternalData } from './external-data.ts';
 import { withInt8Activations } from './nbits-accuracy.ts';
+import { MATMUL_INTEGER, withSignedWeights } from './int8-weights.ts';
+import { hasVnni } from '../../runtime/cpu.ts';
 import { providers } from './ort-thread.ts';
 import { externalFilesOf } from '../models/onnx-wire.ts';
 import { MATMUL_NBITS, nbitsToInt8 } from './wasm-q4.ts';
@@ -83,6 +85,8 @@ export interface SessionInfo {
   int8From4Bit: number;
   /** MatMulNBits nodes given int8 activation kernels (native CPU: ./nbits-accuracy.ts). */
   int8Activations: number;
+  /** uint8 MatMulInteger weights made int8 (native CPU with VNNI: ./int8-weights.ts). */
+  signedWeights: number;
   /** Attention MatMuls that read unrepeated KV heads (./grouped-attention.ts). */
   groupedAttention: number;
   /** `new_key_values.*` outputs added (./new-key-values.ts). */
@@ -129,22 +133,31 @@ async function create(
   let int8: ReturnType<typeof nbitsToInt8> | undefined;
   let rewritten: ReturnType<typeof rewriteDecoder> | undefined;
   let activations: ReturnType<typeof withInt8Activations> | undefined;
+  let signed: ReturnType<typeof withSignedWeights> | undefined;
   if (init.runtime === 'onnxruntime-node') {
     // ONNX Runtime refuses external data whose real path leaves the model's folder, so a symlinked model (a
     // mirrored work directory) is pointed at where it really is
     const file = typeof model === 'string' ? realpathSync(model) : undefined;
     const onCpu = providers(options).every((e) => e === 'cpu');
+    // uint8 weights made int8 where that is exact and faster (./int8-weights.ts): x64 with VNNI
+    const signedWeights = onCpu && hasVnni();
+    const cpuEdits = [...(onCpu ? [MATMUL_NBITS] : []), ...(signedWeights ? [MATMUL_INTEGER] : [])];
     // the graph is read here only when an edit may apply to it
-    const graph = !file ? model as Uint8Array : decoder || (onCpu && fileContains(file, MATMUL_NBITS)) ? bytes(file) : undefined;
+    const graph = !file ? model as Uint8Array : decoder || (cpuEdits.length && fileContains(file, cpuEdits)) ? bytes(file) : undefined;
     // with a file, the edited graph points at the weights in it, which ONNX Runtime reads itself
     const name = file && basename(file);
-    if (graph && decoder) rewritten = rewriteDecoder(graph, decoder, name);
-    activations = graph && onCpu ? withInt8Activations(rewritten?.bytes ?? graph, rewritten ? undefined : name) : undefined;
-    let edited = activations?.bytes ?? rewritten?.bytes;
+    // first the edit that reads weights, while they are still inline
+    signed = graph && signedWeights ? withSignedWeights(graph, name) : undefined;
+    const source = signed?.bytes ?? graph;
+    const sourceName = signed ? undefined : name;
+    if (source && decoder) rewritten = rewriteDecoder(source, decoder, sourceName);
+    activations = source && onCpu ? withInt8Activations(rewritten?.bytes ?? source, rewritten ? undefined : sourceName) : undefined;
+    let edited = activations?.bytes ?? rewritten?.bytes ?? signed?.bytes;
     const folder = file && dirname(file);
     // if the other data files are not beside it, the model loads as it is
     if (edited && folder && externalFilesOf(edited).some((f) => !existsSync(join(folder, f)))) {
-      edited = rewritten = activations = undefined;
+      rewritten = activations = signed = undefined;
+      edited = undefined;
     }
     const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
     const from = folder && edited
@@ -171,6 +184,7 @@ async function create(
     outputMetadata: [...(s.outputMetadata ?? [])],
     int8From4Bit: int8?.converted ?? 0,
     int8Activations: activations?.nodes ?? 0,
+    signedWeights: signed?.weights ?? 0,
     groupedAttention: rewritten?.grouped ?? 0,
     newKeyValues: rewritten?.newKeyValues ?? 0,
     rotaryEmbeddings: rewritten?.rotary ?? 0,

@@ -160,6 +160,11 @@ class ThreadSession {
     return this.info.int8Activations;
   }
 
+  /** uint8 MatMulInteger weights made int8 (native CPU with VNNI: ./int8-weights.ts). */
+  get signedWeights(): number {
+    return this.info.signedWeights;
+  }
+
   /** Attention MatMuls that read unrepeated KV heads (./grouped-attention.ts). */
   get groupedAttention(): number {
     return this.info.groupedAttention;

@@ -166,7 +166,7 @@ export const ONNX = {
   type: { tensor: 1, elemType: 1, shape: 2, dim: 1, dimValue: 1 },
   node: { input: 1, output: 2, name: 3, opType: 4, attribute: 5, domain: 7 },
   attr: { name: 1, f: 2, i: 3, t: 5, g: 6, ints: 8, graphs: 11, type: 20 },
-  tensor: { dims: 1, dataType: 2, floatData: 4, int64Data: 7, name: 8, rawData: 9, externalData: 13, dataLocation: 14 },
+  tensor: { dims: 1, dataType: 2, floatData: 4, int32Data: 5, int64Data: 7, name: 8, rawData: 9, externalData: 13, dataLocation: 14 },
   entry: { key: 1, value: 2 },
   /** AttributeProto.AttributeType */
   attrType: { FLOAT: 1, INT: 2, GRAPH: 5, GRAPHS: 10 },

@@ -142,8 +142,8 @@ test('fileContains finds a name across the seam of two reads, and says no when i
   bytes.set(new TextEncoder().encode('MatMulNBits'), 60); // spans the reads at 64
   writeFileSync(f, bytes);
   const needle = new TextEncoder().encode('MatMulNBits');
-  assert.equal(fileContains(f, needle, 64), true);
-  assert.equal(fileContains(f, needle, 7), true);
-  assert.equal(fileContains(f, new TextEncoder().encode('MatMulNBitz'), 64), false);
-  assert.equal(fileContains(f, needle, 1 << 20), true);
+  assert.equal(fileContains(f, [needle], 64), true);
+  assert.equal(fileContains(f, [needle], 7), true);
+  assert.equal(fileContains(f, [new TextEncoder().encode('MatMulNBitz')], 64), false);
+  assert.equal(fileContains(f, [needle], 1 << 20), true);
 });

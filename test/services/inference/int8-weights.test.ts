@@ -1,0 +1,103 @@
+/**
+ * 8-bit files whose MatMulInteger weights are uint8 (transformers.js' quantizer writes them so for graphs with
+ * a Conv) get int8 weights on a CPU with VNNI: the same integers multiplied, so the outputs must be ONNX
+ * Runtime's on the file as it is, bit for bit. The uint8 graphs are made by the real `onnx` package from the
+ * fixture's q8 graph. This file binds the native backend (node --test gives each file a process).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { hasVnni } from '../../../src/runtime/cpu.ts';
+import { initBackend } from '../../../src/services/inference/backend.ts';
+import { withSignedWeights } from '../../../src/services/inference/int8-weights.ts';
+import { importOnnxruntimeNode } from '../../../src/services/inference/onnxruntime-node.ts';
+import { TINY_LLAMA } from './fixtures.ts';
+import { REF } from './reference.ts';
+
+type Ort = typeof import('onnxruntime-node');
+type Session = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
+
+const Q8 = join(TINY_LLAMA, 'onnx', 'model_quantized.onnx');
+const VARIANTS = { raw: [], int32: ['--int32-zero-points'], none: ['--no-zero-points'] } as const;
+type Variant = keyof typeof VARIANTS;
+
+let dir: string;
+let ort: Ort;
+let weights: number;
+/** ONNX Runtime's logits on each uint8 file as it is, before the backend binds. */
+const asIs = new Map<Variant, Float32Array>();
+
+const ids = REF.generate.prompt_ids;
+function feeds(session: Session): Record<string, unknown> {
+  const t = (xs: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
+  const f: Record<string, unknown> = { input_ids: t(ids), attention_mask: t(ids.map(() => 1)), position_ids: t(ids.map((_, i) => i)) };
+  for (const name of session.inputNames) {
+    if (name.startsWith('past_key_values.')) f[name] = new ort.Tensor('float32', new Float32Array(0), [1, 2, 0, 8]);
+    if (name === 'num_logits_to_keep') f[name] = new ort.Tensor('int64', BigInt64Array.of(0n), []);
+  }
+  return f;
+}
+const logits = async (s: Session) => (await s.run(feeds(s) as never)).logits!.data as Float32Array;
+const file = (v: Variant) => join(dir, `${v}.onnx`);
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'int8-weights-'));
+  for (const [v, flags] of Object.entries(VARIANTS)) {
+    weights = Number(
+      execFileSync('/usr/bin/python3', ['scripts/models/q8-unsigned.py', Q8, file(v as Variant), ...flags], { encoding: 'utf8' }),
+    );
+  }
+  assert.ok(weights > 0);
+  ort = (await importOnnxruntimeNode()) as unknown as Ort;
+  for (const v of Object.keys(VARIANTS) as Variant[]) {
+    const s = await ort.InferenceSession.create(file(v), { intraOpNumThreads: 1 });
+    asIs.set(v, await logits(s));
+    await s.release();
+  }
+  assert.equal((await initBackend('cpu')).ort, 'onnxruntime-node');
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+for (const v of Object.keys(VARIANTS) as Variant[]) {
+  test(`uint8 weights (zero points: ${v}) become int8 on a CPU with VNNI, and the logits stay ONNX Runtime's bit for bit`, async () => {
+    const s = await ort.InferenceSession.create(file(v), { intraOpNumThreads: 1 });
+    assert.equal(s.constructor.name, 'ThreadSession');
+    // where the CPU lacks VNNI the graph is used as it is (its int8 kernels could saturate on signed weights)
+    assert.equal((s as unknown as { signedWeights: number }).signedWeights, hasVnni() ? weights : 0);
+    assert.deepEqual(await logits(s), asIs.get(v));
+    await s.release();
+  });
+}
+
+test("a uint8 weight something else reads too stays beside its int8 copy (onnx's reading of the result)", () => {
+  // the fixture's first weight also feeds an Identity node that becomes a graph output
+  const edit = `
+import sys, onnx
+from onnx import helper
+m = onnx.load(sys.argv[1])
+w = next(n.input[1] for n in m.graph.node if n.op_type == 'MatMulInteger')
+m.graph.node.append(helper.make_node('Identity', [w], ['weight_copy']))
+dims = next(list(t.dims) for t in m.graph.initializer if t.name == w)
+m.graph.output.append(helper.make_tensor_value_info('weight_copy', onnx.TensorProto.UINT8, dims))
+onnx.save(m, sys.argv[2])
+print(w)
+`;
+  const shared = join(dir, 'shared.onnx');
+  const w = execFileSync('/usr/bin/python3', ['-c', edit, file('raw'), shared], { encoding: 'utf8' }).trim();
+  const out = withSignedWeights(new Uint8Array(readFileSync(shared)))!;
+  assert.equal(out.weights, weights);
+  writeFileSync(join(dir, 'signed.onnx'), out.bytes);
+  const read = `
+import json, sys, onnx
+m = onnx.load(sys.argv[1])
+onnx.checker.check_model(m)
+t = {i.name: i.data_type for i in m.graph.initializer}
+print(json.dumps({'kept': t.get(sys.argv[2]), 'copy': t.get(sys.argv[2] + '_s8'), 'uint8_left': sum(v == 2 for v in t.values())}))
+`;
+  const seen = JSON.parse(execFileSync('/usr/bin/python3', ['-c', read, join(dir, 'signed.onnx'), w], { encoding: 'utf8' }));
+  // 2: uint8, 3: int8 (TensorProto.DataType); the other weights and zero points are all int8 now
+  assert.deepEqual(seen, { kept: 2, copy: 3, uint8_left: 1 });
+});
