@@ -15,7 +15,7 @@ import { initBackend } from '../../../src/services/inference/backend.ts';
 import { withSignedWeights } from '../../../src/services/inference/int8-weights.ts';
 import { importOnnxruntimeNode } from '../../../src/services/inference/onnxruntime-node.ts';
 import { TINY_LLAMA } from './fixtures.ts';
-import { REF } from './reference.ts';
+import { promptLogits } from './prompt-logits.ts';
 
 type Ort = typeof import('onnxruntime-node');
 type Session = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
@@ -30,17 +30,7 @@ let weights: number;
 /** ONNX Runtime's logits on each uint8 file as it is, before the backend binds. */
 const asIs = new Map<Variant, Float32Array>();
 
-const ids = REF.generate.prompt_ids;
-function feeds(session: Session): Record<string, unknown> {
-  const t = (xs: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
-  const f: Record<string, unknown> = { input_ids: t(ids), attention_mask: t(ids.map(() => 1)), position_ids: t(ids.map((_, i) => i)) };
-  for (const name of session.inputNames) {
-    if (name.startsWith('past_key_values.')) f[name] = new ort.Tensor('float32', new Float32Array(0), [1, 2, 0, 8]);
-    if (name === 'num_logits_to_keep') f[name] = new ort.Tensor('int64', BigInt64Array.of(0n), []);
-  }
-  return f;
-}
-const logits = async (s: Session) => (await s.run(feeds(s) as never)).logits!.data as Float32Array;
+const logits = (s: Session) => promptLogits(s as never, ort.Tensor as never);
 const file = (v: Variant) => join(dir, `${v}.onnx`);
 
 before(async () => {

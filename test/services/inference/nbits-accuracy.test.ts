@@ -17,7 +17,8 @@ import { loadModel } from '../../../src/services/inference/load.ts';
 import { importOnnxruntimeNode } from '../../../src/services/inference/onnxruntime-node.ts';
 import { mergedInput, writeMergedNbitsModel } from '../../support/merged-nbits-model.ts';
 import { TINY_LLAMA } from './fixtures.ts';
-import { greedyOnReferencePrompt, REF } from './reference.ts';
+import { promptLogits } from './prompt-logits.ts';
+import { greedyOnReferencePrompt } from './reference.ts';
 
 type Ort = typeof import('onnxruntime-node');
 type Session = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
@@ -42,17 +43,7 @@ const merged = async (s: Session, branch: boolean) =>
     .data as Float32Array;
 let ort: Ort;
 
-const ids = REF.generate.prompt_ids;
-function feeds(session: Session): Record<string, unknown> {
-  const t = (xs: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
-  const f: Record<string, unknown> = { input_ids: t(ids), attention_mask: t(ids.map(() => 1)), position_ids: t(ids.map((_, i) => i)) };
-  for (const name of session.inputNames) {
-    if (name.startsWith('past_key_values.')) f[name] = new ort.Tensor('float32', new Float32Array(0), [1, 2, 0, 8]);
-    if (name === 'num_logits_to_keep') f[name] = new ort.Tensor('int64', BigInt64Array.of(0n), []);
-  }
-  return f;
-}
-const logits = async (s: Session) => (await s.run(feeds(s) as never)).logits!.data as Float32Array;
+const logits = (s: Session) => promptLogits(s as never, ort.Tensor as never);
 const int8Activations = (s: Session) => (s as unknown as { int8Activations: number }).int8Activations;
 
 before(async () => {

@@ -1,0 +1,20 @@
+/** torch's reference prompt run through a tiny-llama graph on an empty cache, as one session call. */
+import { REF } from './reference.ts';
+
+type TensorCtor = new (type: string, data: unknown, dims: number[]) => unknown;
+interface SessionLike {
+  inputNames: readonly string[];
+  run(feeds: never): Promise<Record<string, { data: unknown }>>;
+}
+
+/** The call's logits, every position's (tiny-llama: 2 KV heads of 8). */
+export async function promptLogits(s: SessionLike, Tensor: TensorCtor): Promise<Float32Array> {
+  const ids = REF.generate.prompt_ids;
+  const t = (xs: number[]) => new Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
+  const f: Record<string, unknown> = { input_ids: t(ids), attention_mask: t(ids.map(() => 1)), position_ids: t(ids.map((_, i) => i)) };
+  for (const name of s.inputNames) {
+    if (name.startsWith('past_key_values.')) f[name] = new Tensor('float32', new Float32Array(0), [1, 2, 0, 8]);
+    if (name === 'num_logits_to_keep') f[name] = new Tensor('int64', BigInt64Array.of(0n), []);
+  }
+  return (await s.run(f as never)).logits!.data as Float32Array;
+}
