@@ -52,9 +52,9 @@ async function serve(backend: 'cpu' | 'wasm', dtype: string, threads: number) {
     return { ttft, tps, cpu: (cpuSeconds() - c0) * 1000 / (performance.now() - t0), text: r.text };
   };
   await run(2); // warm-up: first-run allocations and kernel selection
-  const session = (m.model as unknown as { sessions: { model: { int8From4Bit?: number } } }).sessions.model;
+  const session = (m.model as unknown as { sessions: { model: { edits?: { int8From4Bit: number } } } }).sessions.model;
   const say = (tag: string, v: unknown) => process.stdout.write(`@@${tag} ${JSON.stringify(v)}\n`);
-  say('READY', { device: m.device, ort: m.ort, loadMs: m.loadNs / 1e6, int8From4Bit: session.int8From4Bit ?? 0 });
+  say('READY', { device: m.device, ort: m.ort, loadMs: m.loadNs / 1e6, int8From4Bit: session.edits?.int8From4Bit ?? 0 });
   for await (const line of createInterface({ input: process.stdin })) {
     if (line === 'run') say('RUN', await run(TOKENS));
     else break;

@@ -37,7 +37,7 @@ const asIs = await ort.InferenceSession.create(uint8File, options);
 await initBackend('cpu');
 const svc = await ort.InferenceSession.create(uint8File, options);
 const own = await ort.InferenceSession.create(int8File, options);
-const converted = (svc as unknown as { signedWeights: number }).signedWeights;
+const converted = (svc as unknown as { edits: { signedWeights: number } }).edits.signedWeights;
 
 function feeds(s: Session, L: number): Record<string, unknown> {
   const t = (xs: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);

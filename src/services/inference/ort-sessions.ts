@@ -13,7 +13,9 @@ import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption
 import { bytes, type ExternalData, fileContains, modelWithExternalData } from './external-data.ts';
 import { withInt8Activations } from './nbits-accuracy.ts';
 import { MATMUL_INTEGER, withSignedWeights } from './int8-weights.ts';
+import { withInt8Embeddings } from './q4-embeddings.ts';
 import { hasVnni } from '../../runtime/cpu.ts';
+import { collectGarbage } from '../../runtime/gc.ts';
 import { providers } from './ort-thread.ts';
 import { externalFilesOf } from '../models/onnx-wire.ts';
 import { MATMUL_NBITS, nbitsToInt8 } from './wasm-q4.ts';
@@ -75,24 +77,32 @@ export interface OrtThreadInit {
 }
 
 /** What the server's thread needs of a session to stand in for it. */
-export interface SessionInfo {
-  id: number;
-  inputNames: string[];
-  outputNames: string[];
-  inputMetadata: unknown[];
-  outputMetadata: unknown[];
-  /** MatMulNBits weights run as int8 MatMulInteger in this session (WASM only). */
+/** What the graph edits made where a session is created did, counted. */
+export interface GraphEditCounts {
+  /** MatMulNBits weights run as int8 MatMulInteger (WASM: ./wasm-q4.ts). */
   int8From4Bit: number;
   /** MatMulNBits nodes given int8 activation kernels (native CPU: ./nbits-accuracy.ts). */
   int8Activations: number;
   /** uint8 MatMulInteger weights made int8 (native CPU with VNNI: ./int8-weights.ts). */
   signedWeights: number;
+  /** A q4 graph's fp32 embedding tables held as int8 (WASM: ./q4-embeddings.ts). */
+  int8Embeddings: number;
   /** Attention MatMuls that read unrepeated KV heads (./grouped-attention.ts). */
   groupedAttention: number;
   /** `new_key_values.*` outputs added (./new-key-values.ts). */
   newKeyValues: number;
   /** Rotations made one RotaryEmbedding node (./rotary-embedding.ts). */
   rotaryEmbeddings: number;
+}
+
+export interface SessionInfo {
+  id: number;
+  inputNames: string[];
+  outputNames: string[];
+  inputMetadata: unknown[];
+  outputMetadata: unknown[];
+  /** What the graph edits made where the session was created did, counted. */
+  edits: GraphEditCounts;
 }
 
 type Session = Awaited<ReturnType<OrtWeb['InferenceSession']['create']>>;
@@ -122,6 +132,63 @@ function runtime(init: OrtThreadInit): Promise<OrtWeb> {
     : import('onnxruntime-web').then((m) => configureOrtWeb(m as unknown as OrtWeb, init));
 }
 
+/** The graph edits made where a session is created, for its SessionInfo. */
+interface Edits {
+  int8?: ReturnType<typeof nbitsToInt8>;
+  rewritten?: ReturnType<typeof rewriteDecoder>;
+  activations?: ReturnType<typeof withInt8Activations>;
+  signed?: ReturnType<typeof withSignedWeights>;
+  embeddings?: ReturnType<typeof withInt8Embeddings>;
+}
+
+/**
+ * onnxruntime-node: the edited graph (undefined: the model is used as it is), the folder its external data
+ * is read from, and the edits. With a model path, the edited graph points at the weights in that file,
+ * which ONNX Runtime reads itself.
+ */
+function nativeGraph(
+  model: string | Uint8Array,
+  options: Record<string, unknown>,
+  decoder: DecoderShape | undefined,
+): { edited?: Uint8Array; folder?: string; edits: Edits } {
+  // ONNX Runtime refuses external data whose real path leaves the model's folder, so a symlinked model (a
+  // mirrored work directory) is pointed at where it really is
+  const file = typeof model === 'string' ? realpathSync(model) : undefined;
+  const onCpu = providers(options).every((e) => e === 'cpu');
+  // uint8 weights made int8 where that is exact and faster (./int8-weights.ts): x64 with VNNI
+  const signedWeights = onCpu && hasVnni();
+  const cpuEdits = [...(onCpu ? [MATMUL_NBITS] : []), ...(signedWeights ? [MATMUL_INTEGER] : [])];
+  // the graph is read here only when an edit may apply to it
+  const graph = !file ? model as Uint8Array : decoder || (cpuEdits.length && fileContains(file, cpuEdits)) ? bytes(file) : undefined;
+  if (!graph) return { edits: {} };
+  const name = file && basename(file);
+  const edits: Edits = {};
+  // first the edit that reads weights, while they are still inline
+  edits.signed = signedWeights ? withSignedWeights(graph, name) : undefined;
+  const source = edits.signed?.bytes ?? graph;
+  const sourceName = edits.signed ? undefined : name;
+  if (decoder) edits.rewritten = rewriteDecoder(source, decoder, sourceName);
+  if (onCpu) edits.activations = withInt8Activations(edits.rewritten?.bytes ?? source, edits.rewritten ? undefined : sourceName);
+  const edited = edits.activations?.bytes ?? edits.rewritten?.bytes ?? edits.signed?.bytes;
+  const folder = file && dirname(file);
+  // if the other data files are not beside it, the model loads as it is
+  if (edited && folder && externalFilesOf(edited).some((f) => !existsSync(join(folder, f)))) return { edits: {} };
+  return { edited, folder, edits };
+}
+
+/** onnxruntime-web: the graph to load (bytes) and the edits. */
+function webGraph(graph: Uint8Array, decoder: DecoderShape | undefined): { data: Uint8Array; edits: Edits } {
+  const edits: Edits = {};
+  // WASM holds every weight in its own memory (natively, ONNX Runtime maps the file and touches only the rows
+  // a prompt reads)
+  edits.embeddings = withInt8Embeddings(graph);
+  // 4-bit weights run as int8 here: ONNX Runtime's WASM build has no 4-bit kernel (./wasm-q4.ts)
+  edits.int8 = nbitsToInt8(edits.embeddings?.bytes ?? graph);
+  const before = edits.int8?.bytes ?? edits.embeddings?.bytes ?? graph;
+  if (decoder) edits.rewritten = rewriteDecoder(before, decoder);
+  return { data: edits.rewritten?.bytes ?? before, edits };
+}
+
 async function create(
   [init, model, optionsIn]: [OrtThreadInit, string | Uint8Array, Record<string, unknown> & { externalData?: ExternalData }],
   _ctx?: OpContext,
@@ -130,49 +197,24 @@ async function create(
   const decoder = optionsIn[DECODER_OPTION] as DecoderShape | undefined;
   const options = withoutDecoderOption(optionsIn);
   let session: Session;
-  let int8: ReturnType<typeof nbitsToInt8> | undefined;
-  let rewritten: ReturnType<typeof rewriteDecoder> | undefined;
-  let activations: ReturnType<typeof withInt8Activations> | undefined;
-  let signed: ReturnType<typeof withSignedWeights> | undefined;
+  let edits: Edits;
   if (init.runtime === 'onnxruntime-node') {
-    // ONNX Runtime refuses external data whose real path leaves the model's folder, so a symlinked model (a
-    // mirrored work directory) is pointed at where it really is
-    const file = typeof model === 'string' ? realpathSync(model) : undefined;
-    const onCpu = providers(options).every((e) => e === 'cpu');
-    // uint8 weights made int8 where that is exact and faster (./int8-weights.ts): x64 with VNNI
-    const signedWeights = onCpu && hasVnni();
-    const cpuEdits = [...(onCpu ? [MATMUL_NBITS] : []), ...(signedWeights ? [MATMUL_INTEGER] : [])];
-    // the graph is read here only when an edit may apply to it
-    const graph = !file ? model as Uint8Array : decoder || (cpuEdits.length && fileContains(file, cpuEdits)) ? bytes(file) : undefined;
-    // with a file, the edited graph points at the weights in it, which ONNX Runtime reads itself
-    const name = file && basename(file);
-    // first the edit that reads weights, while they are still inline
-    signed = graph && signedWeights ? withSignedWeights(graph, name) : undefined;
-    const source = signed?.bytes ?? graph;
-    const sourceName = signed ? undefined : name;
-    if (source && decoder) rewritten = rewriteDecoder(source, decoder, sourceName);
-    activations = source && onCpu ? withInt8Activations(rewritten?.bytes ?? source, rewritten ? undefined : sourceName) : undefined;
-    let edited = activations?.bytes ?? rewritten?.bytes ?? signed?.bytes;
-    const folder = file && dirname(file);
-    // if the other data files are not beside it, the model loads as it is
-    if (edited && folder && externalFilesOf(edited).some((f) => !existsSync(join(folder, f)))) {
-      rewritten = activations = signed = undefined;
-      edited = undefined;
-    }
+    const native = nativeGraph(model, options, decoder);
+    edits = native.edits;
     const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
-    const from = folder && edited
-      ? { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: folder } } }
+    const from = native.folder && native.edited
+      ? { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: native.folder } } }
       : options;
     // the native runtime reads a model path (and its external data beside it) itself
-    session = await o.InferenceSession.create((edited ?? model) as never, from as never);
+    session = await o.InferenceSession.create((native.edited ?? model) as never, from as never);
   } else {
     const { graph, externalData } = modelWithExternalData(model, options.externalData);
-    // 4-bit weights run as int8 here: ONNX Runtime's WASM build has no 4-bit kernel (./wasm-q4.ts)
-    int8 = nbitsToInt8(graph);
-    if (decoder) rewritten = rewriteDecoder(int8?.bytes ?? graph, decoder);
-    const data = rewritten?.bytes ?? int8?.bytes ?? graph;
-    session = await o.InferenceSession.create(data, { ...options, ...(externalData ? { externalData } : {}) } as never);
+    const web = webGraph(graph, decoder);
+    edits = web.edits;
+    session = await o.InferenceSession.create(web.data, { ...options, ...(externalData ? { externalData } : {}) } as never);
   }
+  // the model's bytes and the graphs made from them are garbage now: freed before the thread goes idle
+  collectGarbage();
   const id = nextId++;
   sessions.set(id, session);
   const s = session as unknown as { inputMetadata?: unknown[]; outputMetadata?: unknown[] };
@@ -182,12 +224,15 @@ async function create(
     outputNames: [...session.outputNames],
     inputMetadata: [...(s.inputMetadata ?? [])],
     outputMetadata: [...(s.outputMetadata ?? [])],
-    int8From4Bit: int8?.converted ?? 0,
-    int8Activations: activations?.nodes ?? 0,
-    signedWeights: signed?.weights ?? 0,
-    groupedAttention: rewritten?.grouped ?? 0,
-    newKeyValues: rewritten?.newKeyValues ?? 0,
-    rotaryEmbeddings: rewritten?.rotary ?? 0,
+    edits: {
+      int8From4Bit: edits.int8?.converted ?? 0,
+      int8Activations: edits.activations?.nodes ?? 0,
+      signedWeights: edits.signed?.weights ?? 0,
+      int8Embeddings: edits.embeddings?.tables ?? 0,
+      groupedAttention: edits.rewritten?.grouped ?? 0,
+      newKeyValues: edits.rewritten?.newKeyValues ?? 0,
+      rotaryEmbeddings: edits.rewritten?.rotary ?? 0,
+    },
   };
 }
 

@@ -18,7 +18,7 @@ import { limits } from '../limits.ts';
 import { fromWire, type FromWorker, type ToWorker } from '../workers/protocol.ts';
 import type { OrtWeb } from './backend.ts';
 import { withoutDecoderOption } from './decoder-graph.ts';
-import type { GpuTensor, HeldAppend, HeldCopy, HeldView, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
+import type { GpuTensor, GraphEditCounts, HeldAppend, HeldCopy, HeldView, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
 
 interface Pending {
   resolve(v: unknown): void;
@@ -139,6 +139,8 @@ class ThreadSession {
   readonly outputNames: string[];
   readonly inputMetadata: unknown[];
   readonly outputMetadata: unknown[];
+  /** What the graph edits made where the session was created did (./ort-sessions.ts). */
+  readonly edits: GraphEditCounts;
   private released = false;
   private readonly generation = generation;
 
@@ -147,36 +149,8 @@ class ThreadSession {
     this.outputNames = info.outputNames;
     this.inputMetadata = info.inputMetadata;
     this.outputMetadata = info.outputMetadata;
+    this.edits = info.edits;
     sessionsAlive++;
-  }
-
-  /** 4-bit weights this session runs as int8 (WASM: ./wasm-q4.ts). */
-  get int8From4Bit(): number {
-    return this.info.int8From4Bit;
-  }
-
-  /** MatMulNBits nodes given int8 activation kernels (native CPU: ./nbits-accuracy.ts). */
-  get int8Activations(): number {
-    return this.info.int8Activations;
-  }
-
-  /** uint8 MatMulInteger weights made int8 (native CPU with VNNI: ./int8-weights.ts). */
-  get signedWeights(): number {
-    return this.info.signedWeights;
-  }
-
-  /** Attention MatMuls that read unrepeated KV heads (./grouped-attention.ts). */
-  get groupedAttention(): number {
-    return this.info.groupedAttention;
-  }
-
-  /** `new_key_values.*` outputs added to the graph (./new-key-values.ts). */
-  get newKeyValues(): number {
-    return this.info.newKeyValues;
-  }
-  /** Rotations made one RotaryEmbedding node (./rotary-embedding.ts). */
-  get rotaryEmbeddings(): number {
-    return this.info.rotaryEmbeddings;
   }
 
   private alive(): void {

@@ -163,15 +163,9 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
     const W = floats(w, opts.dir);
     const p = `svc_g8_${i}`;
     if (!newInits.has(`${w.name}_g8`)) {
-      const { q, scale } = int8PerTensor(W);
-      newInits.set(`${w.name}_g8`, tensor(`${w.name}_g8`, w.dims, ONNX.dtype.INT8, new Uint8Array(q.buffer)));
-      newInits.set(`${w.name}_g8_scale`, tensor(`${w.name}_g8_scale`, [], ONNX.dtype.FLOAT, f32bytes([scale])));
-      newInits.set(`${w.name}_g8_zp`, tensor(`${w.name}_g8_zp`, [], ONNX.dtype.INT8, new Uint8Array([0])));
+      for (const [name, t] of int8Table(w.name, w.dims, W)) newInits.set(name, t);
     }
-    replace.set(n.index, [
-      node('Gather', [`${w.name}_g8`, n.inputs[1]], [`${p}_q`], p, '', { axis: 0 }),
-      node('DequantizeLinear', [`${p}_q`, `${w.name}_g8_scale`, `${w.name}_g8_zp`], [n.outputs[0]], `${p}_dq`),
-    ]);
+    replace.set(n.index, int8GatherNodes(p, w.name, n.inputs[1]!, n.outputs[0]!));
     dropped.add(w.name);
     await step();
   }
@@ -206,6 +200,24 @@ export async function quantizeOnnx(input: Uint8Array, target: QuantTarget, opts:
   }
   if (m.length > MAX_PROTO) throw unsupported(`the quantized graph would be ${m.length} bytes, above ONNX's 2 GiB single-file limit`);
   return { bytes: m.finish(), quantized: total };
+}
+
+/** An embedding table as int8 rows with one scale (initializers `${w}_g8`, `_g8_scale`, `_g8_zp`), by name. */
+export function int8Table(w: string, dims: number[], W: Floats): [string, WireWriter][] {
+  const { q, scale } = int8PerTensor(W);
+  return [
+    [`${w}_g8`, tensor(`${w}_g8`, dims, ONNX.dtype.INT8, new Uint8Array(q.buffer))],
+    [`${w}_g8_scale`, tensor(`${w}_g8_scale`, [], ONNX.dtype.FLOAT, f32bytes([scale]))],
+    [`${w}_g8_zp`, tensor(`${w}_g8_zp`, [], ONNX.dtype.INT8, new Uint8Array([0]))],
+  ];
+}
+
+/** Rows `indices` of the int8 table `${w}_g8`, dequantized into `output`. */
+export function int8GatherNodes(p: string, w: string, indices: string, output: string): WireWriter[] {
+  return [
+    node('Gather', [`${w}_g8`, indices], [`${p}_q`], p, '', { axis: 0 }),
+    node('DequantizeLinear', [`${p}_q`, `${w}_g8_scale`, `${w}_g8_zp`], [output], `${p}_dq`),
+  ];
 }
 
 /**
@@ -285,12 +297,17 @@ function int8PerColumn(W: Float32Array, K: number, N: number): { q: Int8Array; s
   return { q, scales };
 }
 
-function int8PerTensor(W: Float32Array): { q: Int8Array; scale: number } {
+/** Values of a float32 tensor, read in place: a Float32Array, or little-endian bytes at any alignment. */
+export type Floats = Float32Array | DataView;
+
+function int8PerTensor(W: Floats): { q: Int8Array; scale: number } {
+  const count = W instanceof DataView ? W.byteLength / 4 : W.length;
+  const at = W instanceof DataView ? (i: number) => W.getFloat32(i * 4, true) : (i: number) => W[i]!;
   let max = 0;
-  for (const v of W) max = Math.max(max, Math.abs(v));
+  for (let i = 0; i < count; i++) max = Math.max(max, Math.abs(at(i)));
   const scale = Math.fround(Math.max(max, 1e-8) / 127);
-  const q = new Int8Array(W.length);
-  for (let i = 0; i < W.length; i++) q[i] = Math.max(-127, Math.min(127, Math.round(W[i] / scale)));
+  const q = new Int8Array(count);
+  for (let i = 0; i < count; i++) q[i] = Math.max(-127, Math.min(127, Math.round(at(i) / scale)));
   return { q, scale };
 }
 

@@ -276,7 +276,9 @@ describe('loaded as a model', () => {
   test('the decoder session in the inference thread is grouped (the greedy tests in generate.test.ts run through it)', async () => {
     const m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: 'q8' });
     loaded.push(m);
-    const s = (m.model as unknown as { sessions: { model: { groupedAttention: number; rotaryEmbeddings: number } } }).sessions.model;
+    const s =
+      (m.model as unknown as { sessions: { model: { edits: { groupedAttention: number; rotaryEmbeddings: number } } } }).sessions.model
+        .edits;
     assert.equal(s.groupedAttention, 2 * layers);
     assert.equal(s.rotaryEmbeddings, 2 * layers);
   });
@@ -290,7 +292,7 @@ describe('loaded as a model', () => {
       }
       const m = await loadModel(dir, 'text-generation', { backend: 'cpu', dtype: 'fp32' });
       loaded.push(m);
-      const s = (m.model as unknown as { sessions: { model: { groupedAttention: number } } }).sessions.model;
+      const s = (m.model as unknown as { sessions: { model: { edits: { groupedAttention: number } } } }).sessions.model.edits;
       assert.equal(s.groupedAttention, 2 * layers);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -56,7 +56,7 @@ for (const v of Object.keys(VARIANTS) as Variant[]) {
     const s = await ort.InferenceSession.create(file(v), { intraOpNumThreads: 1 });
     assert.equal(s.constructor.name, 'ThreadSession');
     // where the CPU lacks VNNI the graph is used as it is (its int8 kernels could saturate on signed weights)
-    assert.equal((s as unknown as { signedWeights: number }).signedWeights, hasVnni() ? weights : 0);
+    assert.equal((s as unknown as { edits: { signedWeights: number } }).edits.signedWeights, hasVnni() ? weights : 0);
     assert.deepEqual(await logits(s), asIs.get(v));
     await s.release();
   });

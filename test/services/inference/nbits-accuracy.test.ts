@@ -44,7 +44,7 @@ const merged = async (s: Session, branch: boolean) =>
 let ort: Ort;
 
 const logits = (s: Session) => promptLogits(s as never, ort.Tensor as never);
-const int8Activations = (s: Session) => (s as unknown as { int8Activations: number }).int8Activations;
+const int8Activations = (s: Session) => (s as unknown as { edits: { int8Activations: number } }).edits.int8Activations;
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'nbits-accuracy-'));
@@ -117,7 +117,9 @@ test('a graph whose weights lie in an external data file gets the level too, its
 test('a hub-style q4 decoder loads with the level set and its decoder rewrites, and generates', async () => {
   const m = await loadModel(join(dir, 'hub'), 'text-generation', { backend: 'cpu', dtype: 'q4', threads: 1 });
   try {
-    const s = (m.model as unknown as { sessions: { model: { int8Activations: number; groupedAttention: number } } }).sessions.model;
+    const s =
+      (m.model as unknown as { sessions: { model: { edits: { int8Activations: number; groupedAttention: number } } } }).sessions.model
+        .edits;
     assert.equal(s.int8Activations, nodes);
     assert.ok(s.groupedAttention > 0, 'the decoder rewrites applied as well');
     const got = await greedyOnReferencePrompt(m.model as never, m.tf.Tensor, 8);

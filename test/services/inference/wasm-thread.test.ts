@@ -60,7 +60,9 @@ describe('tiny-llama on WASM, through the inference thread', () => {
   test("logits and greedy tokens equal torch's", async () => {
     assert.equal(m.device, 'wasm');
     // the session runs the rewritten decoder: grouped attention, RotaryEmbedding nodes (src/services/inference/decoder-graph.ts)
-    const s = (m.model as unknown as { sessions: { model: { groupedAttention: number; rotaryEmbeddings: number } } }).sessions.model;
+    const s =
+      (m.model as unknown as { sessions: { model: { edits: { groupedAttention: number; rotaryEmbeddings: number } } } }).sessions.model
+        .edits;
     assert.ok(s.groupedAttention > 0 && s.rotaryEmbeddings > 0, `${s.groupedAttention} grouped, ${s.rotaryEmbeddings} rotary`);
     const ids = REF.generate.prompt_ids;
     const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
@@ -167,8 +169,8 @@ describe('4-bit weights on WASM run as int8', () => {
     }
   });
 
-  test("tiny-llama q4: a WASM session of int8 weights, logits close to ONNX Runtime's 4-bit kernel", async () => {
-    const file = join(TINY_LLAMA, 'onnx', 'model_q4.onnx');
+  /** A q4 graph's WASM session against onnxruntime-web on the file as it is; `tables`: embedding tables made int8. */
+  const closeTo4Bit = async (file: string, tables: number) => {
     const bytes = new Uint8Array(readFileSync(file));
     const converted = nbitsToInt8(bytes)!;
     assert.ok(converted.converted > 0);
@@ -200,7 +202,8 @@ describe('4-bit weights on WASM run as int8', () => {
     const q4 = await logits(await web.InferenceSession.create(bytes), web.Tensor);
     const fp32 = await logits(await web.InferenceSession.create(join(TINY_LLAMA, 'onnx', 'model.onnx')), web.Tensor);
     const thread = await o.InferenceSession.create(file);
-    assert.ok((thread as unknown as { int8From4Bit: number }).int8From4Bit > 0, 'the session runs int8 weights');
+    assert.ok((thread as unknown as { edits: { int8From4Bit: number } }).edits.int8From4Bit > 0, 'the session runs int8 weights');
+    assert.equal((thread as unknown as { edits: { int8Embeddings: number } }).edits.int8Embeddings, tables);
     const int8 = await logits(thread, o.Tensor);
     const v = config.vocab_size;
     const cosine = (a: Float32Array, b: Float32Array, p: number) => {
@@ -215,6 +218,21 @@ describe('4-bit weights on WASM run as int8', () => {
       assert.ok(added < 0.005 && added < own / 10, `position ${p}: 1 - cosine vs 4-bit ${added}, 4-bit vs fp32 ${own}`);
     }
     await thread.release();
+  };
+
+  test("tiny-llama q4: a WASM session of int8 weights, logits close to ONNX Runtime's 4-bit kernel", async () => {
+    await closeTo4Bit(join(TINY_LLAMA, 'onnx', 'model_q4.onnx'), 0);
+  });
+
+  test('a q4 file made as the hub makes them (fp32 embedding table): the table held as int8 too, logits as close', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wasm-hub-q4-'));
+    try {
+      const file = join(dir, 'model_q4.onnx');
+      execFileSync('/usr/bin/python3', ['scripts/models/hub-q4.py', join(TINY_LLAMA, 'onnx', 'model.onnx'), file]);
+      await closeTo4Bit(file, 1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("a merged decoder's 4-bit weights, read in both branches of an If, become one int8 weight; outputs close to ONNX Runtime's 4-bit kernel", async () => {
@@ -236,7 +254,7 @@ describe('4-bit weights on WASM run as int8', () => {
       const web = (await import('onnxruntime-web')) as unknown as OrtLike;
       const reference = await web.InferenceSession.create(new Uint8Array(readFileSync(file)));
       const thread = await o.InferenceSession.create(file);
-      assert.equal((thread as unknown as { int8From4Bit: number }).int8From4Bit, 2);
+      assert.equal((thread as unknown as { edits: { int8From4Bit: number } }).edits.int8From4Bit, 2);
       const run = async (s: { run(f: never): Promise<Record<string, { data: unknown }>> }, T: OrtLike['Tensor'], branch: boolean) =>
         (await s.run({ X: new T('float32', mergedInput(), [2, MERGED_K]), C: new T('bool', Uint8Array.of(branch ? 1 : 0), []) } as never))
           .Y!

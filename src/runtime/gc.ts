@@ -1,0 +1,26 @@
+/**
+ * A full garbage collection on request. Creating a session reads a model's bytes into memory to edit its graph
+ * (hundreds of megabytes), and a thread that then sits idle keeps them until its next collection, which may
+ * not come for a long time. Bun has `Bun.gc`; Node and Deno expose V8's `gc` once the flag is set, which
+ * setting it at run time does for contexts made afterwards.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+let gc: (() => void) | undefined | null;
+
+export function collectGarbage(): void {
+  if (gc === undefined) {
+    const bun = (globalThis as { Bun?: { gc(force: boolean): void } }).Bun;
+    try {
+      if (bun) gc = () => bun.gc(true);
+      else {
+        setFlagsFromString('--expose-gc');
+        gc = runInNewContext('gc') as () => void;
+      }
+    } catch {
+      gc = null; // not offered here: the next collection comes when it comes
+    }
+  }
+  gc?.();
+}
