@@ -22,6 +22,7 @@ import {
   int64s,
   modelGraph,
   ONNX,
+  pointInto,
   str,
   type Tensor,
   tensorTypeOf,
@@ -248,23 +249,4 @@ function sweepUnused(nodes: GraphNode[], removed: Set<GraphNode>, alsoRead: Set<
       if (!removed.has(n) && n.outputs.every((o) => !o || !read.has(o))) (removed.add(n), (changed = true));
     }
   }
-}
-
-/** Inline raw data above this size is pointed at in the model's file rather than copied. */
-const EXTERNAL_MIN = 1024;
-
-/** An initializer whose inline raw data (a view into `file`) is written as external data at its offset there. */
-export function pointInto(file: Uint8Array, fields: WireField[], fileName: string): WireWriter {
-  const raw = first(fields, ONNX.tensor.rawData)?.bytes;
-  const w = new WireWriter();
-  if (!raw || raw.byteLength < EXTERNAL_MIN || raw.buffer !== file.buffer) {
-    for (const f of fields) w.field(f);
-    return w;
-  }
-  for (const f of fields) if (f.no !== ONNX.tensor.rawData) w.field(f);
-  const entry = (key: string, value: string) => new WireWriter().string(ONNX.entry.key, key).string(ONNX.entry.value, value);
-  w.message(ONNX.tensor.externalData, entry('location', fileName));
-  w.message(ONNX.tensor.externalData, entry('offset', String(raw.byteOffset - file.byteOffset)));
-  w.message(ONNX.tensor.externalData, entry('length', String(raw.byteLength)));
-  return w.varint(ONNX.tensor.dataLocation, 1);
 }

@@ -12,6 +12,7 @@
 import {
   containsBytes,
   decodeFields,
+  editedGraph,
   first,
   indexGraph,
   modelGraph,
@@ -22,7 +23,6 @@ import {
   WireWriter,
   withGraph,
 } from '../models/onnx-wire.ts';
-import { pointInto } from './decoder-graph.ts';
 
 /** The operator's name as a serialized model holds it. */
 export const MATMUL_INTEGER = new TextEncoder().encode('MatMulInteger');
@@ -100,16 +100,7 @@ export function withSignedWeights(model: Uint8Array, externalFile?: string): { b
   for (const f of graph) {
     if (f.no === ONNX.graph.output) read.add(str(first(decodeFields(f.bytes!), ONNX.valueInfo.name)?.bytes));
   }
-  const g = new WireWriter();
-  graph.forEach((f, index) => {
-    if (edited.has(index)) return void g.message(ONNX.graph.node, edited.get(index)!);
-    if (f.no !== ONNX.graph.initializer) return void g.field(f);
-    const t = decodeFields(f.bytes!);
-    const name = str(first(t, ONNX.tensor.name)?.bytes);
-    if (replaced.has(name) && !read.has(name)) return;
-    if (externalFile) g.message(ONNX.graph.initializer, pointInto(model, t, externalFile));
-    else g.field(f);
-  });
-  for (const t of added) g.message(ONNX.graph.initializer, t);
+  const drop = new Set([...replaced].filter((name) => !read.has(name)));
+  const g = editedGraph(graph, { nodes: edited, drop, added, pointAt: externalFile ? { file: model, name: externalFile } : undefined });
   return { bytes: withGraph(fields, g).finish(), weights: made.size };
 }

@@ -9,6 +9,7 @@
  */
 import {
   decodeFields,
+  editedGraph,
   first,
   type GraphNode,
   hasSubgraph,
@@ -23,7 +24,6 @@ import {
   withGraph,
 } from '../models/onnx-wire.ts';
 import { hasMatMulNBits } from './wasm-q4.ts';
-import { pointInto } from './decoder-graph.ts';
 
 /** The level that selects the int8 kernels. */
 export const INT8_ACTIVATIONS = 4;
@@ -58,13 +58,7 @@ function editGraph(
     edited.set(n.index, e.node);
     count += e.nodes;
   }
-  const g = new WireWriter();
-  graph.forEach((f, index) => {
-    if (edited.has(index)) g.message(ONNX.graph.node, edited.get(index)!);
-    else if (f.no === ONNX.graph.initializer && pointAt) {
-      g.message(ONNX.graph.initializer, pointInto(pointAt.file, decodeFields(f.bytes!), pointAt.name));
-    } else g.field(f);
-  });
+  const g = editedGraph(graph, { nodes: edited, pointAt });
   return { graph: g, nodes: count };
 }
 

@@ -11,6 +11,7 @@ import { int8GatherNodes, int8Table } from '../models/onnx-quantize.ts';
 import {
   all,
   decodeFields,
+  editedGraph,
   first,
   hasSubgraph,
   indexGraph,
@@ -59,15 +60,6 @@ export function withInt8Embeddings(model: Uint8Array): { bytes: Uint8Array; tabl
     gone.add(t.name);
   }
   if (!edited.size) return undefined;
-  const g = new WireWriter();
-  graph.forEach((f, index) => {
-    if (edited.has(index)) {
-      for (const w of edited.get(index)!) g.message(ONNX.graph.node, w);
-    } else if (f.no === ONNX.graph.initializer) {
-      const t = decodeFields(f.bytes!);
-      if (!gone.has(str(first(t, ONNX.tensor.name)?.bytes))) g.field(f);
-    } else g.field(f);
-  });
-  for (const t of added) g.message(ONNX.graph.initializer, t);
+  const g = editedGraph(graph, { nodes: edited, drop: gone, added });
   return { bytes: withGraph(fields, g).finish(), tables: edited.size };
 }

@@ -14,13 +14,13 @@ import { f32bytes, int8MatMulNodes } from '../models/onnx-quantize.ts';
 import {
   containsBytes,
   decodeFields,
+  editedGraph,
   first,
   type GraphNode,
   indexGraph,
   intAttr,
   modelGraph,
   ONNX,
-  str,
   type Tensor,
   tensor,
   type WireField,
@@ -168,33 +168,30 @@ function convertNode(n: GraphNode, scope: Scope, plan: Plan, key: string): WireW
 
 /** The graph written with the plan's replacements, its 4-bit weights that nothing reads left out. */
 function writeGraph(tree: GraphTree, plan: Plan, path: string): WireWriter {
-  const g = new WireWriter();
+  const nodes = new Map<number, WireWriter | WireWriter[]>();
   tree.fields.forEach((f, index) => {
-    const key = `${path}/${index}`;
-    if (f.no === ONNX.graph.node && plan.replace.has(key)) {
-      for (const r of plan.replace.get(key)!) g.message(ONNX.graph.node, r);
-    } else if (f.no === ONNX.graph.node && tree.subs.has(index)) {
-      const at = tree.subs.get(index)!;
-      const w = new WireWriter();
-      decodeFields(f.bytes!).forEach((nf, a) => {
-        if (!at.has(a)) return void w.field(nf);
-        const subs = at.get(a)!;
-        const attr = new WireWriter();
-        let k = 0;
-        for (const x of decodeFields(nf.bytes!)) {
-          if (x.no === ONNX.attr.g || x.no === ONNX.attr.graphs) attr.message(x.no, writeGraph(subs[k]!, plan, `${key}.${a}.${k++}`));
-          else attr.field(x);
-        }
-        w.message(ONNX.node.attribute, attr);
-      });
-      g.message(ONNX.graph.node, w);
-    } else if (f.no === ONNX.graph.initializer) {
-      const name = str(first(decodeFields(f.bytes!), ONNX.tensor.name)?.bytes);
-      if (!plan.replaced.has(name) || plan.read.has(name)) g.field(f);
-    } else g.field(f);
+    const replaced = plan.replace.get(`${path}/${index}`);
+    if (replaced) nodes.set(index, replaced);
+    else if (tree.subs.has(index)) nodes.set(index, withSubgraphs(f, tree.subs.get(index)!, plan, `${path}/${index}`));
   });
-  for (const t of plan.added.get(path) ?? []) g.message(ONNX.graph.initializer, t);
-  return g;
+  const drop = new Set([...plan.replaced].filter((name) => !plan.read.has(name)));
+  return editedGraph(tree.fields, { nodes, drop, added: plan.added.get(path) });
+}
+
+/** A node with the subgraphs its attributes hold written again. */
+function withSubgraphs(node: WireField, at: Map<number, GraphTree[]>, plan: Plan, key: string): WireWriter {
+  const w = new WireWriter();
+  decodeFields(node.bytes!).forEach((nf, a) => {
+    if (!at.has(a)) return void w.field(nf);
+    const attr = new WireWriter();
+    let k = 0;
+    for (const x of decodeFields(nf.bytes!)) {
+      if (x.no === ONNX.attr.g || x.no === ONNX.attr.graphs) attr.message(x.no, writeGraph(at.get(a)![k]!, plan, `${key}.${a}.${k++}`));
+      else attr.field(x);
+    }
+    w.message(ONNX.node.attribute, attr);
+  });
+  return w;
 }
 
 function addNode(name: string, x: string, bias: string, output: string): WireWriter {
