@@ -157,7 +157,7 @@ function readingPaths(ort: typeof import('onnxruntime-web')): typeof import('onn
     const opts = withoutDecoderOption(optsIn);
     const onGpu = providers(opts).includes('webgpu');
     // its own decode loop is transformers.js' here: no outputs for the batch decoder
-    const bytes = (onGpu && decoder && rewriteDecoder(graph, decoder, undefined, { newKeyValues: false })?.bytes) || graph;
+    const bytes = (onGpu && decoder && rewriteDecoder(graph, decoder, { newKeyValues: false })?.bytes) || graph;
     const cache = onGpu && !opts.preferredOutputLocation ? graphOutputNames(bytes).filter((n) => n.startsWith('present')) : [];
     const preferredOutputLocation = cache.length ? Object.fromEntries(cache.map((n) => [n, 'gpu-buffer'])) : opts.preferredOutputLocation;
     // deno-lint-ignore no-explicit-any

@@ -22,7 +22,6 @@ import {
   int64s,
   modelGraph,
   ONNX,
-  pointInto,
   str,
   type Tensor,
   tensorTypeOf,
@@ -97,16 +96,10 @@ export function onlyUse(g: GraphEdit, name: string): GraphNode | undefined {
   return c?.length === 1 && !g.outputs.has(name) ? c[0] : undefined;
 }
 
-/**
- * The rewritten decoder, or undefined when no edit applied. With `externalFile` (the model's own file name,
- * `model` being that file's bytes), initializers stored inline are written as external data pointing into
- * that file instead of being copied: the result is a small graph that ONNX Runtime loads with its weights
- * read from the original file.
- */
+/** The rewritten decoder, or undefined when no edit applied. */
 export function rewriteDecoder(
   model: Uint8Array,
   shape: DecoderShape,
-  externalFile?: string,
   opts: { newKeyValues?: boolean } = {},
 ): { bytes: Uint8Array; grouped: number; newKeyValues: number; rotary: number; externalFiles: string[] } | undefined {
   if (!containsBytes(model, new TextEncoder().encode('past_key_values.'))) return undefined;
@@ -158,8 +151,6 @@ export function rewriteDecoder(
     if (f.no === ONNX.graph.node) {
       for (const r of g.replace.get(index) ?? []) w.message(ONNX.graph.node, r);
       if (!gone.has(index)) w.field(f);
-    } else if (f.no === ONNX.graph.initializer && externalFile) {
-      w.message(ONNX.graph.initializer, pointInto(model, decodeFields(f.bytes!), externalFile));
     } else w.field(f);
   });
   for (const n of g.appended) w.message(ONNX.graph.node, n);

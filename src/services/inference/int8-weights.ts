@@ -6,8 +6,8 @@
  * (BENCHMARKS.md, "8-bit files with unsigned weights"). A weight and its zero point moved down by 128 give
  * the same differences, so where a CPU session is created on such a CPU, each `MatMulInteger`'s uint8
  * weight and zero point become int8 ones: the same integers are multiplied, the results are identical.
- * `ConvInteger` keeps its uint8 weights (its CPU kernel takes no others), and so does a weight stored
- * outside the file or read by anything else.
+ * `ConvInteger` keeps its uint8 weights (its CPU kernel takes no others), and so does a weight read by
+ * anything else.
  */
 import {
   containsBytes,
@@ -15,6 +15,7 @@ import {
   editedGraph,
   first,
   indexGraph,
+  isExternal,
   modelGraph,
   ONNX,
   str,
@@ -25,11 +26,15 @@ import {
 } from '../models/onnx-wire.ts';
 
 /** The operator's name as a serialized model holds it. */
-export const MATMUL_INTEGER = new TextEncoder().encode('MatMulInteger');
+const MATMUL_INTEGER = new TextEncoder().encode('MatMulInteger');
 
-/** A uint8 initializer's values (raw data, or the int32 field small tensors use), when stored in the file. */
-function uint8Values(t: Tensor | undefined): Uint8Array | undefined {
+/** Reads an initializer's external data (from the files beside the model). */
+export type ExternalReader = (t: Tensor) => Uint8Array | undefined;
+
+/** A uint8 initializer's values: raw data, the int32 field small tensors use, or its external data. */
+function uint8Values(t: Tensor | undefined, external?: ExternalReader): Uint8Array | undefined {
   if (t?.dataType !== ONNX.dtype.UINT8) return undefined;
+  if (isExternal(t)) return external?.(t);
   const raw = first(t.fields, ONNX.tensor.rawData)?.bytes;
   if (raw) return raw;
   const packed = first(t.fields, ONNX.tensor.int32Data);
@@ -58,10 +63,9 @@ function signed(u: Uint8Array): Uint8Array {
 
 /**
  * The model with the uint8 weights of its main graph's `MatMulInteger` nodes made int8, or undefined when
- * there is none. With `externalFile` (the model's own file name, `model` being that file's bytes), the other
- * initializers stored inline are written as external data pointing into that file instead of being copied.
+ * there is none. Weights stored as external data are read through `external`; without it they stay uint8.
  */
-export function withSignedWeights(model: Uint8Array, externalFile?: string): { bytes: Uint8Array; weights: number } | undefined {
+export function withSignedWeights(model: Uint8Array, external?: ExternalReader): { bytes: Uint8Array; weights: number } | undefined {
   if (!containsBytes(model, MATMUL_INTEGER)) return undefined;
   const parsed = modelGraph(model);
   if (!parsed) return undefined;
@@ -74,8 +78,8 @@ export function withSignedWeights(model: Uint8Array, externalFile?: string): { b
   const read = new Set<string>();
   for (const n of nodes) {
     const [a, b = '', aZero = '', bZero = ''] = n.inputs;
-    const w = n.opType === 'MatMulInteger' && !n.domain ? uint8Values(inits.get(b)) : undefined;
-    const z = bZero ? uint8Values(inits.get(bZero)) : new Uint8Array(1); // absent: 0
+    const w = n.opType === 'MatMulInteger' && !n.domain ? uint8Values(inits.get(b), external) : undefined;
+    const z = bZero ? uint8Values(inits.get(bZero), external) : new Uint8Array(1); // absent: 0
     if (!w || !z) {
       for (const i of n.inputs) read.add(i);
       continue;
@@ -101,6 +105,6 @@ export function withSignedWeights(model: Uint8Array, externalFile?: string): { b
     if (f.no === ONNX.graph.output) read.add(str(first(decodeFields(f.bytes!), ONNX.valueInfo.name)?.bytes));
   }
   const drop = new Set([...replaced].filter((name) => !read.has(name)));
-  const g = editedGraph(graph, { nodes: edited, drop, added, pointAt: externalFile ? { file: model, name: externalFile } : undefined });
+  const g = editedGraph(graph, { nodes: edited, drop, added });
   return { bytes: withGraph(fields, g).finish(), weights: made.size };
 }

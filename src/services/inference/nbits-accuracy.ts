@@ -30,24 +30,18 @@ export const INT8_ACTIVATIONS = 4;
 
 /**
  * The model with every unset `accuracy_level` of a fp32 `MatMulNBits` set to 4 (in subgraphs too: merged
- * decoders keep their layers in the branches of an `If`), or undefined when there is none. With
- * `externalFile` (the model's own file name, `model` being that file's bytes), the main graph's initializers
- * stored inline are written as external data pointing into that file instead of being copied.
+ * decoders keep their layers in the branches of an `If`), or undefined when there is none.
  */
-export function withInt8Activations(model: Uint8Array, externalFile?: string): { bytes: Uint8Array; nodes: number } | undefined {
+export function withInt8Activations(model: Uint8Array): { bytes: Uint8Array; nodes: number } | undefined {
   if (!hasMatMulNBits(model)) return undefined;
   const parsed = modelGraph(model);
   if (!parsed) return undefined;
-  const edit = editGraph(parsed.graph, new Map(), externalFile ? { file: model, name: externalFile } : undefined);
+  const edit = editGraph(parsed.graph, new Map());
   return edit.nodes ? { bytes: withGraph(parsed.fields, edit.graph).finish(), nodes: edit.nodes } : undefined;
 }
 
 /** A graph with its nodes edited; `outer` holds the initializers of the graphs around it. */
-function editGraph(
-  graph: WireField[],
-  outer: Map<string, Tensor>,
-  pointAt?: { file: Uint8Array; name: string },
-): { graph: WireWriter; nodes: number } {
+function editGraph(graph: WireField[], outer: Map<string, Tensor>): { graph: WireWriter; nodes: number } {
   const { inits, nodes } = indexGraph(graph);
   const scope = new Map([...outer, ...inits]);
   const edited = new Map<number, WireWriter>();
@@ -58,7 +52,7 @@ function editGraph(
     edited.set(n.index, e.node);
     count += e.nodes;
   }
-  const g = editedGraph(graph, { nodes: edited, pointAt });
+  const g = editedGraph(graph, { nodes: edited });
   return { graph: g, nodes: count };
 }
 

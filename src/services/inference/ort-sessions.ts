@@ -6,19 +6,20 @@
  * calls, so they are used from one dedicated thread only.
  */
 import { existsSync, realpathSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { OpContext } from '../workers/serve-operations.ts';
 import { configureOrtWeb, type OrtPackage, type OrtWeb } from './backend.ts';
 import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
-import { bytes, type ExternalData, fileContains, modelWithExternalData } from './external-data.ts';
+import { type ExternalData, modelWithExternalData } from './external-data.ts';
 import { withInt8Activations } from './nbits-accuracy.ts';
-import { MATMUL_INTEGER, withSignedWeights } from './int8-weights.ts';
+import { withSignedWeights } from './int8-weights.ts';
 import { withInt8Embeddings } from './q4-embeddings.ts';
 import { hasVnni } from '../../runtime/cpu.ts';
 import { collectGarbage } from '../../runtime/gc.ts';
 import { providers } from './ort-thread.ts';
 import { externalFilesOf } from '../models/onnx-wire.ts';
-import { MATMUL_NBITS, nbitsToInt8 } from './wasm-q4.ts';
+import { externalBytes, graphOfFile } from '../models/onnx-file.ts';
+import { nbitsToInt8 } from './wasm-q4.ts';
 import { importOnnxruntimeNode } from './onnxruntime-node.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
@@ -93,6 +94,8 @@ export interface GraphEditCounts {
   newKeyValues: number;
   /** Rotations made one RotaryEmbedding node (./rotary-embedding.ts). */
   rotaryEmbeddings: number;
+  /** Inline weights of the model's file that ONNX Runtime reads there rather than from the graph (native: ../models/onnx-file.ts). */
+  weightsInFile: number;
 }
 
 export interface SessionInfo {
@@ -139,12 +142,16 @@ interface Edits {
   activations?: ReturnType<typeof withInt8Activations>;
   signed?: ReturnType<typeof withSignedWeights>;
   embeddings?: ReturnType<typeof withInt8Embeddings>;
+  /** Inline weights pointed at in the model's file. */
+  inFile?: number;
 }
 
 /**
- * onnxruntime-node: the edited graph (undefined: the model is used as it is), the folder its external data
- * is read from, and the edits. With a model path, the edited graph points at the weights in that file,
- * which ONNX Runtime reads itself.
+ * onnxruntime-node: the graph to load (undefined: the model's path, as it is), the folder its external data
+ * is read from, and the edits. With a model path, only the file's graph is read, its weights pointed at where
+ * they lie in it (../models/onnx-file.ts); edited or not, that graph is what ONNX Runtime loads when it
+ * points at any: ONNX Runtime then reads the weights from the file itself, and holds less than when it
+ * parses them inline (BENCHMARKS.md, "4-bit files from the hub: memory").
  */
 function nativeGraph(
   model: string | Uint8Array,
@@ -155,21 +162,17 @@ function nativeGraph(
   // mirrored work directory) is pointed at where it really is
   const file = typeof model === 'string' ? realpathSync(model) : undefined;
   const onCpu = providers(options).every((e) => e === 'cpu');
-  // uint8 weights made int8 where that is exact and faster (./int8-weights.ts): x64 with VNNI
-  const signedWeights = onCpu && hasVnni();
-  const cpuEdits = [...(onCpu ? [MATMUL_NBITS] : []), ...(signedWeights ? [MATMUL_INTEGER] : [])];
-  // the graph is read here only when an edit may apply to it
-  const graph = !file ? model as Uint8Array : decoder || (cpuEdits.length && fileContains(file, cpuEdits)) ? bytes(file) : undefined;
-  if (!graph) return { edits: {} };
-  const name = file && basename(file);
+  const read = file ? graphOfFile(file) : { bytes: model as Uint8Array, pointed: 0 };
+  if (!read) return { edits: {} };
+  const graph = read.bytes;
   const edits: Edits = {};
-  // first the edit that reads weights, while they are still inline
-  edits.signed = signedWeights ? withSignedWeights(graph, name) : undefined;
+  // uint8 weights made int8 where that is exact and faster (./int8-weights.ts): x64 with VNNI
+  edits.signed = onCpu && hasVnni() ? withSignedWeights(graph, file ? (t) => externalBytes(file, t) : undefined) : undefined;
   const source = edits.signed?.bytes ?? graph;
-  const sourceName = edits.signed ? undefined : name;
-  if (decoder) edits.rewritten = rewriteDecoder(source, decoder, sourceName);
-  if (onCpu) edits.activations = withInt8Activations(edits.rewritten?.bytes ?? source, edits.rewritten ? undefined : sourceName);
-  const edited = edits.activations?.bytes ?? edits.rewritten?.bytes ?? edits.signed?.bytes;
+  if (decoder) edits.rewritten = rewriteDecoder(source, decoder);
+  if (onCpu) edits.activations = withInt8Activations(edits.rewritten?.bytes ?? source);
+  const edited = edits.activations?.bytes ?? edits.rewritten?.bytes ?? edits.signed?.bytes ?? (read.pointed ? graph : undefined);
+  edits.inFile = edited ? read.pointed : 0;
   const folder = file && dirname(file);
   // if the other data files are not beside it, the model loads as it is
   if (edited && folder && externalFilesOf(edited).some((f) => !existsSync(join(folder, f)))) return { edits: {} };
@@ -232,6 +235,7 @@ async function create(
       groupedAttention: edits.rewritten?.grouped ?? 0,
       newKeyValues: edits.rewritten?.newKeyValues ?? 0,
       rotaryEmbeddings: edits.rewritten?.rotary ?? 0,
+      weightsInFile: edits.inFile ?? 0,
     },
   };
 }

@@ -29,7 +29,7 @@ import {
 } from '../models/onnx-wire.ts';
 
 /** The operator's name as a serialized model holds it. */
-export const MATMUL_NBITS = new TextEncoder().encode('MatMulNBits');
+const MATMUL_NBITS = new TextEncoder().encode('MatMulNBits');
 /** Whether the serialized model mentions MatMulNBits at all (cheap check before parsing it). */
 export const hasMatMulNBits = (model: Uint8Array): boolean => containsBytes(model, MATMUL_NBITS);
 

@@ -194,22 +194,14 @@ export interface GraphNode {
   domain: string;
 }
 
-/** Inline raw data above this size is pointed at in the model's file rather than copied. */
-const EXTERNAL_MIN = 1024;
-
-/** An initializer whose inline raw data (a view into `file`) is written as external data at its offset there. */
-export function pointInto(file: Uint8Array, fields: WireField[], fileName: string): WireWriter {
-  const raw = first(fields, ONNX.tensor.rawData)?.bytes;
+/** A TensorProto (its fields but raw data) whose data lies in `fileName` at `offset`, `length` bytes. */
+export function externalTensor(fields: WireField[], fileName: string, offset: number, length: number): WireWriter {
   const w = new WireWriter();
-  if (!raw || raw.byteLength < EXTERNAL_MIN || raw.buffer !== file.buffer) {
-    for (const f of fields) w.field(f);
-    return w;
-  }
   for (const f of fields) if (f.no !== ONNX.tensor.rawData) w.field(f);
   const entry = (key: string, value: string) => new WireWriter().string(ONNX.entry.key, key).string(ONNX.entry.value, value);
   w.message(ONNX.tensor.externalData, entry('location', fileName));
-  w.message(ONNX.tensor.externalData, entry('offset', String(raw.byteOffset - file.byteOffset)));
-  w.message(ONNX.tensor.externalData, entry('length', String(raw.byteLength)));
+  w.message(ONNX.tensor.externalData, entry('offset', String(offset)));
+  w.message(ONNX.tensor.externalData, entry('length', String(length)));
   return w.varint(ONNX.tensor.dataLocation, 1);
 }
 
@@ -221,8 +213,6 @@ export interface GraphFieldEdits {
   drop?: Set<string>;
   /** Initializers written after the others. */
   added?: WireWriter[];
-  /** The model's own bytes and file name: inline initializers kept are pointed at there instead of copied. */
-  pointAt?: { file: Uint8Array; name: string };
 }
 
 /** A graph's fields written back with `edits`; everything else byte for byte. */
@@ -232,11 +222,8 @@ export function editedGraph(graph: WireField[], edits: GraphFieldEdits): WireWri
     const nodes = edits.nodes?.get(index);
     if (nodes) {
       for (const n of [nodes].flat()) g.message(ONNX.graph.node, n);
-    } else if (f.no === ONNX.graph.initializer && (edits.drop?.size || edits.pointAt)) {
-      const t = decodeFields(f.bytes!);
-      if (edits.drop?.has(str(first(t, ONNX.tensor.name)?.bytes))) return;
-      if (edits.pointAt) g.message(ONNX.graph.initializer, pointInto(edits.pointAt.file, t, edits.pointAt.name));
-      else g.field(f);
+    } else if (f.no === ONNX.graph.initializer && edits.drop?.size) {
+      if (!edits.drop.has(str(first(decodeFields(f.bytes!), ONNX.tensor.name)?.bytes))) g.field(f);
     } else g.field(f);
   });
   for (const t of edits.added ?? []) g.message(ONNX.graph.initializer, t);

@@ -7,12 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { initBackend } from '../../../src/services/inference/backend.ts';
-import { fileContains } from '../../../src/services/inference/external-data.ts';
 import { loadModel } from '../../../src/services/inference/load.ts';
 import { importOnnxruntimeNode } from '../../../src/services/inference/onnxruntime-node.ts';
 import { mergedInput, writeMergedNbitsModel } from '../../support/merged-nbits-model.ts';
@@ -127,16 +126,4 @@ test('a hub-style q4 decoder loads with the level set and its decoder rewrites, 
   } finally {
     await m.dispose();
   }
-});
-
-test('fileContains finds a name across the seam of two reads, and says no when it is absent', () => {
-  const f = join(dir, 'seam.bin');
-  const bytes = new Uint8Array(100).fill(7);
-  bytes.set(new TextEncoder().encode('MatMulNBits'), 60); // spans the reads at 64
-  writeFileSync(f, bytes);
-  const needle = new TextEncoder().encode('MatMulNBits');
-  assert.equal(fileContains(f, [needle], 64), true);
-  assert.equal(fileContains(f, [needle], 7), true);
-  assert.equal(fileContains(f, [new TextEncoder().encode('MatMulNBitz')], 64), false);
-  assert.equal(fileContains(f, [needle], 1 << 20), true);
 });
