@@ -18,7 +18,7 @@ import { hasVnni } from '../../runtime/cpu.ts';
 import { collectGarbage } from '../../runtime/gc.ts';
 import { providers } from './ort-thread.ts';
 import { externalFilesOf } from '../models/onnx-wire.ts';
-import { externalBytes, graphOfFile } from '../models/onnx-file.ts';
+import { externalBytes, graphOfBytes, graphOfFile } from '../models/onnx-file.ts';
 import { nbitsToInt8 } from './wasm-q4.ts';
 import { importOnnxruntimeNode } from './onnxruntime-node.ts';
 
@@ -94,7 +94,10 @@ export interface GraphEditCounts {
   newKeyValues: number;
   /** Rotations made one RotaryEmbedding node (./rotary-embedding.ts). */
   rotaryEmbeddings: number;
-  /** Inline weights of the model's file that ONNX Runtime reads there rather than from the graph (native: ../models/onnx-file.ts). */
+  /**
+   * Inline weights ONNX Runtime reads as external data rather than from the graph (../models/onnx-file.ts):
+   * natively from the model's file, on WASM from the model's bytes.
+   */
   weightsInFile: number;
 }
 
@@ -134,6 +137,9 @@ function runtime(init: OrtThreadInit): Promise<OrtWeb> {
     ? importOnnxruntimeNode() as unknown as Promise<OrtWeb>
     : import('onnxruntime-web').then((m) => configureOrtWeb(m as unknown as OrtWeb, init));
 }
+
+/** The name a WASM model's own weights are handed over as (a data file made of the model's bytes). */
+const INLINE_WEIGHTS = 'svc-inline-weights.bin';
 
 /** The graph edits made where a session is created, for its SessionInfo. */
 interface Edits {
@@ -214,7 +220,14 @@ async function create(
     const { graph, externalData } = modelWithExternalData(model, options.externalData);
     const web = webGraph(graph, decoder);
     edits = web.edits;
-    session = await o.InferenceSession.create(web.data, { ...options, ...(externalData ? { externalData } : {}) } as never);
+    // the weights handed over as a data file in the same bytes, copied once into onnxruntime-web's memory
+    const split = graphOfBytes(web.data, INLINE_WEIGHTS);
+    const files = [...(externalData ?? []), ...(split?.pointed ? [{ path: INLINE_WEIGHTS, data: web.data }] : [])];
+    edits.inFile = split?.pointed ?? 0;
+    session = await o.InferenceSession.create(split?.pointed ? split.bytes : web.data, {
+      ...options,
+      ...(files.length ? { externalData: files } : {}),
+    } as never);
   }
   // the model's bytes and the graphs made from them are garbage now: freed before the thread goes idle
   collectGarbage();

@@ -26,14 +26,21 @@ const EXTERNAL_MIN = 1024;
 /** Bytes read ahead for small reads. */
 const WINDOW = 1 << 20;
 
+/** Bytes of a serialized model, read at positions: a file's or a buffer's. */
+interface Source {
+  size: number;
+  /** `length` bytes at `pos`, valid until the model written from them is finished. */
+  read(pos: number, length: number): Uint8Array;
+}
+
 /** Positioned reads of one open file; small ones served from a window read ahead (a graph is many small fields). */
-class FileBytes {
+class FileSource implements Source {
   #window: Uint8Array = new Uint8Array(0);
   #at = 0;
 
   constructor(readonly fd: number, readonly size: number) {}
 
-  /** `length` bytes at `pos`, a copy of its own. */
+  /** A copy of its own: the window is reused. */
   read(pos: number, length: number): Uint8Array {
     if (pos + length > this.size) throw new Error(`truncated model file: ${length} bytes wanted at ${pos}, the file has ${this.size}`);
     if (length > WINDOW / 4) return this.#direct(pos, length);
@@ -53,72 +60,99 @@ class FileBytes {
     }
     return out;
   }
+}
 
-  varint(pos: number): [bigint, number] {
-    const head = this.read(pos, Math.min(10, this.size - pos));
-    const [v, used] = readVarint(head, 0);
-    return [v, pos + used];
-  }
+/** A model in memory: views, no copies. */
+function memorySource(bytes: Uint8Array): Source {
+  return {
+    size: bytes.length,
+    read(pos, length) {
+      if (pos + length > bytes.length) throw new Error(`truncated model: ${length} bytes wanted at ${pos}, it has ${bytes.length}`);
+      return bytes.subarray(pos, pos + length);
+    },
+  };
+}
 
-  /** The field at `pos`: its number, wire type, where its payload starts and ends. */
-  field(pos: number): { no: number; wt: number; start: number; end: number } {
-    const [key, p] = this.varint(pos);
-    const no = Number(key >> 3n), wt = Number(key & 7n);
-    if (wt === 0) return { no, wt, start: p, end: this.varint(p)[1] };
-    if (wt === 1 || wt === 5) return { no, wt, start: p, end: p + (wt === 1 ? 8 : 4) };
-    if (wt !== 2) throw new Error(`unsupported wire type ${wt}`);
-    const [len, start] = this.varint(p);
-    const end = start + Number(len);
-    if (end > this.size) throw new Error('truncated length-delimited field');
-    return { no, wt, start, end };
-  }
+function varintAt(src: Source, pos: number): [bigint, number] {
+  const [v, used] = readVarint(src.read(pos, Math.min(10, src.size - pos)), 0);
+  return [v, pos + used];
+}
+
+/** The field at `pos`: its number, wire type, where its payload starts and ends. */
+function fieldAt(src: Source, pos: number): { no: number; wt: number; start: number; end: number } {
+  const [key, p] = varintAt(src, pos);
+  const no = Number(key >> 3n), wt = Number(key & 7n);
+  if (wt === 0) return { no, wt, start: p, end: varintAt(src, p)[1] };
+  if (wt === 1 || wt === 5) return { no, wt, start: p, end: p + (wt === 1 ? 8 : 4) };
+  if (wt !== 2) throw new Error(`unsupported wire type ${wt}`);
+  const [len, start] = varintAt(src, p);
+  const end = start + Number(len);
+  if (end > src.size) throw new Error('truncated length-delimited field');
+  return { no, wt, start, end };
+}
+
+/** A graph without its weights and how many weights it points at. */
+export interface PointedGraph {
+  bytes: Uint8Array;
+  pointed: number;
 }
 
 /**
  * The model at `path` with its inline weights pointed at where they lie in that file (named `name`, relative
- * to the model's folder), read without those weights, and how many it pointed at; undefined when it has no
- * graph.
+ * to the model's folder), read without those weights; undefined when it has no graph.
  */
-export function graphOfFile(path: string, name = basename(path)): { bytes: Uint8Array; pointed: number } | undefined {
+export function graphOfFile(path: string, name = basename(path)): PointedGraph | undefined {
   const fd = openSync(path, 'r');
   try {
-    const file = new FileBytes(fd, fstatSync(fd).size);
-    const model = new WireWriter();
-    const counted = { pointed: 0 };
-    let graph = false;
-    for (let pos = 0; pos < file.size;) {
-      const f = file.field(pos);
-      if (f.no === ONNX.model.graph && f.wt === 2) {
-        const g = new WireWriter();
-        for (let at = f.start; at < f.end;) at = graphField(file, g, at, name, counted);
-        model.message(ONNX.model.graph, g);
-        graph = true;
-      } else model.field(decodeFields(file.read(pos, f.end - pos))[0]!);
-      pos = f.end;
-    }
-    return graph ? { bytes: model.finish(), pointed: counted.pointed } : undefined;
+    return pointAtWeights(new FileSource(fd, fstatSync(fd).size), name);
   } finally {
     closeSync(fd);
   }
 }
 
+/**
+ * The same for a model in memory: its weights pointed at in those same bytes, to be handed over as an
+ * external data file named `name`. onnxruntime-web copies each weight from there once; parsing them inline,
+ * it held the model several times over in its memory, which never shrinks.
+ */
+export function graphOfBytes(model: Uint8Array, name: string): PointedGraph | undefined {
+  return pointAtWeights(memorySource(model), name);
+}
+
+function pointAtWeights(src: Source, name: string): PointedGraph | undefined {
+  const model = new WireWriter();
+  const counted = { pointed: 0 };
+  let graph = false;
+  for (let pos = 0; pos < src.size;) {
+    const f = fieldAt(src, pos);
+    if (f.no === ONNX.model.graph && f.wt === 2) {
+      const g = new WireWriter();
+      for (let at = f.start; at < f.end;) at = graphField(src, g, at, name, counted);
+      model.message(ONNX.model.graph, g);
+      graph = true;
+    } else model.field(decodeFields(src.read(pos, f.end - pos))[0]!);
+    pos = f.end;
+  }
+  return graph ? { bytes: model.finish(), pointed: counted.pointed } : undefined;
+}
+
 /** One field of the graph: an initializer walked, anything else copied. Returns the next position. */
-function graphField(file: FileBytes, g: WireWriter, pos: number, name: string, counted: { pointed: number }): number {
-  const f = file.field(pos);
+function graphField(src: Source, g: WireWriter, pos: number, name: string, counted: { pointed: number }): number {
+  const f = fieldAt(src, pos);
   if (f.no === ONNX.graph.initializer && f.wt === 2) {
-    g.message(ONNX.graph.initializer, initializer(file, f.start, f.end, name, counted));
-  } else g.field(decodeFields(file.read(pos, f.end - pos))[0]!);
+    g.message(ONNX.graph.initializer, initializer(src, f.start, f.end, name, counted));
+  } else g.field(decodeFields(src.read(pos, f.end - pos))[0]!);
   return f.end;
 }
 
 /** A TensorProto whose raw data, where not tiny, stays in the file. */
-function initializer(file: FileBytes, start: number, end: number, name: string, counted: { pointed: number }): WireWriter {
+function initializer(src: Source, start: number, end: number, name: string, counted: { pointed: number }): WireWriter {
   const fields: WireField[] = [];
   let raw: { offset: number; length: number } | undefined;
   for (let pos = start; pos < end;) {
-    const f = file.field(pos);
+    const f = fieldAt(src, pos);
     if (f.no === ONNX.tensor.rawData && f.wt === 2 && f.end - f.start >= EXTERNAL_MIN) raw = { offset: f.start, length: f.end - f.start };
-    else fields.push(decodeFields(file.read(pos, f.end - pos))[0]!);
+    else fields.push(decodeFields(src.read(pos, f.end - pos))[0]!);
     pos = f.end;
   }
   if (!raw) {
@@ -141,7 +175,7 @@ export function externalBytes(modelPath: string, t: Tensor): Uint8Array | undefi
   const offset = Number(e.get('offset') ?? 0), length = e.get('length');
   const fd = openSync(join(dirname(modelPath), location), 'r');
   try {
-    const file = new FileBytes(fd, fstatSync(fd).size);
+    const file = new FileSource(fd, fstatSync(fd).size);
     return file.read(offset, length === undefined ? file.size - offset : Number(length));
   } finally {
     closeSync(fd);

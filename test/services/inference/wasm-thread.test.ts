@@ -59,11 +59,13 @@ describe('tiny-llama on WASM, through the inference thread', () => {
 
   test("logits and greedy tokens equal torch's", async () => {
     assert.equal(m.device, 'wasm');
-    // the session runs the rewritten decoder: grouped attention, RotaryEmbedding nodes (src/services/inference/decoder-graph.ts)
-    const s =
-      (m.model as unknown as { sessions: { model: { edits: { groupedAttention: number; rotaryEmbeddings: number } } } }).sessions.model
-        .edits;
+    // the session runs the rewritten decoder: grouped attention, RotaryEmbedding nodes (src/services/inference/decoder-graph.ts),
+    // its weights handed over as external data in the model's own bytes (src/services/models/onnx-file.ts)
+    const s = (m.model as unknown as {
+      sessions: { model: { edits: { groupedAttention: number; rotaryEmbeddings: number; weightsInFile: number } } };
+    }).sessions.model.edits;
     assert.ok(s.groupedAttention > 0 && s.rotaryEmbeddings > 0, `${s.groupedAttention} grouped, ${s.rotaryEmbeddings} rotary`);
+    assert.ok(s.weightsInFile > 0);
     const ids = REF.generate.prompt_ids;
     const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
     const out = await (m.model as unknown as (i: object) => Promise<{ logits: { dims: number[]; data: Float32Array } }>)({

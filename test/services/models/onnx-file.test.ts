@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import * as ort from 'onnxruntime-node';
-import { externalBytes, graphOfFile } from '../../../src/services/models/onnx-file.ts';
+import { externalBytes, graphOfBytes, graphOfFile } from '../../../src/services/models/onnx-file.ts';
 import { decodeFields, externalTensor, first, indexGraph, ONNX } from '../../../src/services/models/onnx-wire.ts';
 import { initBackend } from '../../../src/services/inference/backend.ts';
 import { TINY_LLAMA } from '../inference/fixtures.ts';
@@ -52,6 +52,8 @@ for (const file of ['model.onnx', 'model_quantized.onnx', 'model_q4.onnx']) {
     // every raw payload of 1 KiB or more stays in the file; the graph keeps only the small ones
     assert.ok(judged.big > 0 && judged.external === judged.big && judged.inline_big === 0, JSON.stringify(judged));
     assert.equal(pointed, judged.big);
+    // in memory, the weights are pointed at the same offsets of the same bytes (the WASM path hands them over so)
+    assert.deepEqual(graphOfBytes(new Uint8Array(readFileSync(original)), file)!.bytes, graph);
     assert.ok(graph.length < statSync(original).size - judged.big * 1024, `${graph.length} bytes of ${statSync(original).size}`);
     assert.deepEqual({ ...judged, initializers: undefined, big: undefined, external: undefined, inline_big: undefined }, {
       initializers: undefined,
