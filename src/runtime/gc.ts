@@ -1,7 +1,7 @@
 /**
- * A full garbage collection on request. Creating a session reads a model's bytes into memory to edit its graph
- * (hundreds of megabytes), and a thread that then sits idle keeps them until its next collection, which may
- * not come for a long time. Bun has `Bun.gc`; Node and Deno expose V8's `gc` once the flag is set, which
+ * A full garbage collection on request. Creating a session leaves hundreds of megabytes of garbage (on WASM
+ * the model's bytes and their edited copies; natively the weights an edit converted), and a thread that then
+ * sits idle keeps them until its next collection, which may not come for a long time. Bun has `Bun.gc`; Node and Deno expose V8's `gc` once the flag is set, which
  * setting it at run time does for contexts made afterwards.
  */
 import { setFlagsFromString } from 'node:v8';

@@ -14,7 +14,6 @@ import {
   all,
   containsBytes,
   decodeFields,
-  externalFiles,
   first,
   type GraphNode,
   hasSubgraph,
@@ -101,7 +100,7 @@ export function rewriteDecoder(
   model: Uint8Array,
   shape: DecoderShape,
   opts: { newKeyValues?: boolean } = {},
-): { bytes: Uint8Array; grouped: number; newKeyValues: number; rotary: number; externalFiles: string[] } | undefined {
+): { bytes: Uint8Array; grouped: number; newKeyValues: number; rotary: number } | undefined {
   if (!containsBytes(model, new TextEncoder().encode('past_key_values.'))) return undefined;
   const parsed = modelGraph(model);
   if (!parsed) return undefined;
@@ -162,7 +161,7 @@ export function rewriteDecoder(
   for (const d of g.domains) {
     if (!imported.has(d)) m.message(ONNX.model.opsetImport, new WireWriter().string(ONNX.opset.domain, d).varint(ONNX.opset.version, 1));
   }
-  return { bytes: m.finish(), grouped, newKeyValues, rotary, externalFiles: externalFiles(inits) };
+  return { bytes: m.finish(), grouped, newKeyValues, rotary };
 }
 
 /**

@@ -148,7 +148,7 @@ interface Edits {
   activations?: ReturnType<typeof withInt8Activations>;
   signed?: ReturnType<typeof withSignedWeights>;
   embeddings?: ReturnType<typeof withInt8Embeddings>;
-  /** Inline weights pointed at in the model's file. */
+  /** Inline weights handed to ONNX Runtime as external data (the model's file, or on WASM its bytes). */
   inFile?: number;
 }
 

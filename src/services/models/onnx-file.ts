@@ -42,16 +42,17 @@ class FileSource implements Source {
 
   /** A copy of its own: the window is reused. */
   read(pos: number, length: number): Uint8Array {
-    if (pos + length > this.size) throw new Error(`truncated model file: ${length} bytes wanted at ${pos}, the file has ${this.size}`);
-    if (length > WINDOW / 4) return this.#direct(pos, length);
+    if (length > WINDOW / 4 || pos + length > this.size) return this.direct(pos, length);
     if (pos < this.#at || pos + length > this.#at + this.#window.length) {
-      this.#window = this.#direct(pos, Math.min(WINDOW, this.size - pos));
+      this.#window = this.direct(pos, Math.min(WINDOW, this.size - pos));
       this.#at = pos;
     }
     return this.#window.slice(pos - this.#at, pos - this.#at + length);
   }
 
-  #direct(pos: number, length: number): Uint8Array {
+  /** `length` bytes at `pos`, read as they are asked for (no window). */
+  direct(pos: number, length: number): Uint8Array {
+    if (pos + length > this.size) throw new Error(`truncated model file: ${length} bytes wanted at ${pos}, the file has ${this.size}`);
     const out = new Uint8Array(length);
     for (let have = 0; have < length;) {
       const n = readSync(this.fd, out, have, length - have, pos + have);
@@ -176,7 +177,7 @@ export function externalBytes(modelPath: string, t: Tensor): Uint8Array | undefi
   const fd = openSync(join(dirname(modelPath), location), 'r');
   try {
     const file = new FileSource(fd, fstatSync(fd).size);
-    return file.read(offset, length === undefined ? file.size - offset : Number(length));
+    return file.direct(offset, length === undefined ? file.size - offset : Number(length));
   } finally {
     closeSync(fd);
   }

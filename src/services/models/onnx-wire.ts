@@ -365,7 +365,7 @@ export function externalEntries(t: Tensor): Map<string, string> {
 }
 
 /** The files a graph's external initializers name (relative to the model's folder). */
-export function externalFiles(inits: Map<string, Tensor>): string[] {
+function externalFiles(inits: Map<string, Tensor>): string[] {
   return [...new Set([...inits.values()].filter(isExternal).map((t) => externalEntries(t).get('location') ?? ''))];
 }
 
