@@ -5,7 +5,9 @@
  * - its attention reads the KV heads unrepeated (./grouped-attention.ts);
  * - each layer's new keys and values, the positions a call adds to the cache, become outputs of their own
  *   (./new-key-values.ts), so a decode loop can keep its cache in place and fetch only those;
- * - each rotary position embedding is one operator instead of a dozen small ones (./rotary-embedding.ts).
+ * - each rotary position embedding is one operator instead of a dozen small ones (./rotary-embedding.ts);
+ * - for the in-place cache, each layer's attention reads its past and its new positions apart, so no step
+ *   copies the whole cache into a `present` it does not fetch (./past-and-new.ts).
  *
  * Works on the protobuf wire format (../models/onnx-wire.ts): what an edit does not touch is written back
  * byte for byte. A graph that has neither shape is used as it is.
@@ -21,6 +23,7 @@ import {
   int64s,
   modelGraph,
   ONNX,
+  onnxOpset,
   str,
   type Tensor,
   tensorTypeOf,
@@ -30,6 +33,7 @@ import {
 } from '../models/onnx-wire.ts';
 import { groupAttention } from './grouped-attention.ts';
 import { exposeNewKeyValues } from './new-key-values.ts';
+import { attendPastAndNew } from './past-and-new.ts';
 import { fuseRotaryEmbedding } from './rotary-embedding.ts';
 
 /** A decoder's attention heads, from its config. */
@@ -84,6 +88,7 @@ export interface GraphEdit {
   /** Names the new nodes read (so the sweep keeps their producers). */
   read: Set<string>;
   initializers: WireWriter[];
+  newInputs: WireWriter[];
   newOutputs: WireWriter[];
   /** Operator set domains the new nodes use. */
   domains: Set<string>;
@@ -95,19 +100,58 @@ export function onlyUse(g: GraphEdit, name: string): GraphNode | undefined {
   return c?.length === 1 && !g.outputs.has(name) ? c[0] : undefined;
 }
 
-/** The rewritten decoder, or undefined when no edit applied. */
+/** What `rewriteDecoder` did: the rewritten graph and how many places each edit changed. */
+export interface RewrittenDecoder {
+  bytes: Uint8Array;
+  grouped: number;
+  newKeyValues: number;
+  rotary: number;
+  /** Layers whose attention reads the past and the new positions apart (./past-and-new.ts). */
+  pastAndNew: number;
+}
+
+/**
+ * The rewritten decoder, or undefined when no edit applied. `pastAndNew` (for sessions the batch decoder's
+ * in-place cache drives: CPU and WASM) also makes each layer's attention read its past and new positions
+ * apart, the whole cache (`present.*`) computed only when a call asks for it.
+ */
 export function rewriteDecoder(
   model: Uint8Array,
   shape: DecoderShape,
-  opts: { newKeyValues?: boolean } = {},
-): { bytes: Uint8Array; grouped: number; newKeyValues: number; rotary: number } | undefined {
+  opts: { newKeyValues?: boolean; pastAndNew?: boolean } = {},
+): RewrittenDecoder | undefined {
   if (!containsBytes(model, new TextEncoder().encode('past_key_values.'))) return undefined;
+  const one = parseEdit(model);
+  if (!one || !decoderWith(one.graph, shape.kvHeads)) return undefined;
+  const grouped = groupAttention(one.g, shape);
+  const newKeyValues = opts.newKeyValues === false ? 0 : exposeNewKeyValues(one.g);
+  const rotary = fuseRotaryEmbedding(one.g, shape);
+  if (!grouped && !newKeyValues && !rotary) return undefined;
+  let bytes = writeEdit(one);
+  // a second pass, over the nodes the first one wrote (the grouped attention's MatMuls)
+  let pastAndNew = 0;
+  const two = opts.pastAndNew && newKeyValues ? parseEdit(bytes) : undefined;
+  if (two) {
+    pastAndNew = attendPastAndNew(two.g, onnxOpset(two.fields));
+    if (pastAndNew) bytes = writeEdit(two);
+  }
+  return { bytes, grouped, newKeyValues, rotary, pastAndNew };
+}
+
+interface ParsedEdit {
+  fields: WireField[];
+  graph: WireField[];
+  g: GraphEdit;
+}
+
+/** A model's graph indexed for the edits; undefined without a graph, or with subgraphs. */
+function parseEdit(model: Uint8Array): ParsedEdit | undefined {
   const parsed = modelGraph(model);
   if (!parsed) return undefined;
   const { fields, graph } = parsed;
   const { inits, nodes } = indexGraph(graph);
   // names used inside a subgraph are not listed as inputs: such a graph is left alone
-  if (nodes.some(hasSubgraph) || !decoderWith(graph, shape.kvHeads)) return undefined;
+  if (nodes.some(hasSubgraph)) return undefined;
   const g: GraphEdit = {
     nodes,
     producer: new Map(),
@@ -124,6 +168,7 @@ export function rewriteDecoder(
     removed: new Set(),
     read: new Set(),
     initializers: [],
+    newInputs: [],
     newOutputs: [],
     domains: new Set(),
   };
@@ -137,13 +182,13 @@ export function rewriteDecoder(
     }
   }
   for (const o of g.outputs.keys()) g.read.add(o);
-  const grouped = groupAttention(g, shape);
-  const newKeyValues = opts.newKeyValues === false ? 0 : exposeNewKeyValues(g);
-  const rotary = fuseRotaryEmbedding(g, shape);
-  if (!grouped && !newKeyValues && !rotary) return undefined;
-  // what only the removed nodes used (the repeats' shape arithmetic) goes too
-  sweepUnused(nodes, g.removed, g.read);
+  return { fields, graph, g };
+}
 
+/** The model with the edits made: what they left unused swept, the operator sets they use imported. */
+function writeEdit({ fields, graph, g }: ParsedEdit): Uint8Array {
+  // what only the removed nodes used (the repeats' shape arithmetic) goes too
+  sweepUnused(g.nodes, g.removed, g.read);
   const gone = new Set([...g.removed].map((n) => n.index));
   const w = new WireWriter();
   graph.forEach((f, index) => {
@@ -154,6 +199,7 @@ export function rewriteDecoder(
   });
   for (const n of g.appended) w.message(ONNX.graph.node, n);
   for (const t of g.initializers) w.message(ONNX.graph.initializer, t);
+  for (const i of g.newInputs) w.message(ONNX.graph.input, i);
   for (const o of g.newOutputs) w.message(ONNX.graph.output, o);
   const m = withGraph(fields, w);
   // the operator sets the new nodes come from (their domains' first version)
@@ -161,7 +207,7 @@ export function rewriteDecoder(
   for (const d of g.domains) {
     if (!imported.has(d)) m.message(ONNX.model.opsetImport, new WireWriter().string(ONNX.opset.domain, d).varint(ONNX.opset.version, 1));
   }
-  return { bytes: m.finish(), grouped, newKeyValues, rotary };
+  return m.finish();
 }
 
 /**

@@ -7,7 +7,7 @@
  *
  * One of the edits of ./decoder-graph.ts.
  */
-import { first, intAttr, node, ONNX, tensorTypeOf, type WireField, WireWriter } from '../models/onnx-wire.ts';
+import { elemTypeOf, intAttr, node, tensorValueInfo } from '../models/onnx-wire.ts';
 import type { GraphEdit } from './decoder-graph.ts';
 
 /** The output holding the new positions of a `present.*` output. */
@@ -28,22 +28,8 @@ export function exposeNewKeyValues(g: GraphEdit): number {
     if (g.outputs.has(out) || g.producer.has(out)) continue;
     g.appended.push(node('Identity', [c.inputs[1]!], [out], out));
     g.read.add(c.inputs[1]!);
-    g.newOutputs.push(valueInfo(out, elemType(info)));
+    g.newOutputs.push(tensorValueInfo(out, elemTypeOf(info)));
     added++;
   }
   return added;
-}
-
-/** The element type of a tensor ValueInfoProto (float when it does not say). */
-function elemType(info: WireField[]): number {
-  return Number(first(tensorTypeOf(info) ?? [], ONNX.type.elemType)?.int ?? ONNX.dtype.FLOAT);
-}
-
-/** A tensor ValueInfoProto with an element type and no shape (the sequence length varies per call). */
-function valueInfo(name: string, elem: number): WireWriter {
-  const tensor = new WireWriter().varint(ONNX.type.elemType, elem);
-  return new WireWriter().string(ONNX.valueInfo.name, name).message(
-    ONNX.valueInfo.type,
-    new WireWriter().message(ONNX.type.tensor, tensor),
-  );
 }

@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import type { OpContext } from '../workers/serve-operations.ts';
 import { configureOrtWeb, type OrtPackage, type OrtWeb } from './backend.ts';
 import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption } from './decoder-graph.ts';
+import { PRESENT_SWITCH } from './past-and-new.ts';
 import { type ExternalData, modelWithExternalData } from './external-data.ts';
 import { withInt8Activations } from './nbits-accuracy.ts';
 import { withSignedWeights } from './int8-weights.ts';
@@ -94,6 +95,8 @@ export interface GraphEditCounts {
   newKeyValues: number;
   /** Rotations made one RotaryEmbedding node (./rotary-embedding.ts). */
   rotaryEmbeddings: number;
+  /** Layers whose attention reads the past and new positions apart, the whole cache on demand (./past-and-new.ts). */
+  pastAndNew: number;
   /**
    * Inline weights ONNX Runtime reads as external data rather than from the graph (../models/onnx-file.ts):
    * natively from the model's file, on WASM from the model's bytes.
@@ -117,6 +120,8 @@ let ort: Promise<OrtWeb> | undefined;
 /** The package the thread's sessions run on (one per process). */
 let runtimeOfSessions: OrtPackage | undefined;
 const sessions = new Map<number, Session>();
+/** Sessions whose graph computes `present.*` only when asked (./past-and-new.ts): calls set PRESENT_SWITCH. */
+const presentOnDemand = new Set<number>();
 let nextId = 1;
 /**
  * Float32 buffers kept here between calls, by id (given by the server's thread), with the session they
@@ -175,7 +180,7 @@ function nativeGraph(
   // uint8 weights made int8 where that is exact and faster (./int8-weights.ts): x64 with VNNI
   edits.signed = onCpu && hasVnni() ? withSignedWeights(graph, file ? (t) => externalBytes(file, t) : undefined) : undefined;
   const source = edits.signed?.bytes ?? graph;
-  if (decoder) edits.rewritten = rewriteDecoder(source, decoder);
+  if (decoder) edits.rewritten = rewriteDecoder(source, decoder, { pastAndNew: onCpu });
   if (onCpu) edits.activations = withInt8Activations(edits.rewritten?.bytes ?? source);
   const edited = edits.activations?.bytes ?? edits.rewritten?.bytes ?? edits.signed?.bytes ?? (read.pointed ? graph : undefined);
   edits.inFile = edited ? read.pointed : 0;
@@ -186,7 +191,7 @@ function nativeGraph(
 }
 
 /** onnxruntime-web: the graph to load (bytes) and the edits. */
-function webGraph(graph: Uint8Array, decoder: DecoderShape | undefined): { data: Uint8Array; edits: Edits } {
+function webGraph(graph: Uint8Array, decoder: DecoderShape | undefined, onWasm: boolean): { data: Uint8Array; edits: Edits } {
   const edits: Edits = {};
   // WASM holds every weight in its own memory (natively, ONNX Runtime maps the file and touches only the rows
   // a prompt reads)
@@ -194,7 +199,7 @@ function webGraph(graph: Uint8Array, decoder: DecoderShape | undefined): { data:
   // 4-bit weights run as int8 here: ONNX Runtime's WASM build has no 4-bit kernel (./wasm-q4.ts)
   edits.int8 = nbitsToInt8(edits.embeddings?.bytes ?? graph);
   const before = edits.int8?.bytes ?? edits.embeddings?.bytes ?? graph;
-  if (decoder) edits.rewritten = rewriteDecoder(before, decoder);
+  if (decoder) edits.rewritten = rewriteDecoder(before, decoder, { pastAndNew: onWasm });
   return { data: edits.rewritten?.bytes ?? before, edits };
 }
 
@@ -218,7 +223,7 @@ async function create(
     session = await o.InferenceSession.create((native.edited ?? model) as never, from as never);
   } else {
     const { graph, externalData } = modelWithExternalData(model, options.externalData);
-    const web = webGraph(graph, decoder);
+    const web = webGraph(graph, decoder, providers(options).every((e) => e === 'wasm' || e === 'cpu'));
     edits = web.edits;
     // the weights handed over as a data file in the same bytes, copied once into onnxruntime-web's memory
     const split = graphOfBytes(web.data, INLINE_WEIGHTS);
@@ -233,10 +238,11 @@ async function create(
   collectGarbage();
   const id = nextId++;
   sessions.set(id, session);
+  if (edits.rewritten?.pastAndNew) presentOnDemand.add(id);
   const s = session as unknown as { inputMetadata?: unknown[]; outputMetadata?: unknown[] };
   return {
     id,
-    inputNames: [...session.inputNames],
+    inputNames: session.inputNames.filter((n) => n !== PRESENT_SWITCH),
     outputNames: [...session.outputNames],
     inputMetadata: [...(s.inputMetadata ?? [])],
     outputMetadata: [...(s.outputMetadata ?? [])],
@@ -248,6 +254,7 @@ async function create(
       groupedAttention: edits.rewritten?.grouped ?? 0,
       newKeyValues: edits.rewritten?.newKeyValues ?? 0,
       rotaryEmbeddings: edits.rewritten?.rotary ?? 0,
+      pastAndNew: edits.rewritten?.pastAndNew ?? 0,
       weightsInFile: edits.inFile ?? 0,
     },
   };
@@ -266,6 +273,8 @@ async function run([id, feeds]: [number, Record<string, WireTensor | GpuTensor>]
   for (const [name, t] of Object.entries(feeds)) {
     inputs[name] = 'gpu' in t ? gpuOf(t.gpu) : new o.Tensor(t.type as never, t.data as never, t.dims);
   }
+  // every output is fetched, the whole cache too
+  if (presentOnDemand.has(id)) inputs[PRESENT_SWITCH] = new o.Tensor('bool', [true], []);
   const out = await session.run(inputs as never);
   const result: Record<string, WireTensor | GpuTensor> = {};
   for (const [name, t] of Object.entries(out)) {
@@ -346,6 +355,7 @@ async function runHeld(
   }
   // the outputs fetched: those without a held buffer (null) are allocated by ONNX Runtime
   const names = returned ? [...Object.keys(fetches), ...Object.keys(appends), ...returned] : session.outputNames;
+  if (presentOnDemand.has(id)) inputs[PRESENT_SWITCH] = new o.Tensor('bool', [names.some((n) => n.startsWith('present.'))], []);
   const native = runtimeOfSessions === 'onnxruntime-node';
   const into: Record<string, InstanceType<OrtWeb['Tensor']> | null> = {};
   for (const name of names) {
@@ -383,6 +393,7 @@ function copyHeld([moves]: [HeldCopy[]]): void {
 async function release([id]: [number]): Promise<void> {
   const session = sessions.get(id);
   sessions.delete(id);
+  presentOnDemand.delete(id);
   for (const [h, { session: of }] of held) if (of === id) held.delete(h);
   dropGpu([[...onGpu].filter(([, g]) => g.session === id).map(([g]) => g)]);
   await session?.release();

@@ -19,6 +19,7 @@ import {
   isExternal,
   modelGraph,
   ONNX,
+  onnxOpset,
   str,
   WireWriter,
   withGraph,
@@ -35,9 +36,7 @@ export function withInt8Embeddings(model: Uint8Array): { bytes: Uint8Array; tabl
   if (!parsed) return undefined;
   const { fields, graph } = parsed;
   // DequantizeLinear with an int8 zero point needs opset 10
-  const opset = all(fields, ONNX.model.opsetImport).map((f) => decodeFields(f.bytes!))
-    .find((o) => ['', 'ai.onnx'].includes(str(first(o, ONNX.opset.domain)?.bytes)));
-  if (Number(first(opset ?? [], ONNX.opset.version)?.int ?? 0n) < 10) return undefined;
+  if (onnxOpset(fields) < 10) return undefined;
   const { inits, nodes } = indexGraph(graph);
   // names a subgraph reads are not listed as its node's inputs: such a graph is left alone
   if (nodes.some(hasSubgraph)) return undefined;

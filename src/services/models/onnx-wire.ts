@@ -169,9 +169,9 @@ export const ONNX = {
   tensor: { dims: 1, dataType: 2, floatData: 4, int32Data: 5, int64Data: 7, name: 8, rawData: 9, externalData: 13, dataLocation: 14 },
   entry: { key: 1, value: 2 },
   /** AttributeProto.AttributeType */
-  attrType: { FLOAT: 1, INT: 2, GRAPH: 5, GRAPHS: 10 },
+  attrType: { FLOAT: 1, INT: 2, TENSOR: 4, GRAPH: 5, GRAPHS: 10 },
   /** TensorProto.DataType */
-  dtype: { FLOAT: 1, UINT8: 2, INT8: 3, INT64: 7 },
+  dtype: { FLOAT: 1, UINT8: 2, INT8: 3, INT64: 7, BOOL: 9 },
 } as const;
 
 /** An initializer of a graph, with its position among the graph's fields. */
@@ -287,7 +287,7 @@ export function hasSubgraph(n: GraphNode): boolean {
   });
 }
 
-/** A NodeProto; `ints` are INT attributes. */
+/** A NodeProto; `ints` are INT attributes, `more` other attributes (graphAttr, tensorAttr). */
 export function node(
   opType: string,
   inputs: string[],
@@ -295,6 +295,7 @@ export function node(
   name: string,
   domain = '',
   ints: Record<string, number> = {},
+  more: WireWriter[] = [],
 ): WireWriter {
   const w = new WireWriter();
   for (const i of inputs) w.string(ONNX.node.input, i);
@@ -306,8 +307,55 @@ export function node(
       new WireWriter().string(ONNX.attr.name, k).varint(ONNX.attr.i, v).varint(ONNX.attr.type, ONNX.attrType.INT),
     );
   }
+  for (const a of more) w.message(ONNX.node.attribute, a);
   if (domain) w.string(ONNX.node.domain, domain);
   return w;
+}
+
+/** An attribute holding a graph (an If's branches), for `node`'s `more`. */
+export function graphAttr(name: string, graph: WireWriter): WireWriter {
+  return new WireWriter().string(ONNX.attr.name, name).message(ONNX.attr.g, graph).varint(ONNX.attr.type, ONNX.attrType.GRAPH);
+}
+
+/** An attribute holding a tensor (a Constant's value), for `node`'s `more`. */
+export function tensorAttr(name: string, t: WireWriter): WireWriter {
+  return new WireWriter().string(ONNX.attr.name, name).message(ONNX.attr.t, t).varint(ONNX.attr.type, ONNX.attrType.TENSOR);
+}
+
+/** The element type of a tensor ValueInfoProto (float when it does not say). */
+export function elemTypeOf(valueInfo: WireField[]): number {
+  return Number(first(tensorTypeOf(valueInfo) ?? [], ONNX.type.elemType)?.int ?? ONNX.dtype.FLOAT);
+}
+
+/** A tensor ValueInfoProto with an element type and, when given, a shape (-1: a dimension without a value). */
+export function tensorValueInfo(name: string, elem: number, dims?: number[]): WireWriter {
+  const tensor = new WireWriter().varint(ONNX.type.elemType, elem);
+  if (dims) {
+    const shape = new WireWriter();
+    for (const d of dims) shape.message(ONNX.type.dim, d < 0 ? new WireWriter() : new WireWriter().varint(ONNX.type.dimValue, d));
+    tensor.message(ONNX.type.shape, shape);
+  }
+  return new WireWriter().string(ONNX.valueInfo.name, name).message(
+    ONNX.valueInfo.type,
+    new WireWriter().message(ONNX.type.tensor, tensor),
+  );
+}
+
+/** The dimensions a tensor ValueInfoProto declares: a number where fixed, -1 where named or unknown. */
+export function declaredDims(valueInfo: WireField[]): number[] | undefined {
+  const shape = first(tensorTypeOf(valueInfo) ?? [], ONNX.type.shape)?.bytes;
+  if (!shape) return undefined;
+  return all(decodeFields(shape), ONNX.type.dim).map((d) => {
+    const v = first(decodeFields(d.bytes!), ONNX.type.dimValue)?.int;
+    return v === undefined ? -1 : Number(v);
+  });
+}
+
+/** The version of the default (ai.onnx) operator set a model imports; 0 when none. */
+export function onnxOpset(fields: WireField[]): number {
+  const opset = all(fields, ONNX.model.opsetImport).map((f) => decodeFields(f.bytes!))
+    .find((o) => ['', 'ai.onnx'].includes(str(first(o, ONNX.opset.domain)?.bytes)));
+  return Number(first(opset ?? [], ONNX.opset.version)?.int ?? 0n);
 }
 
 /** A node's INT attribute. */

@@ -62,9 +62,11 @@ describe('tiny-llama on WASM, through the inference thread', () => {
     // the session runs the rewritten decoder: grouped attention, RotaryEmbedding nodes (src/services/inference/decoder-graph.ts),
     // its weights handed over as external data in the model's own bytes (src/services/models/onnx-file.ts)
     const s = (m.model as unknown as {
-      sessions: { model: { edits: { groupedAttention: number; rotaryEmbeddings: number; weightsInFile: number } } };
+      sessions: { model: { edits: { groupedAttention: number; rotaryEmbeddings: number; weightsInFile: number; pastAndNew: number } } };
     }).sessions.model.edits;
     assert.ok(s.groupedAttention > 0 && s.rotaryEmbeddings > 0, `${s.groupedAttention} grouped, ${s.rotaryEmbeddings} rotary`);
+    // and its attention reads past and new apart, the whole cache made only when fetched (src/services/inference/past-and-new.ts)
+    assert.ok(s.pastAndNew > 0);
     assert.ok(s.weightsInFile > 0);
     const ids = REF.generate.prompt_ids;
     const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
