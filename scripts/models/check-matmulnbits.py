@@ -39,16 +39,34 @@ def dequant_nbits(B, scales, K, N, bits, block):
 
 
 def reference_q4(W, block):
-    """Symmetric absmax block quantization, scale = max|w| / 7, zero point 8 (transformers.js' q4 recipe)."""
+    """llama.cpp's Q4_0 rounding (ggml's quantize_row_q4_0_ref) with the scale kept in fp32: per block,
+    d = (the value of largest magnitude) / -8, code = min(15, trunc(w / d + 8.5)) with w / d taken as
+    w * (1 / d), zero point 8."""
     K, N = W.shape
     k_blocks = (K + block - 1) // block
     Wt = np.zeros((N, k_blocks * block), np.float32)
     Wt[:, :K] = W.T
     b = Wt.reshape(N, k_blocks, block)
-    scale = (np.maximum(np.abs(b).max(-1), 1e-8) / np.float32(7)).astype(np.float32)
-    r = b.astype(np.float64) / scale[..., None].astype(np.float64)
-    q = np.clip(np.floor(r + 0.5) + 8, 0, 15).astype(np.int32)  # ties round up
-    return q.reshape(N, -1)[:, :K].T, scale
+    idx = np.abs(b).argmax(-1)
+    amax = np.take_along_axis(b, idx[..., None], -1)[..., 0]
+    d = (amax / np.float32(-8)).astype(np.float32)
+    inv = np.zeros_like(d)
+    np.divide(np.float32(1), d, out=inv, where=d != 0)
+    r = b.astype(np.float64) * inv[..., None].astype(np.float64) + 8.5
+    q = np.minimum(15, np.trunc(r)).astype(np.int32)
+    return q.reshape(N, -1)[:, :K].T, d
+
+
+def absmax7_q4(W, block):
+    """transformers.js' q4 recipe, for comparison: scale = max|w| / 7, codes rounded to nearest, zero point 8."""
+    K, N = W.shape
+    k_blocks = (K + block - 1) // block
+    Wt = np.zeros((N, k_blocks * block), np.float32)
+    Wt[:, :K] = W.T
+    b = Wt.reshape(N, k_blocks, block)
+    s = (np.maximum(np.abs(b).max(-1), 1e-8) / np.float32(7)).astype(np.float32)
+    q = np.clip(np.floor(b / s[..., None] + 0.5), -8, 7)
+    return (q * s[..., None]).reshape(N, -1)[:, :K].T
 
 
 def main(fp32_path, q4_path, fake_path=None):
@@ -71,15 +89,19 @@ def main(fp32_path, q4_path, fake_path=None):
             Wref = ((q_ref - 8).astype(np.float32).T.reshape(N, -1, a["block_size"]) * s_ref[..., None]).reshape(N, -1)[:, :K].T \
                 if K % a["block_size"] == 0 else None
             fake[orig.input[1]] = Wd.astype(np.float32)
-            bound = np.repeat(s_ours, a["block_size"], axis=1)[:, :K].T / 2  # rounding error per element
+            bound = np.abs(np.repeat(s_ours, a["block_size"], axis=1)[:, :K].T) / 2  # rounding error per element
+            over = np.abs(Wd - W) > bound * (1 + 1e-4)
             out["matmulnbits"].append({
                 "weight": orig.input[1], "K": K, "N": N, "attrs": {k: a[k] for k in a},
                 "domain": n.domain, "inputs": len(n.input),
                 "max_err_over_half_scale": float((np.abs(Wd - W) / np.maximum(bound, 1e-12)).max()),
-                "scale_max_rel_diff": float((np.abs(s_ours - s_ref) / s_ref).max()),
+                "scale_max_rel_diff": float((np.abs(s_ours - s_ref) / np.maximum(np.abs(s_ref), 1e-30)).max()),
                 "codes_differing": int((q_ours != q_ref).sum()),
                 "dequant_max_abs_diff_vs_reference": float(np.abs(Wd - Wref).max()) if Wref is not None else None,
                 "rel_fro_err": float(np.linalg.norm(Wd - W) / np.linalg.norm(W)),
+                "rel_fro_err_absmax7": float(np.linalg.norm(absmax7_q4(W, a["block_size"]) - W) / np.linalg.norm(W)),
+                # beyond half a step: only the values clamped at +7 (code 15), i.e. of the other sign at full magnitude
+                "over_half_step_not_clamped": int((over & (q_ours != 15)).sum()),
             })
         elif n.op_type == "DequantizeLinear" and n.input[0] not in q_inits:
             g = next((m for m in q.graph.node if n.input[0] in m.output and m.op_type == "Gather"), None)

@@ -3,7 +3,7 @@
 q8: every MatMul with a 2-D constant weight becomes DynamicQuantizeLinear + MatMulInteger (uint8 activations,
     int8 weights with one scale per output column), the same graph shape onnxruntime's `quantize_dynamic` produces
     (transformers.js names it model_quantized.onnx).
-q4: every such MatMul becomes com.microsoft MatMulNBits (4 bits, block 32, per-block scale, default zero
+q4: every such MatMul becomes com.microsoft MatMulNBits (4 bits, block 32, per-block scale as Q4_0's, default zero
     point 8, accuracy_level 4: int8 activation kernels), as in transformers.js' model_q4.onnx.
 """
 import numpy as np
@@ -78,8 +78,11 @@ def quantize_q4(model, block=32, min_elems=0):
         Wt = np.zeros((N, nb * block), np.float32)
         Wt[:, :K] = W.T
         blocks = Wt.reshape(N, nb, block)
-        scale = np.maximum(np.abs(blocks).max(-1), 1e-8) / 7.0  # [N, nb]
-        q = np.clip(np.round(blocks / scale[..., None]) + 8, 0, 15).astype(np.uint8)
+        # as llama.cpp's Q4_0: the value of largest magnitude / -8 (it lands on code 0), codes rounded half up
+        signed_max = np.take_along_axis(blocks, np.abs(blocks).argmax(-1)[..., None], -1)[..., 0]
+        scale = (signed_max / -8.0).astype(np.float32)  # [N, nb]
+        inv = np.where(scale != 0, 1.0 / np.where(scale != 0, scale, 1), 0).astype(np.float32)
+        q = np.minimum(15, np.floor(blocks.astype(np.float64) * inv[..., None].astype(np.float64) + 8.5)).astype(np.uint8)
         packed = (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)  # low nibble first
         name = w.name + "_q4"
         if name not in {t.name for t in new_inits}:

@@ -8,7 +8,8 @@
  *      tables (Gather on a 2-D fp32 initializer, axis 0) become int8 rows + DequantizeLinear.
  *      transformers.js loads it as dtype `q8` (onnx/model_quantized.onnx).
  *  q4: every such MatMul becomes com.microsoft MatMulNBits (4 bits, blocks of 32 along K, one fp32 scale
- *      per block, default zero point 8), as in transformers.js' `q4` (onnx/model_q4.onnx), with
+ *      per block chosen as llama.cpp's Q4_0 chooses it, default zero point 8), the layout of
+ *      transformers.js' `q4` (onnx/model_q4.onnx), with
  *      `accuracy_level` 4: ONNX Runtime then quantizes the activations to int8 per block and runs int8
  *      dot-product kernels (VNNI/AVX2 natively, SIMD on WASM). Without it the CPU kernel dequantizes every
  *      weight to fp32 on each call and q4 decodes slower than q8 although it reads fewer bytes.
@@ -311,28 +312,32 @@ function int8PerTensor(W: Floats): { q: Int8Array; scale: number } {
   return { q, scale };
 }
 
-/** W is [K, N] row-major; MatMulNBits wants per output column n, K values in blocks, low nibble first. */
+/**
+ * W is [K, N] row-major; MatMulNBits wants per output column n, K values in blocks, low nibble first.
+ * Each block's scale is chosen as llama.cpp's Q4_0 chooses it: the value of largest magnitude, divided by
+ * −8, so that value lands on the code for −8 exactly and the block uses all 16 levels (a scale of
+ * max|w| / 7, transformers.js' recipe, leaves one unused). Codes round half up, as Q4_0's do; a value of
+ * the other sign at the block's full magnitude is clamped to +7. Kept in fp32 (Q4_0 rounds it to fp16).
+ */
 function int4Blocks(W: Float32Array, K: number, N: number, block: number): { packed: Uint8Array; scales: number[]; blocks: number } {
   const blocks = Math.ceil(K / block);
   const packed = new Uint8Array(N * blocks * (block / 2));
   const scales: number[] = new Array(N * blocks);
   const vals = new Float32Array(block);
+  const code = (x: number, inv: number) => Math.min(15, Math.floor(x * inv + 8.5));
   for (let n = 0; n < N; n++) {
     for (let b = 0; b < blocks; b++) {
       let max = 0;
       for (let j = 0; j < block; j++) {
         const k = b * block + j;
         vals[j] = k < K ? W[k * N + n] : 0;
-        max = Math.max(max, Math.abs(vals[j]));
+        if (Math.abs(vals[j]) > Math.abs(max)) max = vals[j];
       }
-      const scale = Math.fround(Math.max(max, 1e-8) / 7);
+      const scale = Math.fround(max / -8);
+      const inv = scale ? Math.fround(1 / scale) : 0;
       scales[n * blocks + b] = scale;
       const base = (n * blocks + b) * (block / 2);
-      for (let j = 0; j < block; j += 2) {
-        const lo = Math.max(0, Math.min(15, Math.round(vals[j] / scale) + 8));
-        const hi = Math.max(0, Math.min(15, Math.round(vals[j + 1] / scale) + 8));
-        packed[base + j / 2] = lo | (hi << 4);
-      }
+      for (let j = 0; j < block; j += 2) packed[base + j / 2] = code(vals[j], inv) | (code(vals[j + 1], inv) << 4);
     }
   }
   return { packed, scales, blocks };
