@@ -69,7 +69,9 @@ def quantize_q8(model, min_elems=0):
     return _rebuild(model, replace, uniq, drop)
 
 
-def quantize_q4(model, block=32, min_elems=0):
+def quantize_q4(model, block=32, min_elems=0, rule="q4_0"):
+    """rule "q4_0": scales as llama.cpp's Q4_0 (svc's quantizer); "absmax7": max|w| / 7, rounded to nearest,
+    as transformers.js' quantizer makes the hub's q4 files."""
     replace, new_inits, drop = {}, [], set()
     for i, (idx, node, w) in enumerate(_matmul_targets(model, min_elems)):
         W = numpy_helper.to_array(w).astype(np.float32)  # [K, N]
@@ -78,11 +80,15 @@ def quantize_q4(model, block=32, min_elems=0):
         Wt = np.zeros((N, nb * block), np.float32)
         Wt[:, :K] = W.T
         blocks = Wt.reshape(N, nb, block)
-        # as llama.cpp's Q4_0: the value of largest magnitude / -8 (it lands on code 0), codes rounded half up
-        signed_max = np.take_along_axis(blocks, np.abs(blocks).argmax(-1)[..., None], -1)[..., 0]
-        scale = (signed_max / -8.0).astype(np.float32)  # [N, nb]
-        inv = np.where(scale != 0, 1.0 / np.where(scale != 0, scale, 1), 0).astype(np.float32)
-        q = np.minimum(15, np.floor(blocks.astype(np.float64) * inv[..., None].astype(np.float64) + 8.5)).astype(np.uint8)
+        if rule == "absmax7":
+            scale = np.maximum(np.abs(blocks).max(-1), 1e-8) / 7.0  # [N, nb]
+            q = np.clip(np.round(blocks / scale[..., None]) + 8, 0, 15).astype(np.uint8)
+        else:
+            # as llama.cpp's Q4_0: the value of largest magnitude / -8 (it lands on code 0), codes rounded half up
+            signed_max = np.take_along_axis(blocks, np.abs(blocks).argmax(-1)[..., None], -1)[..., 0]
+            scale = (signed_max / -8.0).astype(np.float32)  # [N, nb]
+            inv = np.where(scale != 0, 1.0 / np.where(scale != 0, scale, 1), 0).astype(np.float32)
+            q = np.minimum(15, np.floor(blocks.astype(np.float64) * inv[..., None].astype(np.float64) + 8.5)).astype(np.uint8)
         packed = (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)  # low nibble first
         name = w.name + "_q4"
         if name not in {t.name for t in new_inits}:
