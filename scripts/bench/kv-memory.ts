@@ -22,6 +22,8 @@ const STEPS = 12;
 const CASES: [number, number][] = [[1, 2000], [4, 4000]];
 const SIDES = { concatenated: 'as exported (past and new concatenated)', apart: 'past and new apart' } as const;
 type Side = keyof typeof SIDES;
+/** The positions per row the batch decoder holds for a cache of `len` (src/services/inference/batch-decoder.ts). */
+const capacity = (len: number) => len + 32 + (len >> 3);
 
 async function child(side: Side, rows: number, past: number): Promise<void> {
   const ort = await import('onnxruntime-node');
@@ -40,7 +42,7 @@ async function child(side: Side, rows: number, past: number): Promise<void> {
     extra: { session: { model_external_initializers_file_folder_path: dirname(file) } },
   });
   const headDim = shape.headDim ?? config.hidden_size / shape.heads;
-  const cap = past + 32 + (past >> 3); // the batch decoder's capacity for this length
+  const cap = capacity(past);
   const i64 = (xs: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), dims);
   const feeds: Record<string, InstanceType<typeof ort.Tensor>> = {
     input_ids: i64(Array.from({ length: rows }, (_, i) => 100 + i), [rows, 1]),
@@ -97,7 +99,7 @@ for (const [rows, past] of CASES) {
   const m = (side: Side, k: 'rss' | 'peak' | 'stepMs') => median(seen[side].map((x) => x[k]));
   const each = (side: Side) => seen[side].map((x) => `${x.rss} MiB ${x.stepMs.toFixed(1)} ms`).join(', ');
   spread.push(`- ${rows} row(s), ${past} positions: as exported ${each('concatenated')}; apart ${each('apart')}`);
-  const kvMiB = Math.round((rows * (past + 32 + (past >> 3)) * perPosition) / 2 ** 20);
+  const kvMiB = Math.round((rows * capacity(past) * perPosition) / 2 ** 20);
   rowsOut.push(
     `| ${rows} | ${past} | ${kvMiB} | ${m('concatenated', 'rss')} / ${m('concatenated', 'peak')} | ${m('apart', 'rss')} / ${
       m('apart', 'peak')

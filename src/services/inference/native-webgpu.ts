@@ -4,18 +4,12 @@
  * asks more of a Vulkan driver than Deno's wgpu does (bookworm's Mesa 22 lavapipe serves wgpu, not Dawn).
  * So one session of one Add is created on it and run once.
  */
-import { node, ONNX, WireWriter } from '../models/onnx-wire.ts';
+import { node, ONNX, tensorValueInfo, WireWriter } from '../models/onnx-wire.ts';
 import type { OrtWeb } from './backend.ts';
 
 /** y = x + x over float32[4]: a model ONNX Runtime cannot fold away. */
 function addModel(): Uint8Array {
-  const f32x4 = new WireWriter().message(
-    ONNX.type.tensor,
-    new WireWriter()
-      .varint(ONNX.type.elemType, ONNX.dtype.FLOAT)
-      .message(ONNX.type.shape, new WireWriter().message(ONNX.type.dim, new WireWriter().varint(ONNX.type.dimValue, 4))),
-  );
-  const io = (name: string) => new WireWriter().string(ONNX.valueInfo.name, name).message(ONNX.valueInfo.type, f32x4);
+  const io = (name: string) => tensorValueInfo(name, ONNX.dtype.FLOAT, [4]);
   const graph = new WireWriter()
     .message(ONNX.graph.node, node('Add', ['x', 'x'], ['y'], 'add'))
     .string(ONNX.graph.name, 'probe')

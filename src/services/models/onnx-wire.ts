@@ -327,12 +327,12 @@ export function elemTypeOf(valueInfo: WireField[]): number {
   return Number(first(tensorTypeOf(valueInfo) ?? [], ONNX.type.elemType)?.int ?? ONNX.dtype.FLOAT);
 }
 
-/** A tensor ValueInfoProto with an element type and, when given, a shape (-1: a dimension without a value). */
+/** A tensor ValueInfoProto with an element type and, when given, fixed dimensions (`[]`: a scalar). */
 export function tensorValueInfo(name: string, elem: number, dims?: number[]): WireWriter {
   const tensor = new WireWriter().varint(ONNX.type.elemType, elem);
   if (dims) {
     const shape = new WireWriter();
-    for (const d of dims) shape.message(ONNX.type.dim, d < 0 ? new WireWriter() : new WireWriter().varint(ONNX.type.dimValue, d));
+    for (const d of dims) shape.message(ONNX.type.dim, new WireWriter().varint(ONNX.type.dimValue, d));
     tensor.message(ONNX.type.shape, shape);
   }
   return new WireWriter().string(ONNX.valueInfo.name, name).message(
