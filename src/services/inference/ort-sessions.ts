@@ -22,6 +22,8 @@ import { externalFilesOf } from '../models/onnx-wire.ts';
 import { externalBytes, graphOfBytes, graphOfFile } from '../models/onnx-file.ts';
 import { nbitsToInt8 } from './wasm-q4.ts';
 import { importOnnxruntimeNode } from './onnxruntime-node.ts';
+import { cutLmHead, type LmHead, LOGITS } from './lm-head.ts';
+import { nativeKernels, type PackedQ4 } from '../../runtime/kernels.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
 export interface WireTensor {
@@ -102,6 +104,8 @@ export interface GraphEditCounts {
    * natively from the model's file, on WASM from the model's bytes.
    */
   weightsInFile: number;
+  /** 1 where the 4-bit LM head runs on svc's own kernel (./lm-head.ts). */
+  lmHeadOwnKernel: number;
 }
 
 export interface SessionInfo {
@@ -122,6 +126,15 @@ let runtimeOfSessions: OrtPackage | undefined;
 const sessions = new Map<number, Session>();
 /** Sessions whose graph computes `present.*` only when asked (./past-and-new.ts): calls set PRESENT_SWITCH. */
 const presentOnDemand = new Set<number>();
+/** Sessions whose LM head runs on svc's own kernel (./lm-head.ts): the graph outputs `input` in place of `logits`. */
+interface Head {
+  input: string;
+  k: number;
+  n: number;
+  packed: PackedQ4;
+  threads: number;
+}
+const heads = new Map<number, Head>();
 let nextId = 1;
 /**
  * Float32 buffers kept here between calls, by id (given by the server's thread), with the session they
@@ -155,6 +168,8 @@ interface Edits {
   embeddings?: ReturnType<typeof withInt8Embeddings>;
   /** Inline weights handed to ONNX Runtime as external data (the model's file, or on WASM its bytes). */
   inFile?: number;
+  /** The 4-bit LM head taken out of the graph, run on svc's own kernel (./lm-head.ts). */
+  lmHead?: LmHead;
 }
 
 /**
@@ -182,7 +197,13 @@ function nativeGraph(
   const source = edits.signed?.bytes ?? graph;
   if (decoder) edits.rewritten = rewriteDecoder(source, decoder, { pastAndNew: onCpu });
   if (onCpu) edits.activations = withInt8Activations(edits.rewritten?.bytes ?? source);
-  const edited = edits.activations?.bytes ?? edits.rewritten?.bytes ?? edits.signed?.bytes ?? (read.pointed ? graph : undefined);
+  const before = edits.activations?.bytes ?? edits.rewritten?.bytes ?? edits.signed?.bytes;
+  // the LM head on svc's own kernel, where it is faster than ONNX Runtime's (./lm-head.ts)
+  const cut = decoder && onCpu && nativeKernels()?.path === 'avx512vnni'
+    ? cutLmHead(before ?? graph, file ? (t) => externalBytes(file, t) : undefined)
+    : undefined;
+  edits.lmHead = cut?.head;
+  const edited = cut?.bytes ?? before ?? (read.pointed ? graph : undefined);
   edits.inFile = edited ? read.pointed : 0;
   const folder = file && dirname(file);
   // if the other data files are not beside it, the model loads as it is
@@ -239,13 +260,20 @@ async function create(
   const id = nextId++;
   sessions.set(id, session);
   if (edits.rewritten?.pastAndNew) presentOnDemand.add(id);
-  const s = session as unknown as { inputMetadata?: unknown[]; outputMetadata?: unknown[] };
+  const head = edits.lmHead;
+  if (head) {
+    const packed = nativeKernels()!.packQ4(head.b, head.scales, head.k, head.n);
+    heads.set(id, { input: head.input, k: head.k, n: head.n, packed, threads: Number(options.intraOpNumThreads) || 1 });
+  }
+  // callers see `logits` where the graph outputs the head's input
+  const named = (n: string) => (head && n === head.input ? LOGITS : n);
+  const s = session as unknown as { inputMetadata?: unknown[]; outputMetadata?: { name?: string }[] };
   return {
     id,
     inputNames: session.inputNames.filter((n) => n !== PRESENT_SWITCH),
-    outputNames: [...session.outputNames],
+    outputNames: session.outputNames.map(named),
     inputMetadata: [...(s.inputMetadata ?? [])],
-    outputMetadata: [...(s.outputMetadata ?? [])],
+    outputMetadata: (s.outputMetadata ?? []).map((m) => (m?.name ? { ...m, name: named(m.name) } : m)),
     edits: {
       int8From4Bit: edits.int8?.converted ?? 0,
       int8Activations: edits.activations?.nodes ?? 0,
@@ -256,6 +284,7 @@ async function create(
       rotaryEmbeddings: edits.rewritten?.rotary ?? 0,
       pastAndNew: edits.rewritten?.pastAndNew ?? 0,
       weightsInFile: edits.inFile ?? 0,
+      lmHeadOwnKernel: head ? 1 : 0,
     },
   };
 }
@@ -277,7 +306,12 @@ async function run([id, feeds]: [number, Record<string, WireTensor | GpuTensor>]
   if (presentOnDemand.has(id)) inputs[PRESENT_SWITCH] = new o.Tensor('bool', [true], []);
   const out = await session.run(inputs as never);
   const result: Record<string, WireTensor | GpuTensor> = {};
+  const head = heads.get(id);
   for (const [name, t] of Object.entries(out)) {
+    if (head && name === head.input) {
+      result[LOGITS] = { type: 'float32', dims: [...t.dims.slice(0, -1), head.n], data: headLogits(head, t.data as Float32Array) };
+      continue;
+    }
     if (t.location === 'gpu-buffer') {
       const gpu = nextGpu++;
       onGpu.set(gpu, { session: id, tensor: t });
@@ -354,7 +388,9 @@ async function runHeld(
     inputs[name] = 'held' in t ? view(t) : new o.Tensor(t.type as never, t.data as never, t.dims);
   }
   // the outputs fetched: those without a held buffer (null) are allocated by ONNX Runtime
-  const names = returned ? [...Object.keys(fetches), ...Object.keys(appends), ...returned] : session.outputNames;
+  const head = heads.get(id);
+  const asked = returned ? [...Object.keys(fetches), ...Object.keys(appends), ...returned] : session.outputNames;
+  const names = head ? asked.map((n) => (n === LOGITS ? head.input : n)) : asked;
   if (presentOnDemand.has(id)) inputs[PRESENT_SWITCH] = new o.Tensor('bool', [names.some((n) => n.startsWith('present.'))], []);
   const native = runtimeOfSessions === 'onnxruntime-node';
   const into: Record<string, InstanceType<OrtWeb['Tensor']> | null> = {};
@@ -366,6 +402,14 @@ async function runHeld(
   const out = await session.run(inputs as never, into as never);
   const outputs: Record<string, WireTensor> = {};
   for (const [name, t] of Object.entries(out)) {
+    if (head && name === head.input) {
+      const f = fetches[LOGITS];
+      const target = f && (held.get(f.held)?.scratch?.subarray(0, f.length) ?? heldOf(f.held).subarray(f.offset, f.offset + f.length));
+      const logits = headLogits(head, t.data as Float32Array, target);
+      if (f && held.get(f.held)?.scratch) heldOf(f.held).set(logits, f.offset);
+      if (!f) outputs[LOGITS] = { type: 'float32', dims: [...t.dims.slice(0, -1), head.n], data: logits };
+      continue;
+    }
     if (name in fetches) {
       const f = fetches[name]!;
       if (!native || held.get(f.held)?.scratch) heldOf(f.held).set((t.data as Float32Array).subarray(0, f.length), f.offset);
@@ -373,6 +417,14 @@ async function runHeld(
     else outputs[name] = { type: t.type, dims: [...t.dims], data: t.data as ArrayBufferView };
   }
   return outputs;
+}
+
+/** The logits of a session whose LM head runs on svc's kernel, from the hidden states its graph output. */
+function headLogits(h: Head, hidden: Float32Array, into?: Float32Array): Float32Array {
+  const m = hidden.length / h.k;
+  const y = into ?? new Float32Array(m * h.n);
+  nativeKernels()!.matmulQ4(h.packed, hidden, m, y, h.threads);
+  return y;
 }
 
 /** New positions [rows, heads, q, d] written into a held cache at `a.at` of every row and head. */
@@ -394,6 +446,7 @@ async function release([id]: [number]): Promise<void> {
   const session = sessions.get(id);
   sessions.delete(id);
   presentOnDemand.delete(id);
+  heads.delete(id);
   for (const [h, { session: of }] of held) if (of === id) held.delete(h);
   dropGpu([[...onGpu].filter(([, g]) => g.session === id).map(([g]) => g)]);
   await session?.release();

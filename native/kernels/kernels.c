@@ -1,0 +1,346 @@
+// 4-bit matrix products for ONNX Runtime's MatMulNBits layout (bits=4, block_size=32, symmetric: zero point 8),
+// with activations quantized per block of 32 to int8 as ONNX Runtime does at accuracy_level 4. The weights are
+// repacked once so that, on AVX-512 VNNI, each 32-bit lane of one register accumulates one column's block.
+// A plain-C path does the same integer sums and the same fused float steps, so both give identical bits.
+#ifndef NAPI_VERSION
+#define NAPI_VERSION 8
+#endif
+#include <node_api.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma")))
+#endif
+
+// Weights repacked per group of 16 columns, per block b, 4 steps of 64 bytes: lane j (column j) holds codes
+// 4s..4s+3 of its block in the low nibbles and codes 16+4s..16+4s+3 in the high ones. Scales as
+// [group][block][16]. np is n padded to 16 (zero codes, zero scales).
+typedef struct {
+  int32_t k, n, np, nb;
+  uint8_t *packed;
+  float *sw;
+  int64_t bytes;
+} Packed;
+
+// One product's activations, quantized: q [m][k] int8, sa [m][nb] scales, c [m][nb] = 8 * scale * sum(q).
+typedef struct {
+  const Packed *w;
+  int32_t m;
+  const int8_t *q;
+  const float *sa, *c;
+  float *y;
+} Job;
+
+static const napi_type_tag PACKED_TAG = {0x7376636b65726e31ULL, 0x71347061636b6564ULL};
+
+static void *alloc64(size_t bytes) {
+  return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+}
+
+static void pack(Packed *w, const uint8_t *b, const float *scales) {
+  const int nb = w->nb;
+  uint8_t *out = w->packed;
+  for (int g = 0; g < w->np / 16; g++)
+    for (int bl = 0; bl < nb; bl++) {
+      for (int s = 0; s < 4; s++)
+        for (int j = 0; j < 16; j++)
+          for (int t = 0; t < 4; t++) {
+            const int col = g * 16 + j;
+            if (col >= w->n) {
+              *out++ = 0;
+              continue;
+            }
+            const uint8_t *blk = b + ((size_t)col * nb + bl) * 16;
+            const int k1 = 4 * s + t, k2 = 16 + 4 * s + t;
+            const uint8_t c1 = (blk[k1 / 2] >> (4 * (k1 & 1))) & 15, c2 = (blk[k2 / 2] >> (4 * (k2 & 1))) & 15;
+            *out++ = (uint8_t)(c1 | (c2 << 4));
+          }
+      for (int j = 0; j < 16; j++) {
+        const int col = g * 16 + j;
+        w->sw[((size_t)g * nb + bl) * 16 + j] = col < w->n ? scales[(size_t)col * nb + bl] : 0.f;
+      }
+    }
+}
+
+// lrintf rounds half to even in the default rounding mode, as the x64 conversion ONNX Runtime uses does.
+static void quant_row(const float *x, int k, int8_t *q, float *sa, float *c) {
+  for (int b = 0; b < k / 32; b++) {
+    const float *xb = x + (size_t)b * 32;
+    float amax = 0;
+    for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(xb[i]));
+    const float s = amax / 127.f, inv = s != 0.f ? 1.f / s : 0.f;
+    int sum = 0;
+    for (int i = 0; i < 32; i++) {
+      const int v = (int)lrintf(xb[i] * inv);
+      q[b * 32 + i] = (int8_t)v;
+      sum += v;
+    }
+    sa[b] = s;
+    c[b] = 8.f * s * sum;
+  }
+}
+
+// Group g (16 columns), rows [r0, r0 + rows), rows <= 4. Codes are unsigned (0..15): the integer sum is
+// sum(code * q), and sa * sum - c takes the implicit zero point 8 back out.
+static void group_portable(const Job *job, int g, int r0, int rows) {
+  const Packed *w = job->w;
+  const int nb = w->nb;
+  const uint8_t *p = w->packed + (size_t)g * 16 * nb * 16;
+  const float *sw = w->sw + (size_t)g * 16 * nb;
+  float acc[4][16] = {{0}};
+  for (int b = 0; b < nb; b++, p += 256) {
+    for (int r = 0; r < rows; r++) {
+      const int8_t *a = job->q + (size_t)(r0 + r) * w->k + (size_t)b * 32;
+      const float sa = job->sa[(size_t)(r0 + r) * nb + b], c = job->c[(size_t)(r0 + r) * nb + b];
+      for (int j = 0; j < 16; j++) {
+        int32_t s = 0;
+        for (int st = 0; st < 4; st++)
+          for (int t = 0; t < 4; t++) {
+            const uint8_t v = p[st * 64 + j * 4 + t];
+            s += (v & 15) * a[4 * st + t] + (v >> 4) * a[16 + 4 * st + t];
+          }
+        acc[r][j] = fmaf(sw[(size_t)b * 16 + j], fmaf(sa, (float)s, -c), acc[r][j]);
+      }
+    }
+  }
+  const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
+  for (int r = 0; r < rows; r++) memcpy(job->y + (size_t)(r0 + r) * w->n + n0, acc[r], (size_t)cols * sizeof(float));
+}
+
+#if defined(__x86_64__)
+VNNI_TARGET static void group_vnni(const Job *job, int g, int r0, int rows) {
+  const Packed *w = job->w;
+  const int nb = w->nb;
+  const uint8_t *p = w->packed + (size_t)g * 16 * nb * 16;
+  const float *sw = w->sw + (size_t)g * 16 * nb;
+  const __m512i mask = _mm512_set1_epi8(15);
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int b = 0; b < nb; b++, p += 256) {
+    // four blocks ahead: the weights stream from memory once, so their latency is what limits
+    _mm_prefetch((const char *)(p + 1024), _MM_HINT_T0);
+    _mm_prefetch((const char *)(p + 1088), _MM_HINT_T0);
+    _mm_prefetch((const char *)(p + 1152), _MM_HINT_T0);
+    _mm_prefetch((const char *)(p + 1216), _MM_HINT_T0);
+    const __m512i w0 = _mm512_load_si512(p), w1 = _mm512_load_si512(p + 64);
+    const __m512i w2 = _mm512_load_si512(p + 128), w3 = _mm512_load_si512(p + 192);
+    const __m512i l0 = _mm512_and_si512(w0, mask), h0 = _mm512_and_si512(_mm512_srli_epi16(w0, 4), mask);
+    const __m512i l1 = _mm512_and_si512(w1, mask), h1 = _mm512_and_si512(_mm512_srli_epi16(w1, 4), mask);
+    const __m512i l2 = _mm512_and_si512(w2, mask), h2 = _mm512_and_si512(_mm512_srli_epi16(w2, 4), mask);
+    const __m512i l3 = _mm512_and_si512(w3, mask), h3 = _mm512_and_si512(_mm512_srli_epi16(w3, 4), mask);
+    const __m512 swv = _mm512_load_ps(sw + (size_t)b * 16);
+    for (int r = 0; r < rows; r++) {
+      int32_t a[8];
+      memcpy(a, job->q + (size_t)(r0 + r) * w->k + (size_t)b * 32, sizeof a);
+      __m512i s = _mm512_setzero_si512();
+      s = _mm512_dpbusd_epi32(s, l0, _mm512_set1_epi32(a[0]));
+      s = _mm512_dpbusd_epi32(s, l1, _mm512_set1_epi32(a[1]));
+      s = _mm512_dpbusd_epi32(s, l2, _mm512_set1_epi32(a[2]));
+      s = _mm512_dpbusd_epi32(s, l3, _mm512_set1_epi32(a[3]));
+      s = _mm512_dpbusd_epi32(s, h0, _mm512_set1_epi32(a[4]));
+      s = _mm512_dpbusd_epi32(s, h1, _mm512_set1_epi32(a[5]));
+      s = _mm512_dpbusd_epi32(s, h2, _mm512_set1_epi32(a[6]));
+      s = _mm512_dpbusd_epi32(s, h3, _mm512_set1_epi32(a[7]));
+      const size_t i = (size_t)(r0 + r) * nb + b;
+      const __m512 t = _mm512_fmsub_ps(_mm512_set1_ps(job->sa[i]), _mm512_cvtepi32_ps(s), _mm512_set1_ps(job->c[i]));
+      acc[r] = _mm512_fmadd_ps(swv, t, acc[r]);
+    }
+  }
+  const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
+  const __mmask16 store = (__mmask16)((1u << cols) - 1);
+  for (int r = 0; r < rows; r++) _mm512_mask_storeu_ps(job->y + (size_t)(r0 + r) * w->n + n0, store, acc[r]);
+}
+
+static int cpu_has_vnni(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma");
+}
+#else
+static int cpu_has_vnni(void) {
+  return 0;
+}
+#endif
+
+typedef void (*GroupFn)(const Job *, int, int, int);
+
+typedef struct {
+  const Job *job;
+  GroupFn fn;
+  int g0, g1;
+} Part;
+
+// Group-outer, rows-inner: a group's weights (16 columns x k) stay in cache while every chunk of 4 rows reads them.
+static void *run_part(void *arg) {
+  const Part *part = arg;
+  for (int g = part->g0; g < part->g1; g++)
+    for (int r = 0; r < part->job->m; r += 4) part->fn(part->job, g, r, part->job->m - r < 4 ? part->job->m - r : 4);
+  return NULL;
+}
+
+// Threads are made per call and joined, so nothing spins or waits between calls inside the server.
+static void run_job(const Job *job, GroupFn fn, int threads) {
+  const int groups = job->w->np / 16;
+  if (threads > groups) threads = groups;
+  if (threads < 1) threads = 1;
+  if (threads > 64) threads = 64; // beyond that a weight stream this size gains nothing
+  Part parts[64];
+  pthread_t ids[64];
+  int started[64] = {0};
+  for (int i = 0; i < threads; i++) parts[i] = (Part){job, fn, (int)((int64_t)groups * i / threads), (int)((int64_t)groups * (i + 1) / threads)};
+  for (int i = 1; i < threads; i++) started[i] = pthread_create(&ids[i], NULL, run_part, &parts[i]) == 0;
+  run_part(&parts[0]);
+  for (int i = 1; i < threads; i++) {
+    if (started[i]) pthread_join(ids[i], NULL);
+    else run_part(&parts[i]); // no thread to be had: the caller does that part itself
+  }
+}
+
+static int use_vnni;
+
+// --- Node-API glue ---
+
+static napi_value throw_type(napi_env env, const char *msg) {
+  napi_throw_type_error(env, NULL, msg);
+  return NULL;
+}
+
+// A whole number in [lo, hi], or 0 with a TypeError thrown.
+static int get_int(napi_env env, napi_value v, int64_t lo, int64_t hi, int64_t *out, const char *msg) {
+  double d;
+  if (napi_get_value_double(env, v, &d) != napi_ok || !(d >= (double)lo && d <= (double)hi) || d != floor(d)) {
+    throw_type(env, msg);
+    return 0;
+  }
+  *out = (int64_t)d;
+  return 1;
+}
+
+static int get_typed(napi_env env, napi_value v, napi_typedarray_type want, void **data, size_t *len, const char *msg) {
+  bool is;
+  napi_typedarray_type type;
+  if (napi_is_typedarray(env, v, &is) != napi_ok || !is || napi_get_typedarray_info(env, v, &type, len, data, NULL, NULL) != napi_ok ||
+      type != want) {
+    throw_type(env, msg);
+    return 0;
+  }
+  return 1;
+}
+
+static void finalize_packed(napi_env env, void *data, void *hint) {
+  (void)hint;
+  Packed *w = data;
+  int64_t left;
+  napi_adjust_external_memory(env, -w->bytes, &left);
+  free(w->packed);
+  free(w->sw);
+  free(w);
+}
+
+static napi_value pack_q4(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4) return throw_type(env, "packQ4(b, scales, k, n)");
+  int64_t k, n;
+  if (!get_int(env, argv[2], 32, INT32_MAX, &k, "packQ4: k must be a whole number >= 32")) return NULL;
+  if (!get_int(env, argv[3], 1, INT32_MAX - 15, &n, "packQ4: n must be a whole number >= 1")) return NULL;
+  if (k % 32 != 0) return throw_type(env, "packQ4: k must be a multiple of 32");
+  void *b, *scales;
+  size_t blen, slen;
+  if (!get_typed(env, argv[0], napi_uint8_array, &b, &blen, "packQ4: b must be a Uint8Array")) return NULL;
+  if (!get_typed(env, argv[1], napi_float32_array, &scales, &slen, "packQ4: scales must be a Float32Array")) return NULL;
+  const int64_t nb = k / 32;
+  if ((int64_t)blen != n * nb * 16) return throw_type(env, "packQ4: b must hold n * k / 2 bytes");
+  if ((int64_t)slen != n * nb) return throw_type(env, "packQ4: scales must hold n * k / 32 values");
+  Packed *w = calloc(1, sizeof *w);
+  if (!w) return throw_type(env, "packQ4: out of memory");
+  w->k = (int32_t)k, w->n = (int32_t)n, w->np = (int32_t)((n + 15) & ~15), w->nb = (int32_t)nb;
+  w->packed = alloc64((size_t)w->np * nb * 16);
+  w->sw = alloc64((size_t)w->np * nb * sizeof(float));
+  if (!w->packed || !w->sw) {
+    free(w->packed), free(w->sw), free(w);
+    napi_throw_range_error(env, NULL, "packQ4: out of memory");
+    return NULL;
+  }
+  w->bytes = (int64_t)w->np * nb * (16 + sizeof(float));
+  pack(w, b, scales);
+  napi_value ext;
+  if (napi_create_external(env, w, finalize_packed, NULL, &ext) != napi_ok) {
+    finalize_packed(env, w, NULL);
+    return NULL;
+  }
+  napi_type_tag_object(env, ext, &PACKED_TAG);
+  int64_t total;
+  napi_adjust_external_memory(env, w->bytes, &total);
+  return ext;
+}
+
+static napi_value matmul_q4(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 5) {
+    return throw_type(env, "matmulQ4(w, x, m, y, threads, portable?)");
+  }
+  Packed *w = NULL;
+  napi_valuetype vt;
+  bool tagged = false;
+  if (napi_typeof(env, argv[0], &vt) != napi_ok || vt != napi_external || napi_check_object_type_tag(env, argv[0], &PACKED_TAG, &tagged) != napi_ok ||
+      !tagged || napi_get_value_external(env, argv[0], (void **)&w) != napi_ok) {
+    return throw_type(env, "matmulQ4: w must come from packQ4");
+  }
+  void *x, *y;
+  size_t xlen, ylen;
+  int64_t m, threads;
+  if (!get_typed(env, argv[1], napi_float32_array, &x, &xlen, "matmulQ4: x must be a Float32Array")) return NULL;
+  if (!get_int(env, argv[2], 1, INT32_MAX, &m, "matmulQ4: m must be a whole number >= 1")) return NULL;
+  if (!get_typed(env, argv[3], napi_float32_array, &y, &ylen, "matmulQ4: y must be a Float32Array")) return NULL;
+  if (!get_int(env, argv[4], 1, 1024, &threads, "matmulQ4: threads must be a whole number from 1 to 1024")) return NULL;
+  bool portable = false;
+  if (argc >= 6) {
+    napi_typeof(env, argv[5], &vt);
+    if (vt != napi_undefined && napi_get_value_bool(env, argv[5], &portable) != napi_ok) return throw_type(env, "matmulQ4: portable must be a boolean");
+  }
+  if ((uint64_t)xlen != (uint64_t)m * (uint64_t)w->k) return throw_type(env, "matmulQ4: x must hold m * k values");
+  if ((uint64_t)ylen != (uint64_t)m * (uint64_t)w->n) return throw_type(env, "matmulQ4: y must hold m * n values");
+
+  const size_t nb = (size_t)w->nb;
+  int8_t *q = malloc((size_t)m * w->k);
+  float *sa = malloc((size_t)m * nb * sizeof(float)), *c = malloc((size_t)m * nb * sizeof(float));
+  if (!q || !sa || !c) {
+    free(q), free(sa), free(c);
+    napi_throw_range_error(env, NULL, "matmulQ4: out of memory");
+    return NULL;
+  }
+  for (int64_t r = 0; r < m; r++) quant_row((const float *)x + r * w->k, w->k, q + r * w->k, sa + r * nb, c + r * nb);
+  const Job job = {w, (int32_t)m, q, sa, c, y};
+  GroupFn fn = group_portable;
+#if defined(__x86_64__)
+  if (use_vnni && !portable) fn = group_vnni;
+#endif
+  run_job(&job, fn, (int)threads);
+  free(q), free(sa), free(c);
+  return NULL;
+}
+
+static napi_value kernel_path(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value s;
+  napi_create_string_utf8(env, use_vnni ? "avx512vnni" : "portable", NAPI_AUTO_LENGTH, &s);
+  return s;
+}
+
+NAPI_MODULE_INIT() {
+  use_vnni = cpu_has_vnni();
+  const napi_property_descriptor props[] = {
+    {"packQ4", NULL, pack_q4, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"matmulQ4", NULL, matmul_q4, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"kernelPath", NULL, kernel_path, NULL, NULL, NULL, napi_enumerable, NULL},
+  };
+  if (napi_define_properties(env, exports, sizeof props / sizeof *props, props) != napi_ok) return NULL;
+  return exports;
+}

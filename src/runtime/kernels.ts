@@ -1,0 +1,72 @@
+/**
+ * Our own 4-bit matrix kernel (native/kernels), an optional Node-API addon: MatMulNBits' weights (bits 4,
+ * blocks of 32, no zero points) times float activations quantized per block to int8 as ONNX Runtime does at
+ * accuracy_level 4. Loaded lazily, once, through `createRequire`, which loads `.node` files on Node, Bun and
+ * Deno alike. Where the file is missing or does not load, svc keeps ONNX Runtime's kernels; the reason is kept.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { envVars } from './env.ts';
+
+declare const packedQ4: unique symbol;
+
+/** Repacked weights; the native memory is freed when this object is collected. */
+export type PackedQ4 = { readonly k: number; readonly n: number; readonly [packedQ4]: true };
+
+export interface NativeKernels {
+  /** 'avx512vnni' or 'portable': the path matmulQ4 takes unless told `portable`. */
+  path: string;
+  /** b: [n][k/32][16] bytes, two codes a byte (low nibble first); scales: [n * k/32]; k a multiple of 32. */
+  packQ4(b: Uint8Array, scales: Float32Array, k: number, n: number): PackedQ4;
+  /** y[m][n] = Σ x[m][k]·W[n][k], the columns split over `threads` threads made for this call. */
+  matmulQ4(w: PackedQ4, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
+}
+
+interface Addon {
+  packQ4(b: Uint8Array, scales: Float32Array, k: number, n: number): object;
+  matmulQ4(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
+  kernelPath(): string;
+}
+
+/** Where the built addon lies from this module: in the sources (src/runtime/) or in the bundle (dist/). */
+const ADDON = ['../../', '../'].map((up) => new URL(`${up}native/kernels/build/Release/svc_kernels.node`, import.meta.url));
+/** The addon's external (its weights) on the wrapper that carries k and n for TypeScript. */
+const HANDLE = Symbol('svc.packedQ4');
+
+let loaded: { kernels?: NativeKernels; reason?: string } | undefined;
+
+function load(): { kernels?: NativeKernels; reason?: string } {
+  let addon: Addon;
+  let path: string;
+  try {
+    if (envVars().SVC_NATIVE_KERNELS === '0') return { reason: 'disabled by SVC_NATIVE_KERNELS=0' };
+    const file = ADDON.map((u) => fileURLToPath(u)).find((f) => existsSync(f));
+    if (!file) return { reason: `${fileURLToPath(ADDON[0]!)} is not built (npm run build:native)` };
+    addon = createRequire(import.meta.url)(file) as Addon;
+    path = addon.kernelPath();
+  } catch (e) {
+    // Deno without --allow-env, --allow-read or --allow-ffi lands here too
+    return { reason: `the native kernels did not load: ${(e as Error).message}` };
+  }
+  return {
+    kernels: {
+      path,
+      packQ4: (b, scales, k, n) => Object.freeze({ k, n, [HANDLE]: addon.packQ4(b, scales, k, n) }) as unknown as PackedQ4,
+      matmulQ4: (w, x, m, y, threads, portable) =>
+        addon.matmulQ4((w as unknown as { [HANDLE]?: object })?.[HANDLE] as object, x, m, y, threads, portable),
+    },
+  };
+}
+
+/** The kernels, or undefined where they are not built, do not load or are turned off. Never throws. */
+export function nativeKernels(): NativeKernels | undefined {
+  loaded ??= load();
+  return loaded.kernels;
+}
+
+/** Why nativeKernels() is undefined; undefined when it is not. */
+export function nativeKernelsUnavailable(): string | undefined {
+  loaded ??= load();
+  return loaded.reason;
+}
