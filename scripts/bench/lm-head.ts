@@ -37,6 +37,7 @@ async function headAlone(): Promise<{ rows: HeadRow[]; path: string; k: number; 
   if (!kernels) throw new Error(`no native kernels: ${nativeKernelsUnavailable()}`);
   const file = join(MODEL_DIR, 'onnx', FILE.q4!);
   const { head } = cutLmHead(graphOfFile(file)!.bytes, (t) => externalBytes(file, t))!;
+  if (head.bits !== 4) throw new Error(`the q4 file's head is ${head.bits}-bit`);
   const { k, n } = head;
   const graph = new WireWriter()
     .message(

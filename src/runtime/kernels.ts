@@ -3,6 +3,7 @@
  * blocks of 32, no zero points) times float activations quantized per block to int8 as ONNX Runtime does at
  * accuracy_level 4. Loaded lazily, once, through `createRequire`, which loads `.node` files on Node, Bun and
  * Deno alike. Where the file is missing or does not load, svc keeps ONNX Runtime's kernels; the reason is kept.
+ * Also an 8-bit kernel for the q8 graphs' DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul pattern.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -10,9 +11,12 @@ import { fileURLToPath } from 'node:url';
 import { envVars } from './env.ts';
 
 declare const packedQ4: unique symbol;
+declare const packedQ8: unique symbol;
 
 /** Repacked weights; the native memory is freed when this object is collected. */
 export type PackedQ4 = { readonly k: number; readonly n: number; readonly [packedQ4]: true };
+/** Repacked 8-bit weights; the native memory is freed when this object is collected. */
+export type PackedQ8 = { readonly k: number; readonly n: number; readonly [packedQ8]: true };
 
 export interface NativeKernels {
   /** 'avx512vnni' or 'portable': the path matmulQ4 takes unless told `portable`. */
@@ -21,17 +25,29 @@ export interface NativeKernels {
   packQ4(b: Uint8Array, scales: Float32Array, k: number, n: number): PackedQ4;
   /** y[m][n] = Σ x[m][k]·W[n][k], the columns split over `threads` threads made for this call. */
   matmulQ4(w: PackedQ4, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
+  /**
+   * w: MatMulInteger's int8 weights [k][n] (row-major); scales: one per column [n]; zeroPoint: the weights' one
+   * zero point, -128..127 (every w - zeroPoint must fit in int8, else a TypeError).
+   */
+  packQ8(w: Int8Array, scales: Float32Array, k: number, n: number, zeroPoint: number): PackedQ8;
+  /**
+   * y[m][n] = Σ (q[m][k] - zp)·(W[k][n] - w_zp) · scale · scales[n] where (q, scale, zp) = DynamicQuantizeLinear(x)
+   * over all m rows together, as ONNX Runtime computes it; the columns split over `threads` threads.
+   */
+  matmulQ8(w: PackedQ8, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
 }
 
 interface Addon {
   packQ4(b: Uint8Array, scales: Float32Array, k: number, n: number): object;
   matmulQ4(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
+  packQ8(w: Int8Array, scales: Float32Array, k: number, n: number, zeroPoint: number): object;
+  matmulQ8(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
   kernelPath(): string;
 }
 
 /** Where the built addon lies from this module: in the sources (src/runtime/) or in the bundle (dist/). */
 const ADDON = ['../../', '../'].map((up) => new URL(`${up}native/kernels/build/Release/svc_kernels.node`, import.meta.url));
-/** The addon's external (its weights) on the wrapper that carries k and n for TypeScript. */
+/** The addon's external (its weights, 4- or 8-bit) on the wrapper that carries k and n for TypeScript. */
 const HANDLE = Symbol('svc.packedQ4');
 
 let loaded: { kernels?: NativeKernels; reason?: string } | undefined;
@@ -55,6 +71,10 @@ function load(): { kernels?: NativeKernels; reason?: string } {
       packQ4: (b, scales, k, n) => Object.freeze({ k, n, [HANDLE]: addon.packQ4(b, scales, k, n) }) as unknown as PackedQ4,
       matmulQ4: (w, x, m, y, threads, portable) =>
         addon.matmulQ4((w as unknown as { [HANDLE]?: object })?.[HANDLE] as object, x, m, y, threads, portable),
+      packQ8: (w, scales, k, n, zeroPoint) =>
+        Object.freeze({ k, n, [HANDLE]: addon.packQ8(w, scales, k, n, zeroPoint) }) as unknown as PackedQ8,
+      matmulQ8: (w, x, m, y, threads, portable) =>
+        addon.matmulQ8((w as unknown as { [HANDLE]?: object })?.[HANDLE] as object, x, m, y, threads, portable),
     },
   };
 }

@@ -72,6 +72,7 @@ before(async () => {
     const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
     cases.push({ k, n, b, scales, session });
   }
+  await before8();
 });
 after(async () => {
   for (const c of cases) await c.session.release();
@@ -191,4 +192,215 @@ test('SVC_NATIVE_KERNELS=0 turns them off, with that reason', () => {
     encoding: 'utf8',
   });
   assert.deepEqual(JSON.parse(out), [true, 'disabled by SVC_NATIVE_KERNELS=0']);
+});
+
+// --- 8-bit: the q8 graphs' DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(., Mul(a_scale, w_scale)) ---
+
+const BUILD_Q8 = `
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+K, N, w_path, s_path, zp, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6]
+W = numpy_helper.from_array(np.fromfile(w_path, dtype=np.int8).reshape(K, N), 'W')
+S = numpy_helper.from_array(np.fromfile(s_path, dtype=np.float32), 'S')
+Z = numpy_helper.from_array(np.array(zp, dtype=np.int8), 'Z')
+nodes = [
+    helper.make_node('DynamicQuantizeLinear', ['A'], ['Aq', 'As', 'Az']),
+    helper.make_node('MatMulInteger', ['Aq', 'W', 'Az', 'Z'], ['Yi']),
+    helper.make_node('Cast', ['Yi'], ['Yf'], to=TensorProto.FLOAT),
+    helper.make_node('Mul', ['As', 'S'], ['Ms']),
+    helper.make_node('Mul', ['Yf', 'Ms'], ['Y']),
+]
+g = helper.make_graph(nodes, 'q8', [helper.make_tensor_value_info('A', TensorProto.FLOAT, ['M', K])],
+    [helper.make_tensor_value_info('Y', TensorProto.FLOAT, ['M', N])], [W, S, Z])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)])
+m.ir_version = 8
+onnx.save(m, out)
+`;
+
+/** The brief's shapes, and K=90 (not a multiple of 4) with N=20 (not of 16) for the padding. */
+const SHAPES_Q8 = [[96, 40], [90, 20], [896, 128], [4864, 896]] as const;
+/** The weights' zero point: 0 (the q8 graphs), and 3 with weights in [-125, 127] so that W - 3 fits in int8. */
+const ZERO_POINTS = [0, 3] as const;
+
+interface Case8 {
+  k: number;
+  n: number;
+  zp: number;
+  w: Int8Array;
+  scales: Float32Array;
+  session: Session;
+}
+
+const cases8: Case8[] = [];
+/** The largest |ours - ONNX Runtime's| / max |ONNX Runtime's| over every comparison, for the report. */
+let worst8 = 0;
+
+/** The 8-bit cases' graphs and sessions, made by the `before` above once ONNX Runtime is loaded. */
+async function before8(): Promise<void> {
+  for (const [k, n] of SHAPES_Q8) {
+    for (const zp of ZERO_POINTS) {
+      const rnd = random(k * 7919 + n * 31 + zp);
+      const lo = zp === 0 ? -128 : -128 + zp;
+      const w = Int8Array.from({ length: k * n }, () => lo + Math.floor(rnd() * (128 - lo)));
+      const scales = Float32Array.from({ length: n }, () => 0.0005 + rnd() * 0.01);
+      const [wPath, sPath, model] = ['w8.bin', 's8.bin', `q8-${k}x${n}-${zp}.onnx`].map((f) => join(dir, f)) as [string, string, string];
+      writeFileSync(wPath, new Uint8Array(w.buffer));
+      writeFileSync(sPath, new Uint8Array(scales.buffer));
+      execFileSync('/usr/bin/python3', ['-c', BUILD_Q8, String(k), String(n), wPath, sPath, String(zp), model]);
+      const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
+      cases8.push({ k, n, zp, w, scales, session });
+    }
+  }
+}
+after(async () => {
+  for (const c of cases8) await c.session.release();
+  console.log(`# q8: largest |ours - ONNX Runtime| / max |ONNX Runtime| = ${worst8}`);
+});
+
+/**
+ * Inputs of each kind DynamicQuantizeLinear treats apart: signed with outliers; all positive (x_min clamps to 0,
+ * zp 0); all negative (x_max clamps to 0, zp 255); ties, quarters in [-63.75, 63.75], so scale is 0.5 and
+ * x / scale and -x_min / scale land on halves (round half to even); and TRAPS, where only a true division
+ * rounds as ONNX Runtime does.
+ */
+const INPUTS8 = {
+  signed: (rnd: () => number, i: number) => (rnd() - 0.5) * (i % 97 === 0 ? 40 : 2),
+  positive: (rnd: () => number, i: number) => rnd() * (i % 89 === 0 ? 20 : 1),
+  negative: (rnd: () => number, i: number) => -rnd() * (i % 89 === 0 ? 20 : 1),
+  ties: (rnd: () => number, i: number) => (i === 0 ? -63.75 : i === 1 ? 63.75 : (Math.floor(rnd() * 511) - 255) * 0.25),
+  reciprocal: (rnd: () => number, i: number) => i === 0 ? TRAPS.lo : i === 1 ? TRAPS.hi : TRAPS.xs[Math.floor(rnd() * TRAPS.xs.length)]!,
+} as const;
+
+/** Float32 round half to even, as CVTPS2DQ. */
+const rhe = (v: number): number => {
+  const r = Math.round(v);
+  return r - v === 0.5 && r % 2 !== 0 ? r - 1 : r;
+};
+
+/**
+ * For x in [-1.3, 4.4673] (so scale = 6.7673 / 255): the float32 values next to the halves of the scale where
+ * round(x / scale) and round(x * (1 / scale)) differ. An activation quantizer that multiplies by the reciprocal
+ * instead of dividing as ONNX Runtime does gets every one of them wrong by one step.
+ */
+const TRAPS: { lo: number; hi: number; xs: number[] } = (() => {
+  const f = Math.fround;
+  const [lo, hi] = [f(-1.3), f(4.4673)];
+  const s = f(f(hi - lo) / 255), inv = f(1 / s);
+  const z = rhe(Math.max(0, Math.min(255, f(0 - f(lo / s)))));
+  const bits = new Float32Array(1), u = new Uint32Array(bits.buffer);
+  const xs: number[] = [];
+  for (let j = -z; j < 255 - z; j++) {
+    for (let d = -3; d <= 3; d++) {
+      bits[0] = (j + 0.5) * s;
+      u[0]! += bits[0]! >= 0 ? d : -d;
+      const x = bits[0]!;
+      if (x > lo && x < hi && rhe(f(x / s)) !== rhe(f(x * inv))) xs.push(x);
+    }
+  }
+  return { lo, hi, xs };
+})();
+
+const input8 = (kind: keyof typeof INPUTS8, m: number, k: number, seed: number): Float32Array => {
+  const rnd = random(seed);
+  return Float32Array.from({ length: m * k }, (_, i) => INPUTS8[kind](rnd, i));
+};
+
+async function ortOutput8(c: Case8, x: Float32Array, m: number): Promise<Float32Array> {
+  const out = await c.session.run({ A: new ort.Tensor('float32', x, [m, c.k]) });
+  return out.Y!.data as Float32Array;
+}
+
+function recordWorst8(got: Float32Array, want: Float32Array): void {
+  const top = want.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
+  for (let i = 0; i < want.length; i++) worst8 = Math.max(worst8, Math.abs(got[i]! - want[i]!) / top);
+}
+
+for (const [k, n] of SHAPES_Q8) {
+  for (const zp of ZERO_POINTS) {
+    test(`q8 K=${k} N=${n} w_zp=${zp}: ONNX Runtime's DynamicQuantizeLinear/MatMulInteger outputs, both paths, 1 and 2 threads, M = 1, 3, 5`, async () => {
+      const kn = addon();
+      const c = cases8.find((c) => c.k === k && c.n === n && c.zp === zp)!;
+      const w = kn.packQ8(c.w, c.scales, k, n, zp);
+      assert.equal(w.k, k);
+      assert.equal(w.n, n);
+      for (const m of [1, 3, 5]) {
+        for (const kind of Object.keys(INPUTS8) as (keyof typeof INPUTS8)[]) {
+          const x = input8(kind, m, k, m * 31 + k + kind.length);
+          const want = await ortOutput8(c, x, m);
+          let first: Float32Array | undefined;
+          for (const portable of [false, true]) {
+            for (const threads of [1, 2]) {
+              // y is a view with a guard after it: columns past N (padding) must never be written
+              const buf = new Float32Array(m * n + 16).fill(12345);
+              const y = buf.subarray(0, m * n);
+              kn.matmulQ8(w, x, m, y, threads, portable);
+              assertClose(y, want, `M=${m} ${kind} portable=${portable} threads=${threads}`);
+              recordWorst8(y, want);
+              assert.ok(buf.subarray(m * n).every((v) => v === 12345), 'wrote past y');
+              // the two paths do the same integer sums and the same float steps
+              if (first) assert.deepEqual(y, first, 'the paths or thread counts differ');
+              else first = Float32Array.from(y);
+            }
+          }
+        }
+      }
+    });
+  }
+}
+
+test('q8: the division traps are there to be had', () => {
+  assert.ok(TRAPS.xs.length >= 100, `only ${TRAPS.xs.length} values where a reciprocal rounds otherwise`);
+});
+
+test('q8: y may be a view on a SharedArrayBuffer; an all-zero input gives zeros', async () => {
+  const kn = addon();
+  const c = cases8.find((c) => c.k === 896 && c.zp === 0)!;
+  const w = kn.packQ8(c.w, c.scales, c.k, c.n, c.zp);
+  const x = input8('signed', 3, c.k, 5);
+  const y = new Float32Array(new SharedArrayBuffer(3 * c.n * 4));
+  kn.matmulQ8(w, x, 3, y, 2);
+  assertClose(y, await ortOutput8(c, x, 3), 'SharedArrayBuffer');
+  const zeros = new Float32Array(2 * c.n).fill(1);
+  kn.matmulQ8(w, new Float32Array(2 * c.k), 2, zeros, 1);
+  assert.deepEqual(zeros, new Float32Array(2 * c.n));
+  assert.deepEqual(await ortOutput8(c, new Float32Array(2 * c.k), 2), zeros);
+});
+
+test('q8: wrong shapes and arguments are TypeErrors', () => {
+  const kn = addon();
+  const [k, n] = [10, 20];
+  const b = new Int8Array(k * n);
+  const s = new Float32Array(n);
+  const te = { name: 'TypeError' };
+  assert.throws(() => kn.packQ8(b.subarray(1), s, k, n, 0), te, 'w too short');
+  assert.throws(() => kn.packQ8(new Int8Array(k * n + 1), s, k, n, 0), te, 'w too long');
+  assert.throws(() => kn.packQ8(b, s.subarray(1), k, n, 0), te, 'scales too short');
+  assert.throws(() => kn.packQ8(b, new Float32Array(n + 1), k, n, 0), te, 'scales too long');
+  assert.throws(() => kn.packQ8(new Uint8Array(k * n) as never, s, k, n, 0), te, 'w not an Int8Array');
+  assert.throws(() => kn.packQ8(b, s, 0, n, 0), te, 'k = 0');
+  assert.throws(() => kn.packQ8(b, s, k, 0, 0), te, 'n = 0');
+  assert.throws(() => kn.packQ8(b, s, 10.5, n, 0), te, 'k not whole');
+  assert.throws(() => kn.packQ8(b, s, k, n, 128), te, 'zeroPoint past int8');
+  assert.throws(() => kn.packQ8(b, s, k, n, 0.5), te, 'zeroPoint not whole');
+  assert.throws(() => kn.packQ8(b, s, k, n, undefined as never), te, 'no zeroPoint');
+  assert.throws(() => kn.packQ8(Int8Array.from(b, (_, i) => (i === 7 ? -127 : 0)), s, k, n, 3), te, '-127 - 3 does not fit in int8');
+  assert.throws(() => kn.packQ8(Int8Array.from(b, (_, i) => (i === 7 ? 127 : 0)), s, k, n, -1), te, '127 + 1 does not fit in int8');
+  kn.packQ8(Int8Array.from(b, (_, i) => (i === 7 ? -125 : 127)), s, k, n, 3);
+  const w = kn.packQ8(b, s, k, n, 0);
+  const x = new Float32Array(2 * k);
+  const y = new Float32Array(2 * n);
+  kn.matmulQ8(w, x, 2, y, 1);
+  assert.throws(() => kn.matmulQ8(w, x.subarray(1), 2, y, 1), te, 'x too short');
+  assert.throws(() => kn.matmulQ8(w, new Float32Array(2 * k + 1), 2, y, 1), te, 'x too long');
+  assert.throws(() => kn.matmulQ8(w, x, 2, y.subarray(1), 1), te, 'y too short');
+  assert.throws(() => kn.matmulQ8(w, x, 2, new Float32Array(2 * n + 1), 1), te, 'y too long');
+  assert.throws(() => kn.matmulQ8(w, x, 1, y, 1), te, 'x holds two rows, m says one');
+  assert.throws(() => kn.matmulQ8(w, new Float64Array(2 * k) as never, 2, y, 1), te, 'x not a Float32Array');
+  assert.throws(() => kn.matmulQ8(w, x, 0, new Float32Array(0), 1), te, 'm = 0');
+  assert.throws(() => kn.matmulQ8(w, x, 2, y, 0), te, 'threads = 0');
+  assert.throws(() => kn.matmulQ8({ k, n } as never, x, 2, y, 1), te, 'w not from packQ8');
+  // the two kinds of packed weights are told apart
+  const w4 = kn.packQ4(new Uint8Array(n * 16), new Float32Array(n), 32, n);
+  assert.throws(() => kn.matmulQ8(w4 as never, new Float32Array(2 * 32), 2, y, 1), te, 'w from packQ4');
+  assert.throws(() => kn.matmulQ4(w as never, x, 2, y, 1), te, 'matmulQ4 given packQ8 weights');
 });

@@ -1,18 +1,21 @@
 /**
- * A decoder's 4-bit LM head taken out of its graph, to run on svc's own kernel (src/runtime/kernels.ts).
+ * A decoder's LM head taken out of its graph, to run on svc's own kernels (src/runtime/kernels.ts).
  *
  * The LM head is the widest weight a decode step reads (vocabulary × hidden size: a quarter of a 0.5B
- * model's bytes), and ONNX Runtime's 4-bit kernel reads it well below this CPU's memory rate, worst with
- * several rows (continuous batching): BENCHMARKS.md, "Text generation: own 4-bit LM head". Where the graph's
- * `logits` come from one `MatMulNBits` (4 bits, blocks of 32, no zero points), that node and its weights are
- * left out of the graph, its input (the last hidden states) becomes a graph output in place of `logits`, and
- * the inference thread multiplies it by the weights it packed once at load. The kernel quantizes the hidden
- * states to int8 per block of 32 as ONNX Runtime's level-4 kernel does, so the logits are ONNX Runtime's to
- * float rounding (test/services/inference/lm-head.test.ts).
+ * model's bytes), and ONNX Runtime's kernels read it well below this CPU's memory rate, its 4-bit one most,
+ * and worst with several rows (continuous batching): BENCHMARKS.md, "Text generation: own LM head kernel".
+ * Where the graph's `logits` come from one 4-bit `MatMulNBits` (blocks of 32, no zero points) or from one
+ * dynamic 8-bit product (as q8 files hold their MatMuls), those nodes and their weights are left out of the
+ * graph, the head's input (the last hidden states) becomes a graph output in place of `logits`, and the
+ * inference thread multiplies it by the weights it packed once at load. The kernels quantize the hidden
+ * states as ONNX Runtime does (int8 per block of 32 for 4 bits, as its level 4; the whole tensor to uint8
+ * for 8 bits, as DynamicQuantizeLinear), so the logits are ONNX Runtime's to float rounding
+ * (test/services/inference/lm-head.test.ts).
  */
 import {
   decodeFields,
   first,
+  type GraphNode,
   indexGraph,
   intAttr,
   modelGraph,
@@ -23,23 +26,37 @@ import {
   WireWriter,
   withGraph,
 } from '../models/onnx-wire.ts';
+import type { NativeKernels } from '../../runtime/kernels.ts';
 
 /** The graph output the head made. */
 export const LOGITS = 'logits';
 
-/** The head's weights as MatMulNBits holds them: `b` [n, k/32, 16] nibbles, `scales` [n · k/32]. */
-export interface LmHead {
-  /** The value the head multiplies (now a graph output): [..., k]. */
-  input: string;
-  k: number;
-  n: number;
-  b: Uint8Array;
-  scales: Float32Array;
+/** The head: what it multiplies and its weights, as the graph held them. */
+export type LmHead =
+  & {
+    /** The value the head multiplies (now a graph output): [..., k]. */
+    input: string;
+    k: number;
+    n: number;
+  }
+  & (
+    /** MatMulNBits: `b` [n, k/32, 16] nibbles (low first), `scales` [n · k/32]. */
+    | { bits: 4; b: Uint8Array; scales: Float32Array }
+    /** MatMulInteger after DynamicQuantizeLinear: `w` [k, n], one scale a column, one zero point. */
+    | { bits: 8; w: Int8Array; scales: Float32Array; zeroPoint: number }
+  );
+
+/** A head found in the graph: the nodes that make it (to leave out), the weights they read. */
+interface Found {
+  nodes: GraphNode[];
+  weights: string[];
+  head: LmHead;
 }
 
 /**
- * The model without its 4-bit LM head, and the head; undefined where `logits` is not made by one plain
- * 4-bit `MatMulNBits` of the main graph. `weight` reads an initializer's bytes (inline ones are read here).
+ * The model without its LM head, and the head; undefined where `logits` is not made by one plain 4-bit
+ * `MatMulNBits` or one dynamic 8-bit product (DynamicQuantizeLinear → MatMulInteger → Cast → Mul by the
+ * two scales) of the main graph. `weight` reads an initializer's bytes (inline ones are read here).
  */
 export function cutLmHead(
   model: Uint8Array,
@@ -48,31 +65,93 @@ export function cutLmHead(
   const parsed = modelGraph(model);
   if (!parsed) return undefined;
   const { inits, nodes } = indexGraph(parsed.graph);
-  const n = nodes.find((x) => x.outputs[0] === LOGITS);
-  if (!n || n.opType !== 'MatMulNBits' || n.domain !== 'com.microsoft' || n.outputs.length !== 1) return undefined;
+  const made = new Map(nodes.flatMap((n) => n.outputs.map((o) => [o, n] as const)));
+  const last = made.get(LOGITS);
+  const bytes = (name: string | undefined) => {
+    const t = name ? inits.get(name) : undefined;
+    return t && { t, raw: first(t.fields, ONNX.tensor.rawData)?.bytes ?? weight(t) };
+  };
+  const found = last && (nbitsHead(last, bytes) ?? int8Head(last, made, bytes));
+  if (!found) return undefined;
+  // nothing else may read what the cut nodes make; weights another node reads too (a tied embedding) stay
+  const cut = new Set(found.nodes);
+  const rest = nodes.filter((x) => !cut.has(x));
+  const read = new Set(rest.flatMap((x) => x.inputs));
+  if (found.nodes.some((x) => x.outputs.some((o) => o !== LOGITS && read.has(o)))) return undefined;
+  const drop = new Set(found.weights.filter((x) => !read.has(x)));
+  const at = new Set(found.nodes.map((x) => x.index));
+  const nameOf = (b: Uint8Array, no: number) => str(first(decodeFields(b), no)?.bytes);
+  const graph = new WireWriter();
+  parsed.graph.forEach((f, index) => {
+    if (at.has(index) || (f.no === ONNX.graph.initializer && drop.has(nameOf(f.bytes!, ONNX.tensor.name)))) return;
+    if (f.no === ONNX.graph.output && nameOf(f.bytes!, ONNX.valueInfo.name) === LOGITS) {
+      graph.message(ONNX.graph.output, tensorValueInfo(found.head.input, ONNX.dtype.FLOAT));
+    } else graph.field(f);
+  });
+  return { bytes: withGraph(parsed.fields, graph).finish(), head: found.head };
+}
+
+type Bytes = (name: string | undefined) => { t: Tensor; raw: Uint8Array | undefined } | undefined;
+
+/** `logits` from one MatMulNBits with 4 bits in blocks of 32 and no zero points. */
+function nbitsHead(n: GraphNode, bytes: Bytes): Found | undefined {
+  if (n.opType !== 'MatMulNBits' || n.domain !== 'com.microsoft' || n.outputs.length !== 1) return undefined;
   const [input, bName, sName, ...rest] = n.inputs;
   const k = intAttr(n, 'K') ?? 0, cols = intAttr(n, 'N') ?? 0;
   if (rest.some(Boolean) || (intAttr(n, 'bits') ?? 4) !== 4 || intAttr(n, 'block_size') !== 32 || !k || k % 32 || !cols) return undefined;
-  const b = inits.get(bName!), s = inits.get(sName!);
-  if (b?.dataType !== ONNX.dtype.UINT8 || s?.dataType !== ONNX.dtype.FLOAT) return undefined;
-  const bBytes = bytesOf(b, weight), sBytes = bytesOf(s, weight);
-  if (bBytes?.length !== cols * (k / 32) * 16 || sBytes?.length !== cols * (k / 32) * 4) return undefined;
-  // weights another node reads too (a tied embedding) stay in the graph
-  const read = new Set(nodes.filter((x) => x !== n).flatMap((x) => x.inputs));
-  const drop = new Set([bName!, sName!].filter((x) => !read.has(x)));
-  const nameOf = (bytes: Uint8Array, no: number) => str(first(decodeFields(bytes), no)?.bytes);
-  const graph = new WireWriter();
-  parsed.graph.forEach((f, index) => {
-    if (index === n.index || (f.no === ONNX.graph.initializer && drop.has(nameOf(f.bytes!, ONNX.tensor.name)))) return;
-    if (f.no === ONNX.graph.output && nameOf(f.bytes!, ONNX.valueInfo.name) === LOGITS) {
-      graph.message(ONNX.graph.output, tensorValueInfo(input!, ONNX.dtype.FLOAT));
-    } else graph.field(f);
-  });
-  const scales = new Float32Array(sBytes.length / 4);
-  new Uint8Array(scales.buffer).set(sBytes);
-  return { bytes: withGraph(parsed.fields, graph).finish(), head: { input: input!, k, n: cols, b: bBytes, scales } };
+  const b = bytes(bName), s = bytes(sName);
+  if (b?.t.dataType !== ONNX.dtype.UINT8 || s?.t.dataType !== ONNX.dtype.FLOAT) return undefined;
+  if (b.raw?.length !== cols * (k / 32) * 16 || s.raw?.length !== cols * (k / 32) * 4) return undefined;
+  return { nodes: [n], weights: [bName!, sName!], head: { bits: 4, input: input!, k, n: cols, b: b.raw, scales: floats(s.raw) } };
 }
 
-function bytesOf(t: Tensor, weight: (t: Tensor) => Uint8Array | undefined): Uint8Array | undefined {
-  return first(t.fields, ONNX.tensor.rawData)?.bytes ?? weight(t);
+/** `logits` = Mul(Cast(MatMulInteger(q, W, zp, w_zp)), Mul(scale, w_scale)) with (q, scale, zp) = DynamicQuantizeLinear(x). */
+function int8Head(mul: GraphNode, made: Map<string, GraphNode>, bytes: Bytes): Found | undefined {
+  if (mul.opType !== 'Mul' || mul.domain || mul.inputs.length !== 2) return undefined;
+  const [a, b] = mul.inputs.map((x) => made.get(x!));
+  const [cast, scales] = a?.opType === 'Cast' ? [a, b] : [b, a];
+  const mm = made.get(cast?.inputs[0] ?? '');
+  if (cast?.opType !== 'Cast' || intAttr(cast, 'to') !== ONNX.dtype.FLOAT || scales?.opType !== 'Mul' || mm?.opType !== 'MatMulInteger') {
+    return undefined;
+  }
+  const [q, wName, zp, wzpName] = mm.inputs;
+  const dql = made.get(q!);
+  if (dql?.opType !== 'DynamicQuantizeLinear' || dql.outputs[0] !== q || dql.outputs[2] !== zp) return undefined;
+  const wsName = scales.inputs.find((x) => x !== dql.outputs[1]);
+  if (!scales.inputs.includes(dql.outputs[1]!) || !wsName) return undefined;
+  const w = bytes(wName), ws = bytes(wsName), wzp = wzpName ? bytes(wzpName) : undefined;
+  if (w?.t.dataType !== ONNX.dtype.INT8 || w.t.dims.length !== 2 || ws?.t.dataType !== ONNX.dtype.FLOAT || !w.raw || !ws.raw) {
+    return undefined;
+  }
+  if (wzpName && (wzp?.t.dataType !== ONNX.dtype.INT8 || wzp.raw?.length !== 1)) return undefined;
+  const [k, cols] = w.t.dims as [number, number];
+  const col = floats(ws.raw);
+  if (w.raw.length !== k * cols || (col.length !== cols && col.length !== 1)) return undefined;
+  const head: LmHead = {
+    bits: 8,
+    input: dql.inputs[0]!,
+    k,
+    n: cols,
+    w: new Int8Array(w.raw.buffer, w.raw.byteOffset, w.raw.length),
+    scales: col.length === cols ? col : new Float32Array(cols).fill(col[0]!),
+    zeroPoint: wzp?.raw ? new Int8Array(wzp.raw.buffer, wzp.raw.byteOffset, 1)[0]! : 0,
+  };
+  return { nodes: [mul, cast, mm, scales, dql], weights: [wName!, wsName, ...(wzpName ? [wzpName] : [])], head };
+}
+
+/** float32 values of little-endian bytes (copied: the bytes may be unaligned). */
+function floats(raw: Uint8Array): Float32Array {
+  const f = new Float32Array(raw.length / 4);
+  new Uint8Array(f.buffer).set(raw);
+  return f;
+}
+
+/** The head's product on svc's kernel: its weights packed once, then y [m, n] = x [m, k] × W per call. */
+export function headProduct(h: LmHead, kernels: NativeKernels, threads: number): (x: Float32Array, m: number, y: Float32Array) => void {
+  if (h.bits === 4) {
+    const w = kernels.packQ4(h.b, h.scales, h.k, h.n);
+    return (x, m, y) => kernels.matmulQ4(w, x, m, y, threads);
+  }
+  const w = kernels.packQ8(h.w, h.scales, h.k, h.n, h.zeroPoint);
+  return (x, m, y) => kernels.matmulQ8(w, x, m, y, threads);
 }

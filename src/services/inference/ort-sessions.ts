@@ -22,8 +22,8 @@ import { externalFilesOf } from '../models/onnx-wire.ts';
 import { externalBytes, graphOfBytes, graphOfFile } from '../models/onnx-file.ts';
 import { nbitsToInt8 } from './wasm-q4.ts';
 import { importOnnxruntimeNode } from './onnxruntime-node.ts';
-import { cutLmHead, type LmHead, LOGITS } from './lm-head.ts';
-import { nativeKernels, type PackedQ4 } from '../../runtime/kernels.ts';
+import { cutLmHead, headProduct, type LmHead, LOGITS } from './lm-head.ts';
+import { nativeKernels } from '../../runtime/kernels.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
 export interface WireTensor {
@@ -104,7 +104,7 @@ export interface GraphEditCounts {
    * natively from the model's file, on WASM from the model's bytes.
    */
   weightsInFile: number;
-  /** 1 where the 4-bit LM head runs on svc's own kernel (./lm-head.ts). */
+  /** 1 where the LM head (4- or 8-bit) runs on svc's own kernel (./lm-head.ts). */
   lmHeadOwnKernel: number;
 }
 
@@ -131,8 +131,7 @@ interface Head {
   input: string;
   k: number;
   n: number;
-  packed: PackedQ4;
-  threads: number;
+  multiply: ReturnType<typeof headProduct>;
 }
 const heads = new Map<number, Head>();
 let nextId = 1;
@@ -168,7 +167,7 @@ interface Edits {
   embeddings?: ReturnType<typeof withInt8Embeddings>;
   /** Inline weights handed to ONNX Runtime as external data (the model's file, or on WASM its bytes). */
   inFile?: number;
-  /** The 4-bit LM head taken out of the graph, run on svc's own kernel (./lm-head.ts). */
+  /** The LM head taken out of the graph, run on svc's own kernel (./lm-head.ts). */
   lmHead?: LmHead;
 }
 
@@ -262,8 +261,8 @@ async function create(
   if (edits.rewritten?.pastAndNew) presentOnDemand.add(id);
   const head = edits.lmHead;
   if (head) {
-    const packed = nativeKernels()!.packQ4(head.b, head.scales, head.k, head.n);
-    heads.set(id, { input: head.input, k: head.k, n: head.n, packed, threads: Number(options.intraOpNumThreads) || 1 });
+    const multiply = headProduct(head, nativeKernels()!, Number(options.intraOpNumThreads) || 1);
+    heads.set(id, { input: head.input, k: head.k, n: head.n, multiply });
   }
   // callers see `logits` where the graph outputs the head's input
   const named = (n: string) => (head && n === head.input ? LOGITS : n);
@@ -423,7 +422,7 @@ async function runHeld(
 function headLogits(h: Head, hidden: Float32Array, into?: Float32Array): Float32Array {
   const m = hidden.length / h.k;
   const y = into ?? new Float32Array(m * h.n);
-  nativeKernels()!.matmulQ4(h.packed, hidden, m, y, h.threads);
+  h.multiply(hidden, m, y);
   return y;
 }
 

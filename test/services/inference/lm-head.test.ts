@@ -6,19 +6,21 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import * as ort from 'onnxruntime-node';
 import { cutLmHead, LOGITS } from '../../../src/services/inference/lm-head.ts';
-import { loadModel } from '../../../src/services/inference/load.ts';
-import { batchDecoderFor } from '../../../src/services/inference/batch-decoder.ts';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { decodeFields, first, indexGraph, modelGraph, ONNX, str } from '../../../src/services/models/onnx-wire.ts';
 import { hasVnni } from '../../../src/runtime/cpu.ts';
 import { nativeKernels } from '../../../src/runtime/kernels.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { REF } from './reference.ts';
+import { observe, type Observed } from '../../support/decoder-observe.ts';
 
 const file = (name: string) => new Uint8Array(readFileSync(join(TINY_LLAMA, 'onnx', name)));
 const q4 = file('model_q4.onnx');
+const q8 = file('model_quantized.onnx');
 const config = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8'));
 const layers: number = config.num_hidden_layers;
 const opts = { intraOpNumThreads: 1, logSeverityLevel: 3 } as const;
@@ -50,38 +52,13 @@ function relMax(got: Float32Array, want: Float32Array): number {
   return d / m;
 }
 
-/** Both rows of `prefill` greedy-decoded `steps` tokens by ONNX Runtime on the file's graph (the cache concatenated). */
-async function greedyWhole(s: ort.InferenceSession, steps: number): Promise<number[][]> {
-  const feeds: Record<string, ort.Tensor> = prefill(1);
-  const L = REF.generate.prompt_ids.length;
-  const tokens: number[][] = [[], []];
-  for (let step = 0; step < steps; step++) {
-    const out = await s.run(feeds);
-    const v = config.vocab_size;
-    const logits = out.logits!.data as Float32Array;
-    const next = [0, 1].map((r) => {
-      const row = logits.subarray(r * v, (r + 1) * v);
-      return row.indexOf(Math.max(...row));
-    });
-    next.forEach((t, r) => tokens[r]!.push(t));
-    for (const name of Object.keys(feeds).filter((n) => n.startsWith('past_key_values.'))) {
-      feeds[name] = out[name.replace('past_key_values.', 'present.')]!;
-    }
-    const len = L + step + 1;
-    feeds.input_ids = i64(next, [2, 1]);
-    feeds.attention_mask = i64(Array(2 * len).fill(1), [2, len]);
-    feeds.position_ids = i64([len - 1, len - 1], [2, 1]);
-  }
-  return tokens;
-}
-
 describe('the graph without its head', () => {
   const cut = cutLmHead(q4)!;
 
   test('a 4-bit head is taken out: its node and weights gone, its input a graph output in place of logits', () => {
-    assert.ok(cut, 'the q4 graph has a 4-bit head');
+    assert.ok(cut && cut.head.bits === 4, 'the q4 graph has a 4-bit head');
     assert.deepEqual([cut.head.k, cut.head.n], [config.hidden_size, config.vocab_size]);
-    assert.equal(cut.head.b.length, config.vocab_size * (config.hidden_size / 32) * 16);
+    assert.equal(cut.head.bits === 4 && cut.head.b.length, config.vocab_size * (config.hidden_size / 32) * 16);
     const g = modelGraph(cut.bytes)!.graph;
     const { inits, nodes } = indexGraph(g);
     const outputs = g.filter((f) => f.no === ONNX.graph.output).map((f) => str(first(decodeFields(f.bytes!), ONNX.valueInfo.name)?.bytes));
@@ -93,72 +70,80 @@ describe('the graph without its head', () => {
     assert.equal(nodes.length, before.nodes.length - 1);
   });
 
-  test('graphs whose logits are not a plain 4-bit MatMulNBits stay as they are', () => {
-    assert.equal(cutLmHead(file('model.onnx')), undefined); // fp32 MatMul
-    assert.equal(cutLmHead(file('model_quantized.onnx')), undefined); // int8 MatMulInteger
+  test('an 8-bit head is taken out: its five nodes (DynamicQuantizeLinear to the scaled product) and weights gone', () => {
+    const c = cutLmHead(q8)!;
+    assert.ok(c && c.head.bits === 8, 'the q8 graph has an 8-bit head');
+    assert.deepEqual([c.head.k, c.head.n, c.head.w.length], [
+      config.hidden_size,
+      config.vocab_size,
+      config.hidden_size * config.vocab_size,
+    ]);
+    const before = indexGraph(modelGraph(q8)!.graph), after = indexGraph(modelGraph(c.bytes)!.graph);
+    assert.equal(after.nodes.length, before.nodes.length - 5);
+    assert.ok(
+      !after.nodes.some((n) =>
+        ['DynamicQuantizeLinear', 'MatMulInteger'].includes(n.opType) && n.outputs.some((o) => o.startsWith('q8_14'))
+      ),
+    );
+    assert.equal(after.inits.size, before.inits.size - 3);
   });
 
-  test("our kernel on the cut graph's hidden states gives ONNX Runtime's logits (every position, both paths, 1 and 2 threads)", async () => {
-    const k = nativeKernels();
-    assert.ok(k, 'the native kernels are built (npm run build:native)');
-    const whole = await ort.InferenceSession.create(q4, opts);
-    const part = await ort.InferenceSession.create(cut.bytes, opts);
-    const L = REF.generate.prompt_ids.length;
-    const want = (await whole.run(prefill(L))).logits!;
-    const hidden = (await part.run(prefill(L)))[cut.head.input]!;
-    assert.deepEqual(hidden.dims, [2, L, config.hidden_size]);
-    const w = k.packQ4(cut.head.b, cut.head.scales, cut.head.k, cut.head.n);
-    for (const portable of [false, true]) {
-      for (const threads of [1, 2]) {
-        const y = new Float32Array(2 * L * config.vocab_size);
-        k.matmulQ4(w, hidden.data as Float32Array, 2 * L, y, threads, portable);
-        const err = relMax(y, want.data as Float32Array);
-        assert.ok(err < 1e-5, `portable ${portable}, ${threads} thread(s): ${err}`);
-      }
-    }
-    await whole.release();
-    await part.release();
+  test('graphs whose logits are not one of those products stay as they are', () => {
+    assert.equal(cutLmHead(file('model.onnx')), undefined); // fp32 MatMul
   });
+
+  for (const [name, graph] of [['q4', q4], ['q8', q8]] as const) {
+    test(`${name}: our kernel on the cut graph's hidden states gives ONNX Runtime's logits (every position, both paths, 1 and 2 threads)`, async () => {
+      const k = nativeKernels();
+      assert.ok(k, 'the native kernels are built (npm run build:native)');
+      const c = cutLmHead(graph)!;
+      const whole = await ort.InferenceSession.create(graph, opts);
+      const part = await ort.InferenceSession.create(c.bytes, opts);
+      const L = REF.generate.prompt_ids.length;
+      const want = (await whole.run(prefill(L))).logits!;
+      const hidden = (await part.run(prefill(L)))[c.head.input]!;
+      assert.deepEqual(hidden.dims, [2, L, config.hidden_size]);
+      const h = c.head;
+      const w = h.bits === 4 ? k.packQ4(h.b, h.scales, h.k, h.n) : k.packQ8(h.w, h.scales, h.k, h.n, h.zeroPoint);
+      for (const portable of [false, true]) {
+        for (const threads of [1, 2]) {
+          const y = new Float32Array(2 * L * config.vocab_size);
+          const x = hidden.data as Float32Array;
+          if (h.bits === 4) k.matmulQ4(w as never, x, 2 * L, y, threads, portable);
+          else k.matmulQ8(w as never, x, 2 * L, y, threads, portable);
+          const err = relMax(y, want.data as Float32Array);
+          assert.ok(err < 1e-5, `portable ${portable}, ${threads} thread(s): ${err}`);
+        }
+      }
+      await whole.release();
+      await part.release();
+    });
+  }
 });
 
 describe('loaded as a model', () => {
-  const loaded: { dispose(): Promise<void> }[] = [];
-  after(() => Promise.all(loaded.map((m) => m.dispose())));
-
-  test('on the native CPU with VNNI the q4 head runs on our kernel; logits reach transformers.js and the batch decoder', async () => {
-    const m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: 'q4' });
-    loaded.push(m);
-    const s = (m.model as unknown as { sessions: { model: { edits: { lmHeadOwnKernel: number }; outputNames: string[] } } }).sessions
-      .model;
-    // the kernel is used where it is the faster one: AVX-512 VNNI (elsewhere the graph keeps its head)
-    assert.equal(s.edits.lmHeadOwnKernel, hasVnni() && nativeKernels()?.path === 'avx512vnni' ? 1 : 0);
-    assert.ok(s.outputNames.includes(LOGITS));
-    // judge: the file's graph in ONNX Runtime
-    const whole = await ort.InferenceSession.create(q4, opts);
-    const ids = REF.generate.prompt_ids;
-    const want = (await whole.run(prefill(1))).logits!;
-    const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [2, ids.length]);
-    const out = await (m.model as unknown as (f: unknown) => Promise<{ logits: { dims: number[]; data: Float32Array } }>)({
-      input_ids: t([...ids, ...ids.map((x) => (x + 5) % config.vocab_size)]),
-      attention_mask: t(Array(2 * ids.length).fill(1)),
+  for (const dtype of ['q4', 'q8']) {
+    test(`${dtype}: on the native CPU with VNNI the head runs on our kernel; the logits reach transformers.js and the batch decoder`, async () => {
+      const got = await observe(dtype);
+      // the kernel is used where it is the faster one: AVX-512 VNNI (elsewhere the graph keeps its head)
+      assert.equal(got.lmHeadOwnKernel, hasVnni() && nativeKernels()?.path === 'avx512vnni' ? 1 : 0);
+      assert.ok(got.outputNames.includes(LOGITS));
+      // judge: the same model in a process without svc's kernels, where ONNX Runtime computes the head
+      const p = spawnSync(process.execPath, [
+        '--import',
+        'tsx',
+        fileURLToPath(new URL('../../support/decoder-observe.ts', import.meta.url)),
+        dtype,
+      ], {
+        encoding: 'utf8',
+        env: { ...process.env, SVC_NATIVE_KERNELS: '0' },
+      });
+      assert.equal(p.status, 0, p.stderr);
+      const want = JSON.parse(p.stdout) as Observed;
+      assert.equal(want.lmHeadOwnKernel, 0);
+      const err = relMax(Float32Array.from(got.last), Float32Array.from(want.last));
+      assert.ok(err < 1e-5, `transformers.js' forward: ${err}`);
+      assert.deepEqual(got.tokens, want.tokens);
     });
-    const [, per, v] = out.logits.dims as [number, number, number];
-    const last = new Float32Array(2 * v);
-    for (let r = 0; r < 2; r++) last.set(out.logits.data.subarray(((r + 1) * per - 1) * v, (r + 1) * per * v), r * v);
-    assert.ok(relMax(last, want.data as Float32Array) < 1e-5, `transformers.js' forward: ${relMax(last, want.data as Float32Array)}`);
-    // the batch decoder (its logits written into shared memory by the inference thread): ONNX Runtime's greedy tokens
-    const steps = 4;
-    const tokens: number[][] = [[], []];
-    await Promise.all([0, 1].map((r) =>
-      batchDecoderFor(m)!.run({
-        promptIds: r ? ids.map((x) => (x + 5) % config.vocab_size) : ids,
-        maxNew: steps,
-        processors: [],
-        onToken: (tok) => (tokens[r]!.push(tok), false),
-        signal: new AbortController().signal,
-      })
-    ));
-    assert.deepEqual(tokens, await greedyWhole(whole, steps));
-    await whole.release();
-  });
+  }
 });

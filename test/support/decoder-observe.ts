@@ -1,0 +1,57 @@
+/**
+ * What a caller of a loaded tiny-llama sees (test/services/inference/lm-head.test.ts): the logits of the
+ * last position of two rows through transformers.js' forward, and 4 greedy tokens of each row through the
+ * batch decoder. Run as a script (`node --import tsx decoder-observe.ts q8`) it prints them as JSON, so a
+ * process with other settings (SVC_NATIVE_KERNELS=0) can be the judge of this one.
+ */
+import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { batchDecoderFor } from '../../src/services/inference/batch-decoder.ts';
+import { loadModel } from '../../src/services/inference/load.ts';
+import { TINY_LLAMA } from '../services/inference/fixtures.ts';
+import { REF } from '../services/inference/reference.ts';
+
+const config = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8'));
+/** The reference prompt, and a second row of the same length made from it. */
+export const ROWS = [REF.generate.prompt_ids, REF.generate.prompt_ids.map((x) => (x + 5) % config.vocab_size)];
+
+export interface Observed {
+  lmHeadOwnKernel: number;
+  outputNames: string[];
+  last: number[];
+  tokens: number[][];
+}
+
+export async function observe(dtype: string, steps = 4): Promise<Observed> {
+  const m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: dtype as never });
+  try {
+    const s = (m.model as unknown as { sessions: { model: { edits: { lmHeadOwnKernel: number }; outputNames: string[] } } }).sessions.model;
+    const L = ROWS[0]!.length;
+    const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [2, L]);
+    const out = await (m.model as unknown as (f: unknown) => Promise<{ logits: { dims: number[]; data: Float32Array } }>)({
+      input_ids: t(ROWS.flat()),
+      attention_mask: t(Array(2 * L).fill(1)),
+    });
+    const [, per, v] = out.logits.dims as [number, number, number];
+    const last = [0, 1].flatMap((r) => [...out.logits.data.subarray(((r + 1) * per - 1) * v, (r + 1) * per * v)]);
+    const tokens: number[][] = [[], []];
+    await Promise.all([0, 1].map((r) =>
+      batchDecoderFor(m)!.run({
+        promptIds: ROWS[r]!,
+        maxNew: steps,
+        processors: [],
+        onToken: (tok) => (tokens[r]!.push(tok), false),
+        signal: new AbortController().signal,
+      })
+    ));
+    return { lmHeadOwnKernel: s.edits.lmHeadOwnKernel, outputNames: s.outputNames, last, tokens };
+  } finally {
+    await m.dispose();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  process.stdout.write(JSON.stringify(await observe(process.argv[2]!)));
+  process.exit(0);
+}
