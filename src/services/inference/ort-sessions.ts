@@ -236,9 +236,13 @@ async function create(
     const native = nativeGraph(model, options, decoder);
     edits = native.edits;
     const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
-    const from = native.folder && native.edited
-      ? { ...options, extra: { ...extra, session: { ...extra.session, model_external_initializers_file_folder_path: native.folder } } }
-      : options;
+    const config = {
+      ...extra.session,
+      ...(native.folder && native.edited ? { model_external_initializers_file_folder_path: native.folder } : {}),
+      // the head's kernel runs right after each call: ONNX Runtime's threads stop spinning then, leaving it the cores
+      ...(edits.lmHead ? { force_spinning_stop: '1' } : {}),
+    };
+    const from = Object.keys(config).length ? { ...options, extra: { ...extra, session: config } } : options;
     // the native runtime reads a model path (and its external data beside it) itself
     session = await o.InferenceSession.create((native.edited ?? model) as never, from as never);
   } else {
