@@ -117,8 +117,8 @@ static void group_portable(const void *arg, int g, int r0, int rows) {
 }
 
 #if defined(__x86_64__)
-VNNI_TARGET static void group_vnni(const void *arg, int g, int r0, int rows) {
-  const Job *job = arg;
+// rows is a constant in each caller (group_vnni), so the accumulators stay in registers
+VNNI_TARGET static inline __attribute__((always_inline)) void group_vnni_rows(const Job *job, int g, int r0, const int rows) {
   const Packed *w = job->w;
   const int nb = w->nb;
   const uint8_t *p = w->packed + (size_t)g * 16 * nb * 16;
@@ -158,6 +158,16 @@ VNNI_TARGET static void group_vnni(const void *arg, int g, int r0, int rows) {
   const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
   const __mmask16 store = (__mmask16)((1u << cols) - 1);
   for (int r = 0; r < rows; r++) _mm512_mask_storeu_ps(job->y + (size_t)(r0 + r) * w->n + n0, store, acc[r]);
+}
+
+VNNI_TARGET static void group_vnni(const void *arg, int g, int r0, int rows) {
+  const Job *job = arg;
+  switch (rows) {
+    case 4: group_vnni_rows(job, g, r0, 4); break;
+    case 3: group_vnni_rows(job, g, r0, 3); break;
+    case 2: group_vnni_rows(job, g, r0, 2); break;
+    default: group_vnni_rows(job, g, r0, 1); break;
+  }
 }
 
 static int cpu_has_vnni(void) {
