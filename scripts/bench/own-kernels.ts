@@ -241,7 +241,7 @@ for (const threads of [1, 2]) {
 }
 
 const body = [
-  `\`node --import tsx scripts/bench/lm-head.ts\`: the LM head of the benchmark model (${heads[0]!.n} × ${
+  `\`node --import tsx scripts/bench/own-kernels.ts\`: the LM head of the benchmark model (${heads[0]!.n} × ${
     heads[0]!.k
   }) in its q4 file (4 bits in blocks of 32: ONNX Runtime's \`MatMulNBits\` at level 4, int8 activations) and its q8 file (int8 with a scale per column: DynamicQuantizeLinear, MatMulInteger, Cast and the scales, which ONNX Runtime fuses into \`DynamicQuantizeMatMul\`), run by ONNX Runtime and by svc's own kernels (src/runtime/kernels.ts, path \`${
     heads[0]!.path

@@ -112,9 +112,14 @@ export function q4Product(
   if (b?.dataType !== ONNX.dtype.UINT8 || s?.dataType !== ONNX.dtype.FLOAT) return undefined;
   const bBytes = bytesOf(b, weight), sBytes = bytesOf(s, weight);
   if (bBytes?.length !== cols * (k / 32) * 16 || sBytes?.length !== cols * (k / 32) * 4) return undefined;
-  const scales = new Float32Array(sBytes.length / 4);
-  new Uint8Array(scales.buffer).set(sBytes);
-  return { input: input!, output: n.outputs[0]!, k, n: cols, b: bBytes, scales };
+  return { input: input!, output: n.outputs[0]!, k, n: cols, b: bBytes, scales: floats(sBytes) };
+}
+
+/** float32 values of little-endian bytes (copied: the bytes may be unaligned). */
+export function floats(raw: Uint8Array): Float32Array {
+  const f = new Float32Array(raw.length / 4);
+  new Uint8Array(f.buffer).set(raw);
+  return f;
 }
 
 /**
