@@ -134,7 +134,6 @@ function int8Head(mul: GraphNode, made: Map<string, GraphNode>, bytes: Bytes): F
   return { nodes: [mul, cast, mm, scales, dql], weights: [wName!, wsName, ...(wzpName ? [wzpName] : [])], head };
 }
 
-
 /** The head's product on svc's kernel: its weights packed once, then y [m, n] = x [m, k] × W per call. */
 export function headProduct(h: LmHead, kernels: NativeKernels, threads: number): (x: Float32Array, m: number, y: Float32Array) => void {
   if (h.bits === 4) {
