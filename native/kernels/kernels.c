@@ -2,7 +2,6 @@
 // with activations quantized per block of 32 to int8 as ONNX Runtime does at accuracy_level 4. The weights are
 // repacked once so that, on AVX-512 VNNI, each 32-bit lane of one register accumulates one column's block.
 // A plain-C path does the same integer sums and the same fused float steps, so both give identical bits.
-// Also a decoder layer's whole MLP (gate, up, SiLU with MLAS's logistic function, down) of three such products.
 // Also 8-bit products for the q8 graphs' DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul pattern (int8
 // weights [K][N] with one scale per column), quantizing the activations to uint8 as ONNX Runtime does.
 #ifndef NAPI_VERSION
@@ -367,86 +366,6 @@ static void run_job(const void *job, int groups, int m, GroupFn fn, int threads)
 
 static int use_vnni;
 
-// --- Fused 4-bit MLP: y = down(silu(gate(x)) * up(x)), a Llama/Qwen2 decoder layer's MLP as ONNX Runtime runs
-// it from MatMulNBits (gate, up, down; accuracy_level 4), Sigmoid, Mul, Mul ---
-
-// MLAS's logistic function (MlasComputeLogistic), which ONNX Runtime's CPU Sigmoid calls, and QuickGelu too (what
-// its graph optimizer fuses Mul(g, Sigmoid(g)) into): a rational approximation on [-18, 18], not 1 / (1 + exp(-x)).
-// On x64 with FMA3 it runs MlasLogisticKernelFma3, whose steps are these: the clamps in MAXPS/MINPS operand order
-// (a NaN passes through), x^2 by a plain product, both polynomials by fused multiply-adds, p * x, one division,
-// + 0.5, and only the lower clamp (at 0) at the end.
-static const float LOGISTIC_LO = -18.0f, LOGISTIC_HI = 18.0f;
-static const float ALPHA_9 = 4.37031012579801e-11f, ALPHA_7 = 1.15627324459942e-07f, ALPHA_5 = 6.08574864600143e-05f,
-                   ALPHA_3 = 8.51377133304701e-03f, ALPHA_1 = 2.48287947061529e-01f;
-static const float BETA_10 = 6.10247389755681e-13f, BETA_8 = 5.76102136993427e-09f, BETA_6 = 6.29106785017040e-06f,
-                   BETA_4 = 1.70198817374094e-03f, BETA_2 = 1.16817656904453e-01f, BETA_0 = 9.93151921023180e-01f;
-
-static float logistic(float x) {
-  x = LOGISTIC_LO > x ? LOGISTIC_LO : x;
-  x = LOGISTIC_HI < x ? LOGISTIC_HI : x;
-  const float x2 = x * x;
-  float p = fmaf(x2, ALPHA_9, ALPHA_7);
-  p = fmaf(x2, p, ALPHA_5);
-  p = fmaf(x2, p, ALPHA_3);
-  p = fmaf(x2, p, ALPHA_1);
-  p = x * p;
-  float q = fmaf(x2, BETA_10, BETA_8);
-  q = fmaf(x2, q, BETA_6);
-  q = fmaf(x2, q, BETA_4);
-  q = fmaf(x2, q, BETA_2);
-  q = fmaf(x2, q, BETA_0);
-  const float s = p / q + 0.5f;
-  return 0.f > s ? 0.f : s;
-}
-
-// g[j] <- (g[j] * sigmoid(g[j])) * u[j] for cols (<= 16) columns: Mul(g, sigmoid) (QuickGelu's
-// MlasEltwiseMul(input, logistic)), then Mul(silu, u), each rounded to float as ONNX Runtime does.
-typedef void (*SiluMulFn)(float *g, const float *u, int cols);
-
-static void silu_mul_portable(float *g, const float *u, int cols) {
-  for (int j = 0; j < cols; j++) {
-    const float silu = g[j] * logistic(g[j]);
-    g[j] = silu * u[j];
-  }
-}
-
-#if defined(__x86_64__)
-VNNI_TARGET static void silu_mul_vnni(float *g, const float *u, int cols) {
-  const __mmask16 k = (__mmask16)((1u << cols) - 1);
-  const __m512 g0 = _mm512_maskz_loadu_ps(k, g), uv = _mm512_maskz_loadu_ps(k, u);
-  const __m512 x = _mm512_min_ps(_mm512_set1_ps(LOGISTIC_HI), _mm512_max_ps(_mm512_set1_ps(LOGISTIC_LO), g0));
-  const __m512 x2 = _mm512_mul_ps(x, x);
-  __m512 p = _mm512_fmadd_ps(x2, _mm512_set1_ps(ALPHA_9), _mm512_set1_ps(ALPHA_7));
-  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(ALPHA_5));
-  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(ALPHA_3));
-  p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(ALPHA_1));
-  p = _mm512_mul_ps(x, p);
-  __m512 q = _mm512_fmadd_ps(x2, _mm512_set1_ps(BETA_10), _mm512_set1_ps(BETA_8));
-  q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(BETA_6));
-  q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(BETA_4));
-  q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(BETA_2));
-  q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(BETA_0));
-  const __m512 s = _mm512_max_ps(_mm512_setzero_ps(), _mm512_add_ps(_mm512_div_ps(p, q), _mm512_set1_ps(0.5f)));
-  _mm512_mask_storeu_ps(g, k, _mm512_mul_ps(_mm512_mul_ps(g0, s), uv));
-}
-#endif
-
-// Gate and up in one pass over the column groups: group g of both products (same activations, same columns),
-// then h for those columns, written over gate's output.
-typedef struct {
-  Job gate, up;
-  GroupFn fn;
-  SiluMulFn silu_mul;
-} MlpJob;
-
-static void group_mlp(const void *arg, int g, int r0, int rows) {
-  const MlpJob *job = arg;
-  job->fn(&job->gate, g, r0, rows);
-  job->fn(&job->up, g, r0, rows);
-  const int n = job->gate.w->n, n0 = g * 16, cols = n - n0 < 16 ? n - n0 : 16;
-  for (int r = r0; r < r0 + rows; r++) job->silu_mul(job->gate.y + (size_t)r * n + n0, job->up.y + (size_t)r * n + n0, cols);
-}
-
 // --- Node-API glue ---
 
 static napi_value throw_type(napi_env env, const char *msg) {
@@ -524,27 +443,19 @@ static napi_value pack_q4(napi_env env, napi_callback_info info) {
   return ext;
 }
 
-// Weights from packQ4 (an external with its type tag), or 0 with a TypeError thrown.
-static int get_packed(napi_env env, napi_value v, Packed **w, const char *msg) {
-  napi_valuetype vt;
-  bool tagged = false;
-  if (napi_typeof(env, v, &vt) != napi_ok || vt != napi_external || napi_check_object_type_tag(env, v, &PACKED_TAG, &tagged) != napi_ok || !tagged ||
-      napi_get_value_external(env, v, (void **)w) != napi_ok) {
-    throw_type(env, msg);
-    return 0;
-  }
-  return 1;
-}
-
 static napi_value matmul_q4(napi_env env, napi_callback_info info) {
   size_t argc = 6;
   napi_value argv[6];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 5) {
     return throw_type(env, "matmulQ4(w, x, m, y, threads, portable?)");
   }
-  Packed *w;
-  if (!get_packed(env, argv[0], &w, "matmulQ4: w must come from packQ4")) return NULL;
+  Packed *w = NULL;
   napi_valuetype vt;
+  bool tagged = false;
+  if (napi_typeof(env, argv[0], &vt) != napi_ok || vt != napi_external || napi_check_object_type_tag(env, argv[0], &PACKED_TAG, &tagged) != napi_ok ||
+      !tagged || napi_get_value_external(env, argv[0], (void **)&w) != napi_ok) {
+    return throw_type(env, "matmulQ4: w must come from packQ4");
+  }
   void *x, *y;
   size_t xlen, ylen;
   int64_t m, threads;
@@ -576,64 +487,6 @@ static napi_value matmul_q4(napi_env env, napi_callback_info info) {
 #endif
   run_job(&job, w->np / 16, job.m, fn, (int)threads);
   free(q), free(sa), free(c);
-  return NULL;
-}
-
-// mlpQ4(gate, up, down, x, m, y, threads, portable?): x and y [m][hidden]; gate and up [hidden -> inter], down
-// [inter -> hidden]. x is quantized once for both gate and up; h = silu(g) * u is quantized as down's activations
-// (per block of 32, as ONNX Runtime's MatMulNBits at level 4 does with the Mul's output). Two passes over the
-// columns, each on threads made for it: gate and up together (h done per group), then down.
-static napi_value mlp_q4(napi_env env, napi_callback_info info) {
-  size_t argc = 8;
-  napi_value argv[8];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) {
-    return throw_type(env, "mlpQ4(gate, up, down, x, m, y, threads, portable?)");
-  }
-  Packed *gate, *up, *down;
-  if (!get_packed(env, argv[0], &gate, "mlpQ4: gate must come from packQ4")) return NULL;
-  if (!get_packed(env, argv[1], &up, "mlpQ4: up must come from packQ4")) return NULL;
-  if (!get_packed(env, argv[2], &down, "mlpQ4: down must come from packQ4")) return NULL;
-  if (up->k != gate->k || up->n != gate->n) return throw_type(env, "mlpQ4: gate and up must have the same k and n");
-  if (down->k != gate->n || down->n != gate->k) return throw_type(env, "mlpQ4: down must be [gate's n -> gate's k]");
-  void *x, *y;
-  size_t xlen, ylen;
-  int64_t m, threads;
-  if (!get_typed(env, argv[3], napi_float32_array, &x, &xlen, "mlpQ4: x must be a Float32Array")) return NULL;
-  if (!get_int(env, argv[4], 1, INT32_MAX, &m, "mlpQ4: m must be a whole number >= 1")) return NULL;
-  if (!get_typed(env, argv[5], napi_float32_array, &y, &ylen, "mlpQ4: y must be a Float32Array")) return NULL;
-  if (!get_int(env, argv[6], 1, 1024, &threads, "mlpQ4: threads must be a whole number from 1 to 1024")) return NULL;
-  bool portable = false;
-  if (argc >= 8) {
-    napi_valuetype vt;
-    napi_typeof(env, argv[7], &vt);
-    if (vt != napi_undefined && napi_get_value_bool(env, argv[7], &portable) != napi_ok) return throw_type(env, "mlpQ4: portable must be a boolean");
-  }
-  const size_t hidden = (size_t)gate->k, inter = (size_t)gate->n, rows = (size_t)m;
-  if ((uint64_t)xlen != (uint64_t)rows * hidden) return throw_type(env, "mlpQ4: x must hold m * hidden values");
-  if ((uint64_t)ylen != (uint64_t)rows * hidden) return throw_type(env, "mlpQ4: y must hold m * hidden values");
-
-  // one scratch block per call: g (then h) and u [m][inter], x's and h's scales and corrections, x's and h's codes
-  const size_t nbx = hidden / 32, nbh = inter / 32;
-  const size_t floats = rows * (2 * inter + 2 * nbx + 2 * nbh);
-  float *scratch = malloc(floats * sizeof(float) + rows * (hidden + inter));
-  if (!scratch) {
-    napi_throw_range_error(env, NULL, "mlpQ4: out of memory");
-    return NULL;
-  }
-  float *g = scratch, *u = g + rows * inter, *sx = u + rows * inter, *cx = sx + rows * nbx, *sh = cx + rows * nbx, *ch = sh + rows * nbh;
-  int8_t *qx = (int8_t *)(scratch + floats), *qh = qx + rows * hidden;
-  for (size_t r = 0; r < rows; r++) quant_row((const float *)x + r * hidden, (int)hidden, qx + r * hidden, sx + r * nbx, cx + r * nbx);
-  GroupFn fn = group_portable;
-  SiluMulFn silu_mul = silu_mul_portable;
-#if defined(__x86_64__)
-  if (use_vnni && !portable) fn = group_vnni, silu_mul = silu_mul_vnni;
-#endif
-  const MlpJob first = {{gate, (int32_t)m, qx, sx, cx, g}, {up, (int32_t)m, qx, sx, cx, u}, fn, silu_mul};
-  run_job(&first, gate->np / 16, (int)m, group_mlp, (int)threads);
-  for (size_t r = 0; r < rows; r++) quant_row(g + r * inter, (int)inter, qh + r * inter, sh + r * nbh, ch + r * nbh);
-  const Job second = {down, (int32_t)m, qh, sh, ch, y};
-  run_job(&second, down->np / 16, (int)m, fn, (int)threads);
-  free(scratch);
   return NULL;
 }
 
@@ -749,7 +602,6 @@ NAPI_MODULE_INIT() {
   const napi_property_descriptor props[] = {
     {"packQ4", NULL, pack_q4, NULL, NULL, NULL, napi_enumerable, NULL},
     {"matmulQ4", NULL, matmul_q4, NULL, NULL, NULL, napi_enumerable, NULL},
-    {"mlpQ4", NULL, mlp_q4, NULL, NULL, NULL, napi_enumerable, NULL},
     {"packQ8", NULL, pack_q8, NULL, NULL, NULL, napi_enumerable, NULL},
     {"matmulQ8", NULL, matmul_q8, NULL, NULL, NULL, napi_enumerable, NULL},
     {"kernelPath", NULL, kernel_path, NULL, NULL, NULL, napi_enumerable, NULL},

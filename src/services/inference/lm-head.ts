@@ -3,7 +3,7 @@
  *
  * The LM head is the widest weight a decode step reads (vocabulary × hidden size: a quarter of a 0.5B
  * model's bytes), and ONNX Runtime's kernels read it well below this CPU's memory rate, its 4-bit one most,
- * and worst with several rows (continuous batching): BENCHMARKS.md, "Text generation: svc's own kernels (LM head, 4-bit MLPs)".
+ * and worst with several rows (continuous batching): BENCHMARKS.md, "Text generation: own LM head kernel".
  * Where the graph's `logits` come from one 4-bit `MatMulNBits` (blocks of 32, no zero points) or from one
  * dynamic 8-bit product (as q8 files hold their MatMuls), those nodes and their weights are left out of the
  * graph, the head's input (the last hidden states) becomes a graph output in place of `logits`, and the
@@ -27,7 +27,6 @@ import {
   withGraph,
 } from '../models/onnx-wire.ts';
 import type { NativeKernels } from '../../runtime/kernels.ts';
-import { floats, q4Product } from './weight-split.ts';
 
 /** The graph output the head made. */
 export const LOGITS = 'logits';
@@ -72,7 +71,7 @@ export function cutLmHead(
     const t = name ? inits.get(name) : undefined;
     return t && { t, raw: first(t.fields, ONNX.tensor.rawData)?.bytes ?? weight(t) };
   };
-  const found = last && (nbitsHead(last, inits, weight) ?? int8Head(last, made, bytes));
+  const found = last && (nbitsHead(last, bytes) ?? int8Head(last, made, bytes));
   if (!found) return undefined;
   // nothing else may read what the cut nodes make; weights another node reads too (a tied embedding) stay
   const cut = new Set(found.nodes);
@@ -95,9 +94,15 @@ export function cutLmHead(
 type Bytes = (name: string | undefined) => { t: Tensor; raw: Uint8Array | undefined } | undefined;
 
 /** `logits` from one MatMulNBits with 4 bits in blocks of 32 and no zero points. */
-function nbitsHead(n: GraphNode, inits: Map<string, Tensor>, weight: (t: Tensor) => Uint8Array | undefined): Found | undefined {
-  const p = q4Product(n, inits, weight);
-  return p && { nodes: [n], weights: n.inputs.slice(1, 3), head: { bits: 4, input: p.input, k: p.k, n: p.n, b: p.b, scales: p.scales } };
+function nbitsHead(n: GraphNode, bytes: Bytes): Found | undefined {
+  if (n.opType !== 'MatMulNBits' || n.domain !== 'com.microsoft' || n.outputs.length !== 1) return undefined;
+  const [input, bName, sName, ...rest] = n.inputs;
+  const k = intAttr(n, 'K') ?? 0, cols = intAttr(n, 'N') ?? 0;
+  if (rest.some(Boolean) || (intAttr(n, 'bits') ?? 4) !== 4 || intAttr(n, 'block_size') !== 32 || !k || k % 32 || !cols) return undefined;
+  const b = bytes(bName), s = bytes(sName);
+  if (b?.t.dataType !== ONNX.dtype.UINT8 || s?.t.dataType !== ONNX.dtype.FLOAT) return undefined;
+  if (b.raw?.length !== cols * (k / 32) * 16 || s.raw?.length !== cols * (k / 32) * 4) return undefined;
+  return { nodes: [n], weights: [bName!, sName!], head: { bits: 4, input: input!, k, n: cols, b: b.raw, scales: floats(s.raw) } };
 }
 
 /** `logits` = Mul(Cast(MatMulInteger(q, W, zp, w_zp)), Mul(scale, w_scale)) with (q, scale, zp) = DynamicQuantizeLinear(x). */
@@ -132,6 +137,13 @@ function int8Head(mul: GraphNode, made: Map<string, GraphNode>, bytes: Bytes): F
     zeroPoint: wzp?.raw ? new Int8Array(wzp.raw.buffer, wzp.raw.byteOffset, 1)[0]! : 0,
   };
   return { nodes: [mul, cast, mm, scales, dql], weights: [wName!, wsName, ...(wzpName ? [wzpName] : [])], head };
+}
+
+/** float32 values of little-endian bytes (copied: the bytes may be unaligned). */
+function floats(raw: Uint8Array): Float32Array {
+  const f = new Float32Array(raw.length / 4);
+  new Uint8Array(f.buffer).set(raw);
+  return f;
 }
 
 /** The head's product on svc's kernel: its weights packed once, then y [m, n] = x [m, k] × W per call. */
