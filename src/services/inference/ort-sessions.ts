@@ -406,10 +406,9 @@ async function runHeld(
   const outputs: Record<string, WireTensor> = {};
   for (const [name, t] of Object.entries(out)) {
     if (head && name === head.input) {
+      // the kernel writes into shared memory itself (ONNX Runtime needs the private twin, above)
       const f = fetches[LOGITS];
-      const target = f && (held.get(f.held)?.scratch?.subarray(0, f.length) ?? heldOf(f.held).subarray(f.offset, f.offset + f.length));
-      const logits = headLogits(head, t.data as Float32Array, target);
-      if (f && held.get(f.held)?.scratch) heldOf(f.held).set(logits, f.offset);
+      const logits = headLogits(head, t.data as Float32Array, f && heldOf(f.held).subarray(f.offset, f.offset + f.length));
       if (!f) outputs[LOGITS] = { type: 'float32', dims: [...t.dims.slice(0, -1), head.n], data: logits };
       continue;
     }
