@@ -12,6 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -395,6 +396,68 @@ static int get_typed(napi_env env, napi_value v, napi_typedarray_type want, void
   return 1;
 }
 
+// A packed weight handed to JavaScript: freed by `fin` when collected, its size counted as external memory.
+static napi_value wrap_packed(napi_env env, void *w, int64_t bytes, napi_finalize fin, const napi_type_tag *tag) {
+  napi_value ext;
+  if (napi_create_external(env, w, fin, NULL, &ext) != napi_ok) {
+    fin(env, w, NULL);
+    return NULL;
+  }
+  napi_type_tag_object(env, ext, tag);
+  int64_t total;
+  napi_adjust_external_memory(env, bytes, &total);
+  return ext;
+}
+
+// The arguments every product takes: (w, x, m, y, threads, portable?).
+typedef struct {
+  void *x, *y;
+  int64_t m, threads;
+  bool portable;
+} Args;
+
+// The packed weights `w` (of `tag`) and the other arguments of product `name`, checked against w's k and n;
+// NULL with a TypeError thrown when they do not fit. k and n are the first fields of both Packed types.
+static void *product_args(napi_env env, napi_callback_info info, const napi_type_tag *tag, const char *name, const char *packer, Args *a) {
+  char msg[160];
+  size_t argc = 6;
+  napi_value argv[6];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 5) {
+    snprintf(msg, sizeof msg, "%s(w, x, m, y, threads, portable?)", name);
+    return throw_type(env, msg);
+  }
+  const int32_t *w = NULL;
+  napi_valuetype vt;
+  bool tagged = false;
+  if (napi_typeof(env, argv[0], &vt) != napi_ok || vt != napi_external || napi_check_object_type_tag(env, argv[0], tag, &tagged) != napi_ok ||
+      !tagged || napi_get_value_external(env, argv[0], (void **)&w) != napi_ok) {
+    snprintf(msg, sizeof msg, "%s: w must come from %s", name, packer);
+    return throw_type(env, msg);
+  }
+  size_t xlen, ylen;
+  const struct { napi_value v; const char *what; } checks[] = {{argv[1], "x must be a Float32Array"}, {argv[3], "y must be a Float32Array"}};
+  void **outs[] = {&a->x, &a->y};
+  size_t *lens[] = {&xlen, &ylen};
+  for (int i = 0; i < 2; i++) {
+    snprintf(msg, sizeof msg, "%s: %s", name, checks[i].what);
+    if (!get_typed(env, checks[i].v, napi_float32_array, outs[i], lens[i], msg)) return NULL;
+  }
+  snprintf(msg, sizeof msg, "%s: m must be a whole number >= 1", name);
+  if (!get_int(env, argv[2], 1, INT32_MAX, &a->m, msg)) return NULL;
+  snprintf(msg, sizeof msg, "%s: threads must be a whole number from 1 to 1024", name);
+  if (!get_int(env, argv[4], 1, 1024, &a->threads, msg)) return NULL;
+  a->portable = false;
+  if (argc >= 6) {
+    napi_typeof(env, argv[5], &vt);
+    snprintf(msg, sizeof msg, "%s: portable must be a boolean", name);
+    if (vt != napi_undefined && napi_get_value_bool(env, argv[5], &a->portable) != napi_ok) return throw_type(env, msg);
+  }
+  const uint64_t k = (uint64_t)w[0], n = (uint64_t)w[1];
+  if ((uint64_t)xlen != (uint64_t)a->m * k) return snprintf(msg, sizeof msg, "%s: x must hold m * k values", name), throw_type(env, msg);
+  if ((uint64_t)ylen != (uint64_t)a->m * n) return snprintf(msg, sizeof msg, "%s: y must hold m * n values", name), throw_type(env, msg);
+  return (void *)w;
+}
+
 static void finalize_packed(napi_env env, void *data, void *hint) {
   (void)hint;
   Packed *w = data;
@@ -432,44 +495,16 @@ static napi_value pack_q4(napi_env env, napi_callback_info info) {
   }
   w->bytes = (int64_t)w->np * nb * (16 + sizeof(float));
   pack(w, b, scales);
-  napi_value ext;
-  if (napi_create_external(env, w, finalize_packed, NULL, &ext) != napi_ok) {
-    finalize_packed(env, w, NULL);
-    return NULL;
-  }
-  napi_type_tag_object(env, ext, &PACKED_TAG);
-  int64_t total;
-  napi_adjust_external_memory(env, w->bytes, &total);
-  return ext;
+  return wrap_packed(env, w, w->bytes, finalize_packed, &PACKED_TAG);
 }
 
 static napi_value matmul_q4(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 5) {
-    return throw_type(env, "matmulQ4(w, x, m, y, threads, portable?)");
-  }
-  Packed *w = NULL;
-  napi_valuetype vt;
-  bool tagged = false;
-  if (napi_typeof(env, argv[0], &vt) != napi_ok || vt != napi_external || napi_check_object_type_tag(env, argv[0], &PACKED_TAG, &tagged) != napi_ok ||
-      !tagged || napi_get_value_external(env, argv[0], (void **)&w) != napi_ok) {
-    return throw_type(env, "matmulQ4: w must come from packQ4");
-  }
-  void *x, *y;
-  size_t xlen, ylen;
-  int64_t m, threads;
-  if (!get_typed(env, argv[1], napi_float32_array, &x, &xlen, "matmulQ4: x must be a Float32Array")) return NULL;
-  if (!get_int(env, argv[2], 1, INT32_MAX, &m, "matmulQ4: m must be a whole number >= 1")) return NULL;
-  if (!get_typed(env, argv[3], napi_float32_array, &y, &ylen, "matmulQ4: y must be a Float32Array")) return NULL;
-  if (!get_int(env, argv[4], 1, 1024, &threads, "matmulQ4: threads must be a whole number from 1 to 1024")) return NULL;
-  bool portable = false;
-  if (argc >= 6) {
-    napi_typeof(env, argv[5], &vt);
-    if (vt != napi_undefined && napi_get_value_bool(env, argv[5], &portable) != napi_ok) return throw_type(env, "matmulQ4: portable must be a boolean");
-  }
-  if ((uint64_t)xlen != (uint64_t)m * (uint64_t)w->k) return throw_type(env, "matmulQ4: x must hold m * k values");
-  if ((uint64_t)ylen != (uint64_t)m * (uint64_t)w->n) return throw_type(env, "matmulQ4: y must hold m * n values");
+  Args a;
+  Packed *w = product_args(env, info, &PACKED_TAG, "matmulQ4", "packQ4", &a);
+  if (!w) return NULL;
+  const int64_t m = a.m, threads = a.threads;
+  void *x = a.x, *y = a.y;
+  const bool portable = a.portable;
 
   const size_t nb = (size_t)w->nb;
   int8_t *q = malloc((size_t)m * w->k);
@@ -535,44 +570,16 @@ static napi_value pack_q8(napi_env env, napi_callback_info info) {
   }
   w->bytes = (int64_t)w->np * (w->kp + sizeof(int32_t) + sizeof(float));
   pack8(w, b, scales, (int)zp);
-  napi_value ext;
-  if (napi_create_external(env, w, finalize_packed8, NULL, &ext) != napi_ok) {
-    finalize_packed8(env, w, NULL);
-    return NULL;
-  }
-  napi_type_tag_object(env, ext, &PACKED8_TAG);
-  int64_t total;
-  napi_adjust_external_memory(env, w->bytes, &total);
-  return ext;
+  return wrap_packed(env, w, w->bytes, finalize_packed8, &PACKED8_TAG);
 }
 
 static napi_value matmul_q8(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 5) {
-    return throw_type(env, "matmulQ8(w, x, m, y, threads, portable?)");
-  }
-  Packed8 *w = NULL;
-  napi_valuetype vt;
-  bool tagged = false;
-  if (napi_typeof(env, argv[0], &vt) != napi_ok || vt != napi_external || napi_check_object_type_tag(env, argv[0], &PACKED8_TAG, &tagged) != napi_ok ||
-      !tagged || napi_get_value_external(env, argv[0], (void **)&w) != napi_ok) {
-    return throw_type(env, "matmulQ8: w must come from packQ8");
-  }
-  void *x, *y;
-  size_t xlen, ylen;
-  int64_t m, threads;
-  if (!get_typed(env, argv[1], napi_float32_array, &x, &xlen, "matmulQ8: x must be a Float32Array")) return NULL;
-  if (!get_int(env, argv[2], 1, INT32_MAX, &m, "matmulQ8: m must be a whole number >= 1")) return NULL;
-  if (!get_typed(env, argv[3], napi_float32_array, &y, &ylen, "matmulQ8: y must be a Float32Array")) return NULL;
-  if (!get_int(env, argv[4], 1, 1024, &threads, "matmulQ8: threads must be a whole number from 1 to 1024")) return NULL;
-  bool portable = false;
-  if (argc >= 6) {
-    napi_typeof(env, argv[5], &vt);
-    if (vt != napi_undefined && napi_get_value_bool(env, argv[5], &portable) != napi_ok) return throw_type(env, "matmulQ8: portable must be a boolean");
-  }
-  if ((uint64_t)xlen != (uint64_t)m * (uint64_t)w->k) return throw_type(env, "matmulQ8: x must hold m * k values");
-  if ((uint64_t)ylen != (uint64_t)m * (uint64_t)w->n) return throw_type(env, "matmulQ8: y must hold m * n values");
+  Args a;
+  Packed8 *w = product_args(env, info, &PACKED8_TAG, "matmulQ8", "packQ8", &a);
+  if (!w) return NULL;
+  const int64_t m = a.m, threads = a.threads;
+  void *x = a.x, *y = a.y;
+  const bool portable = a.portable;
 
   uint8_t *q = malloc((size_t)m * w->kp);
   if (!q) {
