@@ -17,6 +17,7 @@ import { nativeKernels } from '../../../src/runtime/kernels.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { REF } from './reference.ts';
 import { observe, type Observed } from '../../support/decoder-observe.ts';
+import { SCRIPT_RUNNERS } from '../../support/runtime-process.ts';
 
 const file = (name: string) => new Uint8Array(readFileSync(join(TINY_LLAMA, 'onnx', name)));
 const q4 = file('model_q4.onnx');
@@ -122,28 +123,39 @@ describe('the graph without its head', () => {
 });
 
 describe('loaded as a model', () => {
+  const script = fileURLToPath(new URL('../../support/decoder-observe.ts', import.meta.url));
+  /** What `observe` sees in a child process: another runtime, or other settings. */
+  const observeIn = (runner: readonly string[], dtype: string, env: Record<string, string> = {}): Observed => {
+    const p = spawnSync(runner[0]!, [...runner.slice(1), script, dtype], { encoding: 'utf8', env: { ...process.env, ...env } });
+    assert.equal(p.status, 0, p.stderr);
+    return JSON.parse(p.stdout) as Observed;
+  };
+  const near = (got: Observed, want: Observed, what: string) => {
+    const err = relMax(Float32Array.from(got.last), Float32Array.from(want.last));
+    assert.ok(err < 1e-5, `${what}: transformers.js' forward: ${err}`);
+    assert.deepEqual(got.tokens, want.tokens, what);
+  };
+  // the kernel is used where it is the faster one: AVX-512 VNNI (elsewhere the graph keeps its head)
+  const expected = hasVnni() && nativeKernels()?.path === 'avx512vnni' ? 1 : 0;
+
   for (const dtype of ['q4', 'q8']) {
     test(`${dtype}: on the native CPU with VNNI the head runs on our kernel; the logits reach transformers.js and the batch decoder`, async () => {
       const got = await observe(dtype);
-      // the kernel is used where it is the faster one: AVX-512 VNNI (elsewhere the graph keeps its head)
-      assert.equal(got.lmHeadOwnKernel, hasVnni() && nativeKernels()?.path === 'avx512vnni' ? 1 : 0);
+      assert.equal(got.lmHeadOwnKernel, expected);
       assert.ok(got.outputNames.includes(LOGITS));
       // judge: the same model in a process without svc's kernels, where ONNX Runtime computes the head
-      const p = spawnSync(process.execPath, [
-        '--import',
-        'tsx',
-        fileURLToPath(new URL('../../support/decoder-observe.ts', import.meta.url)),
-        dtype,
-      ], {
-        encoding: 'utf8',
-        env: { ...process.env, SVC_NATIVE_KERNELS: '0' },
-      });
-      assert.equal(p.status, 0, p.stderr);
-      const want = JSON.parse(p.stdout) as Observed;
+      const want = observeIn(SCRIPT_RUNNERS.node, dtype, { SVC_NATIVE_KERNELS: '0' });
       assert.equal(want.lmHeadOwnKernel, 0);
-      const err = relMax(Float32Array.from(got.last), Float32Array.from(want.last));
-      assert.ok(err < 1e-5, `transformers.js' forward: ${err}`);
-      assert.deepEqual(got.tokens, want.tokens);
+      near(got, want, 'Node');
     });
   }
+
+  test('q4 on Deno and Bun: the addon loads in their inference threads too, with the same logits and tokens', async () => {
+    const node = await observe('q4');
+    for (const rt of ['deno', 'bun'] as const) {
+      const got = observeIn(SCRIPT_RUNNERS[rt], 'q4');
+      assert.equal(got.lmHeadOwnKernel, expected, rt);
+      near(got, node, rt);
+    }
+  });
 });
