@@ -1,9 +1,9 @@
 /**
- * Our own 4-bit matrix kernel (native/kernels), an optional Node-API addon: MatMulNBits' weights (bits 4,
- * blocks of 32, no zero points) times float activations quantized per block to int8 as ONNX Runtime does at
- * accuracy_level 4. Loaded lazily, once, through `createRequire`, which loads `.node` files on Node, Bun and
- * Deno alike. Where the file is missing or does not load, svc keeps ONNX Runtime's kernels; the reason is kept.
- * Also an 8-bit kernel for the q8 graphs' DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul pattern.
+ * svc's own matrix kernels (native/kernels), an optional Node-API addon: 4-bit products in MatMulNBits' layout
+ * (blocks of 32, no zero points) with activations quantized per block to int8 as ONNX Runtime's level 4
+ * does, and 8-bit products as q8 graphs compute them (DynamicQuantizeLinear → MatMulInteger → Cast → Mul).
+ * Loaded lazily, once, through `createRequire`, which loads `.node` files on Node, Bun and Deno alike.
+ * Where the file is missing or does not load, svc keeps ONNX Runtime's kernels; the reason is kept.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -48,7 +48,7 @@ interface Addon {
 /** Where the built addon lies from this module: in the sources (src/runtime/) or in the bundle (dist/). */
 const ADDON = ['../../', '../'].map((up) => new URL(`${up}native/kernels/build/Release/svc_kernels.node`, import.meta.url));
 /** The addon's external (its weights, 4- or 8-bit) on the wrapper that carries k and n for TypeScript. */
-const HANDLE = Symbol('svc.packedQ4');
+const HANDLE = Symbol('svc.packed');
 
 let loaded: { kernels?: NativeKernels; reason?: string } | undefined;
 

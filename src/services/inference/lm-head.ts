@@ -102,7 +102,11 @@ function nbitsHead(n: GraphNode, bytes: Bytes): Found | undefined {
   const b = bytes(bName), s = bytes(sName);
   if (b?.t.dataType !== ONNX.dtype.UINT8 || s?.t.dataType !== ONNX.dtype.FLOAT) return undefined;
   if (b.raw?.length !== cols * (k / 32) * 16 || s.raw?.length !== cols * (k / 32) * 4) return undefined;
-  return { nodes: [n], weights: [bName!, sName!], head: { bits: 4, input: input!, k, n: cols, b: b.raw, scales: floats(s.raw) } };
+  return {
+    nodes: [n],
+    weights: [bName!, sName!],
+    head: { bits: 4, input: input!, k, n: cols, b: b.raw, scales: new Float32Array(s.raw.slice().buffer) },
+  }; // aligned copy
 }
 
 /** `logits` = Mul(Cast(MatMulInteger(q, W, zp, w_zp)), Mul(scale, w_scale)) with (q, scale, zp) = DynamicQuantizeLinear(x). */
@@ -125,7 +129,7 @@ function int8Head(mul: GraphNode, made: Map<string, GraphNode>, bytes: Bytes): F
   }
   if (wzpName && (wzp?.t.dataType !== ONNX.dtype.INT8 || wzp.raw?.length !== 1)) return undefined;
   const [k, cols] = w.t.dims as [number, number];
-  const col = floats(ws.raw);
+  const col = new Float32Array(ws.raw.slice().buffer); // aligned copy
   if (w.raw.length !== k * cols || (col.length !== cols && col.length !== 1)) return undefined;
   const head: LmHead = {
     bits: 8,
@@ -137,13 +141,6 @@ function int8Head(mul: GraphNode, made: Map<string, GraphNode>, bytes: Bytes): F
     zeroPoint: wzp?.raw ? new Int8Array(wzp.raw.buffer, wzp.raw.byteOffset, 1)[0]! : 0,
   };
   return { nodes: [mul, cast, mm, scales, dql], weights: [wName!, wsName, ...(wzpName ? [wzpName] : [])], head };
-}
-
-/** float32 values of little-endian bytes (copied: the bytes may be unaligned). */
-function floats(raw: Uint8Array): Float32Array {
-  const f = new Float32Array(raw.length / 4);
-  new Uint8Array(f.buffer).set(raw);
-  return f;
 }
 
 /** The head's product on svc's kernel: its weights packed once, then y [m, n] = x [m, k] × W per call. */
