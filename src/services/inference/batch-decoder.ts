@@ -27,7 +27,7 @@ import type { LoadedModel } from './load.ts';
 import type { HeldArena, SharedArena } from './ort-thread.ts';
 import { newKeyValuesOf } from './new-key-values.ts';
 import type { HeldAppend, HeldCopy, HeldView } from './ort-sessions.ts';
-import type { LogitsProcessorLike } from './sampling.ts';
+import { argmax, type LogitsProcessorLike, type SamplerProcessor } from './sampling.ts';
 
 export interface DecodeRequest {
   promptIds: number[];
@@ -271,15 +271,16 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
   /** Choose a token from one row of logits: processors in place, then argmax (a sampler leaves one finite entry). */
   const pick = (row: Row, logits: Float32Array): number => {
     let data = logits;
-    if (row.req.processors.length) {
+    const procs = row.req.processors;
+    // a sampler last draws its token itself, without masking the rest for an argmax to find it
+    const sampler = (procs.at(-1) as Partial<SamplerProcessor> | undefined)?.draw;
+    const n = sampler ? procs.length - 1 : procs.length;
+    if (n) {
       let t = new m.tf.Tensor('float32', logits, [1, logits.length]) as unknown as { data: Float32Array };
-      for (const p of row.req.processors) t = ((p as (ids: bigint[][], l: unknown) => unknown)([row.ids], t) ?? t) as typeof t;
+      for (let i = 0; i < n; i++) t = ((procs[i] as (ids: bigint[][], l: unknown) => unknown)([row.ids], t) ?? t) as typeof t;
       data = t.data;
     }
-    let best = 0;
-    let max = -Infinity;
-    for (let i = 0; i < data.length; i++) if (data[i]! > max) (max = data[i]!), (best = i);
-    return best;
+    return sampler ? sampler(data) : argmax(data);
   };
 
   /** Record a token; true when the row is finished. */

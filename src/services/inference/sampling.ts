@@ -70,95 +70,236 @@ export interface SamplingOptions {
   seed?: number;
 }
 
+/** A sampler processor; `draw` picks the token without masking the other logits (the batch decoder's path). */
+export type SamplerProcessor = LogitsProcessorFn & { draw: (data: Float32Array) => number };
+
 /** Returns undefined for greedy decoding (transformers.js' argmax does it). */
-export function createSamplerProcessor(o: SamplingOptions): LogitsProcessorFn | undefined {
+export function createSamplerProcessor(o: SamplingOptions): SamplerProcessor | undefined {
   const temperature = o.temperature ?? 1;
   if (!(temperature > 0)) return undefined;
   const rand = seededRandom(o.seed ?? (Math.random() * 2 ** 32) >>> 0);
   const topK = Math.max(0, Math.floor(o.topK ?? 0));
   const topP = o.topP ?? 1;
-  return (_ids, logits) => {
+  const scratch = newScratch();
+  const draw = (data: Float32Array) => sampleIndex(data, temperature, topK, topP, rand, scratch);
+  return Object.assign((_ids: bigint[][], logits: LogitsLike) => {
     const data = logits.data as Float32Array;
-    const pick = sampleIndex(data, temperature, topK, topP, rand);
+    const pick = draw(data);
     data.fill(-Infinity);
     data[pick] = 0;
     return logits;
-  };
+  }, { draw });
 }
 
-/** Temperature → top-k → top-p → draw, without sorting the whole vocabulary (150k entries on real LLMs). */
-export function sampleIndex(data: Float32Array, temperature: number, topK: number, topP: number, rand: () => number): number {
-  const n = data.length;
-  let max = -Infinity;
-  let argmax = 0;
-  for (let i = 0; i < n; i++) if (data[i] > max) (max = data[i]), (argmax = i);
-  if (max === -Infinity) return argmax;
-  const w = (i: number) => Math.exp((data[i] - max) / temperature);
-  let cand: number[];
-  if (topK > 0 && topK < n) {
-    const kth = kthLargest(data, topK);
-    cand = [];
-    for (let i = 0; i < n && cand.length < topK; i++) if (data[i] >= kth && data[i] > -Infinity) cand.push(i);
-  } else {
-    cand = [];
-    for (let i = 0; i < n; i++) if (data[i] > -Infinity) cand.push(i);
+/** Index of the largest entry (the first of equals; 0 when none is above -Infinity). NaN is never chosen. */
+export function argmax(data: Float32Array): number {
+  // four running maxima: independent comparisons the CPU overlaps (about twice the speed of one chain)
+  let m0 = -Infinity, m1 = -Infinity, m2 = -Infinity, m3 = -Infinity;
+  const n4 = data.length & ~3;
+  for (let i = 0; i < n4; i += 4) {
+    const a = data[i]!, b = data[i + 1]!, c = data[i + 2]!, d = data[i + 3]!;
+    if (a > m0) m0 = a;
+    if (b > m1) m1 = b;
+    if (c > m2) m2 = c;
+    if (d > m3) m3 = d;
   }
+  let max = Math.max(m0, m1, m2, m3);
+  for (let i = n4; i < data.length; i++) if (data[i]! > max) max = data[i]!;
+  return max === -Infinity ? 0 : data.indexOf(max);
+}
+
+/**
+ * A token's weight below e^-CUTOFF of the largest is left out of the draw: 150k of them hold under 2e-11 of
+ * the mass, below the 2^-32 steps of the random numbers that draw.
+ */
+const CUTOFF = 40;
+
+/** 2^-k for k = 0 … 63 (the integer part of expNeg's exponent). */
+const POW2_NEG = Float64Array.from({ length: 64 }, (_, k) => 2 ** -k);
+
+/**
+ * e^x for -CUTOFF ≤ x ≤ 0, as 2^k · 2^f (k an integer, |f| ≤ 1/2) with 2^f's Taylor series to f^7: relative
+ * error under 1e-8, finer than the float32 logits it weighs. Math.exp costs about 9 ns here, and a sampler
+ * without top-k weighs the whole vocabulary every token.
+ */
+export function expNeg(x: number): number {
+  const y = x * Math.LOG2E;
+  const k = Math.floor(y + 0.5); // Math.round is several times slower in V8
+  const f = y - k;
+  // Horner's rule over (ln 2)^n / n!, n = 7 … 0
+  let p = 1.525273380405984e-5;
+  p = p * f + 0.00015403530393381606;
+  p = p * f + 0.0013333558146428443;
+  p = p * f + 0.009618129107628477;
+  p = p * f + 0.05550410866482158;
+  p = p * f + 0.2402265069591007;
+  p = p * f + 0.6931471805599453;
+  p = p * f + 1;
+  return -k < 64 ? p * POW2_NEG[-k]! : 0;
+}
+
+/** Buffers a sampler reuses from token to token, grown as needed. */
+interface Scratch {
+  idx: Int32Array;
+  val: Float32Array;
+  w: Float64Array;
+  /** Top-p's bucket of each candidate. */
+  bucket: Uint16Array;
+}
+const newScratch = (): Scratch => ({
+  idx: new Int32Array(1024),
+  val: new Float32Array(1024),
+  w: new Float64Array(1024),
+  bucket: new Uint16Array(0),
+});
+const grow = (s: Scratch, need: number) => {
+  if (s.idx.length >= need) return;
+  const n = Math.max(need, s.idx.length * 2);
+  const idx = new Int32Array(n), val = new Float32Array(n);
+  idx.set(s.idx), val.set(s.val);
+  Object.assign(s, { idx, val, w: new Float64Array(n) });
+};
+
+/**
+ * Temperature → top-k → top-p → draw, as sorting the vocabulary by logit (ties by index) would, without
+ * sorting it: top-k keeps a heap of k while reading the logits once; without it, the tokens within CUTOFF of
+ * the largest weight are the candidates. Top-p sorts only the tokens that share the nucleus' boundary (the
+ * others are bucketed by logit). The draw walks the kept tokens in index order.
+ */
+export function sampleIndex(
+  data: Float32Array,
+  temperature: number,
+  topK: number,
+  topP: number,
+  rand: () => number,
+  s: Scratch = newScratch(),
+): number {
+  const best = argmax(data);
+  const max = data[best]!;
+  if (!(max > -Infinity)) return best;
+  const floor = max - CUTOFF * temperature;
+  const m = topK > 0 && topK < data.length ? largest(data, topK, s) : candidates(data, floor, s);
+  const { idx, val, w } = s;
+  const inv = 1 / temperature;
   let z = 0;
-  for (const i of cand) z += w(i);
+  for (let j = 0; j < m; j++) {
+    const x = (val[j]! - max) * inv;
+    z += w[j] = x >= -CUTOFF ? expNeg(x) : Math.exp(x);
+  }
   if (topP < 1) {
-    // Tokens with weight ≥ t all precede any token below t in sorted order, so once such a set holds
-    // top_p of the mass, the nucleus lies inside it: sort only that set.
-    let sel: number[] = cand;
-    for (let t = 0.5; t > 1e-30; t /= 16) {
-      sel = cand.filter((i) => w(i) >= t);
-      let mass = 0;
-      for (const i of sel) mass += w(i);
-      if (mass >= topP * z) break;
-      sel = cand;
+    // a candidate stays when it sorts (value desc, index asc) at or before the nucleus' last token
+    const [endVal, endIdx] = nucleusEnd(s, m, max, Math.min(floor, val[m - 1]!), topP * z);
+    z = 0;
+    for (let j = 0; j < m; j++) {
+      const v = val[j]!;
+      if (v > endVal || (v === endVal && idx[j]! <= endIdx)) z += w[j]!;
+      else w[j] = 0;
     }
-    sel.sort((a, b) => data[b] - data[a] || a - b);
-    const out: number[] = [];
-    let cum = 0;
-    for (const i of sel) {
-      out.push(i);
-      cum += w(i);
-      if (cum >= topP * z) break;
-    }
-    cand = out;
-    z = cum;
   }
   let r = rand() * z;
-  for (const i of cand) {
-    r -= w(i);
-    if (r <= 0) return i;
+  for (let j = 0; j < m; j++) {
+    if (w[j] === 0) continue;
+    r -= w[j]!;
+    if (r <= 0) return idx[j]!;
   }
-  return cand[cand.length - 1] ?? argmax;
+  for (let j = m - 1; j >= 0; j--) if (w[j]! > 0) return idx[j]!; // rounding left r above 0: the last kept
+  return best;
 }
 
-function kthLargest(data: Float32Array, k: number): number {
-  // quickselect on a copy: O(n), no full sort
-  const a = Float32Array.from(data);
-  let lo = 0;
-  let hi = a.length - 1;
-  const target = k - 1;
-  while (lo < hi) {
-    const pivot = a[(lo + hi) >> 1];
-    let i = lo;
-    let j = hi;
-    while (i <= j) {
-      while (a[i] > pivot) i++;
-      while (a[j] < pivot) j--;
-      if (i <= j) {
-        const t = a[i];
-        a[i] = a[j];
-        a[j] = t;
-        i++;
-        j--;
-      }
+/** The logits at or above `floor`, in index order, into the scratch; returns how many. */
+function candidates(data: Float32Array, floor: number, s: Scratch): number {
+  let m = 0;
+  for (let i = 0; i < data.length; i++) {
+    const v = data[i]!;
+    if (v >= floor) {
+      if (m === s.idx.length) grow(s, m + 1);
+      s.idx[m] = i;
+      s.val[m++] = v;
     }
-    if (target <= j) hi = j;
-    else if (target >= i) lo = i;
-    else break;
   }
-  return a[target];
+  return m;
+}
+
+/**
+ * The k largest finite logits (of equal ones, the lowest indices), in index order, into the scratch;
+ * returns how many. A min-heap of k read against every logit: most fail the one comparison with its top.
+ */
+function largest(data: Float32Array, k: number, s: Scratch): number {
+  grow(s, k);
+  const { idx: hi, val: hv } = s;
+  // heap order: lower value first; of equal values the higher index (the one to give up first)
+  const below = (a: number, b: number) => hv[a]! < hv[b]! || (hv[a] === hv[b] && hi[a]! > hi[b]!);
+  const sift = (at: number, size: number) => {
+    for (;;) {
+      const l = 2 * at + 1, r = l + 1;
+      let low = at;
+      if (l < size && below(l, low)) low = l;
+      if (r < size && below(r, low)) low = r;
+      if (low === at) return;
+      const v = hv[at]!, i = hi[at]!;
+      (hv[at] = hv[low]!), (hi[at] = hi[low]!), (hv[low] = v), (hi[low] = i);
+      at = low;
+    }
+  };
+  let size = 0;
+  let top = -Infinity; // the heap's lowest once it holds k (-Infinity and NaN never pass it)
+  for (let i = 0; i < data.length; i++) {
+    const v = data[i]!;
+    if (!(v > top)) continue;
+    if (size < k) {
+      // fill: append, then restore the heap upwards
+      let at = size++;
+      (hv[at] = v), (hi[at] = i);
+      while (at > 0) {
+        const up = (at - 1) >> 1;
+        if (!below(at, up)) break;
+        const uv = hv[up]!, ui = hi[up]!;
+        (hv[up] = hv[at]!), (hi[up] = hi[at]!), (hv[at] = uv), (hi[at] = ui);
+        at = up;
+      }
+      if (size === k) top = hv[0]!;
+    } else {
+      (hv[0] = v), (hi[0] = i);
+      sift(0, size);
+      top = hv[0]!;
+    }
+  }
+  // back to index order (the draw's order)
+  const order = Array.from({ length: size }, (_, j) => j).sort((a, b) => hi[a]! - hi[b]!);
+  const vs = order.map((j) => hv[j]!), is = order.map((j) => hi[j]!);
+  for (let j = 0; j < size; j++) (hv[j] = vs[j]!), (hi[j] = is[j]!);
+  return size;
+}
+
+/**
+ * The last token (value, index) of the shortest prefix, in (value desc, index asc) order, holding `target`
+ * of the weight. Candidates are bucketed by value; only the bucket where the mass crosses `target` is sorted.
+ */
+function nucleusEnd(s: Scratch, m: number, max: number, floor: number, target: number): [number, number] {
+  const { idx, val, w } = s;
+  const B = 1024;
+  const scale = B / (max - floor || 1);
+  const at = s.bucket.length >= m ? s.bucket : (s.bucket = new Uint16Array(s.idx.length));
+  const mass = new Float64Array(B);
+  for (let j = 0; j < m; j++) {
+    const b = Math.min(B - 1, Math.floor((max - val[j]!) * scale));
+    at[j] = b;
+    mass[b] += w[j]!;
+  }
+  let cum = 0;
+  let b = 0;
+  while (b < B - 1 && cum + mass[b]! < target) cum += mass[b++]!;
+  const inB: number[] = [];
+  for (let j = 0; j < m; j++) if (at[j] === b) inB.push(j);
+  if (!inB.length) return [-Infinity, Infinity]; // rounding never reached the target: keep them all
+  inB.sort((x, y) => val[y]! - val[x]! || idx[x]! - idx[y]!);
+  let end = inB[inB.length - 1]!;
+  for (const j of inB) {
+    cum += w[j]!;
+    if (cum >= target) {
+      end = j;
+      break;
+    }
+  }
+  return [val[end]!, idx[end]!];
 }
