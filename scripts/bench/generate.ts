@@ -47,6 +47,16 @@ interface ChildResult {
   error?: string;
 }
 
+/** Sampling settings of a generation (greedy when absent). */
+interface Sampling {
+  temperature: number;
+  topP?: number;
+  topK?: number;
+  seed?: number;
+}
+/** The sampled rounds of the batching benchmark: no top-k, so every token weighs the whole vocabulary. */
+const SAMPLED: Sampling = { temperature: 1, topP: 0.9 };
+
 /** A logits processor that never lets `ids` be picked. */
 export const maskTokens = (ids: number[]) => (_ids: bigint[][], logits: { data: Float32Array }) => {
   for (const id of ids) logits.data[id] = -Infinity;
@@ -63,10 +73,11 @@ export async function loadMasked(backend: string, dtype: string, threads: number
   const { generateText } = await import('../../src/services/inference/generate.ts');
   const m = await loadModel(dir, 'text-generation', { backend: backend as never, dtype: dtype as never, threads });
   const noEos = maskTokens([m.model.generation_config?.eos_token_id ?? [], m.config.eos_token_id ?? []].flat().map(Number));
-  const generate = async (maxTokens: number, o: { batching?: boolean; content?: string } = {}) => {
+  const generate = async (maxTokens: number, o: { batching?: boolean; content?: string; sampling?: Sampling } = {}) => {
     const g = generateText(m, { messages: [{ role: 'user', content: o.content ?? PROMPT }] }, {
       maxTokens,
       temperature: 0,
+      ...o.sampling,
       batching: o.batching,
       logitsProcessors: [noEos as never],
     });
@@ -263,6 +274,9 @@ interface BatchResult {
   /** Median session call of a decode step with 1 row (streams alone) and with 4 rows (4 streams at once). */
   stepOne: number;
   stepFour: number;
+  /** One stream alone and 4 at once (aggregate), sampling with SAMPLED. */
+  sampledOneTps: number;
+  sampledFourTps: number;
   error?: string;
 }
 
@@ -290,24 +304,31 @@ async function batchChild(dtype: string, threads: number): Promise<BatchResult> 
    * One stream: time to its first token and of its last token, from the engine's own token timings (a
    * random model's first tokens may be partial UTF-8 that emit no text yet).
    */
-  const stream = async (maxTokens: number, content = PROMPT) => {
+  const stream = async (maxTokens: number, content = PROMPT, sampling?: Sampling) => {
     const t0 = performance.now();
-    const { r, ttft } = await generate(maxTokens, { content });
+    const { r, ttft } = await generate(maxTokens, { content, sampling });
     return { t0, ttft, end: t0 + ttft + r.timings.evalNs / 1e6, tokens: r.completionTokens };
   };
   await stream(2);
   const one: number[] = [], four: number[] = [], alone: number[] = [], join: number[] = [], burst: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const a = await stream(TOKENS);
-    alone.push(a.ttft);
-    one.push((a.tokens - 1) / ((a.end - a.t0 - a.ttft) / 1000));
-    // 4 at once: aggregate decode rate over the span where all 4 decode (after the last first token)
-    const b = await Promise.all([0, 1, 2, 3].map(() => stream(TOKENS)));
-    burst.push(Math.max(...b.map((x) => x.ttft)));
+  const sampledOne: number[] = [], sampledFour: number[] = [];
+  /** 4 at once: aggregate decode rate over the span where all 4 decode (after the last first token). */
+  const aggregate = (b: Awaited<ReturnType<typeof stream>>[]) => {
     const start = Math.max(...b.map((x) => x.t0 + x.ttft));
     const end = Math.min(...b.map((x) => x.end));
     const shared = b.reduce((n, x) => n + (x.tokens - 1) * Math.max(0, (end - start) / (x.end - x.t0 - x.ttft)), 0);
-    four.push(shared / ((end - start) / 1000));
+    return shared / ((end - start) / 1000);
+  };
+  const tps = (a: Awaited<ReturnType<typeof stream>>) => (a.tokens - 1) / ((a.end - a.t0 - a.ttft) / 1000);
+  for (let i = 0; i < RUNS; i++) {
+    const a = await stream(TOKENS);
+    alone.push(a.ttft);
+    one.push(tps(a));
+    const b = await Promise.all([0, 1, 2, 3].map(() => stream(TOKENS)));
+    burst.push(Math.max(...b.map((x) => x.ttft)));
+    four.push(aggregate(b));
+    sampledOne.push(tps(await stream(TOKENS, PROMPT, { ...SAMPLED, seed: i })));
+    sampledFour.push(aggregate(await Promise.all([0, 1, 2, 3].map((j) => stream(TOKENS, PROMPT, { ...SAMPLED, seed: 10 * i + j })))));
     // a fourth request joining 3 that decode
     const bg = [0, 1, 2].map(() => stream(TOKENS * 2));
     await new Promise((r) => setTimeout(r, 0));
@@ -326,6 +347,8 @@ async function batchChild(dtype: string, threads: number): Promise<BatchResult> 
     ttftBurst: median(burst),
     stepOne: median(steps.get(1) ?? [NaN]),
     stepFour: median(steps.get(4) ?? [NaN]),
+    sampledOneTps: median(sampledOne),
+    sampledFourTps: median(sampledFour),
   };
 }
 
@@ -609,6 +632,8 @@ async function main() {
       ttftBurst: NaN,
       stepOne: NaN,
       stepFour: NaN,
+      sampledOneTps: NaN,
+      sampledFourTps: NaN,
       error: String(e?.message ?? e).split('\n')[0],
     }));
     process.stdout.write(`@@RESULT ${JSON.stringify(r)}\n`);
@@ -859,6 +884,18 @@ async function main() {
       } the int8 kernels are compute-bound with 4 rows, q4's \`MatMulNBits\` more than q8's); between steps, every row adds its own token choice (logits processors, argmax over the vocabulary) and streaming on the server's thread.`,
       '',
       `Goals: 4 streams ≥ 2.5× one stream; each stream's TTFT with 4 in flight ≤ 2× alone. Requests waiting together are prefilled in one call; a request arriving while others decode is prefilled in chunks of ${PREFILL_CHUNK} tokens with a decode step of the others between chunks (src/services/inference/batch-decoder.ts).`,
+      '',
+      `The same rounds sampling instead of greedy (temperature ${SAMPLED.temperature}, top_p ${SAMPLED.topP}, no top_k: every token weighs the whole vocabulary; a seed per stream), run after the greedy ones in each round:`,
+      '',
+      '| dtype | threads | 1 stream sampling (tok/s) | 4 streams sampling, aggregate (tok/s) | × one stream | greedy 1 stream (tok/s, above) |',
+      '|---|---:|---:|---:|---:|---:|',
+      ...rowsB.filter((r) => !r.error).map((r) =>
+        `| ${r.dtype} | ${r.threads} | ${f1(r.sampledOneTps)} | ${f1(r.sampledFourTps)} | ${
+          (r.sampledFourTps / r.sampledOneTps).toFixed(2)
+        } | ${f1(r.oneTps)} |`
+      ),
+      '',
+      "Each row draws its token on the server's thread between steps (src/services/inference/sampling.ts: top-k by a heap read once, top-p with only the tokens at the nucleus' boundary sorted, weights by a polynomial exp).",
     ].join('\n');
     write0('Text generation: continuous batching (4 concurrent streams)', body);
     console.log(body);

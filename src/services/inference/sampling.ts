@@ -143,14 +143,16 @@ interface Scratch {
   idx: Int32Array;
   val: Float32Array;
   w: Float64Array;
-  /** Top-p's bucket of each candidate. */
+  /** Top-p's bucket of each candidate, and the candidates still in the bucket it looks into. */
   bucket: Uint16Array;
+  members: Int32Array;
 }
 const newScratch = (): Scratch => ({
   idx: new Int32Array(1024),
   val: new Float32Array(1024),
   w: new Float64Array(1024),
   bucket: new Uint16Array(0),
+  members: new Int32Array(0),
 });
 const grow = (s: Scratch, need: number) => {
   if (s.idx.length >= need) return;
@@ -174,9 +176,33 @@ export function sampleIndex(
   rand: () => number,
   s: Scratch = newScratch(),
 ): number {
+  const { best, m, z } = weigh(data, temperature, topK, topP, s);
+  const { idx, w } = s;
+  let r = rand() * z;
+  for (let j = 0; j < m; j++) {
+    if (w[j] === 0) continue;
+    r -= w[j]!;
+    if (r <= 0) return idx[j]!;
+  }
+  for (let j = m - 1; j >= 0; j--) if (w[j]! > 0) return idx[j]!; // rounding left r above 0: the last kept
+  return best;
+}
+
+/** The tokens a draw can return (those left a weight above 0), in index order. */
+export function keptTokens(data: Float32Array, temperature: number, topK: number, topP: number): number[] {
+  const s = newScratch();
+  const { m } = weigh(data, temperature, topK, topP, s);
+  return [...s.idx.subarray(0, m)].filter((_, j) => s.w[j]! > 0);
+}
+
+/**
+ * The candidates (index order) into the scratch with their weights, 0 for those top-p leaves out; their
+ * count, the weights' sum and the argmax.
+ */
+function weigh(data: Float32Array, temperature: number, topK: number, topP: number, s: Scratch) {
   const best = argmax(data);
   const max = data[best]!;
-  if (!(max > -Infinity)) return best;
+  if (!(max > -Infinity)) return { best, m: 0, z: 0 };
   const floor = max - CUTOFF * temperature;
   const m = topK > 0 && topK < data.length ? largest(data, topK, s) : candidates(data, floor, s);
   const { idx, val, w } = s;
@@ -188,7 +214,7 @@ export function sampleIndex(
   }
   if (topP < 1) {
     // a candidate stays when it sorts (value desc, index asc) at or before the nucleus' last token
-    const [endVal, endIdx] = nucleusEnd(s, m, max, Math.min(floor, val[m - 1]!), topP * z);
+    const [endVal, endIdx] = nucleusEnd(s, m, max, floor, topP * z);
     z = 0;
     for (let j = 0; j < m; j++) {
       const v = val[j]!;
@@ -196,14 +222,7 @@ export function sampleIndex(
       else w[j] = 0;
     }
   }
-  let r = rand() * z;
-  for (let j = 0; j < m; j++) {
-    if (w[j] === 0) continue;
-    r -= w[j]!;
-    if (r <= 0) return idx[j]!;
-  }
-  for (let j = m - 1; j >= 0; j--) if (w[j]! > 0) return idx[j]!; // rounding left r above 0: the last kept
-  return best;
+  return { best, m, z };
 }
 
 /** The logits at or above `floor`, in index order, into the scratch; returns how many. */
@@ -273,26 +292,44 @@ function largest(data: Float32Array, k: number, s: Scratch): number {
 
 /**
  * The last token (value, index) of the shortest prefix, in (value desc, index asc) order, holding `target`
- * of the weight. Candidates are bucketed by value; only the bucket where the mass crosses `target` is sorted.
+ * of the weight. The candidates are bucketed by value and only the bucket where the mass crosses `target`
+ * is looked into: bucketed again over its own range while it is large (logits of a flat distribution
+ * crowd into few buckets), then sorted.
  */
 function nucleusEnd(s: Scratch, m: number, max: number, floor: number, target: number): [number, number] {
   const { idx, val, w } = s;
   const B = 1024;
-  const scale = B / (max - floor || 1);
-  const at = s.bucket.length >= m ? s.bucket : (s.bucket = new Uint16Array(s.idx.length));
+  if (s.bucket.length < m) s.bucket = new Uint16Array(s.idx.length);
+  if (s.members.length < m) s.members = new Int32Array(s.idx.length);
+  const at = s.bucket, members = s.members;
   const mass = new Float64Array(B);
-  for (let j = 0; j < m; j++) {
-    const b = Math.min(B - 1, Math.floor((max - val[j]!) * scale));
-    at[j] = b;
-    mass[b] += w[j]!;
+  for (let j = 0; j < m; j++) members[j] = j;
+  let n = m, hi = max, lo = floor, cum = 0;
+  while (n > 256 && hi > lo) {
+    const scale = B / (hi - lo);
+    mass.fill(0);
+    for (let q = 0; q < n; q++) {
+      const j = members[q]!;
+      const b = Math.min(B - 1, Math.floor((hi - val[j]!) * scale));
+      at[j] = b;
+      mass[b] += w[j]!;
+    }
+    let b = 0;
+    while (b < B - 1 && cum + mass[b]! < target) cum += mass[b++]!;
+    let kept = 0;
+    let top = -Infinity, bottom = Infinity;
+    for (let q = 0; q < n; q++) {
+      const j = members[q]!;
+      if (at[j] !== b) continue;
+      members[kept++] = j;
+      if (val[j]! > top) top = val[j]!;
+      if (val[j]! < bottom) bottom = val[j]!;
+    }
+    if (!kept) return [-Infinity, Infinity]; // rounding never reached the target: keep them all
+    if (kept === n && top === hi && bottom === lo) break; // cannot split further
+    (n = kept), (hi = top), (lo = bottom);
   }
-  let cum = 0;
-  let b = 0;
-  while (b < B - 1 && cum + mass[b]! < target) cum += mass[b++]!;
-  const inB: number[] = [];
-  for (let j = 0; j < m; j++) if (at[j] === b) inB.push(j);
-  if (!inB.length) return [-Infinity, Infinity]; // rounding never reached the target: keep them all
-  inB.sort((x, y) => val[y]! - val[x]! || idx[x]! - idx[y]!);
+  const inB = Array.from(members.subarray(0, n)).sort((x, y) => val[y]! - val[x]! || idx[x]! - idx[y]!);
   let end = inB[inB.length - 1]!;
   for (const j of inB) {
     cum += w[j]!;

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { argmax, createSamplerProcessor, expNeg, seededRandom } from '../../../src/services/inference/sampling.ts';
+import { argmax, createSamplerProcessor, expNeg, keptTokens, seededRandom } from '../../../src/services/inference/sampling.ts';
 
 const JUDGE = `
 import json, sys
@@ -107,6 +107,22 @@ describe('sampler', () => {
     assert.deepEqual([...counts.keys()].filter((j) => counts[j]! > 0 && probs![j] === 0), []);
     const { chi, df } = chiSquare(counts, probs!, 4000);
     assert.ok(chi < df + 6 * Math.sqrt(2 * df), `chi-square ${chi.toFixed(1)} with ${df} degrees of freedom`);
+  });
+
+  it('nearly flat logits (a random model’s): the kept set is numpy’s, token for token', () => {
+    // 151936 logits within ±0.45: they crowd into a few buckets, which are bucketed again
+    const r = seededRandom(8);
+    const flat = Float32Array.from({ length: 151_936 }, () => (r() + r() + r() - 1.5) * 0.3);
+    for (let i = 0; i < 2000; i++) flat[i * 70] = flat[(i * 70 + 35) % flat.length]!; // exact ties across the vocabulary
+    const cases = [{ t: 1, k: 0, p: 0.5 }, { t: 0.7, k: 0, p: 0.95 }, { t: 1, k: 5000, p: 0.3 }];
+    const probs = judge(cases.map((c) => ({ ...c, logits: flat })));
+    cases.forEach((c, i) => {
+      const want = [...probs[i]!.keys()].filter((j) => probs[i]![j]! > 0);
+      const got = keptTokens(flat, c.t, c.k, c.p);
+      assert.ok(want.length > 1000, `numpy keeps ${want.length}`);
+      assert.equal(got.length, want.length, `${JSON.stringify(c)}: kept ${got.length}, numpy ${want.length}`);
+      assert.deepEqual(got, want);
+    });
   });
 
   it('the same seed draws the same tokens; the processor leaves only the drawn token finite', () => {
