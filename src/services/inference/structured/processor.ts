@@ -26,7 +26,8 @@ import {
   stepPlainString,
 } from './automaton.ts';
 import { ServiceError } from '../../errors.ts';
-import type { TrieNode, Vocab } from './vocab.ts';
+import { concatBytes } from '../../bytes.ts';
+import { indexOf, tokensSpelling, type TrieNode, type Vocab } from './vocab.ts';
 import { stringTable } from './string-table.ts';
 
 interface Allowed {
@@ -161,11 +162,25 @@ export function createConstrainedProcessor(
     }
     return st;
   };
+  // The grammar's closing text (a hermes call's `</tool_call>`: its post without the line break) is where
+  // a parser of the output ends the block, so it is written only as that close: a JSON string could
+  // otherwise spell it earlier and cut the call there. `tail` holds the output's last bytes, for a token
+  // that finishes the text those bytes began.
+  const closeTag = grammar.post.subarray(Math.max(0, grammar.post.findIndex((b) => b !== 0x0a && b !== 0x20)));
+  let tail = new Uint8Array(0);
+  /** `token`, leading to `st`, writes the closing text while the grammar is not complete after it. */
+  const closesEarly = (token: number, st: Stack[]): boolean => {
+    if (!closeTag.length || st.some((s) => grammar.atEnd(s))) return false;
+    return indexOf(concatBytes([tail, vocab.bytes[token]!]), closeTag, 0) >= 0;
+  };
   const advance = (token: number) => {
     const st = next.get(token) ?? after(state, token);
     if (st.length === 0) throw new Error(`constrained decoding: token ${token} left the grammar`);
     state = st;
     next.clear();
+    if (!closeTag.length) return;
+    const joined = concatBytes([tail, vocab.bytes[token]!]);
+    tail = joined.slice(Math.max(0, joined.length - (closeTag.length - 1)));
   };
   const advanceTo = (ids: bigint[]) => {
     for (; promptTokens + consumed < ids.length; consumed++) advance(Number(ids[promptTokens + consumed]));
@@ -175,7 +190,7 @@ export function createConstrainedProcessor(
   const allows = (token: number, limit: number): boolean => {
     if (eosSet.has(token)) return state.some((s) => grammar.atEnd(s));
     const st = after(state, token);
-    if (st.length === 0 || minClose(grammar, st) > limit) return false;
+    if (st.length === 0 || minClose(grammar, st) > limit || closesEarly(token, st)) return false;
     next.set(token, st);
     return true;
   };
@@ -199,6 +214,12 @@ export function createConstrainedProcessor(
     } else {
       next.clear();
       mask(data, allowedFor(state), limit);
+      // the cached mask is the state's; the closing text also depends on the bytes before it
+      if (closeTag.length) {
+        for (const id of tokensSpelling(vocab, closeTag, tail)) {
+          if (data[id] > -Infinity && closesEarly(id, after(state, id))) data[id] = -Infinity;
+        }
+      }
     }
     stats.steps++;
     stats.totalNs += Math.round((performance.now() - t0) * 1e6);

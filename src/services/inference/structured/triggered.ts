@@ -12,43 +12,16 @@
  * unconstrained, parsed from the output as before.
  */
 import type { LogitsLike } from '../sampling.ts';
+import { concatBytes } from '../../bytes.ts';
 import type { Grammar } from './automaton.ts';
 import { type ConstrainedProcessor, createConstrainedProcessor, type DecodeHints } from './processor.ts';
-import type { TrieNode, Vocab } from './vocab.ts';
+import { indexOf, startsWith, tokensContaining, type TrieNode, type Vocab } from './vocab.ts';
 
 export interface TriggeredProcessor {
   (inputIds: bigint[][], logits: LogitsLike): LogitsLike;
   /** Calls started so far (each one's constrained processor, for stats). */
   calls: ConstrainedProcessor[];
 }
-
-const containing = new WeakMap<Vocab, Map<string, number[]>>();
-
-/** Tokens whose bytes contain `trigger` (cached per vocabulary). */
-function tokensContaining(vocab: Vocab, trigger: Uint8Array): number[] {
-  let byTrigger = containing.get(vocab);
-  if (!byTrigger) containing.set(vocab, byTrigger = new Map());
-  const key = trigger.join(',');
-  let ids = byTrigger.get(key);
-  if (!ids) {
-    ids = [];
-    vocab.bytes.forEach((b, id) => {
-      if (b && indexOf(b, trigger, 0) >= 0) ids!.push(id);
-    });
-    byTrigger.set(key, ids);
-  }
-  return ids;
-}
-
-function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
-  outer: for (let i = from; i + needle.length <= hay.length; i++) {
-    for (let j = 0; j < needle.length; j++) if (hay[i + j] !== needle[j]) continue outer;
-    return i;
-  }
-  return -1;
-}
-
-const startsWith = (b: Uint8Array, prefix: Uint8Array) => b.length >= prefix.length && prefix.every((x, i) => b[i] === x);
 
 function maskSubtree(node: TrieNode, data: Float32Array) {
   for (const id of node.tokens) data[id] = -Infinity;
@@ -85,10 +58,7 @@ export function createTriggeredProcessor(
       else return inner(inputIds, logits);
     }
     for (; seen < ids.length; seen++) {
-      const b = vocab.bytes[Number(ids[seen])] ?? new Uint8Array(0);
-      const joined = new Uint8Array(tail.length + b.length);
-      joined.set(tail);
-      joined.set(b, tail.length);
+      const joined = concatBytes([tail, vocab.bytes[Number(ids[seen])] ?? new Uint8Array(0)]);
       if (indexOf(joined, trigger, 0) >= 0 && needed <= remaining) {
         // the call starts after the trigger's token; it has the rest of the budget
         inner = createConstrainedProcessor(grammar, vocab, eosIds, seen + 1, maxNewTokens - (seen + 1 - promptTokens), hints);

@@ -108,3 +108,48 @@ export function vocabOf(tokenizer: PreTrainedTokenizer): Vocab {
   cache.set(tokenizer, v);
   return v;
 }
+
+/** Position of `needle` in `hay` at or after `from`; -1 when absent. */
+export function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
+  outer: for (let i = from; i + needle.length <= hay.length; i++) {
+    for (let j = 0; j < needle.length; j++) if (hay[i + j] !== needle[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+export const startsWith = (b: Uint8Array, prefix: Uint8Array) => b.length >= prefix.length && prefix.every((x, i) => b[i] === x);
+
+const containing = new WeakMap<Vocab, Map<string, number[]>>();
+
+/** Tokens whose bytes contain `text` (cached per vocabulary). */
+export function tokensContaining(vocab: Vocab, text: Uint8Array): number[] {
+  let byText = containing.get(vocab);
+  if (!byText) containing.set(vocab, byText = new Map());
+  const key = text.join(',');
+  let ids = byText.get(key);
+  if (!ids) {
+    ids = [];
+    vocab.bytes.forEach((b, id) => {
+      if (b && indexOf(b, text, 0) >= 0) ids!.push(id);
+    });
+    byText.set(key, ids);
+  }
+  return ids;
+}
+
+/** Tokens that write `text` when they follow `tail`: containing it, or finishing what `tail` began of it. */
+export function tokensSpelling(vocab: Vocab, text: Uint8Array, tail: Uint8Array): number[] {
+  const out = [...tokensContaining(vocab, text)];
+  const collect = (node: TrieNode) => {
+    out.push(...node.tokens);
+    for (const child of node.children.values()) collect(child);
+  };
+  for (let k = Math.min(tail.length, text.length - 1); k > 0; k--) {
+    if (!startsWith(text, tail.subarray(tail.length - k))) continue;
+    let node: TrieNode | undefined = vocab.trie;
+    for (const x of text.subarray(k)) node = node?.children.get(x);
+    if (node) collect(node);
+  }
+  return out;
+}
