@@ -166,7 +166,7 @@ const grow = (s: Scratch, need: number) => {
  * Temperature → top-k → top-p → draw, as sorting the vocabulary by logit (ties by index) would, without
  * sorting it: top-k keeps a heap of k while reading the logits once; without it, the tokens within CUTOFF of
  * the largest weight are the candidates. Top-p sorts only the tokens that share the nucleus' boundary (the
- * others are bucketed by logit). The draw walks the kept tokens in index order (best first after top-k and top-p).
+ * others are bucketed by logit). The draw walks the kept tokens in index order.
  */
 export function sampleIndex(
   data: Float32Array,
@@ -177,19 +177,8 @@ export function sampleIndex(
   s: Scratch = newScratch(),
 ): number {
   const { best, m, z } = weigh(data, temperature, topK, topP, s);
-  const { idx, val, w } = s;
+  const { idx, w } = s;
   let r = rand() * z;
-  if (topK > 0 && topP < 1) {
-    // top-k then top-p: at most k tokens, walked best first (the order svc has always drawn them in here,
-    // so a seed gives the tokens it gave before)
-    const order = Array.from({ length: m }, (_, j) => j).filter((j) => w[j]! > 0)
-      .sort((a, b) => val[b]! - val[a]! || idx[a]! - idx[b]!);
-    for (const j of order) {
-      r -= w[j]!;
-      if (r <= 0) return idx[j]!;
-    }
-    return order.length ? idx[order[order.length - 1]!]! : best;
-  }
   for (let j = 0; j < m; j++) {
     if (w[j] === 0) continue;
     r -= w[j]!;
