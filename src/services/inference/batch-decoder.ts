@@ -268,7 +268,7 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     return Array.from({ length: b }, (_, i) => all.subarray(i * per + per - v, (i + 1) * per));
   };
 
-  /** Choose a token from one row of logits: processors in place, then argmax (a sampler leaves one finite entry). */
+  /** Choose a token from one row of logits: processors in place, then a trailing sampler's draw, else argmax. */
   const pick = (row: Row, logits: Float32Array): number => {
     let data = logits;
     const procs = row.req.processors;

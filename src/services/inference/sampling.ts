@@ -138,14 +138,18 @@ export function expNeg(x: number): number {
   return -k < 64 ? p * POW2_NEG[-k]! : 0;
 }
 
+/** Top-p's buckets over a range of logits. */
+const BUCKETS = 1024;
+
 /** Buffers a sampler reuses from token to token, grown as needed. */
 interface Scratch {
   idx: Int32Array;
   val: Float32Array;
   w: Float64Array;
-  /** Top-p's bucket of each candidate, and the candidates still in the bucket it looks into. */
+  /** Top-p's bucket of each candidate, the candidates still in the bucket it looks into, each bucket's mass. */
   bucket: Uint16Array;
   members: Int32Array;
+  mass: Float64Array;
 }
 const newScratch = (): Scratch => ({
   idx: new Int32Array(1024),
@@ -153,6 +157,7 @@ const newScratch = (): Scratch => ({
   w: new Float64Array(1024),
   bucket: new Uint16Array(0),
   members: new Int32Array(0),
+  mass: new Float64Array(BUCKETS),
 });
 const grow = (s: Scratch, need: number) => {
   if (s.idx.length >= need) return;
@@ -298,11 +303,10 @@ function largest(data: Float32Array, k: number, s: Scratch): number {
  */
 function nucleusEnd(s: Scratch, m: number, max: number, floor: number, target: number): [number, number] {
   const { idx, val, w } = s;
-  const B = 1024;
+  const B = BUCKETS;
   if (s.bucket.length < m) s.bucket = new Uint16Array(s.idx.length);
   if (s.members.length < m) s.members = new Int32Array(s.idx.length);
-  const at = s.bucket, members = s.members;
-  const mass = new Float64Array(B);
+  const { bucket: at, members, mass } = s;
   for (let j = 0; j < m; j++) members[j] = j;
   let n = m, hi = max, lo = floor, cum = 0;
   while (n > 256 && hi > lo) {
