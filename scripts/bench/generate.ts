@@ -12,14 +12,15 @@
  * Each backend runs in its own child process: transformers.js binds one ONNX Runtime per process.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, linkSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { all, decodeFields, first, int64s, ONNX, str } from '../../src/services/models/onnx-wire.ts';
 import { PREFILL_CHUNK } from '../../src/services/inference/batch-decoder.ts';
 
-export const MODEL_DIR = resolve('.models-cache/qwen2.5-0.5b');
+export const MODEL_DIR = resolve(process.env.BENCH_MODEL_DIR ?? '.models-cache/qwen2.5-0.5b');
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
 /** Measured generations per backend after the warm-up; the table shows their medians. */
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -570,10 +571,12 @@ async function writeSummary(pairs: PairResult[]) {
 
 // ---------------------------------------------------------------- parent
 /** This script run as a child with `args`: its @@RESULT line, and why there is none (its exit status, the end of its stderr). */
-function runChild(args: string[]): { line?: string; why: string } {
+/** Runs this script as a child, in this checkout or (`cwd`) in another one holding a copy of it. */
+function runChild(args: string[], cwd?: string): { line?: string; why: string } {
   const p = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/bench/generate.ts', ...args], {
+    cwd,
     encoding: 'utf8',
-    env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+    env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip', BENCH_MODEL_DIR: MODEL_DIR },
     maxBuffer: 64 << 20,
     timeout: 20 * 60_000,
   });
@@ -666,9 +669,9 @@ async function main() {
   const parts = (process.env.BENCH_PARTS ?? 'pair,batch,http').split(',');
   const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const loadSeen: string[] = [];
-  const spawnChild = (args: string[]) => {
+  const spawnChild = (args: string[], cwd?: string) => {
     loadSeen.push(load());
-    const { line, why } = runChild(args);
+    const { line, why } = runChild(args, cwd);
     if (!line) throw new Error(`child ${args.join(' ')} ${why}`);
     const r = JSON.parse(line.slice(9));
     console.error(JSON.stringify(r));
@@ -837,13 +840,20 @@ async function main() {
 
   if (parts.includes('batch')) {
     const rowsB: BatchResult[] = [];
+    // BENCH_BASELINE_DIR: another checkout of svc (node_modules installed, the native addon built) whose
+    // engine runs the same children, alternating with this one's; this script is copied into it
+    const baseline = process.env.BENCH_BASELINE_DIR;
+    if (baseline) copyFileSync(fileURLToPath(import.meta.url), join(baseline, 'scripts/bench/generate.ts'));
+    const rowsBase: BatchResult[] = [];
     const batchThreads = (process.env.BENCH_BATCH_THREADS ?? '1,2').split(',');
     for (const threads of batchThreads) {
       for (const dtype of (process.env.BENCH_BATCH_DTYPES ?? 'q8,q4').split(',')) {
         console.error(`continuous batching: ${dtype} threads=${threads} ...`);
         rowsB.push(spawnChild(['--batch-child', dtype, threads]));
+        if (baseline) rowsBase.push(spawnChild(['--batch-child', dtype, threads], baseline));
       }
     }
+    const baseRev = baseline ? spawnSync('git', ['-C', baseline, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim() : '';
     const body = [
       `One model, ${
         batchThreads.join(' and ')
@@ -887,13 +897,20 @@ async function main() {
       '',
       `The same rounds sampling instead of greedy (temperature ${SAMPLED.temperature}, top_p ${SAMPLED.topP}, no top_k: every token weighs the whole vocabulary; a seed per stream), run after the greedy ones in each round:`,
       '',
-      '| dtype | threads | 1 stream sampling (tok/s) | 4 streams sampling, aggregate (tok/s) | × one stream | greedy 1 stream (tok/s, above) |',
-      '|---|---:|---:|---:|---:|---:|',
-      ...rowsB.filter((r) => !r.error).map((r) =>
-        `| ${r.dtype} | ${r.threads} | ${f1(r.sampledOneTps)} | ${f1(r.sampledFourTps)} | ${
-          (r.sampledFourTps / r.sampledOneTps).toFixed(2)
-        } | ${f1(r.oneTps)} |`
-      ),
+      '| engine | dtype | threads | 1 stream sampling (tok/s) | 4 streams sampling, aggregate (tok/s) | × one stream | greedy 1 stream (tok/s) | greedy 4 streams (tok/s) |',
+      '|---|---|---:|---:|---:|---:|---:|---:|',
+      ...[...rowsB.map((r) => ['this tree', r] as const), ...rowsBase.map((r) => [`baseline ${baseRev}`, r] as const)]
+        .filter(([, r]) => !r.error).map(([engine, r]) =>
+          `| ${engine} | ${r.dtype} | ${r.threads} | ${f1(r.sampledOneTps)} | ${f1(r.sampledFourTps)} | ${
+            (r.sampledFourTps / r.sampledOneTps).toFixed(2)
+          } | ${f1(r.oneTps)} | ${f1(r.fourTps)} |`
+        ),
+      ...(baseline
+        ? [
+          '',
+          `Baseline: commit ${baseRev} (BENCH_BASELINE_DIR) running this script's children with its own engine; for each configuration its child ran right after this tree's.`,
+        ]
+        : []),
       '',
       "Each row draws its token on the server's thread between steps (src/services/inference/sampling.ts: top-k by a heap read once, top-p with only the tokens at the nucleus' boundary sorted, weights by a polynomial exp).",
     ].join('\n');
