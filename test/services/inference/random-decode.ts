@@ -17,9 +17,16 @@ export const tinyLlamaTokenizer = (): Promise<PreTrainedTokenizer> =>
 /**
  * Decodes up to `maxNew` tokens under `c`; the text, the token count and whether it ended with EOS. A
  * weak-model stand-in: random scores, with `peaky` one token strongly preferred throughout (e.g. a quote
- * that never closes), and now and then EOS far too early.
+ * that never closes), `favoured` tokens scored far above the rest, and now and then EOS far too early.
  */
-export function decodeRandom(tok: PreTrainedTokenizer, c: OutputConstraint, seed: number, maxNew: number, peaky = false) {
+export function decodeRandom(
+  tok: PreTrainedTokenizer,
+  c: OutputConstraint,
+  seed: number,
+  maxNew: number,
+  peaky = false,
+  favoured: number[] = [],
+) {
   const grammar = grammarOf(c);
   const vocab = vocabOf(tok);
   const rand = seededRandom(seed);
@@ -32,6 +39,7 @@ export function decodeRandom(tok: PreTrainedTokenizer, c: OutputConstraint, seed
     const data = new Float32Array(485);
     for (let i = 0; i < data.length; i++) data[i] = rand() * 4;
     if (peaky) data[favourite] = 50;
+    for (const id of favoured) data[id] = 20 + rand() * 4;
     if (rand() < 0.05) { for (const e of EOS) data[e] = 100; }
     proc([ids], { data, dims: [1, 485] });
     let best = 0;
