@@ -26,6 +26,22 @@ export interface NativeKernels {
   /** y[m][n] = Σ x[m][k]·W[n][k], the columns split over `threads` threads made for this call. */
   matmulQ4(w: PackedQ4, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
   /**
+   * A Llama/Qwen2 MLP, y[m][hidden] = down(silu(gate(x)) · up(x)), as ONNX Runtime runs MatMulNBits (gate, up),
+   * Sigmoid, Mul, Mul, MatMulNBits (down) at accuracy_level 4: x quantized once for gate and up, silu with MLAS's
+   * logistic function, h = (g · sigmoid(g)) · u quantized per block for down. gate and up: [hidden → inter], down:
+   * [inter → hidden] (else a TypeError); x and y: [m][hidden]. Each product's columns split over `threads` threads.
+   */
+  mlpQ4(
+    gate: PackedQ4,
+    up: PackedQ4,
+    down: PackedQ4,
+    x: Float32Array,
+    m: number,
+    y: Float32Array,
+    threads: number,
+    portable?: boolean,
+  ): void;
+  /**
    * w: MatMulInteger's int8 weights [k][n] (row-major); scales: one per column [n]; zeroPoint: the weights' one
    * zero point, -128..127 (every w - zeroPoint must fit in int8, else a TypeError).
    */
@@ -40,6 +56,16 @@ export interface NativeKernels {
 interface Addon {
   packQ4(b: Uint8Array, scales: Float32Array, k: number, n: number): object;
   matmulQ4(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
+  mlpQ4(
+    gate: object,
+    up: object,
+    down: object,
+    x: Float32Array,
+    m: number,
+    y: Float32Array,
+    threads: number,
+    portable?: boolean,
+  ): void;
   packQ8(w: Int8Array, scales: Float32Array, k: number, n: number, zeroPoint: number): object;
   matmulQ8(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
   kernelPath(): string;
@@ -49,6 +75,9 @@ interface Addon {
 const ADDON = ['../../', '../'].map((up) => new URL(`${up}native/kernels/build/Release/svc_kernels.node`, import.meta.url));
 /** The addon's external (its weights, 4- or 8-bit) on the wrapper that carries k and n for TypeScript. */
 const HANDLE = Symbol('svc.packed');
+
+/** The addon's external behind a wrapper; anything else (undefined included) the addon refuses with a TypeError. */
+const handle = (w: PackedQ4 | PackedQ8): object => (w as unknown as { [HANDLE]?: object })?.[HANDLE] as object;
 
 let loaded: { kernels?: NativeKernels; reason?: string } | undefined;
 
@@ -69,12 +98,12 @@ function load(): { kernels?: NativeKernels; reason?: string } {
     kernels: {
       path,
       packQ4: (b, scales, k, n) => Object.freeze({ k, n, [HANDLE]: addon.packQ4(b, scales, k, n) }) as unknown as PackedQ4,
-      matmulQ4: (w, x, m, y, threads, portable) =>
-        addon.matmulQ4((w as unknown as { [HANDLE]?: object })?.[HANDLE] as object, x, m, y, threads, portable),
+      matmulQ4: (w, x, m, y, threads, portable) => addon.matmulQ4(handle(w), x, m, y, threads, portable),
+      mlpQ4: (gate, up, down, x, m, y, threads, portable) =>
+        addon.mlpQ4(handle(gate), handle(up), handle(down), x, m, y, threads, portable),
       packQ8: (w, scales, k, n, zeroPoint) =>
         Object.freeze({ k, n, [HANDLE]: addon.packQ8(w, scales, k, n, zeroPoint) }) as unknown as PackedQ8,
-      matmulQ8: (w, x, m, y, threads, portable) =>
-        addon.matmulQ8((w as unknown as { [HANDLE]?: object })?.[HANDLE] as object, x, m, y, threads, portable),
+      matmulQ8: (w, x, m, y, threads, portable) => addon.matmulQ8(handle(w), x, m, y, threads, portable),
     },
   };
 }

@@ -18,15 +18,18 @@ export const ROWS = [REF.generate.prompt_ids, REF.generate.prompt_ids.map((x) =>
 
 export interface Observed {
   lmHeadOwnKernel: number;
+  mlpsOwnKernel: number;
   outputNames: string[];
   last: number[];
   tokens: number[][];
 }
 
-export async function observe(dtype: string, steps = 4): Promise<Observed> {
-  const m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: dtype as never });
+export async function observe(dtype: string, threads = 1, steps = 4): Promise<Observed> {
+  const m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: dtype as never, threads });
   try {
-    const s = (m.model as unknown as { sessions: { model: { edits: { lmHeadOwnKernel: number }; outputNames: string[] } } }).sessions.model;
+    const s =
+      (m.model as unknown as { sessions: { model: { edits: { lmHeadOwnKernel: number; mlpsOwnKernel: number }; outputNames: string[] } } })
+        .sessions.model;
     const L = ROWS[0]!.length;
     const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [2, L]);
     const out = await (m.model as unknown as (f: unknown) => Promise<{ logits: { dims: number[]; data: Float32Array } }>)({
@@ -45,13 +48,13 @@ export async function observe(dtype: string, steps = 4): Promise<Observed> {
         signal: new AbortController().signal,
       })
     ));
-    return { lmHeadOwnKernel: s.edits.lmHeadOwnKernel, outputNames: s.outputNames, last, tokens };
+    return { lmHeadOwnKernel: s.edits.lmHeadOwnKernel, mlpsOwnKernel: s.edits.mlpsOwnKernel, outputNames: s.outputNames, last, tokens };
   } finally {
     await m.dispose();
   }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  process.stdout.write(JSON.stringify(await observe(process.argv[2]!)));
+  process.stdout.write(JSON.stringify(await observe(process.argv[2]!, Number(process.argv[3] ?? 1))));
   process.exit(0);
 }

@@ -3,9 +3,10 @@
  * session call per step. A decode step reads every weight once whatever the batch size, so on a
  * memory-bound CPU a batch of 4 costs little more than a batch of 1.
  *
- * Requests waiting when a prefill starts are prefilled together (one call, left-padded); while other rows
- * are decoding, the prompt goes in chunks of `PREFILL_CHUNK` tokens with a decode step of the others
- * between chunks, so a joining request never stalls the running streams for its whole prompt. A
+ * Requests waiting when a prefill starts are prefilled together (left-padded), in chunks of
+ * `PREFILL_CHUNK_ALONE` tokens between them; while other rows are decoding, the prompt goes in chunks of
+ * `PREFILL_CHUNK` tokens with a decode step of the others between chunks, so a joining request never
+ * stalls the running streams for its whole prompt. A
  * prefilled row joins the batch between two steps and leaves when it stops, reaches its token limit or is
  * aborted. Rows have different context lengths: the shared KV cache is left-padded to the longest one and
  * the attention mask hides each row's padding, so a row sees exactly the keys it would see alone. Tokens
@@ -48,6 +49,15 @@ export interface BatchDecoder {
 
 /** Prompt tokens per prefill call while other rows decode (between two of their steps). */
 export const PREFILL_CHUNK = 64;
+
+/**
+ * Prompt tokens per prefill call (all the group's rows together) while no row decodes. A whole long prompt
+ * in one call made each layer's attention hold [rows, heads, prompt, prompt] floats several times over
+ * (1 GB for 2,000 tokens of a 0.5B model), and the memory and its page faults cost more than the calls
+ * saved: in chunks of 256 the benchmark model's 2,025-token prompt was prefilled in 7.5 s instead of 9.5
+ * (docs/models.md, "Prefill in chunks").
+ */
+export const PREFILL_CHUNK_ALONE = 256;
 
 interface OrtTensorLike {
   data: unknown;
@@ -392,7 +402,7 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     try {
       let logits: Float32Array[] = [];
       for (let at = 0; at < L;) {
-        const q = rows.length ? Math.min(PREFILL_CHUNK, L - at) : L - at;
+        const q = Math.min(rows.length ? PREFILL_CHUNK : Math.max(PREFILL_CHUNK, Math.floor(PREFILL_CHUNK_ALONE / g)), L - at);
         const ids = new BigInt64Array(g * q);
         const pos = new BigInt64Array(g * q);
         const mask = new BigInt64Array(g * (at + q));

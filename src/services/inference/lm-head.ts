@@ -27,6 +27,7 @@ import {
   withGraph,
 } from '../models/onnx-wire.ts';
 import type { NativeKernels } from '../../runtime/kernels.ts';
+import { q4Product } from './weight-split.ts';
 
 /** The graph output the head made. */
 export const LOGITS = 'logits';
@@ -71,7 +72,7 @@ export function cutLmHead(
     const t = name ? inits.get(name) : undefined;
     return t && { t, raw: first(t.fields, ONNX.tensor.rawData)?.bytes ?? weight(t) };
   };
-  const found = last && (nbitsHead(last, bytes) ?? int8Head(last, made, bytes));
+  const found = last && (nbitsHead(last, inits, weight) ?? int8Head(last, made, bytes));
   if (!found) return undefined;
   // nothing else may read what the cut nodes make; weights another node reads too (a tied embedding) stay
   const cut = new Set(found.nodes);
@@ -94,19 +95,9 @@ export function cutLmHead(
 type Bytes = (name: string | undefined) => { t: Tensor; raw: Uint8Array | undefined } | undefined;
 
 /** `logits` from one MatMulNBits with 4 bits in blocks of 32 and no zero points. */
-function nbitsHead(n: GraphNode, bytes: Bytes): Found | undefined {
-  if (n.opType !== 'MatMulNBits' || n.domain !== 'com.microsoft' || n.outputs.length !== 1) return undefined;
-  const [input, bName, sName, ...rest] = n.inputs;
-  const k = intAttr(n, 'K') ?? 0, cols = intAttr(n, 'N') ?? 0;
-  if (rest.some(Boolean) || (intAttr(n, 'bits') ?? 4) !== 4 || intAttr(n, 'block_size') !== 32 || !k || k % 32 || !cols) return undefined;
-  const b = bytes(bName), s = bytes(sName);
-  if (b?.t.dataType !== ONNX.dtype.UINT8 || s?.t.dataType !== ONNX.dtype.FLOAT) return undefined;
-  if (b.raw?.length !== cols * (k / 32) * 16 || s.raw?.length !== cols * (k / 32) * 4) return undefined;
-  return {
-    nodes: [n],
-    weights: [bName!, sName!],
-    head: { bits: 4, input: input!, k, n: cols, b: b.raw, scales: new Float32Array(s.raw.slice().buffer) },
-  }; // aligned copy
+function nbitsHead(n: GraphNode, inits: Map<string, Tensor>, weight: (t: Tensor) => Uint8Array | undefined): Found | undefined {
+  const p = q4Product(n, inits, weight);
+  return p && { nodes: [n], weights: n.inputs.slice(1, 3), head: { bits: 4, input: p.input, k: p.k, n: p.n, b: p.b, scales: p.scales } };
 }
 
 /** `logits` = Mul(Cast(MatMulInteger(q, W, zp, w_zp)), Mul(scale, w_scale)) with (q, scale, zp) = DynamicQuantizeLinear(x). */

@@ -24,6 +24,9 @@ import { nbitsToInt8 } from './wasm-q4.ts';
 import { importOnnxruntimeNode } from './onnxruntime-node.ts';
 import { cutLmHead, headProduct, type LmHead, LOGITS } from './lm-head.ts';
 import { nativeKernels } from '../../runtime/kernels.ts';
+import { splitAtWeights, type SplitGraph } from './weight-split.ts';
+import { SplitSession } from './split-session.ts';
+import type { Tensor } from '../models/onnx-wire.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
 export interface WireTensor {
@@ -104,8 +107,10 @@ export interface GraphEditCounts {
    * natively from the model's file, on WASM from the model's bytes.
    */
   weightsInFile: number;
-  /** 1 where the LM head (4- or 8-bit) runs on svc's own kernel (./lm-head.ts). */
+  /** 1 where the LM head (4- or 8-bit) runs on svc's own kernel (./lm-head.ts, ./weight-split.ts). */
   lmHeadOwnKernel: number;
+  /** Layers whose 4-bit MLP runs on svc's own kernel (./weight-split.ts). */
+  mlpsOwnKernel: number;
 }
 
 export interface SessionInfo {
@@ -169,6 +174,8 @@ interface Edits {
   inFile?: number;
   /** The LM head taken out of the graph, run on svc's own kernel (./lm-head.ts). */
   lmHead?: LmHead;
+  /** The graph cut around its 4-bit MLPs and head, run on svc's own kernels (./weight-split.ts). */
+  split?: SplitGraph;
 }
 
 /**
@@ -197,14 +204,20 @@ function nativeGraph(
   if (decoder) edits.rewritten = rewriteDecoder(source, decoder, { pastAndNew: onCpu });
   if (onCpu) edits.activations = withInt8Activations(edits.rewritten?.bytes ?? source);
   const before = edits.activations?.bytes ?? edits.rewritten?.bytes ?? edits.signed?.bytes;
-  // the LM head on svc's own kernel, where it is faster than ONNX Runtime's (./lm-head.ts)
-  const cut = decoder && onCpu && nativeKernels()?.path === 'avx512vnni'
-    ? cutLmHead(before ?? graph, file ? (t) => externalBytes(file, t) : undefined)
-    : undefined;
+  const own = decoder && onCpu && nativeKernels()?.path === 'avx512vnni';
+  const weight = file ? (t: Tensor) => externalBytes(file, t) : undefined;
+  const folder = file && dirname(file);
+  // with one thread, the 4-bit MLPs and head on svc's own kernels (./weight-split.ts)
+  edits.split = own && Number(options.intraOpNumThreads) === 1 ? splitAtWeights(before ?? graph, weight) : undefined;
+  if (edits.split) {
+    edits.inFile = read.pointed;
+    return { edits, folder };
+  }
+  // else the LM head alone, where it is faster than ONNX Runtime's (./lm-head.ts)
+  const cut = own ? cutLmHead(before ?? graph, weight) : undefined;
   edits.lmHead = cut?.head;
   const edited = cut?.bytes ?? before ?? (read.pointed ? graph : undefined);
   edits.inFile = edited ? read.pointed : 0;
-  const folder = file && dirname(file);
   // if the other data files are not beside it, the model loads as it is
   if (edited && folder && externalFilesOf(edited).some((f) => !existsSync(join(folder, f)))) return { edits: {} };
   return { edited, folder, edits };
@@ -238,13 +251,15 @@ async function create(
     const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
     const config = {
       ...extra.session,
-      ...(native.folder && native.edited ? { model_external_initializers_file_folder_path: native.folder } : {}),
+      ...(native.folder && (native.edited || edits.split) ? { model_external_initializers_file_folder_path: native.folder } : {}),
       // the head's kernel runs right after each call: ONNX Runtime's threads stop spinning then, leaving it the cores
       ...(edits.lmHead ? { force_spinning_stop: '1' } : {}),
     };
     const from = Object.keys(config).length ? { ...options, extra: { ...extra, session: config } } : options;
     // the native runtime reads a model path (and its external data beside it) itself
-    session = await o.InferenceSession.create((native.edited ?? model) as never, from as never);
+    session = edits.split
+      ? await SplitSession.create(o, nativeKernels()!, edits.split, from) as unknown as Session
+      : await o.InferenceSession.create((native.edited ?? model) as never, from as never);
   } else {
     const { graph, externalData } = modelWithExternalData(model, options.externalData);
     const web = webGraph(graph, decoder, providers(options).every((e) => e === 'wasm' || e === 'cpu'));
@@ -287,7 +302,9 @@ async function create(
       rotaryEmbeddings: edits.rewritten?.rotary ?? 0,
       pastAndNew: edits.rewritten?.pastAndNew ?? 0,
       weightsInFile: edits.inFile ?? 0,
-      lmHeadOwnKernel: head ? 1 : 0,
+      lmHeadOwnKernel: head || edits.split?.stages.some((x) => x.kind === 'kernels' && x.calls.some((c) => c.kind === 'product')) ? 1 : 0,
+      mlpsOwnKernel:
+        edits.split?.stages.reduce((n, x) => n + (x.kind === 'kernels' ? x.calls.filter((c) => c.kind === 'mlp').length : 0), 0) ?? 0,
     },
   };
 }

@@ -171,7 +171,7 @@ export const ONNX = {
   /** AttributeProto.AttributeType */
   attrType: { FLOAT: 1, INT: 2, TENSOR: 4, GRAPH: 5, GRAPHS: 10 },
   /** TensorProto.DataType */
-  dtype: { FLOAT: 1, UINT8: 2, INT8: 3, INT64: 7, BOOL: 9 },
+  dtype: { FLOAT: 1, UINT8: 2, INT8: 3, INT32: 6, INT64: 7, BOOL: 9 },
 } as const;
 
 /** An initializer of a graph, with its position among the graph's fields. */

@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import { type GenerateOptions, generateText, type GenerationInput } from '../../../src/services/inference/generate.ts';
-import { batchDecoderFor, PREFILL_CHUNK } from '../../../src/services/inference/batch-decoder.ts';
+import { batchDecoderFor, PREFILL_CHUNK, PREFILL_CHUNK_ALONE } from '../../../src/services/inference/batch-decoder.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { greedyOnReferencePrompt, REF } from './reference.ts';
 
@@ -171,6 +171,21 @@ test('cancelling one stream mid-batch leaves the others exact', async () => {
   // the decoder drains: nothing left decoding once every stream is done
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(batchDecoderFor(m)!.active, 0);
+});
+
+test("a prompt longer than a prefill chunk, alone, goes in chunks and gives transformers.js' text", async () => {
+  const o: GenerateOptions = { temperature: 0, maxTokens: 24 };
+  const long: GenerationInput = { prompt: Array.from({ length: 70 }, (_, i) => `word${i % 11} and more`).join(' ') };
+  const tokens = m.tokenizer(long.prompt).input_ids.dims[1]!;
+  assert.ok(tokens > PREFILL_CHUNK_ALONE + PREFILL_CHUNK, `the prompt has ${tokens} tokens`);
+  // transformers.js' generate prefills the whole prompt in one call
+  const want = (await collect(long, { ...o, batching: false })).text;
+  assert.ok(want.length > 0);
+  calls.length = 0;
+  const got = await collect(long, o);
+  assert.equal(got.text, want);
+  const chunks = calls.filter((c) => c.tokens > 1).map((c) => c.tokens);
+  assert.deepEqual(chunks, [PREFILL_CHUNK_ALONE, tokens - PREFILL_CHUNK_ALONE]);
 });
 
 test('a long prompt joining running streams is prefilled in chunks between their steps, and every text equals its text alone', async () => {

@@ -1,14 +1,18 @@
 /**
- * svc's own kernels against ONNX Runtime's on the benchmark model's LM head (src/services/inference/lm-head.ts),
- * then decoding with the head on each.
+ * svc's own kernels (src/runtime/kernels.ts) against ONNX Runtime's on the benchmark model's weights, then
+ * decoding with them and without.
  *
- * 1. The head alone, of the q4 and the q8 file: the same hidden states; ONNX Runtime runs a graph of the
- *    head's own nodes (4 bits at level 4, int8 activations), svc's kernel the weights it packed; 1 and 4
- *    rows, 1 and 2 threads, the two alternating, medians; their logits compared.
- * 2. Decoding: `generate.ts --batch-child DTYPE T` (one stream, then 4 at once) in processes that alternate
- *    ONNX Runtime's head (SVC_NATIVE_KERNELS=0) and svc's.
+ * 1. The LM head alone, of the q4 and the q8 file (src/services/inference/lm-head.ts): the same hidden
+ *    states; ONNX Runtime runs a graph of the head's own nodes (4 bits at level 4, int8 activations), svc's
+ *    kernel the weights it packed; 1 and 4 rows, 1 and 2 threads, the two alternating, medians; their
+ *    outputs compared.
+ * 2. The q4 file's 24 MLPs (src/services/inference/weight-split.ts), one after another as a decode step
+ *    reads them (196 MB: their weights come from memory, not cache): ONNX Runtime runs a graph of their own
+ *    nodes, svc's `mlpQ4` each in turn; 1 and 4 rows, 1 thread.
+ * 3. Decoding: `generate.ts --batch-child DTYPE T` (one stream, then 4 at once) in processes that alternate
+ *    ONNX Runtime alone (SVC_NATIVE_KERNELS=0) and svc's kernels.
  *
- * Run: node --import tsx scripts/bench/lm-head.ts   (writes its section of BENCHMARKS.md)   BENCH_RUNS=3
+ * Run: node --import tsx scripts/bench/own-kernels.ts   (writes its section of BENCHMARKS.md)   BENCH_RUNS=3
  */
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
@@ -105,6 +109,83 @@ async function headAlone(dtype: 'q4' | 'q8'): Promise<{ rows: HeadRow[]; path: s
   return { rows, path: kernels.path, k, n };
 }
 
+/** The q4 file's MLPs one after another: ONNX Runtime running their nodes against svc's `mlpQ4`, 1 thread. */
+async function mlpsAlone(): Promise<{ rows: number; ort: number; svc: number; err: number; layers: number }[]> {
+  const ort = await import('onnxruntime-node');
+  const { graphOfFile, externalBytes } = await import('../../src/services/models/onnx-file.ts');
+  const { splitAtWeights } = await import('../../src/services/inference/weight-split.ts');
+  const { node, ONNX, tensor, tensorValueInfo, WireWriter } = await import('../../src/services/models/onnx-wire.ts');
+  const { nativeKernels } = await import('../../src/runtime/kernels.ts');
+  const kernels = nativeKernels()!;
+  const file = join(MODEL_DIR, 'onnx', FILE.q4!);
+  const split = splitAtWeights(graphOfFile(file)!.bytes, (t) => externalBytes(file, t))!;
+  const mlps = split.stages.flatMap((s) => (s.kind === 'kernels' ? s.calls.flatMap((c) => (c.kind === 'mlp' ? [c.mlp] : [])) : []));
+  const bytes = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  const graph = new WireWriter().string(ONNX.graph.name, 'mlps');
+  mlps.forEach((m, l) => {
+    for (const [name, p] of [['gate', m.gate], ['up', m.up], ['down', m.down]] as const) {
+      graph.message(
+        ONNX.graph.node,
+        node(
+          'MatMulNBits',
+          [name === 'down' ? `h${l}` : 'x', `${name}${l}`, `${name}${l}s`],
+          [`${name}${l}y`],
+          `${name}${l}`,
+          'com.microsoft',
+          {
+            K: p.k,
+            N: p.n,
+            bits: 4,
+            block_size: 32,
+            accuracy_level: 4,
+          },
+        ),
+      );
+      graph.message(ONNX.graph.initializer, tensor(`${name}${l}`, [p.n, p.k / 32, 16], ONNX.dtype.UINT8, p.b));
+      graph.message(ONNX.graph.initializer, tensor(`${name}${l}s`, [p.n * (p.k / 32)], ONNX.dtype.FLOAT, bytes(p.scales)));
+    }
+    graph
+      .message(ONNX.graph.node, node('Sigmoid', [`gate${l}y`], [`s${l}`], `sig${l}`))
+      .message(ONNX.graph.node, node('Mul', [`gate${l}y`, `s${l}`], [`silu${l}`], `silu${l}`))
+      .message(ONNX.graph.node, node('Mul', [`silu${l}`, `up${l}y`], [`h${l}`], `h${l}`))
+      .message(ONNX.graph.output, tensorValueInfo(`down${l}y`, ONNX.dtype.FLOAT));
+  });
+  graph.message(ONNX.graph.input, tensorValueInfo('x', ONNX.dtype.FLOAT));
+  const model = new WireWriter()
+    .varint(ONNX.model.irVersion, 8)
+    .message(ONNX.model.graph, graph)
+    .message(ONNX.model.opsetImport, new WireWriter().string(ONNX.opset.domain, '').varint(ONNX.opset.version, 17))
+    .message(ONNX.model.opsetImport, new WireWriter().string(ONNX.opset.domain, 'com.microsoft').varint(ONNX.opset.version, 1))
+    .finish();
+  const packed = mlps.map((m) => [m.gate, m.up, m.down].map((p) => kernels.packQ4(p.b, p.scales, p.k, p.n)));
+  const s = await ort.InferenceSession.create(model, { intraOpNumThreads: 1, interOpNumThreads: 1 });
+  const out = [];
+  for (const m of [1, 4]) {
+    const k = mlps[0]!.gate.k;
+    const x = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.731) * (i % 97 === 0 ? 6 : 1));
+    const ys = mlps.map(() => new Float32Array(m * k));
+    const feed = { x: new ort.Tensor('float32', x, [m, k]) };
+    const times = { ort: [] as number[], svc: [] as number[] };
+    let want: Record<string, { data: unknown }> = {};
+    for (let c = 0; c < CALLS + 2; c++) {
+      let t = performance.now();
+      want = await s.run(feed);
+      if (c >= 2) times.ort.push(performance.now() - t);
+      t = performance.now();
+      packed.forEach(([g, u, d], l) => kernels.mlpQ4(g!, u!, d!, x, m, ys[l]!, 1));
+      if (c >= 2) times.svc.push(performance.now() - t);
+    }
+    let d = 0, big = 0;
+    ys.forEach((y, l) => {
+      const w = want[`down${l}y`]!.data as Float32Array;
+      for (let i = 0; i < y.length; i++) (d = Math.max(d, Math.abs(y[i]! - w[i]!))), (big = Math.max(big, Math.abs(w[i]!)));
+    });
+    out.push({ rows: m, ort: median(times.ort), svc: median(times.svc), err: d / big, layers: mlps.length });
+  }
+  await s.release();
+  return out;
+}
+
 interface BatchRun {
   oneTps: number;
   fourTps: number;
@@ -137,13 +218,15 @@ const DTYPES = ['q4', 'q8'] as const;
 const heads = [];
 for (const dtype of DTYPES) heads.push({ dtype, ...(await headAlone(dtype)) });
 console.error(heads);
+const mlps = await mlpsAlone();
+console.error(mlps);
 const decode: { dtype: string; threads: number; ort: BatchRun; svc: BatchRun }[] = [];
 for (const threads of [1, 2]) {
   for (const dtype of DTYPES) {
     const runs = { ort: [] as BatchRun[], svc: [] as BatchRun[] };
     for (let r = 0; r < RUNS; r++) {
       for (const own of [false, true]) {
-        console.error(`decode: ${dtype}, ${own ? 'svc' : 'ONNX Runtime'} head, ${threads} thread(s), run ${r + 1}/${RUNS}`);
+        console.error(`decode: ${dtype}, ${own ? 'svc kernels' : 'ONNX Runtime alone'}, ${threads} thread(s), run ${r + 1}/${RUNS}`);
         (own ? runs.svc : runs.ort).push(batchChild(dtype, threads, own));
       }
     }
@@ -158,7 +241,7 @@ for (const threads of [1, 2]) {
 }
 
 const body = [
-  `\`node --import tsx scripts/bench/lm-head.ts\`: the LM head of the benchmark model (${heads[0]!.n} × ${
+  `\`node --import tsx scripts/bench/own-kernels.ts\`: the LM head of the benchmark model (${heads[0]!.n} × ${
     heads[0]!.k
   }) in its q4 file (4 bits in blocks of 32: ONNX Runtime's \`MatMulNBits\` at level 4, int8 activations) and its q8 file (int8 with a scale per column: DynamicQuantizeLinear, MatMulInteger, Cast and the scales, which ONNX Runtime fuses into \`DynamicQuantizeMatMul\`), run by ONNX Runtime and by svc's own kernels (src/runtime/kernels.ts, path \`${
     heads[0]!.path
@@ -174,18 +257,26 @@ const body = [
     )
   ),
   '',
-  `Decoding with the head on each (\`generate.ts --batch-child\`: greedy, EOS masked, 32 tokens a stream; one stream, then 4 at once; processes alternate SVC_NATIVE_KERNELS=0, where ONNX Runtime runs the whole graph, and svc's kernel; medians of ${RUNS} processes, each the median of 3 rounds):`,
+  `The q4 file's ${
+    mlps[0]!.layers
+  } MLPs one after another (196 MB of weights, so they come from memory as in a decode step), 1 thread: ONNX Runtime running a graph of their nodes (3 \`MatMulNBits\` at level 4, Sigmoid, 2 Mul each) against svc's \`mlpQ4\` called for each; medians of ${CALLS}:`,
   '',
-  '| file | threads | head | 1 stream (tok/s) | 4 streams aggregate (tok/s) | × one stream | decode step, 1 row / 4 rows (ms) |',
+  '| rows | ONNX Runtime (ms) | svc kernel (ms) | × faster | difference |',
+  '|---:|---:|---:|---:|---:|',
+  ...mlps.map((r) => `| ${r.rows} | ${f(r.ort)} | ${f(r.svc)} | ${f(r.ort / r.svc)} | ${r.err.toExponential(1)} |`),
+  '',
+  `Decoding (\`generate.ts --batch-child\`: greedy, EOS masked, 32 tokens a stream; one stream, then 4 at once) in processes that alternate SVC_NATIVE_KERNELS=0, where ONNX Runtime runs the whole graph, and svc's kernels (the head at every thread count; with 1 thread, the server's default, q4's MLPs too: the graph cut into a stage a layer); medians of ${RUNS} processes, each the median of 3 rounds:`,
+  '',
+  '| file | threads | kernels | 1 stream (tok/s) | 4 streams aggregate (tok/s) | × one stream | decode step, 1 row / 4 rows (ms) |',
   '|---|---:|---|---:|---:|---:|---:|',
   ...decode.flatMap((d) =>
     (['ort', 'svc'] as const).map((side) => {
       const r = d[side];
-      return `| ${d.dtype} | ${d.threads} | ${side === 'ort' ? 'ONNX Runtime' : 'svc kernel'} | ${f(r.oneTps, 1)} | ${f(r.fourTps, 1)} | ${
+      return `| ${d.dtype} | ${d.threads} | ${side === 'ort' ? 'ONNX Runtime alone' : 'svc'} | ${f(r.oneTps, 1)} | ${f(r.fourTps, 1)} | ${
         f(r.fourTps / r.oneTps)
       } | ${f(r.stepOne, 1)} / ${f(r.stepFour, 1)} |`;
     })
   ),
 ].join('\n');
 console.log(body);
-writeSection('Text generation: own LM head kernel', body);
+writeSection("Text generation: svc's own kernels (LM head, 4-bit MLPs)", body);

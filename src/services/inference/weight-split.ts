@@ -1,0 +1,389 @@
+/**
+ * A decoder graph cut around its 4-bit MLPs and LM head, so that svc's own kernels (src/runtime/kernels.ts)
+ * run them and ONNX Runtime the rest (./split-session.ts runs the pieces in turn).
+ *
+ * ONNX Runtime has no way to hand a node to code of ours from JavaScript (no custom operators in
+ * onnxruntime-node), so the graph becomes a chain of smaller graphs. Each layer's MLP, y = down(silu(gate(x))
+ * · up(x)) with three 4-bit `MatMulNBits` (4 bits, blocks of 32, no zero points, weights in the file), is
+ * one kernel call (`mlpQ4`), and so is a 4-bit LM head; the nodes between them become graph stages, one a
+ * layer. A node goes into the earliest graph stage after every kernel call it depends on. Splitting at every
+ * 4-bit product instead (attention's too) made four stages a layer, whose runs cost more than the kernel
+ * saved (docs/models.md).
+ *
+ * Each graph stage declares as inputs the values it reads from earlier stages (and the graph's inputs), and
+ * as outputs the values later stages or the caller read. Their element types come from the graph where it
+ * declares them, else from the operator (most keep their first input's type). A wrong guess only makes
+ * ONNX Runtime refuse a stage, and then the graph is loaded as it is. Nodes that read only weights and
+ * constants are written into every stage that reads them.
+ */
+import {
+  all,
+  decodeFields,
+  elemTypeOf,
+  first,
+  type GraphNode,
+  indexGraph,
+  intAttr,
+  modelGraph,
+  ONNX,
+  str,
+  type Tensor,
+  tensorTypeOf,
+  tensorValueInfo,
+  type WireField,
+  WireWriter,
+  withGraph,
+} from '../models/onnx-wire.ts';
+
+/** One weight product: `output` = `input` [..., k] × the weight [n, k] (MatMulNBits' layout, ./lm-head.ts). */
+export interface Q4Product {
+  input: string;
+  output: string;
+  k: number;
+  n: number;
+  b: Uint8Array;
+  scales: Float32Array;
+}
+
+/** A layer's MLP: `output` = down(silu(gate(`input`)) · up(`input`)). */
+export interface Q4Mlp {
+  input: string;
+  output: string;
+  gate: Q4Product;
+  up: Q4Product;
+  down: Q4Product;
+}
+
+/** What one kernel call computes: a product, or a whole MLP. */
+export type Kernel = { kind: 'product'; product: Q4Product } | { kind: 'mlp'; mlp: Q4Mlp };
+
+export type Stage =
+  | { kind: 'graph'; model: Uint8Array; inputs: string[]; outputs: string[] }
+  | { kind: 'kernels'; calls: Kernel[] };
+
+export interface SplitGraph {
+  stages: Stage[];
+  inputs: string[];
+  outputs: string[];
+  /** The graph's inputs and outputs as onnxruntime-node describes a session's (transformers.js reads them). */
+  metadata: { inputs: ValueMetadata[]; outputs: ValueMetadata[] };
+}
+
+export interface ValueMetadata {
+  name: string;
+  isTensor: true;
+  type: string;
+  shape: (number | string)[];
+}
+
+const TYPE_NAMES: Record<number, string> = { 1: 'float32', 2: 'uint8', 3: 'int8', 6: 'int32', 7: 'int64', 9: 'bool', 10: 'float16' };
+
+/** A graph input's or output's description from its ValueInfoProto (a dimension: its value or its name). */
+function metadataOf(valueInfo: WireField): ValueMetadata {
+  const fields = decodeFields(valueInfo.bytes!);
+  const tensor = tensorTypeOf(fields) ?? [];
+  const shape = first(tensor, ONNX.type.shape)?.bytes;
+  const dims = shape ? all(decodeFields(shape), ONNX.type.dim).map((d) => decodeFields(d.bytes!)) : [];
+  return {
+    name: str(first(fields, ONNX.valueInfo.name)?.bytes),
+    isTensor: true,
+    type: TYPE_NAMES[elemTypeOf(fields)] ?? 'float32',
+    shape: dims.map((d) => {
+      const v = first(d, ONNX.type.dimValue);
+      return v ? Number(v.int) : str(first(d, DIM_PARAM)?.bytes);
+    }),
+  };
+}
+
+/** TensorShapeProto.Dimension.dim_param */
+const DIM_PARAM = 2;
+
+/** The 4-bit product a node is, where the kernel can run it. */
+export function q4Product(
+  n: GraphNode,
+  inits: Map<string, Tensor>,
+  weight: (t: Tensor) => Uint8Array | undefined,
+): Q4Product | undefined {
+  if (n.opType !== 'MatMulNBits' || n.domain !== 'com.microsoft' || n.outputs.length !== 1) return undefined;
+  const [input, bName, sName, ...rest] = n.inputs;
+  const k = intAttr(n, 'K') ?? 0, cols = intAttr(n, 'N') ?? 0;
+  if (rest.some(Boolean) || (intAttr(n, 'bits') ?? 4) !== 4 || intAttr(n, 'block_size') !== 32 || !k || k % 32 || !cols) return undefined;
+  const b = inits.get(bName!), s = inits.get(sName!);
+  if (b?.dataType !== ONNX.dtype.UINT8 || s?.dataType !== ONNX.dtype.FLOAT) return undefined;
+  const bBytes = bytesOf(b, weight), sBytes = bytesOf(s, weight);
+  if (bBytes?.length !== cols * (k / 32) * 16 || sBytes?.length !== cols * (k / 32) * 4) return undefined;
+  return { input: input!, output: n.outputs[0]!, k, n: cols, b: bBytes, scales: floats(sBytes) };
+}
+
+/** float32 values of little-endian bytes (copied: the bytes may be unaligned). */
+export function floats(raw: Uint8Array): Float32Array {
+  const f = new Float32Array(raw.length / 4);
+  new Uint8Array(f.buffer).set(raw);
+  return f;
+}
+
+/**
+ * The MLP whose down product `n` is: n(Mul(Mul(g, Sigmoid(g)), u)) (either order of each Mul) with g and u
+ * 4-bit products of the same input, every value between read by these nodes only.
+ */
+function mlpAt(
+  n: GraphNode,
+  made: Map<string, GraphNode>,
+  readers: Map<string, number>,
+  inits: Map<string, Tensor>,
+  weight: (t: Tensor) => Uint8Array | undefined,
+): { mlp: Q4Mlp; nodes: GraphNode[] } | undefined {
+  if (n.opType !== 'MatMulNBits') return undefined;
+  const mul = made.get(n.inputs[0] ?? '');
+  if (mul?.opType !== 'Mul' || mul.domain) return undefined;
+  for (const [siluName, uName] of [[mul.inputs[0], mul.inputs[1]], [mul.inputs[1], mul.inputs[0]]]) {
+    const silu = made.get(siluName ?? ''), upNode = made.get(uName ?? '');
+    if (silu?.opType !== 'Mul' || silu.domain || upNode?.opType !== 'MatMulNBits') continue;
+    const [p, q] = silu.inputs;
+    const sig = [made.get(p ?? ''), made.get(q ?? '')].find((x) => x?.opType === 'Sigmoid' && !x.domain);
+    const gName = sig?.inputs[0];
+    if (!sig || !gName || !silu.inputs.includes(gName) || !silu.inputs.includes(sig.outputs[0]!)) continue;
+    const gateNode = made.get(gName);
+    if (gateNode?.opType !== 'MatMulNBits' || gateNode.inputs[0] !== upNode.inputs[0]) continue;
+    const inner = [gName, sig.outputs[0]!, silu.outputs[0]!, upNode.outputs[0]!, mul.outputs[0]!];
+    const reads = [2, 1, 1, 1, 1]; // g: Sigmoid and the Mul
+    if (inner.some((x, i) => readers.get(x) !== reads[i])) continue;
+    const gate = q4Product(gateNode, inits, weight), up = q4Product(upNode, inits, weight), down = q4Product(n, inits, weight);
+    if (!gate || !up || !down || gate.n !== up.n || gate.k !== up.k || down.k !== gate.n || down.n !== gate.k) continue;
+    return {
+      mlp: { input: gate.input, output: down.output, gate, up, down },
+      nodes: [gateNode, upNode, sig, silu, mul, n],
+    };
+  }
+  return undefined;
+}
+
+function bytesOf(t: Tensor, weight: (t: Tensor) => Uint8Array | undefined): Uint8Array | undefined {
+  return first(t.fields, ONNX.tensor.rawData)?.bytes ?? weight(t);
+}
+
+const nameOf = (f: WireField, no: number) => str(first(decodeFields(f.bytes!), no)?.bytes);
+
+/** The graph cut at its 4-bit products; undefined when it has none the kernel can run. */
+export function splitAtWeights(model: Uint8Array, weight: (t: Tensor) => Uint8Array | undefined = () => undefined): SplitGraph | undefined {
+  const parsed = modelGraph(model);
+  if (!parsed) return undefined;
+  const g = parsed.graph;
+  const { inits, nodes } = indexGraph(g);
+  // the kernel calls, each standing in for the nodes it absorbs (the call is made where its last node was)
+  const calls = new Map<GraphNode, { kernel: Kernel; reads: string[]; outputs: string[] }>();
+  const absorbed = new Set<GraphNode>();
+  const made = new Map(nodes.flatMap((n) => n.outputs.map((o) => [o, n] as const)));
+  const readers = new Map<string, number>();
+  for (const n of nodes) for (const x of n.inputs) readers.set(x, (readers.get(x) ?? 0) + 1);
+  for (const n of nodes) {
+    const mlp = mlpAt(n, made, readers, inits, weight);
+    if (mlp) {
+      calls.set(n, { kernel: { kind: 'mlp', mlp: mlp.mlp }, reads: [mlp.mlp.input], outputs: [mlp.mlp.output] });
+      for (const x of mlp.nodes) if (x !== n) absorbed.add(x);
+    }
+  }
+  const head = made.get('logits');
+  const headProduct = head && !calls.has(head) && !absorbed.has(head) ? q4Product(head, inits, weight) : undefined;
+  if (headProduct) {
+    calls.set(head!, { kernel: { kind: 'product', product: headProduct }, reads: [headProduct.input], outputs: [headProduct.output] });
+  }
+  if (![...calls.values()].some((c) => c.kernel.kind === 'mlp')) return undefined;
+  const declared = new Map<string, WireField>(); // ValueInfo of graph inputs, outputs and value_info, by name
+  const inputs: string[] = [], outputs: string[] = [];
+  for (const f of g) {
+    if (f.no !== ONNX.graph.input && f.no !== ONNX.graph.output && f.no !== VALUE_INFO) continue;
+    const name = nameOf(f, ONNX.valueInfo.name);
+    if (f.no === ONNX.graph.input && !inits.has(name)) inputs.push(name);
+    if (f.no === ONNX.graph.output) outputs.push(name);
+    if (!declared.has(name) || f.no !== VALUE_INFO) declared.set(name, f);
+  }
+
+  // what each node reads: its inputs and the outer values its subgraphs use (a kernel call: its input)
+  const reads = new Map(nodes.map((n) => [n, calls.get(n)?.reads ?? [...new Set([...n.inputs, ...outerNames(n)].filter(Boolean))]]));
+  const isCall = (n: GraphNode) => calls.has(n);
+  // nodes that read only weights and constants are written into every stage that reads them (ONNX Runtime
+  // folds them when it loads the stage), not handed from stage to stage
+  const constant = new Map<string, GraphNode>();
+  for (const n of nodes) {
+    if (!isCall(n) && !absorbed.has(n) && reads.get(n)!.every((x) => inits.has(x) || constant.has(x))) {
+      for (const o of n.outputs) constant.set(o, n);
+    }
+  }
+  const staged = nodes.filter((n) => !absorbed.has(n) && !constant.has(n.outputs[0] ?? ''));
+  const outputsOf = (n: GraphNode) => calls.get(n)?.outputs ?? n.outputs;
+  // the stage each value is ready after: graph stage d, or product stage d (ready for graph stage d + 1)
+  const ready = new Map<string, number>(inputs.map((x) => [x, 0]));
+  const stageOf = new Map<GraphNode, number>();
+  for (const n of staged) {
+    const d = Math.max(0, ...reads.get(n)!.map((x) => ready.get(x) ?? 0));
+    stageOf.set(n, d);
+    for (const o of outputsOf(n)) ready.set(o, isCall(n) ? d + 1 : d);
+  }
+  // then each node as late as its readers allow: what is made from the graph's inputs alone (a layer's past keys
+  // transposed) goes into the stage that reads it, instead of the first stage handing it on through the caller
+  // (after 2,000 positions that moved every layer's keys through JavaScript at every step)
+  const readersOf = new Map<string, GraphNode[]>();
+  for (const n of staged) for (const x of reads.get(n)!) readersOf.set(x, [...(readersOf.get(x) ?? []), n]);
+  const graphOutputs = new Set(outputs);
+  for (const n of [...staged].reverse()) {
+    const by = n.outputs.flatMap((o) => readersOf.get(o) ?? []);
+    if (isCall(n) || !by.length || n.outputs.some((o) => graphOutputs.has(o))) continue;
+    stageOf.set(n, Math.max(stageOf.get(n)!, Math.min(...by.map((r) => stageOf.get(r)!))));
+  }
+  const last = Math.max(...stageOf.values());
+  const types = elemTypes(nodes, inits, declared);
+
+  // the values read outside the stage that makes them (graph outputs count as read by the caller)
+  const madeIn = new Map<string, GraphNode>();
+  for (const n of staged) for (const o of outputsOf(n)) if (o) madeIn.set(o, n);
+  const crossing = new Set(outputs);
+  for (const n of staged) {
+    for (const x of reads.get(n)!) {
+      const by = madeIn.get(x);
+      if (by && (isCall(by) || isCall(n) || stageOf.get(by) !== stageOf.get(n))) crossing.add(x);
+    }
+  }
+  /** The constant nodes `members` read, and theirs, in graph order. */
+  const constantsFor = (members: GraphNode[]): GraphNode[] => {
+    const need = new Set<GraphNode>();
+    const visit = (x: string) => {
+      const c = constant.get(x);
+      if (!c || need.has(c)) return;
+      need.add(c);
+      reads.get(c)!.forEach(visit);
+    };
+    members.forEach((n) => reads.get(n)!.forEach(visit));
+    return nodes.filter((n) => need.has(n));
+  };
+
+  const stages: Stage[] = [];
+  for (let d = 0; d <= last; d++) {
+    const own = staged.filter((n) => stageOf.get(n) === d && !isCall(n));
+    if (own.length) {
+      const members = [...constantsFor(own), ...own].sort((a, b) => a.index - b.index);
+      const made = new Set(members.flatMap((n) => n.outputs));
+      const needed = [...new Set(members.flatMap((n) => reads.get(n)!))];
+      const ins = needed.filter((x) => !made.has(x) && !inits.has(x));
+      const outs = [...made].filter((x) => x && crossing.has(x));
+      const used = new Set(needed.filter((x) => inits.has(x)));
+      if (outs.length) {
+        const valueInfo = (x: string) => declared.get(x)?.bytes ?? tensorValueInfo(x, types.get(x) ?? ONNX.dtype.FLOAT).finish();
+        const graph = new WireWriter().string(ONNX.graph.name, `svc_stage_${d}`);
+        for (const n of members) graph.bytes(ONNX.graph.node, n.raw);
+        for (const f of g) if (f.no === ONNX.graph.initializer && used.has(nameOf(f, ONNX.tensor.name))) graph.field(f);
+        for (const x of ins) graph.bytes(ONNX.graph.input, valueInfo(x));
+        for (const x of outs) graph.bytes(ONNX.graph.output, valueInfo(x));
+        stages.push({ kind: 'graph', model: withGraph(parsed.fields, graph).finish(), inputs: ins, outputs: outs });
+      }
+    }
+    const here = staged.filter((n) => stageOf.get(n) === d && isCall(n)).map((n) => calls.get(n)!.kernel);
+    if (here.length) stages.push({ kind: 'kernels', calls: here });
+  }
+  const io = (no: number, names: string[]) =>
+    names.map((x) => metadataOf(g.find((f) => f.no === no && nameOf(f, ONNX.valueInfo.name) === x)!));
+  return { stages, inputs, outputs, metadata: { inputs: io(ONNX.graph.input, inputs), outputs: io(ONNX.graph.output, outputs) } };
+}
+
+/** GraphProto.value_info: types of intermediate values, where the exporter wrote them. */
+const VALUE_INFO = 13;
+
+/** Names a node's subgraphs read from the graphs around them. */
+function outerNames(n: GraphNode): string[] {
+  const out: string[] = [];
+  for (const a of all(n.fields, ONNX.node.attribute)) {
+    for (const sub of decodeFields(a.bytes!).filter((f) => f.no === ONNX.attr.g || f.no === ONNX.attr.graphs)) {
+      const fields = decodeFields(sub.bytes!);
+      const { inits, nodes } = indexGraph(fields);
+      const inner = new Set([
+        ...inits.keys(),
+        ...fields.filter((f) => f.no === ONNX.graph.input).map((f) => nameOf(f, ONNX.valueInfo.name)),
+        ...nodes.flatMap((x) => x.outputs),
+      ]);
+      for (const x of nodes.flatMap((x) => [...x.inputs, ...outerNames(x)])) if (x && !inner.has(x)) out.push(x);
+    }
+  }
+  return out;
+}
+
+/** Operators whose outputs have a fixed element type. */
+const FIXED: Record<string, number> = {
+  Shape: ONNX.dtype.INT64,
+  Size: ONNX.dtype.INT64,
+  ArgMax: ONNX.dtype.INT64,
+  ArgMin: ONNX.dtype.INT64,
+  NonZero: ONNX.dtype.INT64,
+  Equal: ONNX.dtype.BOOL,
+  Less: ONNX.dtype.BOOL,
+  LessOrEqual: ONNX.dtype.BOOL,
+  Greater: ONNX.dtype.BOOL,
+  GreaterOrEqual: ONNX.dtype.BOOL,
+  Not: ONNX.dtype.BOOL,
+  And: ONNX.dtype.BOOL,
+  Or: ONNX.dtype.BOOL,
+  Xor: ONNX.dtype.BOOL,
+  IsNaN: ONNX.dtype.BOOL,
+  IsInf: ONNX.dtype.BOOL,
+  MatMulNBits: ONNX.dtype.FLOAT,
+  MatMulIntegerToFloat: ONNX.dtype.FLOAT,
+  DynamicQuantizeMatMul: ONNX.dtype.FLOAT,
+  DequantizeLinear: ONNX.dtype.FLOAT,
+  MatMulInteger: ONNX.dtype.INT32,
+};
+
+/** Element types of the values nodes make (where a stage has to declare them). */
+function elemTypes(nodes: GraphNode[], inits: Map<string, Tensor>, declared: Map<string, WireField>): Map<string, number> {
+  const types = new Map<string, number>();
+  for (const [name, t] of inits) types.set(name, t.dataType);
+  for (const [name, f] of declared) types.set(name, elemTypeOf(decodeFields(f.bytes!)));
+  const of = (x: string | undefined) => (x ? types.get(x) : undefined) ?? ONNX.dtype.FLOAT;
+  for (const n of nodes) {
+    const t = (i: number): number => {
+      if (FIXED[n.opType] !== undefined) return FIXED[n.opType]!;
+      switch (n.opType) {
+        case 'Cast':
+          return intAttr(n, 'to') ?? ONNX.dtype.FLOAT;
+        case 'Constant':
+        case 'ConstantOfShape':
+          return tensorAttrType(n, 'value') ?? ONNX.dtype.FLOAT;
+        case 'Where':
+          return of(n.inputs[1]);
+        case 'DynamicQuantizeLinear':
+          return i === 1 ? ONNX.dtype.FLOAT : ONNX.dtype.UINT8;
+        case 'QuantizeLinear':
+          return n.inputs[2] ? of(n.inputs[2]) : ONNX.dtype.UINT8;
+        case 'TopK':
+          return i === 1 ? ONNX.dtype.INT64 : of(n.inputs[0]);
+        case 'If':
+          return ifOutputType(n, i) ?? ONNX.dtype.FLOAT;
+        default:
+          return of(n.inputs[0]);
+      }
+    };
+    n.outputs.forEach((o, i) => o && !types.has(o) && types.set(o, t(i)));
+  }
+  return types;
+}
+
+/** The data type of a node's TENSOR attribute. */
+function tensorAttrType(n: GraphNode, name: string): number | undefined {
+  for (const a of all(n.fields, ONNX.node.attribute)) {
+    const af = decodeFields(a.bytes!);
+    if (str(first(af, ONNX.attr.name)?.bytes) !== name) continue;
+    const t = first(af, ONNX.attr.t)?.bytes;
+    return t ? Number(first(decodeFields(t), ONNX.tensor.dataType)?.int ?? ONNX.dtype.FLOAT) : undefined;
+  }
+  return undefined;
+}
+
+/** The element type of an If's `i`th output, from its then-branch's declared outputs. */
+function ifOutputType(n: GraphNode, i: number): number | undefined {
+  for (const a of all(n.fields, ONNX.node.attribute)) {
+    const af = decodeFields(a.bytes!);
+    const g = first(af, ONNX.attr.g)?.bytes;
+    if (!g) continue;
+    const outs = decodeFields(g).filter((f) => f.no === ONNX.graph.output);
+    return outs[i] ? elemTypeOf(decodeFields(outs[i]!.bytes!)) : undefined;
+  }
+  return undefined;
+}

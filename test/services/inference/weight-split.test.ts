@@ -1,0 +1,124 @@
+/**
+ * A decoder graph cut around its 4-bit MLPs and LM head (src/services/inference/weight-split.ts) and run as
+ * one session (src/services/inference/split-session.ts). The judge is ONNX Runtime running the graph whole.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import * as ort from 'onnxruntime-node';
+import { decoderShape, rewriteDecoder } from '../../../src/services/inference/decoder-graph.ts';
+import { withInt8Activations } from '../../../src/services/inference/nbits-accuracy.ts';
+import { PRESENT_SWITCH } from '../../../src/services/inference/past-and-new.ts';
+import { SplitSession } from '../../../src/services/inference/split-session.ts';
+import { splitAtWeights } from '../../../src/services/inference/weight-split.ts';
+import { indexGraph, modelGraph } from '../../../src/services/models/onnx-wire.ts';
+import { nativeKernels } from '../../../src/runtime/kernels.ts';
+import { TINY_LLAMA } from './fixtures.ts';
+import { REF } from './reference.ts';
+
+const file = (name: string) => new Uint8Array(readFileSync(join(TINY_LLAMA, 'onnx', name)));
+const config = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8'));
+const layers: number = config.num_hidden_layers;
+const opts = { intraOpNumThreads: 1, logSeverityLevel: 3 } as const;
+const i64 = (xs: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), dims);
+// the q4 graph as a native CPU session gets it: the decoder rewrites (the present switch among them), level 4
+const rewritten = rewriteDecoder(file('model_q4.onnx'), decoderShape(config)!, { pastAndNew: true })!.bytes;
+const q4 = withInt8Activations(rewritten)?.bytes ?? rewritten;
+
+/** Two rows, the second left-padded by 2, every position's logits, the whole cache fetched. */
+function prefill() {
+  const ids = REF.generate.prompt_ids;
+  const L = ids.length;
+  return {
+    input_ids: i64([...ids, 0, 0, ...ids.slice(0, -2)], [2, L]),
+    attention_mask: i64([...Array(L).fill(1), 0, 0, ...Array(L - 2).fill(1)], [2, L]),
+    position_ids: i64([...ids.keys(), 0, 0, ...[...ids.keys()].slice(0, -2)], [2, L]),
+    num_logits_to_keep: i64([0], []),
+    [PRESENT_SWITCH]: new ort.Tensor('bool', [true], []),
+    ...Object.fromEntries(
+      Array.from({ length: layers }, (_, l) => ['key', 'value'].map((kv) => `past_key_values.${l}.${kv}`)).flat().map((n) => [
+        n,
+        new ort.Tensor('float32', new Float32Array(0), [2, config.num_key_value_heads, 0, config.head_dim]),
+      ]),
+    ),
+  };
+}
+
+/** Largest difference relative to the largest magnitude of `want`. */
+function relMax(got: Float32Array, want: Float32Array): number {
+  assert.equal(got.length, want.length);
+  let d = 0, m = 0;
+  for (let i = 0; i < want.length; i++) (d = Math.max(d, Math.abs(got[i]! - want[i]!))), (m = Math.max(m, Math.abs(want[i]!)));
+  return d / m;
+}
+
+describe('a decoder cut around its 4-bit MLPs and head', () => {
+  const split = splitAtWeights(q4)!;
+
+  test('each layer is one graph stage and one MLP call; the head is the last call', () => {
+    assert.ok(split);
+    const kinds = split.stages.map((s) => (s.kind === 'graph' ? 'graph' : s.calls.map((c) => c.kind).join('+')));
+    assert.deepEqual(kinds, [...Array.from({ length: layers }, () => ['graph', 'mlp']).flat(), 'graph', 'product']);
+    // the stages hold no MLP weight product and no head: 4 attention products a layer stay with ONNX Runtime
+    const nbits = split.stages.flatMap((s) =>
+      s.kind === 'graph' ? indexGraph(modelGraph(s.model)!.graph).nodes.filter((n) => n.opType === 'MatMulNBits') : []
+    );
+    const all = indexGraph(modelGraph(q4)!.graph).nodes.filter((n) => n.opType === 'MatMulNBits');
+    assert.equal(nbits.length, all.length - 3 * layers - 1);
+    assert.deepEqual(split.inputs.includes(PRESENT_SWITCH), true);
+    assert.deepEqual(split.metadata.inputs.find((m) => m.name === 'past_key_values.0.key')!.shape, [
+      'batch_size',
+      config.num_key_value_heads,
+      'past_sequence_length',
+      config.head_dim,
+    ]);
+  });
+
+  test("each layer's stage reads its own past itself: nothing made from the cache crosses between stages", () => {
+    const graphs = split.stages.filter((s) => s.kind === 'graph');
+    // the stage with the switch that concatenates the whole cache when a call asks for it (./past-and-new.ts)
+    const withIf = graphs.findIndex((s) => indexGraph(modelGraph(s.model)!.graph).nodes.some((n) => n.opType === 'If'));
+    for (let l = 0; l < layers; l++) {
+      const readers = graphs.flatMap((s, i) => (s.inputs.includes(`past_key_values.${l}.key`) ? [i] : []));
+      // layer l's attention, and the switch
+      assert.deepEqual(readers, [...new Set([l, withIf])], `past_key_values.${l}.key is read by stages ${readers}`);
+    }
+    // a stage hands on only what its own nodes made from the stages before (the first: from the graph's inputs);
+    // a layer's past keys transposed in the first stage crossed to every layer before (the whole cache, each step)
+    const made = graphs.map((s) => new Set(indexGraph(modelGraph(s.model)!.graph).nodes.flatMap((n) => n.outputs)));
+    const past = graphs[0]!.outputs.filter((x) => /past/.test(x));
+    assert.deepEqual(past, [], 'the first stage hands on values made from the cache');
+    assert.ok(made.every((m, i) => graphs[i]!.outputs.every((x) => m.has(x))));
+  });
+
+  test('graphs without a 4-bit MLP stay whole (fp32, q8)', () => {
+    assert.equal(splitAtWeights(file('model.onnx')), undefined);
+    assert.equal(splitAtWeights(file('model_quantized.onnx')), undefined);
+  });
+
+  test("run as one session, it gives ONNX Runtime's logits and cache (every position, two rows, one padded)", async () => {
+    const kernels = nativeKernels();
+    assert.ok(kernels, 'the native kernels are built (npm run build:native)');
+    const whole = await ort.InferenceSession.create(q4, opts);
+    const s = await SplitSession.create(ort as never, kernels, split, opts);
+    assert.deepEqual(s.stages, { graphs: layers + 1, mlps: layers, products: 1 });
+    const want = await whole.run(prefill());
+    const got = await s.run(prefill() as never);
+    for (const name of whole.outputNames) {
+      assert.deepEqual(got[name]!.dims, want[name]!.dims, name);
+      // ONNX Runtime adds a product's blocks in another order: rarely, an int8 code of the MLP's hidden
+      // values lands one step apart (BENCHMARKS.md, "own 4-bit MLP")
+      const err = relMax(got[name]!.data as Float32Array, want[name]!.data as Float32Array);
+      assert.ok(err < 5e-4, `${name}: ${err}`);
+    }
+    // outputs handed in are written into, the others not fetched
+    const logits = new ort.Tensor('float32', new Float32Array(want.logits!.size), want.logits!.dims);
+    const only = await s.run(prefill() as never, { logits } as never);
+    assert.deepEqual(Object.keys(only), ['logits']);
+    assert.equal(only.logits!.data, logits.data);
+    assert.ok(relMax(logits.data as Float32Array, want.logits!.data as Float32Array) < 5e-4);
+    await whole.release();
+    await s.release();
+  });
+});
