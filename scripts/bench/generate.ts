@@ -18,7 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { all, decodeFields, first, int64s, ONNX, str } from '../../src/services/models/onnx-wire.ts';
-import { PREFILL_CHUNK } from '../../src/services/inference/batch-decoder.ts';
+import { PREFILL_CHUNK, PREFILL_CHUNK_ALONE } from '../../src/services/inference/batch-decoder.ts';
 
 export const MODEL_DIR = resolve(process.env.BENCH_MODEL_DIR ?? '.models-cache/qwen2.5-0.5b');
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
@@ -228,11 +228,11 @@ function pairStatus(pairs: PairResult[]): string {
   }. ${
     llamaMet.length === judged.length
       ? ''
-      : "What limits it is the matrix kernels, not the loop around the session: ONNX Runtime's own profile of a decode step (`enableProfiling`) puts most of its kernel time in the weight MatMuls (q4: `MatMulNBits` with int8 activations; q8: `MatMulIntegerToFloat` / `DynamicQuantizeMatMul`); " +
+      : "What limits it is the weight products and the nodes around them, not the loop around the session. With one thread, q4's MLPs and LM head run on svc's own kernels (src/services/inference/weight-split.ts; \"svc's own kernels\" below), which read their weights at 36-40 GB/s; the rest of each layer (the attention and its four 4-bit products, norms, rotary embedding, about 40 nodes a layer) runs in ONNX Runtime, and with two threads, or q8, ONNX Runtime runs the whole graph but the head. There q4's `MatMulNBits` with int8 activations " +
         (VNNI
-          ? "this CPU has VNNI (int8 dot products in one instruction), yet q4's kernel also unpacks its nibbles and applies a scale per block of 32"
-          : 'on a CPU without VNNI their int8 dot products are compute-bound, and q4 adds the unpacking of its nibbles') +
-        ", so q4's 40 % fewer bytes buy less than in llama.cpp's Q4_0 kernel. The attention (its KV heads unrepeated: src/services/inference/grouped-attention.ts), norms and rotary embedding take the rest."
+          ? 'also unpacks its nibbles and applies a scale per block of 32, though this CPU has VNNI (int8 dot products in one instruction)'
+          : 'adds the unpacking of its nibbles to int8 dot products that are compute-bound on a CPU without VNNI') +
+        ", so q4's 40 % fewer bytes buy less than in llama.cpp's Q4_0 kernel."
   }`;
 }
 
@@ -889,11 +889,11 @@ async function main() {
             r.ttftJoin / r.ttftAlone <= 2 ? 'met' : '**not met**'
           }`;
         }).join('; ')
-      }. The 4-row step grows in the weight MatMuls (ONNX Runtime's profile of a step, \`enableProfiling\`: ${
+      }. The 4-row step grows in the weight products: with one thread q4's MLPs and head run on svc's own kernels, which stay memory-bound with 4 rows; elsewhere ONNX Runtime's (its profile of a step, \`enableProfiling\`: ${
         VNNI ? 'even with VNNI on this CPU' : 'on a CPU without VNNI'
-      } the int8 kernels are compute-bound with 4 rows, q4's \`MatMulNBits\` more than q8's); between steps, every row adds its own token choice (logits processors, argmax over the vocabulary) and streaming on the server's thread.`,
+      } its int8 kernels are compute-bound with 4 rows, q4's \`MatMulNBits\` more than q8's); between steps, every row adds its own token choice (logits processors, argmax over the vocabulary) and streaming on the server's thread.`,
       '',
-      `Goals: 4 streams ≥ 2.5× one stream; each stream's TTFT with 4 in flight ≤ 2× alone. Requests waiting together are prefilled in one call; a request arriving while others decode is prefilled in chunks of ${PREFILL_CHUNK} tokens with a decode step of the others between chunks (src/services/inference/batch-decoder.ts).`,
+      `Goals: 4 streams ≥ 2.5× one stream; each stream's TTFT with 4 in flight ≤ 2× alone. Requests waiting together are prefilled together, in calls of ${PREFILL_CHUNK_ALONE} tokens; a request arriving while others decode is prefilled in chunks of ${PREFILL_CHUNK} tokens with a decode step of the others between chunks (src/services/inference/batch-decoder.ts).`,
       '',
       `The same rounds sampling instead of greedy (temperature ${SAMPLED.temperature}, top_p ${SAMPLED.topP}, no top_k: every token weighs the whole vocabulary; a seed per stream), run after the greedy ones in each round:`,
       '',
