@@ -160,7 +160,8 @@ async function mlpsAlone(): Promise<{ rows: number; ort: number; svc: number; er
   const packed = mlps.map((m) => [m.gate, m.up, m.down].map((p) => kernels.packQ4(p.b, p.scales, p.k, p.n)));
   const s = await ort.InferenceSession.create(model, { intraOpNumThreads: 1, interOpNumThreads: 1 });
   const out = [];
-  for (const m of [1, 4]) {
+  // 1 and 4 rows: decode steps; 256: a prompt's prefill call (src/services/inference/batch-decoder.ts)
+  for (const m of [1, 4, 256]) {
     const k = mlps[0]!.gate.k;
     const x = Float32Array.from({ length: m * k }, (_, i) => Math.sin(i * 0.731) * (i % 97 === 0 ? 6 : 1));
     const ys = mlps.map(() => new Float32Array(m * k));
@@ -259,7 +260,7 @@ const body = [
   '',
   `The q4 file's ${
     mlps[0]!.layers
-  } MLPs one after another (196 MB of weights, so they come from memory as in a decode step), 1 thread: ONNX Runtime running a graph of their nodes (3 \`MatMulNBits\` at level 4, Sigmoid, 2 Mul each) against svc's \`mlpQ4\` called for each; medians of ${CALLS}:`,
+  } MLPs one after another (196 MB of weights, so they come from memory as in a decode step), 1 thread, 1 and 4 rows (decode steps) and 256 (a prefill call): ONNX Runtime running a graph of their nodes (3 \`MatMulNBits\` at level 4, Sigmoid, 2 Mul each) against svc's \`mlpQ4\` called for each; medians of ${CALLS}:`,
   '',
   '| rows | ONNX Runtime (ms) | svc kernel (ms) | × faster | difference |',
   '|---:|---:|---:|---:|---:|',

@@ -3,7 +3,7 @@
  *
  * The LM head is the widest weight a decode step reads (vocabulary × hidden size: a quarter of a 0.5B
  * model's bytes), and ONNX Runtime's kernels read it well below this CPU's memory rate, its 4-bit one most,
- * and worst with several rows (continuous batching): BENCHMARKS.md, "Text generation: own LM head kernel".
+ * and worst with several rows (continuous batching): BENCHMARKS.md, "Text generation: svc's own kernels (LM head, 4-bit MLPs)".
  * Where the graph's `logits` come from one 4-bit `MatMulNBits` (blocks of 32, no zero points) or from one
  * dynamic 8-bit product (as q8 files hold their MatMuls), those nodes and their weights are left out of the
  * graph, the head's input (the last hidden states) becomes a graph output in place of `logits`, and the
