@@ -81,7 +81,7 @@ static void quant_row(const float *x, int k, int8_t *q, float *sa, float *c) {
     const float *xb = x + (size_t)b * 32;
     float amax = 0;
     for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(xb[i]));
-    const float s = amax / 127.f, inv = s != 0.f ? 1.f / s : 0.f;
+    const float s = amax / 127.f, inv = amax != 0.f ? 127.f / amax : 0.f; // 127 / amax in one step, as MLAS
     int sum = 0;
     for (int i = 0; i < 32; i++) {
       const int v = (int)lrintf(xb[i] * inv);
@@ -185,7 +185,7 @@ VNNI_TARGET static void quant_row_vnni(const float *x, int k, int8_t *q, float *
   for (int b = 0; b < k / 32; b++) {
     const __m512 x0 = _mm512_loadu_ps(x + (size_t)b * 32), x1 = _mm512_loadu_ps(x + (size_t)b * 32 + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
-    const float s = amax / 127.f, inv = s != 0.f ? 1.f / s : 0.f;
+    const float s = amax / 127.f, inv = amax != 0.f ? 127.f / amax : 0.f; // 127 / amax in one step, as MLAS
     const __m512 iv = _mm512_set1_ps(inv);
     const __m512i v0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, iv)), v1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, iv));
     _mm_storeu_si128((__m128i *)(q + (size_t)b * 32), _mm512_cvtepi32_epi8(v0));

@@ -9,6 +9,7 @@ import type { NativeKernels, PackedQ4 } from '../../runtime/kernels.ts';
 import type { OrtWeb } from './backend.ts';
 import { syncSession } from './onnxruntime-node.ts';
 import type { Q4Product, SplitGraph, ValueMetadata } from './weight-split.ts';
+import { addBias, rmsNormInto, sumInto } from './layer-steps.ts';
 
 type OrtTensor = InstanceType<OrtWeb['Tensor']>;
 
@@ -21,20 +22,22 @@ interface StageSession {
   release(): unknown;
 }
 
-/** A kernel call: `input` [..., k] to `output` [..., n]. */
+/**
+ * A kernel call: `inputs` (the first [..., k], any other of its size) to `output` [..., width(k)], m rows of
+ * the first input.
+ */
 interface Call {
-  input: string;
+  inputs: string[];
   output: string;
-  k: number;
-  n: number;
-  run(x: Float32Array, m: number, y: Float32Array): void;
+  width(k: number): number;
+  run(xs: Float32Array[], m: number, y: Float32Array): void;
 }
 
 type Step = { kind: 'graph'; session: StageSession; inputs: string[]; outputs: string[] } | { kind: 'kernels'; calls: Call[] };
 
 export class SplitSession {
-  /** Graph stages and kernel calls a run makes. */
-  readonly stages: { graphs: number; mlps: number; products: number };
+  /** Graph stages and kernel calls a run makes (steps: residual sums and norms between products). */
+  readonly stages: { graphs: number; mlps: number; products: number; steps: number };
 
   private constructor(
     private ort: OrtWeb,
@@ -43,7 +46,7 @@ export class SplitSession {
     readonly outputNames: string[],
     readonly inputMetadata: ValueMetadata[],
     readonly outputMetadata: ValueMetadata[],
-    counts: { mlps: number; products: number },
+    counts: { mlps: number; products: number; steps: number },
   ) {
     this.stages = { graphs: steps.filter((s) => s.kind === 'graph').length, ...counts };
   }
@@ -57,7 +60,7 @@ export class SplitSession {
   ): Promise<SplitSession> {
     const threads = Number(options.intraOpNumThreads) || 1;
     const steps: Step[] = [];
-    const counts = { mlps: 0, products: 0 };
+    const counts = { mlps: 0, products: 0, steps: 0 };
     const packed = (p: Q4Product): PackedQ4 => kernels.packQ4(p.b, p.scales, p.k, p.n);
     try {
       for (const s of split.stages) {
@@ -72,20 +75,38 @@ export class SplitSession {
         steps.push({
           kind: 'kernels',
           calls: s.calls.map((c): Call => {
-            if (c.kind === 'product') {
-              counts.products++;
-              const w = packed(c.product);
-              return { ...c.product, run: (x, m, y) => kernels.matmulQ4(w, x, m, y, threads) };
+            const same = (k: number) => k;
+            switch (c.kind) {
+              case 'product': {
+                counts.products++;
+                const { input, output, n } = c.product, w = packed(c.product), bias = c.bias;
+                return {
+                  inputs: [input],
+                  output,
+                  width: () => n,
+                  run: ([x], m, y) => (kernels.matmulQ4(w, x!, m, y, threads), bias && addBias(y, bias)),
+                };
+              }
+              case 'mlp': {
+                counts.mlps++;
+                const [gate, up, down] = [packed(c.mlp.gate), packed(c.mlp.up), packed(c.mlp.down)];
+                const n = c.mlp.down.n;
+                return {
+                  inputs: [c.mlp.input],
+                  output: c.mlp.output,
+                  width: () => n,
+                  run: ([x], m, y) => kernels.mlpQ4(gate, up, down, x!, m, y, threads),
+                };
+              }
+              case 'add':
+                counts.steps++;
+                return { inputs: c.inputs, output: c.output, width: same, run: ([a, b], _m, y) => sumInto(a!, b!, y) };
+              case 'rmsNorm': {
+                counts.steps++;
+                const { input, output, weight, epsilon } = c.norm;
+                return { inputs: [input], output, width: same, run: ([x], _m, y) => rmsNormInto(x!, weight, epsilon, y) };
+              }
             }
-            counts.mlps++;
-            const [gate, up, down] = [packed(c.mlp.gate), packed(c.mlp.up), packed(c.mlp.down)];
-            return {
-              input: c.mlp.input,
-              output: c.mlp.output,
-              k: c.mlp.gate.k,
-              n: c.mlp.down.n,
-              run: (x, m, y) => kernels.mlpQ4(gate, up, down, x, m, y, threads),
-            };
           }),
         });
       }
@@ -96,29 +117,58 @@ export class SplitSession {
     return new SplitSession(ort, steps, split.inputs, split.outputs, split.metadata.inputs, split.metadata.outputs, counts);
   }
 
+  /**
+   * The values a run makes and does not hand back (what passes between stages and kernel calls), kept by the
+   * shapes and small values of its feeds: a decode step's shapes repeat from step to step (the batch decoder
+   * feeds its cache at a fixed capacity), so a step's stages and kernels write into the buffers the first such
+   * step made instead of new ones, which the inference thread's garbage collector had to free (a tenth of a
+   * step's time). A few sets, each under SCRATCH_BYTES: a prefill's chunks each have other shapes.
+   */
+  private scratch = new Map<string, Map<string, OrtTensor>>();
+
   /** The outputs named in `fetches` (all without), those given a tensor written into it. */
   async run(feeds: Record<string, OrtTensor>, fetches?: Record<string, OrtTensor | null>): Promise<Record<string, OrtTensor>> {
     const values = new Map<string, OrtTensor>(Object.entries(feeds));
     const wanted = fetches ? Object.keys(fetches) : this.outputNames;
-    const into = (name: string) => fetches?.[name] ?? null;
+    const handed = new Set(wanted);
+    const key = shapesOf(feeds);
+    const reused = this.scratch.get(key);
+    const made = reused ? undefined : new Map<string, OrtTensor>();
+    const into = (name: string) => fetches?.[name] ?? (handed.has(name) ? null : reused?.get(name) ?? null);
     for (const s of this.steps) {
       if (s.kind === 'graph') {
         const ins: Record<string, OrtTensor> = {};
         for (const x of s.inputs) ins[x] = values.get(x)!;
         const outs: Record<string, OrtTensor | null> = {};
         for (const x of s.outputs) outs[x] = into(x);
-        const got = await s.session.run(ins, outs);
-        for (const [x, t] of Object.entries(got)) values.set(x, t);
+        let got: Record<string, OrtTensor>;
+        try {
+          got = await s.session.run(ins, outs);
+        } catch (e) {
+          if (!reused) throw e;
+          // a shape the feeds' shapes did not settle (made from a value): this set is not to be reused
+          this.scratch.delete(key);
+          return this.run(feeds, fetches);
+        }
+        for (const [x, t] of Object.entries(got)) {
+          values.set(x, t);
+          if (!handed.has(x)) made?.set(x, t);
+        }
         continue;
       }
       for (const c of s.calls) {
-        const x = values.get(c.input)!;
-        const m = x.size / c.k;
+        const xs = c.inputs.map((x) => values.get(x)!);
+        const x = xs[0]!, k = x.dims.at(-1)!, m = x.size / k, n = c.width(k);
         const given = into(c.output);
-        const y = (given?.data as Float32Array | undefined) ?? new Float32Array(m * c.n);
-        c.run(x.data as Float32Array, m, y);
-        values.set(c.output, given ?? new this.ort.Tensor('float32', y, [...x.dims.slice(0, -1), c.n]));
+        const y = given?.size === m * n ? given : new this.ort.Tensor('float32', new Float32Array(m * n), [...x.dims.slice(0, -1), n]);
+        c.run(xs.map((t) => t.data as Float32Array), m, y.data as Float32Array);
+        values.set(c.output, y);
+        if (!handed.has(c.output)) made?.set(c.output, y);
       }
+    }
+    if (made && [...made.values()].reduce((n, t) => n + (t.data as ArrayBufferView).byteLength, 0) <= SCRATCH_BYTES) {
+      if (this.scratch.size >= SCRATCH_SETS) this.scratch.delete(this.scratch.keys().next().value!);
+      this.scratch.set(key, made);
     }
     return Object.fromEntries(wanted.map((n) => [n, values.get(n)!]));
   }
@@ -126,6 +176,20 @@ export class SplitSession {
   async release(): Promise<void> {
     await Promise.all(this.steps.map((s) => (s.kind === 'graph' ? s.session.release() : undefined)));
   }
+}
+
+/** Sets of reused buffers a session keeps, and the largest one kept (a decode step of 4 rows of a 0.5B model: ~0.1 MB). */
+const SCRATCH_SETS = 4;
+const SCRATCH_BYTES = 8 << 20;
+
+/** The feeds' names and shapes, and the values of those with at most one element (a switch, a count). */
+function shapesOf(feeds: Record<string, OrtTensor>): string {
+  let key = '';
+  for (const name in feeds) {
+    const t = feeds[name]!;
+    key += `${name}:${t.dims.join(',')}${t.size <= 1 ? `=${(t.data as ArrayLike<unknown>)[0]}` : ''};`;
+  }
+  return key;
 }
 
 /**

@@ -24,6 +24,7 @@ import {
   type GraphNode,
   indexGraph,
   intAttr,
+  intsAttr,
   modelGraph,
   ONNX,
   str,
@@ -54,8 +55,23 @@ export interface Q4Mlp {
   down: Q4Product;
 }
 
-/** What one kernel call computes: a product, or a whole MLP. */
-export type Kernel = { kind: 'product'; product: Q4Product } | { kind: 'mlp'; mlp: Q4Mlp };
+/** `output` = RMSNorm(`input`) over its last dimension, scaled by `weight` (Llama's, as ONNX Runtime's SimplifiedLayerNormalization). */
+export interface RmsNorm {
+  input: string;
+  output: string;
+  weight: Float32Array;
+  epsilon: number;
+}
+
+/**
+ * What one kernel call computes: a product (its bias added, where one follows it), a whole MLP, and between
+ * them, with `wide` splits, a layer's residual sums and norms.
+ */
+export type Kernel =
+  | { kind: 'product'; product: Q4Product; bias?: Float32Array }
+  | { kind: 'mlp'; mlp: Q4Mlp }
+  | { kind: 'add'; inputs: [string, string]; output: string }
+  | { kind: 'rmsNorm'; norm: RmsNorm };
 
 export type Stage =
   | { kind: 'graph'; model: Uint8Array; inputs: string[]; outputs: string[] }
@@ -158,14 +174,184 @@ function mlpAt(
   return undefined;
 }
 
+interface Graphs {
+  made: Map<string, GraphNode>;
+  readers: Map<string, number>;
+  inits: Map<string, Tensor>;
+  weight: (t: Tensor) => Uint8Array | undefined;
+  byCall: Set<string>;
+  absorbed: Set<GraphNode>;
+  /** Plain two-input Adds, by each value they read. */
+  adds: Map<string, GraphNode>;
+}
+
+interface Call {
+  kernel: Kernel;
+  reads: string[];
+  outputs: string[];
+}
+
+/**
+ * The kernel call node `n` ends, for a wide split: a 4-bit product (with the bias Add that alone reads it), a
+ * sum of two values at least one of which a call makes (a residual), or an RMSNorm of a value a call makes.
+ * The call stands where its last node was (`at`); `nodes` are all it takes in.
+ */
+function layerPiece(n: GraphNode, g: Graphs): { at: GraphNode; call: Call; nodes: GraphNode[] } | undefined {
+  const product = q4Product(n, g.inits, g.weight);
+  if (product) {
+    // a bias the product's output alone goes to is added in the same call
+    const add = g.readers.get(product.output) === 1 ? biasAdd(product, g) : undefined;
+    const output = add?.node.outputs[0] ?? product.output;
+    return {
+      at: n,
+      call: { kernel: { kind: 'product', product: { ...product, output }, bias: add?.bias }, reads: [product.input], outputs: [output] },
+      nodes: add ? [n, add.node] : [n],
+    };
+  }
+  if (n.opType === 'Add' && !n.domain && n.inputs.length === 2 && n.outputs.length === 1) {
+    const [a, b] = n.inputs as [string, string];
+    if (g.inits.has(a) || g.inits.has(b) || (!g.byCall.has(a) && !g.byCall.has(b))) return undefined;
+    return {
+      at: n,
+      call: { kernel: { kind: 'add', inputs: [a, b], output: n.outputs[0]! }, reads: [a, b], outputs: [n.outputs[0]!] },
+      nodes: [n],
+    };
+  }
+  const norm = rmsNormAt(n, g);
+  if (norm && g.byCall.has(norm.norm.input)) {
+    return {
+      at: n,
+      call: { kernel: { kind: 'rmsNorm', norm: norm.norm }, reads: [norm.norm.input], outputs: [norm.norm.output] },
+      nodes: norm.nodes,
+    };
+  }
+  return undefined;
+}
+
+/** The Add that adds a bias (a float vector of the product's width) to a product's output, where one does. */
+function biasAdd(p: Q4Product, g: Graphs): { node: GraphNode; bias: Float32Array } | undefined {
+  const add = g.adds.get(p.output);
+  const other = add?.inputs.find((x) => x !== p.output);
+  const t = other ? g.inits.get(other) : undefined;
+  if (!add || add.outputs.length !== 1 || t?.dataType !== ONNX.dtype.FLOAT || t.dims.length !== 1 || t.dims[0] !== p.n) return undefined;
+  const raw = bytesOf(t, g.weight);
+  return raw && { node: add, bias: floats(raw) };
+}
+
+/**
+ * An RMSNorm ending at `n`: ONNX Runtime's SimplifiedLayerNormalization over the last axis, or the form exporters
+ * write, Mul(w, Mul(x, Div(1, Sqrt(Add(ReduceMean(Pow(x, 2)), eps))))) (either order of each Mul), every value
+ * between read by these nodes only.
+ */
+function rmsNormAt(n: GraphNode, g: Graphs): { norm: RmsNorm; nodes: GraphNode[] } | undefined {
+  const vector = (name: string | undefined) => {
+    // exporters write a weight equal to another as an Identity of it
+    while (name && !g.inits.has(name) && g.made.get(name)?.opType === 'Identity') name = g.made.get(name)!.inputs[0];
+    const t = name ? g.inits.get(name) : undefined;
+    const raw = t?.dataType === ONNX.dtype.FLOAT && t.dims.length === 1 ? bytesOf(t, g.weight) : undefined;
+    return raw && floats(raw);
+  };
+  if (n.opType === 'SimplifiedLayerNormalization' && n.inputs.length === 2 && (intAttr(n, 'axis') ?? -1) === -1) {
+    const weight = vector(n.inputs[1]);
+    const epsilon = floatAttr(n, 'epsilon') ?? 1e-5;
+    return weight && n.outputs.length === 1
+      ? { norm: { input: n.inputs[0]!, output: n.outputs[0]!, weight, epsilon }, nodes: [n] }
+      : undefined;
+  }
+  if (n.opType !== 'Mul' || n.domain || n.inputs.length !== 2) return undefined;
+  const wName = n.inputs.find((x) => vector(x));
+  const inner = g.made.get(n.inputs.find((x) => x !== wName) ?? '');
+  if (!wName || inner?.opType !== 'Mul' || inner.domain) return undefined;
+  for (const [x, dName] of [[inner.inputs[0], inner.inputs[1]], [inner.inputs[1], inner.inputs[0]]]) {
+    const div = g.made.get(dName ?? '');
+    const sqrt = g.made.get(div?.inputs[1] ?? '');
+    const add = g.made.get(sqrt?.inputs[0] ?? '');
+    if (div?.opType !== 'Div' || scalarOf(div.inputs[0], g) !== 1 || sqrt?.opType !== 'Sqrt' || add?.opType !== 'Add') continue;
+    const [m, e] = g.made.get(add.inputs[0] ?? '')?.opType === 'ReduceMean' ? add.inputs : [add.inputs[1], add.inputs[0]];
+    const mean = g.made.get(m ?? ''), epsilon = scalarOf(e, g);
+    const pow = g.made.get(mean?.inputs[0] ?? '');
+    if (mean?.opType !== 'ReduceMean' || epsilon === undefined || pow?.opType !== 'Pow' || pow.inputs[0] !== x) continue;
+    if (scalarOf(pow.inputs[1], g) !== 2 || (intAttr(mean, 'keepdims') ?? 1) !== 1 || !lastAxis(mean, g)) continue;
+    const between = [pow, mean, add, sqrt, div, inner];
+    // each value inside read only by the next node (the Pow's x and the Mul's x are the norm's input)
+    if (between.some((b) => g.readers.get(b.outputs[0]!) !== 1)) continue;
+    const weight = vector(wName)!;
+    return { norm: { input: x!, output: n.outputs[0]!, weight, epsilon }, nodes: [...between, n] };
+  }
+  return undefined;
+}
+
+/** Whether a ReduceMean reduces its input's last axis alone (axes as an attribute or, from opset 18, an input). */
+function lastAxis(mean: GraphNode, g: Graphs): boolean {
+  const axes = intsAttr(mean, 'axes') ?? (mean.inputs[1] ? intsOf(mean.inputs[1], g) : undefined);
+  return axes?.length === 1 && axes[0] === -1;
+}
+
+/** The tensor a Constant node makes, or an initializer. */
+function constantTensor(name: string | undefined, g: Graphs): { t: WireField[]; raw: Uint8Array | undefined } | undefined {
+  if (!name) return undefined;
+  const init = g.inits.get(name);
+  if (init) return { t: init.fields, raw: bytesOf(init, g.weight) };
+  const c = g.made.get(name);
+  if (c?.opType !== 'Constant') return undefined;
+  for (const a of all(c.fields, ONNX.node.attribute)) {
+    const af = decodeFields(a.bytes!);
+    const t = first(af, ONNX.attr.t)?.bytes;
+    if (str(first(af, ONNX.attr.name)?.bytes) === 'value' && t) {
+      const fields = decodeFields(t);
+      return { t: fields, raw: first(fields, ONNX.tensor.rawData)?.bytes };
+    }
+  }
+  return undefined;
+}
+
+/** A float constant with one element (raw or float_data), as a number. */
+function scalarOf(name: string | undefined, g: Graphs): number | undefined {
+  const c = constantTensor(name, g);
+  if (!c || Number(first(c.t, ONNX.tensor.dataType)?.int) !== ONNX.dtype.FLOAT) return undefined;
+  const bytes = c.raw ?? first(c.t, ONNX.tensor.floatData)?.bytes;
+  return bytes?.length === 4 ? floats(bytes)[0] : undefined;
+}
+
+/** An int64 constant's values (raw data). */
+function intsOf(name: string, g: Graphs): number[] | undefined {
+  const c = constantTensor(name, g);
+  if (!c?.raw || Number(first(c.t, ONNX.tensor.dataType)?.int) !== ONNX.dtype.INT64) return undefined;
+  const v = new BigInt64Array(c.raw.length / 8);
+  new Uint8Array(v.buffer).set(c.raw);
+  return [...v].map(Number);
+}
+
+/** A node's FLOAT attribute. */
+function floatAttr(n: GraphNode, name: string): number | undefined {
+  for (const a of all(n.fields, ONNX.node.attribute)) {
+    const af = decodeFields(a.bytes!);
+    const f = first(af, ONNX.attr.f)?.bytes;
+    if (str(first(af, ONNX.attr.name)?.bytes) === name && f) return floats(f)[0];
+  }
+  return undefined;
+}
+
 function bytesOf(t: Tensor, weight: (t: Tensor) => Uint8Array | undefined): Uint8Array | undefined {
   return first(t.fields, ONNX.tensor.rawData)?.bytes ?? weight(t);
 }
 
 const nameOf = (f: WireField, no: number) => str(first(decodeFields(f.bytes!), no)?.bytes);
 
-/** The graph cut at its 4-bit products; undefined when it has none the kernel can run. */
+/**
+ * The graph cut at its 4-bit MLPs and head, or wider where that leaves no more graph stages: every 4-bit product
+ * (a bias added after it taken in), and the residual sums and norms between them, so that each layer's graph
+ * stage holds its attention alone. Undefined when the graph has no 4-bit MLP the kernel can run.
+ */
 export function splitAtWeights(model: Uint8Array, weight: (t: Tensor) => Uint8Array | undefined = () => undefined): SplitGraph | undefined {
+  const narrow = splitGraph(model, weight, false);
+  const wide = narrow && splitGraph(model, weight, true);
+  const graphs = (x: SplitGraph) => x.stages.filter((s) => s.kind === 'graph').length;
+  // one more is the embedding's stage, whose output the first layer's norm and products read as calls
+  return wide && graphs(wide) <= graphs(narrow!) + 1 ? wide : narrow;
+}
+
+export function splitGraph(model: Uint8Array, weight: (t: Tensor) => Uint8Array | undefined, wide: boolean): SplitGraph | undefined {
   const parsed = modelGraph(model);
   if (!parsed) return undefined;
   const g = parsed.graph;
@@ -183,12 +369,27 @@ export function splitAtWeights(model: Uint8Array, weight: (t: Tensor) => Uint8Ar
       for (const x of mlp.nodes) if (x !== n) absorbed.add(x);
     }
   }
+  if (![...calls.values()].some((c) => c.kernel.kind === 'mlp')) return undefined;
   const head = made.get('logits');
   const headProduct = head && !calls.has(head) && !absorbed.has(head) ? q4Product(head, inits, weight) : undefined;
-  if (headProduct) {
+  if (headProduct && !wide) {
     calls.set(head!, { kernel: { kind: 'product', product: headProduct }, reads: [headProduct.input], outputs: [headProduct.output] });
   }
-  if (![...calls.values()].some((c) => c.kernel.kind === 'mlp')) return undefined;
+  if (wide) {
+    // what calls make; a sum or a norm becomes a call only where it reads one, so that nothing inside an
+    // attention (its masks, a per-head norm) leaves its graph stage
+    const byCall = new Set([...calls.values()].flatMap((c) => c.outputs));
+    const adds = new Map<string, GraphNode>();
+    for (const n of nodes) if (n.opType === 'Add' && !n.domain && n.inputs.length === 2) { for (const x of n.inputs) adds.set(x, n); }
+    for (const n of nodes) {
+      if (calls.has(n) || absorbed.has(n)) continue;
+      const piece = layerPiece(n, { made, readers, inits, weight, byCall, absorbed, adds });
+      if (!piece) continue;
+      calls.set(piece.at, piece.call);
+      for (const x of piece.nodes) if (x !== piece.at) absorbed.add(x);
+      for (const o of piece.call.outputs) byCall.add(o);
+    }
+  }
   const declared = new Map<string, WireField>(); // ValueInfo of graph inputs, outputs and value_info, by name
   const inputs: string[] = [], outputs: string[] = [];
   for (const f of g) {
@@ -278,7 +479,9 @@ export function splitAtWeights(model: Uint8Array, weight: (t: Tensor) => Uint8Ar
       }
     }
     const here = staged.filter((n) => stageOf.get(n) === d && isCall(n)).map((n) => calls.get(n)!.kernel);
-    if (here.length) stages.push({ kind: 'kernels', calls: here });
+    const before = stages.at(-1);
+    if (here.length && before?.kind === 'kernels') before.calls.push(...here);
+    else if (here.length) stages.push({ kind: 'kernels', calls: here });
   }
   const io = (no: number, names: string[]) =>
     names.map((x) => metadataOf(g.find((f) => f.no === no && nameOf(f, ONNX.valueInfo.name) === x)!));

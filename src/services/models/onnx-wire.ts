@@ -197,7 +197,8 @@ export interface GraphNode {
 /** A TensorProto (its fields but raw data) whose data lies in `fileName` at `offset`, `length` bytes. */
 export function externalTensor(fields: WireField[], fileName: string, offset: number, length: number): WireWriter {
   const w = new WireWriter();
-  for (const f of fields) if (f.no !== ONNX.tensor.rawData) w.field(f);
+  // the tensor's own data_location (an exporter may write DEFAULT) is left out: ours says EXTERNAL
+  for (const f of fields) if (f.no !== ONNX.tensor.rawData && f.no !== ONNX.tensor.dataLocation) w.field(f);
   const entry = (key: string, value: string) => new WireWriter().string(ONNX.entry.key, key).string(ONNX.entry.value, value);
   w.message(ONNX.tensor.externalData, entry('location', fileName));
   w.message(ONNX.tensor.externalData, entry('offset', String(offset)));
@@ -400,7 +401,7 @@ export function int64Tensor(name: string, values: number[], dims = [values.lengt
 }
 
 /** Whether an initializer's data lies in an external file. */
-export const isExternal = (t: Tensor) => Number(first(t.fields, ONNX.tensor.dataLocation)?.int ?? 0n) === 1;
+export const isExternal = (t: Tensor) => Number(all(t.fields, ONNX.tensor.dataLocation).at(-1)?.int ?? 0n) === 1; // the last one counts, as in protobuf
 
 /** An initializer's external data entries (location, offset, length), by key. */
 export function externalEntries(t: Tensor): Map<string, string> {

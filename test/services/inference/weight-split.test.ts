@@ -56,16 +56,24 @@ function relMax(got: Float32Array, want: Float32Array): number {
 describe('a decoder cut around its 4-bit MLPs and head', () => {
   const split = splitAtWeights(q4)!;
 
-  test('each layer is one graph stage and one MLP call; the head is the last call', () => {
+  test("each layer's graph stage is its attention; its products, sums, norms and MLP are kernel calls", () => {
     assert.ok(split);
     const kinds = split.stages.map((s) => (s.kind === 'graph' ? 'graph' : s.calls.map((c) => c.kind).join('+')));
-    assert.deepEqual(kinds, [...Array.from({ length: layers }, () => ['graph', 'mlp']).flat(), 'graph', 'product']);
-    // the stages hold no MLP weight product and no head: 4 attention products a layer stay with ONNX Runtime
-    const nbits = split.stages.flatMap((s) =>
-      s.kind === 'graph' ? indexGraph(modelGraph(s.model)!.graph).nodes.filter((n) => n.opType === 'MatMulNBits') : []
-    );
-    const all = indexGraph(modelGraph(q4)!.graph).nodes.filter((n) => n.opType === 'MatMulNBits');
-    assert.equal(nbits.length, all.length - 3 * layers - 1);
+    const layer = ['product', 'add', 'rmsNorm', 'mlp', 'add'];
+    assert.deepEqual(kinds, [
+      'graph', // the embedding and the first layer's norm
+      'product+product+product', // its queries, keys and values (their biases added)
+      ...Array.from(
+        { length: layers },
+        (_, l) => ['graph', [...layer, ...(l < layers - 1 ? ['rmsNorm', 'product', 'product', 'product'] : [])].join('+')],
+      ).flat(),
+      'graph', // the last norm
+      'product', // the head
+    ]);
+    // no 4-bit product and no norm is left to ONNX Runtime but the first and the last norm
+    const left = split.stages.flatMap((s) => (s.kind === 'graph' ? indexGraph(modelGraph(s.model)!.graph).nodes : []));
+    assert.equal(left.filter((n) => n.opType === 'MatMulNBits').length, 0);
+    assert.equal(left.filter((n) => n.opType === 'Pow').length, 2);
     assert.deepEqual(split.inputs.includes(PRESENT_SWITCH), true);
     assert.deepEqual(split.metadata.inputs.find((m) => m.name === 'past_key_values.0.key')!.shape, [
       'batch_size',
@@ -79,11 +87,15 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
     const graphs = split.stages.filter((s) => s.kind === 'graph');
     // the stage with the switch that concatenates the whole cache when a call asks for it (./past-and-new.ts)
     const withIf = graphs.findIndex((s) => indexGraph(modelGraph(s.model)!.graph).nodes.some((n) => n.opType === 'If'));
+    const own: number[] = [];
     for (let l = 0; l < layers; l++) {
       const readers = graphs.flatMap((s, i) => (s.inputs.includes(`past_key_values.${l}.key`) ? [i] : []));
       // layer l's attention, and the switch
-      assert.deepEqual(readers, [...new Set([l, withIf])], `past_key_values.${l}.key is read by stages ${readers}`);
+      own.push(readers[0]!);
+      assert.deepEqual(readers, [...new Set([readers[0]!, withIf])], `past_key_values.${l}.key is read by stages ${readers}`);
     }
+    assert.deepEqual(own, [...own].sort((a, b) => a - b), 'each layer in its own stage, in order');
+    assert.equal(new Set(own).size, layers);
     // a stage hands on only what its own nodes made from the stages before (the first: from the graph's inputs);
     // a layer's past keys transposed in the first stage crossed to every layer before (the whole cache, each step)
     const made = graphs.map((s) => new Set(indexGraph(modelGraph(s.model)!.graph).nodes.flatMap((n) => n.outputs)));
@@ -102,7 +114,8 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
     assert.ok(kernels, 'the native kernels are built (npm run build:native)');
     const whole = await ort.InferenceSession.create(q4, opts);
     const s = await SplitSession.create(ort as never, kernels, split, opts);
-    assert.deepEqual(s.stages, { graphs: layers + 1, mlps: layers, products: 1 });
+    // the embedding's, each layer's attention, the last norm; q, k, v, o a layer and the head; 2 sums and 2 norms a layer but the last norm
+    assert.deepEqual(s.stages, { graphs: layers + 2, mlps: layers, products: 4 * layers + 1, steps: 4 * layers - 1 });
     const want = await whole.run(prefill());
     const got = await s.run(prefill() as never);
     for (const name of whole.outputNames) {
@@ -118,6 +131,31 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
     assert.deepEqual(Object.keys(only), ['logits']);
     assert.equal(only.logits!.data, logits.data);
     assert.ok(relMax(logits.data as Float32Array, want.logits!.data as Float32Array) < 5e-4);
+    await whole.release();
+    await s.release();
+  });
+
+  test('runs with the same shapes reuse what passes between stages, never what they hand back', async () => {
+    const kernels = nativeKernels();
+    assert.ok(kernels, 'the native kernels are built (npm run build:native)');
+    const whole = await ort.InferenceSession.create(q4, opts);
+    const s = await SplitSession.create(ort as never, kernels, split, opts);
+    // the same shapes, other tokens: the second run writes into the first one's buffers between stages
+    const feeds = [prefill(), prefill()];
+    const ids = feeds[1]!.input_ids.data as BigInt64Array;
+    ids.forEach((x, i) => (ids[i] = (x + 7n) % BigInt(config.vocab_size)));
+    const got = [];
+    for (const f of feeds) got.push(await s.run(f as never));
+    // one set of buffers, made by the first run and written by the second
+    assert.equal((s as unknown as { scratch: Map<string, unknown> }).scratch.size, 1);
+    // the first run's outputs are still its own after the second
+    for (const [i, f] of feeds.entries()) {
+      const want = await whole.run(f);
+      for (const name of whole.outputNames) {
+        const err = relMax(got[i]![name]!.data as Float32Array, want[name]!.data as Float32Array);
+        assert.ok(err < 5e-4, `run ${i} ${name}: ${err}`);
+      }
+    }
     await whole.release();
     await s.release();
   });
