@@ -20,20 +20,27 @@ export function addBias(y: Float32Array, bias: Float32Array): void {
 }
 
 /**
- * RMSNorm of each row of x (rows of w.length values), as ONNX Runtime's SimplifiedLayerNormalization computes
- * it on CPU: the squares summed in float one after another, s = sqrt(sum / n + epsilon) in float, then
- * x / s * w.
+ * RMSNorm of each row of x (rows of w.length values, a multiple of 8), as ONNX Runtime's
+ * SimplifiedLayerNormalization computes it on this CPU: the squares summed in 8 single-precision lanes with a
+ * fused multiply-add each, the lanes added in halves (8, 4, 2, 1), s = sqrt(sum / n + epsilon), then
+ * (x · (1 / s)) · w, each step rounded to float. Found by matching its outputs bit for bit
+ * (test/services/inference/layer-steps.test.ts); a plain sum in order differs in the last bit of most values.
  */
 export function rmsNormInto(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void {
   const n = w.length, f = Math.fround, eps = f(epsilon);
-  if (x.length % n || y.length !== x.length) throw new RangeError(`an RMSNorm of width ${n} on ${x.length} values into ${y.length}`);
+  if (n % LANES || x.length % n || y.length !== x.length) {
+    throw new RangeError(`an RMSNorm of width ${n} on ${x.length} values into ${y.length}`);
+  }
+  const lanes = new Float64Array(LANES);
   for (let r = 0; r < x.length; r += n) {
-    let sum = 0;
-    for (let j = 0; j < n; j++) {
-      const v = x[r + j]!;
-      sum = f(sum + f(v * v));
-    }
-    const s = f(Math.sqrt(f(f(sum / n) + eps)));
-    for (let j = 0; j < n; j++) y[r + j] = f(x[r + j]! / s) * w[j]!;
+    lanes.fill(0);
+    // a float square is exact in a double, so the sum rounded once to float is the fused multiply-add
+    for (let j = 0; j < n; j += LANES) for (let l = 0; l < LANES; l++) lanes[l] = f(lanes[l]! + x[r + j + l]! * x[r + j + l]!);
+    for (let half = LANES / 2; half >= 1; half /= 2) for (let l = 0; l < half; l++) lanes[l] = f(lanes[l]! + lanes[l + half]!);
+    const inv = f(1 / f(Math.sqrt(f(f(lanes[0]! / n) + eps))));
+    for (let j = 0; j < n; j++) y[r + j] = f(x[r + j]! * inv) * w[j]!;
   }
 }
+
+/** Lanes ONNX Runtime's norm adds its squares in (AVX2). */
+const LANES = 8;

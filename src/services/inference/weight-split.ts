@@ -248,7 +248,8 @@ function rmsNormAt(n: GraphNode, g: Graphs): { norm: RmsNorm; nodes: GraphNode[]
     // exporters write a weight equal to another as an Identity of it
     while (name && !g.inits.has(name) && g.made.get(name)?.opType === 'Identity') name = g.made.get(name)!.inputs[0];
     const t = name ? g.inits.get(name) : undefined;
-    const raw = t?.dataType === ONNX.dtype.FLOAT && t.dims.length === 1 ? bytesOf(t, g.weight) : undefined;
+    // widths a multiple of 8: ./layer-steps.ts adds the squares in 8 lanes, as ONNX Runtime does
+    const raw = t?.dataType === ONNX.dtype.FLOAT && t.dims.length === 1 && t.dims[0]! % 8 === 0 ? bytesOf(t, g.weight) : undefined;
     return raw && floats(raw);
   };
   if (n.opType === 'SimplifiedLayerNormalization' && n.inputs.length === 2 && (intAttr(n, 'axis') ?? -1) === -1) {

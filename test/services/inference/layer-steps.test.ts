@@ -1,0 +1,77 @@
+/**
+ * The steps between a layer's products (src/services/inference/layer-steps.ts), judged by ONNX Runtime running
+ * the nodes they stand for: the RMSNorm exporters write (which ONNX Runtime fuses into its
+ * SimplifiedLayerNormalization), a residual Add, a bias Add. Graphs built by the `onnx` package.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import * as ort from 'onnxruntime-node';
+import { addBias, rmsNormInto, sumInto } from '../../../src/services/inference/layer-steps.ts';
+
+const BUILD = `
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+N, eps, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+w = np.random.default_rng(7).uniform(0.2, 2.5, N).astype(np.float32)
+b = np.random.default_rng(8).normal(0, 1, N).astype(np.float32)
+c = lambda name, v: helper.make_node('Constant', [], [name], value=numpy_helper.from_array(np.array(v, dtype=np.float32)))
+nodes = [c('two', 2.0), helper.make_node('Pow', ['x', 'two'], ['p']),
+  helper.make_node('ReduceMean', ['p'], ['m'], axes=[-1], keepdims=1), c('eps', eps), helper.make_node('Add', ['m', 'eps'], ['a']),
+  helper.make_node('Sqrt', ['a'], ['s']), c('one', 1.0), helper.make_node('Div', ['one', 's'], ['d']),
+  helper.make_node('Mul', ['x', 'd'], ['xd']), helper.make_node('Mul', ['w', 'xd'], ['norm']),
+  helper.make_node('Add', ['x', 'r'], ['sum']), helper.make_node('Add', ['b', 'x'], ['biased']),
+  helper.make_node('SimplifiedLayerNormalization', ['x', 'w'], ['sln'], axis=-1, epsilon=eps)]
+io = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, ['M', N])
+g = helper.make_graph(nodes, 'steps', [io('x'), io('r')], [io('norm'), io('sum'), io('biased'), io('sln')],
+  [numpy_helper.from_array(w, 'w'), numpy_helper.from_array(b, 'b')])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+m.ir_version = 8
+onnx.save(m, out)
+w.tofile(out + '.w')
+b.tofile(out + '.b')
+`;
+
+const dir = mkdtempSync(join(tmpdir(), 'layer-steps-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Values with a wide spread of magnitudes, some rows all small, one row of zeros. */
+function input(m: number, n: number, seed: number): Float32Array {
+  let s = seed;
+  const rnd = () => ((s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  return Float32Array.from({ length: m * n }, (_, i) => (Math.floor(i / n) === 2 ? 0 : (rnd() - 0.5) * 10 ** (3 * rnd() - 2)));
+}
+
+for (const [n, eps] of [[896, 1e-6], [64, 1e-5], [1536, 1e-6]] as const) {
+  test(`width ${n}, epsilon ${eps}: the RMSNorm, a residual sum and a bias as ONNX Runtime computes them, bit for bit`, async () => {
+    const file = join(dir, `steps-${n}.onnx`);
+    execFileSync('/usr/bin/python3', ['-c', BUILD, String(n), String(eps), file]);
+    const { readFileSync } = await import('node:fs');
+    const w = new Float32Array(new Uint8Array(readFileSync(`${file}.w`)).buffer);
+    const b = new Float32Array(new Uint8Array(readFileSync(`${file}.b`)).buffer);
+    const session = await ort.InferenceSession.create(file, { intraOpNumThreads: 1 });
+    const m = 7;
+    const x = input(m, n, n), r = input(m, n, n + 1);
+    const want = await session.run({ x: new ort.Tensor('float32', x, [m, n]), r: new ort.Tensor('float32', r, [m, n]) });
+    const norm = new Float32Array(m * n), sum = new Float32Array(m * n), biased = Float32Array.from(x);
+    rmsNormInto(x, w, eps, norm);
+    sumInto(x, r, sum);
+    addBias(biased, b);
+    // the seven nodes exporters write, which ONNX Runtime fuses into its SimplifiedLayerNormalization, and that node
+    assert.deepEqual(norm, want.norm!.data, 'RMSNorm');
+    assert.deepEqual(norm, want.sln!.data, 'SimplifiedLayerNormalization');
+    assert.deepEqual(sum, want.sum!.data, 'sum');
+    assert.deepEqual(biased, want.biased!.data, 'bias');
+    await session.release();
+  });
+}
+
+test('shapes that do not fit are RangeErrors', () => {
+  assert.throws(() => rmsNormInto(new Float32Array(10), new Float32Array(4), 1e-6, new Float32Array(10)), RangeError);
+  assert.throws(() => rmsNormInto(new Float32Array(8), new Float32Array(4), 1e-6, new Float32Array(4)), RangeError);
+  assert.throws(() => sumInto(new Float32Array(4), new Float32Array(5), new Float32Array(4)), RangeError);
+  assert.throws(() => addBias(new Float32Array(10), new Float32Array(4)), RangeError);
+});
