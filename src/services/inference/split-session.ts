@@ -23,14 +23,14 @@ interface StageSession {
 }
 
 /**
- * A kernel call: `inputs` (the first [..., k], any other of its size) to `output` [..., width(k)], m rows of
- * the first input.
+ * A kernel call: `inputs` (the first [..., k], a second of its size for a sum) to `output` [..., width(k)], m
+ * rows of the first input.
  */
 interface Call {
   inputs: string[];
   output: string;
   width(k: number): number;
-  run(xs: Float32Array[], m: number, y: Float32Array): void;
+  run(x: Float32Array, other: Float32Array | undefined, m: number, y: Float32Array): void;
 }
 
 type Step = { kind: 'graph'; session: StageSession; inputs: string[]; outputs: string[] } | { kind: 'kernels'; calls: Call[] };
@@ -84,7 +84,7 @@ export class SplitSession {
                   inputs: [input],
                   output,
                   width: () => n,
-                  run: ([x], m, y) => (kernels.matmulQ4(w, x!, m, y, threads), bias && addBias(y, bias)),
+                  run: (x, _, m, y) => (kernels.matmulQ4(w, x, m, y, threads), bias && addBias(y, bias)),
                 };
               }
               case 'mlp': {
@@ -95,16 +95,16 @@ export class SplitSession {
                   inputs: [c.mlp.input],
                   output: c.mlp.output,
                   width: () => n,
-                  run: ([x], m, y) => kernels.mlpQ4(gate, up, down, x!, m, y, threads),
+                  run: (x, _, m, y) => kernels.mlpQ4(gate, up, down, x, m, y, threads),
                 };
               }
               case 'add':
                 counts.steps++;
-                return { inputs: c.inputs, output: c.output, width: same, run: ([a, b], _m, y) => sumInto(a!, b!, y) };
+                return { inputs: c.inputs, output: c.output, width: same, run: (a, b, _m, y) => sumInto(a, b!, y) };
               case 'rmsNorm': {
                 counts.steps++;
                 const { input, output, weight, epsilon } = c.norm;
-                return { inputs: [input], output, width: same, run: ([x], _m, y) => rmsNormInto(x!, weight, epsilon, y) };
+                return { inputs: [input], output, width: same, run: (x, _, _m, y) => rmsNormInto(x, weight, epsilon, y) };
               }
             }
           }),
@@ -143,7 +143,9 @@ export class SplitSession {
         for (const x of s.outputs) outs[x] = into(x);
         let got: Record<string, OrtTensor>;
         try {
-          got = await s.session.run(ins, outs);
+          // the binding's run returns its outputs, not a promise: no turn of the microtask queue per stage
+          const r = s.session.run(ins, outs);
+          got = r instanceof Promise ? await r : r;
         } catch (e) {
           if (!reused) throw e;
           // a shape the feeds' shapes did not settle (made from a value): this set is not to be reused
@@ -157,11 +159,11 @@ export class SplitSession {
         continue;
       }
       for (const c of s.calls) {
-        const xs = c.inputs.map((x) => values.get(x)!);
-        const x = xs[0]!, k = x.dims.at(-1)!, m = x.size / k, n = c.width(k);
+        const x = values.get(c.inputs[0]!)!, other = c.inputs[1] === undefined ? undefined : values.get(c.inputs[1])!;
+        const k = x.dims.at(-1)!, m = x.size / k, n = c.width(k);
         const given = into(c.output);
         const y = given?.size === m * n ? given : new this.ort.Tensor('float32', new Float32Array(m * n), [...x.dims.slice(0, -1), n]);
-        c.run(xs.map((t) => t.data as Float32Array), m, y.data as Float32Array);
+        c.run(x.data as Float32Array, other?.data as Float32Array | undefined, m, y.data as Float32Array);
         values.set(c.output, y);
         if (!handed.has(c.output)) made?.set(c.output, y);
       }
