@@ -51,6 +51,14 @@ export interface NativeKernels {
    * over all m rows together, as ONNX Runtime computes it; the columns split over `threads` threads.
    */
   matmulQ8(w: PackedQ8, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
+  /**
+   * RMSNorm of each row of x (rows of w.length values, a multiple of 8) into y, as ONNX Runtime's
+   * SimplifiedLayerNormalization computes it on x64: the squares summed in 8 lanes by fused multiply-adds, the
+   * lanes added in halves, s = sqrt(sum / n + epsilon), then (x · (1 / s)) · w, in single precision.
+   */
+  rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void;
+  /** y = a + b; b as long as a, or one row of it repeated (a bias). */
+  addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
 }
 
 interface Addon {
@@ -68,6 +76,8 @@ interface Addon {
   ): void;
   packQ8(w: Int8Array, scales: Float32Array, k: number, n: number, zeroPoint: number): object;
   matmulQ8(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
+  rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void;
+  addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
   kernelPath(): string;
 }
 
@@ -104,6 +114,8 @@ function load(): { kernels?: NativeKernels; reason?: string } {
       packQ8: (w, scales, k, n, zeroPoint) =>
         Object.freeze({ k, n, [HANDLE]: addon.packQ8(w, scales, k, n, zeroPoint) }) as unknown as PackedQ8,
       matmulQ8: (w, x, m, y, threads, portable) => addon.matmulQ8(handle(w), x, m, y, threads, portable),
+      rmsNorm: (x, w, epsilon, y) => addon.rmsNorm(x, w, epsilon, y),
+      addInto: (a, b, y) => addon.addInto(a, b, y),
     },
   };
 }

@@ -9,7 +9,6 @@ import type { NativeKernels, PackedQ4 } from '../../runtime/kernels.ts';
 import type { OrtWeb } from './backend.ts';
 import { syncSession } from './onnxruntime-node.ts';
 import type { Q4Product, SplitGraph, ValueMetadata } from './weight-split.ts';
-import { addBias, rmsNormInto, sumInto } from './layer-steps.ts';
 
 type OrtTensor = InstanceType<OrtWeb['Tensor']>;
 
@@ -84,7 +83,7 @@ export class SplitSession {
                   inputs: [input],
                   output,
                   width: () => n,
-                  run: (x, _, m, y) => (kernels.matmulQ4(w, x, m, y, threads), bias && addBias(y, bias)),
+                  run: (x, _, m, y) => (kernels.matmulQ4(w, x, m, y, threads), bias && kernels.addInto(y, bias, y)),
                 };
               }
               case 'mlp': {
@@ -100,11 +99,11 @@ export class SplitSession {
               }
               case 'add':
                 counts.steps++;
-                return { inputs: c.inputs, output: c.output, width: same, run: (a, b, _m, y) => sumInto(a, b!, y) };
+                return { inputs: c.inputs, output: c.output, width: same, run: (a, b, _m, y) => kernels.addInto(a, b!, y) };
               case 'rmsNorm': {
                 counts.steps++;
                 const { input, output, weight, epsilon } = c.norm;
-                return { inputs: [input], output, width: same, run: (x, _, _m, y) => rmsNormInto(x, weight, epsilon, y) };
+                return { inputs: [input], output, width: same, run: (x, _, _m, y) => kernels.rmsNorm(x, weight, epsilon, y) };
               }
             }
           }),

@@ -1,7 +1,8 @@
 /**
- * The steps between a layer's products (src/services/inference/layer-steps.ts), judged by ONNX Runtime running
- * the nodes they stand for: the RMSNorm exporters write (which ONNX Runtime fuses into its
- * SimplifiedLayerNormalization), a residual Add, a bias Add. Graphs built by the `onnx` package.
+ * The native kernels' steps between a layer's products (rmsNorm, addInto: src/runtime/kernels.ts), judged by
+ * ONNX Runtime running the nodes they stand for: the RMSNorm exporters write (which ONNX Runtime fuses into its
+ * SimplifiedLayerNormalization) and that node itself, a residual Add, a bias Add. Graphs built by the `onnx`
+ * package.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -10,7 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import * as ort from 'onnxruntime-node';
-import { addBias, rmsNormInto, sumInto } from '../../../src/services/inference/layer-steps.ts';
+import { nativeKernels, nativeKernelsUnavailable } from '../../src/runtime/kernels.ts';
+
+/** The addon, or a failure that says why it is missing: no silent skip. */
+function addon() {
+  const k = nativeKernels();
+  assert.ok(k, `native kernels did not load: ${nativeKernelsUnavailable()}`);
+  return k;
+}
 
 const BUILD = `
 import sys, numpy as np, onnx
@@ -56,10 +64,11 @@ for (const [n, eps] of [[896, 1e-6], [64, 1e-5], [1536, 1e-6]] as const) {
     const m = 7;
     const x = input(m, n, n), r = input(m, n, n + 1);
     const want = await session.run({ x: new ort.Tensor('float32', x, [m, n]), r: new ort.Tensor('float32', r, [m, n]) });
-    const norm = new Float32Array(m * n), sum = new Float32Array(m * n), biased = Float32Array.from(x);
-    rmsNormInto(x, w, eps, norm);
-    sumInto(x, r, sum);
-    addBias(biased, b);
+    const k = addon();
+    const norm = new Float32Array(m * n), sum = new Float32Array(m * n), biased = new Float32Array(m * n);
+    k.rmsNorm(x, w, eps, norm);
+    k.addInto(x, r, sum);
+    k.addInto(x, b, biased);
     // the seven nodes exporters write, which ONNX Runtime fuses into its SimplifiedLayerNormalization, and that node
     assert.deepEqual(norm, want.norm!.data, 'RMSNorm');
     assert.deepEqual(norm, want.sln!.data, 'SimplifiedLayerNormalization');
@@ -69,9 +78,14 @@ for (const [n, eps] of [[896, 1e-6], [64, 1e-5], [1536, 1e-6]] as const) {
   });
 }
 
-test('shapes that do not fit are RangeErrors', () => {
-  assert.throws(() => rmsNormInto(new Float32Array(10), new Float32Array(4), 1e-6, new Float32Array(10)), RangeError);
-  assert.throws(() => rmsNormInto(new Float32Array(8), new Float32Array(4), 1e-6, new Float32Array(4)), RangeError);
-  assert.throws(() => sumInto(new Float32Array(4), new Float32Array(5), new Float32Array(4)), RangeError);
-  assert.throws(() => addBias(new Float32Array(10), new Float32Array(4)), RangeError);
+test('shapes that do not fit are TypeErrors', () => {
+  const k = addon();
+  const f = (n: number) => new Float32Array(n);
+  assert.throws(() => k.rmsNorm(f(20), f(8), 1e-6, f(20)), TypeError, 'x not whole rows');
+  assert.throws(() => k.rmsNorm(f(12), f(12), 1e-6, f(12)), TypeError, 'a width not a multiple of 8');
+  assert.throws(() => k.rmsNorm(f(16), f(8), 1e-6, f(8)), TypeError, 'y shorter than x');
+  assert.throws(() => k.rmsNorm(f(16), f(8), 'a' as never, f(16)), TypeError, 'epsilon not a number');
+  assert.throws(() => k.addInto(f(4), f(5), f(4)), TypeError, 'b longer than a');
+  assert.throws(() => k.addInto(f(10), f(4), f(10)), TypeError, 'b not whole rows of a');
+  assert.throws(() => k.addInto(f(8), f(4), f(4)), TypeError, 'y shorter than a');
 });
