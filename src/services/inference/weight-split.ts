@@ -248,7 +248,7 @@ function rmsNormAt(n: GraphNode, g: Graphs): { norm: RmsNorm; nodes: GraphNode[]
     // exporters write a weight equal to another as an Identity of it
     while (name && !g.inits.has(name) && g.made.get(name)?.opType === 'Identity') name = g.made.get(name)!.inputs[0];
     const t = name ? g.inits.get(name) : undefined;
-    // widths a multiple of 8: ./layer-steps.ts adds the squares in 8 lanes, as ONNX Runtime does
+    // widths a multiple of 8: the kernels add the squares in 8 lanes, as ONNX Runtime does (src/runtime/kernels.ts)
     const raw = t?.dataType === ONNX.dtype.FLOAT && t.dims.length === 1 && t.dims[0]! % 8 === 0 ? bytesOf(t, g.weight) : undefined;
     return raw && floats(raw);
   };
