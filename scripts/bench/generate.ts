@@ -228,7 +228,7 @@ function pairStatus(pairs: PairResult[]): string {
   }. ${
     llamaMet.length === judged.length
       ? ''
-      : "What limits it is the weight products and the nodes around them, not the loop around the session. With one thread, q4's MLPs and LM head run on svc's own kernels (src/services/inference/weight-split.ts; \"svc's own kernels\" below), which read their weights at 36-40 GB/s; the rest of each layer (the attention and its four 4-bit products, norms, rotary embedding, about 40 nodes a layer) runs in ONNX Runtime, and with two threads, or q8, ONNX Runtime runs the whole graph but the head. There q4's `MatMulNBits` with int8 activations " +
+      : "What limits it is the weight products and the nodes around them, not the loop around the session. With one thread, every 4-bit product of q4 (its MLPs, the attention's projections, the LM head) and the residual sums and norms between them run on svc's own kernels (src/services/inference/weight-split.ts; \"svc's own kernels\" below), which read their weights at 36-40 GB/s, and each layer's attention (about 45 nodes) runs in ONNX Runtime; with two threads, or q8, ONNX Runtime runs the whole graph but the head. There q4's `MatMulNBits` with int8 activations " +
         (VNNI
           ? 'also unpacks its nibbles and applies a scale per block of 32, though this CPU has VNNI (int8 dot products in one instruction)'
           : 'adds the unpacking of its nibbles to int8 dot products that are compute-bound on a CPU without VNNI') +
@@ -889,7 +889,7 @@ async function main() {
             r.ttftJoin / r.ttftAlone <= 2 ? 'met' : '**not met**'
           }`;
         }).join('; ')
-      }. The 4-row step grows in the weight products: with one thread q4's MLPs and head run on svc's own kernels, which stay memory-bound with 4 rows; elsewhere ONNX Runtime's (its profile of a step, \`enableProfiling\`: ${
+      }. The 4-row step grows in the weight products: with one thread q4's products run on svc's own kernels, which stay memory-bound with 4 rows; elsewhere ONNX Runtime's (its profile of a step, \`enableProfiling\`: ${
         VNNI ? 'even with VNNI on this CPU' : 'on a CPU without VNNI'
       } its int8 kernels are compute-bound with 4 rows, q4's \`MatMulNBits\` more than q8's); between steps, every row adds its own token choice (logits processors, argmax over the vocabulary) and streaming on the server's thread.`,
       '',
