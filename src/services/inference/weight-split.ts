@@ -345,11 +345,15 @@ const nameOf = (f: WireField, no: number) => str(first(decodeFields(f.bytes!), n
  * stage holds its attention alone. Undefined when the graph has no 4-bit MLP the kernel can run.
  */
 export function splitAtWeights(model: Uint8Array, weight: (t: Tensor) => Uint8Array | undefined = () => undefined): SplitGraph | undefined {
-  const narrow = splitGraph(model, weight, false);
-  const wide = narrow && splitGraph(model, weight, true);
+  const wide = splitGraph(model, weight, true);
   const graphs = (x: SplitGraph) => x.stages.filter((s) => s.kind === 'graph').length;
+  const mlps = (x: SplitGraph) =>
+    x.stages.reduce((n, s) => n + (s.kind === 'kernels' ? s.calls.filter((c) => c.kind === 'mlp').length : 0), 0);
+  // a graph stage a layer, and the embedding's and the last norm's: as few as can be, no need to cut again
+  if (!wide || graphs(wide) <= mlps(wide) + 2) return wide;
+  const narrow = splitGraph(model, weight, false);
   // one more is the embedding's stage, whose output the first layer's norm and products read as calls
-  return wide && graphs(wide) <= graphs(narrow!) + 1 ? wide : narrow;
+  return narrow && graphs(wide) > graphs(narrow) + 1 ? narrow : wide;
 }
 
 export function splitGraph(model: Uint8Array, weight: (t: Tensor) => Uint8Array | undefined, wide: boolean): SplitGraph | undefined {
