@@ -16,16 +16,14 @@ import { hasVnni } from '../../../src/runtime/cpu.ts';
 import { nativeKernels } from '../../../src/runtime/kernels.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { REF } from './reference.ts';
+import { config, emptyPast, i64, relMax } from './tiny-llama-feeds.ts';
 import { observe, type Observed } from '../../support/decoder-observe.ts';
 import { SCRIPT_RUNNERS } from '../../support/runtime-process.ts';
 
 const file = (name: string) => new Uint8Array(readFileSync(join(TINY_LLAMA, 'onnx', name)));
 const q4 = file('model_q4.onnx');
 const q8 = file('model_quantized.onnx');
-const config = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8'));
-const layers: number = config.num_hidden_layers;
 const opts = { intraOpNumThreads: 1, logSeverityLevel: 3 } as const;
-const i64 = (xs: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), dims);
 
 /** Two rows of the reference prompt (the second shifted), every position's logits: 2 × L rows for the head. */
 function prefill(keep: number) {
@@ -36,21 +34,8 @@ function prefill(keep: number) {
     attention_mask: i64(Array(2 * L).fill(1), [2, L]),
     position_ids: i64([...ids.keys(), ...ids.keys()], [2, L]),
     num_logits_to_keep: i64([keep], []),
-    ...Object.fromEntries(
-      Array.from({ length: layers }, (_, l) => ['key', 'value'].map((kv) => `past_key_values.${l}.${kv}`)).flat().map((n) => [
-        n,
-        new ort.Tensor('float32', new Float32Array(0), [2, config.num_key_value_heads, 0, config.head_dim]),
-      ]),
-    ),
+    ...emptyPast(2),
   };
-}
-
-/** Largest difference relative to the largest magnitude of `want`. */
-function relMax(got: Float32Array, want: Float32Array): number {
-  assert.equal(got.length, want.length);
-  let d = 0, m = 0;
-  for (let i = 0; i < want.length; i++) (d = Math.max(d, Math.abs(got[i]! - want[i]!))), (m = Math.max(m, Math.abs(want[i]!)));
-  return d / m;
 }
 
 describe('the graph without its head', () => {

@@ -16,12 +16,10 @@ import { indexGraph, modelGraph } from '../../../src/services/models/onnx-wire.t
 import { nativeKernels } from '../../../src/runtime/kernels.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { REF } from './reference.ts';
+import { config, emptyPast, i64, layers, relMax } from './tiny-llama-feeds.ts';
 
 const file = (name: string) => new Uint8Array(readFileSync(join(TINY_LLAMA, 'onnx', name)));
-const config = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8'));
-const layers: number = config.num_hidden_layers;
 const opts = { intraOpNumThreads: 1, logSeverityLevel: 3 } as const;
-const i64 = (xs: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), dims);
 // the q4 graph as a native CPU session gets it: the decoder rewrites (the present switch among them), level 4
 const rewritten = rewriteDecoder(file('model_q4.onnx'), decoderShape(config)!, { pastAndNew: true })!.bytes;
 const q4 = withInt8Activations(rewritten)?.bytes ?? rewritten;
@@ -36,21 +34,8 @@ function prefill() {
     position_ids: i64([...ids.keys(), 0, 0, ...[...ids.keys()].slice(0, -2)], [2, L]),
     num_logits_to_keep: i64([0], []),
     [PRESENT_SWITCH]: new ort.Tensor('bool', [true], []),
-    ...Object.fromEntries(
-      Array.from({ length: layers }, (_, l) => ['key', 'value'].map((kv) => `past_key_values.${l}.${kv}`)).flat().map((n) => [
-        n,
-        new ort.Tensor('float32', new Float32Array(0), [2, config.num_key_value_heads, 0, config.head_dim]),
-      ]),
-    ),
+    ...emptyPast(2),
   };
-}
-
-/** Largest difference relative to the largest magnitude of `want`. */
-function relMax(got: Float32Array, want: Float32Array): number {
-  assert.equal(got.length, want.length);
-  let d = 0, m = 0;
-  for (let i = 0; i < want.length; i++) (d = Math.max(d, Math.abs(got[i]! - want[i]!))), (m = Math.max(m, Math.abs(want[i]!)));
-  return d / m;
 }
 
 describe('a decoder cut around its 4-bit MLPs and head', () => {
