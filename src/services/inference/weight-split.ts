@@ -114,7 +114,7 @@ function metadataOf(valueInfo: WireField): ValueMetadata {
 /** TensorShapeProto.Dimension.dim_param */
 const DIM_PARAM = 2;
 
-/** The 4-bit product a node is, where the kernel can run it. */
+/** The 4-bit product a node is, where the kernel can run it (accuracy_level 4: int8 activations). */
 export function q4Product(
   n: GraphNode,
   inits: Map<string, Tensor>,
@@ -124,6 +124,8 @@ export function q4Product(
   const [input, bName, sName, ...rest] = n.inputs;
   const k = intAttr(n, 'K') ?? 0, cols = intAttr(n, 'N') ?? 0;
   if (rest.some(Boolean) || (intAttr(n, 'bits') ?? 4) !== 4 || intAttr(n, 'block_size') !== 32 || !k || k % 32 || !cols) return undefined;
+  // the kernel quantizes activations to int8 as level 4 does; a file asking for float activations keeps them
+  if (intAttr(n, 'accuracy_level') !== 4) return undefined;
   const b = inits.get(bName!), s = inits.get(sName!);
   if (b?.dataType !== ONNX.dtype.UINT8 || s?.dataType !== ONNX.dtype.FLOAT) return undefined;
   const bBytes = bytesOf(b, weight), sBytes = bytesOf(s, weight);

@@ -3,7 +3,9 @@
  * one session (src/services/inference/split-session.ts). The judge is ONNX Runtime running the graph whole.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import * as ort from 'onnxruntime-node';
@@ -17,6 +19,20 @@ import { nativeKernels } from '../../../src/runtime/kernels.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { REF } from './reference.ts';
 import { config, emptyPast, i64, layers, relMax } from './tiny-llama-feeds.ts';
+import { cutLmHead } from '../../../src/services/inference/lm-head.ts';
+
+/** Every MatMulNBits of a model set to accuracy_level 1 (float activations), by the `onnx` package. */
+const LEVEL_1 = `
+import sys, onnx
+from onnx import helper
+m = onnx.load(sys.argv[1])
+for n in m.graph.node:
+    if n.op_type == 'MatMulNBits':
+        for a in list(n.attribute):
+            if a.name == 'accuracy_level': n.attribute.remove(a)
+        n.attribute.append(helper.make_attribute('accuracy_level', 1))
+onnx.save(m, sys.argv[2])
+`;
 
 const file = (name: string) => new Uint8Array(readFileSync(join(TINY_LLAMA, 'onnx', name)));
 const opts = { intraOpNumThreads: 1, logSeverityLevel: 3 } as const;
@@ -92,6 +108,21 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
   test('graphs without a 4-bit MLP stay whole (fp32, q8)', () => {
     assert.equal(splitAtWeights(file('model.onnx')), undefined);
     assert.equal(splitAtWeights(file('model_quantized.onnx')), undefined);
+  });
+
+  test('4-bit products that ask for float activations (accuracy_level 1) stay with ONNX Runtime, the head too', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'split-level-'));
+    try {
+      const out = join(dir, 'level1.onnx');
+      execFileSync('/usr/bin/python3', ['-c', LEVEL_1, join(TINY_LLAMA, 'onnx', 'model_q4.onnx'), out]);
+      const level1 = new Uint8Array(readFileSync(out));
+      assert.equal(splitAtWeights(level1), undefined);
+      assert.equal(cutLmHead(level1), undefined);
+      // the same graph at level 4 is cut
+      assert.ok(cutLmHead(file('model_q4.onnx')));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("run as one session, it gives ONNX Runtime's logits and cache (every position, two rows, one padded)", async () => {
