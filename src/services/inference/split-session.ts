@@ -120,8 +120,8 @@ export class SplitSession {
    * The values a run makes and does not hand back (what passes between stages and kernel calls), kept by the
    * shapes and small values of its feeds: a decode step's shapes repeat from step to step (the batch decoder
    * feeds its cache at a fixed capacity), so a step's stages and kernels write into the buffers the first such
-   * step made instead of new ones, which the inference thread's garbage collector had to free (a tenth of a
-   * step's time). A few sets, each under SCRATCH_BYTES: a prefill's chunks each have other shapes.
+   * step made instead of new ones, which the inference thread's garbage collector would have to free. A few
+   * sets, each under SCRATCH_BYTES: a prefill's chunks each have other shapes.
    */
   private scratch = new Map<string, Map<string, OrtTensor>>();
 
