@@ -55,7 +55,7 @@ export const PREFILL_CHUNK = 64;
  * in one call made each layer's attention hold [rows, heads, prompt, prompt] floats several times over
  * (1 GB for 2,000 tokens of a 0.5B model), and the memory and its page faults cost more than the calls
  * saved: in chunks of 256 the benchmark model's 2,025-token prompt was prefilled in 7.5 s instead of 9.5
- * (docs/models.md, "Prefill in chunks").
+ * (docs/models.md, "Continuous batching").
  */
 export const PREFILL_CHUNK_ALONE = 256;
 
