@@ -1,5 +1,5 @@
 /**
- * Runs a graph cut around its 4-bit MLPs and LM head (./weight-split.ts) as one session: ONNX Runtime
+ * Runs a graph cut around its 4-bit products (./weight-split.ts) as one session: ONNX Runtime
  * sessions for the graph stages, svc's own kernels (src/runtime/kernels.ts) for the cut parts, the values
  * between them kept as tensors here. It answers `run(feeds, fetches)` as an onnxruntime-node session does,
  * so the inference thread (./ort-sessions.ts) uses it in place of one: outputs handed in preallocated are

@@ -1,14 +1,16 @@
 /**
- * A decoder graph cut around its 4-bit MLPs and LM head, so that svc's own kernels (src/runtime/kernels.ts)
- * run them and ONNX Runtime the rest (./split-session.ts runs the pieces in turn).
+ * A decoder graph cut around its 4-bit products, so that svc's own kernels (src/runtime/kernels.ts) run them
+ * and ONNX Runtime the rest (./split-session.ts runs the pieces in turn).
  *
  * ONNX Runtime has no way to hand a node to code of ours from JavaScript (no custom operators in
  * onnxruntime-node), so the graph becomes a chain of smaller graphs. Each layer's MLP, y = down(silu(gate(x))
- * · up(x)) with three 4-bit `MatMulNBits` (4 bits, blocks of 32, no zero points, weights in the file), is
- * one kernel call (`mlpQ4`), and so is a 4-bit LM head; the nodes between them become graph stages, one a
- * layer. A node goes into the earliest graph stage after every kernel call it depends on. Splitting at every
- * 4-bit product instead (attention's too) made four stages a layer, whose runs cost more than the kernel
- * saved (docs/models.md).
+ * · up(x)) with three 4-bit `MatMulNBits` (4 bits, blocks of 32, no zero points, accuracy_level 4, weights
+ * in the file), is one kernel call (`mlpQ4`), and so is a 4-bit LM head. The wide cut also makes calls of
+ * the attention's 4-bit products (a bias added after one taken in) and of the residual sums and RMSNorms
+ * between products, so that each layer's graph stage is its attention alone; where that would add graph
+ * stages, the narrow cut (MLPs and head) is used. A node goes into the latest graph stage its readers allow
+ * (and after every kernel call it depends on). Splitting at every 4-bit product with the sums and norms left
+ * in the graph made four stages a layer, whose runs cost more than the kernels saved (docs/models.md).
  *
  * Each graph stage declares as inputs the values it reads from earlier stages (and the graph's inputs), and
  * as outputs the values later stages or the caller read. Their element types come from the graph where it
