@@ -174,7 +174,7 @@ interface Edits {
   inFile?: number;
   /** The LM head taken out of the graph, run on svc's own kernel (./lm-head.ts). */
   lmHead?: LmHead;
-  /** The graph cut around its 4-bit MLPs and head, run on svc's own kernels (./weight-split.ts). */
+  /** The graph cut around its 4-bit products, run on svc's own kernels (./weight-split.ts). */
   split?: SplitGraph;
 }
 
@@ -207,7 +207,7 @@ function nativeGraph(
   const own = decoder && onCpu && nativeKernels()?.path === 'avx512vnni';
   const weight = file ? (t: Tensor) => externalBytes(file, t) : undefined;
   const folder = file && dirname(file);
-  // with one thread, the 4-bit MLPs and head on svc's own kernels (./weight-split.ts)
+  // with one thread, the 4-bit products (and the sums and norms between them) on svc's own kernels (./weight-split.ts)
   edits.split = own && Number(options.intraOpNumThreads) === 1 ? splitAtWeights(before ?? graph, weight) : undefined;
   if (edits.split) {
     edits.inFile = read.pointed;
