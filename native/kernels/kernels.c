@@ -549,6 +549,29 @@ typedef struct {
   bool portable;
 } Args;
 
+// The packed weights an external of `tag` holds (what a pack function made), or NULL.
+static void *get_tagged(napi_env env, napi_value v, const napi_type_tag *tag) {
+  napi_valuetype vt;
+  bool tagged = false;
+  void *w = NULL;
+  if (napi_typeof(env, v, &vt) != napi_ok || vt != napi_external || napi_check_object_type_tag(env, v, tag, &tagged) != napi_ok || !tagged ||
+      napi_get_value_external(env, v, &w) != napi_ok) {
+    return NULL;
+  }
+  return w;
+}
+
+// The optional `portable` flag, argv[i]: false where it is absent or undefined; 0 with a TypeError (msg) when it is
+// not a boolean.
+static int get_portable(napi_env env, const napi_value *argv, size_t argc, size_t i, bool *portable, const char *msg) {
+  *portable = false;
+  if (argc <= i) return 1;
+  napi_valuetype vt;
+  napi_typeof(env, argv[i], &vt);
+  if (vt != napi_undefined && napi_get_value_bool(env, argv[i], portable) != napi_ok) return throw_type(env, msg), 0;
+  return 1;
+}
+
 // The packed weights `w` (of `tag`) and the other arguments of product `name`, checked against w's k and n;
 // NULL with a TypeError thrown when they do not fit. k and n are the first fields of both Packed types.
 static void *product_args(napi_env env, napi_callback_info info, const napi_type_tag *tag, const char *name, const char *packer, Args *a) {
@@ -559,11 +582,8 @@ static void *product_args(napi_env env, napi_callback_info info, const napi_type
     snprintf(msg, sizeof msg, "%s(w, x, m, y, threads, portable?)", name);
     return throw_type(env, msg);
   }
-  const int32_t *w = NULL;
-  napi_valuetype vt;
-  bool tagged = false;
-  if (napi_typeof(env, argv[0], &vt) != napi_ok || vt != napi_external || napi_check_object_type_tag(env, argv[0], tag, &tagged) != napi_ok ||
-      !tagged || napi_get_value_external(env, argv[0], (void **)&w) != napi_ok) {
+  const int32_t *w = get_tagged(env, argv[0], tag);
+  if (!w) {
     snprintf(msg, sizeof msg, "%s: w must come from %s", name, packer);
     return throw_type(env, msg);
   }
@@ -579,12 +599,8 @@ static void *product_args(napi_env env, napi_callback_info info, const napi_type
   if (!get_int(env, argv[2], 1, INT32_MAX, &a->m, msg)) return NULL;
   snprintf(msg, sizeof msg, "%s: threads must be a whole number from 1 to 1024", name);
   if (!get_int(env, argv[4], 1, 1024, &a->threads, msg)) return NULL;
-  a->portable = false;
-  if (argc >= 6) {
-    napi_typeof(env, argv[5], &vt);
-    snprintf(msg, sizeof msg, "%s: portable must be a boolean", name);
-    if (vt != napi_undefined && napi_get_value_bool(env, argv[5], &a->portable) != napi_ok) return throw_type(env, msg);
-  }
+  snprintf(msg, sizeof msg, "%s: portable must be a boolean", name);
+  if (!get_portable(env, argv, argc, 5, &a->portable, msg)) return NULL;
   const uint64_t k = (uint64_t)w[0], n = (uint64_t)w[1];
   if ((uint64_t)xlen != (uint64_t)a->m * k) return snprintf(msg, sizeof msg, "%s: x must hold m * k values", name), throw_type(env, msg);
   if ((uint64_t)ylen != (uint64_t)a->m * n) return snprintf(msg, sizeof msg, "%s: y must hold m * n values", name), throw_type(env, msg);
@@ -631,18 +647,6 @@ static napi_value pack_q4(napi_env env, napi_callback_info info) {
   return wrap_packed(env, w, w->bytes, finalize_packed, &PACKED_TAG);
 }
 
-// Weights from packQ4 (an external with its type tag), or 0 with a TypeError thrown.
-static int get_packed(napi_env env, napi_value v, Packed **w, const char *msg) {
-  napi_valuetype vt;
-  bool tagged = false;
-  if (napi_typeof(env, v, &vt) != napi_ok || vt != napi_external || napi_check_object_type_tag(env, v, &PACKED_TAG, &tagged) != napi_ok || !tagged ||
-      napi_get_value_external(env, v, (void **)w) != napi_ok) {
-    throw_type(env, msg);
-    return 0;
-  }
-  return 1;
-}
-
 static napi_value matmul_q4(napi_env env, napi_callback_info info) {
   Args a;
   Packed *w = product_args(env, info, &PACKED_TAG, "matmulQ4", "packQ4", &a);
@@ -681,10 +685,10 @@ static napi_value mlp_q4(napi_env env, napi_callback_info info) {
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) {
     return throw_type(env, "mlpQ4(gate, up, down, x, m, y, threads, portable?)");
   }
-  Packed *gate, *up, *down;
-  if (!get_packed(env, argv[0], &gate, "mlpQ4: gate must come from packQ4")) return NULL;
-  if (!get_packed(env, argv[1], &up, "mlpQ4: up must come from packQ4")) return NULL;
-  if (!get_packed(env, argv[2], &down, "mlpQ4: down must come from packQ4")) return NULL;
+  Packed *gate = get_tagged(env, argv[0], &PACKED_TAG), *up = get_tagged(env, argv[1], &PACKED_TAG), *down = get_tagged(env, argv[2], &PACKED_TAG);
+  if (!gate) return throw_type(env, "mlpQ4: gate must come from packQ4");
+  if (!up) return throw_type(env, "mlpQ4: up must come from packQ4");
+  if (!down) return throw_type(env, "mlpQ4: down must come from packQ4");
   if (up->k != gate->k || up->n != gate->n) return throw_type(env, "mlpQ4: gate and up must have the same k and n");
   if (down->k != gate->n || down->n != gate->k) return throw_type(env, "mlpQ4: down must be [gate's n -> gate's k]");
   void *x, *y;
@@ -694,12 +698,8 @@ static napi_value mlp_q4(napi_env env, napi_callback_info info) {
   if (!get_int(env, argv[4], 1, INT32_MAX, &m, "mlpQ4: m must be a whole number >= 1")) return NULL;
   if (!get_typed(env, argv[5], napi_float32_array, &y, &ylen, "mlpQ4: y must be a Float32Array")) return NULL;
   if (!get_int(env, argv[6], 1, 1024, &threads, "mlpQ4: threads must be a whole number from 1 to 1024")) return NULL;
-  bool portable = false;
-  if (argc >= 8) {
-    napi_valuetype vt;
-    napi_typeof(env, argv[7], &vt);
-    if (vt != napi_undefined && napi_get_value_bool(env, argv[7], &portable) != napi_ok) return throw_type(env, "mlpQ4: portable must be a boolean");
-  }
+  bool portable;
+  if (!get_portable(env, argv, argc, 7, &portable, "mlpQ4: portable must be a boolean")) return NULL;
   const size_t hidden = (size_t)gate->k, inter = (size_t)gate->n, rows = (size_t)m;
   if ((uint64_t)xlen != (uint64_t)rows * hidden) return throw_type(env, "mlpQ4: x must hold m * hidden values");
   if ((uint64_t)ylen != (uint64_t)rows * hidden) return throw_type(env, "mlpQ4: y must hold m * hidden values");

@@ -179,7 +179,7 @@ export class SplitSession {
   }
 }
 
-/** Sets of reused buffers a session keeps, and the largest one kept (a decode step of 4 rows of a 0.5B model: ~0.1 MB). */
+/** Sets of reused buffers a session keeps, and the largest one kept (a decode step of 4 rows of a 0.5B model: ~3 MB). */
 const SCRATCH_SETS = 4;
 const SCRATCH_BYTES = 8 << 20;
 

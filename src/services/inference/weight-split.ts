@@ -366,7 +366,7 @@ export function splitGraph(model: Uint8Array, weight: (t: Tensor) => Uint8Array 
   const g = parsed.graph;
   const { inits, nodes } = indexGraph(g);
   // the kernel calls, each standing in for the nodes it absorbs (the call is made where its last node was)
-  const calls = new Map<GraphNode, { kernel: Kernel; reads: string[]; outputs: string[] }>();
+  const calls = new Map<GraphNode, Call>();
   const absorbed = new Set<GraphNode>();
   const made = new Map(nodes.flatMap((n) => n.outputs.map((o) => [o, n] as const)));
   const readers = new Map<string, number>();
@@ -379,9 +379,10 @@ export function splitGraph(model: Uint8Array, weight: (t: Tensor) => Uint8Array 
     }
   }
   if (![...calls.values()].some((c) => c.kernel.kind === 'mlp')) return undefined;
+  // the head: the narrow cut takes it here, the wide one with every other product below (its weights read once)
   const head = made.get('logits');
-  const headProduct = head && !calls.has(head) && !absorbed.has(head) ? q4Product(head, inits, weight) : undefined;
-  if (headProduct && !wide) {
+  const headProduct = !wide && head && !calls.has(head) && !absorbed.has(head) ? q4Product(head, inits, weight) : undefined;
+  if (headProduct) {
     calls.set(head!, { kernel: { kind: 'product', product: headProduct }, reads: [headProduct.input], outputs: [headProduct.output] });
   }
   if (wide) {
@@ -434,7 +435,9 @@ export function splitGraph(model: Uint8Array, weight: (t: Tensor) => Uint8Array 
   // transposed) goes into the stage that reads it, instead of the first stage handing it on through the caller
   // (after 2,000 positions that moved every layer's keys through JavaScript at every step)
   const readersOf = new Map<string, GraphNode[]>();
-  for (const n of staged) for (const x of reads.get(n)!) readersOf.set(x, [...(readersOf.get(x) ?? []), n]);
+  for (const n of staged) {
+    for (const x of reads.get(n)!) readersOf.get(x)?.push(n) ?? readersOf.set(x, [n]);
+  }
   const graphOutputs = new Set(outputs);
   for (const n of [...staged].reverse()) {
     const by = n.outputs.flatMap((o) => readersOf.get(o) ?? []);
