@@ -21,6 +21,18 @@ import { machineNote, median } from './helpers.ts';
 import { writeSection } from './write-benchmarks.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+
+type Wire = typeof import('../../src/services/models/onnx-wire.ts');
+
+/** A model of one graph, with the operator sets ONNX Runtime's MatMulNBits and the standard nodes need. */
+function modelOf(graph: InstanceType<Wire['WireWriter']>, W: Wire['WireWriter'], ONNX: Wire['ONNX']): Uint8Array {
+  return new W()
+    .varint(ONNX.model.irVersion, 8)
+    .message(ONNX.model.graph, graph)
+    .message(ONNX.model.opsetImport, new W().string(ONNX.opset.domain, '').varint(ONNX.opset.version, 17))
+    .message(ONNX.model.opsetImport, new W().string(ONNX.opset.domain, 'com.microsoft').varint(ONNX.opset.version, 1))
+    .finish();
+}
 const CALLS = 21;
 
 interface HeadRow {
@@ -69,12 +81,7 @@ async function headAlone(dtype: 'q4' | 'q8'): Promise<{ rows: HeadRow[]; path: s
     ONNX.graph.output,
     tensorValueInfo('y', ONNX.dtype.FLOAT),
   );
-  const model = new WireWriter()
-    .varint(ONNX.model.irVersion, 8)
-    .message(ONNX.model.graph, graph)
-    .message(ONNX.model.opsetImport, new WireWriter().string(ONNX.opset.domain, '').varint(ONNX.opset.version, 17))
-    .message(ONNX.model.opsetImport, new WireWriter().string(ONNX.opset.domain, 'com.microsoft').varint(ONNX.opset.version, 1))
-    .finish();
+  const model = modelOf(graph, WireWriter, ONNX);
   const rows: HeadRow[] = [];
   for (const threads of [1, 2]) {
     const multiply = headProduct(head, kernels, threads);
@@ -151,12 +158,7 @@ async function mlpsAlone(): Promise<{ rows: number; ort: number; svc: number; er
       .message(ONNX.graph.output, tensorValueInfo(`down${l}y`, ONNX.dtype.FLOAT));
   });
   graph.message(ONNX.graph.input, tensorValueInfo('x', ONNX.dtype.FLOAT));
-  const model = new WireWriter()
-    .varint(ONNX.model.irVersion, 8)
-    .message(ONNX.model.graph, graph)
-    .message(ONNX.model.opsetImport, new WireWriter().string(ONNX.opset.domain, '').varint(ONNX.opset.version, 17))
-    .message(ONNX.model.opsetImport, new WireWriter().string(ONNX.opset.domain, 'com.microsoft').varint(ONNX.opset.version, 1))
-    .finish();
+  const model = modelOf(graph, WireWriter, ONNX);
   const packed = mlps.map((m) => [m.gate, m.up, m.down].map((p) => kernels.packQ4(p.b, p.scales, p.k, p.n)));
   const s = await ort.InferenceSession.create(model, { intraOpNumThreads: 1, interOpNumThreads: 1 });
   const out = [];
