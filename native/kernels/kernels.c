@@ -11,6 +11,8 @@
 #endif
 #include <node_api.h>
 
+#include "attention.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -858,6 +860,55 @@ static napi_value add_into(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// attention(q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV, s, heads, kvHeads, headSize, divisor,
+// portable?): a
+// layer's attention for s new positions of each row (attention.c); the row count and the cached length follow
+// from the arrays' lengths, which must agree with each other.
+static napi_value attention(napi_env env, napi_callback_info info) {
+  size_t argc = 18;
+  napi_value argv[18];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 17)
+    return throw_type(env, "attention(q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV, s, heads, kvHeads, headSize, divisor, portable?)");
+  static const char *const names[12] = {"q", "k", "v", "pos", "cos", "sin", "pastK", "pastV", "mask", "out", "newK", "newV"};
+  void *data[12];
+  size_t len[12];
+  char msg[64];
+  for (int i = 0; i < 12; i++) {
+    snprintf(msg, sizeof msg, "attention: %s must be a %s", names[i], i == 3 ? "BigInt64Array" : "Float32Array");
+    if (!get_typed(env, argv[i], i == 3 ? napi_bigint64_array : napi_float32_array, &data[i], &len[i], msg)) return NULL;
+  }
+  int64_t s, heads, kv, d;
+  double divisor;
+  if (!get_int(env, argv[12], 1, INT32_MAX, &s, "attention: s must be a positive whole number") ||
+      !get_int(env, argv[13], 1, 4096, &heads, "attention: heads must be a whole number in 1..4096") ||
+      !get_int(env, argv[14], 1, 4096, &kv, "attention: kvHeads must be a whole number in 1..4096") ||
+      !get_int(env, argv[15], 2, 4096, &d, "attention: headSize must be a whole number in 2..4096"))
+    return NULL;
+  if (napi_get_value_double(env, argv[16], &divisor) != napi_ok) return throw_type(env, "attention: divisor must be a number");
+  bool portable;
+  if (!get_portable(env, argv, argc, 17, &portable, "attention: portable must be a boolean")) return NULL;
+  const int64_t rows = (int64_t)len[3] / s, kw = kv * d;
+  if (heads % kv || d % 2 || len[3] % s || !rows || len[0] != (size_t)(rows * s * heads * d) || len[1] != (size_t)(rows * s * kw) ||
+      len[2] != len[1] || len[4] % (d / 2) || len[5] != len[4] || len[6] % (rows * kw) || len[7] != len[6] || len[9] != len[0] ||
+      len[10] != len[1] || len[11] != len[1])
+    return throw_type(env, "attention: the arrays' lengths do not agree with s, heads, kvHeads and headSize");
+  const int64_t p = (int64_t)len[6] / (rows * kw);
+  if (len[8] != (size_t)(rows * s * (p + s))) return throw_type(env, "attention: mask must hold s × (past + s) values a row");
+  const Attention a = {
+    .b = (int32_t)rows, .s = (int32_t)s, .p = (int32_t)p, .heads = (int32_t)heads, .kv_heads = (int32_t)kv, .head_size = (int32_t)d,
+    .rope_rows = (int32_t)(len[4] / (d / 2)), .q = data[0], .k = data[1], .v = data[2], .pos = data[3], .cos = data[4],
+    .sin = data[5], .past_k = data[6], .past_v = data[7], .mask = data[8], .divisor = (float)divisor, .out = data[9],
+    .new_k = data[10], .new_v = data[11],
+  };
+  const int r = svc_attention(&a, use_vnni && !portable);
+  if (r == -1) {
+    napi_throw_range_error(env, NULL, "attention: a position is outside the rotary caches");
+    return NULL;
+  }
+  if (r) napi_throw_error(env, NULL, "attention: out of memory");
+  return NULL;
+}
+
 static napi_value kernel_path(napi_env env, napi_callback_info info) {
   (void)info;
   napi_value s;
@@ -875,6 +926,7 @@ NAPI_MODULE_INIT() {
     {"matmulQ8", NULL, matmul_q8, NULL, NULL, NULL, napi_enumerable, NULL},
     {"rmsNorm", NULL, rms_norm, NULL, NULL, NULL, napi_enumerable, NULL},
     {"addInto", NULL, add_into, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"attention", NULL, attention, NULL, NULL, NULL, napi_enumerable, NULL},
     {"kernelPath", NULL, kernel_path, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof *props, props) != napi_ok) return NULL;

@@ -59,6 +59,33 @@ export interface NativeKernels {
   rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void;
   /** y = a + b; b as long as a, or one row of it repeated (a bias). */
   addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
+  /**
+   * A decoder layer's attention for `s` new positions of each row, as svc's rewritten graphs compute it
+   * (src/services/inference/attention-stage.ts): q, k rotated at each position's row of the caches, scores
+   * against the cached and the new keys divided by `divisor`, the mask added, softmax, the values summed; query
+   * head h reads key/value head h / (heads / kvHeads). Agrees with ONNX Runtime to float rounding (other sums).
+   */
+  attention(a: AttentionArrays, s: number, heads: number, kvHeads: number, headSize: number, divisor: number, portable?: boolean): void;
+}
+
+/**
+ * An attention's arrays: q [rows][s][heads·d]; k, v [rows][s][kvHeads·d]; pos [rows][s], rows of cos and sin
+ * ([rope rows][d/2]); pastK, pastV [rows][kvHeads][past][d]; mask [rows][s][past + s]; out as q; newK (rotated)
+ * and newV [rows][kvHeads][s][d].
+ */
+export interface AttentionArrays {
+  q: Float32Array;
+  k: Float32Array;
+  v: Float32Array;
+  pos: BigInt64Array;
+  cos: Float32Array;
+  sin: Float32Array;
+  pastK: Float32Array;
+  pastV: Float32Array;
+  mask: Float32Array;
+  out: Float32Array;
+  newK: Float32Array;
+  newV: Float32Array;
 }
 
 interface Addon {
@@ -78,6 +105,26 @@ interface Addon {
   matmulQ8(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
   rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void;
   addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
+  attention(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    pos: BigInt64Array,
+    cos: Float32Array,
+    sin: Float32Array,
+    pastK: Float32Array,
+    pastV: Float32Array,
+    mask: Float32Array,
+    out: Float32Array,
+    newK: Float32Array,
+    newV: Float32Array,
+    s: number,
+    heads: number,
+    kvHeads: number,
+    headSize: number,
+    divisor: number,
+    portable?: boolean,
+  ): void;
   kernelPath(): string;
 }
 
@@ -116,6 +163,27 @@ function load(): { kernels?: NativeKernels; reason?: string } {
       matmulQ8: (w, x, m, y, threads, portable) => addon.matmulQ8(handle(w), x, m, y, threads, portable),
       rmsNorm: (x, w, epsilon, y) => addon.rmsNorm(x, w, epsilon, y),
       addInto: (a, b, y) => addon.addInto(a, b, y),
+      attention: (a, s, heads, kvHeads, headSize, divisor, portable) =>
+        addon.attention(
+          a.q,
+          a.k,
+          a.v,
+          a.pos,
+          a.cos,
+          a.sin,
+          a.pastK,
+          a.pastV,
+          a.mask,
+          a.out,
+          a.newK,
+          a.newV,
+          s,
+          heads,
+          kvHeads,
+          headSize,
+          divisor,
+          portable,
+        ),
     },
   };
 }

@@ -6,6 +6,7 @@
  * written into.
  */
 import type { NativeKernels, PackedQ4 } from '../../runtime/kernels.ts';
+import { attentionOf, type AttentionStage } from './attention-stage.ts';
 import type { OrtWeb } from './backend.ts';
 import { syncSession } from './onnxruntime-node.ts';
 import type { Q4Product, SplitGraph, ValueMetadata } from './weight-split.ts';
@@ -32,11 +33,20 @@ interface Call {
   run(x: Float32Array, other: Float32Array | undefined, m: number, y: Float32Array): void;
 }
 
-type Step = { kind: 'graph'; session: StageSession; inputs: string[]; outputs: string[] } | { kind: 'kernels'; calls: Call[] };
+type Step =
+  | { kind: 'graph'; session: StageSession; inputs: string[]; outputs: string[]; attention?: AttentionStage }
+  | { kind: 'kernels'; calls: Call[] };
+
+/**
+ * New positions a row up to which a layer's attention stage runs on the kernel (a decode step; a few drafted
+ * tokens), not in ONNX Runtime. The kernel takes each score as one dot product; a prefill's many rows go to
+ * ONNX Runtime's matrix products.
+ */
+const ATTENTION_KERNEL_NEW = 8;
 
 export class SplitSession {
   /** Graph stages and kernel calls a run makes (steps: residual sums and norms between products). */
-  readonly stages: { graphs: number; mlps: number; products: number; steps: number };
+  readonly stages: { graphs: number; mlps: number; products: number; steps: number; attentions: number };
 
   private constructor(
     private ort: OrtWeb,
@@ -45,7 +55,8 @@ export class SplitSession {
     readonly outputNames: string[],
     readonly inputMetadata: ValueMetadata[],
     readonly outputMetadata: ValueMetadata[],
-    counts: { mlps: number; products: number; steps: number },
+    counts: { mlps: number; products: number; steps: number; attentions: number },
+    private kernels: NativeKernels,
   ) {
     this.stages = { graphs: steps.filter((s) => s.kind === 'graph').length, ...counts };
   }
@@ -59,7 +70,7 @@ export class SplitSession {
   ): Promise<SplitSession> {
     const threads = Number(options.intraOpNumThreads) || 1;
     const steps: Step[] = [];
-    const counts = { mlps: 0, products: 0, steps: 0 };
+    const counts = { mlps: 0, products: 0, steps: 0, attentions: 0 };
     const packed = (p: Q4Product): PackedQ4 => kernels.packQ4(p.b, p.scales, p.k, p.n);
     try {
       for (const s of split.stages) {
@@ -68,7 +79,9 @@ export class SplitSession {
           // them held ~1 GB each after a 2,000-token prompt); freed after each run, a layer's buffers are
           // there for the next stage's to reuse
           const session = await stageSession(ort, s.model, { ...options, enableCpuMemArena: false });
-          steps.push({ kind: 'graph', session, inputs: s.inputs, outputs: s.outputs });
+          const attention = attentionOf(s.model, s.inputs, s.outputs);
+          if (attention) counts.attentions++;
+          steps.push({ kind: 'graph', session, inputs: s.inputs, outputs: s.outputs, attention });
           continue;
         }
         steps.push({
@@ -113,7 +126,7 @@ export class SplitSession {
       for (const s of steps) if (s.kind === 'graph') s.session.release();
       throw e;
     }
-    return new SplitSession(ort, steps, split.inputs, split.outputs, split.metadata.inputs, split.metadata.outputs, counts);
+    return new SplitSession(ort, steps, split.inputs, split.outputs, split.metadata.inputs, split.metadata.outputs, counts, kernels);
   }
 
   /**
@@ -129,12 +142,24 @@ export class SplitSession {
   async run(feeds: Record<string, OrtTensor>, fetches?: Record<string, OrtTensor | null>): Promise<Record<string, OrtTensor>> {
     const values = new Map<string, OrtTensor>(Object.entries(feeds));
     const wanted = fetches ? Object.keys(fetches) : this.outputNames;
+    const skip = this.unneeded(wanted);
     const handed = new Set(wanted);
     const key = shapesOf(feeds);
     const reused = this.scratch.get(key);
     const made = reused ? undefined : new Map<string, OrtTensor>();
     const into = (name: string) => fetches?.[name] ?? (handed.has(name) ? null : reused?.get(name) ?? null);
+    /** A float tensor of `dims` for `name`: the one handed in or kept, where its size fits, else a new one. */
+    const output = (name: string, dims: readonly number[]): OrtTensor => {
+      const size = dims.reduce((a, b) => a * b, 1);
+      const given = into(name);
+      const t = given?.size === size ? given : new this.ort.Tensor('float32', new Float32Array(size), dims);
+      values.set(name, t);
+      if (!handed.has(name)) made?.set(name, t);
+      return t;
+    };
     for (const s of this.steps) {
+      if (skip.has(s)) continue;
+      if (s.kind === 'graph' && s.attention && this.attend(s.attention, values, output)) continue;
       if (s.kind === 'graph') {
         const ins: Record<string, OrtTensor> = {};
         for (const x of s.inputs) ins[x] = values.get(x)!;
@@ -159,12 +184,9 @@ export class SplitSession {
       }
       for (const c of s.calls) {
         const x = values.get(c.inputs[0]!)!, other = c.inputs[1] === undefined ? undefined : values.get(c.inputs[1])!;
-        const k = x.dims.at(-1)!, m = x.size / k, n = c.width(k);
-        const given = into(c.output);
-        const y = given?.size === m * n ? given : new this.ort.Tensor('float32', new Float32Array(m * n), [...x.dims.slice(0, -1), n]);
+        const k = x.dims.at(-1)!, m = x.size / k;
+        const y = output(c.output, [...x.dims.slice(0, -1), c.width(k)]);
         c.run(x.data as Float32Array, other?.data as Float32Array | undefined, m, y.data as Float32Array);
-        values.set(c.output, y);
-        if (!handed.has(c.output)) made?.set(c.output, y);
       }
     }
     if (made && [...made.values()].reduce((n, t) => n + (t.data as ArrayBufferView).byteLength, 0) <= SCRATCH_BYTES) {
@@ -172,6 +194,74 @@ export class SplitSession {
       this.scratch.set(key, made);
     }
     return Object.fromEntries(wanted.map((n) => [n, values.get(n)!]));
+  }
+
+  /** Graph stages by the outputs a run fetches: those whose outputs neither it nor a later step reads. */
+  private skipped = new Map<string, Set<Step>>();
+
+  private unneeded(wanted: string[]): Set<Step> {
+    const key = wanted.join('\n');
+    let skip = this.skipped.get(key);
+    if (skip) return skip;
+    skip = new Set();
+    const needed = new Set(wanted);
+    for (const s of [...this.steps].reverse()) {
+      if (s.kind === 'kernels') {
+        for (const c of s.calls) c.inputs.forEach((x) => needed.add(x));
+      } else if (s.outputs.some((x) => needed.has(x))) s.inputs.forEach((x) => needed.add(x));
+      else skip.add(s);
+    }
+    if (this.skipped.size < SCRATCH_SETS) this.skipped.set(key, skip);
+    return skip;
+  }
+
+  /**
+   * A layer's attention on the kernel, where the values have the shapes the stage was recognized for and each
+   * row adds few positions; false (nothing made) to leave it to the stage's session.
+   */
+  private attend(a: AttentionStage, values: Map<string, OrtTensor>, output: (name: string, dims: readonly number[]) => OrtTensor): boolean {
+    const [q, k, v, pos, cos, sin, pastK, pastV, mask] = [a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastKey, a.pastValue, a.mask].map((x) =>
+      values.get(x)
+    );
+    if (!q || !k || !v || !pos || !cos || !sin || !pastK || !pastV || !mask || q.dims.length !== 3) return false;
+    const [b, s] = q.dims as [number, number], d = a.headSize;
+    const past = pastK.dims[2]!;
+    const is = (t: OrtTensor, type: string, dims: number[]) => t.type === type && String(t.dims) === String(dims);
+    if (
+      s > ATTENTION_KERNEL_NEW || !is(q, 'float32', [b, s, a.heads * d]) || !is(k, 'float32', [b, s, a.kvHeads * d]) ||
+      !is(v, 'float32', [b, s, a.kvHeads * d]) || !is(pos, 'int64', [b, s]) || !is(cos, 'float32', [cos.dims[0]!, d / 2]) ||
+      !is(sin, 'float32', cos.dims as number[]) || !is(pastK, 'float32', [b, a.kvHeads, past, d]) ||
+      !is(pastV, 'float32', [b, a.kvHeads, past, d]) || !is(mask, 'float32', [b, 1, s, past + s])
+    ) return false;
+    const out = output(a.output, [b, s, a.heads * d]);
+    const [key, ...keyCopies] = a.keys.map((x) => output(x, [b, a.kvHeads, s, d]));
+    const [value, ...valueCopies] = a.values.map((x) => output(x, [b, a.kvHeads, s, d]));
+    const f = (t: OrtTensor | undefined) => t?.data as Float32Array;
+    const newK = f(key) ?? new Float32Array(k.size), newV = f(value) ?? new Float32Array(v.size);
+    this.kernels.attention(
+      {
+        q: f(q),
+        k: f(k),
+        v: f(v),
+        pos: pos.data as BigInt64Array,
+        cos: f(cos),
+        sin: f(sin),
+        pastK: f(pastK),
+        pastV: f(pastV),
+        mask: f(mask),
+        out: f(out),
+        newK,
+        newV,
+      },
+      s,
+      a.heads,
+      a.kvHeads,
+      d,
+      a.divisor,
+    );
+    for (const t of keyCopies) f(t).set(newK);
+    for (const t of valueCopies) f(t).set(newV);
+    return true;
   }
 
   async release(): Promise<void> {

@@ -24,6 +24,7 @@ import {
   elemTypeOf,
   first,
   type GraphNode,
+  hasSubgraph,
   indexGraph,
   intAttr,
   intsAttr,
@@ -292,8 +293,11 @@ function lastAxis(mean: GraphNode, g: Graphs): boolean {
   return axes?.length === 1 && axes[0] === -1;
 }
 
+/** Where constants are found: initializers and Constant nodes (by the value they make). */
+export type Constants = Pick<Graphs, 'made' | 'inits' | 'weight'>;
+
 /** The tensor a Constant node makes, or an initializer. */
-function constantTensor(name: string | undefined, g: Graphs): { t: WireField[]; raw: Uint8Array | undefined } | undefined {
+function constantTensor(name: string | undefined, g: Constants): { t: WireField[]; raw: Uint8Array | undefined } | undefined {
   if (!name) return undefined;
   const init = g.inits.get(name);
   if (init) return { t: init.fields, raw: bytesOf(init, g.weight) };
@@ -311,7 +315,7 @@ function constantTensor(name: string | undefined, g: Graphs): { t: WireField[]; 
 }
 
 /** A float constant with one element (raw or float_data), as a number. */
-function scalarOf(name: string | undefined, g: Graphs): number | undefined {
+export function scalarOf(name: string | undefined, g: Constants): number | undefined {
   const c = constantTensor(name, g);
   if (!c || Number(first(c.t, ONNX.tensor.dataType)?.int) !== ONNX.dtype.FLOAT) return undefined;
   const bytes = c.raw ?? first(c.t, ONNX.tensor.floatData)?.bytes;
@@ -319,7 +323,7 @@ function scalarOf(name: string | undefined, g: Graphs): number | undefined {
 }
 
 /** An int64 constant's values (raw data). */
-function intsOf(name: string, g: Graphs): number[] | undefined {
+export function intsOf(name: string, g: Constants): number[] | undefined {
   const c = constantTensor(name, g);
   if (!c?.raw || Number(first(c.t, ONNX.tensor.dataType)?.int) !== ONNX.dtype.INT64) return undefined;
   const v = new BigInt64Array(c.raw.length / 8);
@@ -328,7 +332,7 @@ function intsOf(name: string, g: Graphs): number[] | undefined {
 }
 
 /** A node's FLOAT attribute. */
-function floatAttr(n: GraphNode, name: string): number | undefined {
+export function floatAttr(n: GraphNode, name: string): number | undefined {
   for (const a of all(n.fields, ONNX.node.attribute)) {
     const af = decodeFields(a.bytes!);
     const f = first(af, ONNX.attr.f)?.bytes;
@@ -444,6 +448,11 @@ export function splitGraph(model: Uint8Array, weight: (t: Tensor) => Uint8Array 
     if (isCall(n) || !by.length || n.outputs.some((o) => graphOutputs.has(o))) continue;
     stageOf.set(n, Math.max(stageOf.get(n)!, Math.min(...by.map((r) => stageOf.get(r)!))));
   }
+  // a conditional that only hands out graph outputs (the present switch's concatenations of every layer's cache)
+  // goes into a stage of its own at the end, which a run that fetches none of them skips (./split-session.ts),
+  // so that the last layer's stage is its attention alone
+  const end = Math.max(...stageOf.values()) + 1;
+  for (const n of staged) if (!isCall(n) && hasSubgraph(n) && n.outputs.every((o) => graphOutputs.has(o))) stageOf.set(n, end);
   const last = Math.max(...stageOf.values());
   const types = elemTypes(nodes, inits, declared);
 

@@ -14,6 +14,7 @@ import { withInt8Activations } from '../../../src/services/inference/nbits-accur
 import { PRESENT_SWITCH } from '../../../src/services/inference/past-and-new.ts';
 import { SplitSession } from '../../../src/services/inference/split-session.ts';
 import { splitAtWeights } from '../../../src/services/inference/weight-split.ts';
+import { attentionOf } from '../../../src/services/inference/attention-stage.ts';
 import { indexGraph, modelGraph } from '../../../src/services/models/onnx-wire.ts';
 import { nativeKernels } from '../../../src/runtime/kernels.ts';
 import { TINY_LLAMA } from './fixtures.ts';
@@ -70,7 +71,23 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
       ).flat(),
       'graph', // the last norm
       'product', // the head
+      'graph', // the present switch: the whole cache, for a call that fetches it
     ]);
+    // every layer's stage but the first (which also builds the mask and the rotary tables) is an attention the
+    // kernel runs, reading its own layer's cache
+    const attentions = split.stages.flatMap((s) => (s.kind === 'graph' ? [attentionOf(s.model, s.inputs, s.outputs)] : []));
+    const later = Array.from({ length: layers - 1 }, (_, l) => `past_key_values.${l + 1}.key`);
+    // the embedding's stage, the first layer's, the later layers', the last norm's, the switch's
+    assert.deepEqual(attentions.map((a) => a?.pastKey), [undefined, undefined, ...later, undefined, undefined]);
+    assert.deepEqual(
+      attentions.filter(Boolean).map((a) => [a!.heads, a!.kvHeads, a!.headSize, a!.divisor]),
+      Array(layers - 1).fill([
+        config.num_attention_heads,
+        config.num_key_value_heads,
+        config.head_dim,
+        Math.fround(Math.sqrt(config.head_dim)),
+      ]),
+    );
     // no 4-bit product and no norm is left to ONNX Runtime but the first and the last norm
     const left = split.stages.flatMap((s) => (s.kind === 'graph' ? indexGraph(modelGraph(s.model)!.graph).nodes : []));
     assert.equal(left.filter((n) => n.opType === 'MatMulNBits').length, 0);
@@ -130,8 +147,15 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
     assert.ok(kernels, 'the native kernels are built (npm run build:native)');
     const whole = await ort.InferenceSession.create(q4, opts);
     const s = await SplitSession.create(ort as never, kernels, split, opts);
-    // the embedding's, each layer's attention, the last norm; q, k, v, o a layer and the head; 2 sums and 2 norms a layer but the last norm
-    assert.deepEqual(s.stages, { graphs: layers + 2, mlps: layers, products: 4 * layers + 1, steps: 4 * layers - 1 });
+    // the embedding's, each layer's attention, the last norm, the present switch; q, k, v, o a layer and the
+    // head; 2 sums and 2 norms a layer but the last norm; the attentions of all layers but the first
+    assert.deepEqual(s.stages, {
+      graphs: layers + 3,
+      mlps: layers,
+      products: 4 * layers + 1,
+      steps: 4 * layers - 1,
+      attentions: layers - 1,
+    });
     const want = await whole.run(prefill());
     const got = await s.run(prefill() as never);
     for (const name of whole.outputNames) {
@@ -147,6 +171,45 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
     assert.deepEqual(Object.keys(only), ['logits']);
     assert.equal(only.logits!.data, logits.data);
     assert.ok(relMax(logits.data as Float32Array, want.logits!.data as Float32Array) < 5e-4);
+    await whole.release();
+    await s.release();
+  });
+
+  test("decode steps (1 and 3 new positions, two rows, one padded) run each later layer's attention on the kernel, with ONNX Runtime's logits", async () => {
+    const kernels = nativeKernels();
+    assert.ok(kernels, 'the native kernels are built (npm run build:native)');
+    const whole = await ort.InferenceSession.create(q4, opts);
+    let calls = 0;
+    const counted = { ...kernels, attention: (...a: Parameters<typeof kernels.attention>) => (calls++, kernels.attention(...a)) };
+    const s = await SplitSession.create(ort as never, counted, split, opts);
+    const cache = await whole.run(prefill());
+    const L = REF.generate.prompt_ids.length;
+    for (const n of [1, 3]) {
+      const feeds = {
+        input_ids: i64(Array.from({ length: 2 * n }, (_, i) => 17 + 29 * i), [2, n]),
+        attention_mask: i64([...Array(L + n).fill(1), 0, 0, ...Array(L - 2 + n).fill(1)], [2, L + n]),
+        position_ids: i64([...Array(n).keys()].flatMap((j) => [L + j]).concat([...Array(n).keys()].map((j) => L - 2 + j)), [2, n]),
+        num_logits_to_keep: i64([0], []),
+        [PRESENT_SWITCH]: new ort.Tensor('bool', [false], []),
+        ...Object.fromEntries(
+          Array.from(
+            { length: layers },
+            (_, l) => ['key', 'value'].map((kv) => [`past_key_values.${l}.${kv}`, cache[`present.${l}.${kv}`]!]),
+          ).flat(),
+        ),
+      };
+      const names = whole.outputNames.filter((x) => !x.startsWith('present'));
+      const fetch = Object.fromEntries(names.map((x) => [x, null]));
+      calls = 0;
+      const got = await s.run(feeds as never, fetch as never);
+      assert.equal(calls, layers - 1, `${n} new: attentions on the kernel`);
+      const want = await whole.run(feeds, fetch as never);
+      for (const name of names) {
+        assert.deepEqual(got[name]!.dims, want[name]!.dims, name);
+        const err = relMax(got[name]!.data as Float32Array, want[name]!.data as Float32Array);
+        assert.ok(err < 5e-4, `${n} new, ${name}: ${err}`);
+      }
+    }
     await whole.release();
     await s.release();
   });

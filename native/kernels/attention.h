@@ -1,0 +1,25 @@
+// A decoder layer's attention for a few new positions, as the graphs svc cuts compute it (see attention.c).
+#ifndef SVC_ATTENTION_H
+#define SVC_ATTENTION_H
+
+#include <stdint.h>
+
+typedef struct {
+  // b rows of s new positions each, after p cached ones; heads query heads of head_size values over kv_heads
+  // key/value heads (heads a multiple of kv_heads); rope_rows rows in the rotary caches.
+  int32_t b, s, p, heads, kv_heads, head_size, rope_rows;
+  const float *q;          // [b][s][heads * head_size]
+  const float *k, *v;      // [b][s][kv_heads * head_size]
+  const int64_t *pos;      // [b][s]: each position's row in cos and sin
+  const float *cos, *sin;  // [rope_rows][head_size / 2]
+  const float *past_k, *past_v;  // [b][kv_heads][p][head_size]
+  const float *mask;       // [b][s][p + s], added to the scores
+  float divisor;           // the scores are divided by it
+  float *out;              // [b][s][heads * head_size]
+  float *new_k, *new_v;    // [b][kv_heads][s][head_size]: k rotated, v
+} Attention;
+
+// 0, or -1 where a position's row is outside the rotary caches (nothing is written then).
+int svc_attention(const Attention *a, int avx512);
+
+#endif
