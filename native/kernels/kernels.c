@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -403,21 +404,100 @@ static int q4_segment(int nb) {
   return (nb + parts - 1) / parts;
 }
 
-// Threads are made per call and joined, so nothing spins or waits between calls inside the server.
+// The threads a call splits its parts over: the caller and up to POOL_MAX - 1 workers, made once and kept. A
+// worker that finds no work spins for SPIN_NS (a decode step calls the kernels every few microseconds, and
+// waking a sleeping thread costs far more than that on a virtual machine), then sleeps until the next call.
+// One call at a time: a second caller waits for the first.
+enum { POOL_MAX = 64 };
+static const int64_t SPIN_NS = 1000000;
+
+static struct {
+  pthread_mutex_t lock, call;
+  pthread_cond_t wake;
+  int workers;                 // made so far
+  unsigned generation;         // bumped (under lock) for each call that has work for the workers
+  const Part *parts;
+  int n;                       // parts of the current call (the caller runs part 0)
+  int done;                    // parts of the current call the workers finished
+  unsigned made_at[POOL_MAX];  // the generation before each worker's first call
+  int resting;                 // set by rest(): spinning workers go to sleep now, until the next call
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, 0, 0, {0}, 0};
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void *pool_worker(void *arg) {
+  const int id = (int)(intptr_t)arg; // runs part id + 1
+  unsigned seen = pool.made_at[id];    // the call that made it comes after
+  for (;;) {
+    const int64_t until = now_ns() + SPIN_NS;
+    unsigned g;
+    for (int i = 0; (g = __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE)) == seen; i++) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+      if ((i & 255) == 255 && (__atomic_load_n(&pool.resting, __ATOMIC_RELAXED) || now_ns() > until)) {
+        pthread_mutex_lock(&pool.lock);
+        while ((g = pool.generation) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+        pthread_mutex_unlock(&pool.lock);
+        break;
+      }
+    }
+    // the call's parts as of generation g: a worker the last call did not need may look only now, while the
+    // caller already sets up the next one
+    int n;
+    const Part *parts;
+    do {
+      seen = g;
+      n = __atomic_load_n(&pool.n, __ATOMIC_ACQUIRE);
+      parts = __atomic_load_n(&pool.parts, __ATOMIC_ACQUIRE);
+    } while ((g = __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE)) != seen);
+    if (id + 1 < n) {
+      run_part((void *)&parts[id + 1]);
+      __atomic_add_fetch(&pool.done, 1, __ATOMIC_ACQ_REL);
+    }
+  }
+  return NULL;
+}
+
 static void run_job(const void *job, int groups, int m, int nb, int seg, GroupFn fn, int threads) {
   if (threads > groups) threads = groups;
   if (threads < 1) threads = 1;
-  if (threads > 64) threads = 64; // beyond that a weight stream this size gains nothing
-  Part parts[64];
-  pthread_t ids[64];
-  int started[64] = {0};
+  if (threads > POOL_MAX) threads = POOL_MAX; // beyond that a weight stream this size gains nothing
+  Part parts[POOL_MAX];
   for (int i = 0; i < threads; i++) parts[i] = (Part){job, fn, m, (int)((int64_t)groups * i / threads), (int)((int64_t)groups * (i + 1) / threads), nb, seg};
-  for (int i = 1; i < threads; i++) started[i] = pthread_create(&ids[i], NULL, run_part, &parts[i]) == 0;
-  run_part(&parts[0]);
-  for (int i = 1; i < threads; i++) {
-    if (started[i]) pthread_join(ids[i], NULL);
-    else run_part(&parts[i]); // no thread to be had: the caller does that part itself
+  if (threads == 1) {
+    run_part(&parts[0]);
+    return;
   }
+  pthread_mutex_lock(&pool.call);
+  while (pool.workers < threads - 1) {
+    pthread_t id;
+    pool.made_at[pool.workers] = pool.generation;
+    if (pthread_create(&id, NULL, pool_worker, (void *)(intptr_t)pool.workers) != 0) break;
+    pthread_detach(id);
+    pool.workers++;
+  }
+  const int n = pool.workers + 1 < threads ? pool.workers + 1 : threads;
+  pthread_mutex_lock(&pool.lock);
+  __atomic_store_n(&pool.resting, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&pool.parts, parts, __ATOMIC_RELEASE);
+  __atomic_store_n(&pool.n, n, __ATOMIC_RELEASE);
+  __atomic_store_n(&pool.done, 0, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&pool.generation, 1, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&pool.wake);
+  pthread_mutex_unlock(&pool.lock);
+  run_part(&parts[0]);
+  for (int i = n; i < threads; i++) run_part(&parts[i]); // no worker to be had: the caller does those parts itself
+  while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < n - 1) {
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  pthread_mutex_unlock(&pool.call);
 }
 
 static int use_vnni;
@@ -909,6 +989,14 @@ static napi_value attention(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// rest(): the pool's spinning workers go to sleep now (other threads are about to need the cores), until the
+// next call wakes them.
+static napi_value rest(napi_env env, napi_callback_info info) {
+  (void)env, (void)info;
+  __atomic_store_n(&pool.resting, 1, __ATOMIC_RELAXED);
+  return NULL;
+}
+
 static napi_value kernel_path(napi_env env, napi_callback_info info) {
   (void)info;
   napi_value s;
@@ -927,6 +1015,7 @@ NAPI_MODULE_INIT() {
     {"rmsNorm", NULL, rms_norm, NULL, NULL, NULL, napi_enumerable, NULL},
     {"addInto", NULL, add_into, NULL, NULL, NULL, napi_enumerable, NULL},
     {"attention", NULL, attention, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"rest", NULL, rest, NULL, NULL, NULL, napi_enumerable, NULL},
     {"kernelPath", NULL, kernel_path, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof *props, props) != napi_ok) return NULL;

@@ -66,6 +66,11 @@ export interface NativeKernels {
    * head h reads key/value head h / (heads / kvHeads). Agrees with ONNX Runtime to float rounding (other sums).
    */
   attention(a: AttentionArrays, s: number, heads: number, kvHeads: number, headSize: number, divisor: number, portable?: boolean): void;
+  /**
+   * Puts the threads that calls with more than one thread keep (spinning a while after each call, for the
+   * next) to sleep now, until the next such call: other threads are about to need the cores.
+   */
+  rest(): void;
 }
 
 /**
@@ -125,6 +130,7 @@ interface Addon {
     divisor: number,
     portable?: boolean,
   ): void;
+  rest(): void;
   kernelPath(): string;
 }
 
@@ -163,6 +169,7 @@ function load(): { kernels?: NativeKernels; reason?: string } {
       matmulQ8: (w, x, m, y, threads, portable) => addon.matmulQ8(handle(w), x, m, y, threads, portable),
       rmsNorm: (x, w, epsilon, y) => addon.rmsNorm(x, w, epsilon, y),
       addInto: (a, b, y) => addon.addInto(a, b, y),
+      rest: () => addon.rest(),
       attention: (a, s, heads, kvHeads, headSize, divisor, portable) =>
         addon.attention(
           a.q,

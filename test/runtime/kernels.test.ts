@@ -159,6 +159,26 @@ test('y may be a view on a SharedArrayBuffer', async () => {
   assertClose(y, await ortOutput(c, x, 3), 'SharedArrayBuffer');
 });
 
+test('the threads kept between calls: any thread count, call after call, rested or not, gives the one-thread bits', async () => {
+  const kn = addon();
+  const c = cases[1]!;
+  const w = kn.packQ4(c.b, c.scales, c.k, c.n);
+  const want = new Float32Array(5 * c.n);
+  const x = input(5, c.k, 9);
+  kn.matmulQ4(w, x, 5, want, 1);
+  assertClose(want, await ortOutput(c, x, 5), 'one thread');
+  // thread counts that grow and shrink from call to call (a worker the last call left out may look late), a
+  // rest now and then (workers asleep, woken by the next call), rows from 1 to 5
+  const counts = [2, 3, 1, 5, 2, 4, 3, 2, 1, 2];
+  for (let i = 0; i < 2000; i++) {
+    const threads = counts[i % counts.length]!, m = 1 + (i % 5);
+    const y = new Float32Array(m * c.n);
+    if (i % 7 === 0) kn.rest();
+    kn.matmulQ4(w, x.subarray(0, m * c.k), m, y, threads);
+    assert.deepEqual(y, want.subarray(0, m * c.n), `call ${i}: ${threads} threads, ${m} rows`);
+  }
+});
+
 test('wrong shapes and arguments are TypeErrors', () => {
   const kn = addon();
   const [k, n] = [64, 20];

@@ -207,8 +207,9 @@ function nativeGraph(
   const own = decoder && onCpu && nativeKernels()?.path === 'avx512vnni';
   const weight = file ? (t: Tensor) => externalBytes(file, t) : undefined;
   const folder = file && dirname(file);
-  // with one thread, the 4-bit products (and the sums and norms between them) on svc's own kernels (./weight-split.ts)
-  edits.split = own && Number(options.intraOpNumThreads) === 1 ? splitAtWeights(before ?? graph, weight) : undefined;
+  // the 4-bit products (and the sums and norms between them) on svc's own kernels (./weight-split.ts), on the
+  // session's threads (a number of them: left to ONNX Runtime, it takes every core)
+  edits.split = own && Number(options.intraOpNumThreads) >= 1 ? splitAtWeights(before ?? graph, weight) : undefined;
   if (edits.split) {
     edits.inFile = read.pointed;
     return { edits, folder };

@@ -9,6 +9,7 @@ import type { NativeKernels, PackedQ4 } from '../../runtime/kernels.ts';
 import { attentionOf, type AttentionStage } from './attention-stage.ts';
 import type { OrtWeb } from './backend.ts';
 import { syncSession } from './onnxruntime-node.ts';
+import { indexGraph, modelGraph } from '../models/onnx-wire.ts';
 import type { Q4Product, SplitGraph, ValueMetadata } from './weight-split.ts';
 
 type OrtTensor = InstanceType<OrtWeb['Tensor']>;
@@ -34,7 +35,7 @@ interface Call {
 }
 
 type Step =
-  | { kind: 'graph'; session: StageSession; inputs: string[]; outputs: string[]; attention?: AttentionStage }
+  | { kind: 'graph'; session: StageSession; wide?: StageSession; inputs: string[]; outputs: string[]; attention?: AttentionStage }
   | { kind: 'kernels'; calls: Call[] };
 
 /**
@@ -78,10 +79,17 @@ export class SplitSession {
           // no memory arena per stage: each would keep the largest attention its layer ever computed (24 of
           // them held ~1 GB each after a 2,000-token prompt); freed after each run, a layer's buffers are
           // there for the next stage's to reuse
-          const session = await stageSession(ort, s.model, { ...options, enableCpuMemArena: false });
+          const one = { ...options, enableCpuMemArena: false, intraOpNumThreads: 1 };
+          const session = await stageSession(ort, s.model, one);
+          // with more threads, a stage without weights of its own (an attention) gets a twin on them all for
+          // a prefill's many positions; a decode step's stages are too small to gain from threads, whose
+          // waking and spinning only took the cores from the kernels' threads
+          const wide = threads > 1 && weightless(s.model)
+            ? await stageSession(ort, s.model, spinless({ ...one, intraOpNumThreads: threads }))
+            : undefined;
           const attention = attentionOf(s.model, s.inputs, s.outputs);
           if (attention) counts.attentions++;
-          steps.push({ kind: 'graph', session, inputs: s.inputs, outputs: s.outputs, attention });
+          steps.push({ kind: 'graph', session, wide, inputs: s.inputs, outputs: s.outputs, attention });
           continue;
         }
         steps.push({
@@ -123,7 +131,7 @@ export class SplitSession {
         });
       }
     } catch (e) {
-      for (const s of steps) if (s.kind === 'graph') s.session.release();
+      for (const s of steps) if (s.kind === 'graph') s.session.release(), s.wide?.release();
       throw e;
     }
     return new SplitSession(ort, steps, split.inputs, split.outputs, split.metadata.inputs, split.metadata.outputs, counts, kernels);
@@ -143,6 +151,7 @@ export class SplitSession {
     const values = new Map<string, OrtTensor>(Object.entries(feeds));
     const wanted = fetches ? Object.keys(fetches) : this.outputNames;
     const skip = this.unneeded(wanted);
+    const few = (feeds.input_ids?.dims.at(-1) ?? Infinity) <= ATTENTION_KERNEL_NEW;
     const handed = new Set(wanted);
     const key = shapesOf(feeds);
     const reused = this.scratch.get(key);
@@ -168,7 +177,10 @@ export class SplitSession {
         let got: Record<string, OrtTensor>;
         try {
           // the binding's run returns its outputs, not a promise: no turn of the microtask queue per stage
-          const r = s.session.run(ins, outs);
+          const session = few ? s.session : s.wide ?? s.session;
+          // ONNX Runtime's threads take the cores: the kernels' threads stop spinning
+          if (session === s.wide) this.kernels.rest();
+          const r = session.run(ins, outs);
           got = r instanceof Promise ? await r : r;
         } catch (e) {
           if (!reused) throw e;
@@ -265,8 +277,20 @@ export class SplitSession {
   }
 
   async release(): Promise<void> {
-    await Promise.all(this.steps.map((s) => (s.kind === 'graph' ? s.session.release() : undefined)));
+    await Promise.all(this.steps.flatMap((s) => (s.kind === 'graph' ? [s.session.release(), s.wide?.release()] : [])));
   }
+}
+
+/** Whether a stage's graph holds no more than a few small constants (an attention; not the embedding table). */
+function weightless(model: Uint8Array): boolean {
+  const inits = indexGraph(modelGraph(model)!.graph).inits;
+  return [...inits.values()].every((t) => t.dims.reduce((a, b) => a * b, 1) <= 1 << 16);
+}
+
+/** Session options whose intra-op threads sleep as soon as a run ends instead of spinning for the next. */
+function spinless(options: Record<string, unknown>): Record<string, unknown> {
+  const extra = (options.extra ?? {}) as { session?: Record<string, unknown> };
+  return { ...options, extra: { ...extra, session: { ...extra.session, 'intra_op.allow_spinning': '0' } } };
 }
 
 /** Sets of reused buffers a session keeps, and the largest one kept (a decode step of 4 rows of a 0.5B model: ~3 MB). */

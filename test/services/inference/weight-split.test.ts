@@ -142,77 +142,80 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
     }
   });
 
-  test("run as one session, it gives ONNX Runtime's logits and cache (every position, two rows, one padded)", async () => {
-    const kernels = nativeKernels();
-    assert.ok(kernels, 'the native kernels are built (npm run build:native)');
-    const whole = await ort.InferenceSession.create(q4, opts);
-    const s = await SplitSession.create(ort as never, kernels, split, opts);
-    // the embedding's, each layer's attention, the last norm, the present switch; q, k, v, o a layer and the
-    // head; 2 sums and 2 norms a layer but the last norm; the attentions of all layers but the first
-    assert.deepEqual(s.stages, {
-      graphs: layers + 3,
-      mlps: layers,
-      products: 4 * layers + 1,
-      steps: 4 * layers - 1,
-      attentions: layers - 1,
-    });
-    const want = await whole.run(prefill());
-    const got = await s.run(prefill() as never);
-    for (const name of whole.outputNames) {
-      assert.deepEqual(got[name]!.dims, want[name]!.dims, name);
-      // ONNX Runtime adds a product's blocks in another order: rarely, an int8 code of the MLP's hidden
-      // values lands one step apart (BENCHMARKS.md, "own 4-bit MLP")
-      const err = relMax(got[name]!.data as Float32Array, want[name]!.data as Float32Array);
-      assert.ok(err < 5e-4, `${name}: ${err}`);
-    }
-    // outputs handed in are written into, the others not fetched
-    const logits = new ort.Tensor('float32', new Float32Array(want.logits!.size), want.logits!.dims);
-    const only = await s.run(prefill() as never, { logits } as never);
-    assert.deepEqual(Object.keys(only), ['logits']);
-    assert.equal(only.logits!.data, logits.data);
-    assert.ok(relMax(logits.data as Float32Array, want.logits!.data as Float32Array) < 5e-4);
-    await whole.release();
-    await s.release();
-  });
-
-  test("decode steps (1 and 3 new positions, two rows, one padded) run each later layer's attention on the kernel, with ONNX Runtime's logits", async () => {
-    const kernels = nativeKernels();
-    assert.ok(kernels, 'the native kernels are built (npm run build:native)');
-    const whole = await ort.InferenceSession.create(q4, opts);
-    let calls = 0;
-    const counted = { ...kernels, attention: (...a: Parameters<typeof kernels.attention>) => (calls++, kernels.attention(...a)) };
-    const s = await SplitSession.create(ort as never, counted, split, opts);
-    const cache = await whole.run(prefill());
-    const L = REF.generate.prompt_ids.length;
-    for (const n of [1, 3]) {
-      const feeds = {
-        input_ids: i64(Array.from({ length: 2 * n }, (_, i) => 17 + 29 * i), [2, n]),
-        attention_mask: i64([...Array(L + n).fill(1), 0, 0, ...Array(L - 2 + n).fill(1)], [2, L + n]),
-        position_ids: i64([...Array(n).keys()].flatMap((j) => [L + j]).concat([...Array(n).keys()].map((j) => L - 2 + j)), [2, n]),
-        num_logits_to_keep: i64([0], []),
-        [PRESENT_SWITCH]: new ort.Tensor('bool', [false], []),
-        ...Object.fromEntries(
-          Array.from(
-            { length: layers },
-            (_, l) => ['key', 'value'].map((kv) => [`past_key_values.${l}.${kv}`, cache[`present.${l}.${kv}`]!]),
-          ).flat(),
-        ),
-      };
-      const names = whole.outputNames.filter((x) => !x.startsWith('present'));
-      const fetch = Object.fromEntries(names.map((x) => [x, null]));
-      calls = 0;
-      const got = await s.run(feeds as never, fetch as never);
-      assert.equal(calls, layers - 1, `${n} new: attentions on the kernel`);
-      const want = await whole.run(feeds, fetch as never);
-      for (const name of names) {
+  for (const threads of [1, 2]) {
+    const opts = { intraOpNumThreads: threads, logSeverityLevel: 3 } as const;
+    test(`run as one session on ${threads} thread(s), it gives ONNX Runtime's logits and cache (every position, two rows, one padded)`, async () => {
+      const kernels = nativeKernels();
+      assert.ok(kernels, 'the native kernels are built (npm run build:native)');
+      const whole = await ort.InferenceSession.create(q4, opts);
+      const s = await SplitSession.create(ort as never, kernels, split, opts);
+      // the embedding's, each layer's attention, the last norm, the present switch; q, k, v, o a layer and the
+      // head; 2 sums and 2 norms a layer but the last norm; the attentions of all layers but the first
+      assert.deepEqual(s.stages, {
+        graphs: layers + 3,
+        mlps: layers,
+        products: 4 * layers + 1,
+        steps: 4 * layers - 1,
+        attentions: layers - 1,
+      });
+      const want = await whole.run(prefill());
+      const got = await s.run(prefill() as never);
+      for (const name of whole.outputNames) {
         assert.deepEqual(got[name]!.dims, want[name]!.dims, name);
+        // ONNX Runtime adds a product's blocks in another order: rarely, an int8 code of the MLP's hidden
+        // values lands one step apart (BENCHMARKS.md, "own 4-bit MLP")
         const err = relMax(got[name]!.data as Float32Array, want[name]!.data as Float32Array);
-        assert.ok(err < 5e-4, `${n} new, ${name}: ${err}`);
+        assert.ok(err < 5e-4, `${name}: ${err}`);
       }
-    }
-    await whole.release();
-    await s.release();
-  });
+      // outputs handed in are written into, the others not fetched
+      const logits = new ort.Tensor('float32', new Float32Array(want.logits!.size), want.logits!.dims);
+      const only = await s.run(prefill() as never, { logits } as never);
+      assert.deepEqual(Object.keys(only), ['logits']);
+      assert.equal(only.logits!.data, logits.data);
+      assert.ok(relMax(logits.data as Float32Array, want.logits!.data as Float32Array) < 5e-4);
+      await whole.release();
+      await s.release();
+    });
+
+    test(`decode steps on ${threads} thread(s) (1 and 3 new positions, two rows, one padded) run each later layer's attention on the kernel, with ONNX Runtime's logits`, async () => {
+      const kernels = nativeKernels();
+      assert.ok(kernels, 'the native kernels are built (npm run build:native)');
+      const whole = await ort.InferenceSession.create(q4, opts);
+      let calls = 0;
+      const counted = { ...kernels, attention: (...a: Parameters<typeof kernels.attention>) => (calls++, kernels.attention(...a)) };
+      const s = await SplitSession.create(ort as never, counted, split, opts);
+      const cache = await whole.run(prefill());
+      const L = REF.generate.prompt_ids.length;
+      for (const n of [1, 3]) {
+        const feeds = {
+          input_ids: i64(Array.from({ length: 2 * n }, (_, i) => 17 + 29 * i), [2, n]),
+          attention_mask: i64([...Array(L + n).fill(1), 0, 0, ...Array(L - 2 + n).fill(1)], [2, L + n]),
+          position_ids: i64([...Array(n).keys()].flatMap((j) => [L + j]).concat([...Array(n).keys()].map((j) => L - 2 + j)), [2, n]),
+          num_logits_to_keep: i64([0], []),
+          [PRESENT_SWITCH]: new ort.Tensor('bool', [false], []),
+          ...Object.fromEntries(
+            Array.from(
+              { length: layers },
+              (_, l) => ['key', 'value'].map((kv) => [`past_key_values.${l}.${kv}`, cache[`present.${l}.${kv}`]!]),
+            ).flat(),
+          ),
+        };
+        const names = whole.outputNames.filter((x) => !x.startsWith('present'));
+        const fetch = Object.fromEntries(names.map((x) => [x, null]));
+        calls = 0;
+        const got = await s.run(feeds as never, fetch as never);
+        assert.equal(calls, layers - 1, `${n} new: attentions on the kernel`);
+        const want = await whole.run(feeds, fetch as never);
+        for (const name of names) {
+          assert.deepEqual(got[name]!.dims, want[name]!.dims, name);
+          const err = relMax(got[name]!.data as Float32Array, want[name]!.data as Float32Array);
+          assert.ok(err < 5e-4, `${n} new, ${name}: ${err}`);
+        }
+      }
+      await whole.release();
+      await s.release();
+    });
+  }
 
   test('runs with the same shapes reuse what passes between stages, never what they hand back', async () => {
     const kernels = nativeKernels();
