@@ -136,10 +136,11 @@ function int8Head(mul: GraphNode, made: Map<string, GraphNode>, bytes: Bytes): F
 
 /** The head's product on svc's kernel: its weights packed once, then y [m, n] = x [m, k] × W per call. */
 export function headProduct(h: LmHead, kernels: NativeKernels, threads: number): (x: Float32Array, m: number, y: Float32Array) => void {
+  // the graph's next run follows the head: its ONNX Runtime threads get the cores the kernels' threads held
   if (h.bits === 4) {
     const w = kernels.packQ4(h.b, h.scales, h.k, h.n);
-    return (x, m, y) => kernels.matmulQ4(w, x, m, y, threads);
+    return (x, m, y) => (kernels.matmulQ4(w, x, m, y, threads), kernels.rest());
   }
   const w = kernels.packQ8(h.w, h.scales, h.k, h.n, h.zeroPoint);
-  return (x, m, y) => kernels.matmulQ8(w, x, m, y, threads);
+  return (x, m, y) => (kernels.matmulQ8(w, x, m, y, threads), kernels.rest());
 }
