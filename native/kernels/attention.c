@@ -73,55 +73,111 @@ AVX512_TARGET static inline __m512 exp16(__m512 x) {
   return _mm512_maskz_scalef_ps(live, e, n);
 }
 
-// head_portable's steps with d (a multiple of 16, at most 128) kept in registers: the query for the scores, the
-// sum for the values. Inlined with d a constant where it is one.
-AVX512_TARGET static inline __attribute__((always_inline)) void head_avx512(const Head *h, const int d) {
-  const int c = d / 16;
-  __m512 q[8], acc[8];
-  for (int j = 0; j < c; j++) q[j] = _mm512_loadu_ps(h->q + 16 * j), acc[j] = _mm512_setzero_ps();
-  float max = -INFINITY;
-  for (int i = 0; i < h->t; i++) {
-    const float *key = i < h->p ? h->past_k + (int64_t)i * d : h->new_k + (int64_t)(i - h->p) * d;
-    __m512 s = _mm512_mul_ps(q[0], _mm512_loadu_ps(key));
-    for (int j = 1; j < c; j++) s = _mm512_fmadd_ps(q[j], _mm512_loadu_ps(key + 16 * j), s);
-    const float x = _mm512_reduce_add_ps(s) / h->divisor + h->mask[i];
-    h->scores[i] = x;
-    if (x > max) max = x;
+// The 16 sums of a[0..15]'s lanes, in order, in one vector: pairs interleaved and added, then quads, then the
+// four 128-bit quarters of each vector.
+AVX512_TARGET static inline __m512 sums16(const __m512 *a) {
+  __m512 b[8], c[4];
+  for (int i = 0; i < 8; i++) b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  for (int i = 0; i < 4; i++) {
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
   }
-  const __m512 top = _mm512_set1_ps(max);
-  __m512 sum = _mm512_setzero_ps();
-  for (int i = 0; i < h->t; i += 16) {
-    const __mmask16 in = h->t - i >= 16 ? 0xffff : (__mmask16)((1u << (h->t - i)) - 1);
-    const __m512 e = _mm512_maskz_mov_ps(in, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, h->scores + i), top)));
-    _mm512_mask_storeu_ps(h->scores + i, in, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  for (int i = 0; i < h->t; i++) {
-    const float *value = i < h->p ? h->past_v + (int64_t)i * d : h->new_v + (int64_t)(i - h->p) * d;
-    const __m512 w = _mm512_set1_ps(h->scores[i]);
-    for (int j = 0; j < c; j++) acc[j] = _mm512_fmadd_ps(w, _mm512_loadu_ps(value + 16 * j), acc[j]);
-  }
-  const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(sum));
-  for (int j = 0; j < c; j++) _mm512_storeu_ps(h->o + 16 * j, _mm512_mul_ps(acc[j], inv));
+  // c[i] holds keys 4i..4i+3 in each quarter: add the quarters
+  const __m512 d0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x88), _mm512_shuffle_f32x4(c[0], c[1], 0xdd));
+  const __m512 d1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], 0x88), _mm512_shuffle_f32x4(c[2], c[3], 0xdd));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d0, d1, 0x88), _mm512_shuffle_f32x4(d0, d1, 0xdd));
 }
 
-AVX512_TARGET static void head_avx512_any(const Head *h) {
-  switch (h->d) {
-    case 64: head_avx512(h, 64); break;
-    case 128: head_avx512(h, 128); break;
-    default: head_avx512(h, h->d); break;
+// The query heads that read one key/value head, at one position: head_portable's steps with d (a multiple of 16,
+// at most 128) in registers. Keys go 16 at a time, each block read once for all heads of the group (and from the
+// first cache by all but the first); the values once per few heads. Inlined with d a constant where it is one.
+typedef struct {
+  const float *q; // [heads][d], rotated
+  int heads;
+  const float *past_k, *new_k, *past_v, *new_v, *mask;
+  int p, t, d;
+  float divisor;
+  float *scores; // [heads][t rounded up to 16]
+  float *o;      // [heads][d]
+} Group;
+
+AVX512_TARGET static inline __attribute__((always_inline)) void group_avx512(const Group *g, const int d) {
+  const int c = d / 16, t = g->t, tp = (t + 15) & ~15;
+  const __m512 divisor = _mm512_set1_ps(g->divisor);
+  for (int i0 = 0; i0 < t; i0 += 16) {
+    const int nk = t - i0 < 16 ? t - i0 : 16;
+    const __mmask16 in = nk == 16 ? 0xffff : (__mmask16)((1u << nk) - 1);
+    const float *key[16];
+    for (int k = 0; k < 16; k++) {
+      const int i = i0 + (k < nk ? k : 0);
+      key[k] = i < g->p ? g->past_k + (int64_t)i * d : g->new_k + (int64_t)(i - g->p) * d;
+    }
+    const __m512 mask = _mm512_maskz_loadu_ps(in, g->mask + i0);
+    for (int h = 0; h < g->heads; h++) {
+      __m512 q[8], acc[16];
+      for (int j = 0; j < c; j++) q[j] = _mm512_loadu_ps(g->q + (int64_t)h * d + 16 * j);
+      for (int k = 0; k < 16; k++) {
+        acc[k] = _mm512_mul_ps(q[0], _mm512_loadu_ps(key[k]));
+        for (int j = 1; j < c; j++) acc[k] = _mm512_fmadd_ps(q[j], _mm512_loadu_ps(key[k] + 16 * j), acc[k]);
+      }
+      _mm512_storeu_ps(g->scores + (int64_t)h * tp + i0, _mm512_add_ps(_mm512_div_ps(sums16(acc), divisor), mask));
+    }
+  }
+  float inv[16];
+  for (int h = 0; h < g->heads; h++) {
+    float *sc = g->scores + (int64_t)h * tp;
+    __m512 top = _mm512_set1_ps(-INFINITY);
+    for (int i = 0; i < t; i += 16) {
+      const __mmask16 in = t - i >= 16 ? 0xffff : (__mmask16)((1u << (t - i)) - 1);
+      top = _mm512_max_ps(top, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), in, sc + i));
+    }
+    top = _mm512_set1_ps(_mm512_reduce_max_ps(top));
+    __m512 sum = _mm512_setzero_ps();
+    for (int i = 0; i < tp; i += 16) {
+      const __mmask16 in = t - i >= 16 ? 0xffff : (__mmask16)((1u << (t - i)) - 1);
+      const __m512 e = _mm512_maskz_mov_ps(in, exp16(_mm512_sub_ps(_mm512_loadu_ps(sc + i), top)));
+      _mm512_storeu_ps(sc + i, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    inv[h] = 1.f / _mm512_reduce_add_ps(sum);
+  }
+  // the values: per few heads (their sums in registers), each value row read once for them
+  const int few = 16 / c;
+  for (int h0 = 0; h0 < g->heads; h0 += few) {
+    const int nh = g->heads - h0 < few ? g->heads - h0 : few;
+    __m512 acc[16];
+    for (int x = 0; x < 16; x++) acc[x] = _mm512_setzero_ps();
+    for (int i = 0; i < t; i++) {
+      const float *value = i < g->p ? g->past_v + (int64_t)i * d : g->new_v + (int64_t)(i - g->p) * d;
+      __m512 v[8];
+      for (int j = 0; j < c; j++) v[j] = _mm512_loadu_ps(value + 16 * j);
+      for (int h = 0; h < nh; h++) {
+        const __m512 w = _mm512_set1_ps(g->scores[(int64_t)(h0 + h) * tp + i]);
+        for (int j = 0; j < c; j++) acc[h * c + j] = _mm512_fmadd_ps(w, v[j], acc[h * c + j]);
+      }
+    }
+    for (int h = 0; h < nh; h++)
+      for (int j = 0; j < c; j++) _mm512_storeu_ps(g->o + (int64_t)(h0 + h) * d + 16 * j, _mm512_mul_ps(acc[h * c + j], _mm512_set1_ps(inv[h0 + h])));
+  }
+}
+
+AVX512_TARGET static void group_avx512_any(const Group *g) {
+  switch (g->d) {
+    case 64: group_avx512(g, 64); break;
+    case 128: group_avx512(g, 128); break;
+    default: group_avx512(g, g->d); break;
   }
 }
 #endif
 
 int svc_attention(const Attention *a, int avx512) {
-  void (*head)(const Head *) = head_portable;
+  int grouped = 0;
 #if defined(__x86_64__)
-  if (avx512 && a->head_size % 16 == 0 && a->head_size <= 128) head = head_avx512_any;
+  grouped = avx512 && a->head_size % 16 == 0 && a->head_size <= 128 && a->heads / a->kv_heads <= 16;
 #else
   (void)avx512;
 #endif
-  const int b = a->b, s = a->s, p = a->p, d = a->head_size, half = d / 2, t = p + s;
+  const int b = a->b, s = a->s, p = a->p, d = a->head_size, half = d / 2, t = p + s, tp = (t + 15) & ~15;
   const int group = a->heads / a->kv_heads, qw = a->heads * d, kw = a->kv_heads * d;
   for (int64_t i = 0; i < (int64_t)b * s; i++)
     if (a->pos[i] < 0 || a->pos[i] >= a->rope_rows) return -1;
@@ -136,23 +192,34 @@ int svc_attention(const Attention *a, int avx512) {
         memcpy(a->new_v + dst, a->v + src, sizeof(float) * (size_t)d);
       }
     }
-  // scores padded to 16 for the vector tail; the rotated query after them
-  float *scores = malloc(sizeof(float) * ((size_t)t + 16 + (size_t)d));
+  // scores of a group's heads (rows padded to 16 for the vector tail), then its rotated queries
+  float *scores = malloc(sizeof(float) * ((size_t)group * tp + (size_t)group * d));
   if (!scores) return -2;
-  float *q = scores + t + 16;
+  float *q = scores + (size_t)group * tp;
   for (int r = 0; r < b; r++)
     for (int j = 0; j < s; j++) {
       const int64_t row = a->pos[(int64_t)r * s + j];
       const float *c = a->cos + row * half, *sn = a->sin + row * half;
-      for (int h = 0; h < a->heads; h++) {
-        const int64_t kv = (int64_t)r * a->kv_heads + h / group;
-        rotate(a->q + ((int64_t)r * s + j) * qw + (int64_t)h * d, c, sn, d, q);
-        const Head one = {
-          .q = q, .past_k = a->past_k + kv * p * d, .new_k = a->new_k + kv * s * d, .past_v = a->past_v + kv * p * d,
-          .new_v = a->new_v + kv * s * d, .mask = a->mask + ((int64_t)r * s + j) * t, .p = p, .t = t, .d = d,
-          .divisor = a->divisor, .scores = scores, .o = a->out + ((int64_t)r * s + j) * qw + (int64_t)h * d,
-        };
-        head(&one);
+      for (int kv = 0; kv < a->kv_heads; kv++) {
+        const int64_t at = (int64_t)r * a->kv_heads + kv;
+        for (int h = 0; h < group; h++) rotate(a->q + ((int64_t)r * s + j) * qw + (int64_t)(kv * group + h) * d, c, sn, d, q + (int64_t)h * d);
+        const float *pk = a->past_k + at * p * d, *nk = a->new_k + at * s * d, *pv = a->past_v + at * p * d, *nv = a->new_v + at * s * d;
+        const float *mask = a->mask + ((int64_t)r * s + j) * t;
+        float *o = a->out + ((int64_t)r * s + j) * qw + (int64_t)kv * group * d;
+#if defined(__x86_64__)
+        if (grouped) {
+          const Group g = {q, group, pk, nk, pv, nv, mask, p, t, d, a->divisor, scores, o};
+          group_avx512_any(&g);
+          continue;
+        }
+#endif
+        for (int h = 0; h < group; h++) {
+          const Head one = {
+            .q = q + (int64_t)h * d, .past_k = pk, .new_k = nk, .past_v = pv, .new_v = nv, .mask = mask, .p = p, .t = t, .d = d,
+            .divisor = a->divisor, .scores = scores, .o = o + (int64_t)h * d,
+          };
+          head_portable(&one);
+        }
       }
     }
   free(scores);
