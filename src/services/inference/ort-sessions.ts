@@ -26,6 +26,7 @@ import { cutLmHead, headProduct, type LmHead, LOGITS } from './lm-head.ts';
 import { nativeKernels } from '../../runtime/kernels.ts';
 import { splitAtWeights, type SplitGraph } from './weight-split.ts';
 import { SplitSession } from './split-session.ts';
+import { argmax } from './sampling.ts';
 import type { Tensor } from '../models/onnx-wire.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
@@ -439,6 +440,61 @@ async function runHeld(
   return outputs;
 }
 
+/**
+ * Greedy decode steps run back to back in this thread, for a batch whose cache is held in place (the batch
+ * decoder's in-place layout: each row's past at a fixed capacity `stride`, its positions from `pads[r]` to
+ * `len` valid, a new position's keys and values written in at its length). Each step feeds the tokens the
+ * last one chose (the most likely, never one of the row's `suppress`), so a run of `steps` costs one exchange
+ * with the caller instead of one a token: each exchange made the server's thread wake and the inference
+ * thread wait for it. Returns the tokens, step by step, row by row.
+ */
+export interface DecodePlan {
+  tokens: number[];
+  pads: number[];
+  len: number;
+  stride: number;
+  steps: number;
+  /** Each past input's held cache [rows, kvHeads, stride, headDim], and the output whose new positions go into it. */
+  past: { name: string; held: number; dims: number[]; output: string }[];
+  /** Shared memory the logits [rows, 1, vocab] are written into. */
+  logits: HeldView;
+  keepLast: boolean;
+  suppress: number[][];
+}
+
+async function decodeHeld([id, plan]: [number, DecodePlan]): Promise<Int32Array> {
+  const { pads, stride, steps, suppress } = plan;
+  const b = pads.length;
+  const chosen = new Int32Array(steps * b);
+  let tokens = plan.tokens;
+  const i64 = (values: number[], dims: number[]): WireTensor => ({ type: 'int64', dims, data: BigInt64Array.from(values, BigInt) });
+  const feeds: Record<string, WireTensor | HeldView> = {};
+  for (const p of plan.past) feeds[p.name] = { held: p.held, offset: 0, length: p.dims.reduce((x, y) => x * y, 1), dims: p.dims };
+  if (plan.keepLast) feeds.num_logits_to_keep = i64([1], []);
+  const vocab = plan.logits.dims.at(-1)!;
+  for (let k = 0; k < steps; k++) {
+    const len = plan.len + k;
+    const mask = new BigInt64Array(b * (stride + 1));
+    for (let r = 0; r < b; r++) {
+      mask.fill(1n, r * (stride + 1) + pads[r]!, r * (stride + 1) + len).fill(1n, r * (stride + 1) + stride, (r + 1) * (stride + 1));
+    }
+    feeds.input_ids = i64(tokens, [b, 1]);
+    feeds.position_ids = i64(pads.map((pad) => len - pad), [b, 1]);
+    feeds.attention_mask = { type: 'int64', dims: [b, stride + 1], data: mask };
+    const appends: Record<string, HeldAppend> = {};
+    for (const p of plan.past) appends[p.output] = { held: p.held, stride, at: len };
+    await runHeld([id, feeds, { [LOGITS]: plan.logits }, appends, []]);
+    const logits = heldOf(plan.logits.held);
+    tokens = pads.map((_, r) => {
+      const row = logits.subarray(plan.logits.offset + r * vocab, plan.logits.offset + (r + 1) * vocab);
+      for (const t of suppress[r] ?? []) row[t] = -Infinity;
+      return argmax(row);
+    });
+    chosen.set(tokens, k * b);
+  }
+  return chosen;
+}
+
 /** The logits of a session whose LM head runs on svc's kernel, from the hidden states its graph output. */
 function headLogits(h: Head, hidden: Float32Array, into?: Float32Array): Float32Array {
   const m = hidden.length / h.k;
@@ -479,6 +535,7 @@ export const ortSessionOperations = {
   'ort.share': share,
   'ort.drop': drop,
   'ort.runHeld': runHeld,
+  'ort.decodeHeld': decodeHeld,
   'ort.copyHeld': copyHeld,
   'ort.dropGpu': dropGpu,
   'ort.release': release,

@@ -18,7 +18,17 @@ import { limits } from '../limits.ts';
 import { fromWire, type FromWorker, type ToWorker } from '../workers/protocol.ts';
 import type { OrtWeb } from './backend.ts';
 import { withoutDecoderOption } from './decoder-graph.ts';
-import type { GpuTensor, GraphEditCounts, HeldAppend, HeldCopy, HeldView, OrtThreadInit, SessionInfo, WireTensor } from './ort-sessions.ts';
+import type {
+  DecodePlan,
+  GpuTensor,
+  GraphEditCounts,
+  HeldAppend,
+  HeldCopy,
+  HeldView,
+  OrtThreadInit,
+  SessionInfo,
+  WireTensor,
+} from './ort-sessions.ts';
 
 interface Pending {
   resolve(v: unknown): void;
@@ -242,6 +252,12 @@ class ThreadSession {
     for (const [name, t] of Object.entries(feeds)) wire[name] = 'held' in t ? t : copied(t, transfer);
     const out = await call<Record<string, WireTensor>>('ort.runHeld', [this.info.id, wire, fetches, appends, returned], transfer);
     return this.tensors(out);
+  }
+
+  /** Greedy decode steps back to back in the thread, on a cache held in place (./ort-sessions.ts `decodeHeld`). */
+  async decodeHeld(plan: DecodePlan): Promise<Int32Array> {
+    this.alive();
+    return await call<Int32Array>('ort.decodeHeld', [this.info.id, plan]);
   }
 
   /** Copies between held buffers, done in the thread (a repack moves tens of MB for a long context). */

@@ -91,6 +91,20 @@ export function createSamplerProcessor(o: SamplingOptions): SamplerProcessor | u
   }, { draw });
 }
 
+/**
+ * A processor that never lets `ids` be chosen (a client's "ignore EOS", a benchmark's fixed length). It says so
+ * as data too (`suppress`), so the batch decoder can run greedy steps ahead in its inference thread.
+ */
+export type SuppressProcessor = LogitsProcessorFn & { suppress: readonly number[] };
+
+export function suppressTokens(ids: readonly number[]): SuppressProcessor {
+  return Object.assign((_ids: bigint[][], logits: LogitsLike) => {
+    const data = logits.data as Float32Array;
+    for (const id of ids) data[id] = -Infinity;
+    return logits;
+  }, { suppress: [...ids] });
+}
+
 /** Index of the largest entry (the first of equals; 0 when none is above -Infinity). NaN is never chosen. */
 export function argmax(data: Float32Array): number {
   // four running maxima: independent comparisons the CPU overlaps (about twice the speed of one chain)

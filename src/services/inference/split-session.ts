@@ -238,7 +238,8 @@ export class SplitSession {
     if (!q || !k || !v || !pos || !cos || !sin || !pastK || !pastV || !mask || q.dims.length !== 3) return false;
     const [b, s] = q.dims as [number, number], d = a.headSize;
     const past = pastK.dims[2]!;
-    const is = (t: OrtTensor, type: string, dims: number[]) => t.type === type && t.dims.length === dims.length && dims.every((x, i) => t.dims[i] === x);
+    const is = (t: OrtTensor, type: string, dims: number[]) =>
+      t.type === type && t.dims.length === dims.length && dims.every((x, i) => t.dims[i] === x);
     if (
       s > ATTENTION_KERNEL_NEW || !is(q, 'float32', [b, s, a.heads * d]) || !is(k, 'float32', [b, s, a.kvHeads * d]) ||
       !is(v, 'float32', [b, s, a.kvHeads * d]) || !is(pos, 'int64', [b, s]) || !is(cos, 'float32', [cos.dims[0]!, d / 2]) ||

@@ -6,7 +6,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import { type GenerateOptions, generateText, type GenerationInput } from '../../../src/services/inference/generate.ts';
-import { batchDecoderFor, PREFILL_CHUNK, PREFILL_CHUNK_ALONE } from '../../../src/services/inference/batch-decoder.ts';
+import { batchDecoderFor, PREFILL_CHUNK, PREFILL_CHUNK_ALONE, RUN_AHEAD } from '../../../src/services/inference/batch-decoder.ts';
+import { type LogitsProcessorLike, suppressTokens } from '../../../src/services/inference/sampling.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { greedyOnReferencePrompt, REF } from './reference.ts';
 
@@ -18,6 +19,8 @@ const stepBatches: number[] = [];
  * logits came back through shared memory (nothing returned over the wire).
  */
 const calls: { rows: number; tokens: number; inPlace: boolean; sharedLogits: boolean }[] = [];
+/** Rows of each decode step the inference thread ran ahead on its own (greedy, plain data). */
+const ahead: number[] = [];
 /** Buffers the decoder asked the inference thread to hold, per request. */
 const holds: number[][] = [];
 before(async () => {
@@ -27,6 +30,7 @@ before(async () => {
       model: {
         runHeld: (f: Record<string, { dims: number[] }>, ...rest: unknown[]) => Promise<unknown>;
         hold: (lengths: number[]) => Promise<unknown>;
+        decodeHeld: (plan: { pads: number[]; steps: number }) => Promise<unknown>;
       };
     };
   })
@@ -43,6 +47,17 @@ before(async () => {
   // the decoder runs the session on buffers held in the inference thread (src/services/inference/ort-thread.ts)
   const runHeld = s.runHeld.bind(s);
   s.runHeld = (f, ...rest) => (record(f, rest[1], rest[2]), runHeld(f, ...rest));
+  // greedy steps run back to back in the inference thread (src/services/inference/batch-decoder.ts RUN_AHEAD):
+  // each is a decode step of every row, its new positions appended in place, its logits in shared memory
+  const decodeHeld = s.decodeHeld.bind(s);
+  s.decodeHeld = (plan) => {
+    for (let k = 0; k < plan.steps; k++) {
+      stepBatches.push(plan.pads.length);
+      calls.push({ rows: plan.pads.length, tokens: 1, inPlace: true, sharedLogits: true });
+      ahead.push(plan.pads.length);
+    }
+    return decodeHeld(plan);
+  };
   const hold = s.hold.bind(s);
   s.hold = (lengths) => (holds.push(lengths), hold(lengths));
 });
@@ -81,6 +96,44 @@ test("the batch path is the one in use, and greedy equals torch's tokens", async
     onToken: (t) => (ids.push(t), false),
   });
   assert.deepEqual(ids, REF.generate.greedy_ids);
+});
+
+test('greedy steps run ahead in the inference thread give the tokens of steps taken one at a time, suppressed tokens never', async () => {
+  const dec = batchDecoderFor(m)!;
+  const n = 40;
+  const run = async (processors: LogitsProcessorLike[], stopAt = Infinity) => {
+    const got: number[] = [];
+    ahead.length = 0;
+    await dec.run({
+      promptIds: REF.generate.prompt_ids,
+      maxNew: n,
+      processors,
+      signal: new AbortController().signal,
+      onToken: (t) => (got.push(t), got.length >= stopAt),
+    });
+    return { got, ahead: ahead.length };
+  };
+  // a processor that changes nothing but is code, not data: every step goes through this thread
+  const lockstep = await run([(_ids: bigint[][], logits: unknown) => logits]);
+  assert.equal(lockstep.ahead, 0);
+  const runAhead = await run([]);
+  assert.ok(runAhead.ahead >= n - 1 - RUN_AHEAD, `${runAhead.ahead} of ${n - 1} steps ran ahead`);
+  assert.deepEqual(runAhead.got, lockstep.got);
+  assert.deepEqual(runAhead.got, await greedyOnReferencePrompt(m.model as never, m.tf.Tensor, n));
+  // the most frequent greedy tokens suppressed: data, so ahead too; the same as the code that suppresses them
+  const banned = [...new Set(lockstep.got)].slice(0, 3);
+  const mask = (_ids: bigint[][], logits: { data: Float32Array }) => {
+    for (const t of banned) logits.data[t] = -Infinity;
+    return logits;
+  };
+  const suppressed = await run([suppressTokens(banned)]);
+  assert.ok(suppressed.ahead > 0);
+  assert.deepEqual(suppressed.got, (await run([mask as LogitsProcessorLike])).got);
+  assert.ok(suppressed.got.every((t) => !banned.includes(t)));
+  // a stop in the middle of a run ahead: the row ends there, its later tokens dropped, the decoder still exact
+  const stopped = await run([], 6);
+  assert.deepEqual(stopped.got, lockstep.got.slice(0, 6));
+  assert.deepEqual((await run([])).got, lockstep.got);
 });
 
 test("a stream decoding past its cache's capacity, appended in place and laid out again, gives transformers.js' tokens", async () => {
