@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { all, decodeFields, first, int64s, ONNX, str } from '../../src/services/models/onnx-wire.ts';
 import { PREFILL_CHUNK, PREFILL_CHUNK_ALONE } from '../../src/services/inference/batch-decoder.ts';
+import { suppressTokens } from '../../src/services/inference/sampling.ts';
 
 export const MODEL_DIR = resolve(process.env.BENCH_MODEL_DIR ?? '.models-cache/qwen2.5-0.5b');
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
@@ -58,11 +59,11 @@ interface Sampling {
 /** The sampled rounds of the batching benchmark: no top-k, so every token weighs the whole vocabulary. */
 const SAMPLED: Sampling = { temperature: 1, topP: 0.9 };
 
-/** A logits processor that never lets `ids` be picked. */
-export const maskTokens = (ids: number[]) => (_ids: bigint[][], logits: { data: Float32Array }) => {
-  for (const id of ids) logits.data[id] = -Infinity;
-  return logits;
-};
+/**
+ * A logits processor that never lets `ids` be picked: svc's own, which says so as data, so greedy steps still run
+ * ahead in the inference thread as they do for any greedy request (src/services/inference/batch-decoder.ts).
+ */
+export const maskTokens = (ids: number[]) => suppressTokens(ids);
 
 /**
  * The benchmark model loaded on one backend, and a greedy generation of the chat prompt with EOS masked (a
@@ -228,11 +229,11 @@ function pairStatus(pairs: PairResult[]): string {
   }. ${
     llamaMet.length === judged.length
       ? ''
-      : "What limits it is the weight products and the nodes around them, not the loop around the session. With one thread, every 4-bit product of q4 (its MLPs, the attention's projections, the LM head) and the residual sums and norms between them run on svc's own kernels (src/services/inference/weight-split.ts; \"svc's own kernels\" below), which read their weights at 36-40 GB/s, and each layer's attention (about 45 nodes) runs in ONNX Runtime; with two threads, or q8, ONNX Runtime runs the whole graph but the head. There q4's `MatMulNBits` with int8 activations " +
+      : "What limits it: with q4, every 4-bit product (the MLPs, the attention's projections, the LM head), the residual sums and norms between them and every layer's attention but the first run on svc's own kernels (src/services/inference/weight-split.ts, src/services/inference/attention-stage.ts; \"svc's own kernels\" below), at 1 and 2 threads, so a decode step is mostly its weights read at this machine's memory rate (which varied from run to run: see the bandwidth in \"Text generation\"), and greedy steps run 4 at a time in the inference thread. With q8, ONNX Runtime runs the whole graph but the head: there " +
         (VNNI
-          ? 'also unpacks its nibbles and applies a scale per block of 32, though this CPU has VNNI (int8 dot products in one instruction)'
-          : 'adds the unpacking of its nibbles to int8 dot products that are compute-bound on a CPU without VNNI') +
-        ", so q4's 40 % fewer bytes buy less than in llama.cpp's Q4_0 kernel."
+          ? "its int8 products came out faster than svc's own 8-bit kernel in a whole step (docs/models.md), and its ~45 nodes of each layer's attention cost a few microseconds each"
+          : 'its int8 products are compute-bound on a CPU without VNNI') +
+        '.'
   }`;
 }
 
