@@ -62,8 +62,8 @@ export const PREFILL_CHUNK_ALONE = 256;
 /**
  * Greedy decode steps the inference thread runs back to back when every row's choice is plain data (the most
  * likely token, some never chosen): each exchange between the server's thread and the inference thread cost
- * ~0.7 ms a token. A request arriving meanwhile waits at most this many steps to start its prefill; a stop
- * found meanwhile wastes at most as many (the row's later tokens are dropped).
+ * ~0.7 ms a token. A request arriving meanwhile, or a cancellation, ends the run after the current step; a
+ * stop found meanwhile wastes at most this many steps (the row's later tokens are dropped).
  */
 export const RUN_AHEAD = 4;
 
@@ -363,6 +363,12 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     main = rows.length ? kv : (dropKv(kv), undefined);
   };
 
+  /**
+   * Set when the inference thread should end a run of steps ahead early: a request is waiting to join, or a
+   * row was cancelled (shared memory, read by the thread between steps).
+   */
+  const interrupt = new Int32Array(new SharedArrayBuffer(4));
+
   /** The tokens a row never takes, where its processors are that alone (greedy, no penalty or constraint). */
   const suppressed = (row: Row): number[] | undefined => {
     const procs = row.req.processors as Partial<SuppressProcessor>[];
@@ -374,6 +380,8 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
    * every row's choice plain data, no request waiting to join); undefined where it cannot.
    */
   const stepAhead = async (alone: boolean): Promise<Set<Row> | undefined> => {
+    // cleared before `pending` is read: a request arriving from here on sets it again
+    Atomics.store(interrupt, 0, 0);
     const kv = main!;
     const steps = Math.min(RUN_AHEAD, ...rows.map((r) => r.req.maxNew - r.generated));
     const suppress = rows.map(suppressed);
@@ -397,10 +405,12 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
       logits: { held: shared.id, offset: 0, length: b * vocab, dims: [b, 1, vocab] },
       keepLast,
       suppress: suppress as number[][],
+      interrupt,
     });
-    kv.len += steps;
+    const done = chosen.length / b;
+    kv.len += done;
     const finished = new Set<Row>();
-    for (let k = 0; k < steps; k++) {
+    for (let k = 0; k < done; k++) {
       rows.forEach((r, i) => {
         if (finished.has(r)) return;
         if (r.req.signal.aborted || accept(r, chosen[k * b + i]!)) finished.add(r);
@@ -520,6 +530,8 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
     run(req) {
       return new Promise<void>((done, fail) => {
         pending.push({ req, ids: req.promptIds.map(BigInt), generated: 0, pad: 0, done, fail });
+        Atomics.store(interrupt, 0, 1);
+        req.signal.addEventListener('abort', () => Atomics.store(interrupt, 0, 1), { once: true });
         if (!running) void loop();
       });
     },

@@ -446,7 +446,7 @@ async function runHeld(
  * `len` valid, a new position's keys and values written in at its length). Each step feeds the tokens the
  * last one chose (the most likely, never one of the row's `suppress`), so a run of `steps` costs one exchange
  * with the caller instead of one a token: each exchange made the server's thread wake and the inference
- * thread wait for it. Returns the tokens, step by step, row by row.
+ * thread wait for it. Returns the tokens, step by step, row by row (fewer steps where `interrupt` was set).
  */
 export interface DecodePlan {
   tokens: number[];
@@ -460,6 +460,8 @@ export interface DecodePlan {
   logits: HeldView;
   keepLast: boolean;
   suppress: number[][];
+  /** Set (to non-zero) by the caller when it needs the thread back early: a request waits, a row is cancelled. */
+  interrupt?: Int32Array;
 }
 
 async function decodeHeld([id, plan]: [number, DecodePlan]): Promise<Int32Array> {
@@ -491,6 +493,8 @@ async function decodeHeld([id, plan]: [number, DecodePlan]): Promise<Int32Array>
       return argmax(row);
     });
     chosen.set(tokens, k * b);
+    // the steps so far, where the caller asked for the thread back
+    if (plan.interrupt && Atomics.load(plan.interrupt, 0)) return chosen.slice(0, (k + 1) * b);
   }
   return chosen;
 }

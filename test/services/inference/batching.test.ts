@@ -19,8 +19,11 @@ const stepBatches: number[] = [];
  * logits came back through shared memory (nothing returned over the wire).
  */
 const calls: { rows: number; tokens: number; inPlace: boolean; sharedLogits: boolean }[] = [];
-/** Rows of each decode step the inference thread ran ahead on its own (greedy, plain data). */
+/** Rows of each decode step the inference thread ran ahead on its own (greedy, plain data), and steps per run. */
 const ahead: number[] = [];
+const aheadRuns: number[] = [];
+/** Whether the inference thread is asked back at once in every run ahead. */
+let interruptRuns = false;
 /** Buffers the decoder asked the inference thread to hold, per request. */
 const holds: number[][] = [];
 before(async () => {
@@ -30,7 +33,7 @@ before(async () => {
       model: {
         runHeld: (f: Record<string, { dims: number[] }>, ...rest: unknown[]) => Promise<unknown>;
         hold: (lengths: number[]) => Promise<unknown>;
-        decodeHeld: (plan: { pads: number[]; steps: number }) => Promise<unknown>;
+        decodeHeld: (plan: { pads: number[]; steps: number; interrupt?: Int32Array }) => Promise<Int32Array>;
       };
     };
   })
@@ -50,13 +53,18 @@ before(async () => {
   // greedy steps run back to back in the inference thread (src/services/inference/batch-decoder.ts RUN_AHEAD):
   // each is a decode step of every row, its new positions appended in place, its logits in shared memory
   const decodeHeld = s.decodeHeld.bind(s);
-  s.decodeHeld = (plan) => {
-    for (let k = 0; k < plan.steps; k++) {
-      stepBatches.push(plan.pads.length);
-      calls.push({ rows: plan.pads.length, tokens: 1, inPlace: true, sharedLogits: true });
-      ahead.push(plan.pads.length);
+  s.decodeHeld = async (plan) => {
+    // as a request arriving or a cancellation would, mid-run: the thread hands back after the step under way
+    if (interruptRuns) Atomics.store(plan.interrupt!, 0, 1);
+    const chosen = await decodeHeld(plan);
+    const rows = plan.pads.length;
+    aheadRuns.push(chosen.length / rows);
+    for (let k = 0; k < chosen.length / rows; k++) {
+      stepBatches.push(rows);
+      calls.push({ rows, tokens: 1, inPlace: true, sharedLogits: true });
+      ahead.push(rows);
     }
-    return decodeHeld(plan);
+    return chosen;
   };
   const hold = s.hold.bind(s);
   s.hold = (lengths) => (holds.push(lengths), hold(lengths));
@@ -130,6 +138,12 @@ test('greedy steps run ahead in the inference thread give the tokens of steps ta
   assert.ok(suppressed.ahead > 0);
   assert.deepEqual(suppressed.got, (await run([mask as LogitsProcessorLike])).got);
   assert.ok(suppressed.got.every((t) => !banned.includes(t)));
+  // asked back at once (a request arriving, a cancellation): one step a run, the same tokens
+  interruptRuns = true;
+  aheadRuns.length = 0;
+  const interrupted = await run([]).finally(() => (interruptRuns = false));
+  assert.deepEqual(interrupted.got, lockstep.got);
+  assert.ok(aheadRuns.length > 0 && aheadRuns.every((n) => n === 1), `steps per run: ${aheadRuns}`);
   // a stop in the middle of a run ahead: the row ends there, its later tokens dropped, the decoder still exact
   const stopped = await run([], 6);
   assert.deepEqual(stopped.got, lockstep.got.slice(0, 6));
