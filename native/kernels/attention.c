@@ -170,15 +170,8 @@ AVX512_TARGET static void group_avx512_any(const Group *g) {
 }
 #endif
 
-int svc_attention(const Attention *a, int avx512) {
-  int grouped = 0;
-#if defined(__x86_64__)
-  grouped = avx512 && a->head_size % 16 == 0 && a->head_size <= 128 && a->heads / a->kv_heads <= 16;
-#else
-  (void)avx512;
-#endif
-  const int b = a->b, s = a->s, p = a->p, d = a->head_size, half = d / 2, t = p + s, tp = (t + 15) & ~15;
-  const int group = a->heads / a->kv_heads, qw = a->heads * d, kw = a->kv_heads * d;
+int svc_attention_prepare(const Attention *a) {
+  const int b = a->b, s = a->s, d = a->head_size, half = d / 2, kw = a->kv_heads * d;
   for (int64_t i = 0; i < (int64_t)b * s; i++)
     if (a->pos[i] < 0 || a->pos[i] >= a->rope_rows) return -1;
   // the new keys rotated and the new values, in the caches' layout [b][kv_heads][s][d]
@@ -192,36 +185,46 @@ int svc_attention(const Attention *a, int avx512) {
         memcpy(a->new_v + dst, a->v + src, sizeof(float) * (size_t)d);
       }
     }
-  // scores of a group's heads (rows padded to 16 for the vector tail), then its rotated queries
+  return 0;
+}
+
+int svc_attention_unit(const Attention *a, int avx512, int unit) {
+  int grouped = 0;
+#if defined(__x86_64__)
+  grouped = avx512 && a->head_size % 16 == 0 && a->head_size <= 128 && a->heads / a->kv_heads <= 16;
+#else
+  (void)avx512;
+#endif
+  const int s = a->s, p = a->p, d = a->head_size, half = d / 2, t = p + s, tp = (t + 15) & ~15;
+  const int group = a->heads / a->kv_heads, qw = a->heads * d;
+  const int kv = unit % a->kv_heads, rj = unit / a->kv_heads, r = rj / s, j = rj % s;
+  // scores of the group's heads (rows padded to 16 for the vector tail), then its rotated queries
   float *scores = malloc(sizeof(float) * ((size_t)group * tp + (size_t)group * d));
   if (!scores) return -2;
   float *q = scores + (size_t)group * tp;
-  for (int r = 0; r < b; r++)
-    for (int j = 0; j < s; j++) {
-      const int64_t row = a->pos[(int64_t)r * s + j];
-      const float *c = a->cos + row * half, *sn = a->sin + row * half;
-      for (int kv = 0; kv < a->kv_heads; kv++) {
-        const int64_t at = (int64_t)r * a->kv_heads + kv;
-        for (int h = 0; h < group; h++) rotate(a->q + ((int64_t)r * s + j) * qw + (int64_t)(kv * group + h) * d, c, sn, d, q + (int64_t)h * d);
-        const float *pk = a->past_k + at * p * d, *nk = a->new_k + at * s * d, *pv = a->past_v + at * p * d, *nv = a->new_v + at * s * d;
-        const float *mask = a->mask + ((int64_t)r * s + j) * t;
-        float *o = a->out + ((int64_t)r * s + j) * qw + (int64_t)kv * group * d;
+  const int64_t row = a->pos[rj];
+  const float *c = a->cos + row * half, *sn = a->sin + row * half;
+  const int64_t at = (int64_t)r * a->kv_heads + kv;
+  for (int h = 0; h < group; h++) rotate(a->q + (int64_t)rj * qw + (int64_t)(kv * group + h) * d, c, sn, d, q + (int64_t)h * d);
+  const float *pk = a->past_k + at * p * d, *nk = a->new_k + at * s * d, *pv = a->past_v + at * p * d, *nv = a->new_v + at * s * d;
+  const float *mask = a->mask + (int64_t)rj * t;
+  float *o = a->out + (int64_t)rj * qw + (int64_t)kv * group * d;
+  (void)j;
 #if defined(__x86_64__)
-        if (grouped) {
-          const Group g = {q, group, pk, nk, pv, nv, mask, p, t, d, a->divisor, scores, o};
-          group_avx512_any(&g);
-          continue;
-        }
+  if (grouped) {
+    const Group g = {q, group, pk, nk, pv, nv, mask, p, t, d, a->divisor, scores, o};
+    group_avx512_any(&g);
+    free(scores);
+    return 0;
+  }
 #endif
-        for (int h = 0; h < group; h++) {
-          const Head one = {
-            .q = q + (int64_t)h * d, .past_k = pk, .new_k = nk, .past_v = pv, .new_v = nv, .mask = mask, .p = p, .t = t, .d = d,
-            .divisor = a->divisor, .scores = scores, .o = o + (int64_t)h * d,
-          };
-          head_portable(&one);
-        }
-      }
-    }
+  for (int h = 0; h < group; h++) {
+    const Head one = {
+      .q = q + (int64_t)h * d, .past_k = pk, .new_k = nk, .past_v = pv, .new_v = nv, .mask = mask, .p = p, .t = t, .d = d,
+      .divisor = a->divisor, .scores = scores, .o = o + (int64_t)h * d,
+    };
+    head_portable(&one);
+  }
   free(scores);
   return 0;
 }

@@ -19,7 +19,13 @@ typedef struct {
   float *new_k, *new_v;    // [b][kv_heads][s][head_size]: k rotated, v
 } Attention;
 
-// 0, or -1 where a position's row is outside the rotary caches (nothing is written then).
-int svc_attention(const Attention *a, int avx512);
+// The new keys (rotated) and values written out: 0, or -1 where a position's row is outside the rotary caches
+// (nothing is written then). Called first.
+int svc_attention_prepare(const Attention *a);
+
+// One unit of the attention, the query heads of one key/value head at one position of one row: unit =
+// (row * s + position) * kv_heads + kv head, b * s * kv_heads of them, independent of each other (run on any
+// threads). 0, or -2 when out of memory.
+int svc_attention_unit(const Attention *a, int avx512, int unit);
 
 #endif

@@ -502,6 +502,14 @@ static void run_job(const void *job, int groups, int m, int nb, int seg, GroupFn
 
 static int use_vnni;
 
+// The threads worth a product of `bytes` of weights over m rows: a decode step's small products (an attention's
+// projections of a 0.5B model, 0.05-0.5 MB) ran slower split over two threads than on one (measured in a
+// step: 22 against 15.5 µs for 896 × 896), the split's handing over and each thread's own prefetch ramp
+// costing more than half the reads save.
+static int few_threads(int64_t bytes, int64_t m, int threads) {
+  return m <= 4 && bytes < (1 << 20) ? 1 : threads;
+}
+
 // --- Fused 4-bit MLP: y = down(silu(gate(x)) * up(x)), a Llama/Qwen2 decoder layer's MLP as ONNX Runtime runs
 // it from MatMulNBits (gate, up, down; accuracy_level 4), Sigmoid, Mul, Mul ---
 
@@ -752,7 +760,7 @@ static napi_value matmul_q4(napi_env env, napi_callback_info info) {
 #endif
   for (int64_t r = 0; r < m; r++) quant((const float *)x + r * w->k, w->k, q + r * w->k, sa + r * nb, c + r * nb);
   const Job job = {w, (int32_t)m, q, sa, c, y};
-  run_job(&job, w->np / 16, job.m, w->nb, q4_segment(w->nb), fn, (int)threads);
+  run_job(&job, w->np / 16, job.m, w->nb, q4_segment(w->nb), fn, few_threads(w->bytes, m, (int)threads));
   free(q), free(sa), free(c);
   return NULL;
 }
@@ -940,15 +948,28 @@ static napi_value add_into(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// The units of an attention (attention.c), spread over threads as a product's column groups are.
+typedef struct {
+  const Attention *a;
+  int avx512;
+  int failed;
+} AttentionJob;
+
+static void attention_units(const void *arg, int g, int r0, int rows, int b0, int b1) {
+  (void)r0, (void)rows, (void)b0, (void)b1;
+  AttentionJob *job = (AttentionJob *)arg;
+  if (svc_attention_unit(job->a, job->avx512, g)) __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+}
+
 // attention(q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV, s, heads, kvHeads, headSize, divisor,
-// portable?): a
+// threads, portable?): a
 // layer's attention for s new positions of each row (attention.c); the row count and the cached length follow
 // from the arrays' lengths, which must agree with each other.
 static napi_value attention(napi_env env, napi_callback_info info) {
-  size_t argc = 18;
-  napi_value argv[18];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 17)
-    return throw_type(env, "attention(q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV, s, heads, kvHeads, headSize, divisor, portable?)");
+  size_t argc = 19;
+  napi_value argv[19];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 18)
+    return throw_type(env, "attention(q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV, s, heads, kvHeads, headSize, divisor, threads, portable?)");
   static const char *const names[12] = {"q", "k", "v", "pos", "cos", "sin", "pastK", "pastV", "mask", "out", "newK", "newV"};
   void *data[12];
   size_t len[12];
@@ -965,8 +986,10 @@ static napi_value attention(napi_env env, napi_callback_info info) {
       !get_int(env, argv[15], 2, 4096, &d, "attention: headSize must be a whole number in 2..4096"))
     return NULL;
   if (napi_get_value_double(env, argv[16], &divisor) != napi_ok) return throw_type(env, "attention: divisor must be a number");
+  int64_t threads;
+  if (!get_int(env, argv[17], 1, 1024, &threads, "attention: threads must be a whole number in 1..1024")) return NULL;
   bool portable;
-  if (!get_portable(env, argv, argc, 17, &portable, "attention: portable must be a boolean")) return NULL;
+  if (!get_portable(env, argv, argc, 18, &portable, "attention: portable must be a boolean")) return NULL;
   const int64_t rows = (int64_t)len[3] / s, kw = kv * d;
   if (heads % kv || d % 2 || len[3] % s || !rows || len[0] != (size_t)(rows * s * heads * d) || len[1] != (size_t)(rows * s * kw) ||
       len[2] != len[1] || len[4] % (d / 2) || len[5] != len[4] || len[6] % (rows * kw) || len[7] != len[6] || len[9] != len[0] ||
@@ -980,12 +1003,16 @@ static napi_value attention(napi_env env, napi_callback_info info) {
     .sin = data[5], .past_k = data[6], .past_v = data[7], .mask = data[8], .divisor = (float)divisor, .out = data[9],
     .new_k = data[10], .new_v = data[11],
   };
-  const int r = svc_attention(&a, use_vnni && !portable);
-  if (r == -1) {
+  if (svc_attention_prepare(&a)) {
     napi_throw_range_error(env, NULL, "attention: a position is outside the rotary caches");
     return NULL;
   }
-  if (r) napi_throw_error(env, NULL, "attention: out of memory");
+  AttentionJob job = {&a, use_vnni && !portable, 0};
+  // a unit costs ~20 ns a cached position (one of d = 64, 7 query heads): a short context's units are done before
+  // the kept threads would have taken theirs (each call handed to them cost ~10 µs more at 64 positions)
+  const int units = (int)(rows * s * kv);
+  run_job(&job, units, 1, 1, 0, attention_units, (int64_t)units * (p + s) < 2048 ? 1 : (int)threads);
+  if (job.failed) napi_throw_error(env, NULL, "attention: out of memory");
   return NULL;
 }
 

@@ -64,8 +64,18 @@ export interface NativeKernels {
    * (src/services/inference/attention-stage.ts): q, k rotated at each position's row of the caches, scores
    * against the cached and the new keys divided by `divisor`, the mask added, softmax, the values summed; query
    * head h reads key/value head h / (heads / kvHeads). Agrees with ONNX Runtime to float rounding (other sums).
+   * Each row's positions and key/value heads are spread over `threads` threads (the products' kept threads).
    */
-  attention(a: AttentionArrays, s: number, heads: number, kvHeads: number, headSize: number, divisor: number, portable?: boolean): void;
+  attention(
+    a: AttentionArrays,
+    s: number,
+    heads: number,
+    kvHeads: number,
+    headSize: number,
+    divisor: number,
+    threads: number,
+    portable?: boolean,
+  ): void;
   /**
    * Puts the threads that calls with more than one thread keep (spinning a while after each call, for the
    * next) to sleep now, until the next such call: other threads are about to need the cores.
@@ -128,6 +138,7 @@ interface Addon {
     kvHeads: number,
     headSize: number,
     divisor: number,
+    threads: number,
     portable?: boolean,
   ): void;
   rest(): void;

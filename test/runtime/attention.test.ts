@@ -90,7 +90,8 @@ for (const [heads, kvHeads, d] of [[14, 2, 64], [4, 2, 8], [4, 4, 128]] as const
   })();
   after(async () => (await session).release());
 
-  for (const [b, s, past] of [[1, 1, 0], [3, 1, 37], [2, 5, 9]] as const) {
+  // the last: enough work for the kept threads (units × positions ≥ 2048; fewer stay on the calling thread)
+  for (const [b, s, past] of [[1, 1, 0], [3, 1, 37], [2, 5, 9], [2, 4, 300]] as const) {
     test(`${heads} heads over ${kvHeads}, d ${d}: ${b} rows of ${s} new after ${past}, one left-padded, as ONNX Runtime's graph`, async () => {
       const t = past + s, rows = 300;
       const q = values(b * s * heads * d, 1, 3), k = values(b * s * kvHeads * d, 2, 3), v = values(b * s * kvHeads * d, 3);
@@ -115,10 +116,19 @@ for (const [heads, kvHeads, d] of [[14, 2, 64], [4, 2, 8], [4, 4, 128]] as const
         past_v: f(pastV, [b, kvHeads, past, d]),
         mask: f(mask, [b, 1, s, t]),
       });
-      for (const portable of [false, true]) {
+      for (const [portable, threads] of [[false, 1], [true, 1], [false, 3]] as const) {
         const out = new Float32Array(q.length), newK = new Float32Array(k.length), newV = new Float32Array(v.length);
-        addon().attention({ q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV }, s, heads, kvHeads, d, Math.sqrt(d), portable);
-        const path = portable ? 'portable' : addon().path;
+        addon().attention(
+          { q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV },
+          s,
+          heads,
+          kvHeads,
+          d,
+          Math.sqrt(d),
+          threads,
+          portable,
+        );
+        const path = `${portable ? 'portable' : addon().path}, ${threads} thread(s)`;
         // other sums in another order (and the AVX-512 path's own e^x): agreement to float rounding
         assert.ok(relMax(out, want.out!.data as Float32Array) < 2e-6, `${path} out: ${relMax(out, want.out!.data as Float32Array)}`);
         assert.ok(relMax(newK, want.new_k!.data as Float32Array) < 1e-6, `${path} new keys`);
@@ -146,10 +156,11 @@ test('attention refuses arrays that do not agree, and a position outside the rot
       newV: new Float32Array(8),
       ...over,
     }) as never;
-  k.attention(a(), 1, 1, 1, 8, 1);
-  assert.throws(() => k.attention(a({ mask: new Float32Array(2) }), 1, 1, 1, 8, 1), /mask must hold/);
-  assert.throws(() => k.attention(a({ out: new Float32Array(7) }), 1, 1, 1, 8, 1), TypeError);
-  assert.throws(() => k.attention(a(), 1, 3, 2, 8, 1), TypeError);
-  assert.throws(() => k.attention(a({ pos: new Float32Array(1) }), 1, 1, 1, 8, 1), /BigInt64Array/);
-  assert.throws(() => k.attention(a({ pos: new BigInt64Array([1n]) }), 1, 1, 1, 8, 1), RangeError);
+  k.attention(a(), 1, 1, 1, 8, 1, 1);
+  assert.throws(() => k.attention(a({ mask: new Float32Array(2) }), 1, 1, 1, 8, 1, 1), /mask must hold/);
+  assert.throws(() => k.attention(a({ out: new Float32Array(7) }), 1, 1, 1, 8, 1, 1), TypeError);
+  assert.throws(() => k.attention(a(), 1, 3, 2, 8, 1, 1), TypeError);
+  assert.throws(() => k.attention(a({ pos: new Float32Array(1) }), 1, 1, 1, 8, 1, 1), /BigInt64Array/);
+  assert.throws(() => k.attention(a({ pos: new BigInt64Array([1n]) }), 1, 1, 1, 8, 1, 1), RangeError);
+  assert.throws(() => k.attention(a(), 1, 1, 1, 8, 1, 0), /threads/);
 });

@@ -58,6 +58,7 @@ export class SplitSession {
     readonly outputMetadata: ValueMetadata[],
     counts: { mlps: number; products: number; steps: number; attentions: number },
     private kernels: NativeKernels,
+    private threads: number,
   ) {
     this.stages = { graphs: steps.filter((s) => s.kind === 'graph').length, ...counts };
   }
@@ -134,7 +135,17 @@ export class SplitSession {
       for (const s of steps) if (s.kind === 'graph') s.session.release(), s.wide?.release();
       throw e;
     }
-    return new SplitSession(ort, steps, split.inputs, split.outputs, split.metadata.inputs, split.metadata.outputs, counts, kernels);
+    return new SplitSession(
+      ort,
+      steps,
+      split.inputs,
+      split.outputs,
+      split.metadata.inputs,
+      split.metadata.outputs,
+      counts,
+      kernels,
+      threads,
+    );
   }
 
   /**
@@ -271,6 +282,7 @@ export class SplitSession {
       a.kvHeads,
       d,
       a.divisor,
+      this.threads,
     );
     for (const t of keyCopies) f(t).set(newK);
     for (const t of valueCopies) f(t).set(newV);
