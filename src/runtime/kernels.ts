@@ -66,22 +66,24 @@ export interface NativeKernels {
    * head h reads key/value head h / (heads / kvHeads). Agrees with ONNX Runtime to float rounding (other sums).
    * Each row's positions and key/value heads are spread over `threads` threads (the products' kept threads).
    */
-  attention(
-    a: AttentionArrays,
-    s: number,
-    heads: number,
-    kvHeads: number,
-    headSize: number,
-    divisor: number,
-    threads: number,
-    portable?: boolean,
-  ): void;
+  attention(a: AttentionArrays, ...shape: AttentionShape): void;
   /**
    * Puts the threads that calls with more than one thread keep (spinning a while after each call, for the
    * next) to sleep now, until the next such call: other threads are about to need the cores.
    */
   rest(): void;
 }
+
+/** An attention's sizes after its arrays, the divisor of its scores, its threads, and the plain-C path for tests. */
+export type AttentionShape = [
+  s: number,
+  heads: number,
+  kvHeads: number,
+  headSize: number,
+  divisor: number,
+  threads: number,
+  portable?: boolean,
+];
 
 /**
  * An attention's arrays: q [rows][s][heads·d]; k, v [rows][s][kvHeads·d]; pos [rows][s], rows of cos and sin
@@ -133,13 +135,7 @@ interface Addon {
     out: Float32Array,
     newK: Float32Array,
     newV: Float32Array,
-    s: number,
-    heads: number,
-    kvHeads: number,
-    headSize: number,
-    divisor: number,
-    threads: number,
-    portable?: boolean,
+    ...shape: AttentionShape
   ): void;
   rest(): void;
   kernelPath(): string;
@@ -181,27 +177,8 @@ function load(): { kernels?: NativeKernels; reason?: string } {
       rmsNorm: (x, w, epsilon, y) => addon.rmsNorm(x, w, epsilon, y),
       addInto: (a, b, y) => addon.addInto(a, b, y),
       rest: () => addon.rest(),
-      attention: (a, s, heads, kvHeads, headSize, divisor, portable) =>
-        addon.attention(
-          a.q,
-          a.k,
-          a.v,
-          a.pos,
-          a.cos,
-          a.sin,
-          a.pastK,
-          a.pastV,
-          a.mask,
-          a.out,
-          a.newK,
-          a.newV,
-          s,
-          heads,
-          kvHeads,
-          headSize,
-          divisor,
-          portable,
-        ),
+      attention: (a, ...shape) =>
+        addon.attention(a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastK, a.pastV, a.mask, a.out, a.newK, a.newV, ...shape),
     },
   };
 }
