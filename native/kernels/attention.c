@@ -197,7 +197,7 @@ int svc_attention_unit(const Attention *a, int avx512, int unit) {
 #endif
   const int s = a->s, p = a->p, d = a->head_size, half = d / 2, t = p + s, tp = (t + 15) & ~15;
   const int group = a->heads / a->kv_heads, qw = a->heads * d;
-  const int kv = unit % a->kv_heads, rj = unit / a->kv_heads, r = rj / s, j = rj % s;
+  const int kv = unit % a->kv_heads, rj = unit / a->kv_heads, r = rj / s; // rj: row r's position rj % s
   // scores of the group's heads (rows padded to 16 for the vector tail), then its rotated queries
   float *scores = malloc(sizeof(float) * ((size_t)group * tp + (size_t)group * d));
   if (!scores) return -2;
@@ -209,7 +209,6 @@ int svc_attention_unit(const Attention *a, int avx512, int unit) {
   const float *pk = a->past_k + at * p * d, *nk = a->new_k + at * s * d, *pv = a->past_v + at * p * d, *nv = a->new_v + at * s * d;
   const float *mask = a->mask + (int64_t)rj * t;
   float *o = a->out + (int64_t)rj * qw + (int64_t)kv * group * d;
-  (void)j;
 #if defined(__x86_64__)
   if (grouped) {
     const Group g = {q, group, pk, nk, pv, nv, mask, p, t, d, a->divisor, scores, o};

@@ -5,7 +5,9 @@
 // Also a decoder layer's whole MLP (gate, up, SiLU with MLAS's logistic function, down) of three such products.
 // Also 8-bit products for the q8 graphs' DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul pattern (int8
 // weights [K][N] with one scale per column), quantizing the activations to uint8 as ONNX Runtime does.
-// Also the steps between a layer's products (RMSNorm, residual sums, biases) in ONNX Runtime's own float order.
+// Also the steps between a layer's products (RMSNorm, residual sums, biases) in ONNX Runtime's own float order,
+// and the Node-API entry of the attention kernel (attention.c). Calls on more than one thread share a pool of
+// threads kept between calls.
 #ifndef NAPI_VERSION
 #define NAPI_VERSION 8
 #endif
