@@ -621,6 +621,18 @@ static int get_typed(napi_env env, napi_value v, napi_typedarray_type want, void
   return 1;
 }
 
+// Typed arrays argv[at[i]] of types[i], each named names[i] in the TypeError ("fn: name must be a ...") thrown
+// where one is not; 0 then.
+static int get_arrays(napi_env env, const napi_value *argv, const char *fn, int n, const int *at, const char *const *names,
+                      const napi_typedarray_type *types, void **data, size_t *len) {
+  char msg[96];
+  for (int i = 0; i < n; i++) {
+    snprintf(msg, sizeof msg, "%s: %s must be a %s", fn, names[i], types[i] == napi_bigint64_array ? "BigInt64Array" : "Float32Array");
+    if (!get_typed(env, argv[at[i]], types[i], &data[i], &len[i], msg)) return 0;
+  }
+  return 1;
+}
+
 // A packed weight handed to JavaScript: freed by `fin` when collected, its size counted as external memory.
 static napi_value wrap_packed(napi_env env, void *w, int64_t bytes, napi_finalize fin, const napi_type_tag *tag) {
   napi_value ext;
@@ -902,6 +914,8 @@ static napi_value matmul_q8(napi_env env, napi_callback_info info) {
 
 // --- The small steps between a layer's products: RMSNorm, residual sums, biases ---
 
+static const napi_typedarray_type FLOATS[3] = {napi_float32_array, napi_float32_array, napi_float32_array};
+
 // RMSNorm of one row as ONNX Runtime's SimplifiedLayerNormalization computes it on x64: the squares summed in 8
 // lanes with a fused multiply-add each, the lanes added in halves (l + l+4, then l + l+2, then 0 + 1),
 // s = sqrt(sum / n + epsilon), then (x * (1 / s)) * w, every step in single precision. n is a multiple of 8.
@@ -920,15 +934,16 @@ static napi_value rms_norm(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value argv[4];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 4) return throw_type(env, "rmsNorm(x, w, epsilon, y)");
-  void *x, *w, *y;
-  size_t xlen, wlen, ylen;
+  static const int at[3] = {0, 1, 3};
+  static const char *const names[3] = {"x", "w", "y"};
+  void *data[3];
+  size_t len[3];
   double eps;
-  if (!get_typed(env, argv[0], napi_float32_array, &x, &xlen, "rmsNorm: x must be a Float32Array")) return NULL;
-  if (!get_typed(env, argv[1], napi_float32_array, &w, &wlen, "rmsNorm: w must be a Float32Array")) return NULL;
+  if (!get_arrays(env, argv, "rmsNorm", 3, at, names, FLOATS, data, len)) return NULL;
   if (napi_get_value_double(env, argv[2], &eps) != napi_ok) return throw_type(env, "rmsNorm: epsilon must be a number");
-  if (!get_typed(env, argv[3], napi_float32_array, &y, &ylen, "rmsNorm: y must be a Float32Array")) return NULL;
-  if (!wlen || wlen % 8 || xlen % wlen || ylen != xlen) return throw_type(env, "rmsNorm: w must hold a multiple of 8 values, x whole rows of them, y as many as x");
-  for (size_t r = 0; r < xlen; r += wlen) rms_norm_row((const float *)x + r, w, (int)wlen, (float)eps, (float *)y + r);
+  const size_t xlen = len[0], wlen = len[1];
+  if (!wlen || wlen % 8 || xlen % wlen || len[2] != xlen) return throw_type(env, "rmsNorm: w must hold a multiple of 8 values, x whole rows of them, y as many as x");
+  for (size_t r = 0; r < xlen; r += wlen) rms_norm_row((const float *)data[0] + r, data[1], (int)wlen, (float)eps, (float *)data[2] + r);
   return NULL;
 }
 
@@ -937,14 +952,15 @@ static napi_value add_into(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return throw_type(env, "addInto(a, b, y)");
-  void *a, *b, *y;
-  size_t alen, blen, ylen;
-  if (!get_typed(env, argv[0], napi_float32_array, &a, &alen, "addInto: a must be a Float32Array")) return NULL;
-  if (!get_typed(env, argv[1], napi_float32_array, &b, &blen, "addInto: b must be a Float32Array")) return NULL;
-  if (!get_typed(env, argv[2], napi_float32_array, &y, &ylen, "addInto: y must be a Float32Array")) return NULL;
-  if (!blen || alen % blen || ylen != alen) return throw_type(env, "addInto: b must hold a's values or whole rows of them, y as many as a");
-  const float *pa = a, *pb = b;
-  float *py = y;
+  static const int at[3] = {0, 1, 2};
+  static const char *const names[3] = {"a", "b", "y"};
+  void *data[3];
+  size_t len[3];
+  if (!get_arrays(env, argv, "addInto", 3, at, names, FLOATS, data, len)) return NULL;
+  const size_t alen = len[0], blen = len[1];
+  if (!blen || alen % blen || len[2] != alen) return throw_type(env, "addInto: b must hold a's values or whole rows of them, y as many as a");
+  const float *pa = data[0], *pb = data[1];
+  float *py = data[2];
   for (size_t r = 0; r < alen; r += blen)
     for (size_t j = 0; j < blen; j++) py[r + j] = pa[r + j] + pb[j];
   return NULL;
@@ -964,22 +980,20 @@ static void attention_units(const void *arg, int g, int r0, int rows, int b0, in
 }
 
 // attention(q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV, s, heads, kvHeads, headSize, divisor,
-// threads, portable?): a
-// layer's attention for s new positions of each row (attention.c); the row count and the cached length follow
-// from the arrays' lengths, which must agree with each other.
+// threads, portable?): a layer's attention for s new positions of each row (attention.c); the row count and the
+// cached length follow from the arrays' lengths, which must agree with each other.
 static napi_value attention(napi_env env, napi_callback_info info) {
   size_t argc = 19;
   napi_value argv[19];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 18)
     return throw_type(env, "attention(q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV, s, heads, kvHeads, headSize, divisor, threads, portable?)");
+  static const int at[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
   static const char *const names[12] = {"q", "k", "v", "pos", "cos", "sin", "pastK", "pastV", "mask", "out", "newK", "newV"};
+  napi_typedarray_type types[12];
+  for (int i = 0; i < 12; i++) types[i] = i == 3 ? napi_bigint64_array : napi_float32_array;
   void *data[12];
   size_t len[12];
-  char msg[64];
-  for (int i = 0; i < 12; i++) {
-    snprintf(msg, sizeof msg, "attention: %s must be a %s", names[i], i == 3 ? "BigInt64Array" : "Float32Array");
-    if (!get_typed(env, argv[i], i == 3 ? napi_bigint64_array : napi_float32_array, &data[i], &len[i], msg)) return NULL;
-  }
+  if (!get_arrays(env, argv, "attention", 12, at, names, types, data, len)) return NULL;
   int64_t s, heads, kv, d;
   double divisor;
   if (!get_int(env, argv[12], 1, INT32_MAX, &s, "attention: s must be a positive whole number") ||
