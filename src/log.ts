@@ -1,6 +1,7 @@
 /** Level-aware logging to stderr (stdout stays free for CLI output). */
 import process from 'node:process';
 export type Level = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+const encoder = new TextEncoder();
 const order: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
 
 export interface Logger {
@@ -37,31 +38,37 @@ export function createLogger(level: Level = 'info'): Logger {
   };
   // Access lines are written in batches: every 50 ms, at 64 KB, and at exit (as nginx's `buffer=`/`flush=`).
   // One write per request (or per event-loop turn) cost more than the rest of a small request: on Node a
-  // write to a file or pipe on stderr is a synchronous system call.
-  let pending = '';
+  // write to a file or pipe on stderr is a synchronous system call. Each line is encoded into the batch at
+  // once: kept as strings until the write, a busy server's lines outlived several young-generation
+  // collections, each of which copied them.
+  const batch = new Uint8Array(131_072);
+  let used = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
     clearTimeout(timer);
     timer = undefined;
-    if (!pending) return;
-    const text = pending;
-    pending = '';
-    process.stderr.write(text);
+    if (!used) return;
+    const bytes = batch.slice(0, used); // a copy: a stream may still hold it after write() returns
+    used = 0;
+    process.stderr.write(bytes);
+  };
+  const append = (line: string) => {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit
+    if (used + line.length * 3 > batch.length) flush();
+    if (line.length * 3 > batch.length) return void process.stderr.write(line);
+    used += encoder.encodeInto(line, batch.subarray(used)).written;
+    if (used >= 65_536) flush();
+    else if (!timer) {
+      timer = setTimeout(flush, 50);
+      (timer as { unref?(): void }).unref?.(); // a pending log line never keeps the process alive
+    }
   };
   pendingAtExit.add(flush);
   const log: Logger = {
     level,
     debug: (m) => at('debug') && write('debug', m),
     info: (m) => at('info') && write('info', m),
-    access: (m) => {
-      if (!at('info')) return;
-      pending += `${timestamp()} INFO  ${m}\n`;
-      if (pending.length >= 65_536) flush();
-      else if (!timer) {
-        timer = setTimeout(flush, 50);
-        (timer as { unref?(): void }).unref?.(); // a pending log line never keeps the process alive
-      }
-    },
+    access: (m) => at('info') && append(`${timestamp()} INFO  ${m}\n`),
     warn: (m) => at('warn') && write('warn', m),
     error: (m, err) => {
       if (!at('error')) return;

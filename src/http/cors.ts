@@ -6,7 +6,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import { cors as honoCors } from 'hono/cors';
-import { setHeadersAfterResponse } from '../runtime/http-tuning.ts';
+import { presetHeader, setHeadersAfterResponse } from '../runtime/http-tuning.ts';
 import { afterNext } from './one-handler-router.ts';
 
 /** Whether `origin` matches one of the allowed patterns (see the setting's help). */
@@ -92,11 +92,11 @@ export function cors(allowed: readonly string[]): MiddlewareHandler {
     const origin = c.req.header('origin');
     const allow = origin && originAllowed(origin, allowed) ? origin : null;
     if (setHeadersAfterResponse) return afterNext(next(), () => finish(c, allow));
-    c.header('Vary', 'Origin', { append: true });
+    const everyAnswer = presetHeader(c, 'Vary', 'Origin');
     if (!allow) return next();
-    c.header('Access-Control-Allow-Origin', allow);
-    c.header('Access-Control-Expose-Headers', EXPOSE_HEADERS);
-    // a response not built through the context (a raw Response) did not get them: a browser needs them
-    return afterNext(next(), () => finish(c, allow));
+    presetHeader(c, 'Access-Control-Allow-Origin', allow);
+    presetHeader(c, 'Access-Control-Expose-Headers', EXPOSE_HEADERS);
+    // prepared on the context, a response not built through it (a raw Response) did not get them: a browser needs them
+    return everyAnswer ? next() : afterNext(next(), () => finish(c, allow));
   };
 }

@@ -2,24 +2,39 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ndjsonResponse } from '../../src/http/ndjson.ts';
 import { sseResponse } from '../../src/http/sse.ts';
-import { type InProcess, inProcess, json } from '../support/server.ts';
+import type { Hono } from 'hono';
+import type { AppEnv } from '../../src/http/context.ts';
+import { type InProcess, inProcess, json, listening } from '../support/server.ts';
 import { inProcessSuite } from '../support/in-process-suite.ts';
 
 describe('envelopes, node tag, validation', () => {
   let t: InProcess;
+  let served: Awaited<ReturnType<typeof listening>>;
   async function* items() {
     yield { a: 1 };
     yield { b: 2 };
   }
+  const extraRoutes = (app: Hono<AppEnv>) => {
+    app.get('/svc/v1/test/ndjson', (c) => ndjsonResponse(c, items()));
+    app.get('/svc/v1/test/sse', (c) => sseResponse(c, items()));
+    // an answer not built through the context
+    app.get('/svc/v1/test/raw', () => new Response('raw', { headers: { 'content-type': 'text/plain' } }));
+  };
   before(async () => {
-    t = await inProcess({}, {
-      extraRoutes: (app) => {
-        app.get('/svc/v1/test/ndjson', (c) => ndjsonResponse(c, items()));
-        app.get('/svc/v1/test/sse', (c) => sseResponse(c, items()));
-      },
-    });
+    t = await inProcess({}, { extraRoutes });
+    served = await listening({}, { extraRoutes });
   });
-  after(() => t.close());
+  after(async () => {
+    await t.close();
+    await served.stop();
+  });
+
+  // In process (app.request) the headers are prepared on the context; a real server may set them on its
+  // own response instead (Node), which every answer must carry all the same.
+  const ways = () => [
+    { way: 'in process', request: t.request, nodeTag: t.s.nodeTag, raw: false },
+    { way: 'served', request: (path: string, init?: RequestInit) => fetch(served.url + path, init), nodeTag: served.nodeTag, raw: true },
+  ];
 
   test('every response carries X-Svc-Node and X-Request-Id: routes, errors, 404s, static files, streams', async () => {
     const html = { headers: { accept: 'text/html' } };
@@ -39,15 +54,43 @@ describe('envelopes, node tag, validation', () => {
       ['/svc/v1/test/sse'],
       ['/svc/v1/admin/keys', { method: 'POST', body: '{' }],
     ];
-    for (const [path, init] of cases) {
-      const r = await t.request(path, init);
-      assert.equal(r.headers.get('x-svc-node'), t.s.nodeTag, `${init?.method ?? 'GET'} ${path}`);
-      assert.match(r.headers.get('x-request-id') ?? '', /^[a-z0-9]{12}$/, path);
-      await r.arrayBuffer();
+    for (const { way, request, nodeTag, raw } of ways()) {
+      const ids = new Set<string>();
+      for (const [path, init] of raw ? [...cases, ['/svc/v1/test/raw'] as [string]] : cases) {
+        const r = await request(path, init);
+        const what = `${way}: ${init?.method ?? 'GET'} ${path}`;
+        assert.equal(r.headers.get('x-svc-node'), nodeTag, what);
+        const id = r.headers.get('x-request-id') ?? '';
+        assert.match(id, /^[a-z0-9]{12}$/, what);
+        ids.add(id);
+        // no origin: no CORS grant, but the answer still says it varies by origin (shared caches)
+        assert.equal(r.headers.get('access-control-allow-origin'), null, what);
+        assert.equal(r.headers.get('vary'), 'Origin', what);
+        await r.arrayBuffer();
+      }
+      assert.equal(ids.size, cases.length + (raw ? 1 : 0), `${way}: one request id per request`);
+      const s = await request('/svc/v1/test/sse');
+      assert.match(s.headers.get('content-type') ?? '', /text\/event-stream/);
+      assert.match(await s.text(), /data: \{"a":1\}/);
     }
-    const s = await t.request('/svc/v1/test/sse');
-    assert.match(s.headers.get('content-type') ?? '', /text\/event-stream/);
-    assert.match(await s.text(), /data: \{"a":1\}/);
+  });
+
+  test('an allowed origin gets its CORS grant on every answer, raw ones included; a foreign one none', async () => {
+    for (const { way, request, raw } of ways()) {
+      for (const path of ['/api/version', '/api/nope', '/svc/v1/test/sse', ...(raw ? ['/svc/v1/test/raw'] : [])]) {
+        const r = await request(path, { headers: { origin: 'http://localhost:5173' } });
+        const what = `${way}: ${path}`;
+        assert.equal(r.headers.get('access-control-allow-origin'), 'http://localhost:5173', what);
+        assert.match(r.headers.get('access-control-expose-headers') ?? '', /(^|,)X-Request-Id(,|$)/, what);
+        assert.equal(r.headers.get('vary'), 'Origin', what);
+        assert.equal(r.headers.get('access-control-allow-credentials'), null, what);
+        await r.arrayBuffer();
+        const foreign = await request(path, { headers: { origin: 'https://elsewhere.example' } });
+        assert.equal(foreign.headers.get('access-control-allow-origin'), null, what);
+        assert.equal(foreign.headers.get('vary'), 'Origin', what);
+        await foreign.arrayBuffer();
+      }
+    }
   });
 
   test('GET /api/version reports the package version as YYYY.M.PATCH', async () => {
