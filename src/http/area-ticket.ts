@@ -9,6 +9,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { AreaTickets, IssuedTicket } from '../services/admin/area-tickets.ts';
 import { ServiceError } from '../services/errors.ts';
 import type { AppEnv } from './context.ts';
+import { joinedHeader } from '../runtime/http-tuning.ts';
 
 export const TICKET_COOKIE = 'svc-area-ticket';
 export const CSRF_COOKIE = 'svc-csrf';
@@ -36,7 +37,7 @@ export function areaTicketAuth(tickets: AreaTickets): MiddlewareHandler<AppEnv> 
   // not async: most requests carry no CSRF header and pass straight on
   return (c, next) => {
     // the cookie alone authenticates nothing; the header is read first as most requests lack it
-    const csrf = c.req.header(CSRF_HEADER);
+    const csrf = joinedHeader(c, CSRF_HEADER);
     return csrf ? ticketed(c, next, csrf) : next();
   };
 

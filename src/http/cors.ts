@@ -6,7 +6,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import { cors as honoCors } from 'hono/cors';
-import { presetHeader, setHeadersAfterResponse } from '../runtime/http-tuning.ts';
+import { joinedHeader, presetHeader, setHeadersAfterResponse } from '../runtime/http-tuning.ts';
 import { afterNext } from './one-handler-router.ts';
 
 /** Whether `origin` matches one of the allowed patterns (see the setting's help). */
@@ -89,7 +89,7 @@ export function cors(allowed: readonly string[]): MiddlewareHandler {
   };
   return (c, next) => {
     if (c.req.method === 'OPTIONS') return preflight(c, next);
-    const origin = c.req.header('origin');
+    const origin = joinedHeader(c, 'origin');
     const allow = origin && originAllowed(origin, allowed) ? origin : null;
     if (setHeadersAfterResponse) return afterNext(next(), () => finish(c, allow));
     const everyAnswer = presetHeader(c, 'Vary', 'Origin');

@@ -23,24 +23,41 @@ function rawPath(url: string): string {
   return url.slice(start, query < 0 ? url.length : query);
 }
 
-export function requestMeta(nodeTag: string, log: Logger): MiddlewareHandler<AppEnv> {
-  // Unique per process: a random boot prefix and a counter (cheaper than random bytes per request). The
-  // counter starts at 36^6, so it is written in 7 base-36 digits without padding (padStart is slow on Bun);
-  // 12 characters in all.
+/**
+ * Request ids, unique per process: a random boot prefix and a counter (cheaper than random bytes per
+ * request), 12 base-36 characters. The counter's last two digits come from a table and the rest is
+ * written once per 1,296 ids: `toString(36)` of a number per request cost ~0.1 µs.
+ */
+export function requestIds(): () => string {
+  const pairs = Array.from({ length: 36 * 36 }, (_, i) => (i < 36 ? '0' : '') + i.toString(36));
   const boot = randomId(5);
-  let seq = 36 ** 6;
+  let high = 36 ** 4; // five digits without padding (padStart is slow on Bun)
+  let prefix = '';
+  let low = pairs.length;
+  return () => {
+    if (low === pairs.length) {
+      prefix = boot + (high++).toString(36);
+      low = 0;
+    }
+    return prefix + pairs[low++];
+  };
+}
+
+export function requestMeta(nodeTag: string, log: Logger): MiddlewareHandler<AppEnv> {
+  const nextId = requestIds();
   // Not async, and the access line written by a plain function: no promise of its own per request.
   const access = (c: Context<AppEnv>, status: number, started: number, rid: string) => {
     const owner = (c.get('owner') as { id?: string } | undefined)?.id ?? '-';
-    // tenths of a millisecond from integers: cheaper than toFixed's decimal formatting of a float
+    // tenths of a millisecond from int32s: cheaper than toFixed's decimal formatting of a float
     const tenths = Math.round((performance.now() - started) * 10);
-    const ms = `${(tenths - (tenths % 10)) / 10}.${tenths % 10}`;
+    const t = tenths | 0;
+    const ms = t === tenths ? `${(t / 10) | 0}.${t % 10}` : (tenths / 10).toFixed(1);
     log.access(`${c.req.method} ${rawPath(c.req.url)} ${status} ${ms}ms owner=${owner} rid=${rid}`);
   };
   return (c, next) => {
     const logging = log.level === 'debug' || log.level === 'info';
     const started = logging ? performance.now() : 0; // a clock read is an op call on Deno: only when logged
-    const rid = boot + (seq++).toString(36);
+    const rid = nextId();
     c.set('requestId', rid);
     if (!setHeadersAfterResponse) {
       presetHeader(c, 'X-Svc-Node', nodeTag);

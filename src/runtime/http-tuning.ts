@@ -12,13 +12,13 @@ import { runtimeName } from './env.ts';
 
 export const setHeadersAfterResponse = runtimeName === 'deno';
 
-interface NodeOutgoing {
-  setHeader(name: string, value: string): unknown;
+interface NodeBindings {
+  incoming?: { headers: Record<string, string | string[] | undefined> };
+  outgoing?: { setHeader(name: string, value: string): unknown };
 }
 
-/** The Node response behind this request; absent on other runtimes and for requests not served by Node's server. */
-const outgoingOf = (c: Context): NodeOutgoing | undefined =>
-  runtimeName === 'node' ? (c.env as { outgoing?: NodeOutgoing } | undefined)?.outgoing : undefined;
+/** The Node request and response behind this request: absent on other runtimes and under `app.request`. */
+const nodeOf = (c: Context): NodeBindings | undefined => runtimeName === 'node' ? (c.env as NodeBindings | undefined) : undefined;
 
 /**
  * Sets a header every answer to this request carries, before the handler runs (not on Deno: see
@@ -26,11 +26,24 @@ const outgoingOf = (c: Context): NodeOutgoing | undefined =>
  * too; false when it was prepared on the context, which only responses built through `c` carry.
  */
 export function presetHeader(c: Context, name: string, value: string): boolean {
-  const out = outgoingOf(c);
+  const out = nodeOf(c)?.outgoing;
   if (out) {
     out.setHeader(name, value);
     return true;
   }
   c.header(name, value);
   return false;
+}
+
+/**
+ * A request header by its lower-case name, for a header Node joins when it is repeated (as `origin`; not
+ * `authorization` or the others Node keeps once, nor cookies). On Node it is read from the object Node's
+ * parser built: @hono/node-server's view of it checks and lowercases the name and checks the value on
+ * every read.
+ */
+export function joinedHeader(c: Context, lowerName: string): string | undefined {
+  const incoming = nodeOf(c)?.incoming;
+  if (!incoming) return c.req.header(lowerName);
+  const value = incoming.headers[lowerName];
+  return typeof value === 'string' ? value : undefined;
 }

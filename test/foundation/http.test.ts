@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ndjsonResponse } from '../../src/http/ndjson.ts';
 import { sseResponse } from '../../src/http/sse.ts';
+import { requestIds } from '../../src/http/request-meta.ts';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../../src/http/context.ts';
 import { type InProcess, inProcess, json, listening } from '../support/server.ts';
@@ -91,6 +92,15 @@ describe('envelopes, node tag, validation', () => {
         await foreign.arrayBuffer();
       }
     }
+  });
+
+  test('request ids: 12 characters of [a-z0-9], unique across many thousands, one boot prefix per process', () => {
+    const next = requestIds();
+    const ids = Array.from({ length: 50_000 }, next);
+    for (const id of ids) assert.match(id, /^[a-z0-9]{12}$/);
+    assert.equal(new Set(ids).size, ids.length);
+    assert.equal(new Set(ids.map((id) => id.slice(0, 5))).size, 1);
+    assert.notEqual(requestIds()().slice(0, 5), ids[0]!.slice(0, 5), 'another process (generator) has another prefix');
   });
 
   test('GET /api/version reports the package version as YYYY.M.PATCH', async () => {
