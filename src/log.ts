@@ -38,9 +38,8 @@ export function createLogger(level: Level = 'info'): Logger {
   };
   // Access lines are written in batches: every 50 ms, at 64 KB, and at exit (as nginx's `buffer=`/`flush=`).
   // One write per request (or per event-loop turn) cost more than the rest of a small request: on Node a
-  // write to a file or pipe on stderr is a synchronous system call. Each line is encoded into the batch at
-  // once: kept as strings until the write, a busy server's lines outlived several young-generation
-  // collections, each of which copied them.
+  // write to a file or pipe on stderr is a synchronous system call. Each line is encoded into the batch
+  // as it comes, so no string outlives its request.
   const batch = new Uint8Array(131_072);
   let used = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -30,13 +30,45 @@
 
 // Weights repacked per group of 16 columns, per block b, 4 steps of 64 bytes: lane j (column j) holds codes
 // 4s..4s+3 of its block in the low nibbles and codes 16+4s..16+4s+3 in the high ones. Scales as
-// [group][block][16]. np is n padded to 16 (zero codes, zero scales).
+// [group][block][16]: in half precision (sh) when every scale is exactly a half, as llama.cpp's Q4_0 stores
+// them and svc's quantizer makes them (a decode step reads its weights from memory once, and a block's scale
+// in fp32 is a fifth of its bytes); else in fp32 (sw). np is n padded to 16 (zero codes, zero scales).
 typedef struct {
   int32_t k, n, np, nb;
   uint8_t *packed;
   float *sw;
+  uint16_t *sh;
   int64_t bytes;
 } Packed;
+
+// IEEE half to float: exact, as the AVX-512 conversion (vcvtph2ps) is.
+static float half_to_float(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 1023u;
+  float f;
+  if (e == 0) {
+    f = ldexpf((float)m, -24);
+    return sign ? -f : f;
+  }
+  const uint32_t bits = sign | (e == 31 ? 0x7f800000u | (m << 13) : ((e + 112) << 23) | (m << 13));
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// The half whose value is exactly f, if there is one (finite values only).
+static int half_exact(float f, uint16_t *h) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  const uint32_t sign = (bits >> 16) & 0x8000u, e = (bits >> 23) & 255u, m = bits & 0x7fffffu;
+  if (e == 255) return 0;
+  if (e == 0 && m == 0) *h = (uint16_t)sign;
+  else if (e >= 113 && e <= 142 && (m & 0x1fffu) == 0) *h = (uint16_t)(sign | ((e - 112) << 10) | (m >> 13));
+  else {
+    const float units = fabsf(f) * 16777216.f; // subnormal halves: whole multiples of 2^-24 below 2^-14
+    if (units != floorf(units) || units < 1.f || units > 1023.f) return 0;
+    *h = (uint16_t)(sign | (uint32_t)units);
+  }
+  return half_to_float(*h) == f;
+}
 
 // One product's activations, quantized: q [m][k] int8, sa [m][nb] scales, c [m][nb] = 8 * scale * sum(q).
 typedef struct {
@@ -73,7 +105,10 @@ static void pack(Packed *w, const uint8_t *b, const float *scales) {
           }
       for (int j = 0; j < 16; j++) {
         const int col = g * 16 + j;
-        w->sw[((size_t)g * nb + bl) * 16 + j] = col < w->n ? scales[(size_t)col * nb + bl] : 0.f;
+        const float sc = col < w->n ? scales[(size_t)col * nb + bl] : 0.f;
+        const size_t at = ((size_t)g * nb + bl) * 16 + j;
+        if (w->sh) half_exact(sc, &w->sh[at]);
+        else w->sw[at] = sc;
       }
     }
 }
@@ -107,7 +142,7 @@ static void group_portable(const void *arg, int g, int r0, int rows, int b0, int
   const Packed *w = job->w;
   const int nb = w->nb;
   const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256;
-  const float *sw = w->sw + (size_t)g * 16 * nb;
+  const size_t s0 = (size_t)g * 16 * nb;
   const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
   float acc[4][16] = {{0}};
   if (b0 > 0)
@@ -123,7 +158,9 @@ static void group_portable(const void *arg, int g, int r0, int rows, int b0, int
             const uint8_t v = p[st * 64 + j * 4 + t];
             s += (v & 15) * a[4 * st + t] + (v >> 4) * a[16 + 4 * st + t];
           }
-        acc[r][j] = fmaf(sw[(size_t)b * 16 + j], fmaf(sa, (float)s, -c), acc[r][j]);
+        const size_t at = s0 + (size_t)b * 16 + j;
+        const float scale = w->sh ? half_to_float(w->sh[at]) : w->sw[at];
+        acc[r][j] = fmaf(scale, fmaf(sa, (float)s, -c), acc[r][j]);
       }
     }
   }
@@ -139,12 +176,14 @@ VNNI_TARGET static inline __attribute__((always_inline)) __m512i broadcast4(cons
   return _mm512_castps_si512(_mm512_set1_ps(v));
 }
 
-// rows is a constant in each caller (group_vnni), so the accumulators stay in registers
-VNNI_TARGET static inline __attribute__((always_inline)) void group_vnni_rows(const Job *job, int g, int r0, const int rows, int b0, int b1) {
+// rows and half are constants in each caller (group_vnni), so the accumulators stay in registers
+VNNI_TARGET static inline __attribute__((always_inline)) void group_vnni_rows(const Job *job, int g, int r0, const int rows, int b0, int b1,
+                                                                              const int half) {
   const Packed *w = job->w;
   const int nb = w->nb;
   const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256;
-  const float *sw = w->sw + (size_t)g * 16 * nb;
+  const float *sw = half ? NULL : w->sw + (size_t)g * 16 * nb;
+  const uint16_t *sh = half ? w->sh + (size_t)g * 16 * nb : NULL;
   const __m512i mask = _mm512_set1_epi8(15);
   const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
   const __mmask16 store = (__mmask16)((1u << cols) - 1);
@@ -158,14 +197,14 @@ VNNI_TARGET static inline __attribute__((always_inline)) void group_vnni_rows(co
     _mm_prefetch((const char *)(p + 6208), _MM_HINT_T0);
     _mm_prefetch((const char *)(p + 6272), _MM_HINT_T0);
     _mm_prefetch((const char *)(p + 6336), _MM_HINT_T0);
-    _mm_prefetch((const char *)(sw + ((size_t)b + 24) * 16), _MM_HINT_T0);
+    _mm_prefetch(half ? (const char *)(sh + ((size_t)b + 24) * 16) : (const char *)(sw + ((size_t)b + 24) * 16), _MM_HINT_T0);
     const __m512i w0 = _mm512_load_si512(p), w1 = _mm512_load_si512(p + 64);
     const __m512i w2 = _mm512_load_si512(p + 128), w3 = _mm512_load_si512(p + 192);
     const __m512i l0 = _mm512_and_si512(w0, mask), h0 = _mm512_and_si512(_mm512_srli_epi16(w0, 4), mask);
     const __m512i l1 = _mm512_and_si512(w1, mask), h1 = _mm512_and_si512(_mm512_srli_epi16(w1, 4), mask);
     const __m512i l2 = _mm512_and_si512(w2, mask), h2 = _mm512_and_si512(_mm512_srli_epi16(w2, 4), mask);
     const __m512i l3 = _mm512_and_si512(w3, mask), h3 = _mm512_and_si512(_mm512_srli_epi16(w3, 4), mask);
-    const __m512 swv = _mm512_load_ps(sw + (size_t)b * 16);
+    const __m512 swv = half ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sh + (size_t)b * 16))) : _mm512_load_ps(sw + (size_t)b * 16);
     for (int r = 0; r < rows; r++) {
       const int8_t *a = job->q + (size_t)(r0 + r) * w->k + (size_t)b * 32;
       __m512i s = _mm512_setzero_si512();
@@ -203,12 +242,18 @@ VNNI_TARGET static void quant_row_vnni(const float *x, int k, int8_t *q, float *
 
 VNNI_TARGET static void group_vnni(const void *arg, int g, int r0, int rows, int b0, int b1) {
   const Job *job = arg;
-  switch (rows) {
-    case 4: group_vnni_rows(job, g, r0, 4, b0, b1); break;
-    case 3: group_vnni_rows(job, g, r0, 3, b0, b1); break;
-    case 2: group_vnni_rows(job, g, r0, 2, b0, b1); break;
-    default: group_vnni_rows(job, g, r0, 1, b0, b1); break;
-  }
+  if (job->w->sh) switch (rows) {
+      case 4: group_vnni_rows(job, g, r0, 4, b0, b1, 1); break;
+      case 3: group_vnni_rows(job, g, r0, 3, b0, b1, 1); break;
+      case 2: group_vnni_rows(job, g, r0, 2, b0, b1, 1); break;
+      default: group_vnni_rows(job, g, r0, 1, b0, b1, 1); break;
+    }
+  else switch (rows) {
+      case 4: group_vnni_rows(job, g, r0, 4, b0, b1, 0); break;
+      case 3: group_vnni_rows(job, g, r0, 3, b0, b1, 0); break;
+      case 2: group_vnni_rows(job, g, r0, 2, b0, b1, 0); break;
+      default: group_vnni_rows(job, g, r0, 1, b0, b1, 0); break;
+    }
 }
 
 static int cpu_has_vnni(void) {
@@ -400,7 +445,7 @@ static void *run_part(void *arg) {
 }
 
 // Blocks of 32 per segment for a 4-bit product of nb blocks: about 24 KB of a group's weights and scales
-// (20 bytes a block per column) at most, in equal segments.
+// (at most 20 bytes a block per column) at most, in equal segments.
 static int q4_segment(int nb) {
   const int most = 24 * 1024 / (16 * 20), parts = (nb + most - 1) / most;
   return (nb + parts - 1) / parts;
@@ -718,6 +763,7 @@ static void finalize_packed(napi_env env, void *data, void *hint) {
   napi_adjust_external_memory(env, -w->bytes, &left);
   free(w->packed);
   free(w->sw);
+  free(w->sh);
   free(w);
 }
 
@@ -739,16 +785,32 @@ static napi_value pack_q4(napi_env env, napi_callback_info info) {
   Packed *w = calloc(1, sizeof *w);
   if (!w) return throw_type(env, "packQ4: out of memory");
   w->k = (int32_t)k, w->n = (int32_t)n, w->np = (int32_t)((n + 15) & ~15), w->nb = (int32_t)nb;
+  int half = 1;
+  uint16_t h;
+  for (int64_t i = 0; i < n * nb && half; i++) half = half_exact(((const float *)scales)[i], &h);
+  const size_t scale_size = half ? sizeof(uint16_t) : sizeof(float);
   w->packed = alloc64((size_t)w->np * nb * 16);
-  w->sw = alloc64((size_t)w->np * nb * sizeof(float));
-  if (!w->packed || !w->sw) {
-    free(w->packed), free(w->sw), free(w);
+  if (half) w->sh = alloc64((size_t)w->np * nb * scale_size);
+  else w->sw = alloc64((size_t)w->np * nb * scale_size);
+  if (!w->packed || (!w->sw && !w->sh)) {
+    free(w->packed), free(w->sw), free(w->sh), free(w);
     napi_throw_range_error(env, NULL, "packQ4: out of memory");
     return NULL;
   }
-  w->bytes = (int64_t)w->np * nb * (16 + sizeof(float));
+  w->bytes = (int64_t)w->np * nb * (int64_t)(16 + scale_size);
   pack(w, b, scales);
   return wrap_packed(env, w, w->bytes, finalize_packed, &PACKED_TAG);
+}
+
+// packedBytes(w): the bytes a 4-bit product's repacked weights and scales take (what a product reads).
+static napi_value packed_bytes(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], out;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return throw_type(env, "packedBytes(w)");
+  const Packed *w = get_tagged(env, argv[0], &PACKED_TAG);
+  if (!w) return throw_type(env, "packedBytes: w must come from packQ4");
+  napi_create_int64(env, w->bytes, &out);
+  return out;
 }
 
 static napi_value matmul_q4(napi_env env, napi_callback_info info) {
@@ -1052,6 +1114,7 @@ NAPI_MODULE_INIT() {
   const napi_property_descriptor props[] = {
     {"packQ4", NULL, pack_q4, NULL, NULL, NULL, napi_enumerable, NULL},
     {"matmulQ4", NULL, matmul_q4, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"packedBytes", NULL, packed_bytes, NULL, NULL, NULL, napi_enumerable, NULL},
     {"mlpQ4", NULL, mlp_q4, NULL, NULL, NULL, napi_enumerable, NULL},
     {"packQ8", NULL, pack_q8, NULL, NULL, NULL, napi_enumerable, NULL},
     {"matmulQ8", NULL, matmul_q8, NULL, NULL, NULL, napi_enumerable, NULL},

@@ -39,9 +39,10 @@ def dequant_nbits(B, scales, K, N, bits, block):
 
 
 def reference_q4(W, block):
-    """llama.cpp's Q4_0 rounding (ggml's quantize_row_q4_0_ref) with the scale kept in fp32: per block,
-    d = (the value of largest magnitude) / -8, code = min(15, trunc(w / d + 8.5)) with w / d taken as
-    w * (1 / d), zero point 8."""
+    """llama.cpp's Q4_0 rounding (ggml's quantize_row_q4_0_ref): per block, d = (the value of largest
+    magnitude) / -8 in fp32, code = min(15, trunc(w / d + 8.5)) with w / d taken as w * (1 / d), zero point 8,
+    and d stored as a half (GGML_FP32_TO_FP16: nearest, ties to even). Returns the codes, the stored scale and
+    the fp32 d."""
     K, N = W.shape
     k_blocks = (K + block - 1) // block
     Wt = np.zeros((N, k_blocks * block), np.float32)
@@ -54,7 +55,7 @@ def reference_q4(W, block):
     np.divide(np.float32(1), d, out=inv, where=d != 0)
     r = b.astype(np.float64) * inv[..., None].astype(np.float64) + 8.5
     q = np.minimum(15, np.trunc(r)).astype(np.int32)
-    return q.reshape(N, -1)[:, :K].T, d
+    return q.reshape(N, -1)[:, :K].T, d.astype(np.float16).astype(np.float32), d
 
 
 def absmax7_q4(W, block):
@@ -84,17 +85,21 @@ def main(fp32_path, q4_path, fake_path=None):
             W = f_inits[orig.input[1]].astype(np.float32)
             K, N = W.shape
             Wd, q_ours = dequant_nbits(q_inits[n.input[1]], q_inits[n.input[2]], a["K"], a["N"], a["bits"], a["block_size"])
-            q_ref, s_ref = reference_q4(W, a["block_size"])
+            q_ref, s_ref, d_ref = reference_q4(W, a["block_size"])
             s_ours = q_inits[n.input[2]].reshape(s_ref.shape)
             Wref = ((q_ref - 8).astype(np.float32).T.reshape(N, -1, a["block_size"]) * s_ref[..., None]).reshape(N, -1)[:, :K].T \
                 if K % a["block_size"] == 0 else None
             fake[orig.input[1]] = Wd.astype(np.float32)
-            bound = np.abs(np.repeat(s_ours, a["block_size"], axis=1)[:, :K].T) / 2  # rounding error per element
-            over = np.abs(Wd - W) > bound * (1 + 1e-4)
+            # rounding error per element: half a step of d, and a code of at most 8 steps times the scale's own
+            # rounding to a half
+            per_block = lambda v: np.repeat(v, a["block_size"], axis=1)[:, :K].T  # noqa: E731
+            half_step = np.abs(per_block(d_ref)) / 2
+            bound = half_step * (1 + 1e-4) + 8 * np.abs(per_block(s_ours) - per_block(d_ref))
+            over = np.abs(Wd - W) > bound
             out["matmulnbits"].append({
                 "weight": orig.input[1], "K": K, "N": N, "attrs": {k: a[k] for k in a},
                 "domain": n.domain, "inputs": len(n.input),
-                "max_err_over_half_scale": float((np.abs(Wd - W) / np.maximum(bound, 1e-12)).max()),
+                "max_err_over_half_scale": float((np.abs(Wd - W) / np.maximum(half_step, 1e-12)).max()),
                 "scale_max_rel_diff": float((np.abs(s_ours - s_ref) / np.maximum(np.abs(s_ref), 1e-30)).max()),
                 "codes_differing": int((q_ours != q_ref).sum()),
                 "dequant_max_abs_diff_vs_reference": float(np.abs(Wd - Wref).max()) if Wref is not None else None,

@@ -89,6 +89,7 @@ def quantize_q4(model, block=32, min_elems=0, rule="q4_0"):
             scale = (signed_max / -8.0).astype(np.float32)  # [N, nb]
             inv = np.where(scale != 0, 1.0 / np.where(scale != 0, scale, 1), 0).astype(np.float32)
             q = np.minimum(15, np.floor(blocks.astype(np.float64) * inv[..., None].astype(np.float64) + 8.5)).astype(np.uint8)
+            scale = scale.astype(np.float16).astype(np.float32)  # stored as a half, as Q4_0 stores it
         packed = (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)  # low nibble first
         name = w.name + "_q4"
         if name not in {t.name for t in new_inits}:

@@ -14,14 +14,24 @@ declare const packedQ4: unique symbol;
 declare const packedQ8: unique symbol;
 
 /** Repacked weights; the native memory is freed when this object is collected. */
-export type PackedQ4 = { readonly k: number; readonly n: number; readonly [packedQ4]: true };
+export type PackedQ4 = {
+  readonly k: number;
+  readonly n: number;
+  /** Bytes of the repacked codes and scales: 16 a block of 32 weights, and 2 (half) or 4 (fp32) for its scale. */
+  readonly bytes: number;
+  readonly [packedQ4]: true;
+};
 /** Repacked 8-bit weights; the native memory is freed when this object is collected. */
 export type PackedQ8 = { readonly k: number; readonly n: number; readonly [packedQ8]: true };
 
 export interface NativeKernels {
   /** 'avx512vnni' or 'portable': the path matmulQ4 takes unless told `portable`. */
   path: string;
-  /** b: [n][k/32][16] bytes, two codes a byte (low nibble first); scales: [n * k/32]; k a multiple of 32. */
+  /**
+   * b: [n][k/32][16] bytes, two codes a byte (low nibble first); scales: [n * k/32]; k a multiple of 32. Scales
+   * that are all exactly half-precision values (as llama.cpp's Q4_0 and svc's quantizer make them) are kept
+   * as halves, with the same results.
+   */
   packQ4(b: Uint8Array, scales: Float32Array, k: number, n: number): PackedQ4;
   /** y[m][n] = Σ x[m][k]·W[n][k], the columns split over `threads` threads made for this call. */
   matmulQ4(w: PackedQ4, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
@@ -107,6 +117,7 @@ export interface AttentionArrays {
 
 interface Addon {
   packQ4(b: Uint8Array, scales: Float32Array, k: number, n: number): object;
+  packedBytes(w: object): number;
   matmulQ4(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
   mlpQ4(
     gate: object,
@@ -167,7 +178,10 @@ function load(): { kernels?: NativeKernels; reason?: string } {
   return {
     kernels: {
       path,
-      packQ4: (b, scales, k, n) => Object.freeze({ k, n, [HANDLE]: addon.packQ4(b, scales, k, n) }) as unknown as PackedQ4,
+      packQ4: (b, scales, k, n) => {
+        const h = addon.packQ4(b, scales, k, n);
+        return Object.freeze({ k, n, bytes: addon.packedBytes(h), [HANDLE]: h }) as unknown as PackedQ4;
+      },
       matmulQ4: (w, x, m, y, threads, portable) => addon.matmulQ4(handle(w), x, m, y, threads, portable),
       mlpQ4: (gate, up, down, x, m, y, threads, portable) =>
         addon.mlpQ4(handle(gate), handle(up), handle(down), x, m, y, threads, portable),

@@ -149,6 +149,57 @@ for (const [k, n] of SHAPES) {
   });
 }
 
+for (const [k, n] of SHAPES) {
+  test(`K=${k} N=${n}, scales that are halves: kept as halves (18 bytes a block), ONNX Runtime's outputs, the fp32 path's bits`, async () => {
+    const kn = addon();
+    const c = cases.find((c) => c.k === k && c.n === n)!;
+    const nb = k / 32, np = Math.ceil(n / 16) * 16;
+    // halves built from their fields: (1 + m/1024) 2^e, some zero, some subnormal halves (m 2^-24)
+    const rnd = random(k + n * 13);
+    const halves = Float32Array.from(
+      { length: n * nb },
+      (_, i) =>
+        i % 97 === 5
+          ? 0
+          : i % 89 === 3
+          ? Math.floor(1 + rnd() * 1023) * 2 ** -24
+          : (1 + Math.floor(rnd() * 1024) / 1024) * 2 ** (-9 + Math.floor(rnd() * 5)),
+    );
+    // the same but for one scale (column n - 1, first block) that is no half: the fp32 layout
+    const singles = Float32Array.from(halves);
+    singles[(n - 1) * nb] = Math.fround(0.01 * (1 + 2 ** -20));
+    const wh = kn.packQ4(c.b, halves, k, n), ws = kn.packQ4(c.b, singles, k, n);
+    assert.equal(wh.bytes, np * nb * 18);
+    assert.equal(ws.bytes, np * nb * 20);
+    const [bPath, sPath, model] = ['bh.bin', 'sh.bin', `q4h-${k}x${n}.onnx`].map((f) => join(dir, f)) as [string, string, string];
+    writeFileSync(bPath, c.b);
+    writeFileSync(sPath, new Uint8Array(halves.buffer));
+    execFileSync('/usr/bin/python3', ['-c', BUILD, String(k), String(n), bPath, sPath, model]);
+    const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
+    try {
+      for (const m of [1, 5, 70]) {
+        const x = input(m, k, m * 17 + k);
+        const want = (await session.run({ A: new ort.Tensor('float32', x, [m, k]) })).Y!.data as Float32Array;
+        for (const portable of [false, true]) {
+          for (const threads of [1, 2]) {
+            const yh = new Float32Array(m * n), ys = new Float32Array(m * n);
+            kn.matmulQ4(wh, x, m, yh, threads, portable);
+            kn.matmulQ4(ws, x, m, ys, threads, portable);
+            assertClose(yh, want, `M=${m} portable=${portable} threads=${threads}`);
+            for (let i = 0; i < m * n; i++) {
+              if (i % n !== n - 1 && !Object.is(yh[i], ys[i])) {
+                assert.fail(`M=${m} portable=${portable}: element ${i} ${yh[i]} against fp32 scales' ${ys[i]}`);
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      await session.release();
+    }
+  });
+}
+
 test('y may be a view on a SharedArrayBuffer', async () => {
   const kn = addon();
   const c = cases[1]!;

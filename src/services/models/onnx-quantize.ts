@@ -312,12 +312,31 @@ function int8PerTensor(W: Floats): { q: Int8Array; scale: number } {
   return { q, scale };
 }
 
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+/** x (a float32 value) rounded to the nearest half-precision value, ties to even; ±Infinity past the largest. */
+export function toHalf(x: number): number {
+  f32[0] = x;
+  const exponent = (u32[0]! >>> 23) & 255;
+  if (exponent === 255 || x === 0) return x;
+  // a half's step: 2^(e - 10) for a value in [2^e, 2^(e+1)); subnormal halves step 2^-24 below 2^-14
+  const step = 2 ** (Math.max(exponent - 127, -14) - 10);
+  const units = Math.abs(x) / step; // exact: a power of two
+  const down = Math.floor(units), rest = units - down;
+  const n = rest > 0.5 || (rest === 0.5 && down % 2 === 1) ? down + 1 : down;
+  const y = n * step;
+  return (x < 0 ? -1 : 1) * (y > 65504 ? Infinity : y);
+}
+
 /**
  * W is [K, N] row-major; MatMulNBits wants per output column n, K values in blocks, low nibble first.
  * Each block's scale is chosen as llama.cpp's Q4_0 chooses it: the value of largest magnitude, divided by
  * −8, so that value lands on the code for −8 exactly and the block uses all 16 levels (a scale of
  * max|w| / 7, transformers.js' recipe, leaves one unused). Codes round half up, as Q4_0's do; a value of
- * the other sign at the block's full magnitude is clamped to +7. Kept in fp32 (Q4_0 rounds it to fp16).
+ * the other sign at the block's full magnitude is clamped to +7. The codes are taken with the fp32 scale and
+ * the scale is stored rounded to half precision, both as Q4_0 does: llama.cpp stores it as a half, and svc's
+ * kernels then read 18 bytes a block instead of 20 (src/runtime/kernels.ts).
  */
 function int4Blocks(W: Float32Array, K: number, N: number, block: number): { packed: Uint8Array; scales: number[]; blocks: number } {
   const blocks = Math.ceil(K / block);
@@ -335,7 +354,7 @@ function int4Blocks(W: Float32Array, K: number, N: number, block: number): { pac
       }
       const scale = Math.fround(max / -8);
       const inv = scale ? Math.fround(1 / scale) : 0;
-      scales[n * blocks + b] = scale;
+      scales[n * blocks + b] = toHalf(scale);
       const base = (n * blocks + b) * (block / 2);
       for (let j = 0; j < block; j += 2) packed[base + j / 2] = code(vals[j], inv) | (code(vals[j + 1], inv) << 4);
     }

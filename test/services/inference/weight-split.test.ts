@@ -21,6 +21,7 @@ import { TINY_LLAMA } from './fixtures.ts';
 import { REF } from './reference.ts';
 import { config, emptyPast, i64, layers, relMax } from './tiny-llama-feeds.ts';
 import { cutLmHead } from '../../../src/services/inference/lm-head.ts';
+import { quantizeOnnx } from '../../../src/services/models/onnx-quantize.ts';
 
 /** Every MatMulNBits of a model set to accuracy_level 1 (float activations), by the `onnx` package. */
 const LEVEL_1 = `
@@ -216,6 +217,35 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
       await s.release();
     });
   }
+
+  test("svc's own q4 (every scale a half, as Q4_0): its products read halves, with ONNX Runtime's logits", async () => {
+    const kernels = nativeKernels();
+    assert.ok(kernels, 'the native kernels are built (npm run build:native)');
+    const own = (await quantizeOnnx(file('model.onnx'), 'q4', { dir: join(TINY_LLAMA, 'onnx') })).bytes;
+    const graph = rewriteDecoder(own, decoderShape(config)!, { pastAndNew: true })!.bytes;
+    const leveled = withInt8Activations(graph)?.bytes ?? graph;
+    const perBlock: number[] = [];
+    const counted = {
+      ...kernels,
+      packQ4: (...a: Parameters<typeof kernels.packQ4>) => {
+        const w = kernels.packQ4(...a);
+        perBlock.push(w.bytes / ((Math.ceil(w.n / 16) * 16 * w.k) / 32));
+        return w;
+      },
+    };
+    const whole = await ort.InferenceSession.create(leveled, opts);
+    const s = await SplitSession.create(ort as never, counted, splitAtWeights(leveled)!, opts);
+    assert.equal(perBlock.length, 7 * layers + 1, 'q, k, v, o, gate, up, down a layer and the head');
+    assert.deepEqual(new Set(perBlock), new Set([18]), '16 bytes of codes and a half a block');
+    const want = await whole.run(prefill());
+    const got = await s.run(prefill() as never);
+    for (const name of whole.outputNames) {
+      const err = relMax(got[name]!.data as Float32Array, want[name]!.data as Float32Array);
+      assert.ok(err < 5e-4, `${name}: ${err}`);
+    }
+    await whole.release();
+    await s.release();
+  });
 
   test('runs with the same shapes reuse what passes between stages, never what they hand back', async () => {
     const kernels = nativeKernels();

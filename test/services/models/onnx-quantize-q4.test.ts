@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { quantizeOnnx } from '../../../src/services/models/onnx-quantize.ts';
+import { quantizeOnnx, toHalf } from '../../../src/services/models/onnx-quantize.ts';
 
 const DIR = resolve('test/fixtures/models/tiny-llama/onnx');
 const CONFIG = JSON.parse(readFileSync(resolve('test/fixtures/models/tiny-llama/config.json'), 'utf8'));
@@ -81,12 +81,17 @@ describe('q4 weights against the MatMulNBits format, read by numpy', () => {
   });
 
   it("codes and scales are llama.cpp's Q4_0 rounding (numpy, from its definition), within half a step of fp32 but where Q4_0 clamps", () => {
+    // the stored scale is d rounded to a half (relative error at most 2^-11), which moves a code's value by up
+    // to 8 steps times that: beyond half a step by at most 16 * 2^-11 of a half step
     for (const m of c.matmulnbits) {
       assert.ok(m.scale_max_rel_diff < 1e-6, `${m.weight}: scales differ from Q4_0's by ${m.scale_max_rel_diff}`);
       assert.equal(m.codes_differing, 0, `${m.weight}: ${m.codes_differing} 4-bit codes differ from numpy's`);
       assert.ok(m.dequant_max_abs_diff_vs_reference < 1e-7, `${m.weight}: dequantized differs by ${m.dequant_max_abs_diff_vs_reference}`);
       // the one clamped case: a value of the other sign at the block's full magnitude lands one step short
-      assert.ok(m.max_err_over_half_scale <= 2 + 1e-4, `${m.weight}: an element is ${m.max_err_over_half_scale} half-steps from fp32`);
+      assert.ok(
+        m.max_err_over_half_scale <= 2 + 16 * 2 ** -11 + 1e-4,
+        `${m.weight}: an element is ${m.max_err_over_half_scale} half-steps from fp32`,
+      );
       assert.equal(m.over_half_step_not_clamped, 0, `${m.weight}: elements beyond half a step that Q4_0 does not clamp`);
       assert.ok(m.rel_fro_err < 0.15, `${m.weight}: relative error ${m.rel_fro_err}`);
     }
@@ -106,6 +111,51 @@ describe('q4 weights against the MatMulNBits format, read by numpy', () => {
     assert.equal(g.dtype, 'int8');
     assert.ok(g.max_err_over_half_scale <= 1 + 1e-4, `table error ${g.max_err_over_half_scale} half-steps`);
     assert.ok(Math.abs(g.scale_vs_absmax_over_127 - 1) < 1e-6);
+  });
+});
+
+describe('scales rounded to half precision', () => {
+  it("toHalf gives numpy's float16 rounding: ties to even, subnormal halves, zero and overflow", () => {
+    const values: number[] = [
+      65504,
+      65519.99,
+      65520,
+      1e6,
+      6.1e-5,
+      5.96e-8,
+      2.98e-8,
+      2.99e-8,
+      1e-9,
+      -3e-6,
+      0,
+      1 + 2 ** -11,
+      1 + 3 * 2 ** -11,
+    ];
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    for (let i = 0; i < 5000; i++) values.push(Math.fround((rand() - 0.5) * 10 ** Math.floor(rand() * 14 - 9)));
+    // exact midpoints between neighbouring halves (ties), and their neighbours
+    for (let i = 0; i < 500; i++) {
+      const h = toHalf(Math.fround((rand() - 0.5) * 8));
+      const up = toHalf(Math.fround(h + Math.abs(h) * 2 ** -10));
+      const mid = Math.fround((h + up) / 2);
+      values.push(mid, Math.fround(mid * (1 + 2 ** -20)), Math.fround(mid * (1 - 2 ** -20)));
+    }
+    const p = spawnSync('/usr/bin/python3', [
+      '-c',
+      [
+        'import sys, json, numpy as np, warnings',
+        'warnings.simplefilter("ignore")',
+        'x = np.array(json.load(sys.stdin), np.float32)',
+        'print(json.dumps([None if np.isinf(v) else float(v) for v in x.astype(np.float16).astype(np.float64)]))',
+      ].join('\n'),
+    ], { input: JSON.stringify(values.map(Math.fround)), encoding: 'utf8', maxBuffer: 1 << 24 });
+    assert.equal(p.status, 0, p.stderr);
+    const want: (number | null)[] = JSON.parse(p.stdout);
+    values.forEach((v, i) => {
+      const w = want[i] ?? (v < 0 ? -Infinity : Infinity);
+      assert.equal(toHalf(Math.fround(v)), w, `toHalf(${Math.fround(v)})`);
+    });
   });
 });
 
