@@ -127,10 +127,13 @@ const table = [
   'The handlers a request matches (those steps, then the route) run as one handler (src/http/one-handler-router.ts):',
   'Hono calls a lone handler directly, and a request answered synchronously gets its Response back synchronously',
   "(on Node, @hono/node-server's fast path); a step that only passes on adds no promise,",
-  'and headers are prepared on the context where the runtime makes that cheaper (src/runtime/http-tuning.ts).',
+  'and every-request headers are set the way src/runtime/http-tuning.ts finds cheapest on the runtime: on Node on the',
+  'response object @hono/node-server writes (no undici `Headers` per request), on Bun prepared on the context, on Deno on',
+  'the finished Response; on Node, `Origin` and `X-Svc-Csrf` are read from the header object Node parsed.',
   "svc's route table is compiled by Hono's RegExpRouter alone (src/app.ts): a static route beside a `:param` route had",
   'made the default SmartRouter fall back to the slower TrieRouter for every request. Access-log lines reuse one',
-  'formatted timestamp per millisecond and are written in batches (src/log.ts).',
+  'formatted timestamp per millisecond and are encoded into a batch written every 50 ms or 64 KB (src/log.ts); request',
+  'ids take their last two base-36 digits from a table (src/http/request-meta.ts).',
 ].join('\n');
 console.log(table);
 if (!only) writeSection('GET /api/version throughput', table);
