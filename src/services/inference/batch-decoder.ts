@@ -27,7 +27,7 @@
 import type { LoadedModel } from './load.ts';
 import type { HeldArena, SharedArena } from './ort-thread.ts';
 import { newKeyValuesOf } from './new-key-values.ts';
-import type { DecodePlan, HeldAppend, HeldCopy, HeldView } from './ort-sessions.ts';
+import type { DecodedHeld, DecodePlan, HeldAppend, HeldCopy, HeldView } from './ort-sessions.ts';
 import { argmax, type LogitsProcessorLike, type SamplerProcessor, type SuppressProcessor } from './sampling.ts';
 
 export interface DecodeRequest {
@@ -86,7 +86,7 @@ interface SessionLike {
   ): Promise<Record<string, OrtTensorLike>>;
   copyHeld(moves: HeldCopy[]): Promise<void>;
   share?(length: number): Promise<SharedArena>;
-  decodeHeld?(plan: DecodePlan): Promise<Int32Array>;
+  decodeHeld?(plan: DecodePlan): Promise<DecodedHeld>;
 }
 
 interface Row {
@@ -369,28 +369,35 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
    */
   const interrupt = new Int32Array(new SharedArrayBuffer(4));
 
-  /** The tokens a row never takes, where its processors are that alone (greedy, no penalty or constraint). */
-  const suppressed = (row: Row): number[] | undefined => {
-    const procs = row.req.processors as Partial<SuppressProcessor>[];
-    return procs.every((p) => Array.isArray(p.suppress)) ? procs.flatMap((p) => [...p.suppress!]) : undefined;
+  /**
+   * A row's choice as data, where its processors are only that: tokens it never takes, then at most a sampler
+   * (no penalty or constraint, which are code).
+   */
+  const asData = (row: Row): { suppress: number[]; sampler: SamplerProcessor | null } | undefined => {
+    const procs = row.req.processors as (Partial<SuppressProcessor> & Partial<SamplerProcessor>)[];
+    const last = procs.at(-1);
+    const sampler = last?.sampler && last.draw ? (last as SamplerProcessor) : null;
+    const rest = sampler ? procs.slice(0, -1) : procs;
+    return rest.every((p) => Array.isArray(p.suppress)) ? { suppress: rest.flatMap((p) => [...p.suppress!]), sampler } : undefined;
   };
 
   /**
-   * Up to RUN_AHEAD greedy steps of every row in the inference thread, where that can be (the cache in place,
-   * every row's choice plain data, no request waiting to join); undefined where it cannot.
+   * Up to RUN_AHEAD steps of every row in the inference thread, where that can be (the cache in place, every
+   * row's choice plain data, no request waiting to join); undefined where it cannot. A sampler's state goes
+   * with the plan and comes back advanced by its draws there.
    */
   const stepAhead = async (alone: boolean): Promise<Set<Row> | undefined> => {
     // cleared before `pending` is read: a request arriving from here on sets it again
     Atomics.store(interrupt, 0, 0);
     const kv = main!;
     const steps = Math.min(RUN_AHEAD, ...rows.map((r) => r.req.maxNew - r.generated));
-    const suppress = rows.map(suppressed);
-    if (!alone || steps < 2 || !kv.inPlace || !s.decodeHeld || pending.length || suppress.some((x) => !x)) return undefined;
+    const choices = rows.map(asData);
+    if (!alone || steps < 2 || !kv.inPlace || !s.decodeHeld || pending.length || choices.some((x) => !x)) return undefined;
     const b = rows.length;
     const shared = await logitsFor(b);
     if (!shared) return undefined;
     if (kv.stride < kv.len + steps) await widen(kv, b, kv.len + steps);
-    const chosen = await s.decodeHeld({
+    const { tokens: chosen, samplers } = await s.decodeHeld({
       tokens: rows.map((r) => Number(r.ids.at(-1)!)),
       pads: rows.map((r) => r.pad),
       len: kv.len,
@@ -404,9 +411,11 @@ function createBatchDecoder(m: LoadedModel): BatchDecoder {
       })),
       logits: { held: shared.id, offset: 0, length: b * vocab, dims: [b, 1, vocab] },
       keepLast,
-      suppress: suppress as number[][],
+      suppress: choices.map((c) => c!.suppress),
+      samplers: choices.map((c) => c!.sampler?.sampler ?? null),
       interrupt,
     });
+    choices.forEach((c, i) => c!.sampler && Object.assign(c!.sampler.sampler, samplers[i]));
     const done = chosen.length / b;
     kv.len += done;
     const finished = new Set<Row>();

@@ -26,7 +26,7 @@ import { cutLmHead, headProduct, type LmHead, LOGITS } from './lm-head.ts';
 import { nativeKernels } from '../../runtime/kernels.ts';
 import { splitAtWeights, type SplitGraph } from './weight-split.ts';
 import { SplitSession } from './split-session.ts';
-import { argmax } from './sampling.ts';
+import { argmax, drawWith, newScratch, type SamplerState } from './sampling.ts';
 import type { Tensor } from '../models/onnx-wire.ts';
 
 /** A tensor as it crosses threads: its buffer moves (or is copied), the rest is plain data. */
@@ -441,12 +441,13 @@ async function runHeld(
 }
 
 /**
- * Greedy decode steps run back to back in this thread, for a batch whose cache is held in place (the batch
+ * Decode steps run back to back in this thread, for a batch whose cache is held in place (the batch
  * decoder's in-place layout: each row's past at a fixed capacity `stride`, its positions from `pads[r]` to
  * `len` valid, a new position's keys and values written in at its length). Each step feeds the tokens the
- * last one chose (the most likely, never one of the row's `suppress`), so a run of `steps` costs one exchange
- * with the caller instead of one a token: each exchange made the server's thread wake and the inference
- * thread wait for it. Returns the tokens, step by step, row by row (fewer steps where `interrupt` was set).
+ * last one chose (never one of the row's `suppress`; drawn by the row's sampler where it has one, else the
+ * most likely), so a run of `steps` costs one exchange with the caller instead of one a token: each exchange
+ * made the server's thread wake and the inference thread wait for it. Returns the tokens, step by step, row
+ * by row (fewer steps where `interrupt` was set), and each sampler as its draws left it.
  */
 export interface DecodePlan {
   tokens: number[];
@@ -460,14 +461,23 @@ export interface DecodePlan {
   logits: HeldView;
   keepLast: boolean;
   suppress: number[][];
+  /** Each row's sampler (its settings and generator state), or null for the most likely token. */
+  samplers?: (SamplerState | null)[];
   /** Set (to non-zero) by the caller when it needs the thread back early: a request waits, a row is cancelled. */
   interrupt?: Int32Array;
 }
 
-async function decodeHeld([id, plan]: [number, DecodePlan]): Promise<Int32Array> {
+export interface DecodedHeld {
+  tokens: Int32Array;
+  samplers: (SamplerState | null)[];
+}
+
+async function decodeHeld([id, plan]: [number, DecodePlan]): Promise<DecodedHeld> {
   const { pads, stride, steps, suppress } = plan;
   const b = pads.length;
   const chosen = new Int32Array(steps * b);
+  const samplers = plan.samplers ?? pads.map(() => null);
+  const scratch = samplers.map((x) => x && newScratch());
   let tokens = plan.tokens;
   const i64 = (values: number[], dims: number[]): WireTensor => ({ type: 'int64', dims, data: BigInt64Array.from(values, BigInt) });
   const feeds: Record<string, WireTensor | HeldView> = {};
@@ -490,13 +500,14 @@ async function decodeHeld([id, plan]: [number, DecodePlan]): Promise<Int32Array>
     tokens = pads.map((_, r) => {
       const row = logits.subarray(plan.logits.offset + r * vocab, plan.logits.offset + (r + 1) * vocab);
       for (const t of suppress[r] ?? []) row[t] = -Infinity;
-      return argmax(row);
+      const sampler = samplers[r];
+      return sampler ? drawWith(row, sampler, scratch[r]!) : argmax(row);
     });
     chosen.set(tokens, k * b);
     // the steps so far, where the caller asked for the thread back
-    if (plan.interrupt && Atomics.load(plan.interrupt, 0)) return chosen.slice(0, (k + 1) * b);
+    if (plan.interrupt && Atomics.load(plan.interrupt, 0)) return { tokens: chosen.slice(0, (k + 1) * b), samplers };
   }
-  return chosen;
+  return { tokens: chosen, samplers };
 }
 
 /** The logits of a session whose LM head runs on svc's kernel, from the hidden states its graph output. */

@@ -19,6 +19,7 @@ import { fromWire, type FromWorker, type ToWorker } from '../workers/protocol.ts
 import type { OrtWeb } from './backend.ts';
 import { withoutDecoderOption } from './decoder-graph.ts';
 import type {
+  DecodedHeld,
   DecodePlan,
   GpuTensor,
   GraphEditCounts,
@@ -254,10 +255,10 @@ class ThreadSession {
     return this.tensors(out);
   }
 
-  /** Greedy decode steps back to back in the thread, on a cache held in place (./ort-sessions.ts `decodeHeld`). */
-  async decodeHeld(plan: DecodePlan): Promise<Int32Array> {
+  /** Decode steps back to back in the thread, on a cache held in place (./ort-sessions.ts `decodeHeld`). */
+  async decodeHeld(plan: DecodePlan): Promise<DecodedHeld> {
     this.alive();
-    return await call<Int32Array>('ort.decodeHeld', [this.info.id, plan]);
+    return await call<DecodedHeld>('ort.decodeHeld', [this.info.id, plan]);
   }
 
   /** Copies between held buffers, done in the thread (a repack moves tens of MB for a long context). */

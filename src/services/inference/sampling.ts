@@ -51,9 +51,13 @@ export function createPenaltyProcessor(promptLength: number, o: PenaltyOptions):
 
 /** mulberry32: tiny, fast, good enough for sampling; same seed ⇒ same stream on every runtime. */
 export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
+  return randomOver({ state: seed >>> 0 });
+}
+
+/** mulberry32 whose state lives in `g` (so it can travel as data), advanced by each call. */
+function randomOver(g: { state: number }): () => number {
   return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
+    const a = (g.state = (g.state + 0x6d2b79f5) >>> 0);
     let t = a;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
@@ -70,25 +74,42 @@ export interface SamplingOptions {
   seed?: number;
 }
 
-/** A sampler processor; `draw` picks the token without masking the other logits (the batch decoder's path). */
-export type SamplerProcessor = LogitsProcessorFn & { draw: (data: Float32Array) => number };
+/** A sampler's settings and its generator's state: plain data, so the inference thread can draw for it too. */
+export interface SamplerState {
+  temperature: number;
+  topK: number;
+  topP: number;
+  /** mulberry32's state, advanced by every draw. */
+  state: number;
+}
+
+/**
+ * A sampler processor; `draw` picks the token without masking the other logits (the batch decoder's path).
+ * `sampler` is its state as data: the batch decoder hands it to the inference thread for steps run ahead
+ * (`drawWith`) and takes the advanced state back.
+ */
+export type SamplerProcessor = LogitsProcessorFn & { draw: (data: Float32Array) => number; sampler: SamplerState };
 
 /** Returns undefined for greedy decoding (transformers.js' argmax does it). */
 export function createSamplerProcessor(o: SamplingOptions): SamplerProcessor | undefined {
   const temperature = o.temperature ?? 1;
   if (!(temperature > 0)) return undefined;
-  const rand = seededRandom(o.seed ?? (Math.random() * 2 ** 32) >>> 0);
   const topK = Math.max(0, Math.floor(o.topK ?? 0));
-  const topP = o.topP ?? 1;
+  const sampler: SamplerState = { temperature, topK, topP: o.topP ?? 1, state: (o.seed ?? Math.random() * 2 ** 32) >>> 0 };
   const scratch = newScratch();
-  const draw = (data: Float32Array) => sampleIndex(data, temperature, topK, topP, rand, scratch);
+  const draw = (data: Float32Array) => drawWith(data, sampler, scratch);
   return Object.assign((_ids: bigint[][], logits: LogitsLike) => {
     const data = logits.data as Float32Array;
     const pick = draw(data);
     data.fill(-Infinity);
     data[pick] = 0;
     return logits;
-  }, { draw });
+  }, { draw, sampler });
+}
+
+/** The token `s` draws from `data`, advancing its state: the same draw wherever it runs. */
+export function drawWith(data: Float32Array, s: SamplerState, scratch?: Scratch): number {
+  return sampleIndex(data, s.temperature, s.topK, s.topP, randomOver(s), scratch);
 }
 
 /**
@@ -156,7 +177,7 @@ export function expNeg(x: number): number {
 const BUCKETS = 1024;
 
 /** Buffers a sampler reuses from token to token, grown as needed. */
-interface Scratch {
+export interface Scratch {
   idx: Int32Array;
   val: Float32Array;
   w: Float64Array;
@@ -165,7 +186,7 @@ interface Scratch {
   members: Int32Array;
   mass: Float64Array;
 }
-const newScratch = (): Scratch => ({
+export const newScratch = (): Scratch => ({
   idx: new Int32Array(1024),
   val: new Float32Array(1024),
   w: new Float64Array(1024),

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import { type GenerateOptions, generateText, type GenerationInput } from '../../../src/services/inference/generate.ts';
 import { batchDecoderFor, PREFILL_CHUNK, PREFILL_CHUNK_ALONE, RUN_AHEAD } from '../../../src/services/inference/batch-decoder.ts';
-import { type LogitsProcessorLike, suppressTokens } from '../../../src/services/inference/sampling.ts';
+import { createSamplerProcessor, type LogitsProcessorLike, suppressTokens } from '../../../src/services/inference/sampling.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { greedyOnReferencePrompt, REF } from './reference.ts';
 
@@ -33,7 +33,7 @@ before(async () => {
       model: {
         runHeld: (f: Record<string, { dims: number[] }>, ...rest: unknown[]) => Promise<unknown>;
         hold: (lengths: number[]) => Promise<unknown>;
-        decodeHeld: (plan: { pads: number[]; steps: number; interrupt?: Int32Array }) => Promise<Int32Array>;
+        decodeHeld: (plan: { pads: number[]; steps: number; interrupt?: Int32Array }) => Promise<{ tokens: Int32Array }>;
       };
     };
   })
@@ -56,7 +56,8 @@ before(async () => {
   s.decodeHeld = async (plan) => {
     // as a request arriving or a cancellation would, mid-run: the thread hands back after the step under way
     if (interruptRuns) Atomics.store(plan.interrupt!, 0, 1);
-    const chosen = await decodeHeld(plan);
+    const decoded = await decodeHeld(plan);
+    const chosen = decoded.tokens;
     const rows = plan.pads.length;
     aheadRuns.push(chosen.length / rows);
     for (let k = 0; k < chosen.length / rows; k++) {
@@ -64,7 +65,7 @@ before(async () => {
       calls.push({ rows, tokens: 1, inPlace: true, sharedLogits: true });
       ahead.push(rows);
     }
-    return chosen;
+    return decoded;
   };
   const hold = s.hold.bind(s);
   s.hold = (lengths) => (holds.push(lengths), hold(lengths));
@@ -148,6 +149,46 @@ test('greedy steps run ahead in the inference thread give the tokens of steps ta
   const stopped = await run([], 6);
   assert.deepEqual(stopped.got, lockstep.got.slice(0, 6));
   assert.deepEqual((await run([])).got, lockstep.got);
+});
+
+test('sampled steps run ahead in the inference thread draw the tokens, and leave the generator where, drawn one at a time here', async () => {
+  const dec = batchDecoderFor(m)!;
+  const n = 40;
+  const run = async (processors: LogitsProcessorLike[], stopAt = Infinity) => {
+    const got: number[] = [];
+    ahead.length = 0;
+    await dec.run({
+      promptIds: REF.generate.prompt_ids,
+      maxNew: n,
+      processors,
+      signal: new AbortController().signal,
+      onToken: (t) => (got.push(t), got.length >= stopAt),
+    });
+    return { got, ahead: ahead.length };
+  };
+  const identity = (_ids: bigint[][], logits: unknown) => logits;
+  for (const o of [{ temperature: 1.3, seed: 7 }, { temperature: 0.9, topK: 20, topP: 0.9, seed: 12345 }]) {
+    const here = createSamplerProcessor(o)!, there = createSamplerProcessor(o)!;
+    // a code processor before the sampler: every draw in this thread, step by step
+    const lockstep = await run([identity, here]);
+    assert.equal(lockstep.ahead, 0);
+    const runAhead = await run([there]);
+    assert.ok(runAhead.ahead >= n - 1 - RUN_AHEAD, `${runAhead.ahead} of ${n - 1} steps ran ahead`);
+    assert.deepEqual(runAhead.got, lockstep.got, JSON.stringify(o));
+    // the draws are not greedy's (the sampler is in use), and the generators stand at the same place
+    assert.notDeepEqual(runAhead.got, await greedyOnReferencePrompt(m.model as never, m.tf.Tensor, n));
+    assert.equal(there.sampler.state, here.sampler.state);
+    // tokens never taken, with a sampler after them: still data, so ahead
+    const banned = [...new Set(lockstep.got)].slice(0, 3);
+    const a = createSamplerProcessor(o)!, b = createSamplerProcessor(o)!;
+    const suppressedAhead = await run([suppressTokens(banned), a]);
+    assert.ok(suppressedAhead.ahead > 0);
+    assert.deepEqual(suppressedAhead.got, (await run([suppressTokens(banned), identity, b])).got);
+    assert.ok(suppressedAhead.got.every((t) => !banned.includes(t)));
+    // a stop in the middle of a run ahead: the row ends there, with the tokens drawn step by step
+    const stopped = await run([createSamplerProcessor(o)!], 6);
+    assert.deepEqual(stopped.got, lockstep.got.slice(0, 6));
+  }
 });
 
 test("a stream decoding past its cache's capacity, appended in place and laid out again, gives transformers.js' tokens", async () => {
