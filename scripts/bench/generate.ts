@@ -289,28 +289,30 @@ async function batchChild(dtype: string, threads: number): Promise<BatchResult> 
     (m.model as unknown as { sessions: { model: { run: (f: Record<string, { dims: number[] }>, ...r: unknown[]) => Promise<unknown> } } })
       .sessions.model;
   const steps = new Map<number, number[]>();
+  // greedy rounds only: a sampled step run ahead includes its draw, which the step column is not about
+  let timing = true;
   const timed =
     <A extends unknown[], R>(run: (f: Record<string, { dims: number[] }>, ...rest: A) => Promise<R>) =>
     async (f: Record<string, { dims: number[] }>, ...rest: A): Promise<R> => {
       const t = performance.now();
       const out = await run(f, ...rest);
       const [rows, q] = f.input_ids!.dims;
-      if (q === 1) steps.set(rows!, [...(steps.get(rows!) ?? []), performance.now() - t]);
+      if (q === 1 && timing) steps.set(rows!, [...(steps.get(rows!) ?? []), performance.now() - t]);
       return out;
     };
   s.run = timed(s.run.bind(s));
   // a session in the inference thread: the decoder runs it on buffers held there (src/services/inference/ort-thread.ts)
-  const held = s as unknown as { runHeld?: typeof s.run; decodeHeld?: (plan: { pads: number[] }) => Promise<Int32Array> };
+  const held = s as unknown as { runHeld?: typeof s.run; decodeHeld?: (plan: { pads: number[] }) => Promise<{ tokens: Int32Array }> };
   if (held.runHeld) held.runHeld = timed(held.runHeld.bind(s));
-  // greedy steps run ahead in the inference thread, several a call: each step counts its share of the call
+  // steps run ahead in the inference thread, several a call: each step counts its share of the call
   const ahead = held.decodeHeld?.bind(s);
   if (ahead) {
     held.decodeHeld = async (plan) => {
       const t = performance.now();
-      const chosen = await ahead(plan);
-      const rows = plan.pads.length, n = chosen.length / rows;
-      for (let k = 0; k < n; k++) steps.set(rows, [...(steps.get(rows) ?? []), (performance.now() - t) / n]);
-      return chosen;
+      const decoded = await ahead(plan);
+      const rows = plan.pads.length, n = decoded.tokens.length / rows;
+      for (let k = 0; k < n && timing; k++) steps.set(rows, [...(steps.get(rows) ?? []), (performance.now() - t) / n]);
+      return decoded;
     };
   }
   /**
@@ -340,8 +342,10 @@ async function batchChild(dtype: string, threads: number): Promise<BatchResult> 
     const b = await Promise.all([0, 1, 2, 3].map(() => stream(TOKENS)));
     burst.push(Math.max(...b.map((x) => x.ttft)));
     four.push(aggregate(b));
+    timing = false;
     sampledOne.push(tps(await stream(TOKENS, PROMPT, { ...SAMPLED, seed: i })));
     sampledFour.push(aggregate(await Promise.all([0, 1, 2, 3].map((j) => stream(TOKENS, PROMPT, { ...SAMPLED, seed: 10 * i + j })))));
+    timing = true;
     // a fourth request joining 3 that decode
     const bg = [0, 1, 2].map(() => stream(TOKENS * 2));
     await new Promise((r) => setTimeout(r, 0));
@@ -924,7 +928,7 @@ async function main() {
         ]
         : []),
       '',
-      "Each row draws its token on the server's thread between steps (src/services/inference/sampling.ts: top-k by a heap read once, top-p with only the tokens at the nucleus' boundary sorted, weights by a polynomial exp).",
+      "Each row's draw is data here (EOS suppressed, then temperature and top_p with its seed), so it is taken in the inference thread, up to RUN_AHEAD steps a run as greedy ones are (src/services/inference/batch-decoder.ts); the draw itself: src/services/inference/sampling.ts (top-k by a heap read once, top-p with only the tokens at the nucleus' boundary sorted, weights by a polynomial exp).",
     ].join('\n');
     write0('Text generation: continuous batching (4 concurrent streams)', body);
     console.log(body);
