@@ -107,21 +107,24 @@ test("the batch path is the one in use, and greedy equals torch's tokens", async
   assert.deepEqual(ids, REF.generate.greedy_ids);
 });
 
+const RUN_LENGTH = 40;
+
+/** RUN_LENGTH tokens after the reference prompt with these processors (stopping early at `stopAt`), and the steps run ahead. */
+async function run(processors: LogitsProcessorLike[], stopAt = Infinity) {
+  const got: number[] = [];
+  ahead.length = 0;
+  await batchDecoderFor(m)!.run({
+    promptIds: REF.generate.prompt_ids,
+    maxNew: RUN_LENGTH,
+    processors,
+    signal: new AbortController().signal,
+    onToken: (t) => (got.push(t), got.length >= stopAt),
+  });
+  return { got, ahead: ahead.length };
+}
+
 test('greedy steps run ahead in the inference thread give the tokens of steps taken one at a time, suppressed tokens never', async () => {
-  const dec = batchDecoderFor(m)!;
-  const n = 40;
-  const run = async (processors: LogitsProcessorLike[], stopAt = Infinity) => {
-    const got: number[] = [];
-    ahead.length = 0;
-    await dec.run({
-      promptIds: REF.generate.prompt_ids,
-      maxNew: n,
-      processors,
-      signal: new AbortController().signal,
-      onToken: (t) => (got.push(t), got.length >= stopAt),
-    });
-    return { got, ahead: ahead.length };
-  };
+  const n = RUN_LENGTH;
   // a processor that changes nothing but is code, not data: every step goes through this thread
   const lockstep = await run([(_ids: bigint[][], logits: unknown) => logits]);
   assert.equal(lockstep.ahead, 0);
@@ -152,20 +155,7 @@ test('greedy steps run ahead in the inference thread give the tokens of steps ta
 });
 
 test('sampled steps run ahead in the inference thread draw the tokens, and leave the generator where, drawn one at a time here', async () => {
-  const dec = batchDecoderFor(m)!;
-  const n = 40;
-  const run = async (processors: LogitsProcessorLike[], stopAt = Infinity) => {
-    const got: number[] = [];
-    ahead.length = 0;
-    await dec.run({
-      promptIds: REF.generate.prompt_ids,
-      maxNew: n,
-      processors,
-      signal: new AbortController().signal,
-      onToken: (t) => (got.push(t), got.length >= stopAt),
-    });
-    return { got, ahead: ahead.length };
-  };
+  const n = RUN_LENGTH;
   const identity = (_ids: bigint[][], logits: unknown) => logits;
   for (const o of [{ temperature: 1.3, seed: 7 }, { temperature: 0.9, topK: 20, topP: 0.9, seed: 12345 }]) {
     const here = createSamplerProcessor(o)!, there = createSamplerProcessor(o)!;
