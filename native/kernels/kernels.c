@@ -445,7 +445,7 @@ static void *run_part(void *arg) {
 }
 
 // Blocks of 32 per segment for a 4-bit product of nb blocks: about 24 KB of a group's weights and scales
-// (at most 20 bytes a block per column) at most, in equal segments.
+// (at most 20 bytes a block per column), in equal segments.
 static int q4_segment(int nb) {
   const int most = 24 * 1024 / (16 * 20), parts = (nb + most - 1) / most;
   return (nb + parts - 1) / parts;
