@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { FILE, MODEL_DIR } from './generate.ts';
 import { machineNote, median } from './helpers.ts';
 import { writeSection } from './write-benchmarks.mjs';
+import type { Q4Product, WeightProduct } from '../../src/services/inference/weight-split.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 
@@ -126,7 +127,15 @@ async function mlpsAlone(): Promise<{ rows: number; ort: number; svc: number; er
   const kernels = nativeKernels()!;
   const file = join(MODEL_DIR, 'onnx', FILE.q4!);
   const split = splitAtWeights(graphOfFile(file)!.bytes, (t) => externalBytes(file, t))!;
-  const mlps = split.stages.flatMap((s) => (s.kind === 'kernels' ? s.calls.flatMap((c) => (c.kind === 'mlp' ? [c.mlp] : [])) : []));
+  const q4 = (p: WeightProduct): Q4Product => {
+    if (p.bits !== 4) throw new Error(`${file} holds products of ${p.bits} bits`);
+    return p;
+  };
+  const mlps = split.stages.flatMap((s) =>
+    s.kind === 'kernels'
+      ? s.calls.flatMap((c) => (c.kind === 'mlp' ? [{ gate: q4(c.mlp.gate), up: q4(c.mlp.up), down: q4(c.mlp.down) }] : []))
+      : []
+  );
   const bytes = (a: ArrayBufferView) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
   const graph = new WireWriter().string(ONNX.graph.name, 'mlps');
   mlps.forEach((m, l) => {

@@ -62,6 +62,20 @@ export interface NativeKernels {
    */
   matmulQ8(w: PackedQ8, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
   /**
+   * mlpQ4's MLP of 8-bit products, as ONNX Runtime runs a q8 graph's (each product DynamicQuantizeLinear →
+   * MatMulInteger → Cast → Mul; Sigmoid, Mul, Mul): x quantized once for gate and up, h = silu(g) · u for down.
+   */
+  mlpQ8(
+    gate: PackedQ8,
+    up: PackedQ8,
+    down: PackedQ8,
+    x: Float32Array,
+    m: number,
+    y: Float32Array,
+    threads: number,
+    portable?: boolean,
+  ): void;
+  /**
    * RMSNorm of each row of x (rows of w.length values, a multiple of 8) into y, as ONNX Runtime's
    * SimplifiedLayerNormalization computes it on x64: the squares summed in 8 lanes by fused multiply-adds, the
    * lanes added in halves, s = sqrt(sum / n + epsilon), then (x · (1 / s)) · w, in single precision.
@@ -131,6 +145,16 @@ interface Addon {
   ): void;
   packQ8(w: Int8Array, scales: Float32Array, k: number, n: number, zeroPoint: number): object;
   matmulQ8(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
+  mlpQ8(
+    gate: object,
+    up: object,
+    down: object,
+    x: Float32Array,
+    m: number,
+    y: Float32Array,
+    threads: number,
+    portable?: boolean,
+  ): void;
   rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void;
   addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
   attention(
@@ -188,6 +212,8 @@ function load(): { kernels?: NativeKernels; reason?: string } {
       packQ8: (w, scales, k, n, zeroPoint) =>
         Object.freeze({ k, n, [HANDLE]: addon.packQ8(w, scales, k, n, zeroPoint) }) as unknown as PackedQ8,
       matmulQ8: (w, x, m, y, threads, portable) => addon.matmulQ8(handle(w), x, m, y, threads, portable),
+      mlpQ8: (gate, up, down, x, m, y, threads, portable) =>
+        addon.mlpQ8(handle(gate), handle(up), handle(down), x, m, y, threads, portable),
       rmsNorm: (x, w, epsilon, y) => addon.rmsNorm(x, w, epsilon, y),
       addInto: (a, b, y) => addon.addInto(a, b, y),
       rest: () => addon.rest(),

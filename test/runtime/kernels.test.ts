@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { type NativeKernels, nativeKernels, nativeKernelsUnavailable, type PackedQ4 } from '../../src/runtime/kernels.ts';
+import { type NativeKernels, nativeKernels, nativeKernelsUnavailable, type PackedQ4, type PackedQ8 } from '../../src/runtime/kernels.ts';
 import { importOnnxruntimeNode } from '../../src/services/inference/onnxruntime-node.ts';
 
 type Ort = typeof import('onnxruntime-node');
@@ -74,6 +74,7 @@ before(async () => {
   }
   await before8();
   await beforeMlp();
+  await beforeMlp8();
 });
 after(async () => {
   for (const c of cases) await c.session.release();
@@ -390,13 +391,15 @@ function recordWorst8(got: Float32Array, want: Float32Array): void {
 
 for (const [k, n] of SHAPES_Q8) {
   for (const zp of ZERO_POINTS) {
-    test(`q8 K=${k} N=${n} w_zp=${zp}: ONNX Runtime's DynamicQuantizeLinear/MatMulInteger outputs, both paths, 1 and 2 threads, M = 1, 3, 5`, async () => {
+    // M = 5 and 70 (two blocks of 64 rows) take the prompt rows' kernel, two column groups at a time
+    const ms = k * n < 1e6 ? [1, 3, 5, 70] : [1, 3, 5];
+    test(`q8 K=${k} N=${n} w_zp=${zp}: ONNX Runtime's DynamicQuantizeLinear/MatMulInteger outputs, both paths, 1 and 2 threads, M = ${ms.join(', ')}`, async () => {
       const kn = addon();
       const c = cases8.find((c) => c.k === k && c.n === n && c.zp === zp)!;
       const w = kn.packQ8(c.w, c.scales, k, n, zp);
       assert.equal(w.k, k);
       assert.equal(w.n, n);
-      for (const m of [1, 3, 5]) {
+      for (const m of ms) {
         for (const kind of Object.keys(INPUTS8) as (keyof typeof INPUTS8)[]) {
           const x = input8(kind, m, k, m * 31 + k + kind.length);
           const want = await ortOutput8(c, x, m);
@@ -633,4 +636,125 @@ test('mlp: wrong shapes and arguments are TypeErrors', () => {
   assert.throws(() => kn.mlpQ4({ k: hidden, n: inter } as never, up, down, x, 2, y, 1), te, 'gate not from packQ4');
   const q8 = kn.packQ8(new Int8Array(hidden * inter), new Float32Array(inter), hidden, inter, 0);
   assert.throws(() => kn.mlpQ4(gate, q8 as never, down, x, 2, y, 1), te, 'up from packQ8');
+});
+
+// --- 8-bit MLP: the q8 graphs' products (gate, up), Sigmoid, Mul(g, sigmoid), Mul(., u), the product (down) ---
+
+const BUILD_MLP8 = `
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+H, I, d, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+inits, nodes = [], []
+def product(a, name, K, N, y):
+    inits.append(numpy_helper.from_array(np.fromfile(f'{d}/{name}.w8', dtype=np.int8).reshape(K, N), 'W' + name))
+    inits.append(numpy_helper.from_array(np.fromfile(f'{d}/{name}.s8', dtype=np.float32), 'S' + name))
+    inits.append(numpy_helper.from_array(np.array(0, dtype=np.int8), 'Z' + name))
+    nodes.extend([
+        helper.make_node('DynamicQuantizeLinear', [a], ['q' + name, 'qs' + name, 'qz' + name]),
+        helper.make_node('MatMulInteger', ['q' + name, 'W' + name, 'qz' + name, 'Z' + name], ['i' + name]),
+        helper.make_node('Cast', ['i' + name], ['f' + name], to=TensorProto.FLOAT),
+        helper.make_node('Mul', ['qs' + name, 'S' + name], ['m' + name]),
+        helper.make_node('Mul', ['f' + name, 'm' + name], [y]),
+    ])
+product('X', 'gate', H, I, 'G')
+product('X', 'up', H, I, 'U')
+nodes.extend([helper.make_node('Sigmoid', ['G'], ['S']), helper.make_node('Mul', ['G', 'S'], ['SiLU']),
+    helper.make_node('Mul', ['SiLU', 'U'], ['Hh'])])
+product('Hh', 'down', I, H, 'Y')
+g = helper.make_graph(nodes, 'mlp8', [helper.make_tensor_value_info('X', TensorProto.FLOAT, ['M', H])],
+    [helper.make_tensor_value_info('Y', TensorProto.FLOAT, ['M', H])], inits)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)])
+m.ir_version = 8
+onnx.save(m, out)
+`;
+
+/** [hidden, intermediate]: small, with padded columns and k not a multiple of 4; Qwen2-0.5B's. */
+const SHAPES_MLP8 = [[40, 90], [896, 4864]] as const;
+
+interface CaseMlp8 {
+  hidden: number;
+  inter: number;
+  weights: Record<'gate' | 'up' | 'down', { w: Int8Array; scales: Float32Array; k: number; n: number }>;
+  session: Session;
+}
+
+const casesMlp8: CaseMlp8[] = [];
+
+async function beforeMlp8(): Promise<void> {
+  for (const [hidden, inter] of SHAPES_MLP8) {
+    const rnd = random(hidden * 104729 + inter);
+    // scales about 1 / (64 sqrt(k)), so that g spans several units on either side of 0
+    const make = (k: number, n: number) => ({
+      w: Int8Array.from({ length: k * n }, () => Math.floor(rnd() * 256) - 128),
+      scales: Float32Array.from({ length: n }, () => (0.2 + rnd() * 1.8) / (64 * Math.sqrt(k))),
+      k,
+      n,
+    });
+    const weights = { gate: make(hidden, inter), up: make(hidden, inter), down: make(inter, hidden) };
+    for (const [name, w] of Object.entries(weights)) {
+      writeFileSync(join(dir, `${name}.w8`), new Uint8Array(w.w.buffer));
+      writeFileSync(join(dir, `${name}.s8`), new Uint8Array(w.scales.buffer));
+    }
+    const model = join(dir, `mlp8-${hidden}x${inter}.onnx`);
+    execFileSync('/usr/bin/python3', ['-c', BUILD_MLP8, String(hidden), String(inter), dir, model]);
+    const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
+    casesMlp8.push({ hidden, inter, weights, session });
+  }
+}
+after(async () => {
+  for (const c of casesMlp8) await c.session.release();
+});
+
+for (const [hidden, inter] of SHAPES_MLP8) {
+  // M = 1 and 3 take the fused pass (gate, up and h a column group at a time), 5 and 70 a pass a product, two
+  // column groups at a time
+  const ms = [1, 3, 5, 70];
+  test(`mlpQ8 hidden=${hidden} inter=${inter}: ONNX Runtime's q8 MLP bit for bit, both paths, 1 and 2 threads, M = ${ms.join(', ')}`, async () => {
+    const kn = addon();
+    const c = casesMlp8.find((c) => c.hidden === hidden && c.inter === inter)!;
+    const [gate, up, down] = (['gate', 'up', 'down'] as const).map((name) => {
+      const w = c.weights[name];
+      return kn.packQ8(w.w, w.scales, w.k, w.n, 0);
+    }) as [PackedQ8, PackedQ8, PackedQ8];
+    for (const m of ms) {
+      for (const kind of ['signed', 'ties'] as const) {
+        const x = input8(kind, m, hidden, m * 41 + hidden + kind.length);
+        const want = (await c.session.run({ X: new ort.Tensor('float32', x, [m, hidden]) })).Y!.data as Float32Array;
+        assert.ok(want.some((v) => v !== 0), "ONNX Runtime's output is all zeros");
+        for (const portable of [false, true]) {
+          for (const threads of [1, 2]) {
+            const buf = new Float32Array(m * hidden + 16).fill(12345);
+            const y = buf.subarray(0, m * hidden);
+            kn.mlpQ8(gate, up, down, x, m, y, threads, portable);
+            // the same integer sums, the same float steps and the same logistic as ONNX Runtime's kernels
+            assert.deepEqual(y, want, `M=${m} ${kind} portable=${portable} threads=${threads}`);
+            assert.ok(buf.subarray(m * hidden).every((v) => v === 12345), 'wrote past y');
+          }
+        }
+      }
+    }
+  });
+}
+
+test('mlpQ8: wrong shapes and arguments are TypeErrors', () => {
+  const kn = addon();
+  const [hidden, inter] = [40, 90];
+  const pack = (k: number, n: number) => kn.packQ8(new Int8Array(k * n), new Float32Array(n), k, n, 0);
+  const [gate, up, down] = [pack(hidden, inter), pack(hidden, inter), pack(inter, hidden)];
+  const x = new Float32Array(2 * hidden);
+  const y = new Float32Array(2 * hidden);
+  const te = { name: 'TypeError' };
+  kn.mlpQ8(gate, up, down, x, 2, y, 1);
+  assert.deepEqual(y, new Float32Array(2 * hidden), 'zero weights give zeros');
+  assert.throws(() => kn.mlpQ8(gate, pack(hidden, inter + 1), down, x, 2, y, 1), te, "up's n differs");
+  assert.throws(() => kn.mlpQ8(gate, pack(hidden + 1, inter), down, x, 2, y, 1), te, "up's k differs");
+  assert.throws(() => kn.mlpQ8(gate, up, pack(inter + 1, hidden), x, 2, y, 1), te, "down's k is not gate's n");
+  assert.throws(() => kn.mlpQ8(gate, up, pack(inter, hidden + 1), x, 2, y, 1), te, "down's n is not gate's k");
+  assert.throws(() => kn.mlpQ8(gate, up, down, x.subarray(1), 2, y, 1), te, 'x too short');
+  assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y.subarray(1), 1), te, 'y too short');
+  assert.throws(() => kn.mlpQ8(gate, up, down, x, 1, y, 1), te, 'x holds two rows, m says one');
+  assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y, 0), te, 'threads = 0');
+  assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y, 1, 1 as never), te, 'portable not a boolean');
+  const q4 = kn.packQ4(new Uint8Array((hidden * 96) / 2), new Float32Array((hidden * 96) / 32), 96, hidden);
+  assert.throws(() => kn.mlpQ8(gate, up, q4 as never, x, 2, y, 1), te, 'down from packQ4');
 });

@@ -17,7 +17,6 @@ import {
   first,
   type GraphNode,
   indexGraph,
-  intAttr,
   modelGraph,
   ONNX,
   str,
@@ -27,7 +26,7 @@ import {
   withGraph,
 } from '../models/onnx-wire.ts';
 import type { NativeKernels } from '../../runtime/kernels.ts';
-import { q4Product } from './weight-split.ts';
+import { type Constants, q4Product, q8Product } from './weight-split.ts';
 
 /** The graph output the head made. */
 export const LOGITS = 'logits';
@@ -68,11 +67,7 @@ export function cutLmHead(
   const { inits, nodes } = indexGraph(parsed.graph);
   const made = new Map(nodes.flatMap((n) => n.outputs.map((o) => [o, n] as const)));
   const last = made.get(LOGITS);
-  const bytes = (name: string | undefined) => {
-    const t = name ? inits.get(name) : undefined;
-    return t && { t, raw: first(t.fields, ONNX.tensor.rawData)?.bytes ?? weight(t) };
-  };
-  const found = last && (nbitsHead(last, inits, weight) ?? int8Head(last, made, bytes));
+  const found = last && (nbitsHead(last, inits, weight) ?? int8Head(last, { made, inits, weight }));
   if (!found) return undefined;
   // nothing else may read what the cut nodes make; weights another node reads too (a tied embedding) stay
   const cut = new Set(found.nodes);
@@ -92,46 +87,18 @@ export function cutLmHead(
   return { bytes: withGraph(parsed.fields, graph).finish(), head: found.head };
 }
 
-type Bytes = (name: string | undefined) => { t: Tensor; raw: Uint8Array | undefined } | undefined;
-
 /** `logits` from one MatMulNBits with 4 bits in blocks of 32 and no zero points. */
 function nbitsHead(n: GraphNode, inits: Map<string, Tensor>, weight: (t: Tensor) => Uint8Array | undefined): Found | undefined {
   const p = q4Product(n, inits, weight);
   return p && { nodes: [n], weights: n.inputs.slice(1, 3), head: { bits: 4, input: p.input, k: p.k, n: p.n, b: p.b, scales: p.scales } };
 }
 
-/** `logits` = Mul(Cast(MatMulInteger(q, W, zp, w_zp)), Mul(scale, w_scale)) with (q, scale, zp) = DynamicQuantizeLinear(x). */
-function int8Head(mul: GraphNode, made: Map<string, GraphNode>, bytes: Bytes): Found | undefined {
-  if (mul.opType !== 'Mul' || mul.domain || mul.inputs.length !== 2) return undefined;
-  const [a, b] = mul.inputs.map((x) => made.get(x!));
-  const [cast, scales] = a?.opType === 'Cast' ? [a, b] : [b, a];
-  const mm = made.get(cast?.inputs[0] ?? '');
-  if (cast?.opType !== 'Cast' || intAttr(cast, 'to') !== ONNX.dtype.FLOAT || scales?.opType !== 'Mul' || mm?.opType !== 'MatMulInteger') {
-    return undefined;
-  }
-  const [q, wName, zp, wzpName] = mm.inputs;
-  const dql = made.get(q!);
-  if (dql?.opType !== 'DynamicQuantizeLinear' || dql.outputs[0] !== q || dql.outputs[2] !== zp) return undefined;
-  const wsName = scales.inputs.find((x) => x !== dql.outputs[1]);
-  if (!scales.inputs.includes(dql.outputs[1]!) || !wsName) return undefined;
-  const w = bytes(wName), ws = bytes(wsName), wzp = wzpName ? bytes(wzpName) : undefined;
-  if (w?.t.dataType !== ONNX.dtype.INT8 || w.t.dims.length !== 2 || ws?.t.dataType !== ONNX.dtype.FLOAT || !w.raw || !ws.raw) {
-    return undefined;
-  }
-  if (wzpName && (wzp?.t.dataType !== ONNX.dtype.INT8 || wzp.raw?.length !== 1)) return undefined;
-  const [k, cols] = w.t.dims as [number, number];
-  const col = new Float32Array(ws.raw.slice().buffer); // aligned copy
-  if (w.raw.length !== k * cols || (col.length !== cols && col.length !== 1)) return undefined;
-  const head: LmHead = {
-    bits: 8,
-    input: dql.inputs[0]!,
-    k,
-    n: cols,
-    w: new Int8Array(w.raw.buffer, w.raw.byteOffset, w.raw.length),
-    scales: col.length === cols ? col : new Float32Array(cols).fill(col[0]!),
-    zeroPoint: wzp?.raw ? new Int8Array(wzp.raw.buffer, wzp.raw.byteOffset, 1)[0]! : 0,
-  };
-  return { nodes: [mul, cast, mm, scales, dql], weights: [wName!, wsName, ...(wzpName ? [wzpName] : [])], head };
+/** `logits` from one dynamic 8-bit product (./weight-split.ts), its DynamicQuantizeLinear its own. */
+function int8Head(mul: GraphNode, g: Constants): Found | undefined {
+  const p = q8Product(mul, g);
+  if (!p) return undefined;
+  const { input, k, n, w, scales, zeroPoint } = p.product;
+  return { nodes: [...p.nodes, p.quantize], weights: p.weights, head: { bits: 8, input, k, n, w, scales, zeroPoint } };
 }
 
 /** The head's product on svc's kernel: its weights packed once, then y [m, n] = x [m, k] × W per call. */

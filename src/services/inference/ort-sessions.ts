@@ -110,7 +110,7 @@ export interface GraphEditCounts {
   weightsInFile: number;
   /** 1 where the LM head (4- or 8-bit) runs on svc's own kernel (./lm-head.ts, ./weight-split.ts). */
   lmHeadOwnKernel: number;
-  /** Layers whose 4-bit MLP runs on svc's own kernel (./weight-split.ts). */
+  /** Layers whose MLP (4- or 8-bit) runs on svc's own kernel (./weight-split.ts). */
   mlpsOwnKernel: number;
 }
 
@@ -175,7 +175,7 @@ interface Edits {
   inFile?: number;
   /** The LM head taken out of the graph, run on svc's own kernel (./lm-head.ts). */
   lmHead?: LmHead;
-  /** The graph cut around its 4-bit products, run on svc's own kernels (./weight-split.ts). */
+  /** The graph cut around its weight products (4- or 8-bit), run on svc's own kernels (./weight-split.ts). */
   split?: SplitGraph;
 }
 
@@ -208,8 +208,8 @@ function nativeGraph(
   const own = decoder && onCpu && nativeKernels()?.path === 'avx512vnni';
   const weight = file ? (t: Tensor) => externalBytes(file, t) : undefined;
   const folder = file && dirname(file);
-  // the 4-bit products (and the sums and norms between them) on svc's own kernels (./weight-split.ts), on the
-  // session's threads (a number of them: left to ONNX Runtime, it takes every core)
+  // the weight products, 4- or 8-bit (and the sums and norms between them), on svc's own kernels
+  // (./weight-split.ts), on the session's threads (a number of them: left to ONNX Runtime, it takes every core)
   edits.split = own && Number(options.intraOpNumThreads) >= 1 ? splitAtWeights(before ?? graph, weight) : undefined;
   if (edits.split) {
     edits.inFile = read.pointed;

@@ -1,16 +1,16 @@
 /**
- * Runs a graph cut around its 4-bit products (./weight-split.ts) as one session: ONNX Runtime
+ * Runs a graph cut around its weight products (./weight-split.ts) as one session: ONNX Runtime
  * sessions for the graph stages, svc's own kernels (src/runtime/kernels.ts) for the cut parts, the values
  * between them kept as tensors here. It answers `run(feeds, fetches)` as an onnxruntime-node session does,
  * so the inference thread (./ort-sessions.ts) uses it in place of one: outputs handed in preallocated are
  * written into.
  */
-import type { NativeKernels, PackedQ4 } from '../../runtime/kernels.ts';
+import type { NativeKernels, PackedQ4, PackedQ8 } from '../../runtime/kernels.ts';
 import { attentionOf, type AttentionStage } from './attention-stage.ts';
 import type { OrtWeb } from './backend.ts';
 import { syncSession } from './onnxruntime-node.ts';
 import { indexGraph, modelGraph } from '../models/onnx-wire.ts';
-import type { Q4Product, SplitGraph, ValueMetadata } from './weight-split.ts';
+import type { Mlp, SplitGraph, ValueMetadata, WeightProduct } from './weight-split.ts';
 
 type OrtTensor = InstanceType<OrtWeb['Tensor']>;
 
@@ -73,7 +73,21 @@ export class SplitSession {
     const threads = Number(options.intraOpNumThreads) || 1;
     const steps: Step[] = [];
     const counts = { mlps: 0, products: 0, steps: 0, attentions: 0 };
-    const packed = (p: Q4Product): PackedQ4 => kernels.packQ4(p.b, p.scales, p.k, p.n);
+    type Packed = { bits: 4; w: PackedQ4 } | { bits: 8; w: PackedQ8 };
+    const packed = (p: WeightProduct): Packed =>
+      p.bits === 4
+        ? { bits: 4, w: kernels.packQ4(p.b, p.scales, p.k, p.n) }
+        : { bits: 8, w: kernels.packQ8(p.w, p.scales, p.k, p.n, p.zeroPoint) };
+    const product = (p: WeightProduct): (x: Float32Array, m: number, y: Float32Array) => void => {
+      const w = packed(p);
+      return w.bits === 4 ? (x, m, y) => kernels.matmulQ4(w.w, x, m, y, threads) : (x, m, y) => kernels.matmulQ8(w.w, x, m, y, threads);
+    };
+    const mlp = (c: Mlp): (x: Float32Array, m: number, y: Float32Array) => void => {
+      const [gate, up, down] = [packed(c.gate), packed(c.up), packed(c.down)];
+      if (gate.bits === 4 && up.bits === 4 && down.bits === 4) return (x, m, y) => kernels.mlpQ4(gate.w, up.w, down.w, x, m, y, threads);
+      if (gate.bits === 8 && up.bits === 8 && down.bits === 8) return (x, m, y) => kernels.mlpQ8(gate.w, up.w, down.w, x, m, y, threads);
+      throw new TypeError("an MLP's products must be of one width");
+    };
     try {
       for (const s of split.stages) {
         if (s.kind === 'graph') {
@@ -100,24 +114,18 @@ export class SplitSession {
             switch (c.kind) {
               case 'product': {
                 counts.products++;
-                const { input, output, n } = c.product, w = packed(c.product), bias = c.bias;
+                const { input, output, n } = c.product, multiply = product(c.product), bias = c.bias;
                 return {
                   inputs: [input],
                   output,
                   width: () => n,
-                  run: (x, _, m, y) => (kernels.matmulQ4(w, x, m, y, threads), bias && kernels.addInto(y, bias, y)),
+                  run: (x, _, m, y) => (multiply(x, m, y), bias && kernels.addInto(y, bias, y)),
                 };
               }
               case 'mlp': {
                 counts.mlps++;
-                const [gate, up, down] = [packed(c.mlp.gate), packed(c.mlp.up), packed(c.mlp.down)];
-                const n = c.mlp.down.n;
-                return {
-                  inputs: [c.mlp.input],
-                  output: c.mlp.output,
-                  width: () => n,
-                  run: (x, _, m, y) => kernels.mlpQ4(gate, up, down, x, m, y, threads),
-                };
+                const n = c.mlp.down.n, run = mlp(c.mlp);
+                return { inputs: [c.mlp.input], output: c.mlp.output, width: () => n, run: (x, _, m, y) => run(x, m, y) };
               }
               case 'add':
                 counts.steps++;

@@ -1,12 +1,13 @@
 /**
- * A decoder graph cut around its 4-bit products, so that svc's own kernels (src/runtime/kernels.ts) run them
- * and ONNX Runtime the rest (./split-session.ts runs the pieces in turn).
+ * A decoder graph cut around its weight products (4-bit, or dynamic 8-bit as q8 files hold them), so that svc's
+ * own kernels (src/runtime/kernels.ts) run them and ONNX Runtime the rest (./split-session.ts runs the pieces
+ * in turn).
  *
  * ONNX Runtime has no way to hand a node to code of ours from JavaScript (no custom operators in
  * onnxruntime-node), so the graph becomes a chain of smaller graphs. Each layer's MLP, y = down(silu(gate(x))
  * · up(x)) with three 4-bit `MatMulNBits` (4 bits, blocks of 32, no zero points, accuracy_level 4, weights
- * in the file), is one kernel call (`mlpQ4`), and so is a 4-bit LM head. The wide cut also makes calls of
- * the attention's 4-bit products (a bias added after one taken in) and of the residual sums and RMSNorms
+ * in the file), is one kernel call (`mlpQ4`), and so is a 4-bit LM head; the same with three 8-bit products
+ * (`mlpQ8`). The wide cut also makes calls of the attention's products (a bias added after one taken in) and of the residual sums and RMSNorms
  * between products, so that each layer's graph stage is its attention alone; where that would add graph
  * stages, the narrow cut (MLPs and head) is used. A node goes into the latest graph stage its readers allow
  * (and after every kernel call it depends on). Splitting at every 4-bit product with the sums and norms left
@@ -39,8 +40,12 @@ import {
   withGraph,
 } from '../models/onnx-wire.ts';
 
-/** One weight product: `output` = `input` [..., k] × the weight [n, k] (MatMulNBits' layout, ./lm-head.ts). */
+/** One weight product: `output` = `input` [..., k] × a weight of 4 or 8 bits. */
+export type WeightProduct = Q4Product | Q8Product;
+
+/** A 4-bit product: the weight [n, k] in MatMulNBits' layout (./lm-head.ts). */
 export interface Q4Product {
+  bits: 4;
   input: string;
   output: string;
   k: number;
@@ -49,13 +54,28 @@ export interface Q4Product {
   scales: Float32Array;
 }
 
-/** A layer's MLP: `output` = down(silu(gate(`input`)) · up(`input`)). */
-export interface Q4Mlp {
+/**
+ * A dynamic 8-bit product, Mul(Cast(MatMulInteger(q, W, zp, w_zp)), Mul(scale, w_scale)) with (q, scale, zp) =
+ * DynamicQuantizeLinear(input): `w` [k, n], one scale a column, one zero point.
+ */
+export interface Q8Product {
+  bits: 8;
   input: string;
   output: string;
-  gate: Q4Product;
-  up: Q4Product;
-  down: Q4Product;
+  k: number;
+  n: number;
+  w: Int8Array;
+  scales: Float32Array;
+  zeroPoint: number;
+}
+
+/** A layer's MLP: `output` = down(silu(gate(`input`)) · up(`input`)), its three products of one width. */
+export interface Mlp {
+  input: string;
+  output: string;
+  gate: WeightProduct;
+  up: WeightProduct;
+  down: WeightProduct;
 }
 
 /** `output` = RMSNorm(`input`) over its last dimension, scaled by `weight` (Llama's, as ONNX Runtime's SimplifiedLayerNormalization). */
@@ -71,8 +91,8 @@ export interface RmsNorm {
  * them, with `wide` splits, a layer's residual sums and norms.
  */
 export type Kernel =
-  | { kind: 'product'; product: Q4Product; bias?: Float32Array }
-  | { kind: 'mlp'; mlp: Q4Mlp }
+  | { kind: 'product'; product: WeightProduct; bias?: Float32Array }
+  | { kind: 'mlp'; mlp: Mlp }
   | { kind: 'add'; inputs: [string, string]; output: string }
   | { kind: 'rmsNorm'; norm: RmsNorm };
 
@@ -133,7 +153,65 @@ export function q4Product(
   if (b?.dataType !== ONNX.dtype.UINT8 || s?.dataType !== ONNX.dtype.FLOAT) return undefined;
   const bBytes = bytesOf(b, weight), sBytes = bytesOf(s, weight);
   if (bBytes?.length !== cols * (k / 32) * 16 || sBytes?.length !== cols * (k / 32) * 4) return undefined;
-  return { input: input!, output: n.outputs[0]!, k, n: cols, b: bBytes, scales: floats(sBytes) };
+  return { bits: 4, input: input!, output: n.outputs[0]!, k, n: cols, b: bBytes, scales: floats(sBytes) };
+}
+
+/**
+ * The dynamic 8-bit product whose last node is `mul`, the nodes it takes from MatMulInteger on (`nodes`), its
+ * DynamicQuantizeLinear (`quantize`, which other products of the same input may read too) and the weights it
+ * reads. The weights must be int8 (./int8-weights.ts makes uint8 ones so where the kernel runs).
+ */
+export function q8Product(
+  mul: GraphNode,
+  g: Constants,
+): { product: Q8Product; nodes: GraphNode[]; quantize: GraphNode; weights: string[] } | undefined {
+  if (mul.opType !== 'Mul' || mul.domain || mul.inputs.length !== 2 || mul.outputs.length !== 1) return undefined;
+  const [a, b] = mul.inputs.map((x) => g.made.get(x!));
+  const [cast, scales] = a?.opType === 'Cast' ? [a, b] : [b, a];
+  const mm = g.made.get(cast?.inputs[0] ?? '');
+  if (cast?.opType !== 'Cast' || intAttr(cast, 'to') !== ONNX.dtype.FLOAT || scales?.opType !== 'Mul' || mm?.opType !== 'MatMulInteger') {
+    return undefined;
+  }
+  const [q, wName, zp, wzpName] = mm.inputs;
+  const dql = g.made.get(q!);
+  if (dql?.opType !== 'DynamicQuantizeLinear' || dql.outputs[0] !== q || dql.outputs[2] !== zp) return undefined;
+  const wsName = scales.inputs.find((x) => x !== dql.outputs[1]);
+  if (!scales.inputs.includes(dql.outputs[1]!) || !wsName) return undefined;
+  const w = g.inits.get(wName!), ws = g.inits.get(wsName), wzp = wzpName ? g.inits.get(wzpName) : undefined;
+  if (w?.dataType !== ONNX.dtype.INT8 || w.dims.length !== 2 || ws?.dataType !== ONNX.dtype.FLOAT) return undefined;
+  const wRaw = bytesOf(w, g.weight), wsRaw = bytesOf(ws, g.weight), wzpRaw = wzp && bytesOf(wzp, g.weight);
+  if (!wRaw || !wsRaw || (wzpName && (wzp?.dataType !== ONNX.dtype.INT8 || wzpRaw?.length !== 1))) return undefined;
+  const [k, cols] = w.dims as [number, number];
+  const col = floats(wsRaw);
+  if (wRaw.length !== k * cols || (col.length !== cols && col.length !== 1)) return undefined;
+  const product: Q8Product = {
+    bits: 8,
+    input: dql.inputs[0]!,
+    output: mul.outputs[0]!,
+    k,
+    n: cols,
+    w: new Int8Array(wRaw.buffer, wRaw.byteOffset, wRaw.length),
+    scales: col.length === cols ? col : new Float32Array(cols).fill(col[0]!),
+    zeroPoint: wzpRaw ? new Int8Array(wzpRaw.buffer, wzpRaw.byteOffset, 1)[0]! : 0,
+  };
+  return { product, nodes: [mm, cast, scales, mul], quantize: dql, weights: [wName!, wsName, ...(wzpName ? [wzpName] : [])] };
+}
+
+/**
+ * The product (4 or 8 bits) ending at `n`, and the nodes it takes in: for 8 bits its DynamicQuantizeLinear too
+ * where nothing else reads it (shared ones are taken once all their readers are: `splitGraph`). Every value
+ * between its nodes must be read by them alone.
+ */
+function productAt(
+  n: GraphNode,
+  g: Constants & { readers: Map<string, number> },
+): { product: WeightProduct; nodes: GraphNode[] } | undefined {
+  const p4 = q4Product(n, g.inits, g.weight);
+  if (p4) return { product: p4, nodes: [n] };
+  const p8 = q8Product(n, g);
+  if (!p8 || p8.nodes.slice(0, -1).some((x) => g.readers.get(x.outputs[0]!) !== 1)) return undefined;
+  const own = p8.quantize.outputs.every((x) => g.readers.get(x) === 1);
+  return { product: p8.product, nodes: own ? [p8.quantize, ...p8.nodes] : p8.nodes };
 }
 
 /** float32 values of little-endian bytes (copied: the bytes may be unaligned). */
@@ -144,36 +222,32 @@ export function floats(raw: Uint8Array): Float32Array {
 }
 
 /**
- * The MLP whose down product `n` is: n(Mul(Mul(g, Sigmoid(g)), u)) (either order of each Mul) with g and u
- * 4-bit products of the same input, every value between read by these nodes only.
+ * The MLP whose down product ends at `n`: down(Mul(Mul(g, Sigmoid(g)), u)) (either order of each Mul) with g
+ * and u products of the same input, the three of one width, every value between read by these nodes only.
  */
-function mlpAt(
-  n: GraphNode,
-  made: Map<string, GraphNode>,
-  readers: Map<string, number>,
-  inits: Map<string, Tensor>,
-  weight: (t: Tensor) => Uint8Array | undefined,
-): { mlp: Q4Mlp; nodes: GraphNode[] } | undefined {
-  if (n.opType !== 'MatMulNBits') return undefined;
-  const mul = made.get(n.inputs[0] ?? '');
-  if (mul?.opType !== 'Mul' || mul.domain) return undefined;
+function mlpAt(n: GraphNode, g: Constants & { readers: Map<string, number> }): { mlp: Mlp; nodes: GraphNode[] } | undefined {
+  const { made, readers } = g;
+  const down = productAt(n, g);
+  const mul = down && made.get(down.product.input);
+  if (!down || mul?.opType !== 'Mul' || mul.domain) return undefined;
   for (const [siluName, uName] of [[mul.inputs[0], mul.inputs[1]], [mul.inputs[1], mul.inputs[0]]]) {
     const silu = made.get(siluName ?? ''), upNode = made.get(uName ?? '');
-    if (silu?.opType !== 'Mul' || silu.domain || upNode?.opType !== 'MatMulNBits') continue;
+    if (silu?.opType !== 'Mul' || silu.domain || !upNode) continue;
     const [p, q] = silu.inputs;
     const sig = [made.get(p ?? ''), made.get(q ?? '')].find((x) => x?.opType === 'Sigmoid' && !x.domain);
     const gName = sig?.inputs[0];
     if (!sig || !gName || !silu.inputs.includes(gName) || !silu.inputs.includes(sig.outputs[0]!)) continue;
     const gateNode = made.get(gName);
-    if (gateNode?.opType !== 'MatMulNBits' || gateNode.inputs[0] !== upNode.inputs[0]) continue;
-    const inner = [gName, sig.outputs[0]!, silu.outputs[0]!, upNode.outputs[0]!, mul.outputs[0]!];
+    const gate = gateNode && productAt(gateNode, g), up = productAt(upNode, g);
+    if (!gate || !up || gate.product.input !== up.product.input) continue;
+    const inner = [gName, sig.outputs[0]!, silu.outputs[0]!, up.product.output, mul.outputs[0]!];
     const reads = [2, 1, 1, 1, 1]; // g: Sigmoid and the Mul
     if (inner.some((x, i) => readers.get(x) !== reads[i])) continue;
-    const gate = q4Product(gateNode, inits, weight), up = q4Product(upNode, inits, weight), down = q4Product(n, inits, weight);
-    if (!gate || !up || !down || gate.n !== up.n || gate.k !== up.k || down.k !== gate.n || down.n !== gate.k) continue;
+    const [a, b, c] = [gate.product, up.product, down.product];
+    if (a.bits !== b.bits || a.bits !== c.bits || a.n !== b.n || a.k !== b.k || c.k !== a.n || c.n !== a.k) continue;
     return {
-      mlp: { input: gate.input, output: down.output, gate, up, down },
-      nodes: [gateNode, upNode, sig, silu, mul, n],
+      mlp: { input: a.input, output: c.output, gate: a, up: b, down: c },
+      nodes: [...gate.nodes, ...up.nodes, sig, silu, mul, ...down.nodes],
     };
   }
   return undefined;
@@ -202,15 +276,16 @@ interface Call {
  * The call stands where its last node was (`at`); `nodes` are all it takes in.
  */
 function layerPiece(n: GraphNode, g: Graphs): { at: GraphNode; call: Call; nodes: GraphNode[] } | undefined {
-  const product = q4Product(n, g.inits, g.weight);
-  if (product) {
+  const found = productAt(n, g);
+  if (found) {
+    const { product } = found;
     // a bias the product's output alone goes to is added in the same call
     const add = g.readers.get(product.output) === 1 ? biasAdd(product, g) : undefined;
     const output = add?.node.outputs[0] ?? product.output;
     return {
       at: n,
       call: { kernel: { kind: 'product', product: { ...product, output }, bias: add?.bias }, reads: [product.input], outputs: [output] },
-      nodes: add ? [n, add.node] : [n],
+      nodes: add ? [...found.nodes, add.node] : found.nodes,
     };
   }
   if (n.opType === 'Add' && !n.domain && n.inputs.length === 2 && n.outputs.length === 1) {
@@ -234,7 +309,7 @@ function layerPiece(n: GraphNode, g: Graphs): { at: GraphNode; call: Call; nodes
 }
 
 /** The Add that adds a bias (a float vector of the product's width) to a product's output, where one does. */
-function biasAdd(p: Q4Product, g: Graphs): { node: GraphNode; bias: Float32Array } | undefined {
+function biasAdd(p: WeightProduct, g: Graphs): { node: GraphNode; bias: Float32Array } | undefined {
   const add = g.adds.get(p.output);
   const other = add?.inputs.find((x) => x !== p.output);
   const t = other ? g.inits.get(other) : undefined;
@@ -376,7 +451,7 @@ export function splitGraph(model: Uint8Array, weight: (t: Tensor) => Uint8Array 
   const readers = new Map<string, number>();
   for (const n of nodes) for (const x of n.inputs) readers.set(x, (readers.get(x) ?? 0) + 1);
   for (const n of nodes) {
-    const mlp = mlpAt(n, made, readers, inits, weight);
+    const mlp = mlpAt(n, { made, readers, inits, weight });
     if (mlp) {
       calls.set(n, { kernel: { kind: 'mlp', mlp: mlp.mlp }, reads: [mlp.mlp.input], outputs: [mlp.mlp.output] });
       for (const x of mlp.nodes) if (x !== n) absorbed.add(x);
@@ -385,9 +460,13 @@ export function splitGraph(model: Uint8Array, weight: (t: Tensor) => Uint8Array 
   if (![...calls.values()].some((c) => c.kernel.kind === 'mlp')) return undefined;
   // the head: the narrow cut takes it here, the wide one with every other product below (its weights read once)
   const head = made.get('logits');
-  const headProduct = !wide && head && !calls.has(head) && !absorbed.has(head) ? q4Product(head, inits, weight) : undefined;
+  const headProduct = !wide && head && !calls.has(head) && !absorbed.has(head)
+    ? productAt(head, { made, readers, inits, weight })
+    : undefined;
   if (headProduct) {
-    calls.set(head!, { kernel: { kind: 'product', product: headProduct }, reads: [headProduct.input], outputs: [headProduct.output] });
+    const { product } = headProduct;
+    calls.set(head!, { kernel: { kind: 'product', product }, reads: [product.input], outputs: [product.output] });
+    for (const x of headProduct.nodes) if (x !== head) absorbed.add(x);
   }
   if (wide) {
     // what calls make; a sum or a norm becomes a call only where it reads one, so that nothing inside an
@@ -403,6 +482,13 @@ export function splitGraph(model: Uint8Array, weight: (t: Tensor) => Uint8Array 
       for (const x of piece.nodes) if (x !== piece.at) absorbed.add(x);
       for (const o of piece.call.outputs) byCall.add(o);
     }
+  }
+  // a DynamicQuantizeLinear that several 8-bit products read goes once they all have
+  const taken = new Set([...absorbed, ...calls.keys()]);
+  for (const n of nodes) {
+    if (n.opType !== 'DynamicQuantizeLinear' || taken.has(n)) continue;
+    const by = nodes.filter((x) => x.inputs.some((i) => n.outputs.includes(i)));
+    if (by.length && by.every((x) => taken.has(x))) absorbed.add(n);
   }
   const declared = new Map<string, WireField>(); // ValueInfo of graph inputs, outputs and value_info, by name
   const inputs: string[] = [], outputs: string[] = [];
