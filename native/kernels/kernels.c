@@ -541,7 +541,10 @@ static int q4_segment(int nb) {
 // The threads a call splits its parts over: the caller and up to POOL_MAX - 1 workers, made once and kept. A
 // worker that finds no work spins for SPIN_NS (a decode step calls the kernels every few microseconds, and
 // waking a sleeping thread costs far more than that on a virtual machine), then sleeps until the next call.
-// One call at a time: a second caller waits for the first.
+// Each part goes to whichever thread claims it first, the caller included: a worker still waking (a sleeping
+// one could take a millisecond to get a core, in a prompt's calls after an attention stage put the workers to
+// sleep) leaves its part to the caller instead of holding the call up. One call at a time: a second caller
+// waits for the first.
 enum { POOL_MAX = 64 };
 static const int64_t SPIN_NS = 1000000;
 
@@ -551,11 +554,12 @@ static struct {
   int workers;                 // made so far
   unsigned generation;         // bumped (under lock) for each call that has work for the workers
   const Part *parts;
-  int n;                       // parts of the current call (the caller runs part 0)
-  int done;                    // parts of the current call the workers finished
+  int n;                       // parts of the current call
+  uint64_t next;               // the current call's generation (high half) and its next unclaimed part
+  int done;                    // parts of the current call finished
   unsigned made_at[POOL_MAX];  // the generation before each worker's first call
   int resting;                 // set by rest(): spinning workers go to sleep now, until the next call
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, 0, 0, {0}, 0};
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, 0, 0, 0, {0}, 0};
 
 static int64_t now_ns(void) {
   struct timespec t;
@@ -563,9 +567,22 @@ static int64_t now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+// Runs the parts of call g (n of them) that no thread has claimed yet. A thread that looks late, after call g
+// has ended, claims nothing: the generation in `next` is another.
+static void run_claimed(unsigned g, int n, const Part *parts) {
+  uint64_t v = __atomic_load_n(&pool.next, __ATOMIC_ACQUIRE);
+  for (;;) {
+    if ((unsigned)(v >> 32) != g || (int)(uint32_t)v >= n) return;
+    if (!__atomic_compare_exchange_n(&pool.next, &v, v + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+    run_part((void *)&parts[(uint32_t)v]);
+    __atomic_add_fetch(&pool.done, 1, __ATOMIC_ACQ_REL);
+    v = __atomic_load_n(&pool.next, __ATOMIC_ACQUIRE);
+  }
+}
+
 static void *pool_worker(void *arg) {
-  const int id = (int)(intptr_t)arg; // runs part id + 1
-  unsigned seen = pool.made_at[id];    // the call that made it comes after
+  const int id = (int)(intptr_t)arg;
+  unsigned seen = pool.made_at[id]; // the call that made it comes after
   for (;;) {
     const int64_t until = now_ns() + SPIN_NS;
     unsigned g;
@@ -589,10 +606,7 @@ static void *pool_worker(void *arg) {
       n = __atomic_load_n(&pool.n, __ATOMIC_ACQUIRE);
       parts = __atomic_load_n(&pool.parts, __ATOMIC_ACQUIRE);
     } while ((g = __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE)) != seen);
-    if (id + 1 < n) {
-      run_part((void *)&parts[id + 1]);
-      __atomic_add_fetch(&pool.done, 1, __ATOMIC_ACQ_REL);
-    }
+    run_claimed(g, n, parts);
   }
   return NULL;
 }
@@ -615,18 +629,18 @@ static void run_job(const void *job, int groups, int m, int nb, int seg, GroupFn
     pthread_detach(id);
     pool.workers++;
   }
-  const int n = pool.workers + 1 < threads ? pool.workers + 1 : threads;
   pthread_mutex_lock(&pool.lock);
+  const unsigned g = pool.generation + 1;
   __atomic_store_n(&pool.resting, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&pool.parts, parts, __ATOMIC_RELEASE);
-  __atomic_store_n(&pool.n, n, __ATOMIC_RELEASE);
+  __atomic_store_n(&pool.n, threads, __ATOMIC_RELEASE);
   __atomic_store_n(&pool.done, 0, __ATOMIC_RELAXED);
-  __atomic_add_fetch(&pool.generation, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&pool.next, (uint64_t)g << 32, __ATOMIC_RELEASE);
+  __atomic_store_n(&pool.generation, g, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&pool.wake);
   pthread_mutex_unlock(&pool.lock);
-  run_part(&parts[0]);
-  for (int i = n; i < threads; i++) run_part(&parts[i]); // no worker to be had: the caller does those parts itself
-  while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < n - 1) {
+  run_claimed(g, threads, parts); // with no worker to be had, the caller runs every part itself
+  while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < threads) {
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
@@ -1072,7 +1086,7 @@ static napi_value matmul_q8(napi_env env, napi_callback_info info) {
   if (use_vnni && !portable) fn = group8_vnni, quant = quant8_vnni;
 #endif
   quant(x, m, w->k, w->kp, q, &job.sa, &job.zp);
-  run_job8(&job, fn, (int)threads);
+  run_job8(&job, fn, few_threads(w->bytes, m, (int)threads));
   free(q);
   return NULL;
 }
