@@ -229,10 +229,8 @@ function pairStatus(pairs: PairResult[]): string {
   }. ${
     llamaMet.length === judged.length
       ? ''
-      : "What limits it: with q4, every 4-bit product (the MLPs, the attention's projections, the LM head), the residual sums and norms between them and every layer's attention but the first run on svc's own kernels (src/services/inference/weight-split.ts, src/services/inference/attention-stage.ts; \"svc's own kernels\" below), at 1 and 2 threads, so a decode step is mostly its weights read at this machine's memory rate (which varied from run to run: see the bandwidth in \"Text generation\"), and greedy steps run 4 at a time in the inference thread. With q8, ONNX Runtime runs the whole graph but the head: there " +
-        (VNNI
-          ? "its int8 products came out faster than svc's own 8-bit kernel in a whole step (docs/models.md), and its ~45 nodes of each layer's attention cost a few microseconds each"
-          : 'its int8 products are compute-bound on a CPU without VNNI') +
+      : "What limits it: with q4, every 4-bit product (the MLPs, the attention's projections, the LM head), the residual sums and norms between them and every layer's attention but the first run on svc's own kernels (src/services/inference/weight-split.ts, src/services/inference/attention-stage.ts; \"svc's own kernels\" below), at 1 and 2 threads, so a decode step is mostly its weights read at this machine's memory rate (which varied from run to run: see the bandwidth in \"Text generation\"), and greedy steps run 4 at a time in the inference thread. With q8 the same, its products on svc's 8-bit kernels" +
+        (VNNI ? '' : '; on a CPU without VNNI ONNX Runtime runs the whole graph, whose int8 products are compute-bound there') +
         '.'
   }`;
 }
@@ -905,9 +903,11 @@ async function main() {
             r.ttftJoin / r.ttftAlone <= 2 ? 'met' : '**not met**'
           }`;
         }).join('; ')
-      }. The 4-row step grows in the weight products: with one thread q4's products run on svc's own kernels, which stay memory-bound with 4 rows; elsewhere ONNX Runtime's (its profile of a step, \`enableProfiling\`: ${
-        VNNI ? 'even with VNNI on this CPU' : 'on a CPU without VNNI'
-      } its int8 kernels are compute-bound with 4 rows, q4's \`MatMulNBits\` more than q8's); between steps, every row adds its own token choice (logits processors, argmax over the vocabulary) and streaming on the server's thread.`,
+      }. The 4-row step grows in the weight products: ${
+        VNNI
+          ? "every 4- and 8-bit product runs on svc's own kernels (src/services/inference/weight-split.ts), which stay memory-bound with 4 rows"
+          : "on a CPU without VNNI ONNX Runtime's int8 kernels run them, compute-bound with 4 rows, q4's `MatMulNBits` more than q8's"
+      }; between steps, every row adds its own token choice (logits processors, argmax over the vocabulary) and streaming on the server's thread.`,
       '',
       `Goals: 4 streams ≥ 2.5× one stream; each stream's TTFT with 4 in flight ≤ 2× alone. Requests waiting together are prefilled together, in calls of ${PREFILL_CHUNK_ALONE} tokens; a request arriving while others decode is prefilled in chunks of ${PREFILL_CHUNK} tokens with a decode step of the others between chunks (src/services/inference/batch-decoder.ts).`,
       '',

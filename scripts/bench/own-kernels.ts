@@ -277,7 +277,7 @@ const body = [
   '|---:|---:|---:|---:|---:|',
   ...mlps.map((r) => `| ${r.rows} | ${f(r.ort)} | ${f(r.svc)} | ${f(r.ort / r.svc)} | ${r.err.toExponential(1)} |`),
   '',
-  `Decoding (\`generate.ts --batch-child\`: greedy, EOS masked, 32 tokens a stream; one stream, then 4 at once) in processes that alternate SVC_NATIVE_KERNELS=0, where ONNX Runtime runs the whole graph, and svc's kernels (q8: the head; q4, at any thread count: every 4-bit product and the sums and norms between them, the graph cut into a stage a layer, its attention, which the kernel also runs in a decode step for every layer but the first; greedy steps run ahead in the inference thread on both sides); medians of ${RUNS} processes, each the median of 3 rounds:`,
+  `Decoding (\`generate.ts --batch-child\`: greedy, EOS masked, 32 tokens a stream; one stream, then 4 at once) in processes that alternate SVC_NATIVE_KERNELS=0, where ONNX Runtime runs the whole graph, and svc's kernels (at any thread count, every 4- or 8-bit product and the sums and norms between them, the graph cut into a stage a layer, its attention, which the kernel also runs in a decode step for every layer but the first; greedy steps run ahead in the inference thread on both sides); medians of ${RUNS} processes, each the median of 3 rounds:`,
   '',
   '| file | threads | kernels | 1 stream (tok/s) | 4 streams aggregate (tok/s) | × one stream | decode step, 1 row / 4 rows (ms) |',
   '|---|---:|---|---:|---:|---:|---:|',
