@@ -189,9 +189,8 @@ int svc_attention_prepare(const Attention *a) {
 }
 
 int svc_attention_unit(const Attention *a, int avx512, int unit) {
-  int grouped = 0;
 #if defined(__x86_64__)
-  grouped = avx512 && a->head_size % 16 == 0 && a->head_size <= 128 && a->heads / a->kv_heads <= 16;
+  const int grouped = avx512 && a->head_size % 16 == 0 && a->head_size <= 128 && a->heads / a->kv_heads <= 16;
 #else
   (void)avx512;
 #endif

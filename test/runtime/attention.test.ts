@@ -13,10 +13,18 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import * as ort from 'onnxruntime-node';
 import { nativeKernels, nativeKernelsUnavailable } from '../../src/runtime/kernels.ts';
+import { wasmKernels, wasmKernelsUnavailable } from '../../src/runtime/wasm-kernels.ts';
 
 function addon() {
   const k = nativeKernels();
   assert.ok(k, `native kernels did not load: ${nativeKernelsUnavailable()}`);
+  return k;
+}
+
+/** svc's WASM kernels (native/kernels/wasm.c: attention.c's plain path), judged by the same tests. */
+function wasm() {
+  const k = wasmKernels();
+  assert.ok(k, `WASM kernels did not load: ${wasmKernelsUnavailable()}`);
   return k;
 }
 
@@ -116,9 +124,9 @@ for (const [heads, kvHeads, d] of [[14, 2, 64], [4, 2, 8], [4, 4, 128]] as const
         past_v: f(pastV, [b, kvHeads, past, d]),
         mask: f(mask, [b, 1, s, t]),
       });
-      for (const [portable, threads] of [[false, 1], [true, 1], [false, 3]] as const) {
+      for (const [kernels, portable, threads] of [[addon, false, 1], [addon, true, 1], [addon, false, 3], [wasm, false, 1]] as const) {
         const out = new Float32Array(q.length), newK = new Float32Array(k.length), newV = new Float32Array(v.length);
-        addon().attention(
+        kernels().attention(
           { q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV },
           s,
           heads,
@@ -128,7 +136,7 @@ for (const [heads, kvHeads, d] of [[14, 2, 64], [4, 2, 8], [4, 4, 128]] as const
           threads,
           portable,
         );
-        const path = `${portable ? 'portable' : addon().path}, ${threads} thread(s)`;
+        const path = `${portable ? 'portable' : kernels().path}, ${threads} thread(s)`;
         // other sums in another order (and the AVX-512 path's own e^x): agreement to float rounding
         assert.ok(relMax(out, want.out!.data as Float32Array) < 2e-6, `${path} out: ${relMax(out, want.out!.data as Float32Array)}`);
         assert.ok(relMax(newK, want.new_k!.data as Float32Array) < 1e-6, `${path} new keys`);
@@ -138,29 +146,31 @@ for (const [heads, kvHeads, d] of [[14, 2, 64], [4, 2, 8], [4, 4, 128]] as const
   }
 }
 
-test('attention refuses arrays that do not agree, and a position outside the rotary caches', () => {
-  const k = addon();
-  const a = (over: Record<string, unknown> = {}) =>
-    ({
-      q: new Float32Array(8),
-      k: new Float32Array(8),
-      v: new Float32Array(8),
-      pos: new BigInt64Array([0n]),
-      cos: new Float32Array(4),
-      sin: new Float32Array(4),
-      pastK: new Float32Array(0),
-      pastV: new Float32Array(0),
-      mask: new Float32Array(1),
-      out: new Float32Array(8),
-      newK: new Float32Array(8),
-      newV: new Float32Array(8),
-      ...over,
-    }) as never;
-  k.attention(a(), 1, 1, 1, 8, 1, 1);
-  assert.throws(() => k.attention(a({ mask: new Float32Array(2) }), 1, 1, 1, 8, 1, 1), /mask must hold/);
-  assert.throws(() => k.attention(a({ out: new Float32Array(7) }), 1, 1, 1, 8, 1, 1), TypeError);
-  assert.throws(() => k.attention(a(), 1, 3, 2, 8, 1, 1), TypeError);
-  assert.throws(() => k.attention(a({ pos: new Float32Array(1) }), 1, 1, 1, 8, 1, 1), /BigInt64Array/);
-  assert.throws(() => k.attention(a({ pos: new BigInt64Array([1n]) }), 1, 1, 1, 8, 1, 1), RangeError);
-  assert.throws(() => k.attention(a(), 1, 1, 1, 8, 1, 0), /threads/);
-});
+for (const kernels of [addon, wasm]) {
+  test(`${kernels.name}: attention refuses arrays that do not agree, and a position outside the rotary caches`, () => {
+    const k = kernels();
+    const a = (over: Record<string, unknown> = {}) =>
+      ({
+        q: new Float32Array(8),
+        k: new Float32Array(8),
+        v: new Float32Array(8),
+        pos: new BigInt64Array([0n]),
+        cos: new Float32Array(4),
+        sin: new Float32Array(4),
+        pastK: new Float32Array(0),
+        pastV: new Float32Array(0),
+        mask: new Float32Array(1),
+        out: new Float32Array(8),
+        newK: new Float32Array(8),
+        newV: new Float32Array(8),
+        ...over,
+      }) as never;
+    k.attention(a(), 1, 1, 1, 8, 1, 1);
+    assert.throws(() => k.attention(a({ mask: new Float32Array(2) }), 1, 1, 1, 8, 1, 1), /mask must hold/);
+    assert.throws(() => k.attention(a({ out: new Float32Array(7) }), 1, 1, 1, 8, 1, 1), TypeError);
+    assert.throws(() => k.attention(a(), 1, 3, 2, 8, 1, 1), TypeError);
+    assert.throws(() => k.attention(a({ pos: new Float32Array(1) }), 1, 1, 1, 8, 1, 1), /BigInt64Array/);
+    assert.throws(() => k.attention(a({ pos: new BigInt64Array([1n]) }), 1, 1, 1, 8, 1, 1), RangeError);
+    assert.throws(() => k.attention(a(), 1, 1, 1, 8, 1, 0), /threads/);
+  });
+}

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type NativeKernels, nativeKernels, nativeKernelsUnavailable, type PackedQ4, type PackedQ8 } from '../../src/runtime/kernels.ts';
 import { importOnnxruntimeNode } from '../../src/services/inference/onnxruntime-node.ts';
+import { wasmKernels, wasmKernelsUnavailable } from '../../src/runtime/wasm-kernels.ts';
 
 type Ort = typeof import('onnxruntime-node');
 type Session = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
@@ -87,6 +88,24 @@ function addon(): NativeKernels {
   return kernels;
 }
 
+/** svc's WASM kernels (native/kernels/wasm.c), or a failure that says why they are missing. */
+function wasm(): NativeKernels {
+  const k = wasmKernels();
+  assert.ok(k, `WASM kernels did not load: ${wasmKernelsUnavailable()}`);
+  return k;
+}
+
+/**
+ * The kernels the product and MLP tests judge: the addon (its AVX-512 and plain-C paths, 1 and 2 threads) and the
+ * WASM module (one path, one thread), against the same ONNX Runtime outputs.
+ */
+const IMPLS = [
+  { impl: 'addon', get: addon, paths: [false, true], threadCounts: [1, 2], fused: true },
+  // WebAssembly's 128-bit SIMD has no fused multiply-add: the float steps of the logistic function and of a 4-bit
+  // block's sum round apart from ONNX Runtime's (and the addon's), so its MLPs are judged as the 4-bit one is
+  { impl: 'wasm', get: wasm, paths: [false], threadCounts: [1], fused: false },
+] as const;
+
 /** Activations with outliers in some blocks, so the per-block scales differ widely. */
 const input = (m: number, k: number, seed: number): Float32Array => {
   const rnd = random(seed);
@@ -121,33 +140,35 @@ test('on a CPU with AVX-512 VNNI the VNNI path is the default', () => {
   assert.equal(addon().path, vnni ? 'avx512vnni' : 'portable');
 });
 
-for (const [k, n] of SHAPES) {
-  // M = 5: k in segments where it is long (4864); M = 70: rows in more than one block of 64
-  test(`K=${k} N=${n}: ONNX Runtime's MatMulNBits outputs, both paths, 1 and 2 threads, M = 1, 3, 5, 70`, async () => {
-    const kn = addon();
-    const c = cases.find((c) => c.k === k && c.n === n)!;
-    const w = kn.packQ4(c.b, c.scales, k, n);
-    assert.equal(w.k, k);
-    assert.equal(w.n, n);
-    for (const m of [1, 3, 5, 70]) {
-      const x = input(m, k, m * 31 + k);
-      const want = await ortOutput(c, x, m);
-      let first: Float32Array | undefined;
-      for (const portable of [false, true]) {
-        for (const threads of [1, 2]) {
-          // y is a view with a guard after it: columns past N (padding) must never be written
-          const buf = new Float32Array(m * n + 16).fill(12345);
-          const y = buf.subarray(0, m * n);
-          kn.matmulQ4(w, x, m, y, threads, portable);
-          assertClose(y, want, `M=${m} portable=${portable} threads=${threads}`);
-          assert.ok(buf.subarray(m * n).every((v) => v === 12345), 'wrote past y');
-          // the two paths do the same integer sums and the same fused float steps
-          if (first) assert.deepEqual(y, first, 'the paths or thread counts differ');
-          else first = Float32Array.from(y);
+for (const { impl, get, paths, threadCounts } of IMPLS) {
+  for (const [k, n] of SHAPES) {
+    // M = 5: k in segments where it is long (4864); M = 70: rows in more than one block of 64
+    test(`${impl} K=${k} N=${n}: ONNX Runtime's MatMulNBits outputs, each path and thread count, M = 1, 3, 5, 70`, async () => {
+      const kn = get();
+      const c = cases.find((c) => c.k === k && c.n === n)!;
+      const w = kn.packQ4(c.b, c.scales, k, n);
+      assert.equal(w.k, k);
+      assert.equal(w.n, n);
+      for (const m of [1, 3, 5, 70]) {
+        const x = input(m, k, m * 31 + k);
+        const want = await ortOutput(c, x, m);
+        let first: Float32Array | undefined;
+        for (const portable of paths) {
+          for (const threads of threadCounts) {
+            // y is a view with a guard after it: columns past N (padding) must never be written
+            const buf = new Float32Array(m * n + 16).fill(12345);
+            const y = buf.subarray(0, m * n);
+            kn.matmulQ4(w, x, m, y, threads, portable);
+            assertClose(y, want, `M=${m} portable=${portable} threads=${threads}`);
+            assert.ok(buf.subarray(m * n).every((v) => v === 12345), 'wrote past y');
+            // the two paths do the same integer sums and the same fused float steps
+            if (first) assert.deepEqual(y, first, 'the paths or thread counts differ');
+            else first = Float32Array.from(y);
+          }
         }
       }
-    }
-  });
+    });
+  }
 }
 
 for (const [k, n] of SHAPES) {
@@ -231,32 +252,34 @@ test('the threads kept between calls: any thread count, call after call, rested 
   }
 });
 
-test('wrong shapes and arguments are TypeErrors', () => {
-  const kn = addon();
-  const [k, n] = [64, 20];
-  const b = new Uint8Array((n * k) / 2);
-  const s = new Float32Array((n * k) / 32);
-  const te = { name: 'TypeError' };
-  assert.throws(() => kn.packQ4(new Uint8Array((n * 48) / 2), new Float32Array(n * 2), 48, n), te, 'k not a multiple of 32');
-  assert.throws(() => kn.packQ4(b.subarray(1), s, k, n), te, 'b too short');
-  assert.throws(() => kn.packQ4(b, s.subarray(1), k, n), te, 'scales too short');
-  assert.throws(() => kn.packQ4(b, new Float32Array(s.length + 1), k, n), te, 'scales too long');
-  assert.throws(() => kn.packQ4(new Int8Array(b.length) as never, s, k, n), te, 'b not a Uint8Array');
-  assert.throws(() => kn.packQ4(b, s, k, 0), te, 'n = 0');
-  assert.throws(() => kn.packQ4(b, s, 64.5, n), te, 'k not whole');
-  const w = kn.packQ4(b, s, k, n);
-  const x = new Float32Array(2 * k);
-  const y = new Float32Array(2 * n);
-  kn.matmulQ4(w, x, 2, y, 1);
-  assert.throws(() => kn.matmulQ4(w, x.subarray(1), 2, y, 1), te, 'x too short');
-  assert.throws(() => kn.matmulQ4(w, x, 2, y.subarray(1), 1), te, 'y too short');
-  assert.throws(() => kn.matmulQ4(w, x, 2, new Float32Array(2 * n + 1), 1), te, 'y too long');
-  assert.throws(() => kn.matmulQ4(w, x, 1, y, 1), te, 'x holds two rows, m says one');
-  assert.throws(() => kn.matmulQ4(w, new Float64Array(2 * k) as never, 2, y, 1), te, 'x not a Float32Array');
-  assert.throws(() => kn.matmulQ4(w, x, 0, new Float32Array(0), 1), te, 'm = 0');
-  assert.throws(() => kn.matmulQ4(w, x, 2, y, 0), te, 'threads = 0');
-  assert.throws(() => kn.matmulQ4({ k, n } as never, x, 2, y, 1), te, 'w not from packQ4');
-});
+for (const { impl, get } of IMPLS) {
+  test(`${impl}: wrong shapes and arguments are TypeErrors`, () => {
+    const kn = get();
+    const [k, n] = [64, 20];
+    const b = new Uint8Array((n * k) / 2);
+    const s = new Float32Array((n * k) / 32);
+    const te = { name: 'TypeError' };
+    assert.throws(() => kn.packQ4(new Uint8Array((n * 48) / 2), new Float32Array(n * 2), 48, n), te, 'k not a multiple of 32');
+    assert.throws(() => kn.packQ4(b.subarray(1), s, k, n), te, 'b too short');
+    assert.throws(() => kn.packQ4(b, s.subarray(1), k, n), te, 'scales too short');
+    assert.throws(() => kn.packQ4(b, new Float32Array(s.length + 1), k, n), te, 'scales too long');
+    assert.throws(() => kn.packQ4(new Int8Array(b.length) as never, s, k, n), te, 'b not a Uint8Array');
+    assert.throws(() => kn.packQ4(b, s, k, 0), te, 'n = 0');
+    assert.throws(() => kn.packQ4(b, s, 64.5, n), te, 'k not whole');
+    const w = kn.packQ4(b, s, k, n);
+    const x = new Float32Array(2 * k);
+    const y = new Float32Array(2 * n);
+    kn.matmulQ4(w, x, 2, y, 1);
+    assert.throws(() => kn.matmulQ4(w, x.subarray(1), 2, y, 1), te, 'x too short');
+    assert.throws(() => kn.matmulQ4(w, x, 2, y.subarray(1), 1), te, 'y too short');
+    assert.throws(() => kn.matmulQ4(w, x, 2, new Float32Array(2 * n + 1), 1), te, 'y too long');
+    assert.throws(() => kn.matmulQ4(w, x, 1, y, 1), te, 'x holds two rows, m says one');
+    assert.throws(() => kn.matmulQ4(w, new Float64Array(2 * k) as never, 2, y, 1), te, 'x not a Float32Array');
+    assert.throws(() => kn.matmulQ4(w, x, 0, new Float32Array(0), 1), te, 'm = 0');
+    assert.throws(() => kn.matmulQ4(w, x, 2, y, 0), te, 'threads = 0');
+    assert.throws(() => kn.matmulQ4({ k, n } as never, x, 2, y, 1), te, 'w not from packQ4');
+  });
+}
 
 test('SVC_NATIVE_KERNELS=0 turns them off, with that reason', () => {
   const code =
@@ -389,38 +412,40 @@ function recordWorst8(got: Float32Array, want: Float32Array): void {
   for (let i = 0; i < want.length; i++) worst8 = Math.max(worst8, Math.abs(got[i]! - want[i]!) / top);
 }
 
-for (const [k, n] of SHAPES_Q8) {
-  for (const zp of ZERO_POINTS) {
-    // M = 5 and 70 (two blocks of 64 rows) take the prompt rows' kernel, two column groups at a time
-    const ms = k * n < 1e6 ? [1, 3, 5, 70] : [1, 3, 5];
-    test(`q8 K=${k} N=${n} w_zp=${zp}: ONNX Runtime's DynamicQuantizeLinear/MatMulInteger outputs, both paths, 1 and 2 threads, M = ${ms.join(', ')}`, async () => {
-      const kn = addon();
-      const c = cases8.find((c) => c.k === k && c.n === n && c.zp === zp)!;
-      const w = kn.packQ8(c.w, c.scales, k, n, zp);
-      assert.equal(w.k, k);
-      assert.equal(w.n, n);
-      for (const m of ms) {
-        for (const kind of Object.keys(INPUTS8) as (keyof typeof INPUTS8)[]) {
-          const x = input8(kind, m, k, m * 31 + k + kind.length);
-          const want = await ortOutput8(c, x, m);
-          let first: Float32Array | undefined;
-          for (const portable of [false, true]) {
-            for (const threads of [1, 2]) {
-              // y is a view with a guard after it: columns past N (padding) must never be written
-              const buf = new Float32Array(m * n + 16).fill(12345);
-              const y = buf.subarray(0, m * n);
-              kn.matmulQ8(w, x, m, y, threads, portable);
-              assertClose(y, want, `M=${m} ${kind} portable=${portable} threads=${threads}`);
-              recordWorst8(y, want);
-              assert.ok(buf.subarray(m * n).every((v) => v === 12345), 'wrote past y');
-              // the two paths do the same integer sums and the same float steps
-              if (first) assert.deepEqual(y, first, 'the paths or thread counts differ');
-              else first = Float32Array.from(y);
+for (const { impl, get, paths, threadCounts } of IMPLS) {
+  for (const [k, n] of SHAPES_Q8) {
+    for (const zp of ZERO_POINTS) {
+      // M = 5 and 70 (two blocks of 64 rows) take the prompt rows' kernel, two column groups at a time
+      const ms = k * n < 1e6 ? [1, 3, 5, 70] : [1, 3, 5];
+      test(`${impl} q8 K=${k} N=${n} w_zp=${zp}: ONNX Runtime's DynamicQuantizeLinear/MatMulInteger outputs, each path and thread count, M = ${ms.join(', ')}`, async () => {
+        const kn = get();
+        const c = cases8.find((c) => c.k === k && c.n === n && c.zp === zp)!;
+        const w = kn.packQ8(c.w, c.scales, k, n, zp);
+        assert.equal(w.k, k);
+        assert.equal(w.n, n);
+        for (const m of ms) {
+          for (const kind of Object.keys(INPUTS8) as (keyof typeof INPUTS8)[]) {
+            const x = input8(kind, m, k, m * 31 + k + kind.length);
+            const want = await ortOutput8(c, x, m);
+            let first: Float32Array | undefined;
+            for (const portable of paths) {
+              for (const threads of threadCounts) {
+                // y is a view with a guard after it: columns past N (padding) must never be written
+                const buf = new Float32Array(m * n + 16).fill(12345);
+                const y = buf.subarray(0, m * n);
+                kn.matmulQ8(w, x, m, y, threads, portable);
+                assertClose(y, want, `M=${m} ${kind} portable=${portable} threads=${threads}`);
+                recordWorst8(y, want);
+                assert.ok(buf.subarray(m * n).every((v) => v === 12345), 'wrote past y');
+                // the two paths do the same integer sums and the same float steps
+                if (first) assert.deepEqual(y, first, 'the paths or thread counts differ');
+                else first = Float32Array.from(y);
+              }
             }
           }
         }
-      }
-    });
+      });
+    }
   }
 }
 
@@ -442,44 +467,46 @@ test('q8: y may be a view on a SharedArrayBuffer; an all-zero input gives zeros'
   assert.deepEqual(await ortOutput8(c, new Float32Array(2 * c.k), 2), zeros);
 });
 
-test('q8: wrong shapes and arguments are TypeErrors', () => {
-  const kn = addon();
-  const [k, n] = [10, 20];
-  const b = new Int8Array(k * n);
-  const s = new Float32Array(n);
-  const te = { name: 'TypeError' };
-  assert.throws(() => kn.packQ8(b.subarray(1), s, k, n, 0), te, 'w too short');
-  assert.throws(() => kn.packQ8(new Int8Array(k * n + 1), s, k, n, 0), te, 'w too long');
-  assert.throws(() => kn.packQ8(b, s.subarray(1), k, n, 0), te, 'scales too short');
-  assert.throws(() => kn.packQ8(b, new Float32Array(n + 1), k, n, 0), te, 'scales too long');
-  assert.throws(() => kn.packQ8(new Uint8Array(k * n) as never, s, k, n, 0), te, 'w not an Int8Array');
-  assert.throws(() => kn.packQ8(b, s, 0, n, 0), te, 'k = 0');
-  assert.throws(() => kn.packQ8(b, s, k, 0, 0), te, 'n = 0');
-  assert.throws(() => kn.packQ8(b, s, 10.5, n, 0), te, 'k not whole');
-  assert.throws(() => kn.packQ8(b, s, k, n, 128), te, 'zeroPoint past int8');
-  assert.throws(() => kn.packQ8(b, s, k, n, 0.5), te, 'zeroPoint not whole');
-  assert.throws(() => kn.packQ8(b, s, k, n, undefined as never), te, 'no zeroPoint');
-  assert.throws(() => kn.packQ8(Int8Array.from(b, (_, i) => (i === 7 ? -127 : 0)), s, k, n, 3), te, '-127 - 3 does not fit in int8');
-  assert.throws(() => kn.packQ8(Int8Array.from(b, (_, i) => (i === 7 ? 127 : 0)), s, k, n, -1), te, '127 + 1 does not fit in int8');
-  kn.packQ8(Int8Array.from(b, (_, i) => (i === 7 ? -125 : 127)), s, k, n, 3);
-  const w = kn.packQ8(b, s, k, n, 0);
-  const x = new Float32Array(2 * k);
-  const y = new Float32Array(2 * n);
-  kn.matmulQ8(w, x, 2, y, 1);
-  assert.throws(() => kn.matmulQ8(w, x.subarray(1), 2, y, 1), te, 'x too short');
-  assert.throws(() => kn.matmulQ8(w, new Float32Array(2 * k + 1), 2, y, 1), te, 'x too long');
-  assert.throws(() => kn.matmulQ8(w, x, 2, y.subarray(1), 1), te, 'y too short');
-  assert.throws(() => kn.matmulQ8(w, x, 2, new Float32Array(2 * n + 1), 1), te, 'y too long');
-  assert.throws(() => kn.matmulQ8(w, x, 1, y, 1), te, 'x holds two rows, m says one');
-  assert.throws(() => kn.matmulQ8(w, new Float64Array(2 * k) as never, 2, y, 1), te, 'x not a Float32Array');
-  assert.throws(() => kn.matmulQ8(w, x, 0, new Float32Array(0), 1), te, 'm = 0');
-  assert.throws(() => kn.matmulQ8(w, x, 2, y, 0), te, 'threads = 0');
-  assert.throws(() => kn.matmulQ8({ k, n } as never, x, 2, y, 1), te, 'w not from packQ8');
-  // the two kinds of packed weights are told apart
-  const w4 = kn.packQ4(new Uint8Array(n * 16), new Float32Array(n), 32, n);
-  assert.throws(() => kn.matmulQ8(w4 as never, new Float32Array(2 * 32), 2, y, 1), te, 'w from packQ4');
-  assert.throws(() => kn.matmulQ4(w as never, x, 2, y, 1), te, 'matmulQ4 given packQ8 weights');
-});
+for (const { impl, get } of IMPLS) {
+  test(`${impl} q8: wrong shapes and arguments are TypeErrors`, () => {
+    const kn = get();
+    const [k, n] = [10, 20];
+    const b = new Int8Array(k * n);
+    const s = new Float32Array(n);
+    const te = { name: 'TypeError' };
+    assert.throws(() => kn.packQ8(b.subarray(1), s, k, n, 0), te, 'w too short');
+    assert.throws(() => kn.packQ8(new Int8Array(k * n + 1), s, k, n, 0), te, 'w too long');
+    assert.throws(() => kn.packQ8(b, s.subarray(1), k, n, 0), te, 'scales too short');
+    assert.throws(() => kn.packQ8(b, new Float32Array(n + 1), k, n, 0), te, 'scales too long');
+    assert.throws(() => kn.packQ8(new Uint8Array(k * n) as never, s, k, n, 0), te, 'w not an Int8Array');
+    assert.throws(() => kn.packQ8(b, s, 0, n, 0), te, 'k = 0');
+    assert.throws(() => kn.packQ8(b, s, k, 0, 0), te, 'n = 0');
+    assert.throws(() => kn.packQ8(b, s, 10.5, n, 0), te, 'k not whole');
+    assert.throws(() => kn.packQ8(b, s, k, n, 128), te, 'zeroPoint past int8');
+    assert.throws(() => kn.packQ8(b, s, k, n, 0.5), te, 'zeroPoint not whole');
+    assert.throws(() => kn.packQ8(b, s, k, n, undefined as never), te, 'no zeroPoint');
+    assert.throws(() => kn.packQ8(Int8Array.from(b, (_, i) => (i === 7 ? -127 : 0)), s, k, n, 3), te, '-127 - 3 does not fit in int8');
+    assert.throws(() => kn.packQ8(Int8Array.from(b, (_, i) => (i === 7 ? 127 : 0)), s, k, n, -1), te, '127 + 1 does not fit in int8');
+    kn.packQ8(Int8Array.from(b, (_, i) => (i === 7 ? -125 : 127)), s, k, n, 3);
+    const w = kn.packQ8(b, s, k, n, 0);
+    const x = new Float32Array(2 * k);
+    const y = new Float32Array(2 * n);
+    kn.matmulQ8(w, x, 2, y, 1);
+    assert.throws(() => kn.matmulQ8(w, x.subarray(1), 2, y, 1), te, 'x too short');
+    assert.throws(() => kn.matmulQ8(w, new Float32Array(2 * k + 1), 2, y, 1), te, 'x too long');
+    assert.throws(() => kn.matmulQ8(w, x, 2, y.subarray(1), 1), te, 'y too short');
+    assert.throws(() => kn.matmulQ8(w, x, 2, new Float32Array(2 * n + 1), 1), te, 'y too long');
+    assert.throws(() => kn.matmulQ8(w, x, 1, y, 1), te, 'x holds two rows, m says one');
+    assert.throws(() => kn.matmulQ8(w, new Float64Array(2 * k) as never, 2, y, 1), te, 'x not a Float32Array');
+    assert.throws(() => kn.matmulQ8(w, x, 0, new Float32Array(0), 1), te, 'm = 0');
+    assert.throws(() => kn.matmulQ8(w, x, 2, y, 0), te, 'threads = 0');
+    assert.throws(() => kn.matmulQ8({ k, n } as never, x, 2, y, 1), te, 'w not from packQ8');
+    // the two kinds of packed weights are told apart
+    const w4 = kn.packQ4(new Uint8Array(n * 16), new Float32Array(n), 32, n);
+    assert.throws(() => kn.matmulQ8(w4 as never, new Float32Array(2 * 32), 2, y, 1), te, 'w from packQ4');
+    assert.throws(() => kn.matmulQ4(w as never, x, 2, y, 1), te, 'matmulQ4 given packQ8 weights');
+  });
+}
 
 // --- fused 4-bit MLP: MatMulNBits (gate, up) -> Sigmoid -> Mul(g, sigmoid) -> Mul(., u) -> MatMulNBits (down) ---
 
@@ -577,66 +604,72 @@ function assertCloseMlp(got: Float32Array, want: Float32Array, cols: number, wha
   return [...rows];
 }
 
-for (const [hidden, inter] of SHAPES_MLP) {
-  // M = 70 (rows in two blocks of 64) on the small shapes: on the large one, 70 rows of 4864 h codes hold more
-  // than the one flip allowed (see TOLERANCE_MLP); M = 5 puts its down product's k in segments
-  const ms = hidden < 896 ? [1, 3, 5, 70] : [1, 3, 5];
-  test(`mlp hidden=${hidden} inter=${inter}: ONNX Runtime's six-node MLP, both paths, 1 and 2 threads, M = ${ms.join(', ')}`, async () => {
-    const kn = addon();
-    const c = casesMlp.find((c) => c.hidden === hidden && c.inter === inter)!;
-    const [gate, up, down] = (['gate', 'up', 'down'] as const).map((name) => {
-      const w = c.weights[name];
-      return kn.packQ4(w.b, w.scales, w.k, w.n);
-    }) as [PackedQ4, PackedQ4, PackedQ4];
-    const offRows = new Set<string>();
-    for (const m of ms) {
-      const x = input(m, hidden, m * 37 + hidden + inter);
-      const want = (await c.session.run({ X: new ort.Tensor('float32', x, [m, hidden]) })).Y!.data as Float32Array;
-      let first: Float32Array | undefined;
-      for (const portable of [false, true]) {
-        for (const threads of [1, 2]) {
-          const buf = new Float32Array(m * hidden + 16).fill(12345);
-          const y = buf.subarray(0, m * hidden);
-          kn.mlpQ4(gate, up, down, x, m, y, threads, portable);
-          for (const r of assertCloseMlp(y, want, hidden, `M=${m} portable=${portable} threads=${threads}`)) offRows.add(`M=${m} row ${r}`);
-          assert.ok(buf.subarray(m * hidden).every((v) => v === 12345), 'wrote past y');
-          // the same integer sums, the same fused float steps and the same logistic on both paths
-          if (first) assert.deepEqual(y, first, 'the paths or thread counts differ');
-          else first = Float32Array.from(y);
+for (const { impl, get, paths, threadCounts } of IMPLS) {
+  for (const [hidden, inter] of SHAPES_MLP) {
+    // M = 70 (rows in two blocks of 64) on the small shapes: on the large one, 70 rows of 4864 h codes hold more
+    // than the one flip allowed (see TOLERANCE_MLP); M = 5 puts its down product's k in segments
+    const ms = hidden < 896 ? [1, 3, 5, 70] : [1, 3, 5];
+    test(`${impl} mlp hidden=${hidden} inter=${inter}: ONNX Runtime's six-node MLP, each path and thread count, M = ${ms.join(', ')}`, async () => {
+      const kn = get();
+      const c = casesMlp.find((c) => c.hidden === hidden && c.inter === inter)!;
+      const [gate, up, down] = (['gate', 'up', 'down'] as const).map((name) => {
+        const w = c.weights[name];
+        return kn.packQ4(w.b, w.scales, w.k, w.n);
+      }) as [PackedQ4, PackedQ4, PackedQ4];
+      const offRows = new Set<string>();
+      for (const m of ms) {
+        const x = input(m, hidden, m * 37 + hidden + inter);
+        const want = (await c.session.run({ X: new ort.Tensor('float32', x, [m, hidden]) })).Y!.data as Float32Array;
+        let first: Float32Array | undefined;
+        for (const portable of paths) {
+          for (const threads of threadCounts) {
+            const buf = new Float32Array(m * hidden + 16).fill(12345);
+            const y = buf.subarray(0, m * hidden);
+            kn.mlpQ4(gate, up, down, x, m, y, threads, portable);
+            for (const r of assertCloseMlp(y, want, hidden, `M=${m} portable=${portable} threads=${threads}`)) {
+              offRows.add(`M=${m} row ${r}`);
+            }
+            assert.ok(buf.subarray(m * hidden).every((v) => v === 12345), 'wrote past y');
+            // the same integer sums, the same fused float steps and the same logistic on both paths
+            if (first) assert.deepEqual(y, first, 'the paths or thread counts differ');
+            else first = Float32Array.from(y);
+          }
         }
       }
-    }
-    assert.ok(offRows.size <= 1, `rows off by more than ${TOLERANCE_MLP_ROW}: ${[...offRows].join(', ')}`);
-  });
+      assert.ok(offRows.size <= 1, `rows off by more than ${TOLERANCE_MLP_ROW}: ${[...offRows].join(', ')}`);
+    });
+  }
 }
 
-test('mlp: wrong shapes and arguments are TypeErrors', () => {
-  const kn = addon();
-  const [hidden, inter] = [64, 96];
-  const pack = (k: number, n: number) => kn.packQ4(new Uint8Array((n * k) / 2), new Float32Array((n * k) / 32), k, n);
-  const [gate, up, down] = [pack(hidden, inter), pack(hidden, inter), pack(inter, hidden)];
-  const x = new Float32Array(2 * hidden);
-  const y = new Float32Array(2 * hidden);
-  const te = { name: 'TypeError' };
-  kn.mlpQ4(gate, up, down, x, 2, y, 1);
-  assert.deepEqual(y, new Float32Array(2 * hidden), 'zero weights give zeros');
-  assert.throws(() => kn.mlpQ4(gate, pack(hidden, inter + 32), down, x, 2, y, 1), te, "up's n differs");
-  assert.throws(() => kn.mlpQ4(gate, pack(hidden + 32, inter), down, x, 2, y, 1), te, "up's k differs");
-  assert.throws(() => kn.mlpQ4(gate, up, pack(inter + 32, hidden), x, 2, y, 1), te, "down's k is not gate's n");
-  assert.throws(() => kn.mlpQ4(gate, up, pack(inter, hidden + 32), x, 2, y, 1), te, "down's n is not gate's k");
-  assert.throws(() => kn.mlpQ4(gate, up, gate, x, 2, y, 1), te, 'down given gate');
-  assert.throws(() => kn.mlpQ4(gate, up, down, x.subarray(1), 2, y, 1), te, 'x too short');
-  assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, y.subarray(1), 1), te, 'y too short');
-  assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, new Float32Array(2 * inter), 1), te, 'y as long as h');
-  assert.throws(() => kn.mlpQ4(gate, up, down, x, 1, y, 1), te, 'x holds two rows, m says one');
-  assert.throws(() => kn.mlpQ4(gate, up, down, new Float64Array(2 * hidden) as never, 2, y, 1), te, 'x not a Float32Array');
-  assert.throws(() => kn.mlpQ4(gate, up, down, x, 0, new Float32Array(0), 1), te, 'm = 0');
-  assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, y, 0), te, 'threads = 0');
-  assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, y, 1, 1 as never), te, 'portable not a boolean');
-  assert.throws(() => kn.mlpQ4({ k: hidden, n: inter } as never, up, down, x, 2, y, 1), te, 'gate not from packQ4');
-  const q8 = kn.packQ8(new Int8Array(hidden * inter), new Float32Array(inter), hidden, inter, 0);
-  assert.throws(() => kn.mlpQ4(gate, q8 as never, down, x, 2, y, 1), te, 'up from packQ8');
-});
+for (const { impl, get } of IMPLS) {
+  test(`${impl} mlp: wrong shapes and arguments are TypeErrors`, () => {
+    const kn = get();
+    const [hidden, inter] = [64, 96];
+    const pack = (k: number, n: number) => kn.packQ4(new Uint8Array((n * k) / 2), new Float32Array((n * k) / 32), k, n);
+    const [gate, up, down] = [pack(hidden, inter), pack(hidden, inter), pack(inter, hidden)];
+    const x = new Float32Array(2 * hidden);
+    const y = new Float32Array(2 * hidden);
+    const te = { name: 'TypeError' };
+    kn.mlpQ4(gate, up, down, x, 2, y, 1);
+    assert.deepEqual(y, new Float32Array(2 * hidden), 'zero weights give zeros');
+    assert.throws(() => kn.mlpQ4(gate, pack(hidden, inter + 32), down, x, 2, y, 1), te, "up's n differs");
+    assert.throws(() => kn.mlpQ4(gate, pack(hidden + 32, inter), down, x, 2, y, 1), te, "up's k differs");
+    assert.throws(() => kn.mlpQ4(gate, up, pack(inter + 32, hidden), x, 2, y, 1), te, "down's k is not gate's n");
+    assert.throws(() => kn.mlpQ4(gate, up, pack(inter, hidden + 32), x, 2, y, 1), te, "down's n is not gate's k");
+    assert.throws(() => kn.mlpQ4(gate, up, gate, x, 2, y, 1), te, 'down given gate');
+    assert.throws(() => kn.mlpQ4(gate, up, down, x.subarray(1), 2, y, 1), te, 'x too short');
+    assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, y.subarray(1), 1), te, 'y too short');
+    assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, new Float32Array(2 * inter), 1), te, 'y as long as h');
+    assert.throws(() => kn.mlpQ4(gate, up, down, x, 1, y, 1), te, 'x holds two rows, m says one');
+    assert.throws(() => kn.mlpQ4(gate, up, down, new Float64Array(2 * hidden) as never, 2, y, 1), te, 'x not a Float32Array');
+    assert.throws(() => kn.mlpQ4(gate, up, down, x, 0, new Float32Array(0), 1), te, 'm = 0');
+    assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, y, 0), te, 'threads = 0');
+    assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, y, 1, 1 as never), te, 'portable not a boolean');
+    assert.throws(() => kn.mlpQ4({ k: hidden, n: inter } as never, up, down, x, 2, y, 1), te, 'gate not from packQ4');
+    const q8 = kn.packQ8(new Int8Array(hidden * inter), new Float32Array(inter), hidden, inter, 0);
+    assert.throws(() => kn.mlpQ4(gate, q8 as never, down, x, 2, y, 1), te, 'up from packQ8');
+  });
+}
 
 // --- 8-bit MLP: the q8 graphs' products (gate, up), Sigmoid, Mul(g, sigmoid), Mul(., u), the product (down) ---
 
@@ -705,56 +738,65 @@ after(async () => {
   for (const c of casesMlp8) await c.session.release();
 });
 
-for (const [hidden, inter] of SHAPES_MLP8) {
-  // M = 1 and 3 take the fused pass (gate, up and h a column group at a time), 5 and 70 a pass a product, two
-  // column groups at a time
-  const ms = [1, 3, 5, 70];
-  test(`mlpQ8 hidden=${hidden} inter=${inter}: ONNX Runtime's q8 MLP bit for bit, both paths, 1 and 2 threads, M = ${ms.join(', ')}`, async () => {
-    const kn = addon();
-    const c = casesMlp8.find((c) => c.hidden === hidden && c.inter === inter)!;
-    const [gate, up, down] = (['gate', 'up', 'down'] as const).map((name) => {
-      const w = c.weights[name];
-      return kn.packQ8(w.w, w.scales, w.k, w.n, 0);
-    }) as [PackedQ8, PackedQ8, PackedQ8];
-    for (const m of ms) {
-      for (const kind of ['signed', 'ties'] as const) {
-        const x = input8(kind, m, hidden, m * 41 + hidden + kind.length);
-        const want = (await c.session.run({ X: new ort.Tensor('float32', x, [m, hidden]) })).Y!.data as Float32Array;
-        assert.ok(want.some((v) => v !== 0), "ONNX Runtime's output is all zeros");
-        for (const portable of [false, true]) {
-          for (const threads of [1, 2]) {
-            const buf = new Float32Array(m * hidden + 16).fill(12345);
-            const y = buf.subarray(0, m * hidden);
-            kn.mlpQ8(gate, up, down, x, m, y, threads, portable);
-            // the same integer sums, the same float steps and the same logistic as ONNX Runtime's kernels
-            assert.deepEqual(y, want, `M=${m} ${kind} portable=${portable} threads=${threads}`);
-            assert.ok(buf.subarray(m * hidden).every((v) => v === 12345), 'wrote past y');
+for (const { impl, get, paths, threadCounts, fused } of IMPLS) {
+  for (const [hidden, inter] of SHAPES_MLP8) {
+    // M = 1 and 3 take the fused pass (gate, up and h a column group at a time), 5 and 70 a pass a product, two
+    // column groups at a time
+    const ms = [1, 3, 5, 70];
+    const judged = fused ? 'bit for bit' : `to ${TOLERANCE_MLP}, all but one row to ${TOLERANCE_MLP_ROW}`;
+    test(`${impl} mlpQ8 hidden=${hidden} inter=${inter}: ONNX Runtime's q8 MLP ${judged}, each path and thread count, M = ${ms.join(', ')}`, async () => {
+      const kn = get();
+      const c = casesMlp8.find((c) => c.hidden === hidden && c.inter === inter)!;
+      const [gate, up, down] = (['gate', 'up', 'down'] as const).map((name) => {
+        const w = c.weights[name];
+        return kn.packQ8(w.w, w.scales, w.k, w.n, 0);
+      }) as [PackedQ8, PackedQ8, PackedQ8];
+      const offRows = new Set<string>();
+      for (const m of ms) {
+        for (const kind of ['signed', 'ties'] as const) {
+          const x = input8(kind, m, hidden, m * 41 + hidden + kind.length);
+          const want = (await c.session.run({ X: new ort.Tensor('float32', x, [m, hidden]) })).Y!.data as Float32Array;
+          assert.ok(want.some((v) => v !== 0), "ONNX Runtime's output is all zeros");
+          for (const portable of paths) {
+            for (const threads of threadCounts) {
+              const buf = new Float32Array(m * hidden + 16).fill(12345);
+              const y = buf.subarray(0, m * hidden);
+              kn.mlpQ8(gate, up, down, x, m, y, threads, portable);
+              const what = `M=${m} ${kind} portable=${portable} threads=${threads}`;
+              // the same integer sums, the same float steps and the same logistic as ONNX Runtime's kernels
+              if (fused) assert.deepEqual(y, want, what);
+              else for (const r of assertCloseMlp(y, want, hidden, what)) offRows.add(`M=${m} ${kind} row ${r}`);
+              assert.ok(buf.subarray(m * hidden).every((v) => v === 12345), 'wrote past y');
+            }
           }
         }
       }
-    }
-  });
+      assert.ok(offRows.size <= 1, `rows off by more than ${TOLERANCE_MLP_ROW}: ${[...offRows].join(', ')}`);
+    });
+  }
 }
 
-test('mlpQ8: wrong shapes and arguments are TypeErrors', () => {
-  const kn = addon();
-  const [hidden, inter] = [40, 90];
-  const pack = (k: number, n: number) => kn.packQ8(new Int8Array(k * n), new Float32Array(n), k, n, 0);
-  const [gate, up, down] = [pack(hidden, inter), pack(hidden, inter), pack(inter, hidden)];
-  const x = new Float32Array(2 * hidden);
-  const y = new Float32Array(2 * hidden);
-  const te = { name: 'TypeError' };
-  kn.mlpQ8(gate, up, down, x, 2, y, 1);
-  assert.deepEqual(y, new Float32Array(2 * hidden), 'zero weights give zeros');
-  assert.throws(() => kn.mlpQ8(gate, pack(hidden, inter + 1), down, x, 2, y, 1), te, "up's n differs");
-  assert.throws(() => kn.mlpQ8(gate, pack(hidden + 1, inter), down, x, 2, y, 1), te, "up's k differs");
-  assert.throws(() => kn.mlpQ8(gate, up, pack(inter + 1, hidden), x, 2, y, 1), te, "down's k is not gate's n");
-  assert.throws(() => kn.mlpQ8(gate, up, pack(inter, hidden + 1), x, 2, y, 1), te, "down's n is not gate's k");
-  assert.throws(() => kn.mlpQ8(gate, up, down, x.subarray(1), 2, y, 1), te, 'x too short');
-  assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y.subarray(1), 1), te, 'y too short');
-  assert.throws(() => kn.mlpQ8(gate, up, down, x, 1, y, 1), te, 'x holds two rows, m says one');
-  assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y, 0), te, 'threads = 0');
-  assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y, 1, 1 as never), te, 'portable not a boolean');
-  const q4 = kn.packQ4(new Uint8Array((hidden * 96) / 2), new Float32Array((hidden * 96) / 32), 96, hidden);
-  assert.throws(() => kn.mlpQ8(gate, up, q4 as never, x, 2, y, 1), te, 'down from packQ4');
-});
+for (const { impl, get } of IMPLS) {
+  test(`${impl} mlpQ8: wrong shapes and arguments are TypeErrors`, () => {
+    const kn = get();
+    const [hidden, inter] = [40, 90];
+    const pack = (k: number, n: number) => kn.packQ8(new Int8Array(k * n), new Float32Array(n), k, n, 0);
+    const [gate, up, down] = [pack(hidden, inter), pack(hidden, inter), pack(inter, hidden)];
+    const x = new Float32Array(2 * hidden);
+    const y = new Float32Array(2 * hidden);
+    const te = { name: 'TypeError' };
+    kn.mlpQ8(gate, up, down, x, 2, y, 1);
+    assert.deepEqual(y, new Float32Array(2 * hidden), 'zero weights give zeros');
+    assert.throws(() => kn.mlpQ8(gate, pack(hidden, inter + 1), down, x, 2, y, 1), te, "up's n differs");
+    assert.throws(() => kn.mlpQ8(gate, pack(hidden + 1, inter), down, x, 2, y, 1), te, "up's k differs");
+    assert.throws(() => kn.mlpQ8(gate, up, pack(inter + 1, hidden), x, 2, y, 1), te, "down's k is not gate's n");
+    assert.throws(() => kn.mlpQ8(gate, up, pack(inter, hidden + 1), x, 2, y, 1), te, "down's n is not gate's k");
+    assert.throws(() => kn.mlpQ8(gate, up, down, x.subarray(1), 2, y, 1), te, 'x too short');
+    assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y.subarray(1), 1), te, 'y too short');
+    assert.throws(() => kn.mlpQ8(gate, up, down, x, 1, y, 1), te, 'x holds two rows, m says one');
+    assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y, 0), te, 'threads = 0');
+    assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y, 1, 1 as never), te, 'portable not a boolean');
+    const q4 = kn.packQ4(new Uint8Array((hidden * 96) / 2), new Float32Array((hidden * 96) / 32), 96, hidden);
+    assert.throws(() => kn.mlpQ8(gate, up, q4 as never, x, 2, y, 1), te, 'down from packQ4');
+  });
+}

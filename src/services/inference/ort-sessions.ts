@@ -24,6 +24,7 @@ import { nbitsToInt8 } from './wasm-q4.ts';
 import { importOnnxruntimeNode } from './onnxruntime-node.ts';
 import { cutLmHead, headProduct, type LmHead, LOGITS } from './lm-head.ts';
 import { nativeKernels } from '../../runtime/kernels.ts';
+import { wasmKernels } from '../../runtime/wasm-kernels.ts';
 import { splitAtWeights, type SplitGraph } from './weight-split.ts';
 import { SplitSession } from './split-session.ts';
 import { argmax, drawWith, newScratch, type SamplerState } from './sampling.ts';
@@ -225,12 +226,27 @@ function nativeGraph(
   return { edited, folder, edits };
 }
 
-/** onnxruntime-web: the graph to load (bytes) and the edits. */
+/**
+ * onnxruntime-web: the graph to load (bytes) and the edits. On WASM a decoder whose products svc's WASM kernels
+ * can run is cut around them as natively (`edits.split`; its 4-bit weights kept), else its 4-bit weights become
+ * int8 for ONNX Runtime's WASM kernel.
+ */
 function webGraph(graph: Uint8Array, decoder: DecoderShape | undefined, onWasm: boolean): { data: Uint8Array; edits: Edits } {
   const edits: Edits = {};
   // WASM holds every weight in its own memory (natively, ONNX Runtime maps the file and touches only the rows
   // a prompt reads)
   edits.embeddings = withInt8Embeddings(graph);
+  if (decoder && onWasm && wasmKernels()) {
+    const rewritten = rewriteDecoder(edits.embeddings?.bytes ?? graph, decoder, { pastAndNew: true });
+    const before = rewritten?.bytes ?? edits.embeddings?.bytes ?? graph;
+    const leveled = withInt8Activations(before);
+    edits.split = splitAtWeights(leveled?.bytes ?? before);
+    if (edits.split) {
+      edits.rewritten = rewritten;
+      edits.activations = leveled;
+      return { data: before, edits };
+    }
+  }
   // 4-bit weights run as int8 here: ONNX Runtime's WASM build has no 4-bit kernel (./wasm-q4.ts)
   edits.int8 = nbitsToInt8(edits.embeddings?.bytes ?? graph);
   const before = edits.int8?.bytes ?? edits.embeddings?.bytes ?? graph;
@@ -264,16 +280,28 @@ async function create(
       : await o.InferenceSession.create((native.edited ?? model) as never, from as never);
   } else {
     const { graph, externalData } = modelWithExternalData(model, options.externalData);
-    const web = webGraph(graph, decoder, providers(options).every((e) => e === 'wasm' || e === 'cpu'));
+    const onWasm = providers(options).every((e) => e === 'wasm' || e === 'cpu');
+    const web = webGraph(graph, decoder, onWasm);
     edits = web.edits;
-    // the weights handed over as a data file in the same bytes, copied once into onnxruntime-web's memory
-    const split = graphOfBytes(web.data, INLINE_WEIGHTS);
-    const files = [...(externalData ?? []), ...(split?.pointed ? [{ path: INLINE_WEIGHTS, data: web.data }] : [])];
-    edits.inFile = split?.pointed ?? 0;
-    session = await o.InferenceSession.create(split?.pointed ? split.bytes : web.data, {
-      ...options,
-      ...(files.length ? { externalData: files } : {}),
-    } as never);
+    if (edits.split) {
+      // the stages on onnxruntime-web, the products on svc's WASM kernels (one thread)
+      session = await SplitSession.create(
+        o,
+        wasmKernels()!,
+        edits.split,
+        { ...options, intraOpNumThreads: 1 },
+        false,
+      ) as unknown as Session;
+    } else {
+      // the weights handed over as a data file in the same bytes, copied once into onnxruntime-web's memory
+      const split = graphOfBytes(web.data, INLINE_WEIGHTS);
+      const files = [...(externalData ?? []), ...(split?.pointed ? [{ path: INLINE_WEIGHTS, data: web.data }] : [])];
+      edits.inFile = split?.pointed ?? 0;
+      session = await o.InferenceSession.create(split?.pointed ? split.bytes : web.data, {
+        ...options,
+        ...(files.length ? { externalData: files } : {}),
+      } as never);
+    }
   }
   // the model's bytes and the graphs made from them are garbage now: freed before the thread goes idle
   collectGarbage();

@@ -63,12 +63,16 @@ export class SplitSession {
     this.stages = { graphs: steps.filter((s) => s.kind === 'graph').length, ...counts };
   }
 
-  /** Sessions for the graph stages (with `options`, on one thread), the kernels' weights packed. */
+  /**
+   * Sessions for the graph stages (with `options`, on one thread), the kernels' weights packed. `binding`: the
+   * stages may run on onnxruntime-node's binding directly (`ort` is onnxruntime-node).
+   */
   static async create(
     ort: OrtWeb,
     kernels: NativeKernels,
     split: SplitGraph,
     options: Record<string, unknown>,
+    binding = true,
   ): Promise<SplitSession> {
     const threads = Number(options.intraOpNumThreads) || 1;
     const steps: Step[] = [];
@@ -95,12 +99,12 @@ export class SplitSession {
           // them held ~1 GB each after a 2,000-token prompt); freed after each run, a layer's buffers are
           // there for the next stage's to reuse
           const one = { ...options, enableCpuMemArena: false, intraOpNumThreads: 1 };
-          const session = await stageSession(ort, s.model, one);
+          const session = await stageSession(ort, s.model, one, binding);
           // with more threads, a stage without weights of its own (an attention) gets a twin on them all for
           // a prefill's many positions; a decode step's stages are too small to gain from threads, whose
           // waking and spinning only took the cores from the kernels' threads
           const wide = threads > 1 && weightless(s.model)
-            ? await stageSession(ort, s.model, spinless({ ...one, intraOpNumThreads: threads }))
+            ? await stageSession(ort, s.model, spinless({ ...one, intraOpNumThreads: threads }), binding)
             : undefined;
           const attention = attentionOf(s.model, s.inputs, s.outputs);
           if (attention) counts.attentions++;
@@ -332,8 +336,8 @@ function shapesOf(feeds: Record<string, OrtTensor>): string {
  * A stage's session: onnxruntime-node's binding directly (its package's `run` waits a turn of the event loop
  * before computing, ~15 µs, paid by every stage of every step), else the package's session.
  */
-async function stageSession(ort: OrtWeb, model: Uint8Array, options: Record<string, unknown>): Promise<StageSession> {
-  const sync = syncSession(model, options);
+async function stageSession(ort: OrtWeb, model: Uint8Array, options: Record<string, unknown>, binding: boolean): Promise<StageSession> {
+  const sync = binding ? syncSession(model, options) : undefined;
   if (!sync) {
     const s = await ort.InferenceSession.create(model as never, options as never);
     return { run: (feeds, fetches) => s.run(feeds as never, fetches as never) as never, release: () => s.release() };

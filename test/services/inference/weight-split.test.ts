@@ -17,6 +17,7 @@ import { splitAtWeights } from '../../../src/services/inference/weight-split.ts'
 import { attentionOf } from '../../../src/services/inference/attention-stage.ts';
 import { indexGraph, modelGraph } from '../../../src/services/models/onnx-wire.ts';
 import { nativeKernels } from '../../../src/runtime/kernels.ts';
+import { wasmKernels, wasmKernelsUnavailable } from '../../../src/runtime/wasm-kernels.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { REF } from './reference.ts';
 import { config, emptyPast, i64, layers, relMax } from './tiny-llama-feeds.ts';
@@ -50,6 +51,8 @@ const q8 = rewriteDecoder(file('model_quantized.onnx'), decoderShape(config)!, {
  * next norm and the attention's softmax sums in another order, float rounding apart.
  */
 const TOLERANCE = { q4: 5e-4, q8: 1e-5 };
+/** On the WASM kernels, whose float steps are not fused (their norms' sums of squares, a 4-bit block's sum). */
+const TOLERANCE_WASM = { q4: 5e-4, q8: 1e-5 };
 
 /** Two rows, the second left-padded by 2, every position's logits, the whole cache fetched. */
 function prefill() {
@@ -137,6 +140,53 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
       const past = graphs[0]!.outputs.filter((x) => /past/.test(x));
       assert.deepEqual(past, [], 'the first stage hands on values made from the cache');
       assert.ok(made.every((m, i) => graphs[i]!.outputs.every((x) => m.has(x))));
+    });
+
+    test("on onnxruntime-web with svc's WASM kernels, a prefill and a decode step give ONNX Runtime's logits and cache", async () => {
+      const kernels = wasmKernels();
+      assert.ok(kernels, `the WASM kernels load: ${wasmKernelsUnavailable()}`);
+      const web = await import('onnxruntime-web');
+      web.env.wasm.numThreads = 1;
+      const onWeb = (feeds: Record<string, InstanceType<typeof ort.Tensor>>) =>
+        Object.fromEntries(Object.entries(feeds).map(([k, t]) => [k, new web.Tensor(t.type as never, t.data as never, t.dims)]));
+      const opts = { intraOpNumThreads: 1, logSeverityLevel: 3 } as const;
+      const whole = await ort.InferenceSession.create(graph, opts);
+      let calls = 0;
+      const counted = { ...kernels, attention: (...a: Parameters<typeof kernels.attention>) => (calls++, kernels.attention(...a)) };
+      const s = await SplitSession.create(web as never, counted, split, opts, false);
+      const want = await whole.run(prefill());
+      const got = await s.run(onWeb(prefill()) as never);
+      for (const name of whole.outputNames) {
+        const err = relMax(got[name]!.data as Float32Array, want[name]!.data as Float32Array);
+        assert.ok(err < TOLERANCE_WASM[dtype], `${name}: ${err}`);
+      }
+      // one new position a row after the prompt, the cache as the prefill left it
+      const L = REF.generate.prompt_ids.length;
+      const step = {
+        input_ids: i64([17, 46], [2, 1]),
+        attention_mask: i64([...Array(L + 1).fill(1), 0, 0, ...Array(L - 1).fill(1)], [2, L + 1]),
+        position_ids: i64([L, L - 2], [2, 1]),
+        num_logits_to_keep: i64([0], []),
+        [PRESENT_SWITCH]: new ort.Tensor('bool', [false], []),
+        ...Object.fromEntries(
+          Array.from(
+            { length: layers },
+            (_, l) => ['key', 'value'].map((kv) => [`past_key_values.${l}.${kv}`, want[`present.${l}.${kv}`]!]),
+          ).flat(),
+        ),
+      };
+      const names = whole.outputNames.filter((x) => !x.startsWith('present'));
+      const fetch = Object.fromEntries(names.map((x) => [x, null]));
+      calls = 0;
+      const gotStep = await s.run(onWeb(step) as never, fetch as never);
+      assert.equal(calls, layers - 1, 'attentions on the kernel');
+      const wantStep = await whole.run(step, fetch as never);
+      for (const name of names) {
+        const err = relMax(gotStep[name]!.data as Float32Array, wantStep[name]!.data as Float32Array);
+        assert.ok(err < TOLERANCE_WASM[dtype], `step ${name}: ${err}`);
+      }
+      await whole.release();
+      await s.release();
     });
 
     for (const threads of [1, 2]) {

@@ -1,0 +1,420 @@
+// svc's kernels for WebAssembly (128-bit SIMD), one thread: what the Node-API addon (kernels.c) computes, for
+// the WASM backend, where ONNX Runtime's int8 kernel widens and repacks every weight on every call and has no
+// 4-bit kernel at all. The same operations and the same quantization of the activations (int8 per block of 32
+// for 4 bits, as ONNX Runtime's level 4; DynamicQuantizeLinear over the whole tensor for 8 bits), with layouts
+// of their own: WebAssembly has no dot product of bytes, so the weights meet the activations as 16-bit values
+// (i32x4.dot_i16x8_s), and each group of 4 columns is stored as one stream (the engine prefetches nothing for
+// us: 4 streams a k apart read an 8-bit weight at ~18 GB/s, one stream at ~29).
+// Integer sums are exact; float steps follow kernels.c's order but without fused multiply-adds (plain SIMD
+// has none), so 4-bit results agree with ONNX Runtime to float rounding and 8-bit products bit for bit.
+#include <wasm_simd128.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+
+#define EXPORT(name) __attribute__((export_name(name)))
+
+static void *alloc16(size_t bytes) {
+  return aligned_alloc(16, (bytes + 15) & ~(size_t)15);
+}
+
+EXPORT("svc_alloc") void *svc_alloc(size_t bytes) {
+  return alloc16(bytes ? bytes : 1);
+}
+
+EXPORT("svc_free") void svc_free(void *p) {
+  free(p);
+}
+
+// Lane j of the result: the sum of a_j's four lanes.
+static inline v128_t sum4(v128_t a0, v128_t a1, v128_t a2, v128_t a3) {
+  const v128_t t0 = wasm_i32x4_add(wasm_i32x4_shuffle(a0, a1, 0, 4, 1, 5), wasm_i32x4_shuffle(a0, a1, 2, 6, 3, 7));
+  const v128_t t1 = wasm_i32x4_add(wasm_i32x4_shuffle(a2, a3, 0, 4, 1, 5), wasm_i32x4_shuffle(a2, a3, 2, 6, 3, 7));
+  return wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5), wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));
+}
+
+// The first `cols` (1..4) lanes of v to y.
+static inline void store_cols(float *y, v128_t v, int cols) {
+  if (cols == 4) {
+    wasm_v128_store(y, v);
+    return;
+  }
+  float t[4];
+  wasm_v128_store(t, v);
+  memcpy(y, t, (size_t)cols * sizeof(float));
+}
+
+// --- 8-bit weights (MatMulInteger's int8 W [K][N], one scale a column) ---
+
+// w - w_zp as [quad of 4 columns][k / 16][4 columns][16]; kp is k padded to 16, np n padded to 4 (zeros).
+// wsum [np] = sum over k of (w - w_zp), for the activations' zero point.
+typedef struct {
+  int32_t k, n, kp, np;
+  int8_t *w;
+  int32_t *wsum;
+  float *sw;
+} Q8;
+
+EXPORT("svc_pack_q8") Q8 *pack_q8(const int8_t *b, const float *scales, int k, int n, int zp) {
+  Q8 *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->k = k, w->n = n, w->kp = (k + 15) & ~15, w->np = (n + 3) & ~3;
+  w->w = alloc16((size_t)w->np * w->kp);
+  w->wsum = calloc((size_t)w->np, sizeof(int32_t));
+  w->sw = calloc((size_t)w->np, sizeof(float));
+  if (!w->w || !w->wsum || !w->sw) {
+    free(w->w), free(w->wsum), free(w->sw), free(w);
+    return NULL;
+  }
+  const int chunks = w->kp / 16;
+  // 16 rows of W at a time, so that reading them (16 n bytes) and writing each quad's 64 stay in cache
+  for (int c = 0; c < chunks; c++)
+    for (int col = 0; col < w->np; col++) {
+      int8_t *out = w->w + ((size_t)(col / 4) * chunks + c) * 64 + (col % 4) * 16;
+      for (int t = 0; t < 16; t++) {
+        const int kk = 16 * c + t;
+        const int v = col < n && kk < k ? b[(size_t)kk * n + col] - zp : 0;
+        out[t] = (int8_t)v;
+        w->wsum[col] += v;
+      }
+    }
+  for (int col = 0; col < n; col++) w->sw[col] = scales[col];
+  return w;
+}
+
+EXPORT("svc_free_q8") void free_q8(Q8 *w) {
+  if (!w) return;
+  free(w->w), free(w->wsum), free(w->sw), free(w);
+}
+
+// DynamicQuantizeLinear over all m rows of x, as kernels.c's quant8 (and ONNX Runtime): the bounds start at 0
+// and skip NaN (pmin / pmax are its comparisons), scale = (hi - lo) / 255 or 1, zp = round(clamp(-lo / scale)),
+// q = round(clamp(x / scale, -zp, 255 - zp)) + zp, half to even. q is written widened to int16, [m][kp].
+static void quant8(const float *x, int m, int k, int kp, int16_t *q, float *scale, int32_t *zp) {
+  v128_t lo = wasm_f32x4_splat(0.f), hi = lo;
+  const size_t total = (size_t)m * k;
+  size_t i = 0;
+  for (; i + 4 <= total; i += 4) {
+    const v128_t v = wasm_v128_load(x + i);
+    lo = wasm_f32x4_pmin(lo, v);
+    hi = wasm_f32x4_pmax(hi, v);
+  }
+  float l = 0.f, h = 0.f, t[4];
+  for (; i < total; i++) {
+    l = x[i] < l ? x[i] : l;
+    h = x[i] > h ? x[i] : h;
+  }
+  wasm_v128_store(t, lo);
+  for (int j = 0; j < 4; j++) l = t[j] < l ? t[j] : l;
+  wasm_v128_store(t, hi);
+  for (int j = 0; j < 4; j++) h = t[j] > h ? t[j] : h;
+  const float s = h == l ? 1.f : (h - l) / 255.f;
+  const int z = (int)nearbyintf(fmaxf(0.f, fminf(255.f, 0.f - l / s)));
+  const v128_t sv = wasm_f32x4_splat(s), qlo = wasm_f32x4_splat((float)-z), qhi = wasm_f32x4_splat((float)(255 - z));
+  const v128_t zv = wasm_i32x4_splat(z);
+  for (int r = 0; r < m; r++) {
+    const float *xr = x + (size_t)r * k;
+    int16_t *qr = q + (size_t)r * kp;
+    int j = 0;
+    for (; j + 4 <= k; j += 4) {
+      v128_t v = wasm_f32x4_div(wasm_v128_load(xr + j), sv);
+      v = wasm_f32x4_pmin(qhi, wasm_f32x4_pmax(qlo, v));
+      const v128_t c = wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(v)), zv);
+      wasm_v128_store64_lane(qr + j, wasm_i16x8_narrow_i32x4(c, c), 0);
+    }
+    for (; j < k; j++) {
+      float v = xr[j] / s;
+      v = v > (float)-z ? v : (float)-z;
+      v = v < (float)(255 - z) ? v : (float)(255 - z);
+      qr[j] = (int16_t)(lrintf(v) + z);
+    }
+    for (; j < kp; j++) qr[j] = 0;
+  }
+  *scale = s;
+  *zp = z;
+}
+
+// y [m][n] from q [m][kp]: float(sum (q - zp)(w - w_zp)) * (sa * sw), as ONNX Runtime's product and its scales.
+static void product8(const Q8 *w, const int16_t *q, int m, float sa, int32_t zp, float *y) {
+  const int chunks = w->kp / 16;
+  const v128_t z = wasm_i32x4_splat(zp);
+  for (int quad = 0; quad < w->np / 4; quad++) {
+    const int8_t *wq = w->w + (size_t)quad * chunks * 64;
+    const int n0 = quad * 4, cols = w->n - n0 < 4 ? w->n - n0 : 4;
+    const v128_t corr = wasm_i32x4_mul(wasm_v128_load(w->wsum + n0), z);
+    const v128_t mult = wasm_f32x4_mul(wasm_f32x4_splat(sa), wasm_v128_load(w->sw + n0));
+    for (int r = 0; r < m; r++) {
+      const int16_t *a = q + (size_t)r * w->kp;
+      v128_t acc0 = wasm_i32x4_splat(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+      for (int c = 0; c < chunks; c++) {
+        const v128_t a0 = wasm_v128_load(a + 16 * c), a1 = wasm_v128_load(a + 16 * c + 8);
+        const int8_t *p = wq + (size_t)c * 64;
+        v128_t v = wasm_v128_load(p);
+        acc0 = wasm_i32x4_add(acc0, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(v), a0),
+                                                   wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(v), a1)));
+        v = wasm_v128_load(p + 16);
+        acc1 = wasm_i32x4_add(acc1, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(v), a0),
+                                                   wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(v), a1)));
+        v = wasm_v128_load(p + 32);
+        acc2 = wasm_i32x4_add(acc2, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(v), a0),
+                                                   wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(v), a1)));
+        v = wasm_v128_load(p + 48);
+        acc3 = wasm_i32x4_add(acc3, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(v), a0),
+                                                   wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(v), a1)));
+      }
+      const v128_t t = wasm_i32x4_sub(sum4(acc0, acc1, acc2, acc3), corr);
+      store_cols(y + (size_t)r * w->n + n0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(t), mult), cols);
+    }
+  }
+}
+
+EXPORT("svc_matmul_q8") int matmul_q8(const Q8 *w, const float *x, int m, float *y) {
+  int16_t *q = alloc16((size_t)m * w->kp * sizeof(int16_t));
+  if (!q) return -1;
+  float sa;
+  int32_t zp;
+  quant8(x, m, w->k, w->kp, q, &sa, &zp);
+  product8(w, q, m, sa, zp, y);
+  free(q);
+  return 0;
+}
+
+// --- 4-bit weights (MatMulNBits: blocks of 32, 16 bytes each, code 2i in byte i's low nibble, 2i + 1 in its high) ---
+
+// The blocks as [quad of 4 columns][block][4 columns][16 bytes], as the file holds each block; scales as
+// [quad][block][4]. np is n padded to 4 (zero codes, zero scales).
+typedef struct {
+  int32_t k, n, nb, np;
+  uint8_t *w;
+  float *s;
+} Q4;
+
+EXPORT("svc_pack_q4") Q4 *pack_q4(const uint8_t *b, const float *scales, int k, int n) {
+  Q4 *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->k = k, w->n = n, w->nb = k / 32, w->np = (n + 3) & ~3;
+  w->w = alloc16((size_t)w->np * w->nb * 16);
+  w->s = alloc16((size_t)w->np * w->nb * sizeof(float));
+  if (!w->w || !w->s) {
+    free(w->w), free(w->s), free(w);
+    return NULL;
+  }
+  for (int col = 0; col < w->np; col++)
+    for (int bl = 0; bl < w->nb; bl++) {
+      const size_t at = ((size_t)(col / 4) * w->nb + bl) * 4 + col % 4;
+      if (col < n) memcpy(w->w + at * 16, b + ((size_t)col * w->nb + bl) * 16, 16);
+      else memset(w->w + at * 16, 0, 16);
+      w->s[at] = col < n ? scales[(size_t)col * w->nb + bl] : 0.f;
+    }
+  return w;
+}
+
+EXPORT("svc_free_q4") void free_q4(Q4 *w) {
+  if (!w) return;
+  free(w->w), free(w->s), free(w);
+}
+
+// One row quantized per block of 32 as ONNX Runtime's level 4 (and kernels.c's quant_row): s = amax / 127,
+// q = round(x * (127 / amax)), half to even; c = 8 * s * sum(q) takes the codes' zero point 8 back out. q is
+// written as int16, each block's even-indexed values first, then its odd ones (the low and the high nibbles).
+static void quant_row(const float *x, int k, int16_t *q, float *sa, float *c) {
+  for (int b = 0; b < k / 32; b++) {
+    const float *xb = x + (size_t)b * 32;
+    v128_t m = wasm_f32x4_splat(0.f);
+    for (int i = 0; i < 32; i += 4) m = wasm_f32x4_max(m, wasm_f32x4_abs(wasm_v128_load(xb + i)));
+    float t[4], amax;
+    wasm_v128_store(t, m);
+    amax = fmaxf(fmaxf(t[0], t[1]), fmaxf(t[2], t[3]));
+    const float s = amax / 127.f, inv = amax != 0.f ? 127.f / amax : 0.f;
+    const v128_t iv = wasm_f32x4_splat(inv);
+    int32_t v[32];
+    for (int i = 0; i < 32; i += 4) {
+      wasm_v128_store(v + i, wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(wasm_f32x4_mul(wasm_v128_load(xb + i), iv))));
+    }
+    int sum = 0;
+    int16_t *qb = q + (size_t)b * 32;
+    for (int i = 0; i < 16; i++) {
+      qb[i] = (int16_t)v[2 * i];
+      qb[16 + i] = (int16_t)v[2 * i + 1];
+      sum += v[2 * i] + v[2 * i + 1];
+    }
+    sa[b] = s;
+    c[b] = 8.f * s * (float)sum;
+  }
+}
+
+// y [m][n] from the rows' codes, scales and corrections: per block, scale * (sa * sum(code * q) - c), summed.
+static void product4(const Q4 *w, const int16_t *q, const float *sa, const float *c, int m, float *y) {
+  const int nb = w->nb;
+  const v128_t low = wasm_i8x16_splat(15);
+  for (int quad = 0; quad < w->np / 4; quad++) {
+    const uint8_t *wq = w->w + (size_t)quad * nb * 64;
+    const float *sq = w->s + (size_t)quad * nb * 4;
+    const int n0 = quad * 4, cols = w->n - n0 < 4 ? w->n - n0 : 4;
+    for (int r = 0; r < m; r++) {
+      const int16_t *a = q + (size_t)r * w->k;
+      const float *sar = sa + (size_t)r * nb, *cr = c + (size_t)r * nb;
+      v128_t acc = wasm_f32x4_splat(0.f);
+      for (int b = 0; b < nb; b++) {
+        const int16_t *ab = a + (size_t)b * 32;
+        const v128_t e0 = wasm_v128_load(ab), e1 = wasm_v128_load(ab + 8), o0 = wasm_v128_load(ab + 16), o1 = wasm_v128_load(ab + 24);
+        v128_t s[4];
+        for (int j = 0; j < 4; j++) {
+          const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + j) * 16);
+          const v128_t lo = wasm_v128_and(v, low), hi = wasm_u8x16_shr(v, 4);
+          s[j] = wasm_i32x4_add(
+            wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(lo), e0), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(lo), e1)),
+            wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(hi), o0), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(hi), o1)));
+        }
+        const v128_t sum = wasm_f32x4_convert_i32x4(sum4(s[0], s[1], s[2], s[3]));
+        const v128_t t = wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_splat(sar[b]), sum), wasm_f32x4_splat(cr[b]));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_v128_load(sq + (size_t)b * 4), t));
+      }
+      store_cols(y + (size_t)r * w->n + n0, acc, cols);
+    }
+  }
+}
+
+// Scratch for a 4-bit product's activations: codes, scales, corrections.
+typedef struct {
+  int16_t *q;
+  float *sa, *c;
+} Quant4;
+
+static int quant4(const float *x, int m, int k, Quant4 *out) {
+  const size_t nb = (size_t)k / 32;
+  out->q = alloc16((size_t)m * k * sizeof(int16_t));
+  out->sa = malloc((size_t)m * nb * sizeof(float));
+  out->c = malloc((size_t)m * nb * sizeof(float));
+  if (!out->q || !out->sa || !out->c) return free(out->q), free(out->sa), free(out->c), -1;
+  for (int r = 0; r < m; r++) quant_row(x + (size_t)r * k, k, out->q + (size_t)r * k, out->sa + r * nb, out->c + r * nb);
+  return 0;
+}
+
+static void free_quant4(Quant4 *a) {
+  free(a->q), free(a->sa), free(a->c);
+}
+
+EXPORT("svc_matmul_q4") int matmul_q4(const Q4 *w, const float *x, int m, float *y) {
+  Quant4 a;
+  if (quant4(x, m, w->k, &a)) return -1;
+  product4(w, a.q, a.sa, a.c, m, y);
+  free_quant4(&a);
+  return 0;
+}
+
+// --- MLPs: y = down(silu(gate(x)) * up(x)) ---
+
+// MLAS's logistic function (kernels.c), its steps without fusing the multiply-adds.
+static const float ALPHA[5] = {4.37031012579801e-11f, 1.15627324459942e-07f, 6.08574864600143e-05f, 8.51377133304701e-03f,
+                               2.48287947061529e-01f};
+static const float BETA[6] = {6.10247389755681e-13f, 5.76102136993427e-09f, 6.29106785017040e-06f, 1.70198817374094e-03f,
+                              1.16817656904453e-01f, 9.93151921023180e-01f};
+
+// g <- (g * sigmoid(g)) * u, n values.
+static void silu_mul(float *g, const float *u, size_t n) {
+  const v128_t lo = wasm_f32x4_splat(-18.f), hi = wasm_f32x4_splat(18.f), half = wasm_f32x4_splat(0.5f), zero = wasm_f32x4_splat(0.f);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const v128_t g0 = wasm_v128_load(g + i);
+    const v128_t x = wasm_f32x4_pmin(hi, wasm_f32x4_pmax(lo, g0)), x2 = wasm_f32x4_mul(x, x);
+    v128_t p = wasm_f32x4_splat(ALPHA[0]), q = wasm_f32x4_splat(BETA[0]);
+    for (int j = 1; j < 5; j++) p = wasm_f32x4_add(wasm_f32x4_mul(x2, p), wasm_f32x4_splat(ALPHA[j]));
+    for (int j = 1; j < 6; j++) q = wasm_f32x4_add(wasm_f32x4_mul(x2, q), wasm_f32x4_splat(BETA[j]));
+    const v128_t s = wasm_f32x4_pmax(zero, wasm_f32x4_add(wasm_f32x4_div(wasm_f32x4_mul(x, p), q), half));
+    wasm_v128_store(g + i, wasm_f32x4_mul(wasm_f32x4_mul(g0, s), wasm_v128_load(u + i)));
+  }
+  for (; i < n; i++) {
+    float x = g[i] < -18.f ? -18.f : g[i];
+    x = x > 18.f ? 18.f : x;
+    const float x2 = x * x;
+    float p = ALPHA[0], q = BETA[0];
+    for (int j = 1; j < 5; j++) p = x2 * p + ALPHA[j];
+    for (int j = 1; j < 6; j++) q = x2 * q + BETA[j];
+    float s = x * p / q + 0.5f;
+    s = s < 0.f ? 0.f : s;
+    g[i] = (g[i] * s) * u[i];
+  }
+}
+
+EXPORT("svc_mlp_q8") int mlp_q8(const Q8 *gate, const Q8 *up, const Q8 *down, const float *x, int m, float *y) {
+  const size_t inter = (size_t)gate->n;
+  float *g = alloc16(2 * (size_t)m * inter * sizeof(float));
+  int16_t *qx = alloc16((size_t)m * gate->kp * sizeof(int16_t)), *qh = alloc16((size_t)m * down->kp * sizeof(int16_t));
+  if (!g || !qx || !qh) return free(g), free(qx), free(qh), -1;
+  float *u = g + (size_t)m * inter, sa;
+  int32_t zp;
+  quant8(x, m, gate->k, gate->kp, qx, &sa, &zp);
+  product8(gate, qx, m, sa, zp, g);
+  product8(up, qx, m, sa, zp, u);
+  silu_mul(g, u, (size_t)m * inter);
+  quant8(g, m, down->k, down->kp, qh, &sa, &zp);
+  product8(down, qh, m, sa, zp, y);
+  free(g), free(qx), free(qh);
+  return 0;
+}
+
+EXPORT("svc_mlp_q4") int mlp_q4(const Q4 *gate, const Q4 *up, const Q4 *down, const float *x, int m, float *y) {
+  const size_t inter = (size_t)gate->n;
+  float *g = alloc16(2 * (size_t)m * inter * sizeof(float));
+  Quant4 ax, ah;
+  if (!g || quant4(x, m, gate->k, &ax)) return free(g), -1;
+  float *u = g + (size_t)m * inter;
+  product4(gate, ax.q, ax.sa, ax.c, m, g);
+  product4(up, ax.q, ax.sa, ax.c, m, u);
+  free_quant4(&ax);
+  silu_mul(g, u, (size_t)m * inter);
+  if (quant4(g, m, down->k, &ah)) return free(g), -1;
+  product4(down, ah.q, ah.sa, ah.c, m, y);
+  free_quant4(&ah);
+  free(g);
+  return 0;
+}
+
+// --- The steps between products ---
+
+// RMSNorm of each row (n values, a multiple of 8): the squares summed in 8 lanes, the lanes added in halves,
+// (x * (1 / sqrt(sum / n + eps))) * w, as kernels.c (without its fused multiply-adds).
+EXPORT("svc_rms_norm") void rms_norm(const float *x, const float *w, int n, int rows, float eps, float *y) {
+  for (int r = 0; r < rows; r++) {
+    const float *xr = x + (size_t)r * n;
+    float *yr = y + (size_t)r * n;
+    v128_t s0 = wasm_f32x4_splat(0.f), s1 = s0;
+    for (int j = 0; j < n; j += 8) {
+      const v128_t a = wasm_v128_load(xr + j), b = wasm_v128_load(xr + j + 4);
+      s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(a, a));
+      s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(b, b));
+    }
+    float l[8];
+    wasm_v128_store(l, s0);
+    wasm_v128_store(l + 4, s1);
+    for (int half = 4; half >= 1; half /= 2)
+      for (int i = 0; i < half; i++) l[i] += l[i + half];
+    const v128_t inv = wasm_f32x4_splat(1.f / sqrtf(l[0] / (float)n + eps));
+    for (int j = 0; j < n; j += 4) wasm_v128_store(yr + j, wasm_f32x4_mul(wasm_f32x4_mul(wasm_v128_load(xr + j), inv), wasm_v128_load(w + j)));
+  }
+}
+
+// y = a + b, b as long as a or one row of it repeated.
+EXPORT("svc_add_into") void add_into(const float *a, const float *b, size_t alen, size_t blen, float *y) {
+  for (size_t r = 0; r < alen; r += blen)
+    for (size_t j = 0; j < blen; j++) y[r + j] = a[r + j] + b[j];
+}
+
+// A layer's attention (attention.c's plain path): 0, -1 (a position outside the rotary caches), -2 (memory).
+EXPORT("svc_attention") int attention(const Attention *a) {
+  if (svc_attention_prepare(a)) return -1;
+  const int units = a->b * a->s * a->kv_heads;
+  for (int u = 0; u < units; u++)
+    if (svc_attention_unit(a, 0, u)) return -2;
+  return 0;
+}
+
+// The layout JavaScript fills for svc_attention.
+EXPORT("svc_attention_size") int attention_size(void) {
+  return (int)sizeof(Attention);
+}

@@ -1,0 +1,255 @@
+/**
+ * svc's own kernels compiled to WebAssembly (native/kernels/wasm.c, built into native/kernels/svc_kernels.wasm
+ * by scripts/build-wasm-kernels.mjs): the operations of `NativeKernels` (./kernels.ts) for the WASM backend,
+ * on one thread, in a memory of their own. Weights are packed into that memory once; each call copies its
+ * inputs in and its outputs out (a decode step's vectors: a few KB). The module needs no imports, so it runs
+ * wherever WebAssembly with 128-bit SIMD does.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { envVars } from './env.ts';
+import type { AttentionArrays, AttentionShape, NativeKernels, PackedQ4, PackedQ8 } from './kernels.ts';
+
+interface Exports {
+  memory: WebAssembly.Memory;
+  _initialize(): void;
+  svc_alloc(bytes: number): number;
+  svc_free(ptr: number): void;
+  svc_pack_q8(b: number, scales: number, k: number, n: number, zp: number): number;
+  svc_free_q8(w: number): void;
+  svc_matmul_q8(w: number, x: number, m: number, y: number): number;
+  svc_pack_q4(b: number, scales: number, k: number, n: number): number;
+  svc_free_q4(w: number): void;
+  svc_matmul_q4(w: number, x: number, m: number, y: number): number;
+  svc_mlp_q8(gate: number, up: number, down: number, x: number, m: number, y: number): number;
+  svc_mlp_q4(gate: number, up: number, down: number, x: number, m: number, y: number): number;
+  svc_rms_norm(x: number, w: number, n: number, rows: number, eps: number, y: number): void;
+  svc_add_into(a: number, b: number, alen: number, blen: number, y: number): void;
+  svc_attention(a: number): number;
+  svc_attention_size(): number;
+}
+
+/** Where the module lies from this file: in the sources (src/runtime/) or in the bundle (dist/). */
+const MODULE = ['../../', '../'].map((up) => new URL(`${up}native/kernels/svc_kernels.wasm`, import.meta.url));
+const HANDLE = Symbol('svc.wasm.packed');
+
+type Handle = { ptr: number; bits: 4 | 8 };
+
+/** Typed arrays a call copies in (their bytes) or out. */
+type Floats = Float32Array;
+
+let loaded: { kernels?: NativeKernels; reason?: string } | undefined;
+
+function load(): { kernels?: NativeKernels; reason?: string } {
+  let e: Exports;
+  try {
+    if (envVars().SVC_WASM_KERNELS === '0') return { reason: 'disabled by SVC_WASM_KERNELS=0' };
+    const file = MODULE.map((u) => fileURLToPath(u)).find((f) => existsSync(f));
+    if (!file) return { reason: `${fileURLToPath(MODULE[0]!)} is missing (npm run build:wasm-kernels)` };
+    e = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(file)), {}).exports as unknown as Exports;
+    e._initialize();
+    // the attention's arguments are written where wasm.c's Attention has them (7 sizes, 9 arrays, the divisor, 3 arrays)
+    if (e.svc_attention_size() !== 80) return { reason: 'svc_kernels.wasm does not match this file (its Attention is not 80 bytes)' };
+  } catch (err) {
+    return { reason: `the WASM kernels did not load: ${(err as Error).message}` };
+  }
+  return { kernels: kernelsOf(e) };
+}
+
+function kernelsOf(e: Exports): NativeKernels {
+  const freed = new FinalizationRegistry<Handle>((h) => (h.bits === 4 ? e.svc_free_q4(h.ptr) : e.svc_free_q8(h.ptr)));
+  const bytes = () => new Uint8Array(e.memory.buffer);
+  /** `arrays` copied into one block of the module's memory (each at a multiple of 16); its pointers. */
+  const copyIn = (arrays: ArrayBufferView[]): { block: number; at: number[] } => {
+    let size = 0;
+    const offsets = arrays.map((a) => {
+      const at = size;
+      size += (a.byteLength + 15) & ~15;
+      return at;
+    });
+    const block = e.svc_alloc(size);
+    if (!block) throw new RangeError('the WASM kernels are out of memory');
+    const mem = bytes();
+    arrays.forEach((a, i) => mem.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), block + offsets[i]!));
+    return { block, at: offsets.map((o) => block + o) };
+  };
+  const copyOut = (ptr: number, to: Floats) => to.set(new Float32Array(e.memory.buffer, ptr, to.length));
+  const handle = (w: PackedQ4 | PackedQ8, bits: 4 | 8, name: string): number => {
+    const h = (w as unknown as { [HANDLE]?: Handle })?.[HANDLE];
+    if (h?.bits !== bits) throw new TypeError(`${name}: w must come from packQ${bits}`);
+    return h.ptr;
+  };
+  const wrap = <T>(ptr: number, bits: 4 | 8, k: number, n: number, size: number): T => {
+    if (!ptr) throw new RangeError(`packQ${bits}: the WASM kernels are out of memory`);
+    const h: Handle = { ptr, bits };
+    const w = Object.freeze({ k, n, bytes: size, [HANDLE]: h });
+    freed.register(w, h);
+    return w as unknown as T;
+  };
+  const whole = (v: number, name: string, what: string, lo = 1) => {
+    if (!Number.isInteger(v) || v < lo) throw new TypeError(`${name}: ${what} must be a whole number >= ${lo}`);
+  };
+  const floats = (a: unknown, name: string, what: string) => {
+    if (!(a instanceof Float32Array)) throw new TypeError(`${name}: ${what} must be a Float32Array`);
+  };
+  /** A product or an MLP: x [m][k] in, y [m][n] out. */
+  const call = (name: string, run: (x: number, y: number) => number, x: Floats, y: Floats) => {
+    const { block, at } = copyIn([x]);
+    const out = e.svc_alloc(y.byteLength);
+    try {
+      if (!out || run(at[0]!, out) !== 0) throw new RangeError(`${name}: the WASM kernels are out of memory`);
+      copyOut(out, y);
+    } finally {
+      e.svc_free(block);
+      e.svc_free(out);
+    }
+  };
+  /** The checks the addon makes of a call's arguments; `threads` and `portable` are checked, not used. */
+  const product = (name: string, w: { k: number; n: number }, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
+    floats(x, name, 'x');
+    floats(y, name, 'y');
+    whole(m, name, 'm');
+    whole(threads, name, 'threads');
+    if (portable !== undefined && typeof portable !== 'boolean') throw new TypeError(`${name}: portable must be a boolean`);
+    if (x.length !== m * w.k) throw new TypeError(`${name}: x must hold m * k values`);
+    if (y.length !== m * w.n) throw new TypeError(`${name}: y must hold m * n values`);
+  };
+  type Shape = { k: number; n: number };
+  const mlp = (name: string, [gate, up, down]: Shape[], x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
+    if (up!.k !== gate!.k || up!.n !== gate!.n) throw new TypeError(`${name}: gate and up must have the same k and n`);
+    if (down!.k !== gate!.n || down!.n !== gate!.k) throw new TypeError(`${name}: down must be [gate's n -> gate's k]`);
+    product(name, { k: gate!.k, n: gate!.k }, x, m, y, threads, portable);
+  };
+  return {
+    path: 'wasm-simd128',
+    packQ4: (b, scales, k, n) => {
+      whole(k, 'packQ4', 'k', 32);
+      whole(n, 'packQ4', 'n');
+      if (k % 32) throw new TypeError('packQ4: k must be a multiple of 32');
+      if (!(b instanceof Uint8Array)) throw new TypeError('packQ4: b must be a Uint8Array');
+      floats(scales, 'packQ4', 'scales');
+      if (b.length !== (n * k) / 2) throw new TypeError('packQ4: b must hold n * k / 2 bytes');
+      if (scales.length !== (n * k) / 32) throw new TypeError('packQ4: scales must hold n * k / 32 values');
+      const { block, at } = copyIn([b, scales]);
+      try {
+        return wrap<PackedQ4>(e.svc_pack_q4(at[0]!, at[1]!, k, n), 4, k, n, (Math.ceil(n / 4) * 4 * k * 20) / 32);
+      } finally {
+        e.svc_free(block);
+      }
+    },
+    matmulQ4: (w, x, m, y, threads, portable) => {
+      const p = handle(w, 4, 'matmulQ4');
+      product('matmulQ4', w, x, m, y, threads, portable);
+      call('matmulQ4', (px, py) => e.svc_matmul_q4(p, px, m, py), x, y);
+    },
+    mlpQ4: (gate, up, down, x, m, y, threads, portable) => {
+      const [g, u, d] = [handle(gate, 4, 'mlpQ4'), handle(up, 4, 'mlpQ4'), handle(down, 4, 'mlpQ4')];
+      mlp('mlpQ4', [gate, up, down], x, m, y, threads, portable);
+      call('mlpQ4', (px, py) => e.svc_mlp_q4(g, u, d, px, m, py), x, y);
+    },
+    packQ8: (w, scales, k, n, zeroPoint) => {
+      whole(k, 'packQ8', 'k');
+      whole(n, 'packQ8', 'n');
+      if (!Number.isInteger(zeroPoint) || zeroPoint < -128 || zeroPoint > 127) {
+        throw new TypeError('packQ8: zeroPoint must be a whole number from -128 to 127');
+      }
+      if (!(w instanceof Int8Array) || w.length !== k * n) throw new TypeError('packQ8: w must be an Int8Array of k * n values');
+      floats(scales, 'packQ8', 'scales');
+      if (scales.length !== n) throw new TypeError('packQ8: scales must hold n values');
+      if (zeroPoint !== 0 && w.some((v) => v - zeroPoint < -128 || v - zeroPoint > 127)) {
+        throw new TypeError('packQ8: every w - zeroPoint must fit in int8');
+      }
+      const { block, at } = copyIn([w, scales]);
+      try {
+        return wrap<PackedQ8>(e.svc_pack_q8(at[0]!, at[1]!, k, n, zeroPoint), 8, k, n, Math.ceil(n / 4) * 4 * (Math.ceil(k / 16) * 16 + 8));
+      } finally {
+        e.svc_free(block);
+      }
+    },
+    matmulQ8: (w, x, m, y, threads, portable) => {
+      const p = handle(w, 8, 'matmulQ8');
+      product('matmulQ8', w, x, m, y, threads, portable);
+      call('matmulQ8', (px, py) => e.svc_matmul_q8(p, px, m, py), x, y);
+    },
+    mlpQ8: (gate, up, down, x, m, y, threads, portable) => {
+      const [g, u, d] = [handle(gate, 8, 'mlpQ8'), handle(up, 8, 'mlpQ8'), handle(down, 8, 'mlpQ8')];
+      mlp('mlpQ8', [gate, up, down], x, m, y, threads, portable);
+      call('mlpQ8', (px, py) => e.svc_mlp_q8(g, u, d, px, m, py), x, y);
+    },
+    rmsNorm: (x, w, epsilon, y) => {
+      if (!w.length || w.length % 8 || x.length % w.length || y.length !== x.length) {
+        throw new TypeError('rmsNorm: w must hold a multiple of 8 values, x whole rows of them, y as many as x');
+      }
+      const { block, at } = copyIn([x, w]);
+      try {
+        e.svc_rms_norm(at[0]!, at[1]!, w.length, x.length / w.length, epsilon, at[0]!);
+        copyOut(at[0]!, y);
+      } finally {
+        e.svc_free(block);
+      }
+    },
+    addInto: (a, b, y) => {
+      if (!b.length || a.length % b.length || y.length !== a.length) {
+        throw new TypeError("addInto: b must hold a's values or whole rows of them, y as many as a");
+      }
+      const { block, at } = copyIn([a, b]);
+      try {
+        e.svc_add_into(at[0]!, at[1]!, a.length, b.length, at[0]!);
+        copyOut(at[0]!, y);
+      } finally {
+        e.svc_free(block);
+      }
+    },
+    attention: (a: AttentionArrays, ...[s, heads, kvHeads, d, divisor, threads, portable]: AttentionShape) => {
+      const named = { q: a.q, k: a.k, v: a.v, cos: a.cos, sin: a.sin, pastK: a.pastK, pastV: a.pastV, mask: a.mask, out: a.out };
+      for (const [name, v] of Object.entries({ ...named, newK: a.newK, newV: a.newV })) floats(v, 'attention', name);
+      if (!(a.pos instanceof BigInt64Array)) throw new TypeError('attention: pos must be a BigInt64Array');
+      [s, heads, kvHeads].forEach((v, i) => whole(v, 'attention', ['s', 'heads', 'kvHeads'][i]!));
+      whole(d, 'attention', 'headSize', 2);
+      whole(threads, 'attention', 'threads');
+      if (portable !== undefined && typeof portable !== 'boolean') throw new TypeError('attention: portable must be a boolean');
+      const rows = a.pos.length / s, kw = kvHeads * d;
+      const past = a.pastK.length / (rows * kw);
+      if (
+        !Number.isInteger(rows) || !rows || heads % kvHeads || d % 2 || a.q.length !== rows * s * heads * d ||
+        a.k.length !== rows * s * kw || a.v.length !== a.k.length || a.cos.length % (d / 2) || a.sin.length !== a.cos.length ||
+        !Number.isInteger(past) || a.pastV.length !== a.pastK.length || a.out.length !== a.q.length ||
+        a.newK.length !== a.k.length || a.newV.length !== a.k.length
+      ) {
+        throw new TypeError("attention: the arrays' lengths do not agree with s, heads, kvHeads and headSize");
+      }
+      if (a.mask.length !== rows * s * (past + s)) throw new TypeError('attention: mask must hold s × (past + s) values a row');
+      const arrays = [a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastK, a.pastV, a.mask, a.out, a.newK, a.newV];
+      const size = e.svc_attention_size();
+      const { block, at } = copyIn([...arrays, new Uint8Array(size)]);
+      try {
+        const view = new DataView(e.memory.buffer, at[12]!, size);
+        [rows, s, past, heads, kvHeads, d, a.cos.length / (d / 2)].forEach((v, i) => view.setInt32(4 * i, v, true));
+        at.slice(0, 9).forEach((p, i) => view.setUint32(28 + 4 * i, p, true));
+        view.setFloat32(64, divisor, true);
+        at.slice(9, 12).forEach((p, i) => view.setUint32(68 + 4 * i, p, true));
+        const r = e.svc_attention(at[12]!);
+        if (r === -1) throw new RangeError('attention: a position is outside the rotary caches');
+        if (r !== 0) throw new RangeError('attention: the WASM kernels are out of memory');
+        copyOut(at[9]!, a.out);
+        copyOut(at[10]!, a.newK);
+        copyOut(at[11]!, a.newV);
+      } finally {
+        e.svc_free(block);
+      }
+    },
+    rest: () => {},
+  };
+}
+
+/** The WASM kernels, or undefined where the module is missing, does not load or is turned off. Never throws. */
+export function wasmKernels(): NativeKernels | undefined {
+  loaded ??= load();
+  return loaded.kernels;
+}
+
+/** Why wasmKernels() is undefined; undefined when it is not. */
+export function wasmKernelsUnavailable(): string | undefined {
+  loaded ??= load();
+  return loaded.reason;
+}
