@@ -35,6 +35,7 @@ const ASSETS = [
   'lcms-wasm/dist/lcms.wasm',
   './src/services/images/profiles/cmyk-fogra39.icc',
   './src/services/images/profiles/srgb.icc',
+  './native/kernels/svc_kernels.wasm',
   '@ricky0123/vad-web/dist/silero_vad_v5.onnx',
 ];
 const require = createRequire(resolve('package.json'));

@@ -7,6 +7,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { embeddedAssets } from './embedded.ts';
 import { envVars } from './env.ts';
 import type { AttentionArrays, AttentionShape, NativeKernels, PackedQ4, PackedQ8 } from './kernels.ts';
 
@@ -31,6 +32,7 @@ interface Exports {
 
 /** Where the module lies from this file: in the sources (src/runtime/) or in the bundle (dist/). */
 const MODULE = ['../../', '../'].map((up) => new URL(`${up}native/kernels/svc_kernels.wasm`, import.meta.url));
+const EMBEDDED = './native/kernels/svc_kernels.wasm';
 const HANDLE = Symbol('svc.wasm.packed');
 
 type Handle = { ptr: number; bits: 4 | 8 };
@@ -44,7 +46,8 @@ function load(): { kernels?: NativeKernels; reason?: string } {
   let e: Exports;
   try {
     if (envVars().SVC_WASM_KERNELS === '0') return { reason: 'disabled by SVC_WASM_KERNELS=0' };
-    const file = MODULE.map((u) => fileURLToPath(u)).find((f) => existsSync(f));
+    // in the single binary, the copy scripts/compile.mjs embedded
+    const file = embeddedAssets[EMBEDDED] ?? MODULE.map((u) => fileURLToPath(u)).find((f) => existsSync(f));
     if (!file) return { reason: `${fileURLToPath(MODULE[0]!)} is missing (npm run build:wasm-kernels)` };
     e = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(file)), {}).exports as unknown as Exports;
     e._initialize();
