@@ -1,32 +1,44 @@
 // Builds svc's WebAssembly kernels (native/kernels/wasm.c and attention.c) into native/kernels/svc_kernels.wasm
-// with the Clang that @yowasp/clang ships as WebAssembly (no system compiler needed; the same compiler gives
-// the same bytes, which test/runtime/wasm-kernels.test.ts checks against the committed file). `--check` builds
-// into memory and exits 1 where the committed file differs.
+// (128-bit SIMD) and svc_kernels_relaxed.wasm (relaxed SIMD too) with the Clang that @yowasp/clang ships as
+// WebAssembly (no system compiler needed; the same compiler gives the same bytes, which
+// test/runtime/wasm-kernels.test.ts checks against the committed files). `--check` builds into memory and exits
+// 1 where a committed file differs.
 import { runClang } from '@yowasp/clang';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'native', 'kernels');
-const OUT = 'svc_kernels.wasm';
+/** The modules by file name, and the features each is built with. */
+export const MODULES = { 'svc_kernels.wasm': ['-msimd128'], 'svc_kernels_relaxed.wasm': ['-msimd128', '-mrelaxed-simd'] };
 
-/** The module's bytes, compiled from the sources in native/kernels. */
+/** The modules' bytes by file name, compiled from the sources in native/kernels. */
 export async function buildWasmKernels() {
   const files = Object.fromEntries(['wasm.c', 'attention.c', 'attention.h'].map((f) => [f, readFileSync(join(dir, f), 'utf8')]));
-  // a reactor (no main, no imports): 128-bit SIMD, no threads
-  const args = ['clang', '--target=wasm32-wasip1', '-mexec-model=reactor', '-O3', '-msimd128', '-Wall', '-Wextra', '-Werror'];
-  const out = await runClang([...args, 'wasm.c', 'attention.c', '-o', OUT], files, { stderr: (b) => b && process.stderr.write(b) });
-  return out[OUT];
+  // reactors (no main, no imports), no threads
+  const args = ['clang', '--target=wasm32-wasip1', '-mexec-model=reactor', '-O3', '-Wall', '-Wextra', '-Werror'];
+  const built = {};
+  for (const [name, features] of Object.entries(MODULES)) {
+    const out = await runClang([...args, ...features, 'wasm.c', 'attention.c', '-o', name], files, {
+      stderr: (b) => b && process.stderr.write(b),
+    });
+    built[name] = out[name];
+  }
+  return built;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const bytes = await buildWasmKernels();
-  const file = join(dir, OUT);
-  if (process.argv.includes('--check')) {
-    const same = Buffer.compare(Buffer.from(bytes), readFileSync(file)) === 0;
-    console.log(same ? `${file} is up to date` : `${file} differs from its sources: npm run build:wasm-kernels`);
-    process.exit(same ? 0 : 1);
+  const built = await buildWasmKernels();
+  let stale = 0;
+  for (const [name, bytes] of Object.entries(built)) {
+    const file = join(dir, name);
+    if (!process.argv.includes('--check')) {
+      writeFileSync(file, bytes);
+      console.log(`wrote ${file} (${bytes.length} bytes)`);
+    } else if (Buffer.compare(Buffer.from(bytes), readFileSync(file)) !== 0) {
+      console.log(`${file} differs from its sources: npm run build:wasm-kernels`);
+      stale++;
+    }
   }
-  writeFileSync(file, bytes);
-  console.log(`wrote ${file} (${bytes.length} bytes)`);
+  process.exit(stale ? 1 : 0);
 }

@@ -36,6 +36,7 @@ const ASSETS = [
   './src/services/images/profiles/cmyk-fogra39.icc',
   './src/services/images/profiles/srgb.icc',
   './native/kernels/svc_kernels.wasm',
+  './native/kernels/svc_kernels_relaxed.wasm',
   '@ricky0123/vad-web/dist/silero_vad_v5.onnx',
 ];
 const require = createRequire(resolve('package.json'));

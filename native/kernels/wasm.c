@@ -7,6 +7,8 @@
 // us: 4 streams a k apart read an 8-bit weight at ~18 GB/s, one stream at ~29).
 // Integer sums are exact; float steps follow kernels.c's order but without fused multiply-adds (plain SIMD
 // has none), so 4-bit results agree with ONNX Runtime to float rounding and 8-bit products bit for bit.
+// Built twice: with relaxed SIMD (where the engine has it), a 4-bit block's codes (0..15: its 7-bit operand)
+// meet int8 activations in i32x4.relaxed_dot_i8x16_i7x16_add_s, 16 products an instruction, with no widening.
 #include <wasm_simd128.h>
 
 #include <math.h>
@@ -218,10 +220,17 @@ EXPORT("svc_free_q4") void free_q4(Q4 *w) {
   free(w->w), free(w->s), free(w);
 }
 
+// A 4-bit product's activations: int8 for the relaxed dot product, int16 for i32x4.dot_i16x8_s.
+#ifdef __wasm_relaxed_simd__
+typedef int8_t act4_t;
+#else
+typedef int16_t act4_t;
+#endif
+
 // One row quantized per block of 32 as ONNX Runtime's level 4 (and kernels.c's quant_row): s = amax / 127,
-// q = round(x * (127 / amax)), half to even; c = 8 * s * sum(q) takes the codes' zero point 8 back out. q is
-// written as int16, each block's even-indexed values first, then its odd ones (the low and the high nibbles).
-static void quant_row(const float *x, int k, int16_t *q, float *sa, float *c) {
+// q = round(x * (127 / amax)), half to even; c = 8 * s * sum(q) takes the codes' zero point 8 back out. Each
+// block's even-indexed values first, then its odd ones (the low and the high nibbles).
+static void quant_row(const float *x, int k, act4_t *q, float *sa, float *c) {
   for (int b = 0; b < k / 32; b++) {
     const float *xb = x + (size_t)b * 32;
     v128_t m = wasm_f32x4_splat(0.f);
@@ -236,10 +245,10 @@ static void quant_row(const float *x, int k, int16_t *q, float *sa, float *c) {
       wasm_v128_store(v + i, wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(wasm_f32x4_mul(wasm_v128_load(xb + i), iv))));
     }
     int sum = 0;
-    int16_t *qb = q + (size_t)b * 32;
+    act4_t *qb = q + (size_t)b * 32;
     for (int i = 0; i < 16; i++) {
-      qb[i] = (int16_t)v[2 * i];
-      qb[16 + i] = (int16_t)v[2 * i + 1];
+      qb[i] = (act4_t)v[2 * i];
+      qb[16 + i] = (act4_t)v[2 * i + 1];
       sum += v[2 * i] + v[2 * i + 1];
     }
     sa[b] = s;
@@ -248,7 +257,7 @@ static void quant_row(const float *x, int k, int16_t *q, float *sa, float *c) {
 }
 
 // y [m][n] from the rows' codes, scales and corrections: per block, scale * (sa * sum(code * q) - c), summed.
-static void product4(const Q4 *w, const int16_t *q, const float *sa, const float *c, int m, float *y) {
+static void product4(const Q4 *w, const act4_t *q, const float *sa, const float *c, int m, float *y) {
   const int nb = w->nb;
   const v128_t low = wasm_i8x16_splat(15);
   for (int quad = 0; quad < w->np / 4; quad++) {
@@ -256,13 +265,20 @@ static void product4(const Q4 *w, const int16_t *q, const float *sa, const float
     const float *sq = w->s + (size_t)quad * nb * 4;
     const int n0 = quad * 4, cols = w->n - n0 < 4 ? w->n - n0 : 4;
     for (int r = 0; r < m; r++) {
-      const int16_t *a = q + (size_t)r * w->k;
+      const act4_t *a = q + (size_t)r * w->k;
       const float *sar = sa + (size_t)r * nb, *cr = c + (size_t)r * nb;
       v128_t acc = wasm_f32x4_splat(0.f);
       for (int b = 0; b < nb; b++) {
-        const int16_t *ab = a + (size_t)b * 32;
-        const v128_t e0 = wasm_v128_load(ab), e1 = wasm_v128_load(ab + 8), o0 = wasm_v128_load(ab + 16), o1 = wasm_v128_load(ab + 24);
+        const act4_t *ab = a + (size_t)b * 32;
         v128_t s[4];
+#ifdef __wasm_relaxed_simd__
+        const v128_t e = wasm_v128_load(ab), o = wasm_v128_load(ab + 16), zero = wasm_i32x4_splat(0);
+        for (int j = 0; j < 4; j++) {
+          const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + j) * 16);
+          s[j] = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(e, wasm_v128_and(v, low), wasm_i32x4_relaxed_dot_i8x16_i7x16_add(o, wasm_u8x16_shr(v, 4), zero));
+        }
+#else
+        const v128_t e0 = wasm_v128_load(ab), e1 = wasm_v128_load(ab + 8), o0 = wasm_v128_load(ab + 16), o1 = wasm_v128_load(ab + 24);
         for (int j = 0; j < 4; j++) {
           const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + j) * 16);
           const v128_t lo = wasm_v128_and(v, low), hi = wasm_u8x16_shr(v, 4);
@@ -270,6 +286,7 @@ static void product4(const Q4 *w, const int16_t *q, const float *sa, const float
             wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(lo), e0), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(lo), e1)),
             wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(hi), o0), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(hi), o1)));
         }
+#endif
         const v128_t sum = wasm_f32x4_convert_i32x4(sum4(s[0], s[1], s[2], s[3]));
         const v128_t t = wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_splat(sar[b]), sum), wasm_f32x4_splat(cr[b]));
         acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_v128_load(sq + (size_t)b * 4), t));
@@ -281,13 +298,13 @@ static void product4(const Q4 *w, const int16_t *q, const float *sa, const float
 
 // Scratch for a 4-bit product's activations: codes, scales, corrections.
 typedef struct {
-  int16_t *q;
+  act4_t *q;
   float *sa, *c;
 } Quant4;
 
 static int quant4(const float *x, int m, int k, Quant4 *out) {
   const size_t nb = (size_t)k / 32;
-  out->q = alloc16((size_t)m * k * sizeof(int16_t));
+  out->q = alloc16((size_t)m * k * sizeof(act4_t));
   out->sa = malloc((size_t)m * nb * sizeof(float));
   out->c = malloc((size_t)m * nb * sizeof(float));
   if (!out->q || !out->sa || !out->c) return free(out->q), free(out->sa), free(out->c), -1;

@@ -22,7 +22,7 @@ const DTYPES = (process.env.BENCH_DTYPES ?? 'q8,q4').split(',');
 const THREADS = (process.env.BENCH_THREADS ?? '1,2').split(',').map(Number);
 /** Runtimes the WASM side also runs on (native is always Node's onnxruntime-node), for these dtypes. */
 const WASM_RUNTIMES = (process.env.BENCH_WASM_RUNTIMES ?? 'node,deno,bun').split(',');
-const OTHER_RUNTIME_DTYPES = (process.env.BENCH_OTHER_RUNTIME_DTYPES ?? 'q8').split(',');
+const OTHER_RUNTIME_DTYPES = (process.env.BENCH_OTHER_RUNTIME_DTYPES ?? 'q8,q4').split(',');
 const CHILD: Record<string, string[]> = {
   node: [process.execPath, '--import', 'tsx'],
   deno: ['node_modules/.bin/deno', 'run', '-A'],

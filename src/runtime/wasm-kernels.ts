@@ -1,9 +1,11 @@
 /**
  * svc's own kernels compiled to WebAssembly (native/kernels/wasm.c, built into native/kernels/svc_kernels.wasm
- * by scripts/build-wasm-kernels.mjs): the operations of `NativeKernels` (./kernels.ts) for the WASM backend,
- * on one thread, in a memory of their own. Weights are packed into that memory once; each call copies its
- * inputs in and its outputs out (a decode step's vectors: a few KB). The module needs no imports, so it runs
- * wherever WebAssembly with 128-bit SIMD does.
+ * and svc_kernels_relaxed.wasm by scripts/build-wasm-kernels.mjs): the operations of `NativeKernels`
+ * (./kernels.ts) for the WASM backend, on one thread, in a memory of their own. Weights are packed into that
+ * memory once; each call copies its inputs in and its outputs out (a decode step's vectors: a few KB). The
+ * modules need no imports. The relaxed-SIMD one (its 4-bit products faster) is taken where the engine has relaxed
+ * SIMD: Deno and Bun do, Node from 21. (Node 20's V8 has it behind a flag, with an older dot product: it gave
+ * other sums for negative activations, so the flag is left alone there.)
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -30,9 +32,18 @@ interface Exports {
   svc_attention_size(): number;
 }
 
-/** Where the module lies from this file: in the sources (src/runtime/) or in the bundle (dist/). */
-const MODULE = ['../../', '../'].map((up) => new URL(`${up}native/kernels/svc_kernels.wasm`, import.meta.url));
-const EMBEDDED = './native/kernels/svc_kernels.wasm';
+/** The two builds of native/kernels/wasm.c. */
+export type WasmKernelsVariant = 'relaxed-simd' | 'simd128';
+const FILES: Record<WasmKernelsVariant, string> = { 'relaxed-simd': 'svc_kernels_relaxed.wasm', simd128: 'svc_kernels.wasm' };
+
+/** A module's bytes: the copy a single binary embeds (scripts/compile.mjs), else the file beside the sources or the bundle. */
+function moduleBytes(variant: WasmKernelsVariant): Uint8Array<ArrayBuffer> | string {
+  const embedded = embeddedAssets[`./native/kernels/${FILES[variant]}`];
+  const urls = ['../../', '../'].map((up) => new URL(`${up}native/kernels/${FILES[variant]}`, import.meta.url));
+  const file = embedded ?? urls.map((u) => fileURLToPath(u)).find((f) => existsSync(f));
+  return file ? readFileSync(file) : `${fileURLToPath(urls[0]!)} is missing (npm run build:wasm-kernels)`;
+}
+
 const HANDLE = Symbol('svc.wasm.packed');
 
 type Handle = { ptr: number; bits: 4 | 8 };
@@ -40,26 +51,33 @@ type Handle = { ptr: number; bits: 4 | 8 };
 /** Typed arrays a call copies in (their bytes) or out. */
 type Floats = Float32Array;
 
-let loaded: { kernels?: NativeKernels; reason?: string } | undefined;
+type Loaded = { kernels?: NativeKernels; reason?: string };
 
-function load(): { kernels?: NativeKernels; reason?: string } {
+let loaded: Loaded | undefined;
+
+/** The kernels of `variant`, or of the best one the engine runs. */
+function load(variant?: WasmKernelsVariant): Loaded {
   let e: Exports;
+  let path: WasmKernelsVariant;
   try {
     if (envVars().SVC_WASM_KERNELS === '0') return { reason: 'disabled by SVC_WASM_KERNELS=0' };
-    // in the single binary, the copy scripts/compile.mjs embedded
-    const file = embeddedAssets[EMBEDDED] ?? MODULE.map((u) => fileURLToPath(u)).find((f) => existsSync(f));
-    if (!file) return { reason: `${fileURLToPath(MODULE[0]!)} is missing (npm run build:wasm-kernels)` };
-    e = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(file)), {}).exports as unknown as Exports;
+    const relaxed = variant === 'simd128' ? undefined : moduleBytes('relaxed-simd');
+    const hasRelaxed = typeof relaxed !== 'string' && relaxed !== undefined && WebAssembly.validate(relaxed);
+    if (variant === 'relaxed-simd' && !hasRelaxed) return { reason: 'this engine has no relaxed SIMD' };
+    path = variant ?? (hasRelaxed ? 'relaxed-simd' : 'simd128');
+    const bytes = path === 'relaxed-simd' && relaxed ? relaxed : moduleBytes(path);
+    if (typeof bytes === 'string') return { reason: bytes };
+    e = new WebAssembly.Instance(new WebAssembly.Module(bytes), {}).exports as unknown as Exports;
     e._initialize();
     // the attention's arguments are written where wasm.c's Attention has them (7 sizes, 9 arrays, the divisor, 3 arrays)
     if (e.svc_attention_size() !== 80) return { reason: 'svc_kernels.wasm does not match this file (its Attention is not 80 bytes)' };
   } catch (err) {
     return { reason: `the WASM kernels did not load: ${(err as Error).message}` };
   }
-  return { kernels: kernelsOf(e) };
+  return { kernels: kernelsOf(e, `wasm-${path}`) };
 }
 
-function kernelsOf(e: Exports): NativeKernels {
+function kernelsOf(e: Exports, path: string): NativeKernels {
   const freed = new FinalizationRegistry<Handle>((h) => (h.bits === 4 ? e.svc_free_q4(h.ptr) : e.svc_free_q8(h.ptr)));
   const bytes = () => new Uint8Array(e.memory.buffer);
   /** `arrays` copied into one block of the module's memory (each at a multiple of 16); its pointers. */
@@ -124,7 +142,7 @@ function kernelsOf(e: Exports): NativeKernels {
     product(name, { k: gate!.k, n: gate!.k }, x, m, y, threads, portable);
   };
   return {
-    path: 'wasm-simd128',
+    path,
     packQ4: (b, scales, k, n) => {
       whole(k, 'packQ4', 'k', 32);
       whole(n, 'packQ4', 'n');
@@ -249,6 +267,13 @@ function kernelsOf(e: Exports): NativeKernels {
 export function wasmKernels(): NativeKernels | undefined {
   loaded ??= load();
   return loaded.kernels;
+}
+
+/** The kernels of one build, whichever the engine would take (for tests); a new instance each call. */
+export function wasmKernelsOf(variant: WasmKernelsVariant): NativeKernels {
+  const l = load(variant);
+  if (!l.kernels) throw new Error(l.reason);
+  return l.kernels;
 }
 
 /** Why wasmKernels() is undefined; undefined when it is not. */

@@ -21,7 +21,7 @@ function addon() {
   return k;
 }
 
-/** svc's WASM kernels (native/kernels/wasm.c: attention.c's plain path), judged by the same tests. */
+/** svc's WASM kernels (native/kernels/wasm.c: attention.c's plain path), the build the engine takes, judged by the same tests. */
 function wasm() {
   const k = wasmKernels();
   assert.ok(k, `WASM kernels did not load: ${wasmKernelsUnavailable()}`);

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type NativeKernels, nativeKernels, nativeKernelsUnavailable, type PackedQ4, type PackedQ8 } from '../../src/runtime/kernels.ts';
 import { importOnnxruntimeNode } from '../../src/services/inference/onnxruntime-node.ts';
-import { wasmKernels, wasmKernelsUnavailable } from '../../src/runtime/wasm-kernels.ts';
+import { wasmKernelsOf } from '../../src/runtime/wasm-kernels.ts';
 
 type Ort = typeof import('onnxruntime-node');
 type Session = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
@@ -88,12 +88,9 @@ function addon(): NativeKernels {
   return kernels;
 }
 
-/** svc's WASM kernels (native/kernels/wasm.c), or a failure that says why they are missing. */
-function wasm(): NativeKernels {
-  const k = wasmKernels();
-  assert.ok(k, `WASM kernels did not load: ${wasmKernelsUnavailable()}`);
-  return k;
-}
+/** svc's WASM kernels (native/kernels/wasm.c), the 128-bit SIMD build (its relaxed one: wasm-kernels.test.ts), made once. */
+let simd128: NativeKernels | undefined;
+const wasm = () => (simd128 ??= wasmKernelsOf('simd128'));
 
 /**
  * The kernels the product and MLP tests judge: the addon (its AVX-512 and plain-C paths, 1 and 2 threads) and the

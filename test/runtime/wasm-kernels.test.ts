@@ -1,32 +1,88 @@
 /**
- * svc's WASM kernels as a module (src/runtime/wasm-kernels.ts): the committed native/kernels/svc_kernels.wasm is
- * what its sources compile to, it needs nothing from its host, and it can be turned off. What it computes is
- * judged against ONNX Runtime with the addon's tests (kernels.test.ts, attention.test.ts) and in the split session
- * (test/services/inference/weight-split.test.ts).
+ * svc's WASM kernels as modules (src/runtime/wasm-kernels.ts): the committed native/kernels/svc_kernels.wasm and
+ * svc_kernels_relaxed.wasm are what their sources compile to, they need nothing from their host, the engine's
+ * best is taken, and they can be turned off. What they compute is judged against ONNX Runtime with the addon's
+ * tests (kernels.test.ts, attention.test.ts) and in the split session (test/services/inference/weight-split.test.ts).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { wasmKernels, wasmKernelsUnavailable } from '../../src/runtime/wasm-kernels.ts';
-import { buildWasmKernels } from '../../scripts/build-wasm-kernels.mjs';
+import { buildWasmKernels, MODULES } from '../../scripts/build-wasm-kernels.mjs';
 
-const FILE = new URL('../../native/kernels/svc_kernels.wasm', import.meta.url);
+const file = (name: string) => readFileSync(new URL(`../../native/kernels/${name}`, import.meta.url));
 
-test('the committed module is what native/kernels/wasm.c and attention.c compile to', async () => {
+test('the committed modules are what native/kernels/wasm.c and attention.c compile to', async () => {
   const built = await buildWasmKernels();
-  assert.ok(Buffer.compare(Buffer.from(built), readFileSync(FILE)) === 0, 'npm run build:wasm-kernels, then commit svc_kernels.wasm');
+  assert.deepEqual(Object.keys(built), Object.keys(MODULES));
+  for (const [name, bytes] of Object.entries(built)) {
+    assert.ok(Buffer.compare(Buffer.from(bytes), file(name)) === 0, `${name}: npm run build:wasm-kernels, then commit it`);
+  }
 });
 
-test('it imports nothing and loads, with 128-bit SIMD', () => {
-  const module = new WebAssembly.Module(readFileSync(FILE));
-  assert.deepEqual(WebAssembly.Module.imports(module), []);
+test("the 128-bit build imports nothing; the engine's best is taken", () => {
+  assert.deepEqual(WebAssembly.Module.imports(new WebAssembly.Module(file('svc_kernels.wasm'))), []);
   assert.equal(wasmKernelsUnavailable(), undefined);
-  assert.equal(wasmKernels()?.path, 'wasm-simd128');
+  const relaxed = WebAssembly.validate(file('svc_kernels_relaxed.wasm'));
+  assert.equal(wasmKernels()?.path, relaxed ? 'wasm-relaxed-simd' : 'wasm-simd128');
 });
+
+/**
+ * Run on a runtime: the kernels it takes, and whether the relaxed build's 4-bit products and MLPs give the 128-bit
+ * build's bits (the integer sums are the same, the float steps too; the 128-bit build is judged against ONNX
+ * Runtime in kernels.test.ts).
+ */
+const SAME_BITS = `
+const { wasmKernels, wasmKernelsOf } = await import('./src/runtime/wasm-kernels.ts');
+const [r, p] = [wasmKernelsOf('relaxed-simd'), wasmKernelsOf('simd128')];
+let seed = 7;
+const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+let compared = 0, differ = 0;
+const same = (a, b) => { compared += a.length; for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) differ++; };
+for (const [k, n] of [[64, 40], [896, 128], [4864, 96]]) {
+  const b = Uint8Array.from({ length: (n * k) / 2 }, () => Math.floor(rnd() * 256));
+  const s = Float32Array.from({ length: (n * k) / 32 }, () => (0.2 + rnd()) / Math.sqrt(k));
+  const [wr, wp] = [r.packQ4(b, s, k, n), p.packQ4(b, s, k, n)];
+  for (const m of [1, 3, 70]) {
+    const x = Float32Array.from({ length: m * k }, (_, i) => (rnd() - 0.5) * (i % 97 === 0 ? 40 : 2));
+    const [yr, yp] = [new Float32Array(m * n), new Float32Array(m * n)];
+    r.matmulQ4(wr, x, m, yr, 1);
+    p.matmulQ4(wp, x, m, yp, 1);
+    same(yr, yp);
+  }
+}
+const [h, i] = [64, 160];
+const pack = (kn, k, n, s8) => kn.packQ4(s8.b, s8.s, k, n);
+const weights = [[h, i], [h, i], [i, h]].map(([k, n]) => ({ k, n, b: Uint8Array.from({ length: (n * k) / 2 }, () => Math.floor(rnd() * 256)), s: Float32Array.from({ length: (n * k) / 32 }, () => (0.2 + rnd()) / Math.sqrt(k)) }));
+const [gr, ur, dr] = weights.map((w) => pack(r, w.k, w.n, w));
+const [gp, up, dp] = weights.map((w) => pack(p, w.k, w.n, w));
+for (const m of [1, 5]) {
+  const x = Float32Array.from({ length: m * h }, () => rnd() * 4 - 2);
+  const [yr, yp] = [new Float32Array(m * h), new Float32Array(m * h)];
+  r.mlpQ4(gr, ur, dr, x, m, yr, 1);
+  p.mlpQ4(gp, up, dp, x, m, yp, 1);
+  same(yr, yp);
+}
+const { readFileSync } = await import('node:fs');
+const imports = WebAssembly.Module.imports(new WebAssembly.Module(readFileSync('native/kernels/svc_kernels_relaxed.wasm'))).length;
+console.log(JSON.stringify({ path: wasmKernels().path, compared, differ, imports }));
+`;
+
+for (const [runtime, args] of [['deno', ['eval', SAME_BITS]], ['bun', ['-e', SAME_BITS]]] as const) {
+  test(`on ${runtime}, whose engine has relaxed SIMD, the relaxed build (no imports) is taken and gives the 128-bit build's bits`, () => {
+    const out = execFileSync(`node_modules/.bin/${runtime}`, args, { encoding: 'utf8' });
+    const got = JSON.parse(out.trim().split('\n').at(-1)!);
+    assert.equal(got.path, 'wasm-relaxed-simd');
+    assert.equal(got.imports, 0);
+    assert.ok(got.compared > 10000, `${got.compared} values compared`);
+    assert.equal(got.differ, 0, `${got.differ} of ${got.compared} values differ`);
+  });
+}
 
 test('SVC_WASM_KERNELS=0 turns them off, with that reason', () => {
-  const code = "import('./src/runtime/wasm-kernels.ts').then((k) => console.log(JSON.stringify([k.wasmKernels() === undefined, k.wasmKernelsUnavailable()])))";
+  const code =
+    "import('./src/runtime/wasm-kernels.ts').then((k) => console.log(JSON.stringify([k.wasmKernels() === undefined, k.wasmKernelsUnavailable()])))";
   const out = execFileSync(process.execPath, ['--import', 'tsx', '-e', code], {
     env: { ...process.env, SVC_WASM_KERNELS: '0' },
     encoding: 'utf8',
