@@ -140,6 +140,33 @@ static void quant8(const float *x, int m, int k, int kp, int16_t *q, float *scal
   *zp = z;
 }
 
+// Rows r .. r + rows - 1 (rows 1 or 2, a constant where it is inlined) of one quad of columns: each column's
+// widened weights serve every row (two rows of a prompt cost about 1.5 times one).
+static inline __attribute__((always_inline)) void rows8(const Q8 *w, const int8_t *wq, const int16_t *q, int r, const int rows,
+                                                        v128_t corr, v128_t mult, int n0, int cols, float *y) {
+  const int chunks = w->kp / 16;
+  v128_t acc[2][4];
+  for (int i = 0; i < rows; i++)
+    for (int j = 0; j < 4; j++) acc[i][j] = wasm_i32x4_splat(0);
+  for (int c = 0; c < chunks; c++) {
+    v128_t a0[2], a1[2];
+    for (int i = 0; i < rows; i++) {
+      const int16_t *a = q + (size_t)(r + i) * w->kp + 16 * c;
+      a0[i] = wasm_v128_load(a), a1[i] = wasm_v128_load(a + 8);
+    }
+    const int8_t *p = wq + (size_t)c * 64;
+    for (int j = 0; j < 4; j++) {
+      const v128_t v = wasm_v128_load(p + 16 * j), lo = wasm_i16x8_extend_low_i8x16(v), hi = wasm_i16x8_extend_high_i8x16(v);
+      for (int i = 0; i < rows; i++)
+        acc[i][j] = wasm_i32x4_add(acc[i][j], wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, a0[i]), wasm_i32x4_dot_i16x8(hi, a1[i])));
+    }
+  }
+  for (int i = 0; i < rows; i++) {
+    const v128_t t = wasm_i32x4_sub(sum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]), corr);
+    store_cols(y + (size_t)(r + i) * w->n + n0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(t), mult), cols);
+  }
+}
+
 // y [m][n] from q [m][kp]: float(sum (q - zp)(w - w_zp)) * (sa * sw), as ONNX Runtime's product and its scales.
 static void product8(const Q8 *w, const int16_t *q, int m, float sa, int32_t zp, float *y) {
   const int chunks = w->kp / 16;
@@ -149,28 +176,9 @@ static void product8(const Q8 *w, const int16_t *q, int m, float sa, int32_t zp,
     const int n0 = quad * 4, cols = w->n - n0 < 4 ? w->n - n0 : 4;
     const v128_t corr = wasm_i32x4_mul(wasm_v128_load(w->wsum + n0), z);
     const v128_t mult = wasm_f32x4_mul(wasm_f32x4_splat(sa), wasm_v128_load(w->sw + n0));
-    for (int r = 0; r < m; r++) {
-      const int16_t *a = q + (size_t)r * w->kp;
-      v128_t acc0 = wasm_i32x4_splat(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-      for (int c = 0; c < chunks; c++) {
-        const v128_t a0 = wasm_v128_load(a + 16 * c), a1 = wasm_v128_load(a + 16 * c + 8);
-        const int8_t *p = wq + (size_t)c * 64;
-        v128_t v = wasm_v128_load(p);
-        acc0 = wasm_i32x4_add(acc0, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(v), a0),
-                                                   wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(v), a1)));
-        v = wasm_v128_load(p + 16);
-        acc1 = wasm_i32x4_add(acc1, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(v), a0),
-                                                   wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(v), a1)));
-        v = wasm_v128_load(p + 32);
-        acc2 = wasm_i32x4_add(acc2, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(v), a0),
-                                                   wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(v), a1)));
-        v = wasm_v128_load(p + 48);
-        acc3 = wasm_i32x4_add(acc3, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(v), a0),
-                                                   wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(v), a1)));
-      }
-      const v128_t t = wasm_i32x4_sub(sum4(acc0, acc1, acc2, acc3), corr);
-      store_cols(y + (size_t)r * w->n + n0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(t), mult), cols);
-    }
+    int r = 0;
+    for (; r + 2 <= m; r += 2) rows8(w, wq, q, r, 2, corr, mult, n0, cols, y);
+    if (r < m) rows8(w, wq, q, r, 1, corr, mult, n0, cols, y);
   }
 }
 
@@ -256,43 +264,62 @@ static void quant_row(const float *x, int k, act4_t *q, float *sa, float *c) {
   }
 }
 
-// y [m][n] from the rows' codes, scales and corrections: per block, scale * (sa * sum(code * q) - c), summed.
-static void product4(const Q4 *w, const act4_t *q, const float *sa, const float *c, int m, float *y) {
+// Rows r .. r + rows - 1 (1 or 2) of one quad of columns, per block scale * (sa * sum(code * q) - c), summed:
+// each column's unpacked codes serve every row.
+static inline __attribute__((always_inline)) void rows4(const Q4 *w, const uint8_t *wq, const float *sq, const act4_t *q, const float *sa,
+                                                        const float *c, int r, const int rows, int n0, int cols, float *y) {
   const int nb = w->nb;
   const v128_t low = wasm_i8x16_splat(15);
-  for (int quad = 0; quad < w->np / 4; quad++) {
-    const uint8_t *wq = w->w + (size_t)quad * nb * 64;
-    const float *sq = w->s + (size_t)quad * nb * 4;
-    const int n0 = quad * 4, cols = w->n - n0 < 4 ? w->n - n0 : 4;
-    for (int r = 0; r < m; r++) {
-      const act4_t *a = q + (size_t)r * w->k;
-      const float *sar = sa + (size_t)r * nb, *cr = c + (size_t)r * nb;
-      v128_t acc = wasm_f32x4_splat(0.f);
-      for (int b = 0; b < nb; b++) {
-        const act4_t *ab = a + (size_t)b * 32;
-        v128_t s[4];
+  v128_t acc[2];
+  for (int i = 0; i < rows; i++) acc[i] = wasm_f32x4_splat(0.f);
+  for (int b = 0; b < nb; b++) {
+    v128_t s[2][4];
 #ifdef __wasm_relaxed_simd__
-        const v128_t e = wasm_v128_load(ab), o = wasm_v128_load(ab + 16), zero = wasm_i32x4_splat(0);
-        for (int j = 0; j < 4; j++) {
-          const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + j) * 16);
-          s[j] = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(e, wasm_v128_and(v, low), wasm_i32x4_relaxed_dot_i8x16_i7x16_add(o, wasm_u8x16_shr(v, 4), zero));
-        }
-#else
-        const v128_t e0 = wasm_v128_load(ab), e1 = wasm_v128_load(ab + 8), o0 = wasm_v128_load(ab + 16), o1 = wasm_v128_load(ab + 24);
-        for (int j = 0; j < 4; j++) {
-          const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + j) * 16);
-          const v128_t lo = wasm_v128_and(v, low), hi = wasm_u8x16_shr(v, 4);
-          s[j] = wasm_i32x4_add(
-            wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(lo), e0), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(lo), e1)),
-            wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(hi), o0), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(hi), o1)));
-        }
-#endif
-        const v128_t sum = wasm_f32x4_convert_i32x4(sum4(s[0], s[1], s[2], s[3]));
-        const v128_t t = wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_splat(sar[b]), sum), wasm_f32x4_splat(cr[b]));
-        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_v128_load(sq + (size_t)b * 4), t));
-      }
-      store_cols(y + (size_t)r * w->n + n0, acc, cols);
+    v128_t e[2], o[2];
+    for (int i = 0; i < rows; i++) {
+      const act4_t *ab = q + (size_t)(r + i) * w->k + (size_t)b * 32;
+      e[i] = wasm_v128_load(ab), o[i] = wasm_v128_load(ab + 16);
     }
+    for (int j = 0; j < 4; j++) {
+      const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + j) * 16), lo = wasm_v128_and(v, low), hi = wasm_u8x16_shr(v, 4);
+      for (int i = 0; i < rows; i++)
+        s[i][j] = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(e[i], lo, wasm_i32x4_relaxed_dot_i8x16_i7x16_add(o[i], hi, wasm_i32x4_splat(0)));
+    }
+#else
+    v128_t e0[2], e1[2], o0[2], o1[2];
+    for (int i = 0; i < rows; i++) {
+      const act4_t *ab = q + (size_t)(r + i) * w->k + (size_t)b * 32;
+      e0[i] = wasm_v128_load(ab), e1[i] = wasm_v128_load(ab + 8), o0[i] = wasm_v128_load(ab + 16), o1[i] = wasm_v128_load(ab + 24);
+    }
+    for (int j = 0; j < 4; j++) {
+      const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + j) * 16), lo = wasm_v128_and(v, low), hi = wasm_u8x16_shr(v, 4);
+      const v128_t l0 = wasm_u16x8_extend_low_u8x16(lo), l1 = wasm_u16x8_extend_high_u8x16(lo);
+      const v128_t h0 = wasm_u16x8_extend_low_u8x16(hi), h1 = wasm_u16x8_extend_high_u8x16(hi);
+      for (int i = 0; i < rows; i++)
+        s[i][j] = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(l0, e0[i]), wasm_i32x4_dot_i16x8(l1, e1[i])),
+                                 wasm_i32x4_add(wasm_i32x4_dot_i16x8(h0, o0[i]), wasm_i32x4_dot_i16x8(h1, o1[i])));
+    }
+#endif
+    const v128_t scale = wasm_v128_load(sq + (size_t)b * 4);
+    for (int i = 0; i < rows; i++) {
+      const v128_t sum = wasm_f32x4_convert_i32x4(sum4(s[i][0], s[i][1], s[i][2], s[i][3]));
+      const size_t at = (size_t)(r + i) * nb + b;
+      const v128_t t = wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_splat(sa[at]), sum), wasm_f32x4_splat(c[at]));
+      acc[i] = wasm_f32x4_add(acc[i], wasm_f32x4_mul(scale, t));
+    }
+  }
+  for (int i = 0; i < rows; i++) store_cols(y + (size_t)(r + i) * w->n + n0, acc[i], cols);
+}
+
+// y [m][n] from the rows' codes, scales and corrections.
+static void product4(const Q4 *w, const act4_t *q, const float *sa, const float *c, int m, float *y) {
+  for (int quad = 0; quad < w->np / 4; quad++) {
+    const uint8_t *wq = w->w + (size_t)quad * w->nb * 64;
+    const float *sq = w->s + (size_t)quad * w->nb * 4;
+    const int n0 = quad * 4, cols = w->n - n0 < 4 ? w->n - n0 : 4;
+    int r = 0;
+    for (; r + 2 <= m; r += 2) rows4(w, wq, sq, q, sa, c, r, 2, n0, cols, y);
+    if (r < m) rows4(w, wq, sq, q, sa, c, r, 1, n0, cols, y);
   }
 }
 
