@@ -960,30 +960,55 @@ static napi_value matmul_q4(napi_env env, napi_callback_info info) {
 // [inter -> hidden]. x is quantized once for both gate and up; h = silu(g) * u is quantized as down's activations
 // (per block of 32, as ONNX Runtime's MatMulNBits at level 4 does with the Mul's output). Two passes over the
 // columns, each on threads made for it: gate and up together (h done per group), then down.
-static napi_value mlp_q4(napi_env env, napi_callback_info info) {
+// The arguments of mlpQ4 and mlpQ8 (gate, up, down, x, m, y, threads, portable?), checked: the weights by their
+// tag (both layouts begin with k and n), x and y [m][hidden]. 0 where a TypeError was thrown.
+typedef struct {
+  void *gate, *up, *down, *x, *y;
+  int64_t m, threads;
+  bool portable;
+} MlpArgs;
+
+static int mlp_args(napi_env env, napi_callback_info info, const napi_type_tag *tag, const char *name, const char *packer, MlpArgs *a) {
+  char msg[160];
   size_t argc = 8;
   napi_value argv[8];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) {
-    return throw_type(env, "mlpQ4(gate, up, down, x, m, y, threads, portable?)");
+    snprintf(msg, sizeof msg, "%s(gate, up, down, x, m, y, threads, portable?)", name);
+    return throw_type(env, msg), 0;
   }
-  Packed *gate = get_tagged(env, argv[0], &PACKED_TAG), *up = get_tagged(env, argv[1], &PACKED_TAG), *down = get_tagged(env, argv[2], &PACKED_TAG);
-  if (!gate) return throw_type(env, "mlpQ4: gate must come from packQ4");
-  if (!up) return throw_type(env, "mlpQ4: up must come from packQ4");
-  if (!down) return throw_type(env, "mlpQ4: down must come from packQ4");
-  if (up->k != gate->k || up->n != gate->n) return throw_type(env, "mlpQ4: gate and up must have the same k and n");
-  if (down->k != gate->n || down->n != gate->k) return throw_type(env, "mlpQ4: down must be [gate's n -> gate's k]");
-  void *x, *y;
+  void **ws[3] = {&a->gate, &a->up, &a->down};
+  static const char *const names[3] = {"gate", "up", "down"};
+  for (int i = 0; i < 3; i++)
+    if (!(*ws[i] = get_tagged(env, argv[i], tag))) return snprintf(msg, sizeof msg, "%s: %s must come from %s", name, names[i], packer), throw_type(env, msg), 0;
+  const int32_t *g = a->gate, *u = a->up, *d = a->down;
+  if (u[0] != g[0] || u[1] != g[1]) return snprintf(msg, sizeof msg, "%s: gate and up must have the same k and n", name), throw_type(env, msg), 0;
+  if (d[0] != g[1] || d[1] != g[0]) return snprintf(msg, sizeof msg, "%s: down must be [gate's n -> gate's k]", name), throw_type(env, msg), 0;
   size_t xlen, ylen;
-  int64_t m, threads;
-  if (!get_typed(env, argv[3], napi_float32_array, &x, &xlen, "mlpQ4: x must be a Float32Array")) return NULL;
-  if (!get_int(env, argv[4], 1, INT32_MAX, &m, "mlpQ4: m must be a whole number >= 1")) return NULL;
-  if (!get_typed(env, argv[5], napi_float32_array, &y, &ylen, "mlpQ4: y must be a Float32Array")) return NULL;
-  if (!get_int(env, argv[6], 1, 1024, &threads, "mlpQ4: threads must be a whole number from 1 to 1024")) return NULL;
-  bool portable;
-  if (!get_portable(env, argv, argc, 7, &portable, "mlpQ4: portable must be a boolean")) return NULL;
-  const size_t hidden = (size_t)gate->k, inter = (size_t)gate->n, rows = (size_t)m;
-  if ((uint64_t)xlen != (uint64_t)rows * hidden) return throw_type(env, "mlpQ4: x must hold m * hidden values");
-  if ((uint64_t)ylen != (uint64_t)rows * hidden) return throw_type(env, "mlpQ4: y must hold m * hidden values");
+  const struct { napi_value v; void **data; size_t *len; const char *what; } arrays[2] = {{argv[3], &a->x, &xlen, "x"}, {argv[5], &a->y, &ylen, "y"}};
+  for (int i = 0; i < 2; i++) {
+    snprintf(msg, sizeof msg, "%s: %s must be a Float32Array", name, arrays[i].what);
+    if (!get_typed(env, arrays[i].v, napi_float32_array, arrays[i].data, arrays[i].len, msg)) return 0;
+  }
+  snprintf(msg, sizeof msg, "%s: m must be a whole number >= 1", name);
+  if (!get_int(env, argv[4], 1, INT32_MAX, &a->m, msg)) return 0;
+  snprintf(msg, sizeof msg, "%s: threads must be a whole number from 1 to 1024", name);
+  if (!get_int(env, argv[6], 1, 1024, &a->threads, msg)) return 0;
+  snprintf(msg, sizeof msg, "%s: portable must be a boolean", name);
+  if (!get_portable(env, argv, argc, 7, &a->portable, msg)) return 0;
+  const uint64_t size = (uint64_t)a->m * (uint64_t)g[0];
+  if ((uint64_t)xlen != size) return snprintf(msg, sizeof msg, "%s: x must hold m * hidden values", name), throw_type(env, msg), 0;
+  if ((uint64_t)ylen != size) return snprintf(msg, sizeof msg, "%s: y must hold m * hidden values", name), throw_type(env, msg), 0;
+  return 1;
+}
+
+static napi_value mlp_q4(napi_env env, napi_callback_info info) {
+  MlpArgs a;
+  if (!mlp_args(env, info, &PACKED_TAG, "mlpQ4", "packQ4", &a)) return NULL;
+  const Packed *gate = a.gate, *up = a.up, *down = a.down;
+  void *x = a.x, *y = a.y;
+  const int64_t threads = a.threads;
+  const bool portable = a.portable;
+  const size_t hidden = (size_t)gate->k, inter = (size_t)gate->n, rows = (size_t)a.m;
 
   // the rows go through the whole MLP ROW_BLOCK at a time, so that g, u and h stay in the core's own caches
   // (a prompt's whole g and u went out to memory and back: 1,024 rows ran at ~155 G MAC/s against ~210 for 64).
@@ -1096,30 +1121,13 @@ static napi_value matmul_q8(napi_env env, napi_callback_info info) {
 // once for gate and up (the same DynamicQuantizeLinear of the same x), h = silu(g) * u quantized for down. The
 // quantization takes one scale over the whole tensor, so all m rows go through each pass together.
 static napi_value mlp_q8(napi_env env, napi_callback_info info) {
-  size_t argc = 8;
-  napi_value argv[8];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) {
-    return throw_type(env, "mlpQ8(gate, up, down, x, m, y, threads, portable?)");
-  }
-  Packed8 *gate = get_tagged(env, argv[0], &PACKED8_TAG), *up = get_tagged(env, argv[1], &PACKED8_TAG),
-          *down = get_tagged(env, argv[2], &PACKED8_TAG);
-  if (!gate) return throw_type(env, "mlpQ8: gate must come from packQ8");
-  if (!up) return throw_type(env, "mlpQ8: up must come from packQ8");
-  if (!down) return throw_type(env, "mlpQ8: down must come from packQ8");
-  if (up->k != gate->k || up->n != gate->n) return throw_type(env, "mlpQ8: gate and up must have the same k and n");
-  if (down->k != gate->n || down->n != gate->k) return throw_type(env, "mlpQ8: down must be [gate's n -> gate's k]");
-  void *x, *y;
-  size_t xlen, ylen;
-  int64_t m, threads;
-  if (!get_typed(env, argv[3], napi_float32_array, &x, &xlen, "mlpQ8: x must be a Float32Array")) return NULL;
-  if (!get_int(env, argv[4], 1, INT32_MAX, &m, "mlpQ8: m must be a whole number >= 1")) return NULL;
-  if (!get_typed(env, argv[5], napi_float32_array, &y, &ylen, "mlpQ8: y must be a Float32Array")) return NULL;
-  if (!get_int(env, argv[6], 1, 1024, &threads, "mlpQ8: threads must be a whole number from 1 to 1024")) return NULL;
-  bool portable;
-  if (!get_portable(env, argv, argc, 7, &portable, "mlpQ8: portable must be a boolean")) return NULL;
+  MlpArgs a;
+  if (!mlp_args(env, info, &PACKED8_TAG, "mlpQ8", "packQ8", &a)) return NULL;
+  const Packed8 *gate = a.gate, *up = a.up, *down = a.down;
+  void *x = a.x, *y = a.y;
+  const int64_t m = a.m, threads = a.threads;
+  const bool portable = a.portable;
   const size_t hidden = (size_t)gate->k, inter = (size_t)gate->n, rows = (size_t)m;
-  if ((uint64_t)xlen != (uint64_t)rows * hidden) return throw_type(env, "mlpQ8: x must hold m * hidden values");
-  if ((uint64_t)ylen != (uint64_t)rows * hidden) return throw_type(env, "mlpQ8: y must hold m * hidden values");
   float *g = malloc(2 * rows * inter * sizeof(float));
   uint8_t *qx = malloc(rows * (size_t)gate->kp), *qh = malloc(rows * (size_t)down->kp);
   if (!g || !qx || !qh) {

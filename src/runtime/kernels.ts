@@ -41,16 +41,7 @@ export interface NativeKernels {
    * logistic function, h = (g · sigmoid(g)) · u quantized per block for down. gate and up: [hidden → inter], down:
    * [inter → hidden] (else a TypeError); x and y: [m][hidden]. Each product's columns split over `threads` threads.
    */
-  mlpQ4(
-    gate: PackedQ4,
-    up: PackedQ4,
-    down: PackedQ4,
-    x: Float32Array,
-    m: number,
-    y: Float32Array,
-    threads: number,
-    portable?: boolean,
-  ): void;
+  mlpQ4: MlpCall<PackedQ4>;
   /**
    * w: MatMulInteger's int8 weights [k][n] (row-major); scales: one per column [n]; zeroPoint: the weights' one
    * zero point, -128..127 (every w - zeroPoint must fit in int8, else a TypeError).
@@ -65,16 +56,7 @@ export interface NativeKernels {
    * mlpQ4's MLP of 8-bit products, as ONNX Runtime runs a q8 graph's (each product DynamicQuantizeLinear →
    * MatMulInteger → Cast → Mul; Sigmoid, Mul, Mul): x quantized once for gate and up, h = silu(g) · u for down.
    */
-  mlpQ8(
-    gate: PackedQ8,
-    up: PackedQ8,
-    down: PackedQ8,
-    x: Float32Array,
-    m: number,
-    y: Float32Array,
-    threads: number,
-    portable?: boolean,
-  ): void;
+  mlpQ8: MlpCall<PackedQ8>;
   /**
    * RMSNorm of each row of x (rows of w.length values, a multiple of 8) into y, as ONNX Runtime's
    * SimplifiedLayerNormalization computes it on x64: the squares summed in 8 lanes by fused multiply-adds, the
@@ -97,6 +79,18 @@ export interface NativeKernels {
    */
   rest(): void;
 }
+
+/** An MLP's call: its three products' weights (packed alike), x and y [m][hidden], the threads, the plain-C path for tests. */
+export type MlpCall<W> = (
+  gate: W,
+  up: W,
+  down: W,
+  x: Float32Array,
+  m: number,
+  y: Float32Array,
+  threads: number,
+  portable?: boolean,
+) => void;
 
 /** An attention's sizes after its arrays, the divisor of its scores, its threads, and the plain-C path for tests. */
 export type AttentionShape = [
@@ -133,28 +127,10 @@ interface Addon {
   packQ4(b: Uint8Array, scales: Float32Array, k: number, n: number): object;
   packedBytes(w: object): number;
   matmulQ4(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
-  mlpQ4(
-    gate: object,
-    up: object,
-    down: object,
-    x: Float32Array,
-    m: number,
-    y: Float32Array,
-    threads: number,
-    portable?: boolean,
-  ): void;
+  mlpQ4: MlpCall<object>;
   packQ8(w: Int8Array, scales: Float32Array, k: number, n: number, zeroPoint: number): object;
   matmulQ8(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
-  mlpQ8(
-    gate: object,
-    up: object,
-    down: object,
-    x: Float32Array,
-    m: number,
-    y: Float32Array,
-    threads: number,
-    portable?: boolean,
-  ): void;
+  mlpQ8: MlpCall<object>;
   rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void;
   addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
   attention(

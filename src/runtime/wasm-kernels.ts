@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { embeddedAssets } from './embedded.ts';
 import { envVars } from './env.ts';
-import type { AttentionArrays, AttentionShape, NativeKernels, PackedQ4, PackedQ8 } from './kernels.ts';
+import type { AttentionArrays, AttentionShape, MlpCall, NativeKernels, PackedQ4, PackedQ8 } from './kernels.ts';
 
 interface Exports {
   memory: WebAssembly.Memory;
@@ -141,6 +141,27 @@ function kernelsOf(e: Exports, path: string): NativeKernels {
     if (down!.k !== gate!.n || down!.n !== gate!.k) throw new TypeError(`${name}: down must be [gate's n -> gate's k]`);
     product(name, { k: gate!.k, n: gate!.k }, x, m, y, threads, portable);
   };
+  /** matmulQ4 / matmulQ8: the checks, then `run` (the module's product) on the copies. */
+  const matmul = <W extends PackedQ4 | PackedQ8>(bits: 4 | 8, run: (w: number, x: number, m: number, y: number) => number) => {
+    const name = `matmulQ${bits}`;
+    return (w: W, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
+      const p = handle(w, bits, name);
+      product(name, w, x, m, y, threads, portable);
+      call(name, (px, py) => run(p, px, m, py), x, y);
+    };
+  };
+  /** mlpQ4 / mlpQ8 likewise. */
+  const mlpOf = <W extends PackedQ4 | PackedQ8>(
+    bits: 4 | 8,
+    run: (g: number, u: number, d: number, x: number, m: number, y: number) => number,
+  ): MlpCall<W> => {
+    const name = `mlpQ${bits}`;
+    return (gate, up, down, x, m, y, threads, portable) => {
+      const [g, u, d] = [gate, up, down].map((w) => handle(w, bits, name)) as [number, number, number];
+      mlp(name, [gate, up, down], x, m, y, threads, portable);
+      call(name, (px, py) => run(g, u, d, px, m, py), x, y);
+    };
+  };
   return {
     path,
     packQ4: (b, scales, k, n) => {
@@ -158,16 +179,8 @@ function kernelsOf(e: Exports, path: string): NativeKernels {
         e.svc_free(block);
       }
     },
-    matmulQ4: (w, x, m, y, threads, portable) => {
-      const p = handle(w, 4, 'matmulQ4');
-      product('matmulQ4', w, x, m, y, threads, portable);
-      call('matmulQ4', (px, py) => e.svc_matmul_q4(p, px, m, py), x, y);
-    },
-    mlpQ4: (gate, up, down, x, m, y, threads, portable) => {
-      const [g, u, d] = [handle(gate, 4, 'mlpQ4'), handle(up, 4, 'mlpQ4'), handle(down, 4, 'mlpQ4')];
-      mlp('mlpQ4', [gate, up, down], x, m, y, threads, portable);
-      call('mlpQ4', (px, py) => e.svc_mlp_q4(g, u, d, px, m, py), x, y);
-    },
+    matmulQ4: matmul(4, e.svc_matmul_q4),
+    mlpQ4: mlpOf(4, e.svc_mlp_q4),
     packQ8: (w, scales, k, n, zeroPoint) => {
       whole(k, 'packQ8', 'k');
       whole(n, 'packQ8', 'n');
@@ -187,16 +200,8 @@ function kernelsOf(e: Exports, path: string): NativeKernels {
         e.svc_free(block);
       }
     },
-    matmulQ8: (w, x, m, y, threads, portable) => {
-      const p = handle(w, 8, 'matmulQ8');
-      product('matmulQ8', w, x, m, y, threads, portable);
-      call('matmulQ8', (px, py) => e.svc_matmul_q8(p, px, m, py), x, y);
-    },
-    mlpQ8: (gate, up, down, x, m, y, threads, portable) => {
-      const [g, u, d] = [handle(gate, 8, 'mlpQ8'), handle(up, 8, 'mlpQ8'), handle(down, 8, 'mlpQ8')];
-      mlp('mlpQ8', [gate, up, down], x, m, y, threads, portable);
-      call('mlpQ8', (px, py) => e.svc_mlp_q8(g, u, d, px, m, py), x, y);
-    },
+    matmulQ8: matmul(8, e.svc_matmul_q8),
+    mlpQ8: mlpOf(8, e.svc_mlp_q8),
     rmsNorm: (x, w, epsilon, y) => {
       if (!w.length || w.length % 8 || x.length % w.length || y.length !== x.length) {
         throw new TypeError('rmsNorm: w must hold a multiple of 8 values, x whole rows of them, y as many as x');

@@ -11,7 +11,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { type NativeKernels, nativeKernels, nativeKernelsUnavailable, type PackedQ4, type PackedQ8 } from '../../src/runtime/kernels.ts';
+import {
+  type MlpCall,
+  type NativeKernels,
+  nativeKernels,
+  nativeKernelsUnavailable,
+  type PackedQ4,
+  type PackedQ8,
+} from '../../src/runtime/kernels.ts';
 import { importOnnxruntimeNode } from '../../src/services/inference/onnxruntime-node.ts';
 import { wasmKernelsOf } from '../../src/runtime/wasm-kernels.ts';
 
@@ -558,6 +565,20 @@ const casesMlp: CaseMlp[] = [];
 /** The largest |ours - ONNX Runtime's| / max |ONNX Runtime's| over every MLP comparison, for the report. */
 let worstMlp = 0;
 
+/** An MLP's weight files written into dir, its graph built by `build` (Python, the onnx package) and opened by ONNX Runtime. */
+async function mlpSession(
+  build: string,
+  tag: string,
+  hidden: number,
+  inter: number,
+  files: (readonly [string, ArrayBufferView])[],
+): Promise<Session> {
+  for (const [f, a] of files) writeFileSync(join(dir, f), new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+  const model = join(dir, `${tag}-${hidden}x${inter}.onnx`);
+  execFileSync('/usr/bin/python3', ['-c', build, String(hidden), String(inter), dir, model]);
+  return ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
+}
+
 async function beforeMlp(): Promise<void> {
   for (const [hidden, inter] of SHAPES_MLP) {
     const rnd = random(hidden * 7919 + inter);
@@ -569,14 +590,8 @@ async function beforeMlp(): Promise<void> {
       n,
     });
     const weights = { gate: make(hidden, inter), up: make(hidden, inter), down: make(inter, hidden) };
-    for (const [name, w] of Object.entries(weights)) {
-      writeFileSync(join(dir, `${name}.b`), w.b);
-      writeFileSync(join(dir, `${name}.s`), new Uint8Array(w.scales.buffer));
-    }
-    const model = join(dir, `mlp-${hidden}x${inter}.onnx`);
-    execFileSync('/usr/bin/python3', ['-c', BUILD_MLP, String(hidden), String(inter), dir, model]);
-    const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
-    casesMlp.push({ hidden, inter, weights, session });
+    const files = Object.entries(weights).flatMap(([name, w]) => [[`${name}.b`, w.b], [`${name}.s`, w.scales]] as const);
+    casesMlp.push({ hidden, inter, weights, session: await mlpSession(BUILD_MLP, 'mlp', hidden, inter, files) });
   }
 }
 after(async () => {
@@ -638,36 +653,6 @@ for (const { impl, get, paths, threadCounts } of IMPLS) {
   }
 }
 
-for (const { impl, get } of IMPLS) {
-  test(`${impl} mlp: wrong shapes and arguments are TypeErrors`, () => {
-    const kn = get();
-    const [hidden, inter] = [64, 96];
-    const pack = (k: number, n: number) => kn.packQ4(new Uint8Array((n * k) / 2), new Float32Array((n * k) / 32), k, n);
-    const [gate, up, down] = [pack(hidden, inter), pack(hidden, inter), pack(inter, hidden)];
-    const x = new Float32Array(2 * hidden);
-    const y = new Float32Array(2 * hidden);
-    const te = { name: 'TypeError' };
-    kn.mlpQ4(gate, up, down, x, 2, y, 1);
-    assert.deepEqual(y, new Float32Array(2 * hidden), 'zero weights give zeros');
-    assert.throws(() => kn.mlpQ4(gate, pack(hidden, inter + 32), down, x, 2, y, 1), te, "up's n differs");
-    assert.throws(() => kn.mlpQ4(gate, pack(hidden + 32, inter), down, x, 2, y, 1), te, "up's k differs");
-    assert.throws(() => kn.mlpQ4(gate, up, pack(inter + 32, hidden), x, 2, y, 1), te, "down's k is not gate's n");
-    assert.throws(() => kn.mlpQ4(gate, up, pack(inter, hidden + 32), x, 2, y, 1), te, "down's n is not gate's k");
-    assert.throws(() => kn.mlpQ4(gate, up, gate, x, 2, y, 1), te, 'down given gate');
-    assert.throws(() => kn.mlpQ4(gate, up, down, x.subarray(1), 2, y, 1), te, 'x too short');
-    assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, y.subarray(1), 1), te, 'y too short');
-    assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, new Float32Array(2 * inter), 1), te, 'y as long as h');
-    assert.throws(() => kn.mlpQ4(gate, up, down, x, 1, y, 1), te, 'x holds two rows, m says one');
-    assert.throws(() => kn.mlpQ4(gate, up, down, new Float64Array(2 * hidden) as never, 2, y, 1), te, 'x not a Float32Array');
-    assert.throws(() => kn.mlpQ4(gate, up, down, x, 0, new Float32Array(0), 1), te, 'm = 0');
-    assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, y, 0), te, 'threads = 0');
-    assert.throws(() => kn.mlpQ4(gate, up, down, x, 2, y, 1, 1 as never), te, 'portable not a boolean');
-    assert.throws(() => kn.mlpQ4({ k: hidden, n: inter } as never, up, down, x, 2, y, 1), te, 'gate not from packQ4');
-    const q8 = kn.packQ8(new Int8Array(hidden * inter), new Float32Array(inter), hidden, inter, 0);
-    assert.throws(() => kn.mlpQ4(gate, q8 as never, down, x, 2, y, 1), te, 'up from packQ8');
-  });
-}
-
 // --- 8-bit MLP: the q8 graphs' products (gate, up), Sigmoid, Mul(g, sigmoid), Mul(., u), the product (down) ---
 
 const BUILD_MLP8 = `
@@ -721,14 +706,8 @@ async function beforeMlp8(): Promise<void> {
       n,
     });
     const weights = { gate: make(hidden, inter), up: make(hidden, inter), down: make(inter, hidden) };
-    for (const [name, w] of Object.entries(weights)) {
-      writeFileSync(join(dir, `${name}.w8`), new Uint8Array(w.w.buffer));
-      writeFileSync(join(dir, `${name}.s8`), new Uint8Array(w.scales.buffer));
-    }
-    const model = join(dir, `mlp8-${hidden}x${inter}.onnx`);
-    execFileSync('/usr/bin/python3', ['-c', BUILD_MLP8, String(hidden), String(inter), dir, model]);
-    const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
-    casesMlp8.push({ hidden, inter, weights, session });
+    const files = Object.entries(weights).flatMap(([name, w]) => [[`${name}.w8`, w.w], [`${name}.s8`, w.scales]] as const);
+    casesMlp8.push({ hidden, inter, weights, session: await mlpSession(BUILD_MLP8, 'mlp8', hidden, inter, files) });
   }
 }
 after(async () => {
@@ -773,27 +752,52 @@ for (const { impl, get, paths, threadCounts, fused } of IMPLS) {
   }
 }
 
+/** The two MLPs' argument checks: the 4-bit one's k a multiple of 32 (so its shapes step by 32), the 8-bit one's any. */
+const MLP_KINDS = [
+  {
+    name: 'mlpQ4',
+    dims: [64, 96, 32],
+    pack: (kn: NativeKernels, k: number, n: number) => kn.packQ4(new Uint8Array((n * k) / 2), new Float32Array((n * k) / 32), k, n),
+    other: (kn: NativeKernels, k: number, n: number) => kn.packQ8(new Int8Array(k * n), new Float32Array(n), k, n, 0),
+    call: (kn: NativeKernels) => kn.mlpQ4 as MlpCall<unknown>,
+  },
+  {
+    name: 'mlpQ8',
+    dims: [40, 90, 1],
+    pack: (kn: NativeKernels, k: number, n: number) => kn.packQ8(new Int8Array(k * n), new Float32Array(n), k, n, 0),
+    other: (kn: NativeKernels, k: number, n: number) => kn.packQ4(new Uint8Array((n * k) / 2), new Float32Array((n * k) / 32), k, n),
+    call: (kn: NativeKernels) => kn.mlpQ8 as MlpCall<unknown>,
+  },
+] as const;
+
 for (const { impl, get } of IMPLS) {
-  test(`${impl} mlpQ8: wrong shapes and arguments are TypeErrors`, () => {
-    const kn = get();
-    const [hidden, inter] = [40, 90];
-    const pack = (k: number, n: number) => kn.packQ8(new Int8Array(k * n), new Float32Array(n), k, n, 0);
-    const [gate, up, down] = [pack(hidden, inter), pack(hidden, inter), pack(inter, hidden)];
-    const x = new Float32Array(2 * hidden);
-    const y = new Float32Array(2 * hidden);
-    const te = { name: 'TypeError' };
-    kn.mlpQ8(gate, up, down, x, 2, y, 1);
-    assert.deepEqual(y, new Float32Array(2 * hidden), 'zero weights give zeros');
-    assert.throws(() => kn.mlpQ8(gate, pack(hidden, inter + 1), down, x, 2, y, 1), te, "up's n differs");
-    assert.throws(() => kn.mlpQ8(gate, pack(hidden + 1, inter), down, x, 2, y, 1), te, "up's k differs");
-    assert.throws(() => kn.mlpQ8(gate, up, pack(inter + 1, hidden), x, 2, y, 1), te, "down's k is not gate's n");
-    assert.throws(() => kn.mlpQ8(gate, up, pack(inter, hidden + 1), x, 2, y, 1), te, "down's n is not gate's k");
-    assert.throws(() => kn.mlpQ8(gate, up, down, x.subarray(1), 2, y, 1), te, 'x too short');
-    assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y.subarray(1), 1), te, 'y too short');
-    assert.throws(() => kn.mlpQ8(gate, up, down, x, 1, y, 1), te, 'x holds two rows, m says one');
-    assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y, 0), te, 'threads = 0');
-    assert.throws(() => kn.mlpQ8(gate, up, down, x, 2, y, 1, 1 as never), te, 'portable not a boolean');
-    const q4 = kn.packQ4(new Uint8Array((hidden * 96) / 2), new Float32Array((hidden * 96) / 32), 96, hidden);
-    assert.throws(() => kn.mlpQ8(gate, up, q4 as never, x, 2, y, 1), te, 'down from packQ4');
-  });
+  for (const { name, dims: [hidden, inter, step], pack: packOf, other, call } of MLP_KINDS) {
+    test(`${impl} ${name}: wrong shapes and arguments are TypeErrors`, () => {
+      const kn = get();
+      const mlp = call(kn);
+      const pack = (k: number, n: number) => packOf(kn, k, n);
+      const [gate, up, down] = [pack(hidden, inter), pack(hidden, inter), pack(inter, hidden)];
+      const x = new Float32Array(2 * hidden);
+      const y = new Float32Array(2 * hidden);
+      const te = { name: 'TypeError' };
+      mlp(gate, up, down, x, 2, y, 1);
+      assert.deepEqual(y, new Float32Array(2 * hidden), 'zero weights give zeros');
+      assert.throws(() => mlp(gate, pack(hidden, inter + step), down, x, 2, y, 1), te, "up's n differs");
+      assert.throws(() => mlp(gate, pack(hidden + step, inter), down, x, 2, y, 1), te, "up's k differs");
+      assert.throws(() => mlp(gate, up, pack(inter + step, hidden), x, 2, y, 1), te, "down's k is not gate's n");
+      assert.throws(() => mlp(gate, up, pack(inter, hidden + step), x, 2, y, 1), te, "down's n is not gate's k");
+      assert.throws(() => mlp(gate, up, gate, x, 2, y, 1), te, 'down given gate');
+      assert.throws(() => mlp(gate, up, down, x.subarray(1), 2, y, 1), te, 'x too short');
+      assert.throws(() => mlp(gate, up, down, x, 2, y.subarray(1), 1), te, 'y too short');
+      assert.throws(() => mlp(gate, up, down, x, 2, new Float32Array(2 * inter), 1), te, 'y as long as h');
+      assert.throws(() => mlp(gate, up, down, x, 1, y, 1), te, 'x holds two rows, m says one');
+      assert.throws(() => mlp(gate, up, down, new Float64Array(2 * hidden) as never, 2, y, 1), te, 'x not a Float32Array');
+      assert.throws(() => mlp(gate, up, down, x, 0, new Float32Array(0), 1), te, 'm = 0');
+      assert.throws(() => mlp(gate, up, down, x, 2, y, 0), te, 'threads = 0');
+      assert.throws(() => mlp(gate, up, down, x, 2, y, 1, 1 as never), te, 'portable not a boolean');
+      assert.throws(() => mlp({ k: hidden, n: inter }, up, down, x, 2, y, 1), te, 'gate not packed');
+      assert.throws(() => mlp(gate, other(kn, hidden, inter), down, x, 2, y, 1), te, 'up packed for the other width');
+      assert.throws(() => mlp(gate, up, other(kn, 96, hidden), x, 2, y, 1), te, 'down packed for the other width');
+    });
+  }
 }

@@ -68,6 +68,22 @@ function prefill() {
   };
 }
 
+/** A decode step of n new positions a row after prefill()'s prompt (the second row left-padded by 2), on `cache`'s present values. */
+function decodeStep(cache: Record<string, InstanceType<typeof ort.Tensor>>, n: number) {
+  const L = REF.generate.prompt_ids.length;
+  return {
+    input_ids: i64(Array.from({ length: 2 * n }, (_, i) => 17 + 29 * i), [2, n]),
+    attention_mask: i64([...Array(L + n).fill(1), 0, 0, ...Array(L - 2 + n).fill(1)], [2, L + n]),
+    position_ids: i64([...Array(n).keys()].flatMap((j) => [L + j]).concat([...Array(n).keys()].map((j) => L - 2 + j)), [2, n]),
+    num_logits_to_keep: i64([0], []),
+    [PRESENT_SWITCH]: new ort.Tensor('bool', [false], []),
+    ...Object.fromEntries(
+      Array.from({ length: layers }, (_, l) => ['key', 'value'].map((kv) => [`past_key_values.${l}.${kv}`, cache[`present.${l}.${kv}`]!]))
+        .flat(),
+    ),
+  };
+}
+
 for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
   describe(`a decoder cut around its ${dtype} products`, () => {
     const split = splitAtWeights(graph)!;
@@ -161,20 +177,7 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
         assert.ok(err < TOLERANCE_WASM[dtype], `${name}: ${err}`);
       }
       // one new position a row after the prompt, the cache as the prefill left it
-      const L = REF.generate.prompt_ids.length;
-      const step = {
-        input_ids: i64([17, 46], [2, 1]),
-        attention_mask: i64([...Array(L + 1).fill(1), 0, 0, ...Array(L - 1).fill(1)], [2, L + 1]),
-        position_ids: i64([L, L - 2], [2, 1]),
-        num_logits_to_keep: i64([0], []),
-        [PRESENT_SWITCH]: new ort.Tensor('bool', [false], []),
-        ...Object.fromEntries(
-          Array.from(
-            { length: layers },
-            (_, l) => ['key', 'value'].map((kv) => [`past_key_values.${l}.${kv}`, want[`present.${l}.${kv}`]!]),
-          ).flat(),
-        ),
-      };
+      const step = decodeStep(want, 1);
       const names = whole.outputNames.filter((x) => !x.startsWith('present'));
       const fetch = Object.fromEntries(names.map((x) => [x, null]));
       calls = 0;
@@ -230,21 +233,8 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
         const counted = { ...kernels, attention: (...a: Parameters<typeof kernels.attention>) => (calls++, kernels.attention(...a)) };
         const s = await SplitSession.create(ort as never, counted, split, opts);
         const cache = await whole.run(prefill());
-        const L = REF.generate.prompt_ids.length;
         for (const n of [1, 3]) {
-          const feeds = {
-            input_ids: i64(Array.from({ length: 2 * n }, (_, i) => 17 + 29 * i), [2, n]),
-            attention_mask: i64([...Array(L + n).fill(1), 0, 0, ...Array(L - 2 + n).fill(1)], [2, L + n]),
-            position_ids: i64([...Array(n).keys()].flatMap((j) => [L + j]).concat([...Array(n).keys()].map((j) => L - 2 + j)), [2, n]),
-            num_logits_to_keep: i64([0], []),
-            [PRESENT_SWITCH]: new ort.Tensor('bool', [false], []),
-            ...Object.fromEntries(
-              Array.from(
-                { length: layers },
-                (_, l) => ['key', 'value'].map((kv) => [`past_key_values.${l}.${kv}`, cache[`present.${l}.${kv}`]!]),
-              ).flat(),
-            ),
-          };
+          const feeds = decodeStep(cache, n);
           const names = whole.outputNames.filter((x) => !x.startsWith('present'));
           const fetch = Object.fromEntries(names.map((x) => [x, null]));
           calls = 0;
