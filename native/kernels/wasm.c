@@ -61,7 +61,8 @@ typedef struct {
   float *sw;
 } Q8;
 
-EXPORT("svc_pack_q8") Q8 *pack_q8(const int8_t *b, const float *scales, int k, int n, int zp) {
+// A weight's packed form, empty: its sums and scales set, its rows given by svc_pack_q8_rows.
+EXPORT("svc_new_q8") Q8 *new_q8(const float *scales, int k, int n) {
   Q8 *w = calloc(1, sizeof *w);
   if (!w) return NULL;
   w->k = k, w->n = n, w->kp = (k + 15) & ~15, w->np = (n + 3) & ~3;
@@ -72,20 +73,24 @@ EXPORT("svc_pack_q8") Q8 *pack_q8(const int8_t *b, const float *scales, int k, i
     free(w->w), free(w->wsum), free(w->sw), free(w);
     return NULL;
   }
-  const int chunks = w->kp / 16;
-  // 16 rows of W at a time, so that reading them (16 n bytes) and writing each quad's 64 stay in cache
-  for (int c = 0; c < chunks; c++)
-    for (int col = 0; col < w->np; col++) {
-      int8_t *out = w->w + ((size_t)(col / 4) * chunks + c) * 64 + (col % 4) * 16;
-      for (int t = 0; t < 16; t++) {
-        const int kk = 16 * c + t;
-        const int v = col < n && kk < k ? b[(size_t)kk * n + col] - zp : 0;
-        out[t] = (int8_t)v;
-        w->wsum[col] += v;
-      }
-    }
+  memset(w->w, 0, (size_t)w->np * w->kp); // the padding
   for (int col = 0; col < n; col++) w->sw[col] = scales[col];
   return w;
+}
+
+// Rows 16c .. 16c + 15 of W (b: those rows, [rows][n], row-major; fewer at the end), minus the zero point, into
+// their places. JavaScript hands a weight over 16 rows at a time, so that no whole copy of it (an LM head: 136 MB)
+// stays in the module's memory, which never shrinks.
+EXPORT("svc_pack_q8_rows") void pack_q8_rows(Q8 *w, const int8_t *b, int c, int zp) {
+  const int chunks = w->kp / 16, rows = w->k - 16 * c < 16 ? w->k - 16 * c : 16;
+  for (int col = 0; col < w->n; col++) {
+    int8_t *out = w->w + ((size_t)(col / 4) * chunks + c) * 64 + (col % 4) * 16;
+    for (int t = 0; t < rows; t++) {
+      const int v = b[(size_t)t * w->n + col] - zp;
+      out[t] = (int8_t)v;
+      w->wsum[col] += v;
+    }
+  }
 }
 
 EXPORT("svc_free_q8") void free_q8(Q8 *w) {

@@ -18,7 +18,8 @@ interface Exports {
   _initialize(): void;
   svc_alloc(bytes: number): number;
   svc_free(ptr: number): void;
-  svc_pack_q8(b: number, scales: number, k: number, n: number, zp: number): number;
+  svc_new_q8(scales: number, k: number, n: number): number;
+  svc_pack_q8_rows(w: number, b: number, c: number, zp: number): void;
   svc_free_q8(w: number): void;
   svc_matmul_q8(w: number, x: number, m: number, y: number): number;
   svc_pack_q4(b: number, scales: number, k: number, n: number): number;
@@ -193,9 +194,16 @@ function kernelsOf(e: Exports, path: string): NativeKernels {
       if (zeroPoint !== 0 && w.some((v) => v - zeroPoint < -128 || v - zeroPoint > 127)) {
         throw new TypeError('packQ8: every w - zeroPoint must fit in int8');
       }
-      const { block, at } = copyIn([w, scales]);
+      const { block, at } = copyIn([scales, new Uint8Array(16 * n)]);
       try {
-        return wrap<PackedQ8>(e.svc_pack_q8(at[0]!, at[1]!, k, n, zeroPoint), 8, k, n, Math.ceil(n / 4) * 4 * (Math.ceil(k / 16) * 16 + 8));
+        const p = e.svc_new_q8(at[0]!, k, n);
+        // 16 rows at a time through one small block: a whole copy would stay in the module's memory, which never shrinks
+        for (let c = 0; p && 16 * c < k; c++) {
+          const rows = w.subarray(16 * c * n, Math.min(16 * c + 16, k) * n);
+          bytes().set(new Uint8Array(rows.buffer, rows.byteOffset, rows.byteLength), at[1]!);
+          e.svc_pack_q8_rows(p, at[1]!, c, zeroPoint);
+        }
+        return wrap<PackedQ8>(p, 8, k, n, Math.ceil(n / 4) * 4 * (Math.ceil(k / 16) * 16 + 8));
       } finally {
         e.svc_free(block);
       }
