@@ -14,7 +14,9 @@ export const MODULES = { 'svc_kernels.wasm': ['-msimd128'], 'svc_kernels_relaxed
 
 /** The modules' bytes by file name, compiled from the sources in native/kernels. */
 export async function buildWasmKernels() {
-  const files = Object.fromEntries(['wasm.c', 'attention.c', 'attention.h'].map((f) => [f, readFileSync(join(dir, f), 'utf8')]));
+  const files = Object.fromEntries(
+    ['wasm.c', 'attention.c', 'attention.h', 'logistic.h'].map((f) => [f, readFileSync(join(dir, f), 'utf8')]),
+  );
   // reactors (no main, no imports), no threads
   const args = ['clang', '--target=wasm32-wasip1', '-mexec-model=reactor', '-O3', '-Wall', '-Wextra', '-Werror'];
   const built = {};

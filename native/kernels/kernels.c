@@ -14,6 +14,7 @@
 #include <node_api.h>
 
 #include "attention.h"
+#include "logistic.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -677,11 +678,7 @@ static int few_threads(int64_t bytes, int64_t m, int threads) {
 // On x64 with FMA3 it runs MlasLogisticKernelFma3, whose steps are these: the clamps in MAXPS/MINPS operand order
 // (a NaN passes through), x^2 by a plain product, both polynomials by fused multiply-adds, p * x, one division,
 // + 0.5, and only the lower clamp (at 0) at the end.
-static const float LOGISTIC_LO = -18.0f, LOGISTIC_HI = 18.0f;
-static const float ALPHA_9 = 4.37031012579801e-11f, ALPHA_7 = 1.15627324459942e-07f, ALPHA_5 = 6.08574864600143e-05f,
-                   ALPHA_3 = 8.51377133304701e-03f, ALPHA_1 = 2.48287947061529e-01f;
-static const float BETA_10 = 6.10247389755681e-13f, BETA_8 = 5.76102136993427e-09f, BETA_6 = 6.29106785017040e-06f,
-                   BETA_4 = 1.70198817374094e-03f, BETA_2 = 1.16817656904453e-01f, BETA_0 = 9.93151921023180e-01f;
+// (its constants: logistic.h)
 
 static float logistic(float x) {
   x = LOGISTIC_LO > x ? LOGISTIC_LO : x;

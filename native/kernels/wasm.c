@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "attention.h"
+#include "logistic.h"
 
 #define EXPORT(name) __attribute__((export_name(name)))
 
@@ -359,14 +360,12 @@ EXPORT("svc_matmul_q4") int matmul_q4(const Q4 *w, const float *x, int m, float 
 // --- MLPs: y = down(silu(gate(x)) * up(x)) ---
 
 // MLAS's logistic function (kernels.c), its steps without fusing the multiply-adds.
-static const float ALPHA[5] = {4.37031012579801e-11f, 1.15627324459942e-07f, 6.08574864600143e-05f, 8.51377133304701e-03f,
-                               2.48287947061529e-01f};
-static const float BETA[6] = {6.10247389755681e-13f, 5.76102136993427e-09f, 6.29106785017040e-06f, 1.70198817374094e-03f,
-                              1.16817656904453e-01f, 9.93151921023180e-01f};
+static const float ALPHA[5] = {ALPHA_9, ALPHA_7, ALPHA_5, ALPHA_3, ALPHA_1};
+static const float BETA[6] = {BETA_10, BETA_8, BETA_6, BETA_4, BETA_2, BETA_0};
 
 // g <- (g * sigmoid(g)) * u, n values.
 static void silu_mul(float *g, const float *u, size_t n) {
-  const v128_t lo = wasm_f32x4_splat(-18.f), hi = wasm_f32x4_splat(18.f), half = wasm_f32x4_splat(0.5f), zero = wasm_f32x4_splat(0.f);
+  const v128_t lo = wasm_f32x4_splat(LOGISTIC_LO), hi = wasm_f32x4_splat(LOGISTIC_HI), half = wasm_f32x4_splat(0.5f), zero = wasm_f32x4_splat(0.f);
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
     const v128_t g0 = wasm_v128_load(g + i);
@@ -378,8 +377,8 @@ static void silu_mul(float *g, const float *u, size_t n) {
     wasm_v128_store(g + i, wasm_f32x4_mul(wasm_f32x4_mul(g0, s), wasm_v128_load(u + i)));
   }
   for (; i < n; i++) {
-    float x = g[i] < -18.f ? -18.f : g[i];
-    x = x > 18.f ? 18.f : x;
+    float x = g[i] < LOGISTIC_LO ? LOGISTIC_LO : g[i];
+    x = x > LOGISTIC_HI ? LOGISTIC_HI : x;
     const float x2 = x * x;
     float p = ALPHA[0], q = BETA[0];
     for (int j = 1; j < 5; j++) p = x2 * p + ALPHA[j];

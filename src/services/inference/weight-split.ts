@@ -485,9 +485,11 @@ export function splitGraph(model: Uint8Array, weight: (t: Tensor) => Uint8Array 
   }
   // a DynamicQuantizeLinear that several 8-bit products read goes once they all have
   const taken = new Set([...absorbed, ...calls.keys()]);
+  const readBy = new Map<string, GraphNode[]>();
+  for (const n of nodes) for (const x of n.inputs) readBy.get(x)?.push(n) ?? readBy.set(x, [n]);
   for (const n of nodes) {
     if (n.opType !== 'DynamicQuantizeLinear' || taken.has(n)) continue;
-    const by = nodes.filter((x) => x.inputs.some((i) => n.outputs.includes(i)));
+    const by = n.outputs.flatMap((o) => readBy.get(o) ?? []);
     if (by.length && by.every((x) => taken.has(x))) absorbed.add(n);
   }
   const declared = new Map<string, WireField>(); // ValueInfo of graph inputs, outputs and value_info, by name
