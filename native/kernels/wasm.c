@@ -1,4 +1,4 @@
-// svc's kernels for WebAssembly (128-bit SIMD), one thread: what the Node-API addon (kernels.c) computes, for
+// svc's kernels for WebAssembly (128-bit SIMD): what the Node-API addon (kernels.c) computes, for
 // the WASM backend, where ONNX Runtime's int8 kernel widens and repacks every weight on every call and has no
 // 4-bit kernel at all. The same operations and the same quantization of the activations (int8 per block of 32
 // for 4 bits, as ONNX Runtime's level 4; DynamicQuantizeLinear over the whole tensor for 8 bits), with layouts
@@ -18,6 +18,7 @@
 
 #include "attention.h"
 #include "logistic.h"
+#include "wasm-pool.h"
 
 #define EXPORT(name) __attribute__((export_name(name)))
 
@@ -173,28 +174,57 @@ static inline __attribute__((always_inline)) void rows8(const Q8 *w, const int8_
   }
 }
 
-// y [m][n] from q [m][kp]: float(sum (q - zp)(w - w_zp)) * (sa * sw), as ONNX Runtime's product and its scales.
-static void product8(const Q8 *w, const int16_t *q, int m, float sa, int32_t zp, float *y) {
+// Below this many multiply-adds a call runs on one thread: handing a part to a worker costs more than it saves.
+enum { PARALLEL_MACS = 1 << 18 };
+
+// The parts a product of `quads` quads of columns and `macs` multiply-adds is split into: a few a thread, so a
+// worker that wakes late leaves the caller less to wait for.
+static int parts_of(int quads, int64_t macs, int threads) {
+  if (threads < 2 || macs < PARALLEL_MACS) return 1;
+  return quads < 4 * threads ? quads : 4 * threads;
+}
+
+typedef struct {
+  const Q8 *w;
+  const int16_t *q;
+  int m;
+  float sa;
+  int32_t zp;
+  float *y;
+} Job8;
+
+// Part of y [m][n] from q [m][kp], its share of the quads: float(sum (q - zp)(w - w_zp)) * (sa * sw), as ONNX
+// Runtime's product and its scales.
+static void quads8(const void *job, int part, int parts) {
+  const Job8 *j = job;
+  const Q8 *w = j->w;
   const int chunks = w->kp / 16;
-  const v128_t z = wasm_i32x4_splat(zp);
-  for (int quad = 0; quad < w->np / 4; quad++) {
+  const v128_t z = wasm_i32x4_splat(j->zp);
+  int from, to;
+  part_range(w->np / 4, part, parts, &from, &to);
+  for (int quad = from; quad < to; quad++) {
     const int8_t *wq = w->w + (size_t)quad * chunks * 64;
     const int n0 = quad * 4, cols = w->n - n0 < 4 ? w->n - n0 : 4;
     const v128_t corr = wasm_i32x4_mul(wasm_v128_load(w->wsum + n0), z);
-    const v128_t mult = wasm_f32x4_mul(wasm_f32x4_splat(sa), wasm_v128_load(w->sw + n0));
+    const v128_t mult = wasm_f32x4_mul(wasm_f32x4_splat(j->sa), wasm_v128_load(w->sw + n0));
     int r = 0;
-    for (; r + 2 <= m; r += 2) rows8(w, wq, q, r, 2, corr, mult, n0, cols, y);
-    if (r < m) rows8(w, wq, q, r, 1, corr, mult, n0, cols, y);
+    for (; r + 2 <= j->m; r += 2) rows8(w, wq, j->q, r, 2, corr, mult, n0, cols, j->y);
+    if (r < j->m) rows8(w, wq, j->q, r, 1, corr, mult, n0, cols, j->y);
   }
 }
 
-EXPORT("svc_matmul_q8") int matmul_q8(const Q8 *w, const float *x, int m, float *y) {
+static void product8(const Q8 *w, const int16_t *q, int m, float sa, int32_t zp, float *y, int threads) {
+  const Job8 job = {w, q, m, sa, zp, y};
+  svc_run_parts(&job, quads8, parts_of(w->np / 4, (int64_t)m * w->kp * w->np, threads), threads);
+}
+
+EXPORT("svc_matmul_q8") int matmul_q8(const Q8 *w, const float *x, int m, float *y, int threads) {
   int16_t *q = alloc16((size_t)m * w->kp * sizeof(int16_t));
   if (!q) return -1;
   float sa;
   int32_t zp;
   quant8(x, m, w->k, w->kp, q, &sa, &zp);
-  product8(w, q, m, sa, zp, y);
+  product8(w, q, m, sa, zp, y, threads);
   free(q);
   return 0;
 }
@@ -317,15 +347,27 @@ static inline __attribute__((always_inline)) void rows4(const Q4 *w, const uint8
   for (int i = 0; i < rows; i++) store_cols(y + (size_t)(r + i) * w->n + n0, acc[i], cols);
 }
 
-// y [m][n] from the rows' codes, scales and corrections.
-static void product4(const Q4 *w, const act4_t *q, const float *sa, const float *c, int m, float *y) {
-  for (int quad = 0; quad < w->np / 4; quad++) {
+typedef struct {
+  const Q4 *w;
+  const act4_t *q;
+  const float *sa, *c;
+  int m;
+  float *y;
+} Job4;
+
+// Part of y [m][n] from the rows' codes, scales and corrections, its share of the quads.
+static void quads4(const void *job, int part, int parts) {
+  const Job4 *j = job;
+  const Q4 *w = j->w;
+  int from, to;
+  part_range(w->np / 4, part, parts, &from, &to);
+  for (int quad = from; quad < to; quad++) {
     const uint8_t *wq = w->w + (size_t)quad * w->nb * 64;
     const float *sq = w->s + (size_t)quad * w->nb * 4;
     const int n0 = quad * 4, cols = w->n - n0 < 4 ? w->n - n0 : 4;
     int r = 0;
-    for (; r + 2 <= m; r += 2) rows4(w, wq, sq, q, sa, c, r, 2, n0, cols, y);
-    if (r < m) rows4(w, wq, sq, q, sa, c, r, 1, n0, cols, y);
+    for (; r + 2 <= j->m; r += 2) rows4(w, wq, sq, j->q, j->sa, j->c, r, 2, n0, cols, j->y);
+    if (r < j->m) rows4(w, wq, sq, j->q, j->sa, j->c, r, 1, n0, cols, j->y);
   }
 }
 
@@ -349,10 +391,15 @@ static void free_quant4(Quant4 *a) {
   free(a->q), free(a->sa), free(a->c);
 }
 
-EXPORT("svc_matmul_q4") int matmul_q4(const Q4 *w, const float *x, int m, float *y) {
+static void product4(const Q4 *w, const Quant4 *a, int m, float *y, int threads) {
+  const Job4 job = {w, a->q, a->sa, a->c, m, y};
+  svc_run_parts(&job, quads4, parts_of(w->np / 4, (int64_t)m * w->k * w->np, threads), threads);
+}
+
+EXPORT("svc_matmul_q4") int matmul_q4(const Q4 *w, const float *x, int m, float *y, int threads) {
   Quant4 a;
   if (quant4(x, m, w->k, &a)) return -1;
-  product4(w, a.q, a.sa, a.c, m, y);
+  product4(w, &a, m, y, threads);
   free_quant4(&a);
   return 0;
 }
@@ -389,7 +436,7 @@ static void silu_mul(float *g, const float *u, size_t n) {
   }
 }
 
-EXPORT("svc_mlp_q8") int mlp_q8(const Q8 *gate, const Q8 *up, const Q8 *down, const float *x, int m, float *y) {
+EXPORT("svc_mlp_q8") int mlp_q8(const Q8 *gate, const Q8 *up, const Q8 *down, const float *x, int m, float *y, int threads) {
   const size_t inter = (size_t)gate->n;
   float *g = alloc16(2 * (size_t)m * inter * sizeof(float));
   int16_t *qx = alloc16((size_t)m * gate->kp * sizeof(int16_t)), *qh = alloc16((size_t)m * down->kp * sizeof(int16_t));
@@ -397,27 +444,27 @@ EXPORT("svc_mlp_q8") int mlp_q8(const Q8 *gate, const Q8 *up, const Q8 *down, co
   float *u = g + (size_t)m * inter, sa;
   int32_t zp;
   quant8(x, m, gate->k, gate->kp, qx, &sa, &zp);
-  product8(gate, qx, m, sa, zp, g);
-  product8(up, qx, m, sa, zp, u);
+  product8(gate, qx, m, sa, zp, g, threads);
+  product8(up, qx, m, sa, zp, u, threads);
   silu_mul(g, u, (size_t)m * inter);
   quant8(g, m, down->k, down->kp, qh, &sa, &zp);
-  product8(down, qh, m, sa, zp, y);
+  product8(down, qh, m, sa, zp, y, threads);
   free(g), free(qx), free(qh);
   return 0;
 }
 
-EXPORT("svc_mlp_q4") int mlp_q4(const Q4 *gate, const Q4 *up, const Q4 *down, const float *x, int m, float *y) {
+EXPORT("svc_mlp_q4") int mlp_q4(const Q4 *gate, const Q4 *up, const Q4 *down, const float *x, int m, float *y, int threads) {
   const size_t inter = (size_t)gate->n;
   float *g = alloc16(2 * (size_t)m * inter * sizeof(float));
   Quant4 ax, ah;
   if (!g || quant4(x, m, gate->k, &ax)) return free(g), -1;
   float *u = g + (size_t)m * inter;
-  product4(gate, ax.q, ax.sa, ax.c, m, g);
-  product4(up, ax.q, ax.sa, ax.c, m, u);
+  product4(gate, &ax, m, g, threads);
+  product4(up, &ax, m, u, threads);
   free_quant4(&ax);
   silu_mul(g, u, (size_t)m * inter);
   if (quant4(g, m, down->k, &ah)) return free(g), -1;
-  product4(down, ah.q, ah.sa, ah.c, m, y);
+  product4(down, &ah, m, y, threads);
   free_quant4(&ah);
   free(g);
   return 0;
@@ -453,13 +500,27 @@ EXPORT("svc_add_into") void add_into(const float *a, const float *b, size_t alen
     for (size_t j = 0; j < blen; j++) y[r + j] = a[r + j] + b[j];
 }
 
+typedef struct {
+  const Attention *a;
+  int failed;
+} JobA;
+
+// Part of the attention's units.
+static void units(const void *job, int part, int parts) {
+  JobA *j = (JobA *)job;
+  int from, to;
+  part_range(j->a->b * j->a->s * j->a->kv_heads, part, parts, &from, &to);
+  for (int u = from; u < to; u++)
+    if (svc_attention_unit(j->a, 0, u)) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+}
+
 // A layer's attention (attention.c's plain path): 0, -1 (a position outside the rotary caches), -2 (memory).
-EXPORT("svc_attention") int attention(const Attention *a) {
+EXPORT("svc_attention") int attention(const Attention *a, int threads) {
   if (svc_attention_prepare(a)) return -1;
-  const int units = a->b * a->s * a->kv_heads;
-  for (int u = 0; u < units; u++)
-    if (svc_attention_unit(a, 0, u)) return -2;
-  return 0;
+  const int n = a->b * a->s * a->kv_heads;
+  JobA job = {a, 0};
+  svc_run_parts(&job, units, threads < n ? threads : n, threads);
+  return job.failed ? -2 : 0;
 }
 
 // The layout JavaScript fills for svc_attention.

@@ -1,37 +1,59 @@
 /**
  * svc's own kernels compiled to WebAssembly (native/kernels/wasm.c, built into native/kernels/svc_kernels.wasm
  * and svc_kernels_relaxed.wasm by scripts/build-wasm-kernels.mjs): the operations of `NativeKernels`
- * (./kernels.ts) for the WASM backend, on one thread, in a memory of their own. Weights are packed into that
- * memory once; each call copies its inputs in and its outputs out (a decode step's vectors: a few KB). The
- * modules need no imports. The relaxed-SIMD one (its 4-bit products faster) is taken where the engine has relaxed
+ * (./kernels.ts) for the WASM backend, in a memory of their own. Weights are packed into that memory once; each
+ * call copies its inputs in and its outputs out (a decode step's vectors: a few KB). The modules import only
+ * their memory, which is shared: a call on more than one thread splits its work with worker threads, each an
+ * instance of the same module over that memory (native/kernels/wasm-pool.c), started when a call first asks
+ * for them and kept (unreferenced: they never keep the process alive). The relaxed-SIMD one (its 4-bit products faster) is taken where the engine has relaxed
  * SIMD: Deno and Bun do, Node from 21. (Node 20's V8 has it behind a flag, with an older dot product: it gave
  * other sums for negative activations, so the flag is left alone there.)
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { embeddedAssets } from './embedded.ts';
 import { envVars } from './env.ts';
 import type { AttentionArrays, AttentionShape, MlpCall, NativeKernels, PackedQ4, PackedQ8 } from './kernels.ts';
 
 interface Exports {
-  memory: WebAssembly.Memory;
-  _initialize(): void;
+  __stack_pointer: WebAssembly.Global;
   svc_alloc(bytes: number): number;
   svc_free(ptr: number): void;
   svc_new_q8(scales: number, k: number, n: number): number;
   svc_pack_q8_rows(w: number, b: number, c: number, zp: number): void;
   svc_free_q8(w: number): void;
-  svc_matmul_q8(w: number, x: number, m: number, y: number): number;
+  svc_matmul_q8(w: number, x: number, m: number, y: number, threads: number): number;
   svc_pack_q4(b: number, scales: number, k: number, n: number): number;
   svc_free_q4(w: number): void;
-  svc_matmul_q4(w: number, x: number, m: number, y: number): number;
-  svc_mlp_q8(gate: number, up: number, down: number, x: number, m: number, y: number): number;
-  svc_mlp_q4(gate: number, up: number, down: number, x: number, m: number, y: number): number;
+  svc_matmul_q4(w: number, x: number, m: number, y: number, threads: number): number;
+  svc_mlp_q8(gate: number, up: number, down: number, x: number, m: number, y: number, threads: number): number;
+  svc_mlp_q4(gate: number, up: number, down: number, x: number, m: number, y: number, threads: number): number;
   svc_rms_norm(x: number, w: number, n: number, rows: number, eps: number, y: number): void;
   svc_add_into(a: number, b: number, alen: number, blen: number, y: number): void;
-  svc_attention(a: number): number;
+  svc_attention(a: number, threads: number): number;
   svc_attention_size(): number;
+  svc_worker(id: number): void;
+  svc_rest(): void;
+  svc_worker_parts(): number;
 }
+
+/** The WASM kernels, and how many parts of calls their workers have run (for tests). */
+export type WasmKernels = NativeKernels & { workerParts(): number };
+
+/** The memory a module imports, in pages of 64 KiB: as scripts/build-wasm-kernels.mjs links it. */
+const MEMORY_PAGES = 16;
+const MAX_MEMORY_PAGES = 65535;
+/** Workers at most (a call on more threads runs on this many and the caller), and each one's stack. */
+const MAX_WORKERS = 15;
+const WORKER_STACK = 256 * 1024;
+
+/** A worker: an instance of the module over the caller's memory, on a stack of its own, in the pool forever. */
+const WORKER = `import { workerData } from 'node:worker_threads';
+const { bytes, memory, id, stack } = workerData;
+const e = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } }).exports;
+e.__stack_pointer.value = stack;
+e.svc_worker(id);`;
 
 /** The two builds of native/kernels/wasm.c. */
 export type WasmKernelsVariant = 'relaxed-simd' | 'simd128';
@@ -52,7 +74,7 @@ type Handle = { ptr: number; bits: 4 | 8 };
 /** Typed arrays a call copies in (their bytes) or out. */
 type Floats = Float32Array;
 
-type Loaded = { kernels?: NativeKernels; reason?: string };
+type Loaded = { kernels?: WasmKernels; reason?: string };
 
 let loaded: Loaded | undefined;
 
@@ -60,6 +82,8 @@ let loaded: Loaded | undefined;
 function load(variant?: WasmKernelsVariant): Loaded {
   let e: Exports;
   let path: WasmKernelsVariant;
+  let memory: WebAssembly.Memory;
+  let module: Uint8Array;
   try {
     if (envVars().SVC_WASM_KERNELS === '0') return { reason: 'disabled by SVC_WASM_KERNELS=0' };
     const relaxed = variant === 'simd128' ? undefined : moduleBytes('relaxed-simd');
@@ -68,19 +92,30 @@ function load(variant?: WasmKernelsVariant): Loaded {
     path = variant ?? (hasRelaxed ? 'relaxed-simd' : 'simd128');
     const bytes = path === 'relaxed-simd' && relaxed ? relaxed : moduleBytes(path);
     if (typeof bytes === 'string') return { reason: bytes };
-    e = new WebAssembly.Instance(new WebAssembly.Module(bytes), {}).exports as unknown as Exports;
-    e._initialize();
+    memory = new WebAssembly.Memory({ initial: MEMORY_PAGES, maximum: MAX_MEMORY_PAGES, shared: true });
+    e = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } }).exports as unknown as Exports;
+    module = bytes;
     // the attention's arguments are written where wasm.c's Attention has them (7 sizes, 9 arrays, the divisor, 3 arrays)
     if (e.svc_attention_size() !== 80) return { reason: 'svc_kernels.wasm does not match this file (its Attention is not 80 bytes)' };
   } catch (err) {
     return { reason: `the WASM kernels did not load: ${(err as Error).message}` };
   }
-  return { kernels: kernelsOf(e, `wasm-${path}`) };
+  return { kernels: kernelsOf(e, memory, module, `wasm-${path}`) };
 }
 
-function kernelsOf(e: Exports, path: string): NativeKernels {
+function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, path: string): WasmKernels {
   const freed = new FinalizationRegistry<Handle>((h) => (h.bits === 4 ? e.svc_free_q4(h.ptr) : e.svc_free_q8(h.ptr)));
-  const bytes = () => new Uint8Array(e.memory.buffer);
+  const bytes = () => new Uint8Array(memory.buffer);
+  let workers = 0;
+  /** Workers enough for a call on `threads` threads, started now if they are not yet: the call runs without them until they are. */
+  const workersFor = (threads: number) => {
+    for (; workers < Math.min(threads - 1, MAX_WORKERS); workers++) {
+      const stack = e.svc_alloc(WORKER_STACK);
+      if (!stack) return;
+      const workerData = { bytes: module, memory, id: workers, stack: stack + WORKER_STACK };
+      new Worker(new URL(`data:text/javascript,${encodeURIComponent(WORKER)}`), { workerData }).unref();
+    }
+  };
   /** `arrays` copied into one block of the module's memory (each at a multiple of 16); its pointers. */
   const copyIn = (arrays: ArrayBufferView[]): { block: number; at: number[] } => {
     let size = 0;
@@ -95,7 +130,7 @@ function kernelsOf(e: Exports, path: string): NativeKernels {
     arrays.forEach((a, i) => mem.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), block + offsets[i]!));
     return { block, at: offsets.map((o) => block + o) };
   };
-  const copyOut = (ptr: number, to: Floats) => to.set(new Float32Array(e.memory.buffer, ptr, to.length));
+  const copyOut = (ptr: number, to: Floats) => to.set(new Float32Array(memory.buffer, ptr, to.length));
   const handle = (w: PackedQ4 | PackedQ8, bits: 4 | 8, name: string): number => {
     const h = (w as unknown as { [HANDLE]?: Handle })?.[HANDLE];
     if (h?.bits !== bits) throw new TypeError(`${name}: w must come from packQ${bits}`);
@@ -126,7 +161,7 @@ function kernelsOf(e: Exports, path: string): NativeKernels {
       e.svc_free(out);
     }
   };
-  /** The checks the addon makes of a call's arguments; `threads` and `portable` are checked, not used. */
+  /** The checks the addon makes of a call's arguments; `portable` is checked, not used. */
   const product = (name: string, w: { k: number; n: number }, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
     floats(x, name, 'x');
     floats(y, name, 'y');
@@ -143,24 +178,29 @@ function kernelsOf(e: Exports, path: string): NativeKernels {
     product(name, { k: gate!.k, n: gate!.k }, x, m, y, threads, portable);
   };
   /** matmulQ4 / matmulQ8: the checks, then `run` (the module's product) on the copies. */
-  const matmul = <W extends PackedQ4 | PackedQ8>(bits: 4 | 8, run: (w: number, x: number, m: number, y: number) => number) => {
+  const matmul = <W extends PackedQ4 | PackedQ8>(
+    bits: 4 | 8,
+    run: (w: number, x: number, m: number, y: number, threads: number) => number,
+  ) => {
     const name = `matmulQ${bits}`;
     return (w: W, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
       const p = handle(w, bits, name);
       product(name, w, x, m, y, threads, portable);
-      call(name, (px, py) => run(p, px, m, py), x, y);
+      workersFor(threads);
+      call(name, (px, py) => run(p, px, m, py, threads), x, y);
     };
   };
   /** mlpQ4 / mlpQ8 likewise. */
   const mlpOf = <W extends PackedQ4 | PackedQ8>(
     bits: 4 | 8,
-    run: (g: number, u: number, d: number, x: number, m: number, y: number) => number,
+    run: (g: number, u: number, d: number, x: number, m: number, y: number, threads: number) => number,
   ): MlpCall<W> => {
     const name = `mlpQ${bits}`;
     return (gate, up, down, x, m, y, threads, portable) => {
       const [g, u, d] = [gate, up, down].map((w) => handle(w, bits, name)) as [number, number, number];
       mlp(name, [gate, up, down], x, m, y, threads, portable);
-      call(name, (px, py) => run(g, u, d, px, m, py), x, y);
+      workersFor(threads);
+      call(name, (px, py) => run(g, u, d, px, m, py, threads), x, y);
     };
   };
   return {
@@ -257,12 +297,13 @@ function kernelsOf(e: Exports, path: string): NativeKernels {
       const size = e.svc_attention_size();
       const { block, at } = copyIn([...arrays, new Uint8Array(size)]);
       try {
-        const view = new DataView(e.memory.buffer, at[12]!, size);
+        const view = new DataView(memory.buffer, at[12]!, size);
         [rows, s, past, heads, kvHeads, d, a.cos.length / (d / 2)].forEach((v, i) => view.setInt32(4 * i, v, true));
         at.slice(0, 9).forEach((p, i) => view.setUint32(28 + 4 * i, p, true));
         view.setFloat32(64, divisor, true);
         at.slice(9, 12).forEach((p, i) => view.setUint32(68 + 4 * i, p, true));
-        const r = e.svc_attention(at[12]!);
+        workersFor(threads);
+        const r = e.svc_attention(at[12]!, threads);
         if (r === -1) throw new RangeError('attention: a position is outside the rotary caches');
         if (r !== 0) throw new RangeError('attention: the WASM kernels are out of memory');
         copyOut(at[9]!, a.out);
@@ -272,7 +313,8 @@ function kernelsOf(e: Exports, path: string): NativeKernels {
         e.svc_free(block);
       }
     },
-    rest: () => {},
+    rest: () => e.svc_rest(),
+    workerParts: () => e.svc_worker_parts(),
   };
 }
 
@@ -283,7 +325,7 @@ export function wasmKernels(): NativeKernels | undefined {
 }
 
 /** The kernels of one build, whichever the engine would take (for tests); a new instance each call. */
-export function wasmKernelsOf(variant: WasmKernelsVariant): NativeKernels {
+export function wasmKernelsOf(variant: WasmKernelsVariant): WasmKernels {
   const l = load(variant);
   if (!l.kernels) throw new Error(l.reason);
   return l.kernels;

@@ -124,7 +124,13 @@ for (const [heads, kvHeads, d] of [[14, 2, 64], [4, 2, 8], [4, 4, 128]] as const
         past_v: f(pastV, [b, kvHeads, past, d]),
         mask: f(mask, [b, 1, s, t]),
       });
-      for (const [kernels, portable, threads] of [[addon, false, 1], [addon, true, 1], [addon, false, 3], [wasm, false, 1]] as const) {
+      for (
+        const [kernels, portable, threads] of [[addon, false, 1], [addon, true, 1], [addon, false, 3], [wasm, false, 1], [
+          wasm,
+          false,
+          2,
+        ]] as const
+      ) {
         const out = new Float32Array(q.length), newK = new Float32Array(k.length), newV = new Float32Array(v.length);
         kernels().attention(
           { q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV },

@@ -20,7 +20,7 @@ import {
   type PackedQ8,
 } from '../../src/runtime/kernels.ts';
 import { importOnnxruntimeNode } from '../../src/services/inference/onnxruntime-node.ts';
-import { wasmKernelsOf } from '../../src/runtime/wasm-kernels.ts';
+import { type WasmKernels, wasmKernelsOf } from '../../src/runtime/wasm-kernels.ts';
 
 type Ort = typeof import('onnxruntime-node');
 type Session = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
@@ -96,18 +96,18 @@ function addon(): NativeKernels {
 }
 
 /** svc's WASM kernels (native/kernels/wasm.c), the 128-bit SIMD build (its relaxed one: wasm-kernels.test.ts), made once. */
-let simd128: NativeKernels | undefined;
+let simd128: WasmKernels | undefined;
 const wasm = () => (simd128 ??= wasmKernelsOf('simd128'));
 
 /**
  * The kernels the product and MLP tests judge: the addon (its AVX-512 and plain-C paths, 1 and 2 threads) and the
- * WASM module (one path, one thread), against the same ONNX Runtime outputs.
+ * WASM module (one path, 1 and 2 threads), against the same ONNX Runtime outputs.
  */
 const IMPLS = [
   { impl: 'addon', get: addon, paths: [false, true], threadCounts: [1, 2], fused: true },
   // WebAssembly's 128-bit SIMD has no fused multiply-add: the float steps of the logistic function and of a 4-bit
   // block's sum round apart from ONNX Runtime's (and the addon's), so its MLPs are judged as the 4-bit one is
-  { impl: 'wasm', get: wasm, paths: [false], threadCounts: [1], fused: false },
+  { impl: 'wasm', get: wasm, paths: [false], threadCounts: [1, 2], fused: false },
 ] as const;
 
 /** Activations with outliers in some blocks, so the per-block scales differ widely. */
@@ -236,25 +236,36 @@ test('y may be a view on a SharedArrayBuffer', async () => {
   assertClose(y, await ortOutput(c, x, 3), 'SharedArrayBuffer');
 });
 
-test('the threads kept between calls: any thread count, call after call, rested or not, gives the one-thread bits', async () => {
-  const kn = addon();
-  const c = cases[1]!;
-  const w = kn.packQ4(c.b, c.scales, c.k, c.n);
-  const want = new Float32Array(5 * c.n);
-  const x = input(5, c.k, 9);
-  kn.matmulQ4(w, x, 5, want, 1);
-  assertClose(want, await ortOutput(c, x, 5), 'one thread');
-  // thread counts that grow and shrink from call to call (a worker the last call left out may look late), a
-  // rest now and then (workers asleep, woken by the next call), rows from 1 to 5
-  const counts = [2, 3, 1, 5, 2, 4, 3, 2, 1, 2];
-  for (let i = 0; i < 2000; i++) {
-    const threads = counts[i % counts.length]!, m = 1 + (i % 5);
-    const y = new Float32Array(m * c.n);
-    if (i % 7 === 0) kn.rest();
-    kn.matmulQ4(w, x.subarray(0, m * c.k), m, y, threads);
-    assert.deepEqual(y, want.subarray(0, m * c.n), `call ${i}: ${threads} threads, ${m} rows`);
-  }
-});
+for (const { impl, get } of IMPLS) {
+  test(`${impl}: the threads kept between calls: any thread count, call after call, rested or not, gives the one-thread bits`, async () => {
+    const kn = get();
+    const c = cases[1]!;
+    const w = kn.packQ4(c.b, c.scales, c.k, c.n);
+    const want = new Float32Array(5 * c.n);
+    const x = input(5, c.k, 9);
+    kn.matmulQ4(w, x, 5, want, 1);
+    if (impl === 'addon') assertClose(want, await ortOutput(c, x, 5), 'one thread');
+    // the WASM module's workers start in the background when a call first asks for them: until one has run a part
+    const workerParts = 'workerParts' in kn ? () => (kn as WasmKernels).workerParts() : undefined;
+    for (let waited = 0; workerParts && workerParts() === 0; waited += 10) {
+      assert.ok(waited < 10_000, 'no worker took part in 10 s');
+      kn.matmulQ4(w, x, 5, new Float32Array(5 * c.n), 2);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const before = workerParts?.();
+    // thread counts that grow and shrink from call to call (a worker the last call left out may look late), a
+    // rest now and then (workers asleep, woken by the next call), rows from 1 to 5
+    const counts = [2, 3, 1, 5, 2, 4, 3, 2, 1, 2];
+    for (let i = 0; i < 2000; i++) {
+      const threads = counts[i % counts.length]!, m = 1 + (i % 5);
+      const y = new Float32Array(m * c.n);
+      if (i % 7 === 0) kn.rest();
+      kn.matmulQ4(w, x.subarray(0, m * c.k), m, y, threads);
+      assert.deepEqual(y, want.subarray(0, m * c.n), `call ${i}: ${threads} threads, ${m} rows`);
+    }
+    if (workerParts) assert.ok(workerParts() > before!, 'the workers ran parts of these calls');
+  });
+}
 
 for (const { impl, get } of IMPLS) {
   test(`${impl}: wrong shapes and arguments are TypeErrors`, () => {

@@ -1,7 +1,7 @@
 /**
  * svc's WASM kernels as modules (src/runtime/wasm-kernels.ts): the committed native/kernels/svc_kernels.wasm and
- * svc_kernels_relaxed.wasm are what their sources compile to, they need nothing from their host, the engine's
- * best is taken, and they can be turned off. What they compute is judged against ONNX Runtime with the addon's
+ * svc_kernels_relaxed.wasm are what their sources compile to, they need nothing from their host but a shared
+ * memory, the engine's best is taken, its workers take part in calls on more threads, and they can be turned off. What they compute is judged against ONNX Runtime with the addon's
  * tests (kernels.test.ts, attention.test.ts) and in the split session (test/services/inference/weight-split.test.ts).
  */
 import assert from 'node:assert/strict';
@@ -13,7 +13,10 @@ import { buildWasmKernels, MODULES } from '../../scripts/build-wasm-kernels.mjs'
 
 const file = (name: string) => readFileSync(new URL(`../../native/kernels/${name}`, import.meta.url));
 
-test('the committed modules are what native/kernels/wasm.c and attention.c compile to', async () => {
+/** What a module imports: its memory, nothing else. */
+const ONLY_MEMORY = [{ module: 'env', name: 'memory', kind: 'memory' }];
+
+test('the committed modules are what their sources in native/kernels compile to', async () => {
   const built = await buildWasmKernels();
   assert.deepEqual(Object.keys(built), Object.keys(MODULES));
   for (const [name, bytes] of Object.entries(built)) {
@@ -21,17 +24,17 @@ test('the committed modules are what native/kernels/wasm.c and attention.c compi
   }
 });
 
-test("the 128-bit build imports nothing; the engine's best is taken", () => {
-  assert.deepEqual(WebAssembly.Module.imports(new WebAssembly.Module(file('svc_kernels.wasm'))), []);
+test("the 128-bit build imports only its memory; the engine's best is taken", () => {
+  assert.deepEqual(WebAssembly.Module.imports(new WebAssembly.Module(file('svc_kernels.wasm'))), ONLY_MEMORY);
   assert.equal(wasmKernelsUnavailable(), undefined);
   const relaxed = WebAssembly.validate(file('svc_kernels_relaxed.wasm'));
   assert.equal(wasmKernels()?.path, relaxed ? 'wasm-relaxed-simd' : 'wasm-simd128');
 });
 
 /**
- * Run on a runtime: the kernels it takes, and whether the relaxed build's 4-bit products and MLPs give the 128-bit
- * build's bits (the integer sums are the same, the float steps too; the 128-bit build is judged against ONNX
- * Runtime in kernels.test.ts).
+ * Run on a runtime: the kernels it takes, and whether the relaxed build's 4-bit products and MLPs, on two threads,
+ * give the 128-bit build's bits on one (the integer sums are the same, the float steps too, and a thread computes
+ * whole columns; the 128-bit build is judged against ONNX Runtime in kernels.test.ts), with its worker taking part.
  */
 const SAME_BITS = `
 const { wasmKernels, wasmKernelsOf } = await import('./src/runtime/wasm-kernels.ts');
@@ -39,6 +42,13 @@ const [r, p] = [wasmKernelsOf('relaxed-simd'), wasmKernelsOf('simd128')];
 let seed = 7;
 const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
 let compared = 0, differ = 0;
+// the worker starts in the background when a call first asks for it: until it has run a part
+const warm = r.packQ4(new Uint8Array(896 * 128), new Float32Array(896 * 8), 896, 256);
+for (let waited = 0; r.workerParts() === 0 && waited < 10000; waited += 10) {
+  r.matmulQ4(warm, new Float32Array(4 * 896), 4, new Float32Array(4 * 256), 2);
+  await new Promise((done) => setTimeout(done, 10));
+}
+const started = r.workerParts();
 const same = (a, b) => { compared += a.length; for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) differ++; };
 for (const [k, n] of [[64, 40], [896, 128], [4864, 96]]) {
   const b = Uint8Array.from({ length: (n * k) / 2 }, () => Math.floor(rnd() * 256));
@@ -47,36 +57,37 @@ for (const [k, n] of [[64, 40], [896, 128], [4864, 96]]) {
   for (const m of [1, 3, 70]) {
     const x = Float32Array.from({ length: m * k }, (_, i) => (rnd() - 0.5) * (i % 97 === 0 ? 40 : 2));
     const [yr, yp] = [new Float32Array(m * n), new Float32Array(m * n)];
-    r.matmulQ4(wr, x, m, yr, 1);
+    r.matmulQ4(wr, x, m, yr, 2);
     p.matmulQ4(wp, x, m, yp, 1);
     same(yr, yp);
   }
 }
-const [h, i] = [64, 160];
+const [h, i] = [256, 1024];
 const pack = (kn, k, n, s8) => kn.packQ4(s8.b, s8.s, k, n);
 const weights = [[h, i], [h, i], [i, h]].map(([k, n]) => ({ k, n, b: Uint8Array.from({ length: (n * k) / 2 }, () => Math.floor(rnd() * 256)), s: Float32Array.from({ length: (n * k) / 32 }, () => (0.2 + rnd()) / Math.sqrt(k)) }));
 const [gr, ur, dr] = weights.map((w) => pack(r, w.k, w.n, w));
 const [gp, up, dp] = weights.map((w) => pack(p, w.k, w.n, w));
-for (const m of [1, 5]) {
+for (const m of [1, 5, 9]) {
   const x = Float32Array.from({ length: m * h }, () => rnd() * 4 - 2);
   const [yr, yp] = [new Float32Array(m * h), new Float32Array(m * h)];
-  r.mlpQ4(gr, ur, dr, x, m, yr, 1);
+  r.mlpQ4(gr, ur, dr, x, m, yr, 2);
   p.mlpQ4(gp, up, dp, x, m, yp, 1);
   same(yr, yp);
 }
 const { readFileSync } = await import('node:fs');
-const imports = WebAssembly.Module.imports(new WebAssembly.Module(readFileSync('native/kernels/svc_kernels_relaxed.wasm'))).length;
-console.log(JSON.stringify({ path: wasmKernels().path, compared, differ, imports }));
+const imports = WebAssembly.Module.imports(new WebAssembly.Module(readFileSync('native/kernels/svc_kernels_relaxed.wasm')));
+console.log(JSON.stringify({ path: wasmKernels().path, compared, differ, imports, started, byWorker: r.workerParts() - started }));
 `;
 
 for (const [runtime, args] of [['deno', ['eval', SAME_BITS]], ['bun', ['-e', SAME_BITS]]] as const) {
-  test(`on ${runtime}, whose engine has relaxed SIMD, the relaxed build (no imports) is taken and gives the 128-bit build's bits`, () => {
+  test(`on ${runtime}, whose engine has relaxed SIMD, the relaxed build (its memory its only import) is taken and gives the 128-bit build's bits`, () => {
     const out = execFileSync(`node_modules/.bin/${runtime}`, args, { encoding: 'utf8' });
     const got = JSON.parse(out.trim().split('\n').at(-1)!);
     assert.equal(got.path, 'wasm-relaxed-simd');
-    assert.equal(got.imports, 0);
+    assert.deepEqual(got.imports, ONLY_MEMORY);
     assert.ok(got.compared > 10000, `${got.compared} values compared`);
     assert.equal(got.differ, 0, `${got.differ} of ${got.compared} values differ`);
+    assert.ok(got.started > 0 && got.byWorker > 0, `the worker ran ${got.byWorker} parts of the compared calls`);
   });
 }
 
