@@ -83,6 +83,11 @@ export interface OrtThreadInit {
   /** onnxruntime-web's threads (native sessions take theirs from their session options). */
   threads: number;
   wasmPaths?: string;
+  /**
+   * Only decoders cut for svc's WASM kernels are made here (./ort-thread.ts gives them a thread whose
+   * onnxruntime-web has one thread): `create` answers null for any other model, made nothing of.
+   */
+  splitOnly?: boolean;
 }
 
 /** What the server's thread needs of a session to stand in for it. */
@@ -257,7 +262,7 @@ function webGraph(graph: Uint8Array, decoder: DecoderShape | undefined, onWasm: 
 async function create(
   [init, model, optionsIn]: [OrtThreadInit, string | Uint8Array, Record<string, unknown> & { externalData?: ExternalData }],
   _ctx?: OpContext,
-): Promise<SessionInfo> {
+): Promise<SessionInfo | null> {
   const o = await runtime(init);
   const decoder = optionsIn[DECODER_OPTION] as DecoderShape | undefined;
   const options = withoutDecoderOption(optionsIn);
@@ -283,15 +288,10 @@ async function create(
     const onWasm = providers(options).every((e) => e === 'wasm' || e === 'cpu');
     const web = webGraph(graph, decoder, onWasm);
     edits = web.edits;
+    if (init.splitOnly && !edits.split) return null;
     if (edits.split) {
-      // the stages on onnxruntime-web, the products on svc's WASM kernels (one thread)
-      session = await SplitSession.create(
-        o,
-        wasmKernels()!,
-        edits.split,
-        { ...options, intraOpNumThreads: 1 },
-        false,
-      ) as unknown as Session;
+      // the stages on onnxruntime-web, the products on svc's WASM kernels (on the session's threads)
+      session = await SplitSession.create(o, wasmKernels()!, edits.split, options, false) as unknown as Session;
     } else {
       // the weights handed over as a data file in the same bytes, copied once into onnxruntime-web's memory
       const split = graphOfBytes(web.data, INLINE_WEIGHTS);

@@ -8,16 +8,18 @@
  * uses stays the real one (its Tensor class, its env), with only `InferenceSession.create` replaced.
  *
  * One thread holds every session: ONNX Runtime's WASM instance is process-wide state, and one instance
- * keeps weights in one memory; native sessions share it as they shared the server's thread before. Calls
+ * keeps weights in one memory; native sessions share it as they shared the server's thread before. (On WASM,
+ * decoders cut for svc's kernels have a second thread: see `Lane`.) Calls
  * are answered in order; a run waits for the one before it, as it would on the server's thread. The thread
  * keeps the process alive only while a call is in flight, and stops once its last session is released: a
  * thread that has run a WebGPU session keeps Deno's process alive even when idle.
  */
+import { wasmKernelsUnavailable } from '../../runtime/wasm-kernels.ts';
 import { startThread, type Thread, workerEntry } from '../../runtime/worker.ts';
 import { limits } from '../limits.ts';
 import { fromWire, type FromWorker, type ToWorker } from '../workers/protocol.ts';
 import type { OrtWeb } from './backend.ts';
-import { withoutDecoderOption } from './decoder-graph.ts';
+import { DECODER_OPTION, withoutDecoderOption } from './decoder-graph.ts';
 import type {
   DecodedHeld,
   DecodePlan,
@@ -36,66 +38,98 @@ interface Pending {
   reject(e: unknown): void;
 }
 
-let thread: Promise<Thread> | undefined;
-/** Which thread a session belongs to: a restarted thread holds none of the earlier sessions. */
-let generation = 0;
-const pending = new Map<number, Pending>();
 let nextCall = 1;
-/** Sessions of the current thread not yet released. */
-let sessionsAlive = 0;
 
-function start(): Promise<Thread> {
-  generation++;
+/**
+ * A thread that holds sessions, started on the first call and stopped when its last session is released. Two
+ * kinds: the inference thread, and on onnxruntime-web a second one for decoders cut for svc's WASM kernels,
+ * whose onnxruntime-web has one thread. onnxruntime-web's threads are one pool for all its sessions, and after a
+ * run they spin for the next for about 10 ms (measured: a run every 20 ms kept 1.66 of 2 cores busy, with or
+ * without `intra_op.allow_spinning` off, which its global pool does not read). A decode step runs a few small
+ * stages on it between the kernels' products, so that spinning thread took a core from the kernels' own
+ * workers for the whole step: there, the threads go to svc's kernels (./split-session.ts).
+ */
+class Lane {
+  thread: Promise<Thread> | undefined;
+  /** Which thread a session belongs to: a restarted thread holds none of the earlier sessions. */
+  generation = 0;
+  readonly pending = new Map<number, Pending>();
+  /** Sessions of the current thread not yet released. */
   sessionsAlive = 0;
-  const t = startThread(workerEntry(), { name: 'svc-inference' }).then((th) => {
-    let readyResolve!: () => void;
-    const ready = new Promise<void>((r) => (readyResolve = r));
-    th.onMessage((raw) => {
-      const m = raw as FromWorker;
-      if (m.type === 'ready') return readyResolve();
-      if (m.type === 'progress') return;
-      const p = pending.get(m.id);
-      if (!p) return;
-      pending.delete(m.id);
-      if (!pending.size) th.keepAlive(false);
-      if (m.type === 'done') p.resolve(m.value);
-      else p.reject(fromWire(m.error));
+
+  constructor(readonly name: string) {}
+
+  private start(): Promise<Thread> {
+    this.generation++;
+    this.sessionsAlive = 0;
+    const pending = this.pending;
+    const t = startThread(workerEntry(), { name: this.name }).then((th) => {
+      let readyResolve!: () => void;
+      const ready = new Promise<void>((r) => (readyResolve = r));
+      th.onMessage((raw) => {
+        const m = raw as FromWorker;
+        if (m.type === 'ready') return readyResolve();
+        if (m.type === 'progress') return;
+        const p = pending.get(m.id);
+        if (!p) return;
+        pending.delete(m.id);
+        if (!pending.size) th.keepAlive(false);
+        if (m.type === 'done') p.resolve(m.value);
+        else p.reject(fromWire(m.error));
+      });
+      th.onExit((error) => {
+        // Every session lived in that thread: calls in flight fail, later ones start a fresh thread
+        // (whose sessions must be created again).
+        if (this.thread === t) this.thread = undefined;
+        const e = new Error(`the inference thread stopped${error ? `: ${error.message}` : ''}`);
+        for (const p of pending.values()) p.reject(e);
+        pending.clear();
+      });
+      th.keepAlive(true); // until it has started: the caller is waiting for it
+      return ready.then(() => {
+        if (!pending.size) th.keepAlive(false);
+        return th;
+      });
     });
-    th.onExit((error) => {
-      // Every session lived in that thread: calls in flight fail, later ones start a fresh thread
-      // (whose sessions must be created again).
-      if (thread === t) thread = undefined;
-      const e = new Error(`the inference thread stopped${error ? `: ${error.message}` : ''}`);
-      for (const p of pending.values()) p.reject(e);
-      pending.clear();
-    });
-    th.keepAlive(true); // until it has started: the caller is waiting for it
-    return ready.then(() => {
-      if (!pending.size) th.keepAlive(false);
-      return th;
-    });
-  });
-  t.catch(() => (thread = undefined));
-  return t;
+    t.catch(() => (this.thread = undefined));
+    this.thread = t;
+    return t;
+  }
+
+  call<T>(op: string, args: unknown, transfer: Transferable[] = []): Promise<T> {
+    return (this.thread ?? this.start()).then((th) =>
+      new Promise<T>((resolve, reject) => {
+        const id = nextCall++;
+        this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+        th.keepAlive(true);
+        const msg: ToWorker = { type: 'run', id, op, args, limits: limits() };
+        try {
+          th.post(msg, transfer);
+        } catch (e) {
+          this.pending.delete(id);
+          reject(e);
+        }
+      })
+    );
+  }
+
+  /** After a session's release: with none left, the thread goes (the next session starts a fresh one). */
+  released(generation: number): void {
+    if (generation !== this.generation) return;
+    this.sessionsAlive--;
+    this.stopIfIdle();
+  }
+
+  stopIfIdle(): void {
+    if (this.sessionsAlive || this.pending.size || !this.thread) return;
+    const th = this.thread;
+    this.thread = undefined;
+    th.then((t) => t.terminate());
+  }
 }
 
-function call<T>(op: string, args: unknown, transfer: Transferable[] = []): Promise<T> {
-  thread ??= start();
-  return thread.then((th) =>
-    new Promise<T>((resolve, reject) => {
-      const id = nextCall++;
-      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      th.keepAlive(true);
-      const msg: ToWorker = { type: 'run', id, op, args, limits: limits() };
-      try {
-        th.post(msg, transfer);
-      } catch (e) {
-        pending.delete(id);
-        reject(e);
-      }
-    })
-  );
-}
+const inference = new Lane('svc-inference');
+const ownKernels = new Lane('svc-inference-kernels');
 
 /** A typed array that owns its whole buffer, so that buffer can be moved without taking neighbours along. */
 function own(data: ArrayBufferView): ArrayBufferView {
@@ -153,19 +187,34 @@ class ThreadSession {
   /** What the graph edits made where the session was created did (./ort-sessions.ts). */
   readonly edits: GraphEditCounts;
   private released = false;
-  private readonly generation = generation;
+  private readonly generation: number;
 
-  constructor(private readonly ort: OrtWeb, private readonly info: SessionInfo) {
+  constructor(private readonly ort: OrtWeb, private readonly info: SessionInfo, private readonly lane: Lane) {
     this.inputNames = info.inputNames;
     this.outputNames = info.outputNames;
     this.inputMetadata = info.inputMetadata;
     this.outputMetadata = info.outputMetadata;
     this.edits = info.edits;
-    sessionsAlive++;
+    this.generation = lane.generation;
+    lane.sessionsAlive++;
+  }
+
+  /** The lane's thread is still the one that holds this session. */
+  private current(): boolean {
+    return this.generation === this.lane.generation && !!this.lane.thread;
   }
 
   private alive(): void {
-    if (this.generation !== generation || !thread) throw new Error('the inference thread stopped; load the model again');
+    if (!this.current()) throw new Error('the inference thread stopped; load the model again');
+  }
+
+  private call<T>(op: string, args: unknown, transfer?: Transferable[]): Promise<T> {
+    return this.lane.call<T>(op, args, transfer);
+  }
+
+  /** The name of the thread that holds it. */
+  get thread(): string {
+    return this.lane.name;
   }
 
   async run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>> {
@@ -173,7 +222,7 @@ class ThreadSession {
     const wire: Record<string, WireTensor | GpuTensor> = {};
     const transfer: ArrayBuffer[] = [];
     for (const [name, t] of Object.entries(feeds)) wire[name] = wired(t, transfer);
-    return this.tensors(await call<Record<string, WireTensor | GpuTensor>>('ort.run', [this.info.id, wire], transfer));
+    return this.tensors(await this.call<Record<string, WireTensor | GpuTensor>>('ort.run', [this.info.id, wire], transfer));
   }
 
   private tensors(out: Record<string, WireTensor | GpuTensor>): Record<string, OrtTensor> {
@@ -186,10 +235,9 @@ class ThreadSession {
 
   /** A stand-in for an output left on the GPU in the thread: fed back by id, freed there. */
   private onGpu(t: GpuTensor): OrtTensor {
-    const gen = this.generation;
     const handle: OnGpu = { svcGpu: t.gpu };
     const drop = () => {
-      if (gen === generation && thread) call('ort.dropGpu', [[t.gpu]]).catch(() => {});
+      if (this.current()) this.call('ort.dropGpu', [[t.gpu]]).catch(() => {});
     };
     const tensor = this.ort.Tensor.fromGpuBuffer(handle as never, {
       dataType: t.type as never,
@@ -215,7 +263,7 @@ class ThreadSession {
   async hold(lengths: number[]): Promise<HeldArena[]> {
     this.alive();
     const arenas = lengths.map((length) => ({ id: nextHeld++, length }));
-    await call('ort.hold', [this.info.id, arenas.map((a) => a.id), lengths]);
+    await this.call('ort.hold', [this.info.id, arenas.map((a) => a.id), lengths]);
     return arenas;
   }
 
@@ -226,14 +274,14 @@ class ThreadSession {
   async share(length: number): Promise<SharedArena> {
     this.alive();
     const arena = { id: nextHeld++, length, data: new Float32Array(new SharedArrayBuffer(length * 4)) };
-    await call('ort.share', [this.info.id, arena.id, arena.data.buffer]);
+    await this.call('ort.share', [this.info.id, arena.id, arena.data.buffer]);
     return arena;
   }
 
   /** Frees held buffers (no answer awaited: later calls are handled after it). */
   drop(arenas: HeldArena[]): void {
-    if (!arenas.length || this.generation !== generation || !thread) return;
-    call('ort.drop', [arenas.map((a) => a.id)]).catch(() => {});
+    if (!arenas.length || !this.current()) return;
+    this.call('ort.drop', [arenas.map((a) => a.id)]).catch(() => {});
   }
 
   /**
@@ -251,32 +299,27 @@ class ThreadSession {
     const wire: Record<string, WireTensor | HeldView> = {};
     const transfer: ArrayBuffer[] = [];
     for (const [name, t] of Object.entries(feeds)) wire[name] = 'held' in t ? t : copied(t, transfer);
-    const out = await call<Record<string, WireTensor>>('ort.runHeld', [this.info.id, wire, fetches, appends, returned], transfer);
+    const out = await this.call<Record<string, WireTensor>>('ort.runHeld', [this.info.id, wire, fetches, appends, returned], transfer);
     return this.tensors(out);
   }
 
   /** Decode steps back to back in the thread, on a cache held in place (./ort-sessions.ts `decodeHeld`). */
   async decodeHeld(plan: DecodePlan): Promise<DecodedHeld> {
     this.alive();
-    return await call<DecodedHeld>('ort.decodeHeld', [this.info.id, plan]);
+    return await this.call<DecodedHeld>('ort.decodeHeld', [this.info.id, plan]);
   }
 
   /** Copies between held buffers, done in the thread (a repack moves tens of MB for a long context). */
   async copyHeld(moves: HeldCopy[]): Promise<void> {
     this.alive();
-    if (moves.length) await call('ort.copyHeld', [moves]);
+    if (moves.length) await this.call('ort.copyHeld', [moves]);
   }
 
   async release(): Promise<void> {
-    if (this.released || this.generation !== generation || !thread) return;
+    if (this.released || !this.current()) return;
     this.released = true;
-    await call('ort.release', [this.info.id]).catch(() => {});
-    // no session left: the thread goes (the next session starts a fresh one)
-    if (this.generation === generation && --sessionsAlive === 0 && !pending.size && thread) {
-      const th = thread;
-      thread = undefined;
-      th.then((t) => t.terminate());
-    }
+    await this.call('ort.release', [this.info.id]).catch(() => {});
+    this.lane.released(this.generation);
   }
 
   startProfiling(): void {}
@@ -288,11 +331,20 @@ const offThread = Symbol('svc.offThread');
 
 type Create = (model: string | Uint8Array | ArrayBuffer, options?: Record<string, unknown>) => Promise<unknown>;
 
-/** `create` for sessions in the inference thread: the model bytes (or path) move there once. */
+/**
+ * `create` for sessions in the inference thread: the model bytes (or path) move there once. On onnxruntime-web a
+ * decoder goes first to the thread for decoders on svc's WASM kernels (see `Lane`), which makes it only if it
+ * cuts it for them; else (or where the kernels are off) to the inference thread.
+ */
 const threadCreate = (ort: OrtWeb, init: OrtThreadInit): Create => async (model, options = {}) => {
   const m = typeof model === 'string' ? model : own(model instanceof ArrayBuffer ? new Uint8Array(model) : model) as Uint8Array;
-  const info = await call<SessionInfo>('ort.create', [init, m, options]);
-  return new ThreadSession(ort, info);
+  if (init.runtime === 'onnxruntime-web' && DECODER_OPTION in options && !wasmKernelsUnavailable()) {
+    const info = await ownKernels.call<SessionInfo | null>('ort.create', [{ ...init, threads: 1, splitOnly: true }, m, options]);
+    if (info) return new ThreadSession(ort, info, ownKernels);
+    ownKernels.stopIfIdle(); // started for nothing: stopped again if it holds no session
+  }
+  const info = await inference.call<SessionInfo>('ort.create', [init, m, options]);
+  return new ThreadSession(ort, info, inference);
 };
 
 /** `ort` (onnxruntime-web) with sessions created and run in the inference thread (see the module comment). */

@@ -102,8 +102,9 @@ export class SplitSession {
           const session = await stageSession(ort, s.model, one, binding);
           // with more threads, a stage without weights of its own (an attention) gets a twin on them all for
           // a prefill's many positions; a decode step's stages are too small to gain from threads, whose
-          // waking and spinning only took the cores from the kernels' threads
-          const wide = threads > 1 && weightless(s.model)
+          // waking and spinning only took the cores from the kernels' threads. (onnxruntime-web's threads are
+          // one setting for all its sessions: no twin there.)
+          const wide = binding && threads > 1 && weightless(s.model)
             ? await stageSession(ort, s.model, spinless({ ...one, intraOpNumThreads: threads }), binding)
             : undefined;
           const attention = attentionOf(s.model, s.inputs, s.outputs);

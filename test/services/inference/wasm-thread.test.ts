@@ -1,8 +1,9 @@
 /**
  * onnxruntime-web sessions run in their own thread: a long WASM run leaves the event loop free, results
  * equal torch's, /health answers fast while WASM generates over HTTP, and 4-bit weights run as int8 with
- * the logits of the 4-bit kernel; a model whose weights lie in an external data file loads. This file binds the
- * WASM backend (node --test gives each file a process).
+ * the logits of the 4-bit kernel; a model whose weights lie in an external data file loads; a decoder cut for
+ * svc's WASM kernels runs in a thread of its own. This file binds the WASM backend (node --test gives each file
+ * a process).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -68,6 +69,8 @@ describe('tiny-llama on WASM, through the inference thread', () => {
     // and its attention reads past and new apart, the whole cache made only when fetched (src/services/inference/past-and-new.ts)
     assert.ok(s.pastAndNew > 0);
     assert.ok(s.weightsInFile > 0);
+    // no weight products for svc's WASM kernels: in the inference thread, whose onnxruntime-web has every thread
+    assert.equal((m.model as unknown as { sessions: { model: { thread: string } } }).sessions.model.thread, 'svc-inference');
     const ids = REF.generate.prompt_ids;
     const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
     const out = await (m.model as unknown as (i: object) => Promise<{ logits: { dims: number[]; data: Float32Array } }>)({
@@ -82,6 +85,61 @@ describe('tiny-llama on WASM, through the inference thread', () => {
       { input_ids: t(ids), attention_mask: t(ids.map(() => 1)), max_new_tokens: n, min_new_tokens: n, do_sample: false } as never,
     )) as unknown as { tolist(): bigint[][] };
     assert.deepEqual(gen.tolist()[0]!.slice(ids.length).map(Number), REF.generate.greedy_ids);
+  });
+});
+
+describe("a q8 decoder cut for svc's WASM kernels", () => {
+  let m: LoadedModel;
+  before(async () => {
+    m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'wasm', dtype: 'q8' });
+  });
+  after(() => m.dispose());
+
+  test("runs in a thread of its own, its logits those of onnxruntime-web's run of the whole file", async () => {
+    // there onnxruntime-web has one thread, whose pool would spin between the kernels' products (src/services/inference/ort-thread.ts)
+    const s = (m.model as unknown as { sessions: { model: { thread: string; edits: { mlpsOwnKernel: number } } } }).sessions.model;
+    assert.equal(s.thread, 'svc-inference-kernels');
+    assert.ok(s.edits.mlpsOwnKernel > 0, `${s.edits.mlpsOwnKernel} MLPs on the kernels`);
+    const ids = REF.generate.prompt_ids;
+    const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [1, xs.length]);
+    const out = await (m.model as unknown as (i: object) => Promise<{ logits: { dims: number[]; data: Float32Array } }>)({
+      input_ids: t(ids),
+      attention_mask: t(ids.map(() => 1)),
+    });
+    const v = out.logits.dims[2]!, rows = out.logits.dims[1]!;
+    const last = out.logits.data.subarray((rows - 1) * v, rows * v);
+    // the file as it is, on this thread's own onnxruntime-web
+    const web = (await import('onnxruntime-web')) as unknown as OrtLike;
+    const config = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8'));
+    const feeds: Record<string, unknown> = {
+      input_ids: new web.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
+      attention_mask: new web.Tensor('int64', BigInt64Array.from(ids.map(() => 1n)), [1, ids.length]),
+      position_ids: new web.Tensor('int64', BigInt64Array.from(ids.map((_, i) => BigInt(i))), [1, ids.length]),
+      num_logits_to_keep: new web.Tensor('int64', BigInt64Array.of(1n), []),
+    };
+    for (let l = 0; l < config.num_hidden_layers; l++) {
+      for (const kv of ['key', 'value']) {
+        feeds[`past_key_values.${l}.${kv}`] = new web.Tensor('float32', new Float32Array(0), [
+          1,
+          config.num_key_value_heads,
+          0,
+          config.head_dim,
+        ]);
+      }
+    }
+    const whole = await web.InferenceSession.create(readFileSync(join(TINY_LLAMA, 'onnx', 'model_quantized.onnx')));
+    const want = (await whole.run(feeds as never)).logits!.data as Float32Array;
+    await whole.release();
+    // the cut runs the rewritten decoder (grouped attention, RotaryEmbedding), whose float sums differ a little
+    // from the file's graph and move some 8-bit roundings of the activations: the same next token, and logits
+    // that agree to cosine 0.9999 (the cut itself agrees with the rewritten graph to 1e-5: weight-split.test.ts)
+    const wanted = want.subarray(want.length - v);
+    const argmax = (a: Float32Array) => a.indexOf(a.reduce((x, y) => Math.max(x, y), -Infinity));
+    assert.equal(argmax(last), argmax(wanted));
+    let dot = 0, nx = 0, ny = 0;
+    for (let i = 0; i < v; i++) (dot += last[i]! * wanted[i]!), (nx += last[i]! ** 2), (ny += wanted[i]! ** 2);
+    const cosine = dot / Math.sqrt(nx * ny);
+    assert.ok(cosine > 0.9999, `cosine ${cosine}`);
   });
 });
 
