@@ -231,13 +231,27 @@ EXPORT("svc_matmul_q8") int matmul_q8(const Q8 *w, const float *x, int m, float 
 
 // --- 4-bit weights (MatMulNBits: blocks of 32, 16 bytes each, code 2i in byte i's low nibble, 2i + 1 in its high) ---
 
-// The blocks as [quad of 4 columns][block][4 columns][16 bytes], as the file holds each block; scales as
-// [quad][block][4]. np is n padded to 4 (zero codes, zero scales).
+// The blocks as [quad of 4 columns][block][4 columns][16 bytes]; scales as [quad][block][4]. np is n padded to 4
+// (zero codes, zero scales). The relaxed build keeps each block as the file holds it. The 128-bit build stores a
+// block as eight 16-bit lanes, lane j holding codes j, j + 8, j + 16 and j + 24 in its four nibbles from the
+// lowest: a mask and three shifts of 16-bit lanes then give the codes of 8 consecutive values each, ready for
+// i32x4.dot_i16x8_s (where bytes would need widening first).
 typedef struct {
   int32_t k, n, nb, np;
   uint8_t *w;
   float *s;
 } Q4;
+
+// One block of the file (code 2i in byte i's low nibble, 2i + 1 in its high) as the build keeps it.
+static void block4(const uint8_t *in, uint8_t *out) {
+#ifdef __wasm_relaxed_simd__
+  memcpy(out, in, 16);
+#else
+  uint8_t c[32];
+  for (int i = 0; i < 16; i++) c[2 * i] = in[i] & 15, c[2 * i + 1] = in[i] >> 4;
+  for (int j = 0; j < 8; j++) out[2 * j] = (uint8_t)(c[j] | c[j + 8] << 4), out[2 * j + 1] = (uint8_t)(c[j + 16] | c[j + 24] << 4);
+#endif
+}
 
 EXPORT("svc_pack_q4") Q4 *pack_q4(const uint8_t *b, const float *scales, int k, int n) {
   Q4 *w = calloc(1, sizeof *w);
@@ -252,7 +266,7 @@ EXPORT("svc_pack_q4") Q4 *pack_q4(const uint8_t *b, const float *scales, int k, 
   for (int col = 0; col < w->np; col++)
     for (int bl = 0; bl < w->nb; bl++) {
       const size_t at = ((size_t)(col / 4) * w->nb + bl) * 4 + col % 4;
-      if (col < n) memcpy(w->w + at * 16, b + ((size_t)col * w->nb + bl) * 16, 16);
+      if (col < n) block4(b + ((size_t)col * w->nb + bl) * 16, w->w + at * 16);
       else memset(w->w + at * 16, 0, 16);
       w->s[at] = col < n ? scales[(size_t)col * w->nb + bl] : 0.f;
     }
@@ -272,8 +286,9 @@ typedef int16_t act4_t;
 #endif
 
 // One row quantized per block of 32 as ONNX Runtime's level 4 (and kernels.c's quant_row): s = amax / 127,
-// q = round(x * (127 / amax)), half to even; c = 8 * s * sum(q) takes the codes' zero point 8 back out. Each
-// block's even-indexed values first, then its odd ones (the low and the high nibbles).
+// q = round(x * (127 / amax)), half to even; c = 8 * s * sum(q) takes the codes' zero point 8 back out. For the
+// relaxed build each block's even-indexed values first, then its odd ones (the low and the high nibbles); for
+// the 128-bit build in their order.
 static void quant_row(const float *x, int k, act4_t *q, float *sa, float *c) {
   for (int b = 0; b < k / 32; b++) {
     const float *xb = x + (size_t)b * 32;
@@ -291,8 +306,13 @@ static void quant_row(const float *x, int k, act4_t *q, float *sa, float *c) {
     int sum = 0;
     act4_t *qb = q + (size_t)b * 32;
     for (int i = 0; i < 16; i++) {
+#ifdef __wasm_relaxed_simd__
       qb[i] = (act4_t)v[2 * i];
       qb[16 + i] = (act4_t)v[2 * i + 1];
+#else
+      qb[2 * i] = (act4_t)v[2 * i];
+      qb[2 * i + 1] = (act4_t)v[2 * i + 1];
+#endif
       sum += v[2 * i] + v[2 * i + 1];
     }
     sa[b] = s;
@@ -305,7 +325,11 @@ static void quant_row(const float *x, int k, act4_t *q, float *sa, float *c) {
 static inline __attribute__((always_inline)) void rows4(const Q4 *w, const uint8_t *wq, const float *sq, const act4_t *q, const float *sa,
                                                         const float *c, int r, const int rows, int n0, int cols, float *y) {
   const int nb = w->nb;
+#ifdef __wasm_relaxed_simd__
   const v128_t low = wasm_i8x16_splat(15);
+#else
+  const v128_t low16 = wasm_i16x8_splat(15);
+#endif
   v128_t acc[2];
   for (int i = 0; i < rows; i++) acc[i] = wasm_f32x4_splat(0.f);
   for (int b = 0; b < nb; b++) {
@@ -322,18 +346,18 @@ static inline __attribute__((always_inline)) void rows4(const Q4 *w, const uint8
         s[i][j] = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(e[i], lo, wasm_i32x4_relaxed_dot_i8x16_i7x16_add(o[i], hi, wasm_i32x4_splat(0)));
     }
 #else
-    v128_t e0[2], e1[2], o0[2], o1[2];
+    v128_t a[2][4];
     for (int i = 0; i < rows; i++) {
       const act4_t *ab = q + (size_t)(r + i) * w->k + (size_t)b * 32;
-      e0[i] = wasm_v128_load(ab), e1[i] = wasm_v128_load(ab + 8), o0[i] = wasm_v128_load(ab + 16), o1[i] = wasm_v128_load(ab + 24);
+      for (int t = 0; t < 4; t++) a[i][t] = wasm_v128_load(ab + 8 * t);
     }
     for (int j = 0; j < 4; j++) {
-      const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + j) * 16), lo = wasm_v128_and(v, low), hi = wasm_u8x16_shr(v, 4);
-      const v128_t l0 = wasm_u16x8_extend_low_u8x16(lo), l1 = wasm_u16x8_extend_high_u8x16(lo);
-      const v128_t h0 = wasm_u16x8_extend_low_u8x16(hi), h1 = wasm_u16x8_extend_high_u8x16(hi);
+      const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + j) * 16);
+      const v128_t c0 = wasm_v128_and(v, low16), c1 = wasm_v128_and(wasm_u16x8_shr(v, 4), low16);
+      const v128_t c2 = wasm_v128_and(wasm_u16x8_shr(v, 8), low16), c3 = wasm_u16x8_shr(v, 12);
       for (int i = 0; i < rows; i++)
-        s[i][j] = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(l0, e0[i]), wasm_i32x4_dot_i16x8(l1, e1[i])),
-                                 wasm_i32x4_add(wasm_i32x4_dot_i16x8(h0, o0[i]), wasm_i32x4_dot_i16x8(h1, o1[i])));
+        s[i][j] = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(c0, a[i][0]), wasm_i32x4_dot_i16x8(c1, a[i][1])),
+                                 wasm_i32x4_add(wasm_i32x4_dot_i16x8(c2, a[i][2]), wasm_i32x4_dot_i16x8(c3, a[i][3])));
     }
 #endif
     const v128_t scale = wasm_v128_load(sq + (size_t)b * 4);
