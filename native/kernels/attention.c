@@ -55,6 +55,17 @@ static void head_portable(const Head *h) {
   for (int j = 0; j < d; j++) h->o[j] *= inv;
 }
 
+// The query heads that read one key/value head, at one position, for the vector paths below.
+typedef struct {
+  const float *q; // [heads][d], rotated
+  int heads;
+  const float *past_k, *new_k, *past_v, *new_v, *mask;
+  int p, t, d;
+  float divisor;
+  float *scores; // [heads][t rounded up to 16]
+  float *o;      // [heads][d]
+} Group;
+
 #if defined(__x86_64__)
 // e^x for 16 floats: x = n·ln 2 + r, e^r by its Taylor series to r^6 (|r| <= ln 2 / 2: about one unit in the last
 // place), times 2^n; 0 below -104, where single precision has nothing left.
@@ -91,15 +102,6 @@ AVX512_TARGET static inline __m512 sums16(const __m512 *a) {
 // The query heads that read one key/value head, at one position: head_portable's steps with d (a multiple of 16,
 // at most 128) in registers. Keys go 16 at a time, each block read once for all heads of the group (and from the
 // first cache by all but the first); the values once per few heads. Inlined with d a constant where it is one.
-typedef struct {
-  const float *q; // [heads][d], rotated
-  int heads;
-  const float *past_k, *new_k, *past_v, *new_v, *mask;
-  int p, t, d;
-  float divisor;
-  float *scores; // [heads][t rounded up to 16]
-  float *o;      // [heads][d]
-} Group;
 
 AVX512_TARGET static inline __attribute__((always_inline)) void group_avx512(const Group *g, const int d) {
   const int c = d / 16, t = g->t, tp = (t + 15) & ~15;
@@ -170,6 +172,91 @@ AVX512_TARGET static void group_avx512_any(const Group *g) {
 }
 #endif
 
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+
+// e^x for 4 floats, exp16's steps without fused multiply-adds; 2^n put into the exponent, so 0 below -87 (where
+// single precision has only denormals left; a softmax's terms there are nothing beside its largest, 1).
+static inline v128_t exp4(v128_t x) {
+  const v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)));
+  v128_t r = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
+  r = wasm_f32x4_sub(r, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
+  v128_t e = wasm_f32x4_splat(1.f / 720);
+  static const float c[6] = {1.f / 120, 1.f / 24, 1.f / 6, 0.5f, 1.f, 1.f};
+  for (int i = 0; i < 6; i++) e = wasm_f32x4_add(wasm_f32x4_mul(e, r), wasm_f32x4_splat(c[i]));
+  const v128_t live = wasm_f32x4_ge(x, wasm_f32x4_splat(-87.f));
+  const v128_t n_ = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_min(n, wasm_f32x4_splat(127.f)));
+  const v128_t two_n = wasm_i32x4_shl(wasm_i32x4_add(n_, wasm_i32x4_splat(127)), 23);
+  return wasm_v128_and(wasm_f32x4_mul(e, two_n), live);
+}
+
+// Lane j: the sum of a[j]'s four lanes.
+static inline v128_t sums4(const v128_t *a) {
+  const v128_t t0 = wasm_f32x4_add(wasm_i32x4_shuffle(a[0], a[1], 0, 4, 1, 5), wasm_i32x4_shuffle(a[0], a[1], 2, 6, 3, 7));
+  const v128_t t1 = wasm_f32x4_add(wasm_i32x4_shuffle(a[2], a[3], 0, 4, 1, 5), wasm_i32x4_shuffle(a[2], a[3], 2, 6, 3, 7));
+  return wasm_f32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5), wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));
+}
+
+// The group's heads with 128-bit vectors, d a multiple of 4 up to 128: scores 4 keys at a time, each key's dot
+// product in 4 lanes added across at the end; softmax with exp4; each head's output in registers.
+static void group_wasm(const Group *g) {
+  const int d = g->d, c = d / 4, t = g->t, tp = (t + 15) & ~15;
+  const v128_t divisor = wasm_f32x4_splat(g->divisor);
+  for (int i0 = 0; i0 < t; i0 += 4) {
+    const int nk = t - i0 < 4 ? t - i0 : 4;
+    const float *key[4];
+    for (int k = 0; k < 4; k++) {
+      const int i = i0 + (k < nk ? k : 0);
+      key[k] = i < g->p ? g->past_k + (int64_t)i * d : g->new_k + (int64_t)(i - g->p) * d;
+    }
+    float m[4] = {0, 0, 0, 0};
+    for (int k = 0; k < nk; k++) m[k] = g->mask[i0 + k];
+    const v128_t mask = wasm_v128_load(m);
+    for (int h = 0; h < g->heads; h++) {
+      const float *q = g->q + (int64_t)h * d;
+      v128_t acc[4];
+      for (int k = 0; k < 4; k++) acc[k] = wasm_f32x4_mul(wasm_v128_load(q), wasm_v128_load(key[k]));
+      for (int j = 1; j < c; j++) {
+        const v128_t qj = wasm_v128_load(q + 4 * j);
+        for (int k = 0; k < 4; k++) acc[k] = wasm_f32x4_add(acc[k], wasm_f32x4_mul(qj, wasm_v128_load(key[k] + 4 * j)));
+      }
+      // scores past t (a tail's repeated key) are written into the padding, never read
+      wasm_v128_store(g->scores + (int64_t)h * tp + i0, wasm_f32x4_add(wasm_f32x4_div(sums4(acc), divisor), mask));
+    }
+  }
+  for (int h = 0; h < g->heads; h++) {
+    float *sc = g->scores + (int64_t)h * tp;
+    float top = -INFINITY;
+    for (int i = 0; i < t; i++) top = sc[i] > top ? sc[i] : top;
+    const v128_t tv = wasm_f32x4_splat(top);
+    v128_t sum = wasm_f32x4_splat(0.f);
+    int i = 0;
+    for (; i + 4 <= t; i += 4) {
+      const v128_t e = exp4(wasm_f32x4_sub(wasm_v128_load(sc + i), tv));
+      wasm_v128_store(sc + i, e);
+      sum = wasm_f32x4_add(sum, e);
+    }
+    float total = wasm_f32x4_extract_lane(sum, 0) + wasm_f32x4_extract_lane(sum, 1) + wasm_f32x4_extract_lane(sum, 2) +
+                  wasm_f32x4_extract_lane(sum, 3);
+    if (i < t) {
+      const v128_t e = exp4(wasm_f32x4_sub(wasm_v128_load(sc + i), tv));
+      float l[4];
+      wasm_v128_store(l, e);
+      for (; i < t; i++) total += sc[i] = l[i & 3];
+    }
+    const v128_t inv = wasm_f32x4_splat(1.f / total);
+    v128_t acc[32];
+    for (int j = 0; j < c; j++) acc[j] = wasm_f32x4_splat(0.f);
+    for (int k = 0; k < t; k++) {
+      const float *value = k < g->p ? g->past_v + (int64_t)k * d : g->new_v + (int64_t)(k - g->p) * d;
+      const v128_t w = wasm_f32x4_splat(sc[k]);
+      for (int j = 0; j < c; j++) acc[j] = wasm_f32x4_add(acc[j], wasm_f32x4_mul(w, wasm_v128_load(value + 4 * j)));
+    }
+    for (int j = 0; j < c; j++) wasm_v128_store(g->o + (int64_t)h * d + 4 * j, wasm_f32x4_mul(acc[j], inv));
+  }
+}
+#endif
+
 int svc_attention_prepare(const Attention *a) {
   const int b = a->b, s = a->s, d = a->head_size, half = d / 2, kw = a->kv_heads * d;
   for (int64_t i = 0; i < (int64_t)b * s; i++)
@@ -212,6 +299,13 @@ int svc_attention_unit(const Attention *a, int avx512, int unit) {
   if (grouped) {
     const Group g = {q, group, pk, nk, pv, nv, mask, p, t, d, a->divisor, scores, o};
     group_avx512_any(&g);
+    free(scores);
+    return 0;
+  }
+#elif defined(__wasm_simd128__)
+  if (d % 4 == 0 && d <= 128) {
+    const Group g = {q, group, pk, nk, pv, nv, mask, p, t, d, a->divisor, scores, o};
+    group_wasm(&g);
     free(scores);
     return 0;
   }
