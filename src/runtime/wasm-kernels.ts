@@ -5,9 +5,10 @@
  * call copies its inputs in and its outputs out (a decode step's vectors: a few KB). The modules import only
  * their memory, which is shared: a call on more than one thread splits its work with worker threads, each an
  * instance of the same module over that memory (native/kernels/wasm-pool.c), started when a call first asks
- * for them and kept (unreferenced: they never keep the process alive). The relaxed-SIMD one (its 4-bit products faster) is taken where the engine has relaxed
- * SIMD: Deno and Bun do, Node from 21. (Node 20's V8 has it behind a flag, with an older dot product: it gave
- * other sums for negative activations, so the flag is left alone there.)
+ * for them and kept (unreferenced: they never keep the process alive). The relaxed-SIMD module (its 4-bit
+ * products faster) is taken where the engine has relaxed SIMD: Deno and Bun do, Node from 21. (Node 20's V8 has
+ * it behind a flag, with an older dot product: it gave other sums for negative activations, so the flag is left
+ * alone there.)
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -38,8 +39,8 @@ interface Exports {
   svc_worker_parts(): number;
 }
 
-/** The WASM kernels, and how many parts of calls their workers have run (for tests). */
-export type WasmKernels = NativeKernels & { workerParts(): number };
+/** The WASM kernels, how many parts of calls their workers have run and the size of their memory (for tests). */
+export type WasmKernels = NativeKernels & { workerParts(): number; memoryBytes(): number };
 
 /** The memory a module imports, in pages of 64 KiB: as scripts/build-wasm-kernels.mjs links it. */
 const MEMORY_PAGES = 16;
@@ -315,6 +316,7 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
     },
     rest: () => e.svc_rest(),
     workerParts: () => e.svc_worker_parts(),
+    memoryBytes: () => memory.buffer.byteLength,
   };
 }
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { wasmKernels, wasmKernelsUnavailable } from '../../src/runtime/wasm-kernels.ts';
+import { wasmKernels, wasmKernelsOf, wasmKernelsUnavailable } from '../../src/runtime/wasm-kernels.ts';
 import { buildWasmKernels, MODULES } from '../../scripts/build-wasm-kernels.mjs';
 
 const file = (name: string) => readFileSync(new URL(`../../native/kernels/${name}`, import.meta.url));
@@ -90,6 +90,18 @@ for (const [runtime, args] of [['deno', ['eval', SAME_BITS]], ['bun', ['-e', SAM
     assert.ok(got.started > 0 && got.byWorker > 0, `the worker ran ${got.byWorker} parts of the compared calls`);
   });
 }
+
+test("the modules' heap gives freed blocks back: calls after calls, of every size, do not grow the memory", () => {
+  const kn = wasmKernelsOf('simd128');
+  const [k, n] = [896, 640];
+  const w = kn.packQ8(new Int8Array(k * n).map((_, i) => (i * 7) % 255 - 127), new Float32Array(n).fill(0.01), k, n, 0);
+  const call = (m: number) => kn.matmulQ8(w, new Float32Array(m * k).fill(0.5), m, new Float32Array(m * n), 1);
+  // the largest call first: the memory it grows to is enough for all the others, if freed blocks are reused
+  call(300);
+  const after = kn.memoryBytes();
+  for (let i = 0; i < 600; i++) call(1 + ((i * 37) % 300));
+  assert.equal(kn.memoryBytes(), after, 'the memory grew');
+});
 
 test('SVC_WASM_KERNELS=0 turns them off, with that reason', () => {
   const code =
