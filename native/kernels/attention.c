@@ -197,6 +197,10 @@ static inline v128_t sums4(const v128_t *a) {
   return wasm_f32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5), wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));
 }
 
+// A mask value this low hides its key: a score (of magnitude below 1e22) added to it rounds to the mask's value
+// itself, so the score need not be computed.
+#define MASKED -1e30f
+
 // The group's heads with 128-bit vectors, d a multiple of 4 up to 128: scores 4 keys at a time, each key's dot
 // product in 4 lanes added across at the end; softmax with exp4; each head's output in registers.
 static void group_wasm(const Group *g) {
@@ -210,8 +214,14 @@ static void group_wasm(const Group *g) {
       key[k] = i < g->p ? g->past_k + (int64_t)i * d : g->new_k + (int64_t)(i - g->p) * d;
     }
     float m[4] = {0, 0, 0, 0};
-    for (int k = 0; k < nk; k++) m[k] = g->mask[i0 + k];
+    int masked = 0;
+    for (int k = 0; k < nk; k++) m[k] = g->mask[i0 + k], masked += m[k] <= MASKED;
     const v128_t mask = wasm_v128_load(m);
+    if (masked == nk) {
+      // keys a causal mask hides (a prompt's later positions): each score would round to the mask's value
+      for (int h = 0; h < g->heads; h++) wasm_v128_store(g->scores + (int64_t)h * tp + i0, mask);
+      continue;
+    }
     for (int h = 0; h < g->heads; h++) {
       const float *q = g->q + (int64_t)h * d;
       v128_t acc[4];
@@ -245,14 +255,19 @@ static void group_wasm(const Group *g) {
       for (; i < t; i++) total += sc[i] = l[i & 3];
     }
     const v128_t inv = wasm_f32x4_splat(1.f / total);
-    v128_t acc[32];
-    for (int j = 0; j < c; j++) acc[j] = wasm_f32x4_splat(0.f);
-    for (int k = 0; k < t; k++) {
-      const float *value = k < g->p ? g->past_v + (int64_t)k * d : g->new_v + (int64_t)(k - g->p) * d;
-      const v128_t w = wasm_f32x4_splat(sc[k]);
-      for (int j = 0; j < c; j++) acc[j] = wasm_f32x4_add(acc[j], wasm_f32x4_mul(w, wasm_v128_load(value + 4 * j)));
+    // 32 values of the output at a time: their sums stay in registers (the engine has 16 of them)
+    for (int j0 = 0; j0 < c; j0 += 8) {
+      const int cj = c - j0 < 8 ? c - j0 : 8;
+      v128_t acc[8];
+      for (int j = 0; j < cj; j++) acc[j] = wasm_f32x4_splat(0.f);
+      for (int k = 0; k < t; k++) {
+        if (sc[k] == 0.f) continue; // e^x gave nothing: a masked key
+        const float *value = (k < g->p ? g->past_v + (int64_t)k * d : g->new_v + (int64_t)(k - g->p) * d) + 4 * j0;
+        const v128_t w = wasm_f32x4_splat(sc[k]);
+        for (int j = 0; j < cj; j++) acc[j] = wasm_f32x4_add(acc[j], wasm_f32x4_mul(w, wasm_v128_load(value + 4 * j)));
+      }
+      for (int j = 0; j < cj; j++) wasm_v128_store(g->o + (int64_t)h * d + 4 * (j0 + j), wasm_f32x4_mul(acc[j], inv));
     }
-    for (int j = 0; j < c; j++) wasm_v128_store(g->o + (int64_t)h * d + 4 * j, wasm_f32x4_mul(acc[j], inv));
   }
 }
 #endif
@@ -275,7 +290,12 @@ int svc_attention_prepare(const Attention *a) {
   return 0;
 }
 
-int svc_attention_unit(const Attention *a, int avx512, int unit) {
+size_t svc_attention_scratch(const Attention *a) {
+  const int t = a->p + a->s, tp = (t + 15) & ~15, group = a->heads / a->kv_heads;
+  return (size_t)group * tp + (size_t)group * a->head_size;
+}
+
+int svc_attention_unit(const Attention *a, int avx512, int unit, float *scratch) {
 #if defined(__x86_64__)
   const int grouped = avx512 && a->head_size % 16 == 0 && a->head_size <= 128 && a->heads / a->kv_heads <= 16;
 #else
@@ -285,7 +305,7 @@ int svc_attention_unit(const Attention *a, int avx512, int unit) {
   const int group = a->heads / a->kv_heads, qw = a->heads * d;
   const int kv = unit % a->kv_heads, rj = unit / a->kv_heads, r = rj / s; // rj: row r's position rj % s
   // scores of the group's heads (rows padded to 16 for the vector tail), then its rotated queries
-  float *scores = malloc(sizeof(float) * ((size_t)group * tp + (size_t)group * d));
+  float *scores = scratch ? scratch : malloc(sizeof(float) * svc_attention_scratch(a));
   if (!scores) return -2;
   float *q = scores + (size_t)group * tp;
   const int64_t row = a->pos[rj];
@@ -299,14 +319,14 @@ int svc_attention_unit(const Attention *a, int avx512, int unit) {
   if (grouped) {
     const Group g = {q, group, pk, nk, pv, nv, mask, p, t, d, a->divisor, scores, o};
     group_avx512_any(&g);
-    free(scores);
+    if (!scratch) free(scores);
     return 0;
   }
 #elif defined(__wasm_simd128__)
   if (d % 4 == 0 && d <= 128) {
     const Group g = {q, group, pk, nk, pv, nv, mask, p, t, d, a->divisor, scores, o};
     group_wasm(&g);
-    free(scores);
+    if (!scratch) free(scores);
     return 0;
   }
 #endif
@@ -317,6 +337,6 @@ int svc_attention_unit(const Attention *a, int avx512, int unit) {
     };
     head_portable(&one);
   }
-  free(scores);
+  if (!scratch) free(scores);
   return 0;
 }

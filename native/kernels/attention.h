@@ -2,6 +2,7 @@
 #ifndef SVC_ATTENTION_H
 #define SVC_ATTENTION_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -26,6 +27,9 @@ int svc_attention_prepare(const Attention *a);
 // One unit of the attention, the query heads of one key/value head at one position of one row: unit =
 // (row * s + position) * kv_heads + kv head, b * s * kv_heads of them, independent of each other (run on any
 // threads). 0, or -2 when out of memory.
-int svc_attention_unit(const Attention *a, int avx512, int unit);
+int svc_attention_unit(const Attention *a, int avx512, int unit, float *scratch);
+
+// The floats of scratch a unit needs: `scratch` (for one unit at a time) or NULL (it allocates its own).
+size_t svc_attention_scratch(const Attention *a);
 
 #endif

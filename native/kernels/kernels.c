@@ -1224,7 +1224,7 @@ typedef struct {
 static void attention_units(const void *arg, int g, int r0, int rows, int b0, int b1) {
   (void)r0, (void)rows, (void)b0, (void)b1;
   AttentionJob *job = (AttentionJob *)arg;
-  if (svc_attention_unit(job->a, job->avx512, g)) __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+  if (svc_attention_unit(job->a, job->avx512, g, NULL)) __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
 }
 
 // attention(q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV, s, heads, kvHeads, headSize, divisor,

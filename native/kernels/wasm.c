@@ -534,8 +534,11 @@ static void units(const void *job, int part, int parts) {
   JobA *j = (JobA *)job;
   int from, to;
   part_range(j->a->b * j->a->s * j->a->kv_heads, part, parts, &from, &to);
+  // one scratch for the part's units: the heap's lock is taken once a part, not once a unit
+  float *scratch = malloc(sizeof(float) * svc_attention_scratch(j->a));
   for (int u = from; u < to; u++)
-    if (svc_attention_unit(j->a, 0, u)) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    if (svc_attention_unit(j->a, 0, u, scratch)) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+  free(scratch);
 }
 
 // A layer's attention (attention.c's plain path): 0, -1 (a position outside the rotary caches), -2 (memory).

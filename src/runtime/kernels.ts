@@ -78,6 +78,14 @@ export interface NativeKernels {
    * next) to sleep now, until the next such call: other threads are about to need the cores.
    */
   rest(): void;
+  /**
+   * Where the kernels keep their own memory (the WASM module): a zeroed array of `length` floats in it, which
+   * their calls read where it lies instead of copying it in (a KV cache read by every decode step's
+   * attention), or undefined when that memory is full. Freed by `freeFloats`, not by the garbage collector.
+   */
+  floats?(length: number): Float32Array | undefined;
+  /** Frees an array `floats` made (anything else is left alone). */
+  freeFloats?(a: Float32Array): void;
 }
 
 /** An MLP's call: its three products' weights (packed alike), x and y [m][hidden], the threads, the plain-C path for tests. */

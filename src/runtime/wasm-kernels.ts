@@ -106,7 +106,18 @@ function load(variant?: WasmKernelsVariant): Loaded {
 
 function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, path: string): WasmKernels {
   const freed = new FinalizationRegistry<Handle>((h) => (h.bits === 4 ? e.svc_free_q4(h.ptr) : e.svc_free_q8(h.ptr)));
-  const bytes = () => new Uint8Array(memory.buffer);
+  /** The module's memory as a SharedArrayBuffer: a new object each time it has grown, each one noted. */
+  const ours = new WeakSet<ArrayBufferLike>();
+  const buffer = () => {
+    const b = memory.buffer;
+    ours.add(b);
+    return b;
+  };
+  const bytes = () => new Uint8Array(buffer());
+  /** The arrays `floats` made, not yet freed. */
+  const made = new WeakSet<Float32Array>();
+  /** Where an array lies in the module's memory (views on shared memory stay valid as it grows), or -1. */
+  const inModule = (a: ArrayBufferView) => (ours.has(a.buffer) ? a.byteOffset : -1);
   let workers = 0;
   /** Workers enough for a call on `threads` threads, started now if they are not yet: the call runs without them until they are. */
   const workersFor = (threads: number) => {
@@ -117,10 +128,14 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       new Worker(new URL(`data:text/javascript,${encodeURIComponent(WORKER)}`), { workerData }).unref();
     }
   };
-  /** `arrays` copied into one block of the module's memory (each at a multiple of 16); its pointers. */
-  const copyIn = (arrays: ArrayBufferView[]): { block: number; at: number[] } => {
+  /**
+   * `arrays` copied into one block of the module's memory (each at a multiple of 16); with `borrow` (a call that
+   * writes into none of them), those already in it (`floats`) are read where they lie. Their pointers.
+   */
+  const copyIn = (arrays: ArrayBufferView[], borrow = false): { block: number; at: number[] } => {
     let size = 0;
     const offsets = arrays.map((a) => {
+      if (borrow && inModule(a) >= 0) return -1;
       const at = size;
       size += (a.byteLength + 15) & ~15;
       return at;
@@ -128,10 +143,10 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
     const block = e.svc_alloc(size);
     if (!block) throw new RangeError('the WASM kernels are out of memory');
     const mem = bytes();
-    arrays.forEach((a, i) => mem.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), block + offsets[i]!));
-    return { block, at: offsets.map((o) => block + o) };
+    arrays.forEach((a, i) => offsets[i]! >= 0 && mem.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), block + offsets[i]!));
+    return { block, at: offsets.map((o, i) => (o >= 0 ? block + o : inModule(arrays[i]!))) };
   };
-  const copyOut = (ptr: number, to: Floats) => to.set(new Float32Array(memory.buffer, ptr, to.length));
+  const copyOut = (ptr: number, to: Floats) => to.set(new Float32Array(buffer(), ptr, to.length));
   const handle = (w: PackedQ4 | PackedQ8, bits: 4 | 8, name: string): number => {
     const h = (w as unknown as { [HANDLE]?: Handle })?.[HANDLE];
     if (h?.bits !== bits) throw new TypeError(`${name}: w must come from packQ${bits}`);
@@ -296,9 +311,10 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       if (a.mask.length !== rows * s * (past + s)) throw new TypeError('attention: mask must hold s × (past + s) values a row');
       const arrays = [a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastK, a.pastV, a.mask, a.out, a.newK, a.newV];
       const size = e.svc_attention_size();
-      const { block, at } = copyIn([...arrays, new Uint8Array(size)]);
+      // the caches (`floats`, where the decoder's are kept) are read where they lie: a step copies no cache in
+      const { block, at } = copyIn([...arrays, new Uint8Array(size)], true);
       try {
-        const view = new DataView(memory.buffer, at[12]!, size);
+        const view = new DataView(buffer(), at[12]!, size);
         [rows, s, past, heads, kvHeads, d, a.cos.length / (d / 2)].forEach((v, i) => view.setInt32(4 * i, v, true));
         at.slice(0, 9).forEach((p, i) => view.setUint32(28 + 4 * i, p, true));
         view.setFloat32(64, divisor, true);
@@ -315,6 +331,16 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       }
     },
     rest: () => e.svc_rest(),
+    floats: (length) => {
+      const ptr = e.svc_alloc(4 * length);
+      if (!ptr) return undefined;
+      const a = new Float32Array(buffer(), ptr, length);
+      made.add(a.fill(0));
+      return a;
+    },
+    freeFloats: (a) => {
+      if (made.delete(a)) e.svc_free(a.byteOffset);
+    },
     workerParts: () => e.svc_worker_parts(),
     memoryBytes: () => memory.buffer.byteLength,
   };

@@ -103,6 +103,41 @@ test("the modules' heap gives freed blocks back: calls after calls, of every siz
   assert.equal(kn.memoryBytes(), after, 'the memory grew');
 });
 
+test("arrays in the kernels' memory (floats) are read where they lie, give the copied arrays' results, and are freed", () => {
+  const kn = wasmKernelsOf('simd128');
+  const [s, past, heads, kvHeads, d, rows] = [3, 40, 4, 2, 16, 64];
+  const r = (n: number, seed: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37 + seed));
+  const arrays = () => ({
+    q: r(s * heads * d, 1),
+    k: r(s * kvHeads * d, 2),
+    v: r(s * kvHeads * d, 3),
+    pos: BigInt64Array.from({ length: s }, (_, i) => BigInt(past + i)),
+    cos: r((rows * d) / 2, 4),
+    sin: r((rows * d) / 2, 5),
+    pastK: r(kvHeads * past * d, 6),
+    pastV: r(kvHeads * past * d, 7),
+    mask: new Float32Array(s * (past + s)),
+    out: new Float32Array(s * heads * d),
+    newK: new Float32Array(s * kvHeads * d),
+    newV: new Float32Array(s * kvHeads * d),
+  });
+  const copied = arrays();
+  kn.attention(copied, s, heads, kvHeads, d, 4, 1);
+  const before = kn.memoryBytes();
+  for (let i = 0; i < 50; i++) {
+    const held = arrays();
+    const [pastK, pastV] = [kn.floats!(held.pastK.length)!, kn.floats!(held.pastV.length)!];
+    pastK.set(held.pastK);
+    pastV.set(held.pastV);
+    kn.attention({ ...held, pastK, pastV }, s, heads, kvHeads, d, 4, 1);
+    assert.deepEqual(held.out, copied.out);
+    kn.freeFloats!(pastK);
+    kn.freeFloats!(pastV);
+    kn.freeFloats!(held.q); // not the kernels': left alone
+  }
+  assert.equal(kn.memoryBytes(), before, 'the memory grew');
+});
+
 test('SVC_WASM_KERNELS=0 turns them off, with that reason', () => {
   const code =
     "import('./src/runtime/wasm-kernels.ts').then((k) => console.log(JSON.stringify([k.wasmKernels() === undefined, k.wasmKernelsUnavailable()])))";

@@ -40,8 +40,10 @@ type Step =
 
 /**
  * New positions a row up to which a layer's attention stage runs on the kernel (a decode step; a few drafted
- * tokens), not in ONNX Runtime. The kernel takes each score as one dot product; a prefill's many rows go to
- * ONNX Runtime's matrix products.
+ * tokens), not in ONNX Runtime. The kernel takes each score as one dot product; natively a prefill's many rows go
+ * to ONNX Runtime's matrix products. On WASM every attention but the first layer's runs on the kernel: there
+ * onnxruntime-web has one thread (src/services/inference/ort-thread.ts), and its float products ran a
+ * 2,695-token prompt's attention stages in 12.6 s, the kernel on two threads in 6.4 s (by hand, q8).
  */
 const ATTENTION_KERNEL_NEW = 8;
 
@@ -59,6 +61,13 @@ export class SplitSession {
     counts: { mlps: number; products: number; steps: number; attentions: number },
     private kernels: NativeKernels,
     private threads: number,
+    /** New positions a row up to which attention stages run on the kernel (`ATTENTION_KERNEL_NEW`). */
+    private attentionNew: number,
+    /**
+     * Whether graph stages are handed their outputs' buffers: onnxruntime-node writes into them, onnxruntime-web
+     * left such buffers unwritten (a batch's decode steps then read a step's stale values: garbage text).
+     */
+    private fetchInto: boolean,
   ) {
     this.stages = { graphs: steps.filter((s) => s.kind === 'graph').length, ...counts };
   }
@@ -158,6 +167,8 @@ export class SplitSession {
       counts,
       kernels,
       threads,
+      binding ? ATTENTION_KERNEL_NEW : Infinity,
+      binding,
     );
   }
 
@@ -197,7 +208,7 @@ export class SplitSession {
         const ins: Record<string, OrtTensor> = {};
         for (const x of s.inputs) ins[x] = values.get(x)!;
         const outs: Record<string, OrtTensor | null> = {};
-        for (const x of s.outputs) outs[x] = into(x);
+        for (const x of s.outputs) outs[x] = this.fetchInto ? into(x) : null;
         let got: Record<string, OrtTensor>;
         try {
           // the binding's run returns its outputs, not a promise: no turn of the microtask queue per stage
@@ -265,7 +276,7 @@ export class SplitSession {
     const is = (t: OrtTensor, type: string, dims: number[]) =>
       t.type === type && t.dims.length === dims.length && dims.every((x, i) => t.dims[i] === x);
     if (
-      s > ATTENTION_KERNEL_NEW || !is(q, 'float32', [b, s, a.heads * d]) || !is(k, 'float32', [b, s, a.kvHeads * d]) ||
+      s > this.attentionNew || !is(q, 'float32', [b, s, a.heads * d]) || !is(k, 'float32', [b, s, a.kvHeads * d]) ||
       !is(v, 'float32', [b, s, a.kvHeads * d]) || !is(pos, 'int64', [b, s]) || !is(cos, 'float32', [cos.dims[0]!, d / 2]) ||
       !is(sin, 'float32', cos.dims as number[]) || !is(pastK, 'float32', [b, a.kvHeads, past, d]) ||
       !is(pastV, 'float32', [b, a.kvHeads, past, d]) || !is(mask, 'float32', [b, 1, s, past + s])

@@ -14,6 +14,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import { initBackend } from '../../../src/services/inference/backend.ts';
 import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
+import { type GenerateOptions, generateText, type GenerationInput } from '../../../src/services/inference/generate.ts';
 import { int8FromNBits, nbitsToInt8 } from '../../../src/services/inference/wasm-q4.ts';
 import { type Harness, startHarness } from '../../routes/ollama/harness.ts';
 import { externalDataCopy, type ExternalDataModel } from '../../support/external-data-model.ts';
@@ -140,6 +141,34 @@ describe("a q8 decoder cut for svc's WASM kernels", () => {
     for (let i = 0; i < v; i++) (dot += last[i]! * wanted[i]!), (nx += last[i]! ** 2), (ny += wanted[i]! ** 2);
     const cosine = dot / Math.sqrt(nx * ny);
     assert.ok(cosine > 0.9999, `cosine ${cosine}`);
+  });
+});
+
+describe("a q4 decoder cut for svc's WASM kernels", () => {
+  let m: LoadedModel;
+  before(async () => {
+    m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'wasm', dtype: 'q4' });
+  });
+  after(() => m.dispose());
+
+  // 4-bit products quantize each row's activations by itself (8-bit ones the whole batch's together), so a batch
+  // gives each row what it gives alone
+  test("3 concurrent greedy streams (their KV cache in the kernels' memory) give the texts they give alone", async () => {
+    assert.equal((m.model as unknown as { sessions: { model: { thread: string } } }).sessions.model.thread, 'svc-inference-kernels');
+    const prompts: GenerationInput[] = [{ prompt: 'a b' }, { prompt: 'The quick brown fox jumps over the lazy dog. '.repeat(12) }, {
+      prompt: 'Tell me about Paris.',
+    }];
+    const text = async (input: GenerationInput, o: GenerateOptions) => {
+      const g = generateText(m, input, o);
+      let t = '';
+      for await (const d of g) t += d;
+      await g.result;
+      return t;
+    };
+    const o = { temperature: 0, maxTokens: 12 };
+    const alone: string[] = [];
+    for (const p of prompts) alone.push(await text(p, { ...o, batching: false }));
+    assert.deepEqual(await Promise.all(prompts.map((p) => text(p, o))), alone);
   });
 });
 
