@@ -63,11 +63,6 @@ export class SplitSession {
     private threads: number,
     /** New positions a row up to which attention stages run on the kernel (`ATTENTION_KERNEL_NEW`). */
     private attentionNew: number,
-    /**
-     * Whether graph stages are handed their outputs' buffers: onnxruntime-node writes into them, onnxruntime-web
-     * left such buffers unwritten (a batch's decode steps then read a step's stale values: garbage text).
-     */
-    private fetchInto: boolean,
   ) {
     this.stages = { graphs: steps.filter((s) => s.kind === 'graph').length, ...counts };
   }
@@ -168,7 +163,6 @@ export class SplitSession {
       kernels,
       threads,
       binding ? ATTENTION_KERNEL_NEW : Infinity,
-      binding,
     );
   }
 
@@ -208,7 +202,7 @@ export class SplitSession {
         const ins: Record<string, OrtTensor> = {};
         for (const x of s.inputs) ins[x] = values.get(x)!;
         const outs: Record<string, OrtTensor | null> = {};
-        for (const x of s.outputs) outs[x] = this.fetchInto ? into(x) : null;
+        for (const x of s.outputs) outs[x] = into(x);
         let got: Record<string, OrtTensor>;
         try {
           // the binding's run returns its outputs, not a promise: no turn of the microtask queue per stage
@@ -346,13 +340,18 @@ function shapesOf(feeds: Record<string, OrtTensor>): string {
 
 /**
  * A stage's session: onnxruntime-node's binding directly (its package's `run` waits a turn of the event loop
- * before computing, ~15 µs, paid by every stage of every step), else the package's session.
+ * before computing, ~15 µs, paid by every stage of every step), else the package's session. onnxruntime-web
+ * (`binding` false) is handed no output buffers: it left them unwritten, and a batch's decode steps then read a
+ * step's stale values (garbage text).
  */
 async function stageSession(ort: OrtWeb, model: Uint8Array, options: Record<string, unknown>, binding: boolean): Promise<StageSession> {
   const sync = binding ? syncSession(model, options) : undefined;
   if (!sync) {
     const s = await ort.InferenceSession.create(model as never, options as never);
-    return { run: (feeds, fetches) => s.run(feeds as never, fetches as never) as never, release: () => s.release() };
+    return {
+      run: (feeds, fetches) => (binding ? s.run(feeds as never, fetches as never) : s.run(feeds as never)) as never,
+      release: () => s.release(),
+    };
   }
   const tensor = (t: unknown): OrtTensor => {
     if (t instanceof ort.Tensor) return t;
