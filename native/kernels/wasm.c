@@ -320,14 +320,34 @@ static void quant_row(const float *x, int k, act4_t *q, float *sa, float *c) {
   }
 }
 
+// How the relaxed build takes a 4-bit block's dot products (one flag in the shared memory, for every thread).
+// Accumulating: two i32x4.relaxed_dot_i8x16_i7x16_add_s, one instruction each where the engine lowers them to a
+// VNNI one (V8 on x86 with AVX-VNNI). Pairs: i16x8.relaxed_dot_i8x16_i7x16_s twice (pmaddubsw), their sum, and one
+// i32x4.dot_i16x8_s: fewer instructions where the accumulating form is lowered as those steps (JavaScriptCore), and
+// right on Node 20's V8, whose accumulating form gives wrong sums until a function is optimized. Both give the same
+// integers.
+static int dot_pairs;
+
+EXPORT("svc_q4_dot_pairs") int q4_dot_pairs(int on) {
+#ifdef __wasm_relaxed_simd__
+  dot_pairs = on != 0;
+  return 1;
+#else
+  (void)on;
+  return 0;
+#endif
+}
+
 // Rows r .. r + rows - 1 (1 or 2) of one quad of columns, per block scale * (sa * sum(code * q) - c), summed:
 // each column's unpacked codes serve every row.
+// `pairs` (the relaxed build): the dot products as pairs (below), else as accumulating ones.
 static inline __attribute__((always_inline)) void rows4(const Q4 *w, const uint8_t *wq, const float *sq, const act4_t *q, const float *sa,
-                                                        const float *c, int r, const int rows, int n0, int cols, float *y) {
+                                                        const float *c, int r, const int rows, int n0, int cols, float *y, const int pairs) {
   const int nb = w->nb;
 #ifdef __wasm_relaxed_simd__
-  const v128_t low = wasm_i8x16_splat(15);
+  const v128_t low = wasm_i8x16_splat(15), ones = wasm_i16x8_splat(1);
 #else
+  (void)pairs;
   const v128_t low16 = wasm_i16x8_splat(15);
 #endif
   v128_t acc[2];
@@ -342,8 +362,11 @@ static inline __attribute__((always_inline)) void rows4(const Q4 *w, const uint8
     }
     for (int j = 0; j < 4; j++) {
       const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + j) * 16), lo = wasm_v128_and(v, low), hi = wasm_u8x16_shr(v, 4);
-      for (int i = 0; i < rows; i++)
-        s[i][j] = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(e[i], lo, wasm_i32x4_relaxed_dot_i8x16_i7x16_add(o[i], hi, wasm_i32x4_splat(0)));
+      for (int i = 0; i < rows; i++) {
+        // |q| <= 127 and codes <= 15: a pair's sum fits 16 bits (3,810), and the low and high nibbles' (7,620)
+        s[i][j] = pairs ? wasm_i32x4_dot_i16x8(wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(e[i], lo), wasm_i16x8_relaxed_dot_i8x16_i7x16(o[i], hi)), ones)
+                        : wasm_i32x4_relaxed_dot_i8x16_i7x16_add(e[i], lo, wasm_i32x4_relaxed_dot_i8x16_i7x16_add(o[i], hi, wasm_i32x4_splat(0)));
+      }
     }
 #else
     v128_t a[2][4];
@@ -390,8 +413,13 @@ static void quads4(const void *job, int part, int parts) {
     const float *sq = w->s + (size_t)quad * w->nb * 4;
     const int n0 = quad * 4, cols = w->n - n0 < 4 ? w->n - n0 : 4;
     int r = 0;
-    for (; r + 2 <= j->m; r += 2) rows4(w, wq, sq, j->q, j->sa, j->c, r, 2, n0, cols, j->y);
-    if (r < j->m) rows4(w, wq, sq, j->q, j->sa, j->c, r, 1, n0, cols, j->y);
+    if (dot_pairs) {
+      for (; r + 2 <= j->m; r += 2) rows4(w, wq, sq, j->q, j->sa, j->c, r, 2, n0, cols, j->y, 1);
+      if (r < j->m) rows4(w, wq, sq, j->q, j->sa, j->c, r, 1, n0, cols, j->y, 1);
+    } else {
+      for (; r + 2 <= j->m; r += 2) rows4(w, wq, sq, j->q, j->sa, j->c, r, 2, n0, cols, j->y, 0);
+      if (r < j->m) rows4(w, wq, sq, j->q, j->sa, j->c, r, 1, n0, cols, j->y, 0);
+    }
   }
 }
 

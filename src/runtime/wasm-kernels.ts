@@ -14,7 +14,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { embeddedAssets } from './embedded.ts';
-import { envVars } from './env.ts';
+import { setFlagsFromString } from 'node:v8';
+import { envVars, runtimeName } from './env.ts';
 import type { AttentionArrays, AttentionShape, MlpCall, NativeKernels, PackedQ4, PackedQ8 } from './kernels.ts';
 
 interface Exports {
@@ -37,10 +38,14 @@ interface Exports {
   svc_worker(id: number): void;
   svc_rest(): void;
   svc_worker_parts(): number;
+  svc_q4_dot_pairs(on: number): number;
 }
 
-/** The WASM kernels, how many parts of calls their workers have run and the size of their memory (for tests). */
-export type WasmKernels = NativeKernels & { workerParts(): number; memoryBytes(): number };
+/**
+ * The WASM kernels, how the relaxed build takes its 4-bit dot products (undefined for the 128-bit build), how
+ * many parts of calls their workers have run and the size of their memory (for tests).
+ */
+export type WasmKernels = NativeKernels & { dot?: Q4Dot; workerParts(): number; memoryBytes(): number };
 
 /** The memory a module imports, in pages of 64 KiB: as scripts/build-wasm-kernels.mjs links it. */
 const MEMORY_PAGES = 16;
@@ -58,6 +63,8 @@ e.svc_worker(id);`;
 
 /** The two builds of native/kernels/wasm.c. */
 export type WasmKernelsVariant = 'relaxed-simd' | 'simd128';
+/** How the relaxed build takes its 4-bit dot products (native/kernels/wasm.c, `svc_q4_dot_pairs`). */
+export type Q4Dot = 'accumulate' | 'pairs';
 const FILES: Record<WasmKernelsVariant, string> = { 'relaxed-simd': 'svc_kernels_relaxed.wasm', simd128: 'svc_kernels.wasm' };
 
 /** A module's bytes: the copy a single binary embeds (scripts/compile.mjs), else the file beside the sources or the bundle. */
@@ -79,32 +86,84 @@ type Loaded = { kernels?: WasmKernels; reason?: string };
 
 let loaded: Loaded | undefined;
 
-/** The kernels of `variant`, or of the best one the engine runs. */
-function load(variant?: WasmKernelsVariant): Loaded {
+/**
+ * Whether the engine runs relaxed SIMD, and whether only behind V8's flag: Node 20's V8 has it there, and the
+ * flag is set then (the process's V8 only; onnxruntime-web asks for relaxed SIMD only when told to).
+ */
+function relaxedSimd(bytes: Uint8Array<ArrayBuffer>): { ok: boolean; flagged: boolean } {
+  if (!relaxedFlagSet && WebAssembly.validate(bytes)) return { ok: true, flagged: false };
+  if (runtimeName !== 'node') return { ok: false, flagged: false };
+  setFlagsFromString('--experimental-wasm-relaxed-simd');
+  relaxedFlagSet = true;
+  return { ok: WebAssembly.validate(bytes), flagged: true };
+}
+let relaxedFlagSet = false;
+
+/**
+ * Whether a 4-bit product gives the sums it must, computed here: scales of 1 and activations that are whole
+ * numbers up to 127 (so that each block quantizes them as they are) make every output a whole number that a
+ * float holds exactly. Three rows (a pair and a single) and five columns (a padded quad).
+ */
+function q4Exact(e: Exports, memory: WebAssembly.Memory): boolean {
+  const [k, n, m] = [64, 5, 3];
+  const b = Uint8Array.from({ length: (n * k) / 2 }, (_, i) => (i * 7 + 3) & 255);
+  const x = Float32Array.from({ length: m * k }, (_, i) => (i % 32 === 5 ? (i & 64 ? -127 : 127) : ((i * 37) % 255) - 127));
+  const code = (col: number, j: number) => (b[(col * k + j) >> 1]! >> ((j & 1) * 4)) & 15;
+  const at = e.svc_alloc(b.length + 4 * (n * k) / 32 + 4 * x.length + 4 * m * n);
+  if (!at) return false;
+  const [ps, px, py] = [at + b.length, at + b.length + (n * k) / 8, at + b.length + (n * k) / 8 + 4 * x.length];
+  const mem = new Uint8Array(memory.buffer);
+  mem.set(b, at);
+  new Float32Array(memory.buffer, ps, (n * k) / 32).fill(1);
+  new Float32Array(memory.buffer, px, x.length).set(x);
+  const w = e.svc_pack_q4(at, ps, k, n);
+  const ok = w !== 0 && e.svc_matmul_q4(w, px, m, py, 1) === 0 &&
+    Array.from(new Float32Array(memory.buffer, py, m * n)).every((y, i) => {
+      let sum = 0;
+      for (let j = 0; j < k; j++) sum += (code(i % n, j) - 8) * x[Math.floor(i / n) * k + j]!;
+      return y === sum;
+    });
+  e.svc_free_q4(w);
+  e.svc_free(at);
+  return ok;
+}
+
+/** The kernels of `variant` (its 4-bit dot products as `dot` says), or of the best one the engine runs. */
+function load(variant?: WasmKernelsVariant, dot?: Q4Dot): Loaded {
   let e: Exports;
   let path: WasmKernelsVariant;
   let memory: WebAssembly.Memory;
   let module: Uint8Array;
+  let dotForm: Q4Dot | undefined;
   try {
     if (envVars().SVC_WASM_KERNELS === '0') return { reason: 'disabled by SVC_WASM_KERNELS=0' };
     const relaxed = variant === 'simd128' ? undefined : moduleBytes('relaxed-simd');
-    const hasRelaxed = typeof relaxed !== 'string' && relaxed !== undefined && WebAssembly.validate(relaxed);
-    if (variant === 'relaxed-simd' && !hasRelaxed) return { reason: 'this engine has no relaxed SIMD' };
-    path = variant ?? (hasRelaxed ? 'relaxed-simd' : 'simd128');
-    const bytes = path === 'relaxed-simd' && relaxed ? relaxed : moduleBytes(path);
+    const engine = typeof relaxed === 'object' ? relaxedSimd(relaxed) : { ok: false, flagged: false };
+    if (variant === 'relaxed-simd' && !engine.ok) return { reason: 'this engine has no relaxed SIMD' };
+    path = variant ?? (engine.ok ? 'relaxed-simd' : 'simd128');
+    const bytes = path === 'relaxed-simd' && typeof relaxed === 'object' ? relaxed : moduleBytes(path);
     if (typeof bytes === 'string') return { reason: bytes };
     memory = new WebAssembly.Memory({ initial: MEMORY_PAGES, maximum: MAX_MEMORY_PAGES, shared: true });
     e = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } }).exports as unknown as Exports;
     module = bytes;
     // the attention's arguments are written where wasm.c's Attention has them (7 sizes, 9 arrays, the divisor, 3 arrays)
     if (e.svc_attention_size() !== 80) return { reason: 'svc_kernels.wasm does not match this file (its Attention is not 80 bytes)' };
+    if (path === 'relaxed-simd') {
+      // accumulating where V8 has shipped relaxed SIMD (one VNNI instruction each on x86), else pairs (measured)
+      const forms: Q4Dot[] = dot ? [dot] : runtimeName === 'bun' || engine.flagged ? ['pairs'] : ['accumulate', 'pairs'];
+      dotForm = forms.find((f) => e.svc_q4_dot_pairs(f === 'pairs' ? 1 : 0) && q4Exact(e, memory));
+      if (!dotForm) {
+        const reason = `the relaxed-SIMD build's 4-bit products (${forms.join(', ')}) give wrong sums on this engine`;
+        return variant ? { reason } : load('simd128');
+      }
+    }
   } catch (err) {
     return { reason: `the WASM kernels did not load: ${(err as Error).message}` };
   }
-  return { kernels: kernelsOf(e, memory, module, `wasm-${path}`) };
+  return { kernels: kernelsOf(e, memory, module, `wasm-${path}`, dotForm) };
 }
 
-function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, path: string): WasmKernels {
+function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, path: string, dot?: Q4Dot): WasmKernels {
   const freed = new FinalizationRegistry<Handle>((h) => (h.bits === 4 ? e.svc_free_q4(h.ptr) : e.svc_free_q8(h.ptr)));
   /** The module's memory as a SharedArrayBuffer: a new object each time it has grown, each one noted. */
   const ours = new WeakSet<ArrayBufferLike>();
@@ -341,6 +400,7 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
     freeFloats: (a) => {
       if (made.delete(a)) e.svc_free(a.byteOffset);
     },
+    dot,
     workerParts: () => e.svc_worker_parts(),
     memoryBytes: () => memory.buffer.byteLength,
   };
@@ -352,9 +412,9 @@ export function wasmKernels(): NativeKernels | undefined {
   return loaded.kernels;
 }
 
-/** The kernels of one build, whichever the engine would take (for tests); a new instance each call. */
-export function wasmKernelsOf(variant: WasmKernelsVariant): WasmKernels {
-  const l = load(variant);
+/** The kernels of one build (and dot form), whichever the engine would take (for tests); a new instance each call. */
+export function wasmKernelsOf(variant: WasmKernelsVariant, dot?: Q4Dot): WasmKernels {
+  const l = load(variant, dot);
   if (!l.kernels) throw new Error(l.reason);
   return l.kernels;
 }
