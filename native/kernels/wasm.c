@@ -231,24 +231,30 @@ EXPORT("svc_matmul_q8") int matmul_q8(const Q8 *w, const float *x, int m, float 
 
 // --- 4-bit weights (MatMulNBits: blocks of 32, 16 bytes each, code 2i in byte i's low nibble, 2i + 1 in its high) ---
 
-// The blocks as [quad of 4 columns][block][4 columns][16 bytes]; scales as [quad][block][4]. np is n padded to 4
-// (zero codes, zero scales). The relaxed build keeps each block as the file holds it. The 128-bit build stores a
-// block as eight 16-bit lanes, lane j holding codes j, j + 8, j + 16 and j + 24 in its four nibbles from the
-// lowest: a mask and three shifts of 16-bit lanes then give the codes of 8 consecutive values each, ready for
-// i32x4.dot_i16x8_s (where bytes would need widening first).
+// The blocks as [quad of 4 columns][block][64 bytes]; scales as [quad][block][4]. np is n padded to 4 (zero codes,
+// zero scales). The 128-bit build keeps each column's block as 16 bytes, one after the other, each as eight 16-bit
+// lanes, lane j holding codes j, j + 8, j + 16 and j + 24 in its four nibbles from the lowest: a mask and three
+// shifts of 16-bit lanes then give the codes of 8 consecutive values each, ready for i32x4.dot_i16x8_s (where
+// bytes would need widening first). The relaxed build interleaves the quad's columns: its 16 bytes t hold, in
+// bytes 4l .. 4l + 3, column l's codes 8t .. 8t + 3 in their low nibbles and 8t + 4 .. 8t + 7 in their high ones.
+// A relaxed dot product then sums each column in its own lane, against 4 activations repeated in every lane:
+// no sums across lanes per block.
 typedef struct {
   int32_t k, n, nb, np;
   uint8_t *w;
   float *s;
 } Q4;
 
-// One block of the file (code 2i in byte i's low nibble, 2i + 1 in its high) as the build keeps it.
-static void block4(const uint8_t *in, uint8_t *out) {
-#ifdef __wasm_relaxed_simd__
-  memcpy(out, in, 16);
-#else
+// Column l of a quad: one block of the file (code 2i in byte i's low nibble, 2i + 1 in its high) into the quad's
+// 64 bytes of that block, as the build keeps it.
+static void block4(const uint8_t *in, uint8_t *quad, int l) {
   uint8_t c[32];
   for (int i = 0; i < 16; i++) c[2 * i] = in[i] & 15, c[2 * i + 1] = in[i] >> 4;
+#ifdef __wasm_relaxed_simd__
+  for (int t = 0; t < 4; t++)
+    for (int i = 0; i < 4; i++) quad[16 * t + 4 * l + i] = (uint8_t)(c[8 * t + i] | c[8 * t + 4 + i] << 4);
+#else
+  uint8_t *out = quad + 16 * l;
   for (int j = 0; j < 8; j++) out[2 * j] = (uint8_t)(c[j] | c[j + 8] << 4), out[2 * j + 1] = (uint8_t)(c[j + 16] | c[j + 24] << 4);
 #endif
 }
@@ -263,12 +269,12 @@ EXPORT("svc_pack_q4") Q4 *pack_q4(const uint8_t *b, const float *scales, int k, 
     free(w->w), free(w->s), free(w);
     return NULL;
   }
+  memset(w->w, 0, (size_t)w->np * w->nb * 16); // the padding columns' codes
   for (int col = 0; col < w->np; col++)
     for (int bl = 0; bl < w->nb; bl++) {
-      const size_t at = ((size_t)(col / 4) * w->nb + bl) * 4 + col % 4;
-      if (col < n) block4(b + ((size_t)col * w->nb + bl) * 16, w->w + at * 16);
-      else memset(w->w + at * 16, 0, 16);
-      w->s[at] = col < n ? scales[(size_t)col * w->nb + bl] : 0.f;
+      const size_t quad = (size_t)(col / 4) * w->nb + bl;
+      if (col < n) block4(b + ((size_t)col * w->nb + bl) * 16, w->w + quad * 64, col % 4);
+      w->s[quad * 4 + col % 4] = col < n ? scales[(size_t)col * w->nb + bl] : 0.f;
     }
   return w;
 }
@@ -286,9 +292,7 @@ typedef int16_t act4_t;
 #endif
 
 // One row quantized per block of 32 as ONNX Runtime's level 4 (and kernels.c's quant_row): s = amax / 127,
-// q = round(x * (127 / amax)), half to even; c = 8 * s * sum(q) takes the codes' zero point 8 back out. For the
-// relaxed build each block's even-indexed values first, then its odd ones (the low and the high nibbles); for
-// the 128-bit build in their order.
+// q = round(x * (127 / amax)), half to even; c = 8 * s * sum(q) takes the codes' zero point 8 back out.
 static void quant_row(const float *x, int k, act4_t *q, float *sa, float *c) {
   for (int b = 0; b < k / 32; b++) {
     const float *xb = x + (size_t)b * 32;
@@ -305,15 +309,9 @@ static void quant_row(const float *x, int k, act4_t *q, float *sa, float *c) {
     }
     int sum = 0;
     act4_t *qb = q + (size_t)b * 32;
-    for (int i = 0; i < 16; i++) {
-#ifdef __wasm_relaxed_simd__
-      qb[i] = (act4_t)v[2 * i];
-      qb[16 + i] = (act4_t)v[2 * i + 1];
-#else
-      qb[2 * i] = (act4_t)v[2 * i];
-      qb[2 * i + 1] = (act4_t)v[2 * i + 1];
-#endif
-      sum += v[2 * i] + v[2 * i + 1];
+    for (int i = 0; i < 32; i++) {
+      qb[i] = (act4_t)v[i];
+      sum += v[i];
     }
     sa[b] = s;
     c[b] = 8.f * s * (float)sum;
@@ -353,23 +351,34 @@ static inline __attribute__((always_inline)) void rows4(const Q4 *w, const uint8
   v128_t acc[2];
   for (int i = 0; i < rows; i++) acc[i] = wasm_f32x4_splat(0.f);
   for (int b = 0; b < nb; b++) {
-    v128_t s[2][4];
 #ifdef __wasm_relaxed_simd__
-    v128_t e[2], o[2];
-    for (int i = 0; i < rows; i++) {
-      const act4_t *ab = q + (size_t)(r + i) * w->k + (size_t)b * 32;
-      e[i] = wasm_v128_load(ab), o[i] = wasm_v128_load(ab + 16);
-    }
-    for (int j = 0; j < 4; j++) {
-      const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + j) * 16), lo = wasm_v128_and(v, low), hi = wasm_u8x16_shr(v, 4);
+    // each lane one column's sum: 4 activations (one int32) repeated in every lane against its 4 codes. Pairs sum
+    // in 16 bits (|q| <= 127 and codes <= 15: a pair's sum is at most 3,810, a block's 8 at most 30,480); the
+    // accumulating form in four chains (low and high nibbles of even and odd t), short enough to overlap.
+    v128_t part[2][4], sum[2];
+    for (int i = 0; i < rows; i++)
+      for (int p = 0; p < 4; p++) part[i][p] = wasm_i32x4_splat(0);
+    for (int t = 0; t < 4; t++) {
+      // the high nibbles by a 16-bit shift and the mask: u8x16.shr costs engines a mask of its own
+      const v128_t v = wasm_v128_load(wq + ((size_t)b * 4 + t) * 16), lo = wasm_v128_and(v, low), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), low);
       for (int i = 0; i < rows; i++) {
-        // |q| <= 127 and codes <= 15: a pair's sum fits 16 bits (3,810), and the low and high nibbles' (7,620)
-        s[i][j] = pairs ? wasm_i32x4_dot_i16x8(wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(e[i], lo), wasm_i16x8_relaxed_dot_i8x16_i7x16(o[i], hi)), ones)
-                        : wasm_i32x4_relaxed_dot_i8x16_i7x16_add(e[i], lo, wasm_i32x4_relaxed_dot_i8x16_i7x16_add(o[i], hi, wasm_i32x4_splat(0)));
+        const act4_t *ab = q + (size_t)(r + i) * w->k + (size_t)b * 32 + 8 * t;
+        const v128_t al = wasm_v128_load32_splat(ab), ah = wasm_v128_load32_splat(ab + 4);
+        v128_t *p = part[i] + 2 * (t & 1);
+        if (pairs) {
+          part[i][0] = wasm_i16x8_add(part[i][0], wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(al, lo), wasm_i16x8_relaxed_dot_i8x16_i7x16(ah, hi)));
+        } else {
+          p[0] = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(al, lo, p[0]);
+          p[1] = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(ah, hi, p[1]);
+        }
       }
     }
+    for (int i = 0; i < rows; i++) {
+      sum[i] = pairs ? wasm_i32x4_dot_i16x8(part[i][0], ones)
+                     : wasm_i32x4_add(wasm_i32x4_add(part[i][0], part[i][1]), wasm_i32x4_add(part[i][2], part[i][3]));
+    }
 #else
-    v128_t a[2][4];
+    v128_t a[2][4], s[2][4], sum[2];
     for (int i = 0; i < rows; i++) {
       const act4_t *ab = q + (size_t)(r + i) * w->k + (size_t)b * 32;
       for (int t = 0; t < 4; t++) a[i][t] = wasm_v128_load(ab + 8 * t);
@@ -382,12 +391,12 @@ static inline __attribute__((always_inline)) void rows4(const Q4 *w, const uint8
         s[i][j] = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(c0, a[i][0]), wasm_i32x4_dot_i16x8(c1, a[i][1])),
                                  wasm_i32x4_add(wasm_i32x4_dot_i16x8(c2, a[i][2]), wasm_i32x4_dot_i16x8(c3, a[i][3])));
     }
+    for (int i = 0; i < rows; i++) sum[i] = sum4(s[i][0], s[i][1], s[i][2], s[i][3]);
 #endif
     const v128_t scale = wasm_v128_load(sq + (size_t)b * 4);
     for (int i = 0; i < rows; i++) {
-      const v128_t sum = wasm_f32x4_convert_i32x4(sum4(s[i][0], s[i][1], s[i][2], s[i][3]));
       const size_t at = (size_t)(r + i) * nb + b;
-      const v128_t t = wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_splat(sa[at]), sum), wasm_f32x4_splat(c[at]));
+      const v128_t t = wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_splat(sa[at]), wasm_f32x4_convert_i32x4(sum[i])), wasm_f32x4_splat(c[at]));
       acc[i] = wasm_f32x4_add(acc[i], wasm_f32x4_mul(scale, t));
     }
   }
