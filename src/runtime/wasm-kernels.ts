@@ -6,9 +6,9 @@
  * their memory, which is shared: a call on more than one thread splits its work with worker threads, each an
  * instance of the same module over that memory (native/kernels/wasm-pool.c), started when a call first asks
  * for them and kept (unreferenced: they never keep the process alive). The relaxed-SIMD module (its 4-bit
- * products faster) is taken where the engine has relaxed SIMD: Deno and Bun do, Node from 21. (Node 20's V8 has
- * it behind a flag, with an older dot product: it gave other sums for negative activations, so the flag is left
- * alone there.)
+ * products faster) is taken where the engine has relaxed SIMD: Deno and Bun do, Node from 21, and Node 20 behind
+ * V8's flag, which is set here. Its 4-bit dot products take the form the engine runs best and right (`load`),
+ * checked at load.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -150,6 +150,8 @@ function load(variant?: WasmKernelsVariant, dot?: Q4Dot): Loaded {
     if (e.svc_attention_size() !== 80) return { reason: 'svc_kernels.wasm does not match this file (its Attention is not 80 bytes)' };
     if (path === 'relaxed-simd') {
       // accumulating where V8 has shipped relaxed SIMD (one VNNI instruction each on x86), else pairs (measured)
+      // accumulating where V8 has shipped relaxed SIMD (one VNNI instruction on x86), else pairs: Node 20's V8
+      // (behind its flag) gives wrong sums with the other, and JavaScriptCore runs pairs faster (each measured)
       const forms: Q4Dot[] = dot ? [dot] : runtimeName === 'bun' || engine.flagged ? ['pairs'] : ['accumulate', 'pairs'];
       dotForm = forms.find((f) => e.svc_q4_dot_pairs(f === 'pairs' ? 1 : 0) && q4Exact(e, memory));
       if (!dotForm) {
