@@ -149,7 +149,6 @@ function load(variant?: WasmKernelsVariant, dot?: Q4Dot): Loaded {
     // the attention's arguments are written where wasm.c's Attention has them (7 sizes, 9 arrays, the divisor, 3 arrays)
     if (e.svc_attention_size() !== 80) return { reason: 'svc_kernels.wasm does not match this file (its Attention is not 80 bytes)' };
     if (path === 'relaxed-simd') {
-      // accumulating where V8 has shipped relaxed SIMD (one VNNI instruction each on x86), else pairs (measured)
       // accumulating where V8 has shipped relaxed SIMD (one VNNI instruction on x86), else pairs: Node 20's V8
       // (behind its flag) gives wrong sums with the other, and JavaScriptCore runs pairs faster (each measured)
       const forms: Q4Dot[] = dot ? [dot] : runtimeName === 'bun' || engine.flagged ? ['pairs'] : ['accumulate', 'pairs'];
