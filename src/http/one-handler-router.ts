@@ -32,18 +32,6 @@ export function afterNext(r: Promise<void>, after: () => void): Promise<void> {
 
 /** The handlers as one, run by compose's rules; `next` (Hono's not-found step) follows the last. */
 function fuse(handlers: H[], onError: ErrorHandler): H {
-  // deno-lint-ignore no-explicit-any
-  const run = (c: Context, outer: Next, i: number): any => {
-    if (i === handlers.length) return outer();
-    let res;
-    try {
-      res = (handlers[i] as (c: Context, next: Next) => unknown)(c, () => run(c, outer, i + 1));
-    } catch (err) {
-      return failed(c, err);
-    }
-    if (isPromise(res)) return res.then((r) => settle(c, r), (err) => failed(c, err));
-    settle(c, res);
-  };
   const settle = (c: Context, res: unknown) => {
     if (res && !c.finalized) c.res = res as Response;
   };
@@ -54,8 +42,25 @@ function fuse(handlers: H[], onError: ErrorHandler): H {
     if (!isPromise(answer)) c.res = answer;
     else return answer.then((r) => void (c.res = r));
   };
-  const fused = (c: Context, next: Next) => {
-    const r = run(c, next, 0);
+  const fused = (c: Context, outer: Next) => {
+    // one `next` for the whole request, not one per handler: handlers run nested, each calling it at most
+    // once, so the one to run next is always the one after the last started (/api/version, by wrk against the
+    // closure per handler: ~0.1-0.2 µs a request less on Bun and Deno)
+    let i = 0;
+    // deno-lint-ignore no-explicit-any
+    const next = (): any => {
+      if (i === handlers.length) return outer();
+      const h = handlers[i++] as (c: Context, next: Next) => unknown;
+      let res;
+      try {
+        res = h(c, next);
+      } catch (err) {
+        return failed(c, err);
+      }
+      if (isPromise(res)) return res.then((r) => settle(c, r), (err) => failed(c, err));
+      settle(c, res);
+    };
+    const r = next();
     return isPromise(r) ? r.then(() => (c.finalized ? c.res : undefined)) : c.finalized ? c.res : undefined;
   };
   return fused as H;
