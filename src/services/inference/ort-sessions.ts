@@ -458,7 +458,9 @@ async function runHeld(
   const asked = returned ? [...Object.keys(fetches), ...Object.keys(appends), ...returned] : session.outputNames;
   const names = head ? asked.map((n) => (n === LOGITS ? head.input : n)) : asked;
   if (presentOnDemand.has(id)) inputs[PRESENT_SWITCH] = new o.Tensor('bool', [names.some((n) => n.startsWith('present.'))], []);
-  const native = runtimeOfSessions === 'onnxruntime-node';
+  // onnxruntime-node's sessions write into the outputs handed them, and so does a split session on either
+  // (onnxruntime-web's leave them unwritten: theirs are copied in below)
+  const native = runtimeOfSessions === 'onnxruntime-node' || session instanceof SplitSession;
   const into: Record<string, InstanceType<OrtWeb['Tensor']> | null> = {};
   for (const name of names) {
     const f = fetches[name];

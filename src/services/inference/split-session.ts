@@ -218,7 +218,12 @@ export class SplitSession {
           return this.run(feeds, fetches);
         }
         for (const [x, t] of Object.entries(got)) {
-          values.set(x, t);
+          // an output handed in that the stage's session did not write into (onnxruntime-web's make their own)
+          const given = fetches?.[x];
+          if (given && given !== t && given.type === t.type && given.size === t.size) {
+            (given.data as Float32Array).set(t.data as Float32Array);
+            values.set(x, given);
+          } else values.set(x, t);
           if (!handed.has(x)) made?.set(x, t);
         }
         continue;
