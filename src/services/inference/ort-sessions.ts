@@ -459,13 +459,15 @@ async function runHeld(
   const names = head ? asked.map((n) => (n === LOGITS ? head.input : n)) : asked;
   if (presentOnDemand.has(id)) inputs[PRESENT_SWITCH] = new o.Tensor('bool', [names.some((n) => n.startsWith('present.'))], []);
   // onnxruntime-node's sessions write into the outputs handed them, and so does a split session on either
-  // (onnxruntime-web's leave them unwritten: theirs are copied in below)
-  const native = runtimeOfSessions === 'onnxruntime-node' || session instanceof SplitSession;
+  // (onnxruntime-web's leave them unwritten: theirs are copied in below, as is an output a split session did
+  // not write where it was handed)
+  const split = session instanceof SplitSession;
+  const writes = runtimeOfSessions === 'onnxruntime-node' || split;
   const into: Record<string, InstanceType<OrtWeb['Tensor']> | null> = {};
   for (const name of names) {
     const f = fetches[name];
     const scratch = f && held.get(f.held)?.scratch;
-    into[name] = native && f ? (scratch ? new o.Tensor('float32', scratch.subarray(0, f.length), f.dims) : view(f)) : null;
+    into[name] = writes && f ? (scratch ? new o.Tensor('float32', scratch.subarray(0, f.length), f.dims) : view(f)) : null;
   }
   const out = await session.run(inputs as never, into as never);
   const outputs: Record<string, WireTensor> = {};
@@ -479,7 +481,9 @@ async function runHeld(
     }
     if (name in fetches) {
       const f = fetches[name]!;
-      if (!native || held.get(f.held)?.scratch) heldOf(f.held).set((t.data as Float32Array).subarray(0, f.length), f.offset);
+      if (!writes || held.get(f.held)?.scratch || (split && t !== into[name])) {
+        heldOf(f.held).set((t.data as Float32Array).subarray(0, f.length), f.offset);
+      }
     } else if (name in appends) append(appends[name]!, t.data as Float32Array, t.dims);
     else outputs[name] = { type: t.type, dims: [...t.dims], data: t.data as ArrayBufferView };
   }

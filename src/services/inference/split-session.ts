@@ -218,10 +218,11 @@ export class SplitSession {
           return this.run(feeds, fetches);
         }
         for (const [x, t] of Object.entries(got)) {
-          // an output handed in that the stage's session did not write into (onnxruntime-web's make their own)
+          // an output handed in: the caller reads it there (onnxruntime-web's sessions make their own)
           const given = fetches?.[x];
           if (given && given !== t && given.type === t.type && given.size === t.size) {
-            (given.data as Float32Array).set(t.data as Float32Array);
+            const [to, from] = [given.data as Float32Array, t.data as Float32Array];
+            if (to.buffer !== from.buffer || to.byteOffset !== from.byteOffset) to.set(from);
             values.set(x, given);
           } else values.set(x, t);
           if (!handed.has(x)) made?.set(x, t);
