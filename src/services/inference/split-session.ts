@@ -218,13 +218,7 @@ export class SplitSession {
           return this.run(feeds, fetches);
         }
         for (const [x, t] of Object.entries(got)) {
-          // an output handed in: the caller reads it there (onnxruntime-web's sessions make their own)
-          const given = fetches?.[x];
-          if (given && given !== t && given.type === t.type && given.size === t.size) {
-            const [to, from] = [given.data as Float32Array, t.data as Float32Array];
-            if (to.buffer !== from.buffer || to.byteOffset !== from.byteOffset) to.set(from);
-            values.set(x, given);
-          } else values.set(x, t);
+          values.set(x, t);
           if (!handed.has(x)) made?.set(x, t);
         }
         continue;
@@ -346,16 +340,29 @@ function shapesOf(feeds: Record<string, OrtTensor>): string {
 
 /**
  * A stage's session: onnxruntime-node's binding directly (its package's `run` waits a turn of the event loop
- * before computing, ~15 µs, paid by every stage of every step), else the package's session. onnxruntime-web
- * (`binding` false) is handed no output buffers: it left them unwritten, and a batch's decode steps then read a
- * step's stale values (garbage text).
+ * before computing, ~15 µs, paid by every stage of every step), else the package's session. Either way it
+ * answers with the output tensors it was handed, written. onnxruntime-web leaves handed buffers unwritten (a
+ * batch's decode steps then read a step's stale values: garbage text), so it is handed none and its outputs
+ * are copied into them.
  */
 async function stageSession(ort: OrtWeb, model: Uint8Array, options: Record<string, unknown>, binding: boolean): Promise<StageSession> {
   const sync = binding ? syncSession(model, options) : undefined;
+  /** The tensor handed for an output, where the one made holds the same type and size: written with it first. */
+  const handedBack = (given: OrtTensor | null | undefined, made: OrtTensor): OrtTensor => {
+    if (!given || given === made || given.type !== made.type || given.size !== made.size) return made;
+    const [to, from] = [given.data as Float32Array, made.data as Float32Array];
+    if (to.buffer !== from.buffer || to.byteOffset !== from.byteOffset) to.set(from);
+    return given;
+  };
   if (!sync) {
     const s = await ort.InferenceSession.create(model as never, options as never);
+    if (binding) return { run: (feeds, fetches) => s.run(feeds as never, fetches as never) as never, release: () => s.release() };
     return {
-      run: (feeds, fetches) => (binding ? s.run(feeds as never, fetches as never) : s.run(feeds as never)) as never,
+      run: async (feeds, fetches) => {
+        const out = (await s.run(feeds as never)) as Record<string, OrtTensor>;
+        for (const name in out) out[name] = handedBack(fetches[name], out[name]!);
+        return out;
+      },
       release: () => s.release(),
     };
   }
@@ -368,7 +375,7 @@ async function stageSession(ort: OrtWeb, model: Uint8Array, options: Record<stri
     run: (feeds, fetches) => {
       const out = sync.run(feeds, fetches, {});
       const result: Record<string, OrtTensor> = {};
-      for (const [name, t] of Object.entries(out)) result[name] = tensor(t);
+      for (const [name, t] of Object.entries(out)) result[name] = handedBack(fetches[name], tensor(t));
       return result;
     },
     release: () => sync.dispose(),
