@@ -166,11 +166,12 @@ function load(variant?: WasmKernelsVariant, dot?: Q4Dot): Loaded {
 
 function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, path: string, dot?: Q4Dot): WasmKernels {
   const freed = new FinalizationRegistry<Handle>((h) => (h.bits === 4 ? e.svc_free_q4(h.ptr) : e.svc_free_q8(h.ptr)));
-  /** The module's memory as a SharedArrayBuffer: a new object each time it has grown, each one noted. */
+  /** The module's memory as a SharedArrayBuffer: a new object each time it has grown, each one noted once. */
   const ours = new WeakSet<ArrayBufferLike>();
+  let last: ArrayBufferLike | undefined;
   const buffer = () => {
     const b = memory.buffer;
-    ours.add(b);
+    if (b !== last) ours.add(last = b);
     return b;
   };
   const bytes = () => new Uint8Array(buffer());
