@@ -147,7 +147,9 @@ function load(variant?: WasmKernelsVariant, dot?: Q4Dot): Loaded {
     e = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } }).exports as unknown as Exports;
     module = bytes;
     // the attention's arguments are written where wasm.c's Attention has them (7 sizes, 9 arrays, the divisor, 3 arrays)
-    if (e.svc_attention_size() !== 80) return { reason: 'svc_kernels.wasm does not match this file (its Attention is not 80 bytes)' };
+    if (e.svc_attention_size() !== ATTENTION_BYTES) {
+      return { reason: 'svc_kernels.wasm does not match this file (its Attention is not 80 bytes)' };
+    }
     if (path === 'relaxed-simd') {
       // accumulating where V8 has shipped relaxed SIMD (one VNNI instruction on x86), else pairs: Node 20's V8
       // (behind its flag) gives wrong sums with the other, and JavaScriptCore runs pairs faster (each measured)
@@ -164,17 +166,34 @@ function load(variant?: WasmKernelsVariant, dot?: Q4Dot): Loaded {
   return { kernels: kernelsOf(e, memory, module, `wasm-${path}`, dotForm) };
 }
 
+/** The arrays of `attention`, in the order wasm.c's Attention holds their pointers. */
+const ATTENTION_ARRAYS = ['q', 'k', 'v', 'pos', 'cos', 'sin', 'pastK', 'pastV', 'mask', 'out', 'newK', 'newV'] as const;
+/** The size of wasm.c's Attention (checked at load). */
+const ATTENTION_BYTES = 80;
+
 function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, path: string, dot?: Q4Dot): WasmKernels {
+  /** One call's arrays and their pointers in the module's memory, kept between calls (a call is never entered twice). */
+  const attentionArrays: ArrayBufferView[] = new Array(ATTENTION_ARRAYS.length);
+  const attentionPointers: number[] = new Array(ATTENTION_ARRAYS.length).fill(0);
   const freed = new FinalizationRegistry<Handle>((h) => (h.bits === 4 ? e.svc_free_q4(h.ptr) : e.svc_free_q8(h.ptr)));
-  /** The module's memory as a SharedArrayBuffer: a new object each time it has grown, each one noted once. */
+  /**
+   * The module's memory as a SharedArrayBuffer (a new object each time it has grown, each one noted once) and
+   * views of all of it, made again only then. A decode step makes a few hundred calls: each made its views
+   * and arrays of pointers before, and on Bun the garbage they left cost more than copying the vectors.
+   */
   const ours = new WeakSet<ArrayBufferLike>();
   let last: ArrayBufferLike | undefined;
-  const buffer = () => {
+  let u8 = new Uint8Array(0), f32 = new Float32Array(0), i32 = new Int32Array(0);
+  /** Call after anything that may grow the memory (an allocation), before the views are used. */
+  const views = () => {
     const b = memory.buffer;
-    if (b !== last) ours.add(last = b);
-    return b;
+    if (b !== last) {
+      ours.add(last = b);
+      [u8, f32, i32] = [new Uint8Array(b), new Float32Array(b), new Int32Array(b)];
+    }
   };
-  const bytes = () => new Uint8Array(buffer());
+  const buffer = () => (views(), last!);
+  const bytes = () => (views(), u8);
   /** The arrays `floats` made, not yet freed. */
   const made = new WeakSet<Float32Array>();
   /** Where an array lies in the module's memory (views on shared memory stay valid as it grows), or -1. */
@@ -189,25 +208,27 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       new Worker(new URL(`data:text/javascript,${encodeURIComponent(WORKER)}`), { workerData }).unref();
     }
   };
-  /**
-   * `arrays` copied into one block of the module's memory (each at a multiple of 16); with `borrow` (a call that
-   * writes into none of them), those already in it (`floats`) are read where they lie. Their pointers.
-   */
-  const copyIn = (arrays: ArrayBufferView[], borrow = false): { block: number; at: number[] } => {
-    let size = 0;
-    const offsets = arrays.map((a) => {
-      if (borrow && inModule(a) >= 0) return -1;
-      const at = size;
-      size += (a.byteLength + 15) & ~15;
-      return at;
-    });
+  /** Bytes an array takes in a block: its own, rounded up to 16. */
+  const padded = (a: ArrayBufferView) => (a.byteLength + 15) & ~15;
+  /** A block of `size` bytes in the module's memory, the views made again if it grew the memory. */
+  const alloc = (size: number, name: string) => {
     const block = e.svc_alloc(size);
-    if (!block) throw new RangeError('the WASM kernels are out of memory');
-    const mem = bytes();
-    arrays.forEach((a, i) => offsets[i]! >= 0 && mem.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), block + offsets[i]!));
-    return { block, at: offsets.map((o, i) => (o >= 0 ? block + o : inModule(arrays[i]!))) };
+    if (!block) throw new RangeError(`${name}: the WASM kernels are out of memory`);
+    views();
+    return block;
   };
-  const copyOut = (ptr: number, to: Floats) => to.set(new Float32Array(buffer(), ptr, to.length));
+  /** Copies `a` into the module's memory at `at` (a multiple of 4). */
+  const put = (a: ArrayBufferView, at: number) =>
+    a instanceof Float32Array ? f32.set(a, at >>> 2) : u8.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), at);
+  /** `arrays` copied into one block of the module's memory, each at a multiple of 16. Their pointers. */
+  const copyIn = (arrays: ArrayBufferView[], name: string): { block: number; at: number[] } => {
+    let size = 0;
+    const offsets = arrays.map((a) => (size += padded(a)) - padded(a));
+    const block = alloc(size, name);
+    arrays.forEach((a, i) => put(a, block + offsets[i]!));
+    return { block, at: offsets.map((o) => block + o) };
+  };
+  const copyOut = (ptr: number, to: Floats) => to.set(f32.subarray(ptr >>> 2, (ptr >>> 2) + to.length));
   const handle = (w: PackedQ4 | PackedQ8, bits: 4 | 8, name: string): number => {
     const h = (w as unknown as { [HANDLE]?: Handle })?.[HANDLE];
     if (h?.bits !== bits) throw new TypeError(`${name}: w must come from packQ${bits}`);
@@ -226,33 +247,36 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
   const floats = (a: unknown, name: string, what: string) => {
     if (!(a instanceof Float32Array)) throw new TypeError(`${name}: ${what} must be a Float32Array`);
   };
-  /** A product or an MLP: x [m][k] in, y [m][n] out. */
-  const call = (name: string, run: (x: number, y: number) => number, x: Floats, y: Floats) => {
-    const { block, at } = copyIn([x]);
-    const out = e.svc_alloc(y.byteLength);
+  /** A product or an MLP: x [m][k] copied into a block with room for y [m][n] after it; the block. */
+  const blockFor = (name: string, x: Floats, y: Floats) => {
+    const block = alloc(padded(x) + y.byteLength, name);
+    put(x, block);
+    return block;
+  };
+  /** `r` the module's answer for the call in `block`: y copied out, the block freed. */
+  const answer = (name: string, r: number, block: number, x: Floats, y: Floats) => {
     try {
-      if (!out || run(at[0]!, out) !== 0) throw new RangeError(`${name}: the WASM kernels are out of memory`);
-      copyOut(out, y);
+      if (r !== 0) throw new RangeError(`${name}: the WASM kernels are out of memory`);
+      copyOut(block + padded(x), y);
     } finally {
       e.svc_free(block);
-      e.svc_free(out);
     }
   };
   /** The checks the addon makes of a call's arguments; `portable` is checked, not used. */
-  const product = (name: string, w: { k: number; n: number }, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
+  const product = (name: string, k: number, n: number, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
     floats(x, name, 'x');
     floats(y, name, 'y');
     whole(m, name, 'm');
     whole(threads, name, 'threads');
     if (portable !== undefined && typeof portable !== 'boolean') throw new TypeError(`${name}: portable must be a boolean`);
-    if (x.length !== m * w.k) throw new TypeError(`${name}: x must hold m * k values`);
-    if (y.length !== m * w.n) throw new TypeError(`${name}: y must hold m * n values`);
+    if (x.length !== m * k) throw new TypeError(`${name}: x must hold m * k values`);
+    if (y.length !== m * n) throw new TypeError(`${name}: y must hold m * n values`);
   };
   type Shape = { k: number; n: number };
-  const mlp = (name: string, [gate, up, down]: Shape[], x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
-    if (up!.k !== gate!.k || up!.n !== gate!.n) throw new TypeError(`${name}: gate and up must have the same k and n`);
-    if (down!.k !== gate!.n || down!.n !== gate!.k) throw new TypeError(`${name}: down must be [gate's n -> gate's k]`);
-    product(name, { k: gate!.k, n: gate!.k }, x, m, y, threads, portable);
+  const mlp = (name: string, gate: Shape, up: Shape, down: Shape, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
+    if (up.k !== gate.k || up.n !== gate.n) throw new TypeError(`${name}: gate and up must have the same k and n`);
+    if (down.k !== gate.n || down.n !== gate.k) throw new TypeError(`${name}: down must be [gate's n -> gate's k]`);
+    product(name, gate.k, gate.k, x, m, y, threads, portable);
   };
   /** matmulQ4 / matmulQ8: the checks, then `run` (the module's product) on the copies. */
   const matmul = <W extends PackedQ4 | PackedQ8>(
@@ -262,9 +286,10 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
     const name = `matmulQ${bits}`;
     return (w: W, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
       const p = handle(w, bits, name);
-      product(name, w, x, m, y, threads, portable);
+      product(name, w.k, w.n, x, m, y, threads, portable);
       workersFor(threads);
-      call(name, (px, py) => run(p, px, m, py, threads), x, y);
+      const block = blockFor(name, x, y);
+      answer(name, run(p, block, m, block + padded(x), threads), block, x, y);
     };
   };
   /** mlpQ4 / mlpQ8 likewise. */
@@ -274,10 +299,11 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
   ): MlpCall<W> => {
     const name = `mlpQ${bits}`;
     return (gate, up, down, x, m, y, threads, portable) => {
-      const [g, u, d] = [gate, up, down].map((w) => handle(w, bits, name)) as [number, number, number];
-      mlp(name, [gate, up, down], x, m, y, threads, portable);
+      const g = handle(gate, bits, name), u = handle(up, bits, name), d = handle(down, bits, name);
+      mlp(name, gate, up, down, x, m, y, threads, portable);
       workersFor(threads);
-      call(name, (px, py) => run(g, u, d, px, m, py, threads), x, y);
+      const block = blockFor(name, x, y);
+      answer(name, run(g, u, d, block, m, block + padded(x), threads), block, x, y);
     };
   };
   return {
@@ -290,7 +316,7 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       floats(scales, 'packQ4', 'scales');
       if (b.length !== (n * k) / 2) throw new TypeError('packQ4: b must hold n * k / 2 bytes');
       if (scales.length !== (n * k) / 32) throw new TypeError('packQ4: scales must hold n * k / 32 values');
-      const { block, at } = copyIn([b, scales]);
+      const { block, at } = copyIn([b, scales], 'packQ4');
       try {
         return wrap<PackedQ4>(e.svc_pack_q4(at[0]!, at[1]!, k, n), 4, k, n, (Math.ceil(n / 4) * 4 * k * 20) / 32);
       } finally {
@@ -311,7 +337,7 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       if (zeroPoint !== 0 && w.some((v) => v - zeroPoint < -128 || v - zeroPoint > 127)) {
         throw new TypeError('packQ8: every w - zeroPoint must fit in int8');
       }
-      const { block, at } = copyIn([scales, new Uint8Array(16 * n)]);
+      const { block, at } = copyIn([scales, new Uint8Array(16 * n)], 'packQ8');
       try {
         const p = e.svc_new_q8(at[0]!, k, n);
         // 16 rows at a time through one small block: a whole copy would stay in the module's memory, which never shrinks
@@ -331,10 +357,12 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       if (!w.length || w.length % 8 || x.length % w.length || y.length !== x.length) {
         throw new TypeError('rmsNorm: w must hold a multiple of 8 values, x whole rows of them, y as many as x');
       }
-      const { block, at } = copyIn([x, w]);
+      const block = alloc(padded(x) + w.byteLength, 'rmsNorm');
+      put(x, block);
+      put(w, block + padded(x));
       try {
-        e.svc_rms_norm(at[0]!, at[1]!, w.length, x.length / w.length, epsilon, at[0]!);
-        copyOut(at[0]!, y);
+        e.svc_rms_norm(block, block + padded(x), w.length, x.length / w.length, epsilon, block);
+        copyOut(block, y);
       } finally {
         e.svc_free(block);
       }
@@ -343,19 +371,29 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       if (!b.length || a.length % b.length || y.length !== a.length) {
         throw new TypeError("addInto: b must hold a's values or whole rows of them, y as many as a");
       }
-      const { block, at } = copyIn([a, b]);
+      const block = alloc(padded(a) + b.byteLength, 'addInto');
+      put(a, block);
+      put(b, block + padded(a));
       try {
-        e.svc_add_into(at[0]!, at[1]!, a.length, b.length, at[0]!);
-        copyOut(at[0]!, y);
+        e.svc_add_into(block, block + padded(a), a.length, b.length, block);
+        copyOut(block, y);
       } finally {
         e.svc_free(block);
       }
     },
     attention: (a: AttentionArrays, ...[s, heads, kvHeads, d, divisor, threads, portable]: AttentionShape) => {
-      const named = { q: a.q, k: a.k, v: a.v, cos: a.cos, sin: a.sin, pastK: a.pastK, pastV: a.pastV, mask: a.mask, out: a.out };
-      for (const [name, v] of Object.entries({ ...named, newK: a.newK, newV: a.newV })) floats(v, 'attention', name);
-      if (!(a.pos instanceof BigInt64Array)) throw new TypeError('attention: pos must be a BigInt64Array');
-      [s, heads, kvHeads].forEach((v, i) => whole(v, 'attention', ['s', 'heads', 'kvHeads'][i]!));
+      // in the order the module reads their pointers; a step's arrays, checked without making any of its own
+      const arrays = attentionArrays;
+      arrays[0] = a.q, arrays[1] = a.k, arrays[2] = a.v, arrays[3] = a.pos, arrays[4] = a.cos, arrays[5] = a.sin;
+      arrays[6] = a.pastK, arrays[7] = a.pastV, arrays[8] = a.mask, arrays[9] = a.out, arrays[10] = a.newK, arrays[11] = a.newV;
+      for (let i = 0; i < arrays.length; i++) {
+        if (i === 3 ? !(arrays[i] instanceof BigInt64Array) : !(arrays[i] instanceof Float32Array)) {
+          throw new TypeError(`attention: ${ATTENTION_ARRAYS[i]} must be a ${i === 3 ? 'BigInt64Array' : 'Float32Array'}`);
+        }
+      }
+      whole(s, 'attention', 's');
+      whole(heads, 'attention', 'heads');
+      whole(kvHeads, 'attention', 'kvHeads');
       whole(d, 'attention', 'headSize', 2);
       whole(threads, 'attention', 'threads');
       if (portable !== undefined && typeof portable !== 'boolean') throw new TypeError('attention: portable must be a boolean');
@@ -370,24 +408,33 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
         throw new TypeError("attention: the arrays' lengths do not agree with s, heads, kvHeads and headSize");
       }
       if (a.mask.length !== rows * s * (past + s)) throw new TypeError('attention: mask must hold s × (past + s) values a row');
-      const arrays = [a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastK, a.pastV, a.mask, a.out, a.newK, a.newV];
-      const size = e.svc_attention_size();
       // the caches (`floats`, where the decoder's are kept) are read where they lie: a step copies no cache in
-      const { block, at } = copyIn([...arrays, new Uint8Array(size)], true);
+      let size = ATTENTION_BYTES;
+      for (let i = 0; i < arrays.length; i++) if (inModule(arrays[i]!) < 0) size += padded(arrays[i]!);
+      workersFor(threads);
+      const block = alloc(size, 'attention');
       try {
-        const view = new DataView(buffer(), at[12]!, size);
-        [rows, s, past, heads, kvHeads, d, a.cos.length / (d / 2)].forEach((v, i) => view.setInt32(4 * i, v, true));
-        at.slice(0, 9).forEach((p, i) => view.setUint32(28 + 4 * i, p, true));
-        view.setFloat32(64, divisor, true);
-        at.slice(9, 12).forEach((p, i) => view.setUint32(68 + 4 * i, p, true));
-        workersFor(threads);
-        const r = e.svc_attention(at[12]!, threads);
+        const p = attentionPointers;
+        for (let i = 0, at = block + ATTENTION_BYTES; i < arrays.length; i++) {
+          p[i] = inModule(arrays[i]!);
+          if (p[i]! < 0) put(arrays[i]!, p[i] = at), at += padded(arrays[i]!);
+        }
+        // wasm.c's Attention: 7 sizes, the pointers to 9 arrays, the divisor, 3 more pointers
+        const w = block >>> 2;
+        i32[w] = rows, i32[w + 1] = s, i32[w + 2] = past, i32[w + 3] = heads;
+        i32[w + 4] = kvHeads, i32[w + 5] = d, i32[w + 6] = a.cos.length / (d / 2);
+        for (let i = 0; i < 9; i++) i32[w + 7 + i] = p[i]!;
+        f32[w + 16] = divisor;
+        for (let i = 9; i < 12; i++) i32[w + 8 + i] = p[i]!;
+        const r = e.svc_attention(block, threads);
         if (r === -1) throw new RangeError('attention: a position is outside the rotary caches');
         if (r !== 0) throw new RangeError('attention: the WASM kernels are out of memory');
-        copyOut(at[9]!, a.out);
-        copyOut(at[10]!, a.newK);
-        copyOut(at[11]!, a.newV);
+        // the answers not already written where they lie
+        if (inModule(a.out) < 0) copyOut(p[9]!, a.out);
+        if (inModule(a.newK) < 0) copyOut(p[10]!, a.newK);
+        if (inModule(a.newV) < 0) copyOut(p[11]!, a.newV);
       } finally {
+        arrays.fill(undefined as never); // no step's arrays kept alive
         e.svc_free(block);
       }
     },
