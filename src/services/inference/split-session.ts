@@ -5,12 +5,12 @@
  * so the inference thread (./ort-sessions.ts) uses it in place of one: outputs handed in preallocated are
  * written into.
  */
-import type { NativeKernels, PackedQ4, PackedQ8 } from '../../runtime/kernels.ts';
+import type { AttentionArrays, NativeKernels, PackedQ4, PackedQ8 } from '../../runtime/kernels.ts';
 import { attentionOf, type AttentionStage } from './attention-stage.ts';
 import type { OrtWeb } from './backend.ts';
 import { syncSession } from './onnxruntime-node.ts';
 import { indexGraph, modelGraph } from '../models/onnx-wire.ts';
-import type { Mlp, SplitGraph, ValueMetadata, WeightProduct } from './weight-split.ts';
+import type { Kernel, Mlp, SplitGraph, ValueMetadata, WeightProduct } from './weight-split.ts';
 
 type OrtTensor = InstanceType<OrtWeb['Tensor']>;
 
@@ -25,18 +25,50 @@ interface StageSession {
 
 /**
  * A kernel call: `inputs` (the first [..., k], a second of its size for a sum) to `output` [..., width(k)], m
- * rows of the first input.
+ * rows of the first input; `x`, `other` (-1: none) and `y` are their slots in a run's values.
  */
 interface Call {
   inputs: string[];
   output: string;
+  x: number;
+  other: number;
+  y: number;
   width(k: number): number;
   run(x: Float32Array, other: Float32Array | undefined, m: number, y: Float32Array): void;
 }
 
+/** An attention stage's values by slot, and the arrays its kernel is handed: one object, filled again each step. */
+interface Attend {
+  stage: AttentionStage;
+  /** q, k, v, pos, cos, sin, past key, past value, mask; the output; the rotated new keys and the new values */
+  in: number[];
+  out: number;
+  keys: number[];
+  values: number[];
+  arrays: AttentionArrays;
+}
+
 type Step =
-  | { kind: 'graph'; session: StageSession; wide?: StageSession; inputs: string[]; outputs: string[]; attention?: AttentionStage }
+  | {
+    kind: 'graph';
+    session: StageSession;
+    wide?: StageSession;
+    inputs: string[];
+    outputs: string[];
+    ins: number[];
+    outs: number[];
+    attention?: Attend;
+  }
   | { kind: 'kernels'; calls: Call[] };
+
+/** What runs that fetch the same outputs share: the graph stages they skip, and which slots are handed back. */
+interface Fetching {
+  skip: Set<Step>;
+  handed: boolean[];
+  /** the outputs fetched, and their slots (-1: a name no step makes) */
+  wanted: string[];
+  slots: number[];
+}
 
 /**
  * New positions a row up to which a layer's attention stage runs on the kernel (a decode step; a few drafted
@@ -54,6 +86,8 @@ export class SplitSession {
   private constructor(
     private ort: OrtWeb,
     private steps: Step[],
+    /** Every value a run has (feeds, what passes between steps, outputs) by its slot in a run's values. */
+    private names: string[],
     readonly inputNames: string[],
     readonly outputNames: string[],
     readonly inputMetadata: ValueMetadata[],
@@ -65,7 +99,10 @@ export class SplitSession {
     private attentionNew: number,
   ) {
     this.stages = { graphs: steps.filter((s) => s.kind === 'graph').length, ...counts };
+    this.slots = new Map(names.map((n, i) => [n, i]));
   }
+
+  private slots: Map<string, number>;
 
   /**
    * Sessions for the graph stages (with `options`, on one thread), the kernels' weights packed. `binding`: the
@@ -80,6 +117,9 @@ export class SplitSession {
   ): Promise<SplitSession> {
     const threads = Number(options.intraOpNumThreads) || 1;
     const steps: Step[] = [];
+    const slots = new Map<string, number>();
+    const slot = (name: string) => slots.get(name) ?? (slots.set(name, slots.size), slots.size - 1);
+    for (const name of [...split.inputs, ...split.outputs]) slot(name);
     const counts = { mlps: 0, products: 0, steps: 0, attentions: 0 };
     type Packed = { bits: 4; w: PackedQ4 } | { bits: 8; w: PackedQ8 };
     const packed = (p: WeightProduct): Packed =>
@@ -96,6 +136,34 @@ export class SplitSession {
       if (gate.bits === 8 && up.bits === 8 && down.bits === 8) return (x, m, y) => kernels.mlpQ8(gate.w, up.w, down.w, x, m, y, threads);
       throw new TypeError("an MLP's products must be of one width");
     };
+    const same = (k: number) => k;
+    const callOf = (c: Kernel): Omit<Call, 'x' | 'other' | 'y'> => {
+      switch (c.kind) {
+        case 'product': {
+          counts.products++;
+          const { input, output, n } = c.product, multiply = product(c.product), bias = c.bias;
+          return {
+            inputs: [input],
+            output,
+            width: () => n,
+            run: (x, _, m, y) => (multiply(x, m, y), bias && kernels.addInto(y, bias, y)),
+          };
+        }
+        case 'mlp': {
+          counts.mlps++;
+          const n = c.mlp.down.n, run = mlp(c.mlp);
+          return { inputs: [c.mlp.input], output: c.mlp.output, width: () => n, run: (x, _, m, y) => run(x, m, y) };
+        }
+        case 'add':
+          counts.steps++;
+          return { inputs: c.inputs, output: c.output, width: same, run: (a, b, _m, y) => kernels.addInto(a, b!, y) };
+        case 'rmsNorm': {
+          counts.steps++;
+          const { input, output, weight, epsilon } = c.norm;
+          return { inputs: [input], output, width: same, run: (x, _, _m, y) => kernels.rmsNorm(x, weight, epsilon, y) };
+        }
+      }
+    };
     try {
       for (const s of split.stages) {
         if (s.kind === 'graph') {
@@ -111,40 +179,26 @@ export class SplitSession {
           const wide = binding && threads > 1 && weightless(s.model)
             ? await stageSession(ort, s.model, spinless({ ...one, intraOpNumThreads: threads }), binding)
             : undefined;
-          const attention = attentionOf(s.model, s.inputs, s.outputs);
-          if (attention) counts.attentions++;
-          steps.push({ kind: 'graph', session, wide, inputs: s.inputs, outputs: s.outputs, attention });
+          const ins = s.inputs.map(slot), outs = s.outputs.map(slot);
+          const a = attentionOf(s.model, s.inputs, s.outputs);
+          if (a) counts.attentions++;
+          const attention = a && {
+            stage: a,
+            in: [a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastKey, a.pastValue, a.mask].map(slot),
+            out: slot(a.output),
+            keys: a.keys.map(slot),
+            values: a.values.map(slot),
+            arrays: {} as AttentionArrays,
+          };
+          steps.push({ kind: 'graph', session, wide, inputs: s.inputs, outputs: s.outputs, ins, outs, attention });
           continue;
         }
         steps.push({
           kind: 'kernels',
           calls: s.calls.map((c): Call => {
-            const same = (k: number) => k;
-            switch (c.kind) {
-              case 'product': {
-                counts.products++;
-                const { input, output, n } = c.product, multiply = product(c.product), bias = c.bias;
-                return {
-                  inputs: [input],
-                  output,
-                  width: () => n,
-                  run: (x, _, m, y) => (multiply(x, m, y), bias && kernels.addInto(y, bias, y)),
-                };
-              }
-              case 'mlp': {
-                counts.mlps++;
-                const n = c.mlp.down.n, run = mlp(c.mlp);
-                return { inputs: [c.mlp.input], output: c.mlp.output, width: () => n, run: (x, _, m, y) => run(x, m, y) };
-              }
-              case 'add':
-                counts.steps++;
-                return { inputs: c.inputs, output: c.output, width: same, run: (a, b, _m, y) => kernels.addInto(a, b!, y) };
-              case 'rmsNorm': {
-                counts.steps++;
-                const { input, output, weight, epsilon } = c.norm;
-                return { inputs: [input], output, width: same, run: (x, _, _m, y) => kernels.rmsNorm(x, weight, epsilon, y) };
-              }
-            }
+            const call = callOf(c);
+            const x = slot(call.inputs[0]!), other = call.inputs[1] === undefined ? -1 : slot(call.inputs[1]);
+            return { ...call, x, other, y: slot(call.output) };
           }),
         });
       }
@@ -155,6 +209,7 @@ export class SplitSession {
     return new SplitSession(
       ort,
       steps,
+      [...slots.keys()],
       split.inputs,
       split.outputs,
       split.metadata.inputs,
@@ -173,36 +228,43 @@ export class SplitSession {
    * step made instead of new ones, which the inference thread's garbage collector would have to free. A few
    * sets, each under SCRATCH_BYTES: a prefill's chunks each have other shapes.
    */
-  private scratch = new Map<string, Map<string, OrtTensor>>();
+  private scratch = new Map<string, (OrtTensor | undefined)[]>();
 
   /** The outputs named in `fetches` (all without), those given a tensor written into it. */
   async run(feeds: Record<string, OrtTensor>, fetches?: Record<string, OrtTensor | null>): Promise<Record<string, OrtTensor>> {
-    const values = new Map<string, OrtTensor>(Object.entries(feeds));
-    const wanted = fetches ? Object.keys(fetches) : this.outputNames;
-    const skip = this.unneeded(wanted);
+    // the values by slot: a decode step makes a few hundred, and what it makes per value is garbage the
+    // inference thread's collector must take (on Bun each collection's freed pages fault back in)
+    const values: (OrtTensor | undefined)[] = new Array(this.names.length);
+    for (const name in feeds) {
+      const i = this.slots.get(name);
+      if (i !== undefined) values[i] = feeds[name];
+    }
+    const { skip, handed, wanted, slots } = this.fetching(fetches ? Object.keys(fetches) : this.outputNames);
     const few = (feeds.input_ids?.dims.at(-1) ?? Infinity) <= ATTENTION_KERNEL_NEW;
-    const handed = new Set(wanted);
     const key = shapesOf(feeds);
     const reused = this.scratch.get(key);
-    const made = reused ? undefined : new Map<string, OrtTensor>();
-    const into = (name: string) => fetches?.[name] ?? (handed.has(name) ? null : reused?.get(name) ?? null);
-    /** A float tensor of `dims` for `name`: the one handed in or kept, where its size fits, else a new one. */
-    const output = (name: string, dims: readonly number[]): OrtTensor => {
-      const size = dims.reduce((a, b) => a * b, 1);
-      const given = into(name);
-      const t = given?.size === size ? given : new this.ort.Tensor('float32', new Float32Array(size), dims);
-      values.set(name, t);
-      if (!handed.has(name)) made?.set(name, t);
+    const made: (OrtTensor | undefined)[] | undefined = reused ? undefined : new Array(this.names.length);
+    const given = (i: number) => fetches?.[this.names[i]!] ?? (handed[i] ? null : reused?.[i] ?? null);
+    /** The tensor handed in or kept for slot `i`, where it holds `size` values. */
+    const fitting = (i: number, size: number) => {
+      const t = given(i);
+      return t?.size === size ? t : undefined;
+    };
+    /** `t` as slot `i`'s value, kept for runs of the same shapes unless it is handed back. */
+    const keep = (i: number, t: OrtTensor) => {
+      values[i] = t;
+      if (made && !handed[i]) made[i] = t;
       return t;
     };
+    const fresh = (dims: number[]) => new this.ort.Tensor('float32', new Float32Array(dims.reduce((a, b) => a * b, 1)), dims);
     for (const s of this.steps) {
       if (skip.has(s)) continue;
-      if (s.kind === 'graph' && s.attention && this.attend(s.attention, values, output)) continue;
+      if (s.kind === 'graph' && s.attention && this.attend(s.attention, values, fitting, keep, fresh)) continue;
       if (s.kind === 'graph') {
         const ins: Record<string, OrtTensor> = {};
-        for (const x of s.inputs) ins[x] = values.get(x)!;
+        for (let j = 0; j < s.inputs.length; j++) ins[s.inputs[j]!] = values[s.ins[j]!]!;
         const outs: Record<string, OrtTensor | null> = {};
-        for (const x of s.outputs) outs[x] = into(x);
+        for (let j = 0; j < s.outputs.length; j++) outs[s.outputs[j]!] = given(s.outs[j]!);
         let got: Record<string, OrtTensor>;
         try {
           // the binding's run returns its outputs, not a promise: no turn of the microtask queue per stage
@@ -217,34 +279,41 @@ export class SplitSession {
           this.scratch.delete(key);
           return this.run(feeds, fetches);
         }
-        for (const [x, t] of Object.entries(got)) {
-          values.set(x, t);
-          if (!handed.has(x)) made?.set(x, t);
+        for (let j = 0; j < s.outputs.length; j++) {
+          const t = got[s.outputs[j]!];
+          if (t) keep(s.outs[j]!, t);
         }
         continue;
       }
       for (const c of s.calls) {
-        const x = values.get(c.inputs[0]!)!, other = c.inputs[1] === undefined ? undefined : values.get(c.inputs[1])!;
-        const k = x.dims.at(-1)!, m = x.size / k;
-        const y = output(c.output, [...x.dims.slice(0, -1), c.width(k)]);
+        const x = values[c.x]!, other = c.other < 0 ? undefined : values[c.other]!;
+        const k = x.dims[x.dims.length - 1]!, m = x.size / k, n = c.width(k);
+        const y = keep(c.y, fitting(c.y, m * n) ?? fresh([...x.dims.slice(0, -1), n]));
         c.run(x.data as Float32Array, other?.data as Float32Array | undefined, m, y.data as Float32Array);
       }
     }
-    if (made && [...made.values()].reduce((n, t) => n + (t.data as ArrayBufferView).byteLength, 0) <= SCRATCH_BYTES) {
+    if (made && made.reduce((n, t) => n + (t ? (t.data as ArrayBufferView).byteLength : 0), 0) <= SCRATCH_BYTES) {
       if (this.scratch.size >= SCRATCH_SETS) this.scratch.delete(this.scratch.keys().next().value!);
       this.scratch.set(key, made);
     }
-    return Object.fromEntries(wanted.map((n) => [n, values.get(n)!]));
+    const out: Record<string, OrtTensor> = {};
+    // a name no step makes (nothing of the graph's outputs) is answered undefined
+    for (let j = 0; j < wanted.length; j++) out[wanted[j]!] = values[slots[j]!]!;
+    return out;
   }
 
-  /** Graph stages by the outputs a run fetches: those whose outputs neither it nor a later step reads. */
-  private skipped = new Map<string, Set<Step>>();
+  /** What runs fetching `wanted` share, by the outputs they fetch. */
+  private fetchings = new Map<string, Fetching>();
 
-  private unneeded(wanted: string[]): Set<Step> {
+  /**
+   * The graph stages a run fetching `wanted` skips: those whose outputs neither it nor a later step reads.
+   * And which slots it hands back (never kept for another run).
+   */
+  private fetching(wanted: string[]): Fetching {
     const key = wanted.join('\n');
-    let skip = this.skipped.get(key);
-    if (skip) return skip;
-    skip = new Set();
+    let f = this.fetchings.get(key);
+    if (f) return f;
+    const skip = new Set<Step>();
     const needed = new Set(wanted);
     for (const s of [...this.steps].reverse()) {
       if (s.kind === 'kernels') {
@@ -252,64 +321,60 @@ export class SplitSession {
       } else if (s.outputs.some((x) => needed.has(x))) s.inputs.forEach((x) => needed.add(x));
       else skip.add(s);
     }
-    if (this.skipped.size < SCRATCH_SETS) this.skipped.set(key, skip);
-    return skip;
+    const slots = wanted.map((n) => this.slots.get(n) ?? -1);
+    const handed = this.names.map((_, i) => slots.includes(i));
+    f = { skip, handed, wanted, slots };
+    if (this.fetchings.size < SCRATCH_SETS) this.fetchings.set(key, f);
+    return f;
   }
 
   /**
    * A layer's attention on the kernel, where the values have the shapes the stage was recognized for and each
    * row adds few positions; false (nothing made) to leave it to the stage's session.
    */
-  private attend(a: AttentionStage, values: Map<string, OrtTensor>, output: (name: string, dims: readonly number[]) => OrtTensor): boolean {
-    const [q, k, v, pos, cos, sin, pastK, pastV, mask] = [a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastKey, a.pastValue, a.mask].map((x) =>
-      values.get(x)
-    );
+  private attend(
+    at: Attend,
+    values: (OrtTensor | undefined)[],
+    fitting: (i: number, size: number) => OrtTensor | undefined,
+    keep: (i: number, t: OrtTensor) => OrtTensor,
+    fresh: (dims: number[]) => OrtTensor,
+  ): boolean {
+    const a = at.stage;
+    const q = values[at.in[0]!], k = values[at.in[1]!], v = values[at.in[2]!], pos = values[at.in[3]!], cos = values[at.in[4]!];
+    const sin = values[at.in[5]!], pastK = values[at.in[6]!], pastV = values[at.in[7]!], mask = values[at.in[8]!];
     if (!q || !k || !v || !pos || !cos || !sin || !pastK || !pastV || !mask || q.dims.length !== 3) return false;
-    const [b, s] = q.dims as [number, number], d = a.headSize;
-    const past = pastK.dims[2]!;
-    const is = (t: OrtTensor, type: string, dims: number[]) =>
-      t.type === type && t.dims.length === dims.length && dims.every((x, i) => t.dims[i] === x);
+    const b = q.dims[0]!, s = q.dims[1]!, d = a.headSize, past = pastK.dims[2]!;
     if (
-      s > this.attentionNew || !is(q, 'float32', [b, s, a.heads * d]) || !is(k, 'float32', [b, s, a.kvHeads * d]) ||
-      !is(v, 'float32', [b, s, a.kvHeads * d]) || !is(pos, 'int64', [b, s]) || !is(cos, 'float32', [cos.dims[0]!, d / 2]) ||
-      !is(sin, 'float32', cos.dims as number[]) || !is(pastK, 'float32', [b, a.kvHeads, past, d]) ||
-      !is(pastV, 'float32', [b, a.kvHeads, past, d]) || !is(mask, 'float32', [b, 1, s, past + s])
+      s > this.attentionNew || !dimsAre(q, 'float32', b, s, a.heads * d) || !dimsAre(k, 'float32', b, s, a.kvHeads * d) ||
+      !dimsAre(v, 'float32', b, s, a.kvHeads * d) || !dimsAre(pos, 'int64', b, s) || !dimsAre(cos, 'float32', cos.dims[0]!, d / 2) ||
+      !dimsAre(sin, 'float32', cos.dims[0]!, d / 2) || !dimsAre(pastK, 'float32', b, a.kvHeads, past, d) ||
+      !dimsAre(pastV, 'float32', b, a.kvHeads, past, d) || !dimsAre(mask, 'float32', b, 1, s, past + s)
     ) return false;
-    const out = output(a.output, [b, s, a.heads * d]);
-    const [key, ...keyCopies] = a.keys.map((x) => output(x, [b, a.kvHeads, s, d]));
-    const [value, ...valueCopies] = a.values.map((x) => output(x, [b, a.kvHeads, s, d]));
-    const f = (t: OrtTensor | undefined) => t?.data as Float32Array;
-    const newK = f(key) ?? new Float32Array(k.size), newV = f(value) ?? new Float32Array(v.size);
-    this.kernels.attention(
-      {
-        q: f(q),
-        k: f(k),
-        v: f(v),
-        pos: pos.data as BigInt64Array,
-        cos: f(cos),
-        sin: f(sin),
-        pastK: f(pastK),
-        pastV: f(pastV),
-        mask: f(mask),
-        out: f(out),
-        newK,
-        newV,
-      },
-      s,
-      a.heads,
-      a.kvHeads,
-      d,
-      a.divisor,
-      this.threads,
-    );
-    for (const t of keyCopies) f(t).set(newK);
-    for (const t of valueCopies) f(t).set(newV);
+    const out = keep(at.out, fitting(at.out, q.size) ?? fresh([b, s, a.heads * d]));
+    const size = k.size;
+    const newKey = (i: number) => keep(i, fitting(i, size) ?? fresh([b, a.kvHeads, s, d])).data as Float32Array;
+    const newK = at.keys.length ? newKey(at.keys[0]!) : new Float32Array(size);
+    const newV = at.values.length ? newKey(at.values[0]!) : new Float32Array(size);
+    const f = (t: OrtTensor) => t.data as Float32Array;
+    const arrays = at.arrays;
+    arrays.q = f(q), arrays.k = f(k), arrays.v = f(v), arrays.pos = pos.data as BigInt64Array, arrays.cos = f(cos);
+    arrays.sin = f(sin), arrays.pastK = f(pastK), arrays.pastV = f(pastV), arrays.mask = f(mask), arrays.out = f(out);
+    arrays.newK = newK, arrays.newV = newV;
+    this.kernels.attention(arrays, s, a.heads, a.kvHeads, d, a.divisor, this.threads);
+    for (let i = 1; i < at.keys.length; i++) newKey(at.keys[i]!).set(newK);
+    for (let i = 1; i < at.values.length; i++) newKey(at.values[i]!).set(newV);
     return true;
   }
 
   async release(): Promise<void> {
     await Promise.all(this.steps.flatMap((s) => (s.kind === 'graph' ? [s.session.release(), s.wide?.release()] : [])));
   }
+}
+
+/** Whether `t` is of `type` and shape `dims` (checked where a step's shapes are, without an array of them). */
+function dimsAre(t: OrtTensor, type: string, d0: number, d1: number, d2?: number, d3?: number): boolean {
+  const n = d3 !== undefined ? 4 : d2 !== undefined ? 3 : 2, x = t.dims;
+  return t.type === type && x.length === n && x[0] === d0 && x[1] === d1 && (n < 3 || x[2] === d2) && (n < 4 || x[3] === d3);
 }
 
 /** Whether a stage's graph holds no more than a few small constants (an attention; not the embedding table). */
@@ -328,12 +393,16 @@ function spinless(options: Record<string, unknown>): Record<string, unknown> {
 const SCRATCH_SETS = 4;
 const SCRATCH_BYTES = 8 << 20;
 
-/** The feeds' names and shapes, and the values of those with at most one element (a switch, a count). */
+/**
+ * The feeds' names and shapes, and the values of scalars (a switch, a count: `num_logits_to_keep`). Not the
+ * values of other tensors of one element: a lone row's decode step feeds its token and position as [1, 1], and
+ * with those in the key no step's buffers were ever reused.
+ */
 function shapesOf(feeds: Record<string, OrtTensor>): string {
   let key = '';
   for (const name in feeds) {
     const t = feeds[name]!;
-    key += `${name}:${t.dims.join(',')}${t.size <= 1 ? `=${(t.data as ArrayLike<unknown>)[0]}` : ''};`;
+    key += `${name}:${t.dims.join(',')}${t.dims.length === 0 ? `=${(t.data as ArrayLike<unknown>)[0]}` : ''};`;
   }
   return key;
 }
