@@ -329,4 +329,44 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
     await whole.release();
     await s.release();
   });
+
+  test("a lone row's decode steps (token and position [1, 1], other values each step) reuse one set", async () => {
+    const kernels = nativeKernels();
+    assert.ok(kernels, 'the native kernels are built (npm run build:native)');
+    const whole = await ort.InferenceSession.create(q4, opts);
+    const s = await SplitSession.create(ort as never, kernels, split, opts);
+    const ids = REF.generate.prompt_ids, L = ids.length;
+    const cache = await whole.run({
+      input_ids: i64(ids, [1, L]),
+      attention_mask: i64(Array(L).fill(1), [1, L]),
+      position_ids: i64([...ids.keys()], [1, L]),
+      num_logits_to_keep: i64([1], []),
+      [PRESENT_SWITCH]: new ort.Tensor('bool', [true], []),
+      ...emptyPast(1),
+    });
+    const step = (token: number) => ({
+      input_ids: i64([token], [1, 1]),
+      attention_mask: i64(Array(L + 1).fill(1), [1, L + 1]),
+      position_ids: i64([L], [1, 1]),
+      num_logits_to_keep: i64([1], []),
+      [PRESENT_SWITCH]: new ort.Tensor('bool', [false], []),
+      ...Object.fromEntries(
+        Array.from({ length: layers }, (_, l) => ['key', 'value'].map((kv) => [`past_key_values.${l}.${kv}`, cache[`present.${l}.${kv}`]!]))
+          .flat(),
+      ),
+    });
+    for (const token of [17, 46, 75]) {
+      const got = await s.run(step(token) as never), want = await whole.run(step(token));
+      for (const name of whole.outputNames) {
+        const err = relMax(got[name]!.data as Float32Array, want[name]!.data as Float32Array);
+        assert.deepEqual(got[name]!.dims, want[name]!.dims, name);
+        // with the present switch off, the whole caches are not made: empty
+        if (want[name]!.size) assert.ok(err < 5e-4, `token ${token} ${name}: ${err}`);
+      }
+    }
+    // the steps' buffers, made by the first and written by the others
+    assert.equal((s as unknown as { scratch: Map<string, unknown> }).scratch.size, 1);
+    await whole.release();
+    await s.release();
+  });
 });
