@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ROOT } from '../support/runtime-process.ts';
+import { accessLineBytes, writeAccessLine } from '../../src/access-line.ts';
 
 const LINE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) INFO {2}(\S+) (\S+) (\d{3}) (\d+\.\d)ms owner=(\S+) rid=([a-z0-9]{12})$/;
 
@@ -78,5 +79,25 @@ test('one access line per request, with the id its answer carried, none lost at 
   } finally {
     child.kill('SIGKILL');
     await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a line of any text: UTF-8 as TextDecoder reads it, times and statuses of every width, within its bound', () => {
+  const stamp = new TextEncoder().encode('2026-11-29T20:01:02.345Z');
+  const cases: [string, string, number, number, string, string, string][] = [
+    ['GET', 'http://127.0.0.1:1/api/version', 200, 0, 'local', 'a1b2c3d4e5f6', 'GET /api/version 200 0.0ms owner=local rid=a1b2c3d4e5f6'],
+    ['POST', 'https://h.example/v1/x?q=%0A', 499, 123_456, 'key_9', 'r', 'POST /v1/x 499 12345.6ms owner=key_9 rid=r'],
+    // a path with characters beyond ASCII (a client that did not encode them), and an owner so named
+    ['GET', 'http://h/été/日本?x', 404, 7, 'ключ', 'rid', 'GET /été/日本 404 0.7ms owner=ключ rid=rid'],
+    ['GET', 'http://h', 301, 10, '-', 'x', 'GET / 301 1.0ms owner=- rid=x'],
+    ['DELETE', 'http://h/' + 'a'.repeat(5000) + '😀', 500, 99, '-', 'x', `DELETE /${'a'.repeat(5000)}😀 500 9.9ms owner=- rid=x`],
+  ];
+  for (const [method, url, status, tenths, owner, rid, want] of cases) {
+    const most = accessLineBytes(method, url, owner, rid);
+    const out = new Uint8Array(3 + most).fill(0xff);
+    const end = writeAccessLine(out, 3, stamp, method, url, status, tenths, owner, rid);
+    assert.ok(end - 3 <= most, `${end - 3} bytes of at most ${most}`);
+    assert.equal(new TextDecoder('utf-8', { fatal: true }).decode(out.subarray(3, end)), `2026-11-29T20:01:02.345Z INFO  ${want}\n`);
+    assert.deepEqual([...out.subarray(0, 3)], [0xff, 0xff, 0xff], 'nothing before the line is written');
   }
 });

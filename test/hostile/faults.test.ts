@@ -11,6 +11,7 @@ import { PDFDocument, StandardFonts } from '@cantoo/pdf-lib';
 import { inProcess, json, tempDir } from '../support/server.ts';
 import { type Harness, startHarness } from '../routes/ollama/harness.ts';
 import { start } from '../support/runtime-process.ts';
+import type { Logger } from '../../src/log.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MODEL = 'tiny-llama:test';
@@ -121,10 +122,10 @@ describe('inference inputs', () => {
   it('a client that leaves a stream is logged 499, with no ERROR', async () => {
     const lines: string[] = [];
     const errors: string[] = [];
-    const log = h.srv.log as { level: string; access(m: string): void; error(m: string, e?: unknown): void };
+    const log = h.srv.log as Logger & { level: string };
     const { access, error, level } = log;
     log.level = 'info';
-    log.access = (m) => lines.push(m);
+    log.access = (method, url, status) => lines.push(`${method} ${url} ${status} `);
     log.error = (m) => errors.push(m);
     try {
       const ac = new AbortController();
