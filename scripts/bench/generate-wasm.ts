@@ -166,7 +166,7 @@ async function main() {
     results.push({ dtype, threads, runtime, share: r.wasm.tps / r.native.tps });
     rows.push(
       `| ${dtype} | ${threads} | ${runtime} | ${f1(r.native.tps)} | ${f1(r.wasm.tps)} | **${
-        (100 * r.wasm.tps / r.native.tps).toFixed(0)
+        (100 * r.wasm.tps / r.native.tps).toFixed(1)
       } %** | ${f1(r.native.ttft)} | ${f1(r.wasm.ttft)} | ${r.native.cpu.toFixed(2)} / ${r.wasm.cpu.toFixed(2)} | ${
         (Number(r.wasmInfo.loadMs) / 1000).toFixed(1)
       } s${own ? `; products on svc's WASM kernels (${own} MLPs)` : ''}${converted ? `; ${converted} 4-bit weights run as int8` : ''}${
