@@ -131,9 +131,9 @@ const table = [
   'response object @hono/node-server writes (no undici `Headers` per request), on Bun prepared on the context, on Deno on',
   'the finished Response; on Node, `Origin` and `X-Svc-Csrf` are read from the header object Node parsed.',
   "svc's route table is compiled by Hono's RegExpRouter alone (src/app.ts): a static route beside a `:param` route had",
-  'made the default SmartRouter fall back to the slower TrieRouter for every request. Access-log lines reuse one',
-  'formatted timestamp per millisecond and are encoded into a batch written every 50 ms or 64 KB (src/log.ts); request',
-  'ids take their last two base-36 digits from a table (src/http/request-meta.ts).',
+  'made the default SmartRouter fall back to the slower TrieRouter for every request. Access-log lines are written as',
+  'bytes straight into a batch (src/access-line.ts; one formatted timestamp per millisecond), written out every 50 ms or',
+  '64 KB (src/log.ts); request ids take their last two base-36 digits from a table (src/http/request-meta.ts).',
 ].join('\n');
 console.log(table);
 if (!only) writeSection('GET /api/version throughput', table);
