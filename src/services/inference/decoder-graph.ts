@@ -92,6 +92,12 @@ export interface GraphEdit {
   newOutputs: WireWriter[];
   /** Operator set domains the new nodes use. */
   domains: Set<string>;
+  /**
+   * The graph's token ids input (`input_ids`, [batch, sequence]), where it has one: the new nodes take a call's
+   * batch and sequence sizes from its shape rather than from a layer's values, so that what every layer
+   * shares (the rotary rows, the past/new split) is made from the graph's inputs alone, before the first layer.
+   */
+  tokens?: string;
 }
 
 /** The one node reading `name`, when nothing else (not even the graph's outputs) does. */
@@ -171,6 +177,7 @@ function parseEdit(model: Uint8Array): ParsedEdit | undefined {
     newInputs: [],
     newOutputs: [],
     domains: new Set(),
+    tokens: tokenInput(graph),
   };
   for (const n of nodes) {
     for (const o of n.outputs) g.producer.set(o, n);
@@ -227,6 +234,17 @@ function decoderWith(graph: WireField[], kvHeads: number): boolean {
     if (value !== undefined && value !== BigInt(kvHeads)) return false;
   }
   return past > 0;
+}
+
+/** `input_ids`, where the graph takes it as an input of rank 2. */
+function tokenInput(graph: WireField[]): string | undefined {
+  for (const f of all(graph, ONNX.graph.input)) {
+    const v = decodeFields(f.bytes!);
+    if (str(first(v, ONNX.valueInfo.name)?.bytes) !== 'input_ids') continue;
+    const shape = first(tensorTypeOf(v) ?? [], ONNX.type.shape)?.bytes;
+    return shape && all(decodeFields(shape), ONNX.type.dim).length === 2 ? 'input_ids' : undefined;
+  }
+  return undefined;
 }
 
 /** A constant's element count and, for int64, its values. */

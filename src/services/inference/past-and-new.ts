@@ -40,6 +40,7 @@ const P = 'svc_pan';
 /** [past length, new length]: where the probabilities split. */
 const SPLIT = `${P}_split`;
 const TWO = `${P}_two`;
+const ONE = `${P}_one`;
 
 interface Layer {
   key: string;
@@ -91,8 +92,10 @@ export function attendPastAndNew(g: GraphEdit, opset: number): number {
         // the lengths every layer shares (one call feeds every layer the same past and new positions)
         node('Shape', [pastV], [`${P}_past_shape`], `${P}_past_shape`),
         node('Gather', [`${P}_past_shape`, TWO], [`${P}_past_len`], `${P}_past_len`, '', { axis: 0 }),
-        node('Shape', [newV], [`${P}_new_shape`], `${P}_new_shape`),
-        node('Gather', [`${P}_new_shape`, TWO], [`${P}_new_len`], `${P}_new_len`, '', { axis: 0 }),
+        // the new length: the token ids' sequence where the graph takes them (made before the first layer then),
+        // else the new values' [batch, heads, new, head size]
+        node('Shape', [g.tokens ?? newV], [`${P}_new_shape`], `${P}_new_shape`),
+        node('Gather', [`${P}_new_shape`, g.tokens ? ONE : TWO], [`${P}_new_len`], `${P}_new_len`, '', { axis: 0 }),
         node('Concat', [`${P}_past_len`, `${P}_new_len`], [SPLIT], SPLIT, '', { axis: 0 }),
       ]
       : [];
@@ -106,7 +109,8 @@ export function attendPastAndNew(g: GraphEdit, opset: number): number {
     for (const n of [l.catK, l.catV, l.transpose, l.scores, l.output, ...(l.scale ? [l.scale] : [])]) g.removed.add(n);
     for (const name of [q, probs, pastK, newK, pastV, newV]) g.read.add(name);
   });
-  g.initializers.push(int64Tensor(TWO, [2]));
+  g.initializers.push(int64Tensor(TWO, [2]), int64Tensor(ONE, [1]));
+  if (g.tokens) g.read.add(g.tokens);
   g.appended.push(presentOnDemand(g, layers));
   g.newInputs.push(tensorValueInfo(PRESENT_SWITCH, ONNX.dtype.BOOL, []));
   return layers.length;

@@ -70,8 +70,10 @@ export function fuseRotaryEmbedding(g: GraphEdit, shape: DecoderShape): number {
         node('Shape', [cache.cos], [`${p}_cache_shape`], `${p}_cache_shape`),
         node('Gather', [`${p}_cache_shape`, `${P}_scalar0`], [`${p}_rows`], `${p}_rows`, '', { axis: 0 }),
         node('Range', [`${P}_scalar0`, `${p}_rows`, `${P}_scalar1`], [`${p}_range`], `${p}_range`),
-        node('Shape', [x], [`${p}_x_shape`], `${p}_x_shape`),
-        node('Slice', [`${p}_x_shape`, `${P}_2`, `${P}_3`], [`${p}_seq`], `${p}_seq`),
+        // x's batch and sequence: the token ids' [batch, sequence] where the graph takes them (made before the first
+        // layer then), else x's own [batch, heads, sequence, head size]
+        node('Shape', [g.tokens ?? x], [`${p}_x_shape`], `${p}_x_shape`),
+        node('Slice', [`${p}_x_shape`, g.tokens ? `${P}_1` : `${P}_2`, g.tokens ? `${P}_2` : `${P}_3`], [`${p}_seq`], `${p}_seq`),
         node('Slice', [`${p}_x_shape`, `${P}_0`, `${P}_1`], [`${p}_batch`], `${p}_batch`),
         node('Concat', [`${P}_last`, `${p}_seq`], [`${p}_by_seq`], `${p}_by_seq`, '', { axis: 0 }),
         node('Concat', [`${p}_batch`, `${p}_seq`], [`${p}_x_rows`], `${p}_x_rows`, '', { axis: 0 }),
@@ -80,6 +82,7 @@ export function fuseRotaryEmbedding(g: GraphEdit, shape: DecoderShape): number {
       );
       caches.set(key, cache);
       g.read.add(cos).add(sin);
+      if (g.tokens) g.read.add(g.tokens);
     }
     out.push(node('RotaryEmbedding', [x, cache.pos, cache.cos, cache.sin], [add.outputs[0]!], `${P}_${fused}`, MS));
     for (const n of [add, cosMul, sinMul, cat, neg, upper, lower]) g.removed.add(n);

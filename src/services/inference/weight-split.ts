@@ -530,11 +530,16 @@ export function splitGraph(model: Uint8Array, weight: (t: Tensor) => Uint8Array 
   for (const n of staged) {
     for (const x of reads.get(n)!) readersOf.get(x)?.push(n) ?? readersOf.set(x, [n]);
   }
+  // What several stages read and the graph's inputs alone make (the mask, the rotary rows, the past/new split
+  // every layer shares) stays in the first stage, made before any layer: left in the first layer's stage, it kept
+  // that stage from being an attention alone (./split-session.ts runs those on the kernel).
   const graphOutputs = new Set(outputs);
   for (const n of [...staged].reverse()) {
     const by = n.outputs.flatMap((o) => readersOf.get(o) ?? []);
     if (isCall(n) || !by.length || n.outputs.some((o) => graphOutputs.has(o))) continue;
-    stageOf.set(n, Math.max(stageOf.get(n)!, Math.min(...by.map((r) => stageOf.get(r)!))));
+    const at = by.map((r) => stageOf.get(r)!);
+    if (stageOf.get(n) === 0 && Math.min(...at) !== Math.max(...at)) continue;
+    stageOf.set(n, Math.max(stageOf.get(n)!, Math.min(...at)));
   }
   // a conditional that only hands out graph outputs (the present switch's concatenations of every layer's cache)
   // goes into a stage of its own at the end, which a run that fetches none of them skips (./split-session.ts),

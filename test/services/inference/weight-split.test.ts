@@ -93,7 +93,7 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
       const kinds = split.stages.map((s) => (s.kind === 'graph' ? 'graph' : s.calls.map((c) => c.kind).join('+')));
       const layer = ['product', 'add', 'rmsNorm', 'mlp', 'add'];
       assert.deepEqual(kinds, [
-        'graph', // the embedding and the first layer's norm
+        'graph', // the embedding, the first layer's norm, and what every layer's attention reads (mask, rotary rows)
         'product+product+product', // its queries, keys and values (their biases added)
         ...Array.from(
           { length: layers },
@@ -103,15 +103,15 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
         'product', // the head
         'graph', // the present switch: the whole cache, for a call that fetches it
       ]);
-      // every layer's stage but the first (which also builds the mask and the rotary tables) is an attention the
-      // kernel runs, reading its own layer's cache
+      // every layer's stage is an attention the kernel runs, reading its own layer's cache: the mask and the rotary
+      // rows they share are made in the first stage, from the graph's inputs
       const attentions = split.stages.flatMap((s) => (s.kind === 'graph' ? [attentionOf(s.model, s.inputs, s.outputs)] : []));
-      const later = Array.from({ length: layers - 1 }, (_, l) => `past_key_values.${l + 1}.key`);
-      // the embedding's stage, the first layer's, the later layers', the last norm's, the switch's
-      assert.deepEqual(attentions.map((a) => a?.pastKey), [undefined, undefined, ...later, undefined, undefined]);
+      const every = Array.from({ length: layers }, (_, l) => `past_key_values.${l}.key`);
+      // the embedding's stage, the layers', the last norm's, the switch's
+      assert.deepEqual(attentions.map((a) => a?.pastKey), [undefined, ...every, undefined, undefined]);
       assert.deepEqual(
         attentions.filter(Boolean).map((a) => [a!.heads, a!.kvHeads, a!.headSize, a!.divisor]),
-        Array(layers - 1).fill([
+        Array(layers).fill([
           config.num_attention_heads,
           config.num_key_value_heads,
           config.head_dim,
@@ -182,7 +182,7 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
       const fetch = Object.fromEntries(names.map((x) => [x, null]));
       calls = 0;
       const gotStep = await s.run(onWeb(step) as never, fetch as never);
-      assert.equal(calls, layers - 1, 'attentions on the kernel');
+      assert.equal(calls, layers, 'attentions on the kernel');
       const wantStep = await whole.run(step, fetch as never);
       for (const name of names) {
         const err = relMax(gotStep[name]!.data as Float32Array, wantStep[name]!.data as Float32Array);
@@ -200,13 +200,13 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
         const whole = await ort.InferenceSession.create(graph, opts);
         const s = await SplitSession.create(ort as never, kernels, split, opts);
         // the embedding's, each layer's attention, the last norm, the present switch; q, k, v, o a layer and the
-        // head; 2 sums and 2 norms a layer but the last norm; the attentions of all layers but the first
+        // head; 2 sums and 2 norms a layer but the last norm; every layer's attention
         assert.deepEqual(s.stages, {
           graphs: layers + 3,
           mlps: layers,
           products: 4 * layers + 1,
           steps: 4 * layers - 1,
-          attentions: layers - 1,
+          attentions: layers,
         });
         const want = await whole.run(prefill());
         const got = await s.run(prefill() as never);
@@ -225,7 +225,7 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
         await s.release();
       });
 
-      test(`decode steps on ${threads} thread(s) (1 and 3 new positions, two rows, one padded) run each later layer's attention on the kernel, with ONNX Runtime's logits`, async () => {
+      test(`decode steps on ${threads} thread(s) (1 and 3 new positions, two rows, one padded) run each layer's attention on the kernel, with ONNX Runtime's logits`, async () => {
         const kernels = nativeKernels();
         assert.ok(kernels, 'the native kernels are built (npm run build:native)');
         const whole = await ort.InferenceSession.create(graph, opts);
@@ -239,7 +239,7 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
           const fetch = Object.fromEntries(names.map((x) => [x, null]));
           calls = 0;
           const got = await s.run(feeds as never, fetch as never);
-          assert.equal(calls, layers - 1, `${n} new: attentions on the kernel`);
+          assert.equal(calls, layers, `${n} new: attentions on the kernel`);
           const want = await whole.run(feeds, fetch as never);
           for (const name of names) {
             assert.deepEqual(got[name]!.dims, want[name]!.dims, name);
