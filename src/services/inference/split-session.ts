@@ -73,7 +73,7 @@ interface Fetching {
 /**
  * New positions a row up to which a layer's attention stage runs on the kernel (a decode step; a few drafted
  * tokens), not in ONNX Runtime. The kernel takes each score as one dot product; natively a prefill's many rows go
- * to ONNX Runtime's matrix products. On WASM every attention but the first layer's runs on the kernel: there
+ * to ONNX Runtime's matrix products. On WASM every attention runs on the kernel: there
  * onnxruntime-web has one thread (src/services/inference/ort-thread.ts), and its float products ran a
  * 2,695-token prompt's attention stages in 12.6 s, the kernel on two threads in 6.4 s (by hand, q8).
  */
