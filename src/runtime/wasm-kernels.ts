@@ -148,7 +148,7 @@ function load(variant?: WasmKernelsVariant, dot?: Q4Dot): Loaded {
     module = bytes;
     // the attention's arguments are written where wasm.c's Attention has them (7 sizes, 9 arrays, the divisor, 3 arrays)
     if (e.svc_attention_size() !== ATTENTION_BYTES) {
-      return { reason: 'svc_kernels.wasm does not match this file (its Attention is not 80 bytes)' };
+      return { reason: `svc_kernels.wasm does not match this file (its Attention is not ${ATTENTION_BYTES} bytes)` };
     }
     if (path === 'relaxed-simd') {
       // accumulating where V8 has shipped relaxed SIMD (one VNNI instruction on x86), else pairs: Node 20's V8
@@ -172,9 +172,6 @@ const ATTENTION_ARRAYS = ['q', 'k', 'v', 'pos', 'cos', 'sin', 'pastK', 'pastV', 
 const ATTENTION_BYTES = 80;
 
 function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, path: string, dot?: Q4Dot): WasmKernels {
-  /** One call's arrays and their pointers in the module's memory, kept between calls (a call is never entered twice). */
-  const attentionArrays: ArrayBufferView[] = new Array(ATTENTION_ARRAYS.length);
-  const attentionPointers: number[] = new Array(ATTENTION_ARRAYS.length).fill(0);
   const freed = new FinalizationRegistry<Handle>((h) => (h.bits === 4 ? e.svc_free_q4(h.ptr) : e.svc_free_q8(h.ptr)));
   /**
    * The module's memory as a SharedArrayBuffer (a new object each time it has grown, each one noted once) and
@@ -253,15 +250,6 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
     put(x, block);
     return block;
   };
-  /** `r` the module's answer for the call in `block`: y copied out, the block freed. */
-  const answer = (name: string, r: number, block: number, x: Floats, y: Floats) => {
-    try {
-      if (r !== 0) throw new RangeError(`${name}: the WASM kernels are out of memory`);
-      copyOut(block + padded(x), y);
-    } finally {
-      e.svc_free(block);
-    }
-  };
   /** The checks the addon makes of a call's arguments; `portable` is checked, not used. */
   const product = (name: string, k: number, n: number, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
     floats(x, name, 'x');
@@ -289,7 +277,12 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       product(name, w.k, w.n, x, m, y, threads, portable);
       workersFor(threads);
       const block = blockFor(name, x, y);
-      answer(name, run(p, block, m, block + padded(x), threads), block, x, y);
+      try {
+        if (run(p, block, m, block + padded(x), threads) !== 0) throw new RangeError(`${name}: the WASM kernels are out of memory`);
+        copyOut(block + padded(x), y);
+      } finally {
+        e.svc_free(block);
+      }
     };
   };
   /** mlpQ4 / mlpQ8 likewise. */
@@ -303,7 +296,12 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       mlp(name, gate, up, down, x, m, y, threads, portable);
       workersFor(threads);
       const block = blockFor(name, x, y);
-      answer(name, run(g, u, d, block, m, block + padded(x), threads), block, x, y);
+      try {
+        if (run(g, u, d, block, m, block + padded(x), threads) !== 0) throw new RangeError(`${name}: the WASM kernels are out of memory`);
+        copyOut(block + padded(x), y);
+      } finally {
+        e.svc_free(block);
+      }
     };
   };
   return {
@@ -382,10 +380,8 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       }
     },
     attention: (a: AttentionArrays, ...[s, heads, kvHeads, d, divisor, threads, portable]: AttentionShape) => {
-      // in the order the module reads their pointers; a step's arrays, checked without making any of its own
-      const arrays = attentionArrays;
-      arrays[0] = a.q, arrays[1] = a.k, arrays[2] = a.v, arrays[3] = a.pos, arrays[4] = a.cos, arrays[5] = a.sin;
-      arrays[6] = a.pastK, arrays[7] = a.pastV, arrays[8] = a.mask, arrays[9] = a.out, arrays[10] = a.newK, arrays[11] = a.newV;
+      // in the order the module reads their pointers
+      const arrays = [a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastK, a.pastV, a.mask, a.out, a.newK, a.newV];
       for (let i = 0; i < arrays.length; i++) {
         if (i === 3 ? !(arrays[i] instanceof BigInt64Array) : !(arrays[i] instanceof Float32Array)) {
           throw new TypeError(`attention: ${ATTENTION_ARRAYS[i]} must be a ${i === 3 ? 'BigInt64Array' : 'Float32Array'}`);
@@ -414,7 +410,7 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       workersFor(threads);
       const block = alloc(size, 'attention');
       try {
-        const p = attentionPointers;
+        const p: number[] = new Array(arrays.length);
         for (let i = 0, at = block + ATTENTION_BYTES; i < arrays.length; i++) {
           p[i] = inModule(arrays[i]!);
           if (p[i]! < 0) put(arrays[i]!, p[i] = at), at += padded(arrays[i]!);
@@ -434,7 +430,6 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
         if (inModule(a.newK) < 0) copyOut(p[10]!, a.newK);
         if (inModule(a.newV) < 0) copyOut(p[11]!, a.newV);
       } finally {
-        arrays.fill(undefined as never); // no step's arrays kept alive
         e.svc_free(block);
       }
     },
