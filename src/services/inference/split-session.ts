@@ -5,7 +5,7 @@
  * so the inference thread (./ort-sessions.ts) uses it in place of one: outputs handed in preallocated are
  * written into.
  */
-import type { AttentionArrays, NativeKernels, PackedQ4, PackedQ8 } from '../../runtime/kernels.ts';
+import type { NativeKernels, PackedQ4, PackedQ8 } from '../../runtime/kernels.ts';
 import { attentionOf, type AttentionStage } from './attention-stage.ts';
 import type { OrtWeb } from './backend.ts';
 import { syncSession } from './onnxruntime-node.ts';
@@ -37,7 +37,7 @@ interface Call {
   run(x: Float32Array, other: Float32Array | undefined, m: number, y: Float32Array): void;
 }
 
-/** An attention stage's values by slot, and the arrays its kernel is handed: one object, filled again each step. */
+/** An attention stage's values by slot. */
 interface Attend {
   stage: AttentionStage;
   /** q, k, v, pos, cos, sin, past key, past value, mask; the output; the rotated new keys and the new values */
@@ -45,7 +45,6 @@ interface Attend {
   out: number;
   keys: number[];
   values: number[];
-  arrays: AttentionArrays;
 }
 
 type Step =
@@ -188,7 +187,6 @@ export class SplitSession {
             out: slot(a.output),
             keys: a.keys.map(slot),
             values: a.values.map(slot),
-            arrays: {} as AttentionArrays,
           };
           steps.push({ kind: 'graph', session, wide, inputs: s.inputs, outputs: s.outputs, ins, outs, attention });
           continue;
@@ -356,10 +354,20 @@ export class SplitSession {
     const newK = at.keys.length ? newKey(at.keys[0]!) : new Float32Array(size);
     const newV = at.values.length ? newKey(at.values[0]!) : new Float32Array(size);
     const f = (t: OrtTensor) => t.data as Float32Array;
-    const arrays = at.arrays;
-    arrays.q = f(q), arrays.k = f(k), arrays.v = f(v), arrays.pos = pos.data as BigInt64Array, arrays.cos = f(cos);
-    arrays.sin = f(sin), arrays.pastK = f(pastK), arrays.pastV = f(pastV), arrays.mask = f(mask), arrays.out = f(out);
-    arrays.newK = newK, arrays.newV = newV;
+    const arrays = {
+      q: f(q),
+      k: f(k),
+      v: f(v),
+      pos: pos.data as BigInt64Array,
+      cos: f(cos),
+      sin: f(sin),
+      pastK: f(pastK),
+      pastV: f(pastV),
+      mask: f(mask),
+      out: f(out),
+      newK,
+      newV,
+    };
     this.kernels.attention(arrays, s, a.heads, a.kvHeads, d, a.divisor, this.threads);
     for (let i = 1; i < at.keys.length; i++) newKey(at.keys[i]!).set(newK);
     for (let i = 1; i < at.values.length; i++) newKey(at.values[i]!).set(newV);
