@@ -27,19 +27,25 @@ type Any = any;
 function serveDeno(fetch: FetchHandler, { port, hostname }: ServeOptions): Promise<RunningServer> {
   const Deno = (globalThis as Any).Deno;
   return new Promise((resolve) => {
-    const server = Deno.serve({ port, hostname, onListen: () => {} }, async (req: Request, info: unknown) => {
-      const res = await fetch(req, info);
-      const session = takeAcceptedSession(req);
-      if (!session) return res;
-      const { socket, response } = Deno.upgradeWebSocket(req);
-      const peer: WsPeer = { send: (t) => socket.send(t), close: (c, r) => socket.close(c, r) };
-      socket.onopen = () => session.open?.(peer);
-      socket.onmessage = (e: { data: unknown }) => session.message(peer, messageText(e.data));
-      socket.onclose = () => session.close?.();
-      return response;
+    // not async: an answer the app gave at once goes back at once, without a promise of its own
+    const server = Deno.serve({ port, hostname, onListen: () => {} }, (req: Request, info: unknown) => {
+      const res = fetch(req, info);
+      return res instanceof Response ? answerDeno(req, res) : res.then((r) => answerDeno(req, r));
     });
     resolve({ port: server.addr.port, close: () => server.shutdown() });
   });
+}
+
+/** Deno: the app's answer, or the 101 of a WebSocket upgrade the app accepted. */
+function answerDeno(req: Request, res: Response): Response {
+  const session = takeAcceptedSession(req);
+  if (!session) return res;
+  const { socket, response } = (globalThis as Any).Deno.upgradeWebSocket(req);
+  const peer: WsPeer = { send: (t) => socket.send(t), close: (c, r) => socket.close(c, r) };
+  socket.onopen = () => session.open?.(peer);
+  socket.onmessage = (e: { data: unknown }) => session.message(peer, messageText(e.data));
+  socket.onclose = () => session.close?.();
+  return response;
 }
 
 function serveBun(fetch: FetchHandler, { port, hostname }: ServeOptions): RunningServer {
@@ -50,11 +56,10 @@ function serveBun(fetch: FetchHandler, { port, hostname }: ServeOptions): Runnin
     // Body limits are enforced by the app (413 in the family's envelope), not by Bun's 128 MB default.
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     idleTimeout: 0, // long generations and uploads must not be cut by an idle timer
-    fetch: async (req: Request, srv: Any) => {
-      const res = await fetch(req, srv);
-      const session = takeAcceptedSession(req);
-      if (session && srv.upgrade(req, { data: { session } })) return undefined;
-      return res;
+    // not async: an answer the app gave at once goes back at once, without a promise of its own
+    fetch: (req: Request, srv: Any) => {
+      const res = fetch(req, srv);
+      return res instanceof Response ? answerBun(req, srv, res) : res.then((r) => answerBun(req, srv, r));
     },
     websocket: {
       open(ws: Any) {
@@ -66,6 +71,12 @@ function serveBun(fetch: FetchHandler, { port, hostname }: ServeOptions): Runnin
     },
   });
   return { port: server.port, close: async () => void (await server.stop(false)) };
+}
+
+/** Bun: the app's answer, or none where the app accepted a WebSocket upgrade and Bun took the connection. */
+function answerBun(req: Request, srv: Any, res: Response): Response | undefined {
+  const session = takeAcceptedSession(req);
+  return session && srv.upgrade(req, { data: { session } }) ? undefined : res;
 }
 
 async function serveNode(fetch: FetchHandler, { port, hostname }: ServeOptions): Promise<RunningServer> {
