@@ -1,5 +1,6 @@
 /** Level-aware logging to stderr (stdout stays free for CLI output). */
 import process from 'node:process';
+import { writeSync } from 'node:fs';
 import { accessLineBytes, writeAccessLine } from './access-line.ts';
 export type Level = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 const encoder = new TextEncoder();
@@ -37,6 +38,21 @@ function timestamp(): string {
   return stamp;
 }
 
+/**
+ * Bytes to stderr at once, written to its descriptor: as Node writes its own stderr to a file or a pipe on
+ * Linux, and with no copy of the batch. Through `process.stderr.write` (by wrk, /api/version with a line
+ * each, the two alternating) Deno took 0.16 µs a request more, Bun 0.09 µs more in a minimal app (within the
+ * spread in svc). What the descriptor does not take (on an error) goes through the stream, as before.
+ */
+function writeErr(bytes: Uint8Array): void {
+  let at = 0;
+  try {
+    while (at < bytes.length) at += writeSync(2, bytes.subarray(at));
+  } catch {
+    process.stderr.write(bytes.slice(at)); // a copy: the stream may hold it after write() returns
+  }
+}
+
 export function createLogger(level: Level = 'info'): Logger {
   const at = (l: Level) => order[l] >= order[log.level];
   const write = (l: Level, msg: string) => {
@@ -54,9 +70,9 @@ export function createLogger(level: Level = 'info'): Logger {
     clearTimeout(timer);
     timer = undefined;
     if (!used) return;
-    const bytes = batch.slice(0, used); // a copy: a stream may still hold it after write() returns
+    const bytes = batch.subarray(0, used);
     used = 0;
-    process.stderr.write(bytes);
+    writeErr(bytes);
   };
   const append = (method: string, url: string, status: number, tenths: number, owner: string, rid: string) => {
     const most = accessLineBytes(method, url, owner, rid);
@@ -65,7 +81,7 @@ export function createLogger(level: Level = 'info'): Logger {
     if (most > batch.length) {
       // a line longer than the batch (a very long URL), written on its own
       const line = new Uint8Array(most);
-      return void process.stderr.write(line.subarray(0, writeAccessLine(line, 0, stampBytes, method, url, status, tenths, owner, rid)));
+      return writeErr(line.subarray(0, writeAccessLine(line, 0, stampBytes, method, url, status, tenths, owner, rid)));
     }
     used = writeAccessLine(batch, used, stampBytes, method, url, status, tenths, owner, rid);
     if (used >= 65_536) flush();
