@@ -18,29 +18,19 @@ export interface WsSession {
 }
 
 const accepted = new WeakMap<Request, WsSession>();
-/**
- * Accepted requests not yet taken: while there are none, an answer needs no lookup. (One answered in-process,
- * never taken, keeps it above zero: the lookups then go on as before.)
- */
-let waiting = 0;
 
 export const isWebSocketUpgrade = (req: Request) => (req.headers.get('upgrade') ?? '').toLowerCase() === 'websocket';
 
 /** Marks the request as accepted for an upgrade; the returned answer is replaced by the runtime's 101. */
 export function acceptWebSocket(req: Request, session: WsSession): Response {
-  if (!accepted.has(req)) waiting++;
   accepted.set(req, session);
   return new Response(null, { status: 200, headers: { 'x-svc-websocket': 'accepted' } });
 }
 
 /** The session of an accepted upgrade request (taken: each is upgraded once). */
 export function takeAcceptedSession(req: Request): WsSession | undefined {
-  if (!waiting) return undefined;
   const s = accepted.get(req);
-  if (s) {
-    accepted.delete(req);
-    waiting--;
-  }
+  if (s) accepted.delete(req); // most requests are no upgrade: one lookup for them
   return s;
 }
 
