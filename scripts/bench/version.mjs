@@ -31,12 +31,21 @@ const bin = (n) => join('node_modules', '.bin', n);
 const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
 const svcArgs = ['--port', '0', '--data-dir', dataDir];
 const targets = {
-  node: { svc: [process.execPath, ['dist/main.mjs', ...svcArgs]], bare: [process.execPath, ['dist/bench-bare-hono.mjs', '0']] },
+  node: {
+    svc: [process.execPath, ['dist/main.mjs', ...svcArgs]],
+    bare: [process.execPath, ['dist/bench-bare-hono.mjs', '0']],
+    features: [process.execPath, ['dist/bench-bare-hono.mjs', '0', 'features']],
+  },
   deno: {
     svc: [bin('deno'), ['run', '-A', 'src/main.ts', ...svcArgs]],
     bare: [bin('deno'), ['run', '-A', 'scripts/bench/bare-hono.ts', '0']],
+    features: [bin('deno'), ['run', '-A', 'scripts/bench/bare-hono.ts', '0', 'features']],
   },
-  bun: { svc: [bin('bun'), ['src/main.ts', ...svcArgs]], bare: [bin('bun'), ['scripts/bench/bare-hono.ts', '0']] },
+  bun: {
+    svc: [bin('bun'), ['src/main.ts', ...svcArgs]],
+    bare: [bin('bun'), ['scripts/bench/bare-hono.ts', '0']],
+    features: [bin('bun'), ['scripts/bench/bare-hono.ts', '0', 'features']],
+  },
 };
 
 // The server logs to a file, as it would in production: wrk runs synchronously below, and an unread pipe
@@ -74,9 +83,9 @@ const median = (xs) => {
 const rows = [];
 for (const [rt, t] of Object.entries(targets)) {
   if (only && !only.includes(rt)) continue;
-  const runs = { bare: [], svc: [], svcQuiet: [] };
+  const runs = { bare: [], features: [], svc: [], svcQuiet: [] };
   for (let round = 0; round < rounds; round++) {
-    for (const [kind, cmd] of [['bare', t.bare], ['svc', t.svc], ['svcQuiet', t.svc]]) {
+    for (const [kind, cmd] of [['bare', t.bare], ['features', t.features], ['svc', t.svc], ['svcQuiet', t.svc]]) {
       const s = await start(cmd, kind === 'svcQuiet' ? { SVC_LOG_LEVEL: 'warn' } : {}).catch((e) => ({ error: e }));
       if (s.error) {
         console.error(`${rt} ${kind}: ${s.error.message}`);
@@ -90,21 +99,28 @@ for (const [rt, t] of Object.entries(targets)) {
     }
   }
   console.error(rt, JSON.stringify(runs));
-  rows.push({ rt, bare: median(runs.bare), svc: median(runs.svc), svcQuiet: median(runs.svcQuiet), spread: runs });
+  rows.push({
+    rt,
+    bare: median(runs.bare),
+    features: median(runs.features),
+    svc: median(runs.svc),
+    svcQuiet: median(runs.svcQuiet),
+    spread: runs,
+  });
 }
 
 // µs per request that svc adds over the minimal app, from the two throughputs
 const extraMicros = (svc, bare) => (Number.isFinite(svc) && Number.isFinite(bare) ? (1e6 / svc - 1e6 / bare).toFixed(1) : 'n/a');
 const fmt = (n) => (Number.isFinite(n) ? n.toFixed(0) : 'n/a');
 const table = [
-  `Measured with \`node scripts/bench/version.mjs ${seconds} ${rounds}\`: wrk -t1 -c16 -d${seconds}s on loopback, median of ${rounds} alternating rounds (bare, svc, svc quiet), each after a 1 s warm-up. On Node both servers are bundled by esbuild with the same options and run with node; on Deno and Bun both run from source. Load average at start: ${START_LOAD} (2 cores); the load generator shares the cores; servers log to a file.`,
+  `Measured with \`node scripts/bench/version.mjs ${seconds} ${rounds}\`: wrk -t1 -c16 -d${seconds}s on loopback, median of ${rounds} alternating rounds (bare, bare with svc's features, svc, svc quiet), each after a 1 s warm-up. On Node both servers are bundled by esbuild with the same options and run with node; on Deno and Bun both run from source. Load average at start: ${START_LOAD} (2 cores); the load generator shares the cores; servers log to a file.`,
   '',
-  '| runtime | minimal Hono (header read + set) req/s | svc req/s (access log on) | ratio | svc req/s (log level warn) | ratio | svc extra µs/request (log on; warn) |',
-  '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+  "| runtime | minimal Hono (header read + set) req/s | svc req/s (access log on) | ratio | svc req/s (log level warn) | ratio | svc extra µs/request (log on; warn) | minimal Hono with svc's per-request features (log on) req/s | ratio |",
+  '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ...rows.map((r) =>
     `| ${r.rt} | ${fmt(r.bare)} | ${fmt(r.svc)} | ${(r.svc / r.bare).toFixed(2)} | ${fmt(r.svcQuiet)} | ${
       (r.svcQuiet / r.bare).toFixed(2)
-    } | ${extraMicros(r.svc, r.bare)}; ${extraMicros(r.svcQuiet, r.bare)} |`
+    } | ${extraMicros(r.svc, r.bare)}; ${extraMicros(r.svcQuiet, r.bare)} | ${fmt(r.features)} | ${(r.features / r.bare).toFixed(2)} |`
   ),
   '',
   'The last column is the time svc spends per request beyond the minimal app, from the medians: 10⁶/svc − 10⁶/bare',
@@ -113,12 +129,17 @@ const table = [
   'Every round (req/s), to show the spread on this machine:',
   '',
   ...rows.map((r) =>
-    `- ${r.rt}: bare ${r.spread.bare.map(fmt).join(', ')}; svc ${r.spread.svc.map(fmt).join(', ')}; svc quiet ${
-      r.spread.svcQuiet.map(fmt).join(', ')
-    }`
+    `- ${r.rt}: bare ${r.spread.bare.map(fmt).join(', ')}; bare with features ${r.spread.features.map(fmt).join(', ')}; svc ${
+      r.spread.svc.map(fmt).join(', ')
+    }; svc quiet ${r.spread.svcQuiet.map(fmt).join(', ')}`
   ),
   '',
   'Goal: svc within 10% of bare Hono (ratio ≥ 0.90).',
+  '',
+  "The last two columns are the minimal app with what svc adds to every request beyond the required work, with svc's own",
+  'code and run as svc runs it (scripts/bench/bare-hono.ts `features`): the `X-Request-Id` header and the access line',
+  "(src/http/request-meta.ts), CORS's `Vary: Origin` (src/http/cors.ts), its handlers as one. What svc costs beyond",
+  'them is its other middleware (console ticket, key check, upload limit), its route table and its larger process.',
   '',
   'Both sides do the required work: every svc response carries `X-Svc-Node` and every request has its `Authorization`',
   'header read (an unknown or revoked token is always 401); the minimal Hono app (scripts/bench/bare-hono.ts) reads',
