@@ -29,6 +29,11 @@ for n in m.graph.node:
         if W.dtype != np.int8:
             continue
         inits[b].CopyFrom(numpy_helper.from_array((W.astype(np.int16) + 128).astype(np.uint8), b))
+        if not zp and "--no-zero-points" not in flags:
+            # int8's absent zero point is 0: uint8's must be 128, so one is added
+            zp = b + "_zero_point"
+            inits[zp] = m.graph.initializer.add()
+            inits[zp].CopyFrom(numpy_helper.from_array(np.array(0, dtype=np.int8), zp))
         if zp:
             Z = (numpy_helper.to_array(inits[zp]).astype(np.int16) + 128).astype(np.uint8)
             if "--int32-zero-points" in flags:
@@ -38,5 +43,8 @@ for n in m.graph.node:
         done.add(b)
     if "--no-zero-points" in flags and zp:
         n.input[3] = ""
+    elif not zp and b + "_zero_point" in inits:
+        n.input.extend([""] * (4 - len(n.input)))
+        n.input[3] = b + "_zero_point"
 onnx.save(m, out)
 print(len(done))

@@ -6,15 +6,21 @@
  */
 import { readFileSync } from 'node:fs';
 
-let vnni: boolean | undefined;
+let info: { vnni: boolean; x86: boolean } | undefined;
 
-export function hasVnni(): boolean {
-  if (vnni === undefined) {
+function cpu(): { vnni: boolean; x86: boolean } {
+  if (!info) {
     try {
-      vnni = /^flags\s*:.*\b(avx512_vnni|avx_vnni)\b/m.test(readFileSync('/proc/cpuinfo', 'utf8'));
+      const text = readFileSync('/proc/cpuinfo', 'utf8');
+      info = { vnni: /^flags\s*:.*\b(avx512_vnni|avx_vnni)\b/m.test(text), x86: /^flags\s*:/m.test(text) };
     } catch {
-      vnni = false;
+      info = { vnni: false, x86: false };
     }
   }
-  return vnni;
+  return info;
 }
+
+export const hasVnni = (): boolean => cpu().vnni;
+
+/** x64 without VNNI: where ONNX Runtime's uint8-by-int8 products can saturate (../services/inference/int8-weights.ts). */
+export const int8ProductsSaturate = (): boolean => cpu().x86 && !cpu().vnni;

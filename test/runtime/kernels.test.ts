@@ -312,14 +312,18 @@ test('SVC_NATIVE_KERNELS=0 turns them off, with that reason', () => {
 });
 
 // --- 8-bit: the q8 graphs' DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(., Mul(a_scale, w_scale)) ---
+// The judge's graphs hold the int8 weights and zero point as uint8, each moved up by 128: the same differences,
+// so the same products. On x64 without VNNI, ONNX Runtime multiplies uint8 activations by int8 weights with a
+// 16-bit pairwise step that saturates (two products of 255 * 127 give 32767, not 64770); uint8 by uint8 is exact
+// on every CPU, as svc's kernels are.
 
 const BUILD_Q8 = `
 import sys, numpy as np, onnx
 from onnx import helper, numpy_helper, TensorProto
 K, N, w_path, s_path, zp, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6]
-W = numpy_helper.from_array(np.fromfile(w_path, dtype=np.int8).reshape(K, N), 'W')
+W = numpy_helper.from_array((np.fromfile(w_path, dtype=np.int8).astype(np.int16) + 128).astype(np.uint8).reshape(K, N), 'W')
 S = numpy_helper.from_array(np.fromfile(s_path, dtype=np.float32), 'S')
-Z = numpy_helper.from_array(np.array(zp, dtype=np.int8), 'Z')
+Z = numpy_helper.from_array(np.array(zp + 128, dtype=np.uint8), 'Z')
 nodes = [
     helper.make_node('DynamicQuantizeLinear', ['A'], ['Aq', 'As', 'Az']),
     helper.make_node('MatMulInteger', ['Aq', 'W', 'Az', 'Z'], ['Yi']),
@@ -677,9 +681,11 @@ from onnx import helper, numpy_helper, TensorProto
 H, I, d, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 inits, nodes = [], []
 def product(a, name, K, N, y):
-    inits.append(numpy_helper.from_array(np.fromfile(f'{d}/{name}.w8', dtype=np.int8).reshape(K, N), 'W' + name))
+    # stored as uint8, moved up by 128 (as BUILD_Q8's, above)
+    w = (np.fromfile(f'{d}/{name}.w8', dtype=np.int8).astype(np.int16) + 128).astype(np.uint8)
+    inits.append(numpy_helper.from_array(w.reshape(K, N), 'W' + name))
     inits.append(numpy_helper.from_array(np.fromfile(f'{d}/{name}.s8', dtype=np.float32), 'S' + name))
-    inits.append(numpy_helper.from_array(np.array(0, dtype=np.int8), 'Z' + name))
+    inits.append(numpy_helper.from_array(np.array(128, dtype=np.uint8), 'Z' + name))
     nodes.extend([
         helper.make_node('DynamicQuantizeLinear', [a], ['q' + name, 'qs' + name, 'qz' + name]),
         helper.make_node('MatMulInteger', ['q' + name, 'W' + name, 'qz' + name, 'Z' + name], ['i' + name]),

@@ -13,9 +13,9 @@ import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption
 import { PRESENT_SWITCH } from './past-and-new.ts';
 import { type ExternalData, modelWithExternalData } from './external-data.ts';
 import { withInt8Activations } from './nbits-accuracy.ts';
-import { withSignedWeights } from './int8-weights.ts';
+import { withSignedWeights, withUnsignedWeights } from './int8-weights.ts';
 import { withInt8Embeddings } from './q4-embeddings.ts';
-import { hasVnni } from '../../runtime/cpu.ts';
+import { hasVnni, int8ProductsSaturate } from '../../runtime/cpu.ts';
 import { collectGarbage } from '../../runtime/gc.ts';
 import { providers } from './ort-thread.ts';
 import { externalFilesOf } from '../models/onnx-wire.ts';
@@ -97,7 +97,7 @@ export interface GraphEditCounts {
   int8From4Bit: number;
   /** MatMulNBits nodes given int8 activation kernels (native CPU: ./nbits-accuracy.ts). */
   int8Activations: number;
-  /** uint8 MatMulInteger weights made int8 (native CPU with VNNI: ./int8-weights.ts). */
+  /** MatMulInteger weights moved between uint8 and int8 (native x64 CPU: int8 with VNNI, uint8 without; ./int8-weights.ts). */
   signedWeights: number;
   /** A q4 graph's fp32 embedding tables held as int8 (WASM: ./q4-embeddings.ts). */
   int8Embeddings: number;
@@ -205,8 +205,16 @@ function nativeGraph(
   if (!read) return { edits: {} };
   const graph = read.bytes;
   const edits: Edits = {};
-  // uint8 weights made int8 where that is exact and faster (./int8-weights.ts): x64 with VNNI
-  edits.signed = onCpu && hasVnni() ? withSignedWeights(graph, file ? (t) => externalBytes(file, t) : undefined) : undefined;
+  // uint8 weights made int8 where that is exact and faster: x64 with VNNI; int8 made uint8 where ONNX Runtime's
+  // int8 products saturate: x64 without it (./int8-weights.ts)
+  const external = file ? (t: Tensor) => externalBytes(file, t) : undefined;
+  edits.signed = !onCpu
+    ? undefined
+    : hasVnni()
+    ? withSignedWeights(graph, external)
+    : int8ProductsSaturate()
+    ? withUnsignedWeights(graph, external)
+    : undefined;
   const source = edits.signed?.bytes ?? graph;
   if (decoder) edits.rewritten = rewriteDecoder(source, decoder, { pastAndNew: onCpu });
   if (onCpu) edits.activations = withInt8Activations(edits.rewritten?.bytes ?? source);

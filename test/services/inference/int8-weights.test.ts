@@ -1,8 +1,10 @@
 /**
  * 8-bit files whose MatMulInteger weights are uint8 (transformers.js' quantizer writes them so for graphs with
  * a Conv) get int8 weights on a CPU with VNNI: the same integers multiplied, so the outputs must be ONNX
- * Runtime's on the file as it is, bit for bit. The uint8 graphs are made by the real `onnx` package from the
- * fixture's q8 graph. This file binds the native backend (node --test gives each file a process).
+ * Runtime's on the file as it is, bit for bit. Files with int8 weights get uint8 ones on x64 without VNNI,
+ * where ONNX Runtime's int8 products saturate: their outputs must be the exact ones, ONNX Runtime's on the
+ * uint8 file, on every CPU. The uint8 graphs are made by the real `onnx` package from the fixture's q8 graph.
+ * This file binds the native backend (node --test gives each file a process).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -10,7 +12,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { hasVnni } from '../../../src/runtime/cpu.ts';
+import { hasVnni, int8ProductsSaturate } from '../../../src/runtime/cpu.ts';
 import { initBackend } from '../../../src/services/inference/backend.ts';
 import { withSignedWeights } from '../../../src/services/inference/int8-weights.ts';
 import { importOnnxruntimeNode } from '../../../src/services/inference/onnxruntime-node.ts';
@@ -61,6 +63,13 @@ for (const v of Object.keys(VARIANTS) as Variant[]) {
     await s.release();
   });
 }
+
+test("int8 weights give the exact logits (the uint8 file's, bit for bit) on every CPU: made uint8 on x64 without VNNI", async () => {
+  const s = await ort.InferenceSession.create(Q8, { intraOpNumThreads: 1 });
+  assert.equal((s as unknown as { edits: { signedWeights: number } }).edits.signedWeights, int8ProductsSaturate() ? weights : 0);
+  assert.deepEqual(await logits(s), asIs.get('raw'));
+  await s.release();
+});
 
 test("a uint8 weight something else reads too stays beside its int8 copy (onnx's reading of the result)", () => {
   // the fixture's first weight also feeds an Identity node that becomes a graph output
