@@ -51,11 +51,11 @@ function byteValues(t: Tensor | undefined, dtype: number, external?: ExternalRea
 function decodeVarints(b: Uint8Array): number[] {
   const out: number[] = [];
   for (let i = 0, v = 0, shift = 0; i < b.length; i++) {
-    if (shift < 32) v |= (b[i]! & 0x7f) << shift; // the low byte is all that is kept (a negative int8 takes 10 bytes)
+    if (shift < 32) v |= (b[i]! & 0x7f) << shift; // a negative int8 takes 10 bytes: its low byte is in the first two
     if (b[i]! & 0x80) shift += 7;
     else (out.push(v), (v = 0), (shift = 0));
   }
-  return out.map((x) => x & 0xff);
+  return out; // Uint8Array.from keeps the low byte
 }
 
 /** Values moved by 128 between uint8 and int8 (either way, the same bit flipped). */
