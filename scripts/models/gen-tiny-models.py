@@ -71,7 +71,7 @@ def export_decoder(model, c, path):
     model.eval()
     with torch.no_grad():
         torch.onnx.export(LogitsToKeep(model), (ids, am, pos, keep, *past), path, input_names=in_names, output_names=out_names,
-                          dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True)
+                          dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True, dynamo=False)
 
 
 def export_bert(model, path, classifier):
@@ -84,7 +84,7 @@ def export_bert(model, path, classifier):
     model.eval()
     with torch.no_grad():
         torch.onnx.export(model, (ids, am, tt), path, input_names=["input_ids", "attention_mask", "token_type_ids"],
-                          output_names=[out], dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True)
+                          output_names=[out], dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True, dynamo=False)
 
 
 def strip_doc(path):

@@ -140,7 +140,7 @@ def export(model, args, path, inputs, outputs, dyn):
     model.eval()
     with torch.no_grad():
         torch.onnx.export(model, args, path, input_names=inputs, output_names=outputs, dynamic_axes=dyn,
-                          opset_version=OPSET, do_constant_folding=True)
+                          opset_version=OPSET, do_constant_folding=True, dynamo=False)
     strip_doc(path)
 
 
