@@ -13,6 +13,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define AVX512_TARGET __attribute__((target("avx512f,fma")))
+#define AVX2_TARGET __attribute__((target("avx2,fma")))
 #endif
 
 // x rotated as RotaryEmbedding (interleaved = 0) does: the first half with cos and -sin of the second, the second
@@ -170,6 +171,123 @@ AVX512_TARGET static void group_avx512_any(const Group *g) {
     default: group_avx512(g, g->d); break;
   }
 }
+// --- The same with AVX2 (8 lanes, 16 registers): keys 8 at a time, q and the keys read from the first cache as
+// they are needed; the values for two heads at a time, 32 of their outputs at once. ---
+
+// e^x for 8 floats: exp16's steps, 2^n put into the exponent (AVX2 has no vscalefps), so 0 below -87, where
+// single precision has only denormals left (a softmax's terms there are nothing beside its largest, 1).
+AVX2_TARGET static inline __m256 exp8(__m256 x) {
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 e = _mm256_set1_ps(1.f / 720);
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.f / 120));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.f / 24));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.f / 6));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(0.5f));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.f));
+  e = _mm256_fmadd_ps(e, r, _mm256_set1_ps(1.f));
+  const __m256 clamped = _mm256_min_ps(_mm256_max_ps(n, _mm256_set1_ps(-127.f)), _mm256_set1_ps(127.f));
+  const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(clamped), _mm256_set1_epi32(127)), 23);
+  // where x is far below (a masked key's score), e may be infinite or NaN: the mask clears it
+  return _mm256_and_ps(_mm256_mul_ps(e, _mm256_castsi256_ps(two_n)), _mm256_cmp_ps(x, _mm256_set1_ps(-87.f), _CMP_GE_OQ));
+}
+
+// The 8 sums of a[0..7]'s lanes, in order, in one vector: pairs, then quads added within each 128-bit half,
+// then the halves.
+AVX2_TARGET static inline __m256 sums8(const __m256 *a) {
+  const __m256 q0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 q1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(q0, q1, 0x20), _mm256_permute2f128_ps(q0, q1, 0x31));
+}
+
+AVX2_TARGET static inline float hmax8(__m256 v) {
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
+
+AVX2_TARGET static inline float hsum8(__m256 v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+
+// head_portable's steps for the query heads of one key/value head, d a multiple of 8 (a constant where inlined).
+AVX2_TARGET static inline __attribute__((always_inline)) void group_avx2(const Group *g, const int d) {
+  const int c = d / 8, t = g->t, tp = (t + 15) & ~15;
+  const __m256 divisor = _mm256_set1_ps(g->divisor);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int i0 = 0; i0 < t; i0 += 8) {
+    const int nk = t - i0 < 8 ? t - i0 : 8;
+    const float *key[8];
+    for (int k = 0; k < 8; k++) {
+      const int i = i0 + (k < nk ? k : 0);
+      key[k] = i < g->p ? g->past_k + (int64_t)i * d : g->new_k + (int64_t)(i - g->p) * d;
+    }
+    const __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32(nk), lane);
+    const __m256 mask = _mm256_maskload_ps(g->mask + i0, in);
+    for (int h = 0; h < g->heads; h++) {
+      const float *q = g->q + (int64_t)h * d;
+      __m256 acc[8];
+      for (int k = 0; k < 8; k++) {
+        acc[k] = _mm256_mul_ps(_mm256_loadu_ps(q), _mm256_loadu_ps(key[k]));
+        for (int j = 1; j < c; j++) acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(q + 8 * j), _mm256_loadu_ps(key[k] + 8 * j), acc[k]);
+      }
+      // scores past t (a tail's repeated key) go into the padding, never read
+      _mm256_storeu_ps(g->scores + (int64_t)h * tp + i0, _mm256_add_ps(_mm256_div_ps(sums8(acc), divisor), mask));
+    }
+  }
+  float inv[16];
+  for (int h = 0; h < g->heads; h++) {
+    float *sc = g->scores + (int64_t)h * tp;
+    __m256 top = _mm256_set1_ps(-INFINITY);
+    for (int i = 0; i < t; i += 8) {
+      const __m256 in = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(t - i), lane));
+      top = _mm256_max_ps(top, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_loadu_ps(sc + i), in));
+    }
+    top = _mm256_set1_ps(hmax8(top));
+    __m256 sum = _mm256_setzero_ps();
+    for (int i = 0; i < tp; i += 8) {
+      const __m256 in = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(t - i), lane));
+      const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(_mm256_loadu_ps(sc + i), top)), in);
+      _mm256_storeu_ps(sc + i, e);
+      sum = _mm256_add_ps(sum, e);
+    }
+    inv[h] = 1.f / hsum8(sum);
+  }
+  // the values: two heads at a time, 4 vectors (32 outputs) of each at once, each value row read once for both
+  for (int h0 = 0; h0 < g->heads; h0 += 2) {
+    const int two = g->heads - h0 > 1;
+    const float *s0 = g->scores + (int64_t)h0 * tp, *s1 = two ? s0 + tp : s0;
+    for (int j0 = 0; j0 < c; j0 += 4) {
+      const int cj = c - j0 < 4 ? c - j0 : 4;
+      __m256 a0[4], a1[4];
+      for (int j = 0; j < 4; j++) a0[j] = a1[j] = _mm256_setzero_ps();
+      for (int i = 0; i < t; i++) {
+        const float *value = (i < g->p ? g->past_v + (int64_t)i * d : g->new_v + (int64_t)(i - g->p) * d) + 8 * j0;
+        const __m256 w0 = _mm256_set1_ps(s0[i]), w1 = _mm256_set1_ps(s1[i]);
+        for (int j = 0; j < cj; j++) {
+          const __m256 v = _mm256_loadu_ps(value + 8 * j);
+          a0[j] = _mm256_fmadd_ps(w0, v, a0[j]);
+          a1[j] = _mm256_fmadd_ps(w1, v, a1[j]);
+        }
+      }
+      for (int j = 0; j < cj; j++) {
+        _mm256_storeu_ps(g->o + (int64_t)h0 * d + 8 * (j0 + j), _mm256_mul_ps(a0[j], _mm256_set1_ps(inv[h0])));
+        if (two) _mm256_storeu_ps(g->o + (int64_t)(h0 + 1) * d + 8 * (j0 + j), _mm256_mul_ps(a1[j], _mm256_set1_ps(inv[h0 + 1])));
+      }
+    }
+  }
+}
+
+AVX2_TARGET static void group_avx2_any(const Group *g) {
+  switch (g->d) {
+    case 64: group_avx2(g, 64); break;
+    case 128: group_avx2(g, 128); break;
+    default: group_avx2(g, g->d); break;
+  }
+}
 #endif
 
 #if defined(__wasm_simd128__)
@@ -295,11 +413,13 @@ size_t svc_attention_scratch(const Attention *a) {
   return (size_t)group * tp + (size_t)group * a->head_size;
 }
 
-int svc_attention_unit(const Attention *a, int avx512, int unit, float *scratch) {
+int svc_attention_unit(const Attention *a, int simd, int unit, float *scratch) {
 #if defined(__x86_64__)
-  const int grouped = avx512 && a->head_size % 16 == 0 && a->head_size <= 128 && a->heads / a->kv_heads <= 16;
+  const int small = a->heads / a->kv_heads <= 16;
+  const int avx512 = simd == ATTENTION_AVX512 && small && a->head_size % 16 == 0 && a->head_size <= 128;
+  const int avx2 = simd >= ATTENTION_AVX2 && !avx512 && small && a->head_size % 8 == 0;
 #else
-  (void)avx512;
+  (void)simd;
 #endif
   const int s = a->s, p = a->p, d = a->head_size, half = d / 2, t = p + s, tp = (t + 15) & ~15;
   const int group = a->heads / a->kv_heads, qw = a->heads * d;
@@ -316,9 +436,10 @@ int svc_attention_unit(const Attention *a, int avx512, int unit, float *scratch)
   const float *mask = a->mask + (int64_t)rj * t;
   float *o = a->out + (int64_t)rj * qw + (int64_t)kv * group * d;
 #if defined(__x86_64__)
-  if (grouped) {
+  if (avx512 || avx2) {
     const Group g = {q, group, pk, nk, pv, nv, mask, p, t, d, a->divisor, scores, o};
-    group_avx512_any(&g);
+    if (avx512) group_avx512_any(&g);
+    else group_avx2_any(&g);
     if (!scratch) free(scores);
     return 0;
   }

@@ -24,10 +24,13 @@ typedef struct {
 // (nothing is written then). Called first.
 int svc_attention_prepare(const Attention *a);
 
+// The vector instructions a unit may use (on x64; the WebAssembly build has its own).
+enum { ATTENTION_PLAIN = 0, ATTENTION_AVX2 = 1, ATTENTION_AVX512 = 2 };
+
 // One unit of the attention, the query heads of one key/value head at one position of one row: unit =
 // (row * s + position) * kv_heads + kv head, b * s * kv_heads of them, independent of each other (run on any
-// threads). 0, or -2 when out of memory.
-int svc_attention_unit(const Attention *a, int avx512, int unit, float *scratch);
+// threads), with the instructions simd allows (ATTENTION_*). 0, or -2 when out of memory.
+int svc_attention_unit(const Attention *a, int simd, int unit, float *scratch);
 
 // The floats of scratch a unit needs: `scratch` (for one unit at a time) or NULL (it allocates its own).
 size_t svc_attention_scratch(const Attention *a);

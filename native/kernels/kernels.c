@@ -15,6 +15,7 @@
 
 #include "attention.h"
 #include "logistic.h"
+#include "products.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -28,19 +29,6 @@
 #include <immintrin.h>
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma")))
 #endif
-
-// Weights repacked per group of 16 columns, per block b, 4 steps of 64 bytes: lane j (column j) holds codes
-// 4s..4s+3 of its block in the low nibbles and codes 16+4s..16+4s+3 in the high ones. Scales as
-// [group][block][16]: in half precision (sh) when every scale is exactly a half, as llama.cpp's Q4_0 stores
-// them and svc's quantizer makes them (a decode step reads its weights from memory once, and a block's scale
-// in fp32 is a fifth of its bytes); else in fp32 (sw). np is n padded to 16 (zero codes, zero scales).
-typedef struct {
-  int32_t k, n, np, nb;
-  uint8_t *packed;
-  float *sw;
-  uint16_t *sh;
-  int64_t bytes;
-} Packed;
 
 // IEEE half to float: exact, as the AVX-512 conversion (vcvtph2ps) is.
 static float half_to_float(uint16_t h) {
@@ -70,15 +58,6 @@ static int half_exact(float f, uint16_t *h) {
   }
   return half_to_float(*h) == f;
 }
-
-// One product's activations, quantized: q [m][k] int8, sa [m][nb] scales, c [m][nb] = 8 * scale * sum(q).
-typedef struct {
-  const Packed *w;
-  int32_t m;
-  const int8_t *q;
-  const float *sa, *c;
-  float *y;
-} Job;
 
 static const napi_type_tag PACKED_TAG = {0x7376636b65726e31ULL, 0x71347061636b6564ULL};
 
@@ -113,9 +92,6 @@ static void pack(Packed *w, const uint8_t *b, const float *scales) {
       }
     }
 }
-
-// One row's activations quantized per block of 32: q, its scales sa and corrections c (see Job).
-typedef void (*QuantFn)(const float *x, int k, int8_t *q, float *sa, float *c);
 
 // lrintf rounds half to even in the default rounding mode, as the x64 conversion ONNX Runtime uses does.
 static void quant_row(const float *x, int k, int8_t *q, float *sa, float *c) {
@@ -270,28 +246,6 @@ static int cpu_has_vnni(void) {
 
 // --- 8-bit weights (MatMulInteger with int8 W [K][N], one scale per column) ---
 
-// W - w_zp repacked per group of 16 columns, per 4 consecutive k, 64 bytes: lane j (column j) holds rows
-// 4s..4s+3 of its column, one vpdpbusd's operand. kp is k padded to 4 and np n padded to 16 (zero weights, zero
-// scales). wsum [np] = sum over k of (W - w_zp): sum (q - zp)(W - w_zp) = sum q (W - w_zp) - zp * wsum.
-typedef struct {
-  int32_t k, n, kp, np;
-  int8_t *packed;
-  int32_t *wsum;
-  float *sw;
-  int64_t bytes;
-} Packed8;
-
-// One product's activations, quantized as DynamicQuantizeLinear does, all rows together: q [m][kp] uint8 (zeros
-// past k), one scale sa and one zero point zp.
-typedef struct {
-  const Packed8 *w;
-  int32_t m;
-  const uint8_t *q;
-  float sa;
-  int32_t zp;
-  float *y;
-} Job8;
-
 static const napi_type_tag PACKED8_TAG = {0x7376636b65726e31ULL, 0x71387061636b6564ULL};
 
 static void pack8(Packed8 *w, const int8_t *b, const float *scales, int zp) {
@@ -318,10 +272,7 @@ static void pack8(Packed8 *w, const int8_t *b, const float *scales, int zp) {
 // scale = (max(0, max x) - min(0, min x)) / 255, or 1 where both are 0; zp = round(clamp(0 - min / scale, 0, 255));
 // q = round(clamp(x / scale, -zp, 255 - zp)) + zp. A true division (not a reciprocal's product), clamps in the
 // order and with the NaN rule of MAXPS/MINPS, and lrintf/nearbyintf round half to even as CVTPS2DQ does.
-typedef void (*Quant8Fn)(const float *x, int64_t m, int k, int kp, uint8_t *q, float *scale, int32_t *zp);
-
-// The scale and zero point of the range [lo, hi] (lo <= 0 <= hi).
-static void quant8_params(float lo, float hi, float *scale, int32_t *zp) {
+void svc_quant8_params(float lo, float hi, float *scale, int32_t *zp) {
   const float s = hi == lo ? 1.f : (hi - lo) / 255.f;
   *scale = s;
   *zp = (int)nearbyintf(fmaxf(0.f, fminf(255.f, 0.f - lo / s)));
@@ -333,7 +284,7 @@ static void quant8(const float *x, int64_t m, int k, int kp, uint8_t *q, float *
     lo = x[i] < lo ? x[i] : lo;
     hi = x[i] > hi ? x[i] : hi;
   }
-  quant8_params(lo, hi, scale, zp);
+  svc_quant8_params(lo, hi, scale, zp);
   const float s = *scale;
   const int z = *zp;
   const float qlo = (float)-z, qhi = (float)(255 - z);
@@ -364,7 +315,7 @@ VNNI_TARGET static void quant8_vnni(const float *x, int64_t m, int k, int kp, ui
     lo = _mm512_min_ps(v, lo);
     hi = _mm512_max_ps(v, hi);
   }
-  quant8_params(_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi), scale, zp);
+  svc_quant8_params(_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi), scale, zp);
   const __m512 s = _mm512_set1_ps(*scale), qlo = _mm512_set1_ps((float)-*zp), qhi = _mm512_set1_ps((float)(255 - *zp));
   const __m512i z = _mm512_set1_epi32(*zp);
   for (int64_t r = 0; r < m; r++) {
@@ -500,9 +451,6 @@ VNNI_TARGET static void group8_vnni(const void *arg, int g, int r0, int rows, in
   }
 }
 #endif
-
-// One group of 16 columns of a product (a Job or a Job8), rows [r0, r0 + rows), rows <= 4, blocks [b0, b1) of k.
-typedef void (*GroupFn)(const void *job, int g, int r0, int rows, int b0, int b1);
 
 typedef struct {
   const void *job;
@@ -649,7 +597,6 @@ static void run_job(const void *job, int groups, int m, int nb, int seg, GroupFn
   pthread_mutex_unlock(&pool.call);
 }
 
-static int use_vnni;
 
 // An 8-bit product's job over its column groups: on AVX-512 a prompt's rows (m > 4) two groups at a time.
 static void run_job8(const Job8 *job, GroupFn fn, int threads) {
@@ -700,8 +647,6 @@ static float logistic(float x) {
 
 // g[j] <- (g[j] * sigmoid(g[j])) * u[j] for cols (<= 16) columns: Mul(g, sigmoid) (QuickGelu's
 // MlasEltwiseMul(input, logistic)), then Mul(silu, u), each rounded to float as ONNX Runtime does.
-typedef void (*SiluMulFn)(float *g, const float *u, int cols);
-
 static void silu_mul_portable(float *g, const float *u, int cols) {
   for (int j = 0; j < cols; j++) {
     const float silu = g[j] * logistic(g[j]);
@@ -729,6 +674,27 @@ VNNI_TARGET static void silu_mul_vnni(float *g, const float *u, int cols) {
   _mm512_mask_storeu_ps(g, k, _mm512_mul_ps(_mm512_mul_ps(g0, s), uv));
 }
 #endif
+
+// The fastest path this CPU has, chosen once at load: AVX-512 VNNI, AVX2 (avx2.c), or plain C.
+static enum { PATH_PORTABLE, PATH_AVX2, PATH_VNNI } cpu_path;
+static const char *const PATH_NAMES[] = {"portable", "avx2", "avx512vnni"};
+
+// The functions a call runs on: the CPU's path, or plain C where the caller asks for it (tests compare the two).
+typedef struct {
+  GroupFn q4, q8;
+  QuantFn quant;
+  Quant8Fn quant8;
+  SiluMulFn silu_mul;
+} Path;
+
+static Path path_for(bool portable) {
+#if defined(__x86_64__)
+  if (!portable && cpu_path == PATH_VNNI) return (Path){group_vnni, group8_vnni, quant_row_vnni, quant8_vnni, silu_mul_vnni};
+  if (!portable && cpu_path == PATH_AVX2)
+    return (Path){svc_group_avx2, svc_group8_avx2, svc_quant_row_avx2, svc_quant8_avx2, svc_silu_mul_avx2};
+#endif
+  return (Path){group_portable, group8_portable, quant_row, quant8, silu_mul_portable};
+}
 
 // Gate and up in one pass over the column groups: group g of both products (same activations, same columns),
 // then h for those columns, written over gate's output.
@@ -941,11 +907,9 @@ static napi_value matmul_q4(napi_env env, napi_callback_info info) {
     napi_throw_range_error(env, NULL, "matmulQ4: out of memory");
     return NULL;
   }
-  GroupFn fn = group_portable;
-  QuantFn quant = quant_row;
-#if defined(__x86_64__)
-  if (use_vnni && !portable) fn = group_vnni, quant = quant_row_vnni;
-#endif
+  const Path path = path_for(portable);
+  const GroupFn fn = path.q4;
+  const QuantFn quant = path.quant;
   for (int64_t r = 0; r < m; r++) quant((const float *)x + r * w->k, w->k, q + r * w->k, sa + r * nb, c + r * nb);
   const Job job = {w, (int32_t)m, q, sa, c, y};
   run_job(&job, w->np / 16, job.m, w->nb, q4_segment(w->nb), fn, few_threads(w->bytes, m, (int)threads));
@@ -1019,12 +983,10 @@ static napi_value mlp_q4(napi_env env, napi_callback_info info) {
   }
   float *g = scratch, *u = g + block * inter, *sx = u + block * inter, *cx = sx + block * nbx, *sh = cx + block * nbx, *ch = sh + block * nbh;
   int8_t *qx = (int8_t *)(scratch + floats), *qh = qx + block * hidden;
-  GroupFn fn = group_portable;
-  SiluMulFn silu_mul = silu_mul_portable;
-  QuantFn quant = quant_row;
-#if defined(__x86_64__)
-  if (use_vnni && !portable) fn = group_vnni, silu_mul = silu_mul_vnni, quant = quant_row_vnni;
-#endif
+  const Path path = path_for(portable);
+  const GroupFn fn = path.q4;
+  const SiluMulFn silu_mul = path.silu_mul;
+  const QuantFn quant = path.quant;
   for (size_t r0 = 0; r0 < rows; r0 += block) {
     const size_t n = rows - r0 < block ? rows - r0 : block;
     const float *xb = (const float *)x + r0 * hidden;
@@ -1102,11 +1064,9 @@ static napi_value matmul_q8(napi_env env, napi_callback_info info) {
     return NULL;
   }
   Job8 job = {w, (int32_t)m, q, 0.f, 0, y};
-  GroupFn fn = group8_portable;
-  Quant8Fn quant = quant8;
-#if defined(__x86_64__)
-  if (use_vnni && !portable) fn = group8_vnni, quant = quant8_vnni;
-#endif
+  const Path path = path_for(portable);
+  const GroupFn fn = path.q8;
+  const Quant8Fn quant = path.quant8;
   quant(x, m, w->k, w->kp, q, &job.sa, &job.zp);
   run_job8(&job, fn, few_threads(w->bytes, m, (int)threads));
   free(q);
@@ -1133,12 +1093,10 @@ static napi_value mlp_q8(napi_env env, napi_callback_info info) {
     return NULL;
   }
   float *u = g + rows * inter;
-  GroupFn fn = group8_portable;
-  SiluMulFn silu_mul = silu_mul_portable;
-  Quant8Fn quant = quant8;
-#if defined(__x86_64__)
-  if (use_vnni && !portable) fn = group8_vnni, silu_mul = silu_mul_vnni, quant = quant8_vnni;
-#endif
+  const Path path = path_for(portable);
+  const GroupFn fn = path.q8;
+  const SiluMulFn silu_mul = path.silu_mul;
+  const Quant8Fn quant = path.quant8;
   Job8 gj = {gate, (int32_t)m, qx, 0.f, 0, g};
   quant(x, m, (int)hidden, gate->kp, qx, &gj.sa, &gj.zp);
   const Job8 uj = {up, (int32_t)m, qx, gj.sa, gj.zp, u};
@@ -1217,14 +1175,14 @@ static napi_value add_into(napi_env env, napi_callback_info info) {
 // The units of an attention (attention.c), spread over threads as a product's column groups are.
 typedef struct {
   const Attention *a;
-  int avx512;
+  int simd; // ATTENTION_*
   int failed;
 } AttentionJob;
 
 static void attention_units(const void *arg, int g, int r0, int rows, int b0, int b1) {
   (void)r0, (void)rows, (void)b0, (void)b1;
   AttentionJob *job = (AttentionJob *)arg;
-  if (svc_attention_unit(job->a, job->avx512, g, NULL)) __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+  if (svc_attention_unit(job->a, job->simd, g, NULL)) __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
 }
 
 // attention(q, k, v, pos, cos, sin, pastK, pastV, mask, out, newK, newV, s, heads, kvHeads, headSize, divisor,
@@ -1271,7 +1229,8 @@ static napi_value attention(napi_env env, napi_callback_info info) {
     napi_throw_range_error(env, NULL, "attention: a position is outside the rotary caches");
     return NULL;
   }
-  AttentionJob job = {&a, use_vnni && !portable, 0};
+  const int simd = portable ? ATTENTION_PLAIN : cpu_path == PATH_VNNI ? ATTENTION_AVX512 : cpu_path == PATH_AVX2 ? ATTENTION_AVX2 : ATTENTION_PLAIN;
+  AttentionJob job = {&a, simd, 0};
   // a unit costs ~20 ns a cached position (one of d = 64, 7 query heads): a short context's units are done before
   // the kept threads would have taken theirs (each call handed to them cost ~10 µs more at 64 positions)
   const int units = (int)(rows * s * kv);
@@ -1291,12 +1250,15 @@ static napi_value rest(napi_env env, napi_callback_info info) {
 static napi_value kernel_path(napi_env env, napi_callback_info info) {
   (void)info;
   napi_value s;
-  napi_create_string_utf8(env, use_vnni ? "avx512vnni" : "portable", NAPI_AUTO_LENGTH, &s);
+  napi_create_string_utf8(env, PATH_NAMES[cpu_path], NAPI_AUTO_LENGTH, &s);
   return s;
 }
 
 NAPI_MODULE_INIT() {
-  use_vnni = cpu_has_vnni();
+  cpu_path = cpu_has_vnni() ? PATH_VNNI : PATH_PORTABLE;
+#if defined(__x86_64__)
+  if (cpu_path == PATH_PORTABLE && svc_has_avx2()) cpu_path = PATH_AVX2;
+#endif
   const napi_property_descriptor props[] = {
     {"packQ4", NULL, pack_q4, NULL, NULL, NULL, napi_enumerable, NULL},
     {"matmulQ4", NULL, matmul_q4, NULL, NULL, NULL, napi_enumerable, NULL},

@@ -574,7 +574,7 @@ static void units(const void *job, int part, int parts) {
   // one scratch for the part's units: the heap's lock is taken once a part, not once a unit
   float *scratch = malloc(sizeof(float) * svc_attention_scratch(j->a));
   for (int u = from; u < to; u++)
-    if (svc_attention_unit(j->a, 0, u, scratch)) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    if (svc_attention_unit(j->a, ATTENTION_PLAIN, u, scratch)) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
   free(scratch);
 }
 

@@ -25,7 +25,7 @@ export type PackedQ4 = {
 export type PackedQ8 = { readonly k: number; readonly n: number; readonly [packedQ8]: true };
 
 export interface NativeKernels {
-  /** 'avx512vnni' or 'portable': the path matmulQ4 takes unless told `portable`. */
+  /** 'avx512vnni', 'avx2' or 'portable': the path the products take unless told `portable` (native/kernels). */
   path: string;
   /**
    * b: [n][k/32][16] bytes, two codes a byte (low nibble first); scales: [n * k/32]; k a multiple of 32. Scales

@@ -100,7 +100,7 @@ let simd128: WasmKernels | undefined;
 const wasm = () => (simd128 ??= wasmKernelsOf('simd128'));
 
 /**
- * The kernels the product and MLP tests judge: the addon (its AVX-512 and plain-C paths, 1 and 2 threads) and the
+ * The kernels the product and MLP tests judge: the addon (its CPU's path, AVX-512 VNNI or AVX2, and plain C; 1 and 2 threads) and the
  * WASM module (one path, 1 and 2 threads), against the same ONNX Runtime outputs.
  */
 const IMPLS = [
@@ -134,14 +134,15 @@ function assertClose(got: Float32Array, want: Float32Array, what: string): void 
 
 test('the addon is built and loads', () => {
   assert.equal(nativeKernelsUnavailable(), undefined);
-  assert.ok(['avx512vnni', 'portable'].includes(addon().path));
+  assert.ok(['avx512vnni', 'avx2', 'portable'].includes(addon().path));
 });
 
-test('on a CPU with AVX-512 VNNI the VNNI path is the default', () => {
+test("the default path is the CPU's best: AVX-512 VNNI, else AVX2 with FMA and F16C, else plain C", () => {
   const flags = /^flags\s*:(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '';
-  const vnni = ['avx512_vnni', 'avx512bw', 'avx512vl', 'avx512f', 'fma'].every((f) => new RegExp(`\\b${f}\\b`).test(flags));
+  const has = (fs: string[]) => fs.every((f) => new RegExp(`\\b${f}\\b`).test(flags));
+  const vnni = has(['avx512_vnni', 'avx512bw', 'avx512vl', 'avx512f', 'fma']);
   if (/\bavx512_vnni\b/.test(flags)) assert.ok(vnni, 'avx512_vnni without the AVX-512 features it needs');
-  assert.equal(addon().path, vnni ? 'avx512vnni' : 'portable');
+  assert.equal(addon().path, vnni ? 'avx512vnni' : has(['avx2', 'fma', 'f16c']) ? 'avx2' : 'portable');
 });
 
 for (const { impl, get, paths, threadCounts } of IMPLS) {

@@ -219,7 +219,7 @@ function nativeGraph(
   if (decoder) edits.rewritten = rewriteDecoder(source, decoder, { pastAndNew: onCpu });
   if (onCpu) edits.activations = withInt8Activations(edits.rewritten?.bytes ?? source);
   const before = edits.activations?.bytes ?? edits.rewritten?.bytes ?? edits.signed?.bytes;
-  const own = decoder && onCpu && nativeKernels()?.path === 'avx512vnni';
+  const own = decoder && onCpu && ['avx512vnni', 'avx2'].includes(nativeKernels()?.path ?? '');
   const weight = file ? (t: Tensor) => externalBytes(file, t) : undefined;
   const folder = file && dirname(file);
   // the weight products, 4- or 8-bit (and the sums and norms between them), on svc's own kernels

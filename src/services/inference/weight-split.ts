@@ -159,7 +159,9 @@ export function q4Product(
 /**
  * The dynamic 8-bit product whose last node is `mul`, the nodes it takes from MatMulInteger on (`nodes`), its
  * DynamicQuantizeLinear (`quantize`, which other products of the same input may read too) and the weights it
- * reads. The weights must be int8 (./int8-weights.ts makes uint8 ones so where the kernel runs).
+ * reads. The kernels take int8 weights: uint8 ones (and their zero point) are moved down by 128, the same
+ * products (./int8-weights.ts moves a graph's either way, as ONNX Runtime computes them exactly on the CPU at
+ * hand). A product whose weights minus their zero point leave int8 stays where it is.
  */
 export function q8Product(
   mul: GraphNode,
@@ -178,23 +180,50 @@ export function q8Product(
   const wsName = scales.inputs.find((x) => x !== dql.outputs[1]);
   if (!scales.inputs.includes(dql.outputs[1]!) || !wsName) return undefined;
   const w = g.inits.get(wName!), ws = g.inits.get(wsName), wzp = wzpName ? g.inits.get(wzpName) : undefined;
-  if (w?.dataType !== ONNX.dtype.INT8 || w.dims.length !== 2 || ws?.dataType !== ONNX.dtype.FLOAT) return undefined;
-  const wRaw = bytesOf(w, g.weight), wsRaw = bytesOf(ws, g.weight), wzpRaw = wzp && bytesOf(wzp, g.weight);
-  if (!wRaw || !wsRaw || (wzpName && (wzp?.dataType !== ONNX.dtype.INT8 || wzpRaw?.length !== 1))) return undefined;
-  const [k, cols] = w.dims as [number, number];
+  const type = w?.dataType;
+  if ((type !== ONNX.dtype.INT8 && type !== ONNX.dtype.UINT8) || w!.dims.length !== 2 || ws?.dataType !== ONNX.dtype.FLOAT) {
+    return undefined;
+  }
+  const wRaw = bytesOf(w!, g.weight), wsRaw = bytesOf(ws, g.weight), wzpRaw = wzp && bytesOf(wzp, g.weight);
+  if (!wRaw || !wsRaw || (wzpName && (wzp?.dataType !== type || wzpRaw?.length !== 1))) return undefined;
+  const [k, cols] = w!.dims as [number, number];
   const col = floats(wsRaw);
   if (wRaw.length !== k * cols || (col.length !== cols && col.length !== 1)) return undefined;
+  const signed = type === ONNX.dtype.INT8;
+  const weights = signed ? new Int8Array(wRaw.buffer, wRaw.byteOffset, wRaw.length) : movedDown(wRaw);
+  const zeroPoint = signed ? (wzpRaw ? new Int8Array(wzpRaw.buffer, wzpRaw.byteOffset, 1)[0]! : 0) : (wzpRaw?.[0] ?? 0) - 128;
+  if (zeroPoint !== 0 && !fitsInt8(weights, zeroPoint)) return undefined;
   const product: Q8Product = {
     bits: 8,
     input: dql.inputs[0]!,
     output: mul.outputs[0]!,
     k,
     n: cols,
-    w: new Int8Array(wRaw.buffer, wRaw.byteOffset, wRaw.length),
+    w: weights,
     scales: col.length === cols ? col : new Float32Array(cols).fill(col[0]!),
-    zeroPoint: wzpRaw ? new Int8Array(wzpRaw.buffer, wzpRaw.byteOffset, 1)[0]! : 0,
+    zeroPoint,
   };
   return { product, nodes: [mm, cast, scales, mul], quantize: dql, weights: [wName!, wsName, ...(wzpName ? [wzpName] : [])] };
+}
+
+/** uint8 weights as int8 ones 128 lower (a copy): each byte's top bit flipped, four bytes at a time. */
+function movedDown(raw: Uint8Array): Int8Array {
+  const out = raw.slice();
+  const words = new Uint32Array(out.buffer, 0, out.length >> 2);
+  for (let i = 0; i < words.length; i++) words[i]! ^= 0x80808080;
+  for (let i = words.length * 4; i < out.length; i++) out[i]! ^= 0x80;
+  return new Int8Array(out.buffer);
+}
+
+/** Whether every w - zeroPoint is an int8, as the kernels hold the weights. */
+function fitsInt8(w: Int8Array, zeroPoint: number): boolean {
+  let lo = 127, hi = -128;
+  for (let i = 0; i < w.length; i++) {
+    const v = w[i]!;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  return lo - zeroPoint >= -128 && hi - zeroPoint <= 127;
 }
 
 /**
