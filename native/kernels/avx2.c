@@ -60,56 +60,114 @@ AVX2_TARGET static inline float min8(__m256 v) {
 
 // --- 4 bits (kernels.c, group_portable): sa * sum(code * q) - c per block, times the block's scale, added up ---
 
-// rows and half are constants in each caller (svc_group_avx2), so the accumulators stay in registers. A group's
-// 16 columns are two vectors of 8 (h): bytes 32h..32h+31 of each 64-byte step.
+// A block's codes for 8 columns (bytes 32h..32h+31 of each of its four 64-byte steps, at p): the low nibbles
+// (codes 4s..4s+3 of lane j's column) and the high ones (codes 16+4s..16+4s+3).
+typedef struct {
+  __m256i l0, l1, l2, l3, h0, h1, h2, h3;
+} Codes;
+
+AVX2_TARGET static inline __attribute__((always_inline)) Codes codes_of(const uint8_t *p) {
+  const __m256i mask = _mm256_set1_epi8(15);
+  const __m256i v0 = _mm256_load_si256((const __m256i *)p), v1 = _mm256_load_si256((const __m256i *)(p + 64));
+  const __m256i v2 = _mm256_load_si256((const __m256i *)(p + 128)), v3 = _mm256_load_si256((const __m256i *)(p + 192));
+  return (Codes){
+    _mm256_and_si256(v0, mask), _mm256_and_si256(v1, mask), _mm256_and_si256(v2, mask), _mm256_and_si256(v3, mask),
+    _mm256_and_si256(_mm256_srli_epi16(v0, 4), mask), _mm256_and_si256(_mm256_srli_epi16(v1, 4), mask),
+    _mm256_and_si256(_mm256_srli_epi16(v2, 4), mask), _mm256_and_si256(_mm256_srli_epi16(v3, 4), mask),
+  };
+}
+
+// sum(code * q) of each of the 8 columns over the block's 32 activations a, in 32-bit lanes.
+AVX2_TARGET static inline __attribute__((always_inline)) __m256i code_sums(const Codes *c, const int8_t *a) {
+  __m256i s = _mm256_maddubs_epi16(c->l0, broadcast4(a));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(c->l1, broadcast4(a + 4)));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(c->l2, broadcast4(a + 8)));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(c->l3, broadcast4(a + 12)));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(c->h0, broadcast4(a + 16)));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(c->h1, broadcast4(a + 20)));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(c->h2, broadcast4(a + 24)));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(c->h3, broadcast4(a + 28)));
+  return _mm256_madd_epi16(s, _mm256_set1_epi16(1)); // lane j's two 16-bit sums, into 32 bits
+}
+
+// acc + scale * (sa * sums - c): a block's part of its row's 8 outputs (group_portable's fused steps).
+AVX2_TARGET static inline __attribute__((always_inline)) __m256 add_block(const Job *job, size_t i, __m256 scale, __m256i sums, __m256 acc) {
+  const __m256 t = _mm256_fmsub_ps(_mm256_set1_ps(job->sa[i]), _mm256_cvtepi32_ps(sums), _mm256_set1_ps(job->c[i]));
+  return _mm256_fmadd_ps(scale, t, acc);
+}
+
+// The scales of a block's 8 columns of half h.
+AVX2_TARGET static inline __attribute__((always_inline)) __m256 scales_of(const Packed *w, size_t at, const int half) {
+  return half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w->sh + at))) : _mm256_loadu_ps(w->sw + at);
+}
+
+// 24 blocks (6 KB) ahead, as the AVX-512 kernel: the weights stream from memory once.
+AVX2_TARGET static inline __attribute__((always_inline)) void fetch_ahead(const Packed *w, const uint8_t *p, size_t at, const int half) {
+  _mm_prefetch((const char *)(p + 6144), _MM_HINT_T0);
+  _mm_prefetch((const char *)(p + 6208), _MM_HINT_T0);
+  _mm_prefetch((const char *)(p + 6272), _MM_HINT_T0);
+  _mm_prefetch((const char *)(p + 6336), _MM_HINT_T0);
+  _mm_prefetch(half ? (const char *)(w->sh + at + 24 * 16) : (const char *)(w->sw + at + 24 * 16), _MM_HINT_T0);
+}
+
+// One row (a decode step's): the group's 16 columns in one pass, as its weights stream in. half: the scales are
+// halves (a constant in each caller). Accumulators are named, not an array, so that they stay in registers.
+AVX2_TARGET static inline __attribute__((always_inline)) void group_row(const Job *job, int g, int r, int b0, int b1, const int half) {
+  const Packed *w = job->w;
+  const int nb = w->nb, n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
+  const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256;
+  float *y = job->y + (size_t)r * w->n + n0;
+  __m256 acc0 = b0 > 0 ? load_first(y, cols) : _mm256_setzero_ps(), acc1 = b0 > 0 ? load_first(y + 8, cols - 8) : _mm256_setzero_ps();
+  for (int b = b0; b < b1; b++, p += 256) {
+    const size_t at = ((size_t)g * nb + b) * 16, i = (size_t)r * nb + b;
+    fetch_ahead(w, p, at, half);
+    const int8_t *a = job->q + (size_t)r * w->k + (size_t)b * 32;
+    const Codes c0 = codes_of(p);
+    acc0 = add_block(job, i, scales_of(w, at, half), code_sums(&c0, a), acc0);
+    const Codes c1 = codes_of(p + 32);
+    acc1 = add_block(job, i, scales_of(w, at + 8, half), code_sums(&c1, a), acc1);
+  }
+  store_first(y, acc0, cols);
+  store_first(y + 8, acc1, cols - 8);
+}
+
+// A prompt's rows (2 to 4, a constant in each caller): 8 of the group's columns (h) at a time, each block's codes
+// unpacked once for all rows.
+AVX2_TARGET static inline __attribute__((always_inline)) void group_half(const Job *job, int g, int r0, const int rows, int b0, int b1,
+                                                                         const int half, int h) {
+  const Packed *w = job->w;
+  const int nb = w->nb, n0 = g * 16 + 8 * h, cols = w->n - n0 < 8 ? w->n - n0 : 8;
+  const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256 + 32 * h;
+  float *y = job->y + (size_t)r0 * w->n + n0;
+  const size_t n = (size_t)w->n;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  if (b0 > 0) {
+    acc0 = load_first(y, cols), acc1 = load_first(y + n, cols);
+    if (rows > 2) acc2 = load_first(y + 2 * n, cols);
+    if (rows > 3) acc3 = load_first(y + 3 * n, cols);
+  }
+  for (int b = b0; b < b1; b++, p += 256) {
+    const size_t at = ((size_t)g * nb + b) * 16 + 8 * h, i = (size_t)r0 * nb + b;
+    if (h == 0) fetch_ahead(w, p, at, half);
+    const Codes c = codes_of(p);
+    const __m256 scale = scales_of(w, at, half);
+    const int8_t *a = job->q + (size_t)r0 * w->k + (size_t)b * 32;
+    acc0 = add_block(job, i, scale, code_sums(&c, a), acc0);
+    acc1 = add_block(job, i + nb, scale, code_sums(&c, a + w->k), acc1);
+    if (rows > 2) acc2 = add_block(job, i + 2 * nb, scale, code_sums(&c, a + 2 * (size_t)w->k), acc2);
+    if (rows > 3) acc3 = add_block(job, i + 3 * nb, scale, code_sums(&c, a + 3 * (size_t)w->k), acc3);
+  }
+  store_first(y, acc0, cols);
+  store_first(y + n, acc1, cols);
+  if (rows > 2) store_first(y + 2 * n, acc2, cols);
+  if (rows > 3) store_first(y + 3 * n, acc3, cols);
+}
+
 AVX2_TARGET static inline __attribute__((always_inline)) void group_rows(const Job *job, int g, int r0, const int rows, int b0, int b1,
                                                                          const int half) {
-  const Packed *w = job->w;
-  const int nb = w->nb;
-  const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256;
-  const float *sw = half ? NULL : w->sw + (size_t)g * 16 * nb;
-  const uint16_t *sh = half ? w->sh + (size_t)g * 16 * nb : NULL;
-  const __m256i mask = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-  const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
-  __m256 acc[4][2];
-  for (int r = 0; r < rows; r++)
-    for (int h = 0; h < 2; h++)
-      acc[r][h] = b0 > 0 ? load_first(job->y + (size_t)(r0 + r) * w->n + n0 + 8 * h, cols - 8 * h) : _mm256_setzero_ps();
-  for (int b = b0; b < b1; b++, p += 256) {
-    // 24 blocks (6 KB) ahead, as the AVX-512 kernel: the weights stream from memory once
-    _mm_prefetch((const char *)(p + 6144), _MM_HINT_T0);
-    _mm_prefetch((const char *)(p + 6208), _MM_HINT_T0);
-    _mm_prefetch((const char *)(p + 6272), _MM_HINT_T0);
-    _mm_prefetch((const char *)(p + 6336), _MM_HINT_T0);
-    _mm_prefetch(half ? (const char *)(sh + ((size_t)b + 24) * 16) : (const char *)(sw + ((size_t)b + 24) * 16), _MM_HINT_T0);
-    for (int h = 0; h < 2; h++) {
-      __m256i lo[4], hi[4];
-      for (int s = 0; s < 4; s++) {
-        const __m256i v = _mm256_load_si256((const __m256i *)(p + 64 * s + 32 * h));
-        lo[s] = _mm256_and_si256(v, mask);
-        hi[s] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-      }
-      const __m256 scale = half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sh + (size_t)b * 16 + 8 * h)))
-                                : _mm256_loadu_ps(sw + (size_t)b * 16 + 8 * h);
-      for (int r = 0; r < rows; r++) {
-        const int8_t *a = job->q + (size_t)(r0 + r) * w->k + (size_t)b * 32;
-        __m256i s16 = _mm256_maddubs_epi16(lo[0], broadcast4(a));
-        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lo[1], broadcast4(a + 4)));
-        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lo[2], broadcast4(a + 8)));
-        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lo[3], broadcast4(a + 12)));
-        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi[0], broadcast4(a + 16)));
-        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi[1], broadcast4(a + 20)));
-        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi[2], broadcast4(a + 24)));
-        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi[3], broadcast4(a + 28)));
-        const __m256i s = _mm256_madd_epi16(s16, ones); // column j's four 16-bit pairs of lane j, into 32 bits
-        const size_t i = (size_t)(r0 + r) * nb + b;
-        const __m256 t = _mm256_fmsub_ps(_mm256_set1_ps(job->sa[i]), _mm256_cvtepi32_ps(s), _mm256_set1_ps(job->c[i]));
-        acc[r][h] = _mm256_fmadd_ps(scale, t, acc[r][h]);
-      }
-    }
-  }
-  for (int r = 0; r < rows; r++)
-    for (int h = 0; h < 2; h++) store_first(job->y + (size_t)(r0 + r) * w->n + n0 + 8 * h, acc[r][h], cols - 8 * h);
+  if (rows == 1) return group_row(job, g, r0, b0, b1, half);
+  group_half(job, g, r0, rows, b0, b1, half, 0);
+  if (job->w->n - g * 16 > 8) group_half(job, g, r0, rows, b0, b1, half, 1);
 }
 
 AVX2_TARGET void svc_group_avx2(const void *arg, int g, int r0, int rows, int b0, int b1) {
@@ -157,47 +215,92 @@ AVX2_TARGET void svc_quant_row_avx2(const float *x, int k, int8_t *q, float *sa,
 
 // --- 8 bits (kernels.c, group8_portable): float(sum q (W - w_zp) - zp * wsum) * (sa * sw) ---
 
-// Two rows at most (rows is a constant in each caller): four accumulators a row. A step's 16 weights of 4
-// columns widened to 16 bits sit in one vector, so each 32-bit lane of vpmaddwd's result holds half a column's
-// step (lanes 2j and 2j + 1: column j of the four); the halves are added at the end (vphaddd).
-AVX2_TARGET static inline __attribute__((always_inline)) void group8_rows(const Job8 *job, int g, int r0, const int rows) {
+// The end of a row's sums for 8 columns (a vector of 32-bit sums, in order): sum - zp * wsum, times sa * sw.
+AVX2_TARGET static inline void store8(const Job8 *job, int r, int n0, int cols, __m256i sums) {
+  const Packed8 *w = job->w;
+  const __m256i corr = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(w->wsum + n0)), _mm256_set1_epi32(job->zp));
+  const __m256 mult = _mm256_mul_ps(_mm256_set1_ps(job->sa), _mm256_loadu_ps(w->sw + n0));
+  store_first(job->y + (size_t)r * w->n + n0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sums, corr)), mult), cols);
+}
+
+// vpmaddwd on a step's 16 weights of 4 columns (widened to 16 bits) and the step's 4 activations repeated gives
+// each column's sum in two 32-bit lanes (2j and 2j + 1); vphaddd adds them, giving columns 0 1 4 5 | 2 3 6 7 of
+// its two vectors, and the 64-bit pieces reordered 0 2 1 3 put them in order.
+AVX2_TARGET static inline __m256i columns8(__m256i a, __m256i b) {
+  return _mm256_permute4x64_epi64(_mm256_hadd_epi32(a, b), _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+// The step's 4 activations of a row, widened to 16 bits, four times over.
+AVX2_TARGET static inline __m256i activations4(const uint8_t *a) {
+  return _mm256_cvtepu8_epi16(_mm256_castsi256_si128(broadcast4(a)));
+}
+
+// One row (a decode step's): the group's 16 columns at once, so its weights are read once, as they stream in.
+AVX2_TARGET static void group8_row(const Job8 *job, int g, int r) {
   const Packed8 *w = job->w;
   const int steps = w->kp / 4;
   const int8_t *p = w->packed + (size_t)g * steps * 64;
-  const uint8_t *a[2];
-  for (int r = 0; r < rows; r++) a[r] = job->q + (size_t)(r0 + r) * w->kp;
-  __m256i acc[2][4];
-  for (int r = 0; r < rows; r++)
-    for (int i = 0; i < 4; i++) acc[r][i] = _mm256_setzero_si256();
+  const uint8_t *a = job->q + (size_t)r * w->kp;
+  __m256i acc0 = _mm256_setzero_si256(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   for (int s = 0; s < steps; s++, p += 64) {
     _mm_prefetch((const char *)(p + 6144), _MM_HINT_T0); // 6 KB ahead, as the AVX-512 kernel
-    __m256i wv[4];
-    for (int i = 0; i < 4; i++) wv[i] = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 16 * i)));
-    for (int r = 0; r < rows; r++) {
-      // the step's 4 activations, widened, four times over
-      const __m256i v = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(broadcast4(a[r] + (size_t)s * 4)));
-      for (int i = 0; i < 4; i++) acc[r][i] = _mm256_add_epi32(acc[r][i], _mm256_madd_epi16(wv[i], v));
-    }
+    const __m256i v = activations4(a + (size_t)s * 4);
+    acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)p)), v));
+    acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 16))), v));
+    acc2 = _mm256_add_epi32(acc2, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 32))), v));
+    acc3 = _mm256_add_epi32(acc3, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 48))), v));
   }
   const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
-  const __m256i zp = _mm256_set1_epi32(job->zp);
-  const __m256 sa = _mm256_set1_ps(job->sa);
-  for (int r = 0; r < rows; r++)
-    for (int h = 0; h < 2; h++) {
-      // vphaddd gives columns 0 1 4 5 | 2 3 6 7 of its two vectors: the 64-bit pieces reordered 0 2 1 3
-      const __m256i sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][2 * h], acc[r][2 * h + 1]), _MM_SHUFFLE(3, 1, 2, 0));
-      const __m256i corr = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(w->wsum + n0 + 8 * h)), zp);
-      const __m256 mult = _mm256_mul_ps(sa, _mm256_loadu_ps(w->sw + n0 + 8 * h));
-      const __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sums, corr)), mult);
-      store_first(job->y + (size_t)(r0 + r) * w->n + n0 + 8 * h, y, cols - 8 * h);
+  store8(job, r, n0, cols, columns8(acc0, acc1));
+  if (cols > 8) store8(job, r, n0 + 8, cols - 8, columns8(acc2, acc3));
+}
+
+// A prompt's rows (rows a constant in each caller, at most 4): 8 of the group's columns (half h) at a time,
+// each step's weights widened once for all rows; 8 accumulators, so none leaves the registers (16 of them did,
+// one going through memory at every step).
+AVX2_TARGET static inline __attribute__((always_inline)) void group8_half(const Job8 *job, int g, int r0, const int rows, int h) {
+  const Packed8 *w = job->w;
+  const int steps = w->kp / 4;
+  const int8_t *p = w->packed + (size_t)g * steps * 64 + 32 * h;
+  const uint8_t *a = job->q + (size_t)r0 * w->kp;
+  const size_t kp = (size_t)w->kp;
+  __m256i lo0 = _mm256_setzero_si256(), lo1 = lo0, lo2 = lo0, lo3 = lo0, hi0 = lo0, hi1 = lo0, hi2 = lo0, hi3 = lo0;
+  for (int s = 0; s < steps; s++, p += 64, a += 4) {
+    const __m256i w0 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)p));
+    const __m256i w1 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 16)));
+    const __m256i v0 = activations4(a), v1 = activations4(a + kp);
+    lo0 = _mm256_add_epi32(lo0, _mm256_madd_epi16(w0, v0)), hi0 = _mm256_add_epi32(hi0, _mm256_madd_epi16(w1, v0));
+    lo1 = _mm256_add_epi32(lo1, _mm256_madd_epi16(w0, v1)), hi1 = _mm256_add_epi32(hi1, _mm256_madd_epi16(w1, v1));
+    if (rows > 2) {
+      const __m256i v2 = activations4(a + 2 * kp);
+      lo2 = _mm256_add_epi32(lo2, _mm256_madd_epi16(w0, v2)), hi2 = _mm256_add_epi32(hi2, _mm256_madd_epi16(w1, v2));
     }
+    if (rows > 3) {
+      const __m256i v3 = activations4(a + 3 * kp);
+      lo3 = _mm256_add_epi32(lo3, _mm256_madd_epi16(w0, v3)), hi3 = _mm256_add_epi32(hi3, _mm256_madd_epi16(w1, v3));
+    }
+  }
+  const int n0 = g * 16 + 8 * h, cols = w->n - n0 < 8 ? w->n - n0 : 8;
+  store8(job, r0, n0, cols, columns8(lo0, hi0));
+  store8(job, r0 + 1, n0, cols, columns8(lo1, hi1));
+  if (rows > 2) store8(job, r0 + 2, n0, cols, columns8(lo2, hi2));
+  if (rows > 3) store8(job, r0 + 3, n0, cols, columns8(lo3, hi3));
+}
+
+AVX2_TARGET static inline __attribute__((always_inline)) void group8_rows(const Job8 *job, int g, int r0, const int rows) {
+  group8_half(job, g, r0, rows, 0);
+  if (job->w->n - g * 16 > 8) group8_half(job, g, r0, rows, 1);
 }
 
 AVX2_TARGET void svc_group8_avx2(const void *arg, int g, int r0, int rows, int b0, int b1) {
   (void)b0, (void)b1; // always the whole of k (run_job's seg 0)
   const Job8 *job = arg;
-  for (; rows >= 2; rows -= 2, r0 += 2) group8_rows(job, g, r0, 2);
-  if (rows) group8_rows(job, g, r0, 1);
+  switch (rows) {
+    case 4: group8_rows(job, g, r0, 4); break;
+    case 3: group8_rows(job, g, r0, 3); break;
+    case 2: group8_rows(job, g, r0, 2); break;
+    default: group8_row(job, g, r0); break;
+  }
 }
 
 // kernels.c's quant8 with AVX2, the same results: MINPS/MAXPS keep their second operand (the running value) where

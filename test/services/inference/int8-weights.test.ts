@@ -31,6 +31,34 @@ let ort: Ort;
 let weights: number;
 /** ONNX Runtime's logits on each uint8 file as it is, before the backend binds. */
 const asIs = new Map<Variant, Float32Array>();
+/** ONNX Runtime's logits on the uint8 form of the file with negative zero points (below). */
+let negativeJudge: Float32Array;
+
+/**
+ * Every int8 MatMulInteger weight of SRC given a zero point of -1 to -5, stored as onnx.helper.make_tensor
+ * stores small tensors: in int32_data, where a negative value is a 10-byte varint.
+ */
+const NEGATIVE_ZERO_POINTS = `
+import sys, onnx, numpy as np
+from onnx import helper, numpy_helper
+m = onnx.load(sys.argv[1])
+inits = {t.name: t for t in m.graph.initializer}
+done = {}
+for n in m.graph.node:
+    if n.op_type != 'MatMulInteger' or n.input[1] not in inits or numpy_helper.to_array(inits[n.input[1]]).dtype != np.int8:
+        continue
+    w = n.input[1]
+    if w not in done:
+        done[w] = w + '_negative_zero_point'
+        t = helper.make_tensor(done[w], onnx.TensorProto.INT8, [], [-1 - len(done) % 5])
+        assert len(t.int32_data) == 1 and not t.raw_data
+        m.graph.initializer.append(t)
+    inputs = list(n.input) + [''] * (4 - len(n.input))
+    inputs[3] = done[w]
+    del n.input[:]
+    n.input.extend(inputs)
+onnx.save(m, sys.argv[2])
+`;
 
 const logits = (s: Session) => promptLogits(s as never, ort.Tensor as never);
 const file = (v: Variant) => join(dir, `${v}.onnx`);
@@ -43,12 +71,18 @@ before(async () => {
     );
   }
   assert.ok(weights > 0);
+  // the fixture's int8 file with negative zero points in int32_data, and that file made uint8 (its judge)
+  execFileSync('/usr/bin/python3', ['-c', NEGATIVE_ZERO_POINTS, Q8, join(dir, 'negative.onnx')]);
+  execFileSync('/usr/bin/python3', ['scripts/models/q8-unsigned.py', join(dir, 'negative.onnx'), join(dir, 'negative-uint8.onnx')]);
   ort = (await importOnnxruntimeNode()) as unknown as Ort;
   for (const v of Object.keys(VARIANTS) as Variant[]) {
     const s = await ort.InferenceSession.create(file(v), { intraOpNumThreads: 1 });
     asIs.set(v, await logits(s));
     await s.release();
   }
+  const judge = await ort.InferenceSession.create(join(dir, 'negative-uint8.onnx'), { intraOpNumThreads: 1 });
+  negativeJudge = await logits(judge);
+  await judge.release();
   assert.equal((await initBackend('cpu')).ort, 'onnxruntime-node');
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -68,6 +102,13 @@ test("int8 weights give the exact logits (the uint8 file's, bit for bit) on ever
   const s = await ort.InferenceSession.create(Q8, { intraOpNumThreads: 1 });
   assert.equal((s as unknown as { edits: { signedWeights: number } }).edits.signedWeights, int8ProductsSaturate() ? weights : 0);
   assert.deepEqual(await logits(s), asIs.get('raw'));
+  await s.release();
+});
+
+test('negative int8 zero points stored in int32_data (10-byte varints) are read right: the exact logits on every CPU', async () => {
+  const s = await ort.InferenceSession.create(join(dir, 'negative.onnx'), { intraOpNumThreads: 1 });
+  assert.equal((s as unknown as { edits: { signedWeights: number } }).edits.signedWeights, int8ProductsSaturate() ? weights : 0);
+  assert.deepEqual(await logits(s), negativeJudge);
   await s.release();
 });
 
