@@ -20,6 +20,7 @@ import { Worker } from 'node:worker_threads';
 import { all, decodeFields, first, int64s, ONNX, str } from '../../src/services/models/onnx-wire.ts';
 import { PREFILL_CHUNK, PREFILL_CHUNK_ALONE } from '../../src/services/inference/batch-decoder.ts';
 import { suppressTokens } from '../../src/services/inference/sampling.ts';
+import { nativeKernels } from '../../src/runtime/kernels.ts';
 
 export const MODEL_DIR = resolve(process.env.BENCH_MODEL_DIR ?? '.models-cache/qwen2.5-0.5b');
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
@@ -230,7 +231,11 @@ function pairStatus(pairs: PairResult[]): string {
     llamaMet.length === judged.length
       ? ''
       : "What limits it: with q4, every 4-bit product (the MLPs, the attention's projections, the LM head), the residual sums and norms between them and every layer's attention but the first run on svc's own kernels (src/services/inference/weight-split.ts, src/services/inference/attention-stage.ts; \"svc's own kernels\" below), at 1 and 2 threads, so a decode step is mostly its weights read at this machine's memory rate (which varied from run to run: see the bandwidth in \"Text generation\"), and greedy steps run 4 at a time in the inference thread. With q8 the same, its products on svc's 8-bit kernels" +
-        (VNNI ? '' : '; on a CPU without VNNI ONNX Runtime runs the whole graph, whose int8 products are compute-bound there') +
+        (KERNELS === 'avx2'
+          ? "; here, on x64 without VNNI, the kernels' AVX2 path (native/kernels/avx2.c) runs them, and its 8-bit products of a prompt's rows are slower than ONNX Runtime's int8 GEMM (q8's time to first token)"
+          : OWN
+          ? ''
+          : '; without the kernels ONNX Runtime runs the whole graph, whose int8 products are compute-bound there') +
         '.'
   }`;
 }
@@ -579,7 +584,7 @@ async function writeSummary(pairs: PairResult[]) {
     "**WebGPU:** a real GPU's figures (0.5B and 1.5B shapes, both WebGPU paths, against the GPU's copy bandwidth) are in \"Text generation: WebGPU on a real GPU\", taken by scripts/bench/generate-webgpu.ts on a machine with one (scripts/bench/webgpu-device.sh). Without a GPU both paths are exercised on a software adapter, Mesa 25's lavapipe: test/runtimes/webgpu.test.ts runs transformers.js on onnxruntime-node's WebGPU provider (Dawn) under Node, Bun and Deno and on onnxruntime-web's WebGPU backend under Deno, and checks torch's greedy tokens; lavapipe is a CPU rasterizer, so its speed says nothing about a GPU and is not listed.",
   ].join('\n');
   const { writeSection } = (await import('./write-benchmarks.mjs' as string)) as { writeSection: (title: string, body: string) => void };
-  writeSection('Text generation (decode tokens/s, time to first token)', body);
+  writeSection(section('Text generation (decode tokens/s, time to first token)'), body);
   console.log(body);
 }
 
@@ -597,9 +602,15 @@ function runChild(args: string[], cwd?: string): { line?: string; why: string } 
   const line = (p.stdout ?? '').split('\n').find((l) => l.startsWith('@@RESULT '));
   return { line, why: `failed (${p.status}): ${(p.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}` };
 }
-/** Whether this CPU multiplies and adds int8 in one instruction (VNNI, AVX-512 or AVX), for the status lines. */
-const VNNI = existsSync('/proc/cpuinfo') &&
-  /^flags\s*:.*\b(avx512_vnni|avx_vnni)\b/m.test(readFileSync('/proc/cpuinfo', 'utf8'));
+/** The path svc's native kernels take on this CPU (src/runtime/kernels.ts), for the status lines and section titles. */
+const KERNELS = nativeKernels()?.path ?? 'none';
+/** Whether svc's own kernels run decoders here (AVX-512 VNNI or AVX2: src/services/inference/ort-sessions.ts). */
+const OWN = KERNELS === 'avx512vnni' || KERNELS === 'avx2';
+/**
+ * A section's title: on x64 without VNNI the figures go to sections of their own, beside those of a CPU with it,
+ * since the kernels differ (native/kernels/avx2.c) and so does what limits them.
+ */
+const section = (title: string) => (KERNELS === 'avx2' ? `${title}, x64 with AVX2 (no VNNI)` : title);
 const gb = (b: number) => (b / 1e9).toFixed(2);
 const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
 
@@ -722,7 +733,7 @@ async function main() {
         ]
         : []),
     ].join('\n');
-    write0('Text generation: decode loop (transformers.js generate vs svc loop)', body);
+    write0(section('Text generation: decode loop (transformers.js generate vs svc loop)'), body);
     console.log(body);
   }
 
@@ -765,7 +776,7 @@ async function main() {
       '',
       pairStatus(pairs),
     ].join('\n');
-    write0('Text generation: svc against llama.cpp (same weights)', body);
+    write0(section('Text generation: svc against llama.cpp (same weights)'), body);
     console.log(body);
     await writeSummary(pairs);
   }
@@ -790,7 +801,7 @@ async function main() {
       '',
       'Goal (the issue\'s, at every context): svc ≥ 1.2× llama.cpp. svc\'s KV cache stays in place in the inference thread (src/services/inference/batch-decoder.ts: fed at a fixed capacity with the positions past each row masked, only the new keys and values fetched and written in), and its attention reads the KV heads unrepeated (src/services/inference/grouped-attention.ts). Each layer attends to its past and its new positions apart, so no step concatenates them into a copy of the cache (src/services/inference/past-and-new.ts; that saves memory, and time only with several long rows: "KV cache memory" below). What is left of each step beyond the weights is the attention over the cache, its spare capacity included (up to an eighth more positions, masked).',
     ].join('\n');
-    write0('Text generation: svc against llama.cpp after a long prompt', body);
+    write0(section('Text generation: svc against llama.cpp after a long prompt'), body);
     console.log(body);
   }
 
@@ -821,7 +832,7 @@ async function main() {
           : ''
       ),
     ].join('\n');
-    write0('Text generation: 4-bit files from the hub (accuracy_level unset)', body);
+    write0(section('Text generation: 4-bit files from the hub (accuracy_level unset)'), body);
     console.log(body);
   }
 
@@ -848,7 +859,7 @@ async function main() {
       '',
       'Goal: the HTTP path within 5 % of the direct engine at every thread count (ratio ≥ 0.95).',
     ].join('\n');
-    write0('Text generation: HTTP against the engine called directly', body);
+    write0(section('Text generation: HTTP against the engine called directly'), body);
     console.log(body);
   }
 
@@ -904,9 +915,9 @@ async function main() {
           }`;
         }).join('; ')
       }. The 4-row step grows in the weight products: ${
-        VNNI
-          ? "every 4- and 8-bit product runs on svc's own kernels (src/services/inference/weight-split.ts), which stay memory-bound with 4 rows"
-          : "on a CPU without VNNI ONNX Runtime's int8 kernels run them, compute-bound with 4 rows, q4's `MatMulNBits` more than q8's"
+        OWN
+          ? `every 4- and 8-bit product runs on svc's own kernels (src/services/inference/weight-split.ts; path ${KERNELS}), memory-bound with one row`
+          : "without svc's kernels ONNX Runtime's int8 kernels run them, compute-bound with 4 rows, q4's `MatMulNBits` more than q8's"
       }; between steps, every row adds its own token choice (logits processors, argmax over the vocabulary) and streaming on the server's thread.`,
       '',
       `Goals: 4 streams ≥ 2.5× one stream; each stream's TTFT with 4 in flight ≤ 2× alone. Requests waiting together are prefilled together, in calls of ${PREFILL_CHUNK_ALONE} tokens; a request arriving while others decode is prefilled in chunks of ${PREFILL_CHUNK} tokens with a decode step of the others between chunks (src/services/inference/batch-decoder.ts).`,
@@ -930,7 +941,7 @@ async function main() {
       '',
       "Each row's draw is data here (EOS suppressed, then temperature and top_p with its seed), so it is taken in the inference thread, up to RUN_AHEAD steps a run as greedy ones are (src/services/inference/batch-decoder.ts); the draw itself: src/services/inference/sampling.ts (top-k by a heap read once, top-p with only the tokens at the nucleus' boundary sorted, weights by a polynomial exp).",
     ].join('\n');
-    write0('Text generation: continuous batching (4 concurrent streams)', body);
+    write0(section('Text generation: continuous batching (4 concurrent streams)'), body);
     console.log(body);
   }
   if (!parts.includes('table')) return;
@@ -986,7 +997,7 @@ async function main() {
   ].join('\n');
   const writer = './write-benchmarks.mjs';
   const { writeSection } = (await import(writer)) as { writeSection: (title: string, body: string) => void };
-  writeSection('Text generation: per backend (decode tokens/s, time to first token)', body);
+  writeSection(section('Text generation: per backend (decode tokens/s, time to first token)'), body);
   console.log(body);
 }
 

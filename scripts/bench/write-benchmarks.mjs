@@ -7,7 +7,7 @@ export function writeSection(title, body, file = 'BENCHMARKS.md') {
     : '# Benchmarks\n\nEach section is written by the script it names; ratios compare against the named peer measured in the same run.\n';
   const head = `## ${title}`;
   const section = `${head}\n\n${body.trim()}\n`;
-  const start = text.indexOf(head);
+  const start = text.indexOf(`${head}\n`); // the whole heading: one title may begin another
   if (start === -1) text = `${text.trimEnd()}\n\n${section}`;
   else {
     const next = text.indexOf('\n## ', start + head.length);
