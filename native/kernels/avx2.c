@@ -16,6 +16,12 @@
 
 #define AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 
+// GCC assigns the 16 vector registers before it schedules: scheduling first, with an eye on register pressure,
+// leaves fewer sums in memory (5-10 % faster products here, measured alternating with the file without it)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("schedule-insns", "sched-pressure")
+#endif
+
 int svc_has_avx2(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
@@ -266,6 +272,8 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group8_half(const 
   const size_t kp = (size_t)w->kp;
   __m256i lo0 = _mm256_setzero_si256(), lo1 = lo0, lo2 = lo0, lo3 = lo0, hi0 = lo0, hi1 = lo0, hi2 = lo0, hi3 = lo0;
   for (int s = 0; s < steps; s++, p += 64, a += 4) {
+    // a batch's decode step reads these weights from memory too: ahead of the first half's pass
+    if (h == 0) _mm_prefetch((const char *)(p + 6144), _MM_HINT_T0);
     const __m256i w0 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)p));
     const __m256i w1 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 16)));
     const __m256i v0 = activations4(a), v1 = activations4(a + kp);
@@ -295,12 +303,9 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group8_rows(const 
 AVX2_TARGET void svc_group8_avx2(const void *arg, int g, int r0, int rows, int b0, int b1) {
   (void)b0, (void)b1; // always the whole of k (run_job's seg 0)
   const Job8 *job = arg;
-  switch (rows) {
-    case 4: group8_rows(job, g, r0, 4); break;
-    case 3: group8_rows(job, g, r0, 3); break;
-    case 2: group8_rows(job, g, r0, 2); break;
-    default: group8_row(job, g, r0); break;
-  }
+  // two rows at a time: with four, GCC kept sums in memory (a prompt's product ran at 11 MAC a cycle, against 14)
+  for (; rows >= 2; rows -= 2, r0 += 2) group8_rows(job, g, r0, 2);
+  if (rows) group8_row(job, g, r0);
 }
 
 // kernels.c's quant8 with AVX2, the same results: MINPS/MAXPS keep their second operand (the running value) where

@@ -61,6 +61,12 @@ const e = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memor
 e.__stack_pointer.value = stack;
 e.svc_worker(id);`;
 
+let workerFailures = 0;
+/** Said once a process: later failures are the same one. */
+function workerFailed(err: Error): void {
+  if (workerFailures++ === 0) console.error(`svc: a WASM kernel worker failed (${err.message}); the kernels go on with fewer threads`);
+}
+
 /** The two builds of native/kernels/wasm.c. */
 export type WasmKernelsVariant = 'relaxed-simd' | 'simd128';
 /** How the relaxed build takes its 4-bit dot products (native/kernels/wasm.c, `svc_q4_dot_pairs`). */
@@ -202,7 +208,11 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       const stack = e.svc_alloc(WORKER_STACK);
       if (!stack) return;
       const workerData = { bytes: module, memory, id: workers, stack: stack + WORKER_STACK };
-      new Worker(new URL(`data:text/javascript,${encodeURIComponent(WORKER)}`), { workerData }).unref();
+      new Worker(new URL(`data:text/javascript,${encodeURIComponent(WORKER)}`), { workerData })
+        // a worker that fails (to start: no memory, no permission) is left out, its share of each call done by the
+        // caller and the others (wasm-pool.c); unheard, its error would end the process on Node and Bun
+        .on('error', workerFailed)
+        .unref();
     }
   };
   /** Bytes an array takes in a block: its own, rounded up to 16. */

@@ -185,3 +185,33 @@ test('SVC_WASM_KERNELS=0 turns them off, with that reason', () => {
   });
   assert.deepEqual(JSON.parse(out), [true, 'disabled by SVC_WASM_KERNELS=0']);
 });
+
+test('a kernel worker that fails to start is left out: the process goes on and the products are the same', () => {
+  // a child whose every Worker runs a module that throws at once (syncBuiltinESMExports hands the replaced class
+  // to the kernels' import of node:worker_threads)
+  const script = `
+import wt from 'node:worker_threads';
+import { syncBuiltinESMExports } from 'node:module';
+const Real = wt.Worker;
+wt.Worker = class extends Real {
+  constructor(_url, options) { super(new URL('data:text/javascript,throw new Error("no start")'), options); }
+};
+syncBuiltinESMExports();
+const { wasmKernelsOf } = await import(${JSON.stringify(new URL('../../src/runtime/wasm-kernels.ts', import.meta.url).href)});
+const kn = wasmKernelsOf('simd128');
+const [k, n] = [256, 512];
+const w = kn.packQ8(Int8Array.from({ length: k * n }, (_, i) => ((i * 37) % 255) - 127), new Float32Array(n).fill(0.01), k, n, 0);
+const x = Float32Array.from({ length: 4 * k }, (_, i) => Math.sin(i));
+const one = new Float32Array(4 * n), two = new Float32Array(4 * n);
+kn.matmulQ8(w, x, 4, one, 1);
+let same = true;
+for (const end = Date.now() + 300; Date.now() < end; ) {
+  kn.matmulQ8(w, x, 4, two, 2);
+  same &&= two.every((v, i) => v === one[i]);
+  await new Promise((r) => setTimeout(r, 5));
+}
+console.log(JSON.stringify({ same }));
+`;
+  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', stdio: 'pipe' });
+  assert.deepEqual(JSON.parse(out.trim().split('\n').at(-1)!), { same: true });
+});
