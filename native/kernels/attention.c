@@ -11,9 +11,9 @@
 #include <string.h>
 
 #if defined(__x86_64__)
+#include "avx2.h"
 #include <immintrin.h>
 #define AVX512_TARGET __attribute__((target("avx512f,fma")))
-#define AVX2_TARGET __attribute__((target("avx2,fma")))
 #endif
 
 // x rotated as RotaryEmbedding (interleaved = 0) does: the first half with cos and -sin of the second, the second
@@ -201,18 +201,6 @@ AVX2_TARGET static inline __m256 sums8(const __m256 *a) {
   return _mm256_add_ps(_mm256_permute2f128_ps(q0, q1, 0x20), _mm256_permute2f128_ps(q0, q1, 0x31));
 }
 
-AVX2_TARGET static inline float hmax8(__m256 v) {
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
-}
-
-AVX2_TARGET static inline float hsum8(__m256 v) {
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
-}
-
 // head_portable's steps for the query heads of one key/value head, d a multiple of 8 (a constant where inlined).
 AVX2_TARGET static inline __attribute__((always_inline)) void group_avx2(const Group *g, const int d) {
   const int c = d / 8, t = g->t, tp = (t + 15) & ~15;
@@ -246,7 +234,7 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group_avx2(const G
       const __m256 in = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(t - i), lane));
       top = _mm256_max_ps(top, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_loadu_ps(sc + i), in));
     }
-    top = _mm256_set1_ps(hmax8(top));
+    top = _mm256_set1_ps(max8(top));
     __m256 sum = _mm256_setzero_ps();
     for (int i = 0; i < tp; i += 8) {
       const __m256 in = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(t - i), lane));
@@ -254,7 +242,7 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group_avx2(const G
       _mm256_storeu_ps(sc + i, e);
       sum = _mm256_add_ps(sum, e);
     }
-    inv[h] = 1.f / hsum8(sum);
+    inv[h] = 1.f / sum8(sum);
   }
   // the values: two heads at a time, 4 vectors (32 outputs) of each at once, each value row read once for both
   for (int h0 = 0; h0 < g->heads; h0 += 2) {

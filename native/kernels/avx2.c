@@ -7,14 +7,13 @@
 // and multiplied with vpmaddwd, which adds its pairs into 32 bits.
 #if defined(__x86_64__)
 
+#include "avx2.h"
 #include "logistic.h"
 #include "products.h"
 
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
-
-#define AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 
 // GCC assigns the 16 vector registers before it schedules: scheduling first, with an eye on register pressure,
 // leaves fewer sums in memory (5-10 % faster products here, measured alternating with the file without it)
@@ -50,18 +49,6 @@ AVX2_TARGET static inline void store_first(float *y, __m256 v, int n) {
 // A lane mask for the first n (0..8) of 8 floats.
 AVX2_TARGET static inline __m256i first_lanes(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-AVX2_TARGET static inline float max8(__m256 v) {
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
-}
-
-AVX2_TARGET static inline float min8(__m256 v) {
-  __m128 h = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_min_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_min_ss(h, _mm_movehdup_ps(h)));
 }
 
 // --- 4 bits (kernels.c, group_portable): sa * sum(code * q) - c per block, times the block's scale, added up ---

@@ -121,7 +121,7 @@ def main(fp32_path, q4_path, fake_path=None):
             fake[orig.input[0]] = Wd.astype(np.float32)
             out["gathers"].append({"table": orig.input[0], "dtype": str(q_inits[g.input[0]].dtype),
                                    "max_err_over_half_scale": float(np.abs(Wd - W).max() / (scale / 2)),
-                                   "scale_vs_absmax_over_127": scale / (np.abs(W).max() / 127)})
+                                   "scale_vs_absmax_over_127": float(scale / (np.abs(W).max() / 127))})
         elif n.op_type == "MatMul" and len(n.input) > 1 and n.input[1] in q_inits and q_inits[n.input[1]].ndim == 2:
             out["fp32_matmuls_left"] += 1
     out["opsets"] = {o.domain: o.version for o in q.opset_import}
