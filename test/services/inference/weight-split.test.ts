@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -372,5 +372,50 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
     assert.equal((s as unknown as { scratch: Map<string, unknown> }).scratch.size, 1);
     await whole.release();
     await s.release();
+  });
+});
+
+describe('8-bit products with uint8 weights (as ./int8-weights.ts makes them on x64 without VNNI)', () => {
+  /** Every 8-bit product a cut hands to the kernels, in order. */
+  const products8 = (split: ReturnType<typeof splitAtWeights>) => {
+    const found: { w: Int8Array; scales: Float32Array; zeroPoint: number; k: number; n: number }[] = [];
+    const seen = new Set<object>();
+    const walk = (v: unknown) => {
+      if (!v || typeof v !== 'object' || seen.has(v) || ArrayBuffer.isView(v)) return;
+      seen.add(v);
+      const p = v as { bits?: number; w?: unknown };
+      if (p.bits === 8 && p.w instanceof Int8Array) found.push(v as (typeof found)[number]);
+      else for (const x of Object.values(v)) walk(x);
+    };
+    walk(split?.stages ?? []);
+    return found;
+  };
+
+  test("are the int8 file's calls, each weight and zero point 128 lower; those whose weights would leave int8 stay whole", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'split-uint8-'));
+    try {
+      writeFileSync(join(dir, 'int8.onnx'), q8);
+      // the onnx package's rewrite: each weight and zero point moved up by 128 (128 added where none was)
+      execFileSync('/usr/bin/python3', ['scripts/models/q8-unsigned.py', join(dir, 'int8.onnx'), join(dir, 'uint8.onnx')]);
+      // and without zero points: uint8's default is 0, so W + 128 - 0 reaches 255
+      execFileSync('/usr/bin/python3', [
+        'scripts/models/q8-unsigned.py',
+        join(dir, 'int8.onnx'),
+        join(dir, 'no-zp.onnx'),
+        '--no-zero-points',
+      ]);
+      const want = products8(splitAtWeights(q8));
+      const got = products8(splitAtWeights(new Uint8Array(readFileSync(join(dir, 'uint8.onnx')))));
+      assert.ok(want.length > 0);
+      assert.equal(got.length, want.length);
+      for (const [i, p] of got.entries()) {
+        assert.deepEqual([p.k, p.n, p.zeroPoint], [want[i]!.k, want[i]!.n, want[i]!.zeroPoint], `product ${i}`);
+        assert.deepEqual(p.w, want[i]!.w, `product ${i}: weights`);
+        assert.deepEqual(p.scales, want[i]!.scales, `product ${i}: scales`);
+      }
+      assert.equal(products8(splitAtWeights(new Uint8Array(readFileSync(join(dir, 'no-zp.onnx'))))).length, 0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
