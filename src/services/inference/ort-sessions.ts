@@ -13,7 +13,7 @@ import { DECODER_OPTION, type DecoderShape, rewriteDecoder, withoutDecoderOption
 import { PRESENT_SWITCH } from './past-and-new.ts';
 import { type ExternalData, modelWithExternalData } from './external-data.ts';
 import { withInt8Activations } from './nbits-accuracy.ts';
-import { withSignedWeights, withUnsignedWeights } from './int8-weights.ts';
+import { type ExternalReader, withSignedWeights, withUnsignedWeights } from './int8-weights.ts';
 import { withInt8Embeddings } from './q4-embeddings.ts';
 import { hasVnni, int8ProductsSaturate } from '../../runtime/cpu.ts';
 import { collectGarbage } from '../../runtime/gc.ts';
@@ -175,7 +175,7 @@ interface Edits {
   int8?: ReturnType<typeof nbitsToInt8>;
   rewritten?: ReturnType<typeof rewriteDecoder>;
   activations?: ReturnType<typeof withInt8Activations>;
-  signed?: ReturnType<typeof withSignedWeights>;
+  signed?: { weights: number; bytes?: Uint8Array };
   embeddings?: ReturnType<typeof withInt8Embeddings>;
   /** Inline weights handed to ONNX Runtime as external data (the model's file, or on WASM its bytes). */
   inFile?: number;
@@ -205,38 +205,47 @@ function nativeGraph(
   if (!read) return { edits: {} };
   const graph = read.bytes;
   const edits: Edits = {};
-  // uint8 weights made int8 where that is exact and faster: x64 with VNNI; int8 made uint8 where ONNX Runtime's
-  // int8 products saturate: x64 without it (./int8-weights.ts)
+  // uint8 weights made int8 where that is exact and faster: x64 with VNNI (./int8-weights.ts)
   const external = file ? (t: Tensor) => externalBytes(file, t) : undefined;
-  edits.signed = !onCpu
-    ? undefined
-    : hasVnni()
-    ? withSignedWeights(graph, external)
-    : int8ProductsSaturate()
-    ? withUnsignedWeights(graph, external)
-    : undefined;
+  edits.signed = onCpu && hasVnni() ? withSignedWeights(graph, external) : undefined;
   const source = edits.signed?.bytes ?? graph;
   if (decoder) edits.rewritten = rewriteDecoder(source, decoder, { pastAndNew: onCpu });
   if (onCpu) edits.activations = withInt8Activations(edits.rewritten?.bytes ?? source);
   const before = edits.activations?.bytes ?? edits.rewritten?.bytes ?? edits.signed?.bytes;
   const own = decoder && onCpu && ['avx512vnni', 'avx2'].includes(nativeKernels()?.path ?? '');
-  const weight = file ? (t: Tensor) => externalBytes(file, t) : undefined;
+  // int8 weights made uint8 where ONNX Runtime's int8 products saturate: x64 without VNNI (./int8-weights.ts).
+  // Only those ONNX Runtime runs, after the cuts below: the kernels take int8 weights as the file holds them.
+  const unsigned = onCpu && int8ProductsSaturate();
   const folder = file && dirname(file);
   // the weight products, 4- or 8-bit (and the sums and norms between them), on svc's own kernels
   // (./weight-split.ts), on the session's threads (a number of them: left to ONNX Runtime, it takes every core)
-  edits.split = own && Number(options.intraOpNumThreads) >= 1 ? splitAtWeights(before ?? graph, weight) : undefined;
+  edits.split = own && Number(options.intraOpNumThreads) >= 1 ? splitAtWeights(before ?? graph, external) : undefined;
   if (edits.split) {
+    if (unsigned) edits.signed = withUnsignedStages(edits.split, external);
     edits.inFile = read.pointed;
     return { edits, folder };
   }
   // else the LM head alone, where it is faster than ONNX Runtime's (./lm-head.ts)
-  const cut = own ? cutLmHead(before ?? graph, weight) : undefined;
+  const cut = own ? cutLmHead(before ?? graph, external) : undefined;
   edits.lmHead = cut?.head;
-  const edited = cut?.bytes ?? before ?? (read.pointed ? graph : undefined);
+  const last = cut?.bytes ?? before;
+  if (unsigned) edits.signed = withUnsignedWeights(last ?? graph, external);
+  const edited = (unsigned ? edits.signed?.bytes : undefined) ?? last ?? (read.pointed ? graph : undefined);
   edits.inFile = edited ? read.pointed : 0;
   // if the other data files are not beside it, the model loads as it is
   if (edited && folder && externalFilesOf(edited).some((f) => !existsSync(join(folder, f)))) return { edits: {} };
   return { edited, folder, edits };
+}
+
+/** The split's graph stages with their int8 `MatMulInteger` weights made uint8 (in place), and how many were. */
+function withUnsignedStages(split: SplitGraph, external: ExternalReader | undefined): { weights: number } | undefined {
+  let weights = 0;
+  for (const stage of split.stages) {
+    if (stage.kind !== 'graph') continue;
+    const made = withUnsignedWeights(stage.model, external);
+    if (made) (stage.model = made.bytes), (weights += made.weights);
+  }
+  return weights ? { weights } : undefined;
 }
 
 /**

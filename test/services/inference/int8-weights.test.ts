@@ -17,12 +17,15 @@ import { initBackend } from '../../../src/services/inference/backend.ts';
 import { withSignedWeights } from '../../../src/services/inference/int8-weights.ts';
 import { importOnnxruntimeNode } from '../../../src/services/inference/onnxruntime-node.ts';
 import { TINY_LLAMA } from './fixtures.ts';
+import { DECODER_OPTION, decoderShape } from '../../../src/services/inference/decoder-graph.ts';
+import { nativeKernels } from '../../../src/runtime/kernels.ts';
 import { promptLogits } from './prompt-logits.ts';
 
 type Ort = typeof import('onnxruntime-node');
 type Session = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
 
 const Q8 = join(TINY_LLAMA, 'onnx', 'model_quantized.onnx');
+const config = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8'));
 const VARIANTS = { raw: [], int32: ['--int32-zero-points'], none: ['--no-zero-points'] } as const;
 type Variant = keyof typeof VARIANTS;
 
@@ -33,6 +36,8 @@ let weights: number;
 const asIs = new Map<Variant, Float32Array>();
 /** ONNX Runtime's logits on the uint8 form of the file with negative zero points (below). */
 let negativeJudge: Float32Array;
+/** ONNX Runtime's logits on the uint8 form of the file with one zero point out of the kernels' range (below). */
+let outOfRangeJudge: Float32Array;
 
 /**
  * Every int8 MatMulInteger weight of SRC given a zero point of -1 to -5, stored as onnx.helper.make_tensor
@@ -60,6 +65,25 @@ for n in m.graph.node:
 onnx.save(m, sys.argv[2])
 `;
 
+/**
+ * The first int8 MatMulInteger weight given a zero point of its own, -5: its weights less it reach 132, out of
+ * int8, so the kernels leave that product to ONNX Runtime. Prints the weight's largest value.
+ */
+const OUT_OF_RANGE = `
+import sys, onnx, numpy as np
+from onnx import helper, numpy_helper
+m = onnx.load(sys.argv[1])
+inits = {t.name: t for t in m.graph.initializer}
+n = next(n for n in m.graph.node if n.op_type == 'MatMulInteger' and inits[n.input[1]].data_type == onnx.TensorProto.INT8)
+m.graph.initializer.append(helper.make_tensor('out_of_range_zero_point', onnx.TensorProto.INT8, [], [-5]))
+inputs = list(n.input) + [''] * (4 - len(n.input))
+inputs[3] = 'out_of_range_zero_point'
+del n.input[:]
+n.input.extend(inputs)
+onnx.save(m, sys.argv[2])
+print(int(numpy_helper.to_array(inits[inputs[1]]).max()))
+`;
+
 const logits = (s: Session) => promptLogits(s as never, ort.Tensor as never);
 const file = (v: Variant) => join(dir, `${v}.onnx`);
 
@@ -74,6 +98,9 @@ before(async () => {
   // the fixture's int8 file with negative zero points in int32_data, and that file made uint8 (its judge)
   execFileSync('/usr/bin/python3', ['-c', NEGATIVE_ZERO_POINTS, Q8, join(dir, 'negative.onnx')]);
   execFileSync('/usr/bin/python3', ['scripts/models/q8-unsigned.py', join(dir, 'negative.onnx'), join(dir, 'negative-uint8.onnx')]);
+  const top = Number(execFileSync('/usr/bin/python3', ['-c', OUT_OF_RANGE, Q8, join(dir, 'out-of-range.onnx')], { encoding: 'utf8' }));
+  assert.ok(top + 5 > 127, `the weight's largest value less -5 leaves int8: ${top}`);
+  execFileSync('/usr/bin/python3', ['scripts/models/q8-unsigned.py', join(dir, 'out-of-range.onnx'), join(dir, 'out-of-range-uint8.onnx')]);
   ort = (await importOnnxruntimeNode()) as unknown as Ort;
   for (const v of Object.keys(VARIANTS) as Variant[]) {
     const s = await ort.InferenceSession.create(file(v), { intraOpNumThreads: 1 });
@@ -83,6 +110,9 @@ before(async () => {
   const judge = await ort.InferenceSession.create(join(dir, 'negative-uint8.onnx'), { intraOpNumThreads: 1 });
   negativeJudge = await logits(judge);
   await judge.release();
+  const judge2 = await ort.InferenceSession.create(join(dir, 'out-of-range-uint8.onnx'), { intraOpNumThreads: 1 });
+  outOfRangeJudge = await logits(judge2);
+  await judge2.release();
   assert.equal((await initBackend('cpu')).ort, 'onnxruntime-node');
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -111,6 +141,32 @@ test('negative int8 zero points stored in int32_data (10-byte varints) are read 
   assert.deepEqual(await logits(s), negativeJudge);
   await s.release();
 });
+
+/** The largest difference of two logit vectors, relative to the largest magnitude of the second. */
+function relMax(got: Float32Array, want: Float32Array): number {
+  assert.equal(got.length, want.length);
+  let d = 0, m = 0;
+  for (let i = 0; i < want.length; i++) (d = Math.max(d, Math.abs(got[i]! - want[i]!))), (m = Math.max(m, Math.abs(want[i]!)));
+  return d / m;
+}
+
+for (const [name, judge] of [['int8', () => asIs.get('raw')!], ['a zero point out of range', () => outOfRangeJudge]] as const) {
+  test(`a decoder cut onto the kernels (${name}): only the 8-bit products ONNX Runtime still runs get uint8 weights (x64 without VNNI)`, async () => {
+    const path = name === 'int8' ? Q8 : join(dir, 'out-of-range.onnx');
+    const s = await ort.InferenceSession.create(path, { intraOpNumThreads: 1, [DECODER_OPTION]: decoderShape(config) } as never);
+    const edits = (s as unknown as { edits: { signedWeights: number; mlpsOwnKernel: number } }).edits;
+    const kernels = ['avx512vnni', 'avx2'].includes(nativeKernels()?.path ?? '');
+    assert.equal(edits.mlpsOwnKernel > 0, kernels);
+    // the kernels take int8 weights as the file holds them; the product whose weights less their zero point
+    // leave int8 stays with ONNX Runtime, and that one alone is made uint8 where its int8 products saturate
+    const left = name === 'int8' ? 0 : 1;
+    assert.equal(edits.signedWeights, !int8ProductsSaturate() ? 0 : kernels ? left : weights);
+    // ONNX Runtime's on the uint8 file within the kernels' float rounding (./weight-split.test.ts); a product
+    // whose pairs saturated moves them far more
+    assert.ok(relMax(await logits(s), judge()) < 1e-5);
+    await s.release();
+  });
+}
 
 test("a uint8 weight something else reads too stays beside its int8 copy (onnx's reading of the result)", () => {
   // the fixture's first weight also feeds an Identity node that becomes a graph output
