@@ -223,9 +223,21 @@ AVX2_TARGET static inline __m256i columns8(__m256i a, __m256i b) {
   return _mm256_permute4x64_epi64(_mm256_hadd_epi32(a, b), _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-// The step's 4 activations of a row, widened to 16 bits, four times over.
-AVX2_TARGET static inline __m256i activations4(const uint8_t *a) {
-  return _mm256_cvtepu8_epi16(_mm256_castsi256_si128(broadcast4(a)));
+// The step's 4 activations of a row (16 bits each, as svc_quant8_avx2 writes them), four times over: one load.
+AVX2_TARGET static inline __attribute__((always_inline)) __m256i activations4(const int16_t *a) {
+  int64_t four;
+  memcpy(&four, a, sizeof four);
+  return _mm256_set1_epi64x(four);
+}
+
+// The step's weights of 4 columns (16 bytes at p), widened to 16 bits.
+AVX2_TARGET static inline __attribute__((always_inline)) __m256i weights4(const int8_t *p) {
+  return _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)p));
+}
+
+// acc + the 4 columns' pair sums of w times v.
+AVX2_TARGET static inline __attribute__((always_inline)) __m256i madd(__m256i acc, __m256i w, __m256i v) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(w, v));
 }
 
 // One row (a decode step's): the group's 16 columns at once, so its weights are read once, as they stream in.
@@ -233,15 +245,13 @@ AVX2_TARGET static void group8_row(const Job8 *job, int g, int r) {
   const Packed8 *w = job->w;
   const int steps = w->kp / 4;
   const int8_t *p = w->packed + (size_t)g * steps * 64;
-  const uint8_t *a = job->q + (size_t)r * w->kp;
+  const int16_t *a = (const int16_t *)job->q + (size_t)r * w->kp;
   __m256i acc0 = _mm256_setzero_si256(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-  for (int s = 0; s < steps; s++, p += 64) {
+  for (int s = 0; s < steps; s++, p += 64, a += 4) {
     _mm_prefetch((const char *)(p + 6144), _MM_HINT_T0); // 6 KB ahead, as the AVX-512 kernel
-    const __m256i v = activations4(a + (size_t)s * 4);
-    acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)p)), v));
-    acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 16))), v));
-    acc2 = _mm256_add_epi32(acc2, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 32))), v));
-    acc3 = _mm256_add_epi32(acc3, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 48))), v));
+    const __m256i v = activations4(a);
+    acc0 = madd(acc0, weights4(p), v), acc1 = madd(acc1, weights4(p + 16), v);
+    acc2 = madd(acc2, weights4(p + 32), v), acc3 = madd(acc3, weights4(p + 48), v);
   }
   const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
   store8(job, r, n0, cols, columns8(acc0, acc1));
@@ -249,26 +259,24 @@ AVX2_TARGET static void group8_row(const Job8 *job, int g, int r) {
 }
 
 // Two of a prompt's rows (or of a batch's decode step), the group's 16 columns at once: each step's weights widened
-// once for both rows, eight sums in registers (four rows, or 8 columns at a time, ran 1.33x slower here).
+// once for both rows, eight sums in registers (four rows, or 8 columns at a time, ran 1.33x slower here). Each
+// row's activations come widened (a step's four: one broadcast load); widened here at each use, with a
+// broadcast and a shuffle, two rows took 1.2x the time (a local harness, the two alternating, this AMD EPYC:
+// 19-21 -> 23-25 MAC a cycle, near the 24 that this loop's 22 vector operations for 128 MACs on four pipes allow).
 AVX2_TARGET static void group8_two(const Job8 *job, int g, int r0) {
   const Packed8 *w = job->w;
   const int steps = w->kp / 4;
   const int8_t *p = w->packed + (size_t)g * steps * 64;
-  const uint8_t *a = job->q + (size_t)r0 * w->kp;
+  const int16_t *a = (const int16_t *)job->q + (size_t)r0 * w->kp;
   const size_t kp = (size_t)w->kp;
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
   for (int s = 0; s < steps; s++, p += 64, a += 4) {
     _mm_prefetch((const char *)(p + 6144), _MM_HINT_T0);
-    const __m256i w0 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)p));
-    const __m256i w1 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 16)));
-    const __m256i w2 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 32)));
-    const __m256i w3 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 48)));
+    const __m256i w0 = weights4(p), w1 = weights4(p + 16), w2 = weights4(p + 32), w3 = weights4(p + 48);
     __m256i v = activations4(a);
-    a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(w0, v)), a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(w1, v));
-    a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(w2, v)), a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(w3, v));
+    a0 = madd(a0, w0, v), a1 = madd(a1, w1, v), a2 = madd(a2, w2, v), a3 = madd(a3, w3, v);
     v = activations4(a + kp);
-    b0 = _mm256_add_epi32(b0, _mm256_madd_epi16(w0, v)), b1 = _mm256_add_epi32(b1, _mm256_madd_epi16(w1, v));
-    b2 = _mm256_add_epi32(b2, _mm256_madd_epi16(w2, v)), b3 = _mm256_add_epi32(b3, _mm256_madd_epi16(w3, v));
+    b0 = madd(b0, w0, v), b1 = madd(b1, w1, v), b2 = madd(b2, w2, v), b3 = madd(b3, w3, v);
   }
   const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
   store8(job, r0, n0, cols, columns8(a0, a1));
@@ -284,9 +292,10 @@ AVX2_TARGET void svc_group8_avx2(const void *arg, int g, int r0, int rows, int b
   if (rows) group8_row(job, g, r0);
 }
 
-// kernels.c's quant8 with AVX2, the same results: MINPS/MAXPS keep their second operand (the running value) where
-// x is NaN, as quant8's comparisons do; the same division, clamps and rounding.
-AVX2_TARGET void svc_quant8_avx2(const float *x, int64_t m, int k, int kp, uint8_t *q, float *scale, int32_t *zp) {
+// kernels.c's quant8 with AVX2, the same values, written in 16 bits (Job8): MINPS/MAXPS keep their second operand
+// (the running value) where x is NaN, as quant8's comparisons do; the same division, clamps and rounding.
+AVX2_TARGET void svc_quant8_avx2(const float *x, int64_t m, int k, int kp, void *out, float *scale, int32_t *zp) {
+  int16_t *q = out;
   __m256 lov = _mm256_setzero_ps(), hiv = _mm256_setzero_ps();
   const int64_t total = m * k;
   int64_t i = 0;
@@ -307,20 +316,19 @@ AVX2_TARGET void svc_quant8_avx2(const float *x, int64_t m, int k, int kp, uint8
   const __m256i zv = _mm256_set1_epi32(z);
   for (int64_t r = 0; r < m; r++) {
     const float *xr = x + r * k;
-    uint8_t *qr = q + r * kp;
+    int16_t *qr = q + r * kp;
     int j = 0;
     for (; j + 8 <= k; j += 8) {
       __m256 v = _mm256_div_ps(_mm256_loadu_ps(xr + j), s);
       v = _mm256_min_ps(_mm256_max_ps(v, qlo), qhi);
       const __m256i n = _mm256_add_epi32(_mm256_cvtps_epi32(v), zv); // 0..255
-      const __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(n), _mm256_extracti128_si256(n, 1));
-      _mm_storel_epi64((__m128i *)(qr + j), _mm_packus_epi16(w16, w16));
+      _mm_storeu_si128((__m128i *)(qr + j), _mm_packus_epi32(_mm256_castsi256_si128(n), _mm256_extracti128_si256(n, 1)));
     }
     for (; j < k; j++) {
       float v = xr[j] / sf;
       v = v > (float)-z ? v : (float)-z;
       v = v < (float)(255 - z) ? v : (float)(255 - z);
-      qr[j] = (uint8_t)(lrintf(v) + z);
+      qr[j] = (int16_t)(lrintf(v) + z);
     }
     for (; j < kp; j++) qr[j] = 0;
   }

@@ -278,7 +278,8 @@ void svc_quant8_params(float lo, float hi, float *scale, int32_t *zp) {
   *zp = (int)nearbyintf(fmaxf(0.f, fminf(255.f, 0.f - lo / s)));
 }
 
-static void quant8(const float *x, int64_t m, int k, int kp, uint8_t *q, float *scale, int32_t *zp) {
+static void quant8(const float *x, int64_t m, int k, int kp, void *out, float *scale, int32_t *zp) {
+  uint8_t *q = out;
   float lo = 0.f, hi = 0.f;
   for (int64_t i = 0; i < m * k; i++) {
     lo = x[i] < lo ? x[i] : lo;
@@ -305,7 +306,8 @@ static void quant8(const float *x, int64_t m, int k, int kp, uint8_t *q, float *
 // quant8 16 values at a time, with the same results: MINPS/MAXPS keep the running value (their second operand)
 // where x is NaN, as the comparisons above do; the same division, clamps and rounding (CVTPS2DQ, half to even).
 // A prompt's activations took longer to quantize one by one than to multiply (k = 4,864: ~2.9 ms for 128 rows).
-VNNI_TARGET static void quant8_vnni(const float *x, int64_t m, int k, int kp, uint8_t *q, float *scale, int32_t *zp) {
+VNNI_TARGET static void quant8_vnni(const float *x, int64_t m, int k, int kp, void *out, float *scale, int32_t *zp) {
+  uint8_t *q = out;
   __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
   const int64_t total = m * k;
   for (int64_t i = 0; i < total; i += 16) {
@@ -340,7 +342,7 @@ static void group8_portable(const void *arg, int g, int r0, int rows, int b0, in
   const int steps = w->kp / 4, n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
   const int8_t *p = w->packed + (size_t)g * steps * 64;
   for (int r = 0; r < rows; r++) {
-    const uint8_t *a = job->q + (size_t)(r0 + r) * w->kp;
+    const uint8_t *a = (const uint8_t *)job->q + (size_t)(r0 + r) * w->kp;
     int32_t acc[16] = {0};
     for (int s = 0; s < steps; s++)
       for (int j = 0; j < 16; j++)
@@ -358,7 +360,7 @@ VNNI_TARGET static inline __attribute__((always_inline)) void group8_vnni_rows(c
   const int steps = w->kp / 4;
   const int8_t *p = w->packed + (size_t)g * steps * 64;
   const uint8_t *a[4];
-  for (int r = 0; r < rows; r++) a[r] = job->q + (size_t)(r0 + r) * w->kp;
+  for (int r = 0; r < rows; r++) a[r] = (const uint8_t *)job->q + (size_t)(r0 + r) * w->kp;
   __m512i acc0[4], acc1[4];
   for (int r = 0; r < rows; r++) acc0[r] = acc1[r] = _mm512_setzero_si512();
   int s = 0;
@@ -401,7 +403,7 @@ VNNI_TARGET static inline __attribute__((always_inline)) void group8_pair_rows(c
   const int steps = w->kp / 4, two = 2 * g + 1 < w->np / 16;
   const int8_t *p0 = w->packed + (size_t)(2 * g) * steps * 64, *p1 = two ? p0 + (size_t)steps * 64 : p0;
   const uint8_t *a[4];
-  for (int r = 0; r < rows; r++) a[r] = job->q + (size_t)(r0 + r) * w->kp;
+  for (int r = 0; r < rows; r++) a[r] = (const uint8_t *)job->q + (size_t)(r0 + r) * w->kp;
   __m512i acc0[4], acc1[4];
   for (int r = 0; r < rows; r++) acc0[r] = acc1[r] = _mm512_setzero_si512();
   for (int s = 0; s < steps; s++) {
@@ -680,20 +682,22 @@ static enum { PATH_PORTABLE, PATH_AVX2, PATH_VNNI } cpu_path;
 static const char *const PATH_NAMES[] = {"portable", "avx2", "avx512vnni"};
 
 // The functions a call runs on: the CPU's path, or plain C where the caller asks for it (tests compare the two).
+// q8_width: the bytes of an 8-bit activation as quant8 writes it for q8 (Job8).
 typedef struct {
   GroupFn q4, q8;
   QuantFn quant;
   Quant8Fn quant8;
   SiluMulFn silu_mul;
+  size_t q8_width;
 } Path;
 
 static Path path_for(bool portable) {
 #if defined(__x86_64__)
-  if (!portable && cpu_path == PATH_VNNI) return (Path){group_vnni, group8_vnni, quant_row_vnni, quant8_vnni, silu_mul_vnni};
+  if (!portable && cpu_path == PATH_VNNI) return (Path){group_vnni, group8_vnni, quant_row_vnni, quant8_vnni, silu_mul_vnni, 1};
   if (!portable && cpu_path == PATH_AVX2)
-    return (Path){svc_group_avx2, svc_group8_avx2, svc_quant_row_avx2, svc_quant8_avx2, svc_silu_mul_avx2};
+    return (Path){svc_group_avx2, svc_group8_avx2, svc_quant_row_avx2, svc_quant8_avx2, svc_silu_mul_avx2, 2};
 #endif
-  return (Path){group_portable, group8_portable, quant_row, quant8, silu_mul_portable};
+  return (Path){group_portable, group8_portable, quant_row, quant8, silu_mul_portable, 1};
 }
 
 // Gate and up in one pass over the column groups: group g of both products (same activations, same columns),
@@ -1058,13 +1062,13 @@ static napi_value matmul_q8(napi_env env, napi_callback_info info) {
   void *x = a.x, *y = a.y;
   const bool portable = a.portable;
 
-  uint8_t *q = malloc((size_t)m * w->kp);
+  const Path path = path_for(portable);
+  void *q = malloc((size_t)m * w->kp * path.q8_width);
   if (!q) {
     napi_throw_range_error(env, NULL, "matmulQ8: out of memory");
     return NULL;
   }
   Job8 job = {w, (int32_t)m, q, 0.f, 0, y};
-  const Path path = path_for(portable);
   const GroupFn fn = path.q8;
   const Quant8Fn quant = path.quant8;
   quant(x, m, w->k, w->kp, q, &job.sa, &job.zp);
@@ -1085,15 +1089,15 @@ static napi_value mlp_q8(napi_env env, napi_callback_info info) {
   const int64_t m = a.m, threads = a.threads;
   const bool portable = a.portable;
   const size_t hidden = (size_t)gate->k, inter = (size_t)gate->n, rows = (size_t)m;
+  const Path path = path_for(portable);
   float *g = malloc(2 * rows * inter * sizeof(float));
-  uint8_t *qx = malloc(rows * (size_t)gate->kp), *qh = malloc(rows * (size_t)down->kp);
+  void *qx = malloc(rows * (size_t)gate->kp * path.q8_width), *qh = malloc(rows * (size_t)down->kp * path.q8_width);
   if (!g || !qx || !qh) {
     free(g), free(qx), free(qh);
     napi_throw_range_error(env, NULL, "mlpQ8: out of memory");
     return NULL;
   }
   float *u = g + rows * inter;
-  const Path path = path_for(portable);
   const GroupFn fn = path.q8;
   const SiluMulFn silu_mul = path.silu_mul;
   const Quant8Fn quant = path.quant8;

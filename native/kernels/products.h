@@ -37,12 +37,14 @@ typedef struct {
   int64_t bytes;
 } Packed8;
 
-// One product's activations, quantized as DynamicQuantizeLinear does, all rows together: q [m][kp] uint8 (zeros
-// past k), one scale sa and one zero point zp.
+// One product's activations, quantized as DynamicQuantizeLinear does, all rows together: q [m][kp] (zeros past
+// k), one scale sa and one zero point zp. The values are 0..255, one byte each (uint8), or two on the AVX2 path
+// (int16), whose kernels multiply in 16 bits: widened once by the quantizer, not at each of their uses (a
+// column group's, per row).
 typedef struct {
   const Packed8 *w;
   int32_t m;
-  const uint8_t *q;
+  const void *q;
   float sa;
   int32_t zp;
   float *y;
@@ -52,8 +54,9 @@ typedef struct {
 typedef void (*GroupFn)(const void *job, int g, int r0, int rows, int b0, int b1);
 // One row's activations quantized per block of 32: q, its scales sa and corrections c (see Job).
 typedef void (*QuantFn)(const float *x, int k, int8_t *q, float *sa, float *c);
-// All m rows quantized as ONNX Runtime's DynamicQuantizeLinear does (kernels.c, quant8).
-typedef void (*Quant8Fn)(const float *x, int64_t m, int k, int kp, uint8_t *q, float *scale, int32_t *zp);
+// All m rows quantized as ONNX Runtime's DynamicQuantizeLinear does (kernels.c, quant8), into q as its path's
+// kernels read them (Job8).
+typedef void (*Quant8Fn)(const float *x, int64_t m, int k, int kp, void *q, float *scale, int32_t *zp);
 // g[j] <- (g[j] * sigmoid(g[j])) * u[j] for cols (<= 16) columns (kernels.c, silu_mul_portable).
 typedef void (*SiluMulFn)(float *g, const float *u, int cols);
 
@@ -66,7 +69,7 @@ int svc_has_avx2(void);
 void svc_group_avx2(const void *job, int g, int r0, int rows, int b0, int b1);
 void svc_quant_row_avx2(const float *x, int k, int8_t *q, float *sa, float *c);
 void svc_group8_avx2(const void *job, int g, int r0, int rows, int b0, int b1);
-void svc_quant8_avx2(const float *x, int64_t m, int k, int kp, uint8_t *q, float *scale, int32_t *zp);
+void svc_quant8_avx2(const float *x, int64_t m, int k, int kp, void *q, float *scale, int32_t *zp);
 void svc_silu_mul_avx2(float *g, const float *u, int cols);
 #endif
 
