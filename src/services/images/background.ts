@@ -13,6 +13,7 @@ import type { Rgba } from './codecs.ts';
 import { loadPage } from './load.ts';
 import { type UtilityOutputOptions, writeOutput } from './output.ts';
 import { parseColor } from './watermark.ts';
+import { localFilesOnly } from '../inference/local-files.ts';
 
 // deno-lint-ignore no-explicit-any
 type Pipe = (image: unknown) => Promise<any>;
@@ -32,8 +33,7 @@ async function pipelineFor(dirIn: string, backend: BackendSetting, threads: numb
         throw capabilityUnavailable(`the background-removal model directory ${dirIn} is missing or has no config.json`);
       }
       const rt = await initBackend(backend, { threads });
-      rt.tf.env.allowRemoteModels = false;
-      rt.tf.env.allowLocalModels = true;
+      localFilesOnly(rt.tf.env);
       const errors: string[] = [];
       for (const d of rt.devices) {
         try {

@@ -16,6 +16,7 @@ import {
 } from './backend.ts';
 import { availableDtypes, type Dtype, modelSizeBytes, type PoolingConfig, readJson, readPooling } from './model-files.ts';
 import { DECODER_OPTION, decoderShape } from './decoder-graph.ts';
+import { localFilesOnly } from './local-files.ts';
 
 export type Task = 'text-generation' | 'feature-extraction' | 'text-classification' | 'automatic-speech-recognition';
 
@@ -79,8 +80,7 @@ export async function loadModel(dirIn: string, task: Task, opts: LoadOptions = {
   const t0 = performance.now();
   const dir = resolve(dirIn);
   const rt = await initBackend(opts.backend ?? 'auto', { threads: opts.threads, wasmPaths: opts.wasmPaths });
-  rt.tf.env.allowRemoteModels = false;
-  rt.tf.env.allowLocalModels = true;
+  localFilesOnly(rt.tf.env);
   const config = (await readJson(join(dir, 'config.json'))) ?? {};
   const vision = task === 'text-generation' && !!config.vision_config;
   const present = await availableDtypes(dir, vision ? 'decoder_model_merged' : MAIN_GRAPH[task]);

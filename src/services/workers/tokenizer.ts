@@ -4,6 +4,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { localFilesOnly } from '../inference/local-files.ts';
 
 type Tok = (text: string, o: { add_special_tokens: boolean }) => { input_ids: { tolist(): bigint[][] } };
 const cache = new Map<string, { mtime: number; tok: Promise<Tok> }>();
@@ -13,8 +14,7 @@ async function tokenizerFor(dir: string): Promise<Tok> {
   const hit = cache.get(dir);
   if (hit && hit.mtime === mtime) return hit.tok;
   const tok = import('@huggingface/transformers').then(async (tf) => {
-    tf.env.allowRemoteModels = false;
-    tf.env.allowLocalModels = true;
+    localFilesOnly(tf.env);
     return (await tf.AutoTokenizer.from_pretrained(dir)) as unknown as Tok;
   });
   if (cache.size >= 4) cache.delete(cache.keys().next().value!);
