@@ -4,8 +4,8 @@
  * Its file reader for local files (FileResponse) starts streaming the whole file into memory as soon as it
  * looks a file up, whether or not the bytes are then read. A session's ONNX graph and its external data are
  * handed to ONNX Runtime as paths (ONNX Runtime reads them itself), yet each was also read whole into the
- * server's thread at every load and held until collected: the benchmark model's q8 file (604 MiB) took 9.0
- * s to load and peaked at 2,077 MiB, 6.5 s and 1,494 MiB without (BENCHMARKS.md, "Model load").
+ * server's thread at every load and held until collected: the benchmark model's q8 file (604 MiB) took 8.1
+ * s to load and peaked at 1,741 MiB, 5.8 s and 1,167 MiB without (BENCHMARKS.md, "Model load").
  *
  * transformers.js asks its cache first, and a cache may answer with a path: so this one answers the path of a
  * model folder's ONNX files (the graph and its external data), the answer transformers.js gives sessions on

@@ -298,7 +298,7 @@ async function create(
     const from = Object.keys(config).length ? { ...options, extra: { ...extra, session: config } } : options;
     // the native runtime reads a model path (and its external data beside it) itself
     session = edits.split
-      ? await SplitSession.create(o, nativeKernels()!, edits.split, from) as unknown as Session
+      ? await SplitSession.create(o, nativeKernels()!, edits.split, from, true, true) as unknown as Session
       : await o.InferenceSession.create((native.edited ?? model) as never, from as never);
   } else {
     const { graph, externalData } = modelWithExternalData(model, options.externalData);
@@ -308,7 +308,7 @@ async function create(
     if (init.splitOnly && !edits.split) return null;
     if (edits.split) {
       // the stages on onnxruntime-web, the products on svc's WASM kernels (on the session's threads)
-      session = await SplitSession.create(o, wasmKernels()!, edits.split, options, false) as unknown as Session;
+      session = await SplitSession.create(o, wasmKernels()!, edits.split, options, false, true) as unknown as Session;
     } else {
       // the weights handed over as a data file in the same bytes, copied once into onnxruntime-web's memory
       const split = graphOfBytes(web.data, INLINE_WEIGHTS);

@@ -105,7 +105,9 @@ export class SplitSession {
 
   /**
    * Sessions for the graph stages (with `options`, on one thread), the kernels' weights packed. `binding`: the
-   * stages may run on onnxruntime-node's binding directly (`ort` is onnxruntime-node).
+   * stages may run on onnxruntime-node's binding directly (`ort` is onnxruntime-node). `consume`: each of the
+   * cut's weights is let go as soon as it is packed (the cut is not for another session), so that the packed
+   * copies reuse their memory: a q8 0.5B model's load peaked at 1.2 GiB instead of 1.5.
    */
   static async create(
     ort: OrtWeb,
@@ -113,6 +115,7 @@ export class SplitSession {
     split: SplitGraph,
     options: Record<string, unknown>,
     binding = true,
+    consume = false,
   ): Promise<SplitSession> {
     const threads = Number(options.intraOpNumThreads) || 1;
     const steps: Step[] = [];
@@ -121,10 +124,21 @@ export class SplitSession {
     for (const name of [...split.inputs, ...split.outputs]) slot(name);
     const counts = { mlps: 0, products: 0, steps: 0, attentions: 0 };
     type Packed = { bits: 4; w: PackedQ4 } | { bits: 8; w: PackedQ8 };
-    const packed = (p: WeightProduct): Packed =>
-      p.bits === 4
+    // a product met again (its weights let go) gets what it was packed into
+    const done = new Map<WeightProduct, Packed>();
+    const packed = (p: WeightProduct): Packed => {
+      let w = done.get(p);
+      if (w) return w;
+      w = p.bits === 4
         ? { bits: 4, w: kernels.packQ4(p.b, p.scales, p.k, p.n) }
         : { bits: 8, w: kernels.packQ8(p.w, p.scales, p.k, p.n, p.zeroPoint) };
+      if (consume) {
+        if (p.bits === 4) p.b = new Uint8Array(0);
+        else p.w = new Int8Array(0);
+      }
+      done.set(p, w);
+      return w;
+    };
     const product = (p: WeightProduct): (x: Float32Array, m: number, y: Float32Array) => void => {
       const w = packed(p);
       return w.bits === 4 ? (x, m, y) => kernels.matmulQ4(w.w, x, m, y, threads) : (x, m, y) => kernels.matmulQ8(w.w, x, m, y, threads);

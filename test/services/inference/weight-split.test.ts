@@ -18,6 +18,7 @@ import { attentionOf } from '../../../src/services/inference/attention-stage.ts'
 import { indexGraph, modelGraph } from '../../../src/services/models/onnx-wire.ts';
 import { unsignedJudge } from '../../support/unsigned-judge.ts';
 import { nativeKernels } from '../../../src/runtime/kernels.ts';
+import { externalBytes } from '../../../src/services/models/onnx-file.ts';
 import { wasmKernels, wasmKernelsUnavailable } from '../../../src/runtime/wasm-kernels.ts';
 import { TINY_LLAMA } from './fixtures.ts';
 import { REF } from './reference.ts';
@@ -417,5 +418,55 @@ describe('8-bit products with uint8 weights (as ./int8-weights.ts makes them on 
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('weights read from the file', () => {
+  /** Every product a cut hands the kernels, weights and all, in order. */
+  const productsOf = (s: NonNullable<ReturnType<typeof splitAtWeights>>) =>
+    s.stages.flatMap((x) => (x.kind === 'kernels' ? x.calls : [])).flatMap((c) =>
+      c.kind === 'product' ? [c.product] : c.kind === 'mlp' ? [c.mlp.gate, c.mlp.up, c.mlp.down] : []
+    );
+  /** The graph with every initializer in one external data file, by the onnx package. */
+  const EXTERNAL = `
+import sys, onnx
+m = onnx.load(sys.argv[1])
+onnx.save(m, sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=True, location='weights.bin', size_threshold=0)
+`;
+
+  test("each is read once for the cut (both cuts and every pattern tried share the reads), and the cut is the inline graph's", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'split-reads-'));
+    try {
+      for (const [name, graph] of [['q4', q4], ['q8', q8]] as const) {
+        writeFileSync(join(dir, `${name}-inline.onnx`), graph);
+        execFileSync('/usr/bin/python3', ['-c', EXTERNAL, join(dir, `${name}-inline.onnx`), join(dir, `${name}.onnx`)]);
+        const path = join(dir, `${name}.onnx`);
+        const reads = new Map<string, number>();
+        const split = splitAtWeights(new Uint8Array(readFileSync(path)), (t) => {
+          reads.set(t.name, (reads.get(t.name) ?? 0) + 1);
+          return externalBytes(path, t);
+        })!;
+        assert.ok(reads.size > 0, name);
+        assert.deepEqual([...reads].filter(([, n]) => n > 1), [], `${name}: weights read more than once`);
+        // the same products, weights and all, as the cut of the graph with its weights inline
+        assert.deepEqual(productsOf(split), productsOf(splitAtWeights(graph)!), name);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a session that consumes the cut lets go of each weight once packed, with the same outputs', async () => {
+    const [kept, consumed] = [splitAtWeights(q8)!, splitAtWeights(q8)!];
+    const weights = (s: typeof kept) => productsOf(s).reduce((n, p) => n + (p.bits === 4 ? p.b.length : p.w.length), 0);
+    const before = weights(consumed);
+    assert.ok(before > 0);
+    const sa = await SplitSession.create(ort as never, nativeKernels()!, kept, opts);
+    const sb = await SplitSession.create(ort as never, nativeKernels()!, consumed, opts, true, true);
+    assert.equal(weights(kept), before);
+    assert.equal(weights(consumed), 0);
+    const feeds = prefill();
+    assert.deepEqual((await sb.run(feeds as never)).logits!.data, (await sa.run(feeds as never)).logits!.data);
+    await sa.release(), await sb.release();
   });
 });
