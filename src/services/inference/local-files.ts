@@ -18,7 +18,7 @@ import { basename, isAbsolute } from 'node:path';
 type Env = typeof import('@huggingface/transformers').env;
 
 /** The path itself for an existing ONNX file (graph or external data) at an absolute path, else nothing. */
-export async function onnxFilePath(key: string): Promise<string | undefined> {
+async function onnxFilePath(key: string): Promise<string | undefined> {
   return isAbsolute(key) && basename(key).includes('.onnx') && existsSync(key) ? key : undefined;
 }
 

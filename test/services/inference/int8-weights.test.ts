@@ -17,6 +17,7 @@ import { initBackend } from '../../../src/services/inference/backend.ts';
 import { withSignedWeights } from '../../../src/services/inference/int8-weights.ts';
 import { importOnnxruntimeNode } from '../../../src/services/inference/onnxruntime-node.ts';
 import { TINY_LLAMA } from './fixtures.ts';
+import { config, relMax } from './tiny-llama-feeds.ts';
 import { DECODER_OPTION, decoderShape } from '../../../src/services/inference/decoder-graph.ts';
 import { nativeKernels } from '../../../src/runtime/kernels.ts';
 import { promptLogits } from './prompt-logits.ts';
@@ -25,7 +26,6 @@ type Ort = typeof import('onnxruntime-node');
 type Session = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
 
 const Q8 = join(TINY_LLAMA, 'onnx', 'model_quantized.onnx');
-const config = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8'));
 const VARIANTS = { raw: [], int32: ['--int32-zero-points'], none: ['--no-zero-points'] } as const;
 type Variant = keyof typeof VARIANTS;
 
@@ -141,14 +141,6 @@ test('negative int8 zero points stored in int32_data (10-byte varints) are read 
   assert.deepEqual(await logits(s), negativeJudge);
   await s.release();
 });
-
-/** The largest difference of two logit vectors, relative to the largest magnitude of the second. */
-function relMax(got: Float32Array, want: Float32Array): number {
-  assert.equal(got.length, want.length);
-  let d = 0, m = 0;
-  for (let i = 0; i < want.length; i++) (d = Math.max(d, Math.abs(got[i]! - want[i]!))), (m = Math.max(m, Math.abs(want[i]!)));
-  return d / m;
-}
 
 for (const [name, judge] of [['int8', () => asIs.get('raw')!], ['a zero point out of range', () => outOfRangeJudge]] as const) {
   test(`a decoder cut onto the kernels (${name}): only the 8-bit products ONNX Runtime still runs get uint8 weights (x64 without VNNI)`, async () => {
