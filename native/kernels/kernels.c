@@ -457,6 +457,7 @@ VNNI_TARGET static void group8_vnni(const void *arg, int g, int r0, int rows, in
 typedef struct {
   const void *job;
   GroupFn fn;
+  PairFn pair; // one row's groups two at a time, where the path has it (NULL: one at a time)
   int m, g0, g1, nb, seg;
 } Part;
 
@@ -470,6 +471,14 @@ enum { ROW_BLOCK = 64 };
 
 static void *run_part(void *arg) {
   const Part *part = arg;
+  if (part->m == 1 && part->pair) {
+    // a decode step's row: the part's groups two at a time, one from each half of its range, so that its weights
+    // come in as two streams (see PairFn)
+    const int half = (part->g1 - part->g0) / 2;
+    for (int g = part->g0; g < part->g0 + half; g++) part->pair(part->job, g, part->job, g + half, 0);
+    if ((part->g1 - part->g0) & 1) part->fn(part->job, part->g1 - 1, 0, 1, 0, part->nb);
+    return NULL;
+  }
   const int seg = part->seg > 0 && part->m > 4 ? part->seg : part->nb;
   for (int r0 = 0; r0 < part->m; r0 += ROW_BLOCK) {
     const int r1 = part->m - r0 < ROW_BLOCK ? part->m : r0 + ROW_BLOCK;
@@ -562,12 +571,12 @@ static void *pool_worker(void *arg) {
   return NULL;
 }
 
-static void run_job(const void *job, int groups, int m, int nb, int seg, GroupFn fn, int threads) {
+static void run_job(const void *job, int groups, int m, int nb, int seg, GroupFn fn, PairFn pair, int threads) {
   if (threads > groups) threads = groups;
   if (threads < 1) threads = 1;
   if (threads > POOL_MAX) threads = POOL_MAX; // beyond that a weight stream this size gains nothing
   Part parts[POOL_MAX];
-  for (int i = 0; i < threads; i++) parts[i] = (Part){job, fn, m, (int)((int64_t)groups * i / threads), (int)((int64_t)groups * (i + 1) / threads), nb, seg};
+  for (int i = 0; i < threads; i++) parts[i] = (Part){job, fn, pair, m, (int)((int64_t)groups * i / threads), (int)((int64_t)groups * (i + 1) / threads), nb, seg};
   if (threads == 1) {
     run_part(&parts[0]);
     return;
@@ -601,14 +610,14 @@ static void run_job(const void *job, int groups, int m, int nb, int seg, GroupFn
 
 
 // An 8-bit product's job over its column groups: on AVX-512 a prompt's rows (m > 4) two groups at a time.
-static void run_job8(const Job8 *job, GroupFn fn, int threads) {
+static void run_job8(const Job8 *job, GroupFn fn, PairFn pair, int threads) {
 #if defined(__x86_64__)
   if (fn == group8_vnni && job->m > 4) {
-    run_job(job, (job->w->np / 16 + 1) / 2, job->m, 1, 0, group8_pair_vnni, threads);
+    run_job(job, (job->w->np / 16 + 1) / 2, job->m, 1, 0, group8_pair_vnni, NULL, threads);
     return;
   }
 #endif
-  run_job(job, job->w->np / 16, job->m, 1, 0, fn, threads); // k in one piece
+  run_job(job, job->w->np / 16, job->m, 1, 0, fn, pair, threads); // k in one piece
 }
 
 // The threads worth a product of `bytes` of weights over m rows: a decode step's small products (an attention's
@@ -685,6 +694,7 @@ static const char *const PATH_NAMES[] = {"portable", "avx2", "avx512vnni"};
 // q8_width: the bytes of an 8-bit activation as quant8 writes it for q8 (Job8).
 typedef struct {
   GroupFn q4, q8;
+  PairFn q4_pair, q8_pair; // NULL: one group at a time
   QuantFn quant;
   Quant8Fn quant8;
   SiluMulFn silu_mul;
@@ -693,11 +703,11 @@ typedef struct {
 
 static Path path_for(bool portable) {
 #if defined(__x86_64__)
-  if (!portable && cpu_path == PATH_VNNI) return (Path){group_vnni, group8_vnni, quant_row_vnni, quant8_vnni, silu_mul_vnni, 1};
+  if (!portable && cpu_path == PATH_VNNI) return (Path){group_vnni, group8_vnni, NULL, NULL, quant_row_vnni, quant8_vnni, silu_mul_vnni, 1};
   if (!portable && cpu_path == PATH_AVX2)
-    return (Path){svc_group_avx2, svc_group8_avx2, svc_quant_row_avx2, svc_quant8_avx2, svc_silu_mul_avx2, 2};
+    return (Path){svc_group_avx2, svc_group8_avx2, svc_pair_avx2, svc_pair8_avx2, svc_quant_row_avx2, svc_quant8_avx2, svc_silu_mul_avx2, 2};
 #endif
-  return (Path){group_portable, group8_portable, quant_row, quant8, silu_mul_portable, 1};
+  return (Path){group_portable, group8_portable, NULL, NULL, quant_row, quant8, silu_mul_portable, 1};
 }
 
 // Gate and up in one pass over the column groups: group g of both products (same activations, same columns),
@@ -708,13 +718,17 @@ typedef struct {
   float *g, *u;
   int n;
   GroupFn fn;
+  PairFn pair;
   SiluMulFn silu_mul;
 } MlpJob;
 
 static void group_mlp(const void *arg, int g, int r0, int rows, int b0, int b1) {
   const MlpJob *job = arg;
-  job->fn(job->gate, g, r0, rows, b0, b1); // all of k (run_job's seg 0): h needs the whole sums
-  job->fn(job->up, g, r0, rows, b0, b1);
+  if (rows == 1 && job->pair) job->pair(job->gate, g, job->up, g, r0); // gate's and up's weights as two streams
+  else {
+    job->fn(job->gate, g, r0, rows, b0, b1); // all of k (run_job's seg 0): h needs the whole sums
+    job->fn(job->up, g, r0, rows, b0, b1);
+  }
   const int n = job->n, n0 = g * 16, cols = n - n0 < 16 ? n - n0 : 16;
   for (int r = r0; r < r0 + rows; r++) job->silu_mul(job->g + (size_t)r * n + n0, job->u + (size_t)r * n + n0, cols);
 }
@@ -916,7 +930,7 @@ static napi_value matmul_q4(napi_env env, napi_callback_info info) {
   const QuantFn quant = path.quant;
   for (int64_t r = 0; r < m; r++) quant((const float *)x + r * w->k, w->k, q + r * w->k, sa + r * nb, c + r * nb);
   const Job job = {w, (int32_t)m, q, sa, c, y};
-  run_job(&job, w->np / 16, job.m, w->nb, q4_segment(w->nb), fn, few_threads(w->bytes, m, (int)threads));
+  run_job(&job, w->np / 16, job.m, w->nb, q4_segment(w->nb), fn, path.q4_pair, few_threads(w->bytes, m, (int)threads));
   free(q), free(sa), free(c);
   return NULL;
 }
@@ -996,11 +1010,11 @@ static napi_value mlp_q4(napi_env env, napi_callback_info info) {
     const float *xb = (const float *)x + r0 * hidden;
     for (size_t r = 0; r < n; r++) quant(xb + r * hidden, (int)hidden, qx + r * hidden, sx + r * nbx, cx + r * nbx);
     const Job gj = {gate, (int32_t)n, qx, sx, cx, g}, uj = {up, (int32_t)n, qx, sx, cx, u};
-    const MlpJob first = {&gj, &uj, g, u, (int)inter, fn, silu_mul};
-    run_job(&first, gate->np / 16, (int)n, gate->nb, 0, group_mlp, (int)threads);
+    const MlpJob first = {&gj, &uj, g, u, (int)inter, fn, path.q4_pair, silu_mul};
+    run_job(&first, gate->np / 16, (int)n, gate->nb, 0, group_mlp, NULL, (int)threads);
     for (size_t r = 0; r < n; r++) quant(g + r * inter, (int)inter, qh + r * inter, sh + r * nbh, ch + r * nbh);
     const Job second = {down, (int32_t)n, qh, sh, ch, (float *)y + r0 * hidden};
-    run_job(&second, down->np / 16, (int)n, down->nb, q4_segment(down->nb), fn, (int)threads);
+    run_job(&second, down->np / 16, (int)n, down->nb, q4_segment(down->nb), fn, path.q4_pair, (int)threads);
   }
   free(scratch);
   return NULL;
@@ -1072,7 +1086,7 @@ static napi_value matmul_q8(napi_env env, napi_callback_info info) {
   const GroupFn fn = path.q8;
   const Quant8Fn quant = path.quant8;
   quant(x, m, w->k, w->kp, q, &job.sa, &job.zp);
-  run_job8(&job, fn, few_threads(w->bytes, m, (int)threads));
+  run_job8(&job, fn, path.q8_pair, few_threads(w->bytes, m, (int)threads));
   free(q);
   return NULL;
 }
@@ -1105,19 +1119,19 @@ static napi_value mlp_q8(napi_env env, napi_callback_info info) {
   quant(x, m, (int)hidden, gate->kp, qx, &gj.sa, &gj.zp);
   const Job8 uj = {up, (int32_t)m, qx, gj.sa, gj.zp, u};
   if (m <= 4) {
-    const MlpJob first = {&gj, &uj, g, u, (int)inter, fn, silu_mul};
-    run_job(&first, gate->np / 16, (int)m, 1, 0, group_mlp, (int)threads);
+    const MlpJob first = {&gj, &uj, g, u, (int)inter, fn, path.q8_pair, silu_mul};
+    run_job(&first, gate->np / 16, (int)m, 1, 0, group_mlp, NULL, (int)threads);
   } else {
     // a prompt's rows: each product on its own, so that a group's weights stay in the core's first cache while
     // the row block's activations stream past them (gate's and up's together left it: 246 against 320 G MAC/s
     // for 82 rows of a 0.5B MLP)
-    run_job8(&gj, fn, (int)threads);
-    run_job8(&uj, fn, (int)threads);
+    run_job8(&gj, fn, NULL, (int)threads);
+    run_job8(&uj, fn, NULL, (int)threads);
     for (size_t i = 0; i < rows * inter; i += 16) silu_mul(g + i, u + i, rows * inter - i < 16 ? (int)(rows * inter - i) : 16);
   }
   Job8 dj = {down, (int32_t)m, qh, 0.f, 0, y};
   quant(g, m, (int)inter, down->kp, qh, &dj.sa, &dj.zp);
-  run_job8(&dj, fn, (int)threads);
+  run_job8(&dj, fn, path.q8_pair, (int)threads);
   free(g), free(qx), free(qh);
   return NULL;
 }
@@ -1238,7 +1252,7 @@ static napi_value attention(napi_env env, napi_callback_info info) {
   // a unit costs ~20 ns a cached position (one of d = 64, 7 query heads): a short context's units are done before
   // the kept threads would have taken theirs (each call handed to them cost ~10 µs more at 64 positions)
   const int units = (int)(rows * s * kv);
-  run_job(&job, units, 1, 1, 0, attention_units, (int64_t)units * (p + s) < 2048 ? 1 : (int)threads);
+  run_job(&job, units, 1, 1, 0, attention_units, NULL, (int64_t)units * (p + s) < 2048 ? 1 : (int)threads);
   if (job.failed) napi_throw_error(env, NULL, "attention: out of memory");
   return NULL;
 }

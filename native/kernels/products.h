@@ -52,6 +52,10 @@ typedef struct {
 
 // One group of 16 columns of a product (a Job or a Job8), rows [r0, r0 + rows), rows <= 4, blocks [b0, b1) of k.
 typedef void (*GroupFn)(const void *job, int g, int r0, int rows, int b0, int b1);
+// One row r (a decode step's) of two column groups: group ga of job a and group gb of job b, two products of the
+// same k (gate and up), or two groups of one. Each group's outputs are those its GroupFn gives; its weights come
+// in as a second stream beside the first.
+typedef void (*PairFn)(const void *a, int ga, const void *b, int gb, int r);
 // One row's activations quantized per block of 32: q, its scales sa and corrections c (see Job).
 typedef void (*QuantFn)(const float *x, int k, int8_t *q, float *sa, float *c);
 // All m rows quantized as ONNX Runtime's DynamicQuantizeLinear does (kernels.c, quant8), into q as its path's
@@ -69,6 +73,8 @@ int svc_has_avx2(void);
 void svc_group_avx2(const void *job, int g, int r0, int rows, int b0, int b1);
 void svc_quant_row_avx2(const float *x, int k, int8_t *q, float *sa, float *c);
 void svc_group8_avx2(const void *job, int g, int r0, int rows, int b0, int b1);
+void svc_pair_avx2(const void *a, int ga, const void *b, int gb, int r);
+void svc_pair8_avx2(const void *a, int ga, const void *b, int gb, int r);
 void svc_quant8_avx2(const float *x, int64_t m, int k, int kp, void *q, float *scale, int32_t *zp);
 void svc_silu_mul_avx2(float *g, const float *u, int cols);
 #endif
