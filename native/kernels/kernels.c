@@ -620,12 +620,10 @@ static void run_job8(const Job8 *job, GroupFn fn, PairFn pair, int threads) {
   run_job(job, job->w->np / 16, job->m, 1, 0, fn, pair, threads); // k in one piece
 }
 
-// The threads worth a product of `bytes` of weights over m rows: a decode step's small products (an attention's
-// projections of a 0.5B model, 0.05-0.5 MB) ran slower split over two threads than on one (measured in a
-// step: 22 against 15.5 µs for 896 × 896), the split's handing over and each thread's own prefetch ramp
-// costing more than half the reads save.
-static int few_threads(int64_t bytes, int64_t m, int threads) {
-  return m <= 4 && bytes < (1 << 20) ? 1 : threads;
+// The threads worth a product of `bytes` of weights over m rows: a decode step's products under `alone` bytes
+// (its path's, Path) run on one thread, where splitting them costs more than it saves.
+static int few_threads(int64_t bytes, int64_t m, int threads, int64_t alone) {
+  return m <= 4 && bytes < alone ? 1 : threads;
 }
 
 // --- Fused 4-bit MLP: y = down(silu(gate(x)) * up(x)), a Llama/Qwen2 decoder layer's MLP as ONNX Runtime runs
@@ -699,15 +697,22 @@ typedef struct {
   Quant8Fn quant8;
   SiluMulFn silu_mul;
   size_t q8_width;
+  // a decode step's products under this many bytes run on one thread (few_threads). With AVX-512 VNNI an
+  // attention's projections of a 0.5B model (0.05-0.5 MB) ran slower split over two threads than on one
+  // (measured in a step: 22 against 15.5 µs for 896 × 896), the split's handing over and each thread's own
+  // prefetch ramp costing more than half the reads save. The AVX2 kernels take 2-3x as long a byte: 24 layers'
+  // q and o (896 × 896) split over two threads took 0.64-0.75x the time (one row and four, 4 and 8 bits; this
+  // AMD EPYC, the two alternating), k and v (896 × 128) as long as on one.
+  int64_t alone;
 } Path;
 
 static Path path_for(bool portable) {
 #if defined(__x86_64__)
-  if (!portable && cpu_path == PATH_VNNI) return (Path){group_vnni, group8_vnni, NULL, NULL, quant_row_vnni, quant8_vnni, silu_mul_vnni, 1};
+  if (!portable && cpu_path == PATH_VNNI) return (Path){group_vnni, group8_vnni, NULL, NULL, quant_row_vnni, quant8_vnni, silu_mul_vnni, 1, 1 << 20};
   if (!portable && cpu_path == PATH_AVX2)
-    return (Path){svc_group_avx2, svc_group8_avx2, svc_pair_avx2, svc_pair8_avx2, svc_quant_row_avx2, svc_quant8_avx2, svc_silu_mul_avx2, 2};
+    return (Path){svc_group_avx2, svc_group8_avx2, svc_pair_avx2, svc_pair8_avx2, svc_quant_row_avx2, svc_quant8_avx2, svc_silu_mul_avx2, 2, 1 << 17};
 #endif
-  return (Path){group_portable, group8_portable, NULL, NULL, quant_row, quant8, silu_mul_portable, 1};
+  return (Path){group_portable, group8_portable, NULL, NULL, quant_row, quant8, silu_mul_portable, 1, 1 << 17};
 }
 
 // Gate and up in one pass over the column groups: group g of both products (same activations, same columns),
@@ -930,7 +935,7 @@ static napi_value matmul_q4(napi_env env, napi_callback_info info) {
   const QuantFn quant = path.quant;
   for (int64_t r = 0; r < m; r++) quant((const float *)x + r * w->k, w->k, q + r * w->k, sa + r * nb, c + r * nb);
   const Job job = {w, (int32_t)m, q, sa, c, y};
-  run_job(&job, w->np / 16, job.m, w->nb, q4_segment(w->nb), fn, path.q4_pair, few_threads(w->bytes, m, (int)threads));
+  run_job(&job, w->np / 16, job.m, w->nb, q4_segment(w->nb), fn, path.q4_pair, few_threads(w->bytes, m, (int)threads, path.alone));
   free(q), free(sa), free(c);
   return NULL;
 }
@@ -1086,7 +1091,7 @@ static napi_value matmul_q8(napi_env env, napi_callback_info info) {
   const GroupFn fn = path.q8;
   const Quant8Fn quant = path.quant8;
   quant(x, m, w->k, w->kp, q, &job.sa, &job.zp);
-  run_job8(&job, fn, path.q8_pair, few_threads(w->bytes, m, (int)threads));
+  run_job8(&job, fn, path.q8_pair, few_threads(w->bytes, m, (int)threads, path.alone));
   free(q);
   return NULL;
 }
