@@ -457,7 +457,7 @@ VNNI_TARGET static void group8_vnni(const void *arg, int g, int r0, int rows, in
 typedef struct {
   const void *job;
   GroupFn fn;
-  PairFn pair; // one row's groups two at a time, where the path has it (NULL: one at a time)
+  PairFn pair; // one or two rows' groups two at a time, where the caller gives it (NULL: one at a time)
   int m, g0, g1, nb, seg;
 } Part;
 
@@ -471,12 +471,14 @@ enum { ROW_BLOCK = 64 };
 
 static void *run_part(void *arg) {
   const Part *part = arg;
-  if (part->m == 1 && part->pair) {
-    // a decode step's row: the part's groups two at a time, one from each half of its range, so that its weights
-    // come in as two streams (see PairFn)
+  if (part->m <= 2 && part->pair) {
+    // a decode step's rows (one or two): the part's groups two at a time, one from each half of its range, so
+    // that its weights come in as two streams (see PairFn); with two rows, the pair's weights are read again
+    // from the core's caches for the second
     const int half = (part->g1 - part->g0) / 2;
-    for (int g = part->g0; g < part->g0 + half; g++) part->pair(part->job, g, part->job, g + half, 0);
-    if ((part->g1 - part->g0) & 1) part->fn(part->job, part->g1 - 1, 0, 1, 0, part->nb);
+    for (int g = part->g0; g < part->g0 + half; g++)
+      for (int r = 0; r < part->m; r++) part->pair(part->job, g, part->job, g + half, r);
+    if ((part->g1 - part->g0) & 1) part->fn(part->job, part->g1 - 1, 0, part->m, 0, part->nb);
     return NULL;
   }
   const int seg = part->seg > 0 && part->m > 4 ? part->seg : part->nb;
@@ -692,7 +694,9 @@ static const char *const PATH_NAMES[] = {"portable", "avx2", "avx512vnni"};
 // q8_width: the bytes of an 8-bit activation as quant8 writes it for q8 (Job8).
 typedef struct {
   GroupFn q4, q8;
-  PairFn q4_pair, q8_pair; // NULL: one group at a time
+  // NULL: one group at a time. Two rows take q4's pairs a row at a time (24 q4 MLPs of 2 rows in 0.83-0.85x
+  // the time, 1 and 2 threads), but q8's two rows at once (a row at a time took 1.05-1.19x)
+  PairFn q4_pair, q8_pair;
   QuantFn quant;
   Quant8Fn quant8;
   SiluMulFn silu_mul;
@@ -731,7 +735,8 @@ typedef struct {
 
 static void group_mlp(const void *arg, int g, int r0, int rows, int b0, int b1) {
   const MlpJob *job = arg;
-  if (rows == 1 && job->pair) job->pair(job->gate, g, job->up, g, r0); // gate's and up's weights as two streams
+  // gate's and up's weights as two streams
+  if (rows <= 2 && job->pair) for (int r = r0; r < r0 + rows; r++) job->pair(job->gate, g, job->up, g, r);
   else {
     job->fn(job->gate, g, r0, rows, b0, b1); // all of k (run_job's seg 0): h needs the whole sums
     job->fn(job->up, g, r0, rows, b0, b1);
@@ -1093,7 +1098,7 @@ static napi_value matmul_q8(napi_env env, napi_callback_info info) {
   const GroupFn fn = path.q8;
   const Quant8Fn quant = path.quant8;
   quant(x, m, w->k, w->kp, q, &job.sa, &job.zp);
-  run_job8(&job, fn, path.q8_pair, few_threads(w->bytes, m, (int)threads, path.alone));
+  run_job8(&job, fn, m == 1 ? path.q8_pair : NULL, few_threads(w->bytes, m, (int)threads, path.alone));
   free(q);
   return NULL;
 }
@@ -1126,7 +1131,7 @@ static napi_value mlp_q8(napi_env env, napi_callback_info info) {
   quant(x, m, (int)hidden, gate->kp, qx, &gj.sa, &gj.zp);
   const Job8 uj = {up, (int32_t)m, qx, gj.sa, gj.zp, u};
   if (m <= 4) {
-    const MlpJob first = {&gj, &uj, g, u, (int)inter, fn, path.q8_pair, silu_mul};
+    const MlpJob first = {&gj, &uj, g, u, (int)inter, fn, m == 1 ? path.q8_pair : NULL, silu_mul};
     run_job(&first, gate->np / 16, (int)m, 1, 0, group_mlp, NULL, (int)threads);
   } else {
     // a prompt's rows: each product on its own, so that a group's weights stay in the core's first cache while
@@ -1138,7 +1143,7 @@ static napi_value mlp_q8(napi_env env, napi_callback_info info) {
   }
   Job8 dj = {down, (int32_t)m, qh, 0.f, 0, y};
   quant(g, m, (int)inter, down->kp, qh, &dj.sa, &dj.zp);
-  run_job8(&dj, fn, path.q8_pair, (int)threads);
+  run_job8(&dj, fn, m == 1 ? path.q8_pair : NULL, (int)threads);
   free(g), free(qx), free(qh);
   return NULL;
 }

@@ -147,14 +147,15 @@ test("the default path is the CPU's best: AVX-512 VNNI, else AVX2 with FMA and F
 
 for (const { impl, get, paths, threadCounts } of IMPLS) {
   for (const [k, n] of SHAPES) {
-    // M = 5: k in segments where it is long (4864); M = 70: rows in more than one block of 64
-    test(`${impl} K=${k} N=${n}: ONNX Runtime's MatMulNBits outputs, each path and thread count, M = 1, 3, 5, 70`, async () => {
+    // M = 1 and 2: a decode step's rows (on AVX2, two column groups at a time); M = 5: k in segments where it is
+    // long (4864); M = 70: rows in more than one block of 64
+    test(`${impl} K=${k} N=${n}: ONNX Runtime's MatMulNBits outputs, each path and thread count, M = 1, 2, 3, 5, 70`, async () => {
       const kn = get();
       const c = cases.find((c) => c.k === k && c.n === n)!;
       const w = kn.packQ4(c.b, c.scales, k, n);
       assert.equal(w.k, k);
       assert.equal(w.n, n);
-      for (const m of [1, 3, 5, 70]) {
+      for (const m of [1, 2, 3, 5, 70]) {
         const x = input(m, k, m * 31 + k);
         const want = await ortOutput(c, x, m);
         let first: Float32Array | undefined;
@@ -641,7 +642,7 @@ for (const { impl, get, paths, threadCounts } of IMPLS) {
   for (const [hidden, inter] of SHAPES_MLP) {
     // M = 70 (rows in two blocks of 64) on the small shapes: on the large one, 70 rows of 4864 h codes hold more
     // than the one flip allowed (see TOLERANCE_MLP); M = 5 puts its down product's k in segments
-    const ms = hidden < 896 ? [1, 3, 5, 70] : [1, 3, 5];
+    const ms = hidden < 896 ? [1, 2, 3, 5, 70] : [1, 2, 3, 5];
     test(`${impl} mlp hidden=${hidden} inter=${inter}: ONNX Runtime's six-node MLP, each path and thread count, M = ${ms.join(', ')}`, async () => {
       const kn = get();
       const c = casesMlp.find((c) => c.hidden === hidden && c.inter === inter)!;
