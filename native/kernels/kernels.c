@@ -694,7 +694,7 @@ static const char *const PATH_NAMES[] = {"portable", "avx2", "avx512vnni"};
 // q8_width: the bytes of an 8-bit activation as quant8 writes it for q8 (Job8).
 typedef struct {
   GroupFn q4, q8;
-  // NULL: one group at a time. Two rows take q4's pairs a row at a time (24 q4 MLPs of 2 rows in 0.83-0.85x
+  // NULL: one group at a time. Two rows take q4's pairs a row at a time (24 q4 MLPs of 2 rows in 0.83-0.89x
   // the time, 1 and 2 threads), but q8's two rows at once (a row at a time took 1.05-1.19x)
   PairFn q4_pair, q8_pair;
   QuantFn quant;
