@@ -46,6 +46,11 @@ AVX2_TARGET static inline void store_first(float *y, __m256 v, int n) {
   if (n > 0) memcpy(y, t, (size_t)n * sizeof(float));
 }
 
+// The columns of group g (16, fewer in the last group) of a product with n columns.
+static inline int group_cols(int n, int g) {
+  return n - g * 16 < 16 ? n - g * 16 : 16;
+}
+
 // A lane mask for the first n (0..8) of 8 floats.
 AVX2_TARGET static inline __m256i first_lanes(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -107,7 +112,7 @@ AVX2_TARGET static inline __attribute__((always_inline)) void fetch_ahead(const 
 // halves (a constant in each caller). Accumulators are named, not an array, so that they stay in registers.
 AVX2_TARGET static inline __attribute__((always_inline)) void group_row(const Job *job, int g, int r, int b0, int b1, const int half) {
   const Packed *w = job->w;
-  const int nb = w->nb, n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
+  const int nb = w->nb, n0 = g * 16, cols = group_cols(w->n, g);
   const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256;
   float *y = job->y + (size_t)r * w->n + n0;
   __m256 acc0 = b0 > 0 ? load_first(y, cols) : _mm256_setzero_ps(), acc1 = b0 > 0 ? load_first(y + 8, cols - 8) : _mm256_setzero_ps();
@@ -188,7 +193,7 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group_rows(const J
 // alternating in one process; the outputs the same bits).
 AVX2_TARGET static inline __attribute__((always_inline)) void pair_row(const Job *ja, int ga, const Job *jb, int gb, int r, const int half) {
   const Packed *wa = ja->w, *wb = jb->w;
-  const int nb = wa->nb, cols_a = wa->n - ga * 16 < 16 ? wa->n - ga * 16 : 16, cols_b = wb->n - gb * 16 < 16 ? wb->n - gb * 16 : 16;
+  const int nb = wa->nb, cols_a = group_cols(wa->n, ga), cols_b = group_cols(wb->n, gb);
   const uint8_t *pa = wa->packed + (size_t)ga * nb * 256, *pb = wb->packed + (size_t)gb * nb * 256;
   const int8_t *qa = ja->q + (size_t)r * wa->k, *qb = jb->q + (size_t)r * wb->k;
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
@@ -276,6 +281,13 @@ AVX2_TARGET static inline __m256i columns8(__m256i a, __m256i b) {
   return _mm256_permute4x64_epi64(_mm256_hadd_epi32(a, b), _MM_SHUFFLE(3, 1, 2, 0));
 }
 
+// Row r's sums for group g's 16 columns (columns8 of s0, s1 and of s2, s3), stored as store8 does.
+AVX2_TARGET static inline void store8_group(const Job8 *job, int r, int g, __m256i s0, __m256i s1, __m256i s2, __m256i s3) {
+  const int cols = group_cols(job->w->n, g);
+  store8(job, r, g * 16, cols, columns8(s0, s1));
+  if (cols > 8) store8(job, r, g * 16 + 8, cols - 8, columns8(s2, s3));
+}
+
 // The step's 4 activations of a row (16 bits each, as svc_quant8_avx2 writes them), four times over: one load.
 AVX2_TARGET static inline __attribute__((always_inline)) __m256i activations4(const int16_t *a) {
   int64_t four;
@@ -306,9 +318,7 @@ AVX2_TARGET static void group8_row(const Job8 *job, int g, int r) {
     acc0 = madd(acc0, weights4(p), v), acc1 = madd(acc1, weights4(p + 16), v);
     acc2 = madd(acc2, weights4(p + 32), v), acc3 = madd(acc3, weights4(p + 48), v);
   }
-  const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
-  store8(job, r, n0, cols, columns8(acc0, acc1));
-  if (cols > 8) store8(job, r, n0 + 8, cols - 8, columns8(acc2, acc3));
+  store8_group(job, r, g, acc0, acc1, acc2, acc3);
 }
 
 // Two of a prompt's rows (or of a batch's decode step), the group's 16 columns at once: each step's weights widened
@@ -331,10 +341,8 @@ AVX2_TARGET static void group8_two(const Job8 *job, int g, int r0) {
     v = activations4(a + kp);
     b0 = madd(b0, w0, v), b1 = madd(b1, w1, v), b2 = madd(b2, w2, v), b3 = madd(b3, w3, v);
   }
-  const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
-  store8(job, r0, n0, cols, columns8(a0, a1));
-  store8(job, r0 + 1, n0, cols, columns8(b0, b1));
-  if (cols > 8) store8(job, r0, n0 + 8, cols - 8, columns8(a2, a3)), store8(job, r0 + 1, n0 + 8, cols - 8, columns8(b2, b3));
+  store8_group(job, r0, g, a0, a1, a2, a3);
+  store8_group(job, r0 + 1, g, b0, b1, b2, b3);
 }
 
 // One row of two groups (PairFn), step by step: two weight streams at once (see pair_row).
@@ -354,11 +362,8 @@ AVX2_TARGET void svc_pair8_avx2(const void *a, int ga, const void *b, int gb, in
     b0 = madd(b0, weights4(pb), vb), b1 = madd(b1, weights4(pb + 16), vb);
     b2 = madd(b2, weights4(pb + 32), vb), b3 = madd(b3, weights4(pb + 48), vb);
   }
-  const int na = wa->n - ga * 16 < 16 ? wa->n - ga * 16 : 16, nb = wb->n - gb * 16 < 16 ? wb->n - gb * 16 : 16;
-  store8(ja, r, ga * 16, na, columns8(a0, a1));
-  if (na > 8) store8(ja, r, ga * 16 + 8, na - 8, columns8(a2, a3));
-  store8(jb, r, gb * 16, nb, columns8(b0, b1));
-  if (nb > 8) store8(jb, r, gb * 16 + 8, nb - 8, columns8(b2, b3));
+  store8_group(ja, r, ga, a0, a1, a2, a3);
+  store8_group(jb, r, gb, b0, b1, b2, b3);
 }
 
 AVX2_TARGET void svc_group8_avx2(const void *arg, int g, int r0, int rows, int b0, int b1) {
