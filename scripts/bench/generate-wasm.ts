@@ -14,7 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { FILE, loadMasked, median, MODEL_DIR } from './generate.ts';
+import { FILE, KERNELS, loadMasked, median, MODEL_DIR, section } from './generate.ts';
 
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -185,14 +185,16 @@ async function main() {
     '|---|---:|---|---:|---:|---:|---:|---:|---|---|',
     ...rows,
     '',
-    "On WASM a decoder is cut as natively (src/services/inference/weight-split.ts): its 4- and 8-bit products, MLPs, residual sums, norms and each decode step's attention run on svc's WASM kernels (native/kernels/wasm.c, compiled to native/kernels/svc_kernels.wasm, 128-bit SIMD, and svc_kernels_relaxed.wasm, taken where the engine has relaxed SIMD: Deno, Bun and Node 20 (behind V8's flag, which svc sets) here, its 4-bit dot products accumulating on Deno and as pairs on Bun and Node 20; on the threads listed, with worker threads over a shared memory: native/kernels/wasm-pool.c; src/services/inference/split-session.ts runs the stages left on onnxruntime-web). ONNX Runtime's own WASM int8 kernel widens and repacks every weight on every call (\"Text generation: WASM against native, per operator\" below), and it has no 4-bit kernel at all (4-bit weights ran as int8 there). WebAssembly's 128-bit SIMD has no dot product of bytes: the kernels widen weights to 16 bits (i32x4.dot_i16x8_s), and a 4-bit code needs unpacking first (relaxed SIMD's byte dot product takes the codes as they are), so q4 is compute-bound there while natively it reads its weights at the memory rate with AVX-512 VNNI; q8 reads its weights as one stream per 4 columns, near the memory rate. The native side runs the same cut on the addon's kernels (its threads). \"Greedy text differs\": the WASM kernels' float steps are not fused (plain SIMD has no fused multiply-add) and this random model's nearly flat logits flip on such rounding within a few tokens; on the fixtures the split session on WASM gives ONNX Runtime's logits (test/services/inference/weight-split.test.ts).",
+    "On WASM a decoder is cut as natively (src/services/inference/weight-split.ts): its 4- and 8-bit products, MLPs, residual sums, norms and each decode step's attention run on svc's WASM kernels (native/kernels/wasm.c, compiled to native/kernels/svc_kernels.wasm, 128-bit SIMD, and svc_kernels_relaxed.wasm, taken where the engine has relaxed SIMD: Deno, Bun and Node 20 (behind V8's flag, which svc sets) here, its 4-bit dot products accumulating on Deno and as pairs on Bun and Node 20; on the threads listed, with worker threads over a shared memory: native/kernels/wasm-pool.c; src/services/inference/split-session.ts runs the stages left on onnxruntime-web). ONNX Runtime's own WASM int8 kernel widens and repacks every weight on every call (\"Text generation: WASM against native, per operator\" below), and it has no 4-bit kernel at all (4-bit weights ran as int8 there). WebAssembly's 128-bit SIMD has no dot product of bytes: the kernels widen weights to 16 bits (i32x4.dot_i16x8_s), and a 4-bit code needs unpacking first (relaxed SIMD's byte dot product takes the codes as they are), so q4 is compute-bound there while natively it reads its weights at the memory rate (" +
+    (KERNELS === 'avx2' ? 'AVX2 here: its byte product, vpmaddubsw' : 'AVX-512 VNNI') +
+    "); q8 reads its weights as one stream per 4 columns, near the memory rate. The native side runs the same cut on the addon's kernels (its threads). \"Greedy text differs\": the WASM kernels' float steps are not fused (plain SIMD has no fused multiply-add) and this random model's nearly flat logits flip on such rounding within a few tokens; on the fixtures the split session on WASM gives ONNX Runtime's logits (test/services/inference/weight-split.test.ts).",
     '',
     `Goal: WASM ≥ 60 % of native. Status of this run: ${
       results.map((x) => `${x.dtype} ${x.threads}T on ${x.runtime} ${x.share >= 0.6 ? 'met' : '**not met**'}`).join('; ') || 'no rows'
     }.`,
   ].join('\n');
   const { writeSection } = (await import('./write-benchmarks.mjs')) as { writeSection: (title: string, body: string) => void };
-  writeSection('Text generation: WASM against native (same weights, same threads)', body);
+  writeSection(section('Text generation: WASM against native (same weights, same threads)'), body);
   console.log(body);
 }
 

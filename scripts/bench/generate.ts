@@ -603,14 +603,14 @@ function runChild(args: string[], cwd?: string): { line?: string; why: string } 
   return { line, why: `failed (${p.status}): ${(p.stderr ?? '').trim().split('\n').slice(-3).join(' / ')}` };
 }
 /** The path svc's native kernels take on this CPU (src/runtime/kernels.ts), for the status lines and section titles. */
-const KERNELS = nativeKernels()?.path ?? 'none';
+export const KERNELS = nativeKernels()?.path ?? 'none';
 /** Whether svc's own kernels run decoders here (AVX-512 VNNI or AVX2: src/services/inference/ort-sessions.ts). */
 const OWN = KERNELS === 'avx512vnni' || KERNELS === 'avx2';
 /**
  * A section's title: on x64 without VNNI the figures go to sections of their own, beside those of a CPU with it,
  * since the kernels differ (native/kernels/avx2.c) and so does what limits them.
  */
-const section = (title: string) => (KERNELS === 'avx2' ? `${title}, x64 with AVX2 (no VNNI)` : title);
+export const section = (title: string) => (KERNELS === 'avx2' ? `${title}, x64 with AVX2 (no VNNI)` : title);
 const gb = (b: number) => (b / 1e9).toFixed(2);
 const f1 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(1));
 
