@@ -60,7 +60,8 @@ for (let waited = 0; r.workerParts() === 0 && waited < 10000; waited += 10) {
 }
 const started = r.workerParts();
 const same = (a, b) => { compared += a.length; for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) differ++; };
-for (const [k, n] of [[64, 40], [896, 128], [4864, 96]]) {
+// n = 38 and 42: a quad of 2 columns paired with another (one row: two quads at a time) and left over
+for (const [k, n] of [[64, 38], [96, 42], [896, 128], [4864, 96]]) {
   const b = Uint8Array.from({ length: (n * k) / 2 }, () => Math.floor(rnd() * 256));
   const s = Float32Array.from({ length: (n * k) / 32 }, () => (0.2 + rnd()) / Math.sqrt(k));
   const [wr, wp] = [r.packQ4(b, s, k, n), p.packQ4(b, s, k, n)];
@@ -95,26 +96,28 @@ const nodeMajor = Number(process.versions.node.split('.')[0]);
 /**
  * Each runtime's relaxed SIMD: Deno's V8 and Bun's JavaScriptCore have it; Node 20's V8 behind a flag, which svc
  * sets, and there its accumulating dot product gives wrong sums (svc's check at load must refuse that form).
- * The form each one takes by default: accumulating on V8 where it is shipped, pairs elsewhere.
+ * The form each one takes by default: pairs on Bun and Node 20; where V8 has shipped relaxed SIMD, the faster of
+ * the two on this CPU (timed at load: which it is depends on whether the CPU has VNNI).
  */
+const EITHER = ['accumulate', 'pairs'];
 const RUNTIMES = [
-  { runtime: 'deno', cmd: 'node_modules/.bin/deno', args: ['eval', SAME_BITS], taken: 'accumulate', refused: [] as string[] },
-  { runtime: 'bun', cmd: 'node_modules/.bin/bun', args: ['-e', SAME_BITS], taken: 'pairs', refused: [] as string[] },
+  { runtime: 'deno', cmd: 'node_modules/.bin/deno', args: ['eval', SAME_BITS], taken: EITHER, refused: [] as string[] },
+  { runtime: 'bun', cmd: 'node_modules/.bin/bun', args: ['-e', SAME_BITS], taken: ['pairs'], refused: [] as string[] },
   {
     runtime: `node ${nodeMajor}`,
     cmd: process.execPath,
     args: ['--import', 'tsx', '--input-type=module', '-e', SAME_BITS],
-    taken: nodeMajor < 21 ? 'pairs' : 'accumulate',
+    taken: nodeMajor < 21 ? ['pairs'] : EITHER,
     refused: nodeMajor < 21 ? ['accumulate'] : [],
   },
 ];
 
 for (const { runtime, cmd, args, taken, refused } of RUNTIMES) {
-  test(`on ${runtime}, the relaxed build (its memory its only import) is taken, ${taken} dot products, and each form it allows gives the 128-bit build's bits`, () => {
+  test(`on ${runtime}, the relaxed build (its memory its only import) is taken, ${taken.join(' or ')} dot products, and each form it allows gives the 128-bit build's bits`, () => {
     const out = execFileSync(cmd, args, { encoding: 'utf8' });
     const got = JSON.parse(out.trim().split('\n').at(-1)!);
     assert.equal(got.path, 'wasm-relaxed-simd');
-    assert.equal(got.dot, taken);
+    assert.ok(taken.includes(got.dot), `${got.dot} taken`);
     assert.deepEqual(got.imports, ONLY_MEMORY);
     for (const [dot, r] of Object.entries(got.results) as [string, Record<string, number | string>][]) {
       if (refused.includes(dot)) {
