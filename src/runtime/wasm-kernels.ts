@@ -140,12 +140,16 @@ function q4Exact(e: Exports, memory: WebAssembly.Memory): boolean {
  * the CPU has VNNI and to three without (pairs took 0.82x its time there: 24 4-bit MLPs on Deno, an AMD EPYC with
  * AVX2), so which is faster depends on the machine. Both give the same integers (each checked by `q4Exact`).
  */
-function fasterDot(e: Exports): Q4Dot {
+function fasterDot(e: Exports, memory: WebAssembly.Memory): Q4Dot {
   const [k, n] = [896, 256];
   const at = e.svc_alloc(k * n / 2 + 4 * (k * n / 32) + 4 * k + 4 * n);
   if (!at) return 'pairs';
   const [ps, px, py] = [at + k * n / 2, at + k * n / 2 + 4 * (k * n / 32), at + k * n / 2 + 4 * (k * n / 32) + 4 * k];
-  const w = e.svc_pack_q4(at, ps, k, n); // whatever the memory holds: the time does not depend on the values
+  // plain values (whatever the heap held could be subnormal floats, which slow the float steps of both forms)
+  new Uint8Array(memory.buffer, at, k * n / 2).fill(0x5a);
+  new Float32Array(memory.buffer, ps, k * n / 32).fill(0.01);
+  new Float32Array(memory.buffer, px, k).fill(0.5);
+  const w = e.svc_pack_q4(at, ps, k, n);
   const best = { accumulate: Infinity, pairs: Infinity };
   try {
     if (!w) return 'pairs';
@@ -196,7 +200,7 @@ function load(variant?: WasmKernelsVariant, dot?: Q4Dot): Loaded {
         const reason = `the relaxed-SIMD build's 4-bit products (${forms.join(', ')}) give wrong sums on this engine`;
         return variant ? { reason } : load('simd128');
       }
-      dotForm = exact.length > 1 ? fasterDot(e) : exact[0]!;
+      dotForm = exact.length > 1 ? fasterDot(e, memory) : exact[0]!;
       e.svc_q4_dot_pairs(dotForm === 'pairs' ? 1 : 0);
     }
   } catch (err) {
