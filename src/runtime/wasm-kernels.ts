@@ -142,12 +142,13 @@ function q4Exact(e: Exports, memory: WebAssembly.Memory): boolean {
  */
 function fasterDot(e: Exports, memory: WebAssembly.Memory): Q4Dot {
   const [k, n] = [896, 256];
-  const at = e.svc_alloc(k * n / 2 + 4 * (k * n / 32) + 4 * k + 4 * n);
+  const [codes, scales] = [k * n / 2, k * n / 32];
+  const at = e.svc_alloc(codes + 4 * (scales + k + n));
   if (!at) return 'pairs';
-  const [ps, px, py] = [at + k * n / 2, at + k * n / 2 + 4 * (k * n / 32), at + k * n / 2 + 4 * (k * n / 32) + 4 * k];
+  const [ps, px, py] = [at + codes, at + codes + 4 * scales, at + codes + 4 * (scales + k)];
   // plain values (whatever the heap held could be subnormal floats, which slow the float steps of both forms)
-  new Uint8Array(memory.buffer, at, k * n / 2).fill(0x5a);
-  new Float32Array(memory.buffer, ps, k * n / 32).fill(0.01);
+  new Uint8Array(memory.buffer, at, codes).fill(0x5a);
+  new Float32Array(memory.buffer, ps, scales).fill(0.01);
   new Float32Array(memory.buffer, px, k).fill(0.5);
   const w = e.svc_pack_q4(at, ps, k, n);
   const best = { accumulate: Infinity, pairs: Infinity };
