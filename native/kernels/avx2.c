@@ -135,24 +135,18 @@ AVX2_TARGET static inline __attribute__((always_inline)) __m256i step_sums(__m25
   return _mm256_add_epi16(s, _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(a)), _mm256_maddubs_epi16(hi, broadcast4(a + 16))));
 }
 
-// A prompt's rows (2 to 4, a constant in each caller): 8 of the group's columns (h) at a time, each step's codes
+// 2 to 4 rows (a constant in each caller): 8 of the group's columns (h) over blocks [b0, b1), each step's codes
 // unpacked once for all rows, each row's code sums kept in 16 bits until the block ends (unpacking a block's codes
 // for all rows first kept them in 8 of the 16 registers: 24 of a layer's MLPs of 4 rows took 1.04-1.05x the time
-// from memory, 1.11-1.13x in cache; local harnesses, the two alternating).
+// from memory, 1.11-1.13x in cache; local harnesses, the two alternating). acc: the rows' 8 sums so far.
 AVX2_TARGET static inline __attribute__((always_inline)) void group_half(const Job *job, int g, int r0, const int rows, int b0, int b1,
-                                                                         const int half, int h) {
+                                                                         const int half, int h, __m256 *acc) {
   const Packed *w = job->w;
-  const int nb = w->nb, n0 = g * 16 + 8 * h, cols = w->n - n0 < 8 ? w->n - n0 : 8;
+  const int nb = w->nb;
   const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256 + 32 * h;
-  float *y = job->y + (size_t)r0 * w->n + n0;
-  const size_t n = (size_t)w->n, k = (size_t)w->k;
+  const size_t k = (size_t)w->k;
   const __m256i mask = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-  if (b0 > 0) {
-    acc0 = load_first(y, cols), acc1 = load_first(y + n, cols);
-    if (rows > 2) acc2 = load_first(y + 2 * n, cols);
-    if (rows > 3) acc3 = load_first(y + 3 * n, cols);
-  }
+  __m256 acc0 = acc[0], acc1 = acc[1], acc2 = acc[2], acc3 = acc[3];
   for (int b = b0; b < b1; b++, p += 256) {
     const size_t at = ((size_t)g * nb + b) * 16 + 8 * h, i = (size_t)r0 * nb + b;
     if (h == 0) fetch_ahead(w, p, at, half);
@@ -172,17 +166,35 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group_half(const J
     if (rows > 2) acc2 = add_block(job, i + 2 * nb, scale, _mm256_madd_epi16(s2, ones), acc2);
     if (rows > 3) acc3 = add_block(job, i + 3 * nb, scale, _mm256_madd_epi16(s3, ones), acc3);
   }
-  store_first(y, acc0, cols);
-  store_first(y + n, acc1, cols);
-  if (rows > 2) store_first(y + 2 * n, acc2, cols);
-  if (rows > 3) store_first(y + 3 * n, acc3, cols);
+  acc[0] = acc0, acc[1] = acc1, acc[2] = acc2, acc[3] = acc3;
 }
+
+// A decode step's rows (m <= 4) read the group's weights from memory as they go: its two halves take turns every
+// DECODE_TURN blocks instead of one after the other, so that reads keep coming while the second half's sums are
+// made (one half after the other, the second half's time from the core's caches added to the memory time: 4 rows
+// of 48 products 896 x 4,864 took 0.82-1.00x the time with the turns, 1.12-1.14x in cache; local harness, the two
+// alternating). A prompt's rows (m > 4) read a segment from the core's caches for each chunk of rows: the halves
+// one after the other.
+enum { DECODE_TURN = 8 };
 
 AVX2_TARGET static inline __attribute__((always_inline)) void group_rows(const Job *job, int g, int r0, const int rows, int b0, int b1,
                                                                          const int half) {
   if (rows == 1) return group_row(job, g, r0, b0, b1, half);
-  group_half(job, g, r0, rows, b0, b1, half, 0);
-  if (job->w->n - g * 16 > 8) group_half(job, g, r0, rows, b0, b1, half, 1);
+  const Packed *w = job->w;
+  const int halves = w->n - g * 16 > 8 ? 2 : 1, turn = job->m <= 4 ? DECODE_TURN : b1 - b0;
+  __m256 acc[2][4];
+  for (int h = 0; h < halves; h++) {
+    const int n0 = g * 16 + 8 * h, cols = w->n - n0 < 8 ? w->n - n0 : 8;
+    for (int r = 0; r < 4; r++) acc[h][r] = b0 > 0 && r < rows ? load_first(job->y + (size_t)(r0 + r) * w->n + n0, cols) : _mm256_setzero_ps();
+  }
+  for (int c0 = b0; c0 < b1; c0 += turn) {
+    const int c1 = b1 - c0 < turn ? b1 : c0 + turn;
+    for (int h = 0; h < halves; h++) group_half(job, g, r0, rows, c0, c1, half, h, acc[h]);
+  }
+  for (int h = 0; h < halves; h++) {
+    const int n0 = g * 16 + 8 * h, cols = w->n - n0 < 8 ? w->n - n0 : 8;
+    for (int r = 0; r < rows; r++) store_first(job->y + (size_t)(r0 + r) * w->n + n0, acc[h][r], cols);
+  }
 }
 
 // One row of two groups (PairFn), block by block: two weight streams at once. A thread reading its weights as

@@ -147,15 +147,16 @@ test("the default path is the CPU's best: AVX-512 VNNI, else AVX2 with FMA and F
 
 for (const { impl, get, paths, threadCounts } of IMPLS) {
   for (const [k, n] of SHAPES) {
-    // M = 1 and 2: a decode step's rows (on AVX2, two column groups at a time); M = 5: k in segments where it is
-    // long (4864); M = 70: rows in more than one block of 64
-    test(`${impl} K=${k} N=${n}: ONNX Runtime's MatMulNBits outputs, each path and thread count, M = 1, 2, 3, 5, 70`, async () => {
+    // M = 1 and 2: a decode step's rows (on AVX2, two column groups at a time); M = 3 and 4: a batch's decode step
+    // (on AVX2, a group's two halves taking turns every few blocks); M = 5: k in segments where it is long (4864);
+    // M = 70: rows in more than one block of 64
+    test(`${impl} K=${k} N=${n}: ONNX Runtime's MatMulNBits outputs, each path and thread count, M = 1, 2, 3, 4, 5, 70`, async () => {
       const kn = get();
       const c = cases.find((c) => c.k === k && c.n === n)!;
       const w = kn.packQ4(c.b, c.scales, k, n);
       assert.equal(w.k, k);
       assert.equal(w.n, n);
-      for (const m of [1, 2, 3, 5, 70]) {
+      for (const m of [1, 2, 3, 4, 5, 70]) {
         const x = input(m, k, m * 31 + k);
         const want = await ortOutput(c, x, m);
         let first: Float32Array | undefined;
@@ -205,7 +206,7 @@ for (const [k, n] of SHAPES) {
     execFileSync('/usr/bin/python3', ['-c', BUILD, String(k), String(n), bPath, sPath, model]);
     const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
     try {
-      for (const m of [1, 5, 70]) {
+      for (const m of [1, 4, 5, 70]) {
         const x = input(m, k, m * 17 + k);
         const want = (await session.run({ A: new ort.Tensor('float32', x, [m, k]) })).Y!.data as Float32Array;
         for (const portable of [false, true]) {
