@@ -317,44 +317,49 @@ AVX2_TARGET static inline __attribute__((always_inline)) __m256i madd(__m256i ac
   return _mm256_add_epi32(acc, _mm256_madd_epi16(w, v));
 }
 
-// One row (a decode step's): the group's 16 columns at once, so its weights are read once, as they stream in.
-AVX2_TARGET static void group8_row(const Job8 *job, int g, int r) {
+// One or two rows (a constant in each caller) over steps [s0, s1) of k (4 each), the group's 16 columns at once,
+// adding to acc (each row's four vectors of sums): each step's weights widened once for both rows, eight sums in
+// registers (four rows, or 8 columns at a time, ran 1.33x slower here). Each row's activations come widened (a
+// step's four: one broadcast load); widened here at each use, with a broadcast and a shuffle, two rows took 1.2x
+// the time (a local harness, the two alternating, this AMD EPYC: 19-21 -> 23-25 MAC a cycle, near the 24 that
+// this loop's 22 vector operations for 128 MACs on four pipes allow).
+AVX2_TARGET static inline __attribute__((always_inline)) void group8_steps(const Job8 *job, int g, int r0, const int rows, int s0, int s1,
+                                                                           __m256i *acc) {
   const Packed8 *w = job->w;
-  const int steps = w->kp / 4;
-  const int8_t *p = w->packed + (size_t)g * steps * 64;
-  const int16_t *a = (const int16_t *)job->q + (size_t)r * w->kp;
-  __m256i acc0 = _mm256_setzero_si256(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-  for (int s = 0; s < steps; s++, p += 64, a += 4) {
-    _mm_prefetch((const char *)(p + 6144), _MM_HINT_T0); // 6 KB ahead, as the AVX-512 kernel
-    const __m256i v = activations4(a);
-    acc0 = madd(acc0, weights4(p), v), acc1 = madd(acc1, weights4(p + 16), v);
-    acc2 = madd(acc2, weights4(p + 32), v), acc3 = madd(acc3, weights4(p + 48), v);
-  }
-  store8_group(job, r, g, acc0, acc1, acc2, acc3);
-}
-
-// Two of a prompt's rows (or of a batch's decode step), the group's 16 columns at once: each step's weights widened
-// once for both rows, eight sums in registers (four rows, or 8 columns at a time, ran 1.33x slower here). Each
-// row's activations come widened (a step's four: one broadcast load); widened here at each use, with a
-// broadcast and a shuffle, two rows took 1.2x the time (a local harness, the two alternating, this AMD EPYC:
-// 19-21 -> 23-25 MAC a cycle, near the 24 that this loop's 22 vector operations for 128 MACs on four pipes allow).
-AVX2_TARGET static void group8_two(const Job8 *job, int g, int r0) {
-  const Packed8 *w = job->w;
-  const int steps = w->kp / 4;
-  const int8_t *p = w->packed + (size_t)g * steps * 64;
-  const int16_t *a = (const int16_t *)job->q + (size_t)r0 * w->kp;
   const size_t kp = (size_t)w->kp;
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  for (int s = 0; s < steps; s++, p += 64, a += 4) {
-    _mm_prefetch((const char *)(p + 6144), _MM_HINT_T0);
+  const int8_t *p = w->packed + ((size_t)g * (kp / 4) + s0) * 64;
+  const int16_t *a = (const int16_t *)job->q + (size_t)r0 * kp + (size_t)s0 * 4;
+  __m256i a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], b0 = acc[4], b1 = acc[5], b2 = acc[6], b3 = acc[7];
+  for (int s = s0; s < s1; s++, p += 64, a += 4) {
+    _mm_prefetch((const char *)(p + 6144), _MM_HINT_T0); // 6 KB ahead, as the AVX-512 kernel
     const __m256i w0 = weights4(p), w1 = weights4(p + 16), w2 = weights4(p + 32), w3 = weights4(p + 48);
     __m256i v = activations4(a);
     a0 = madd(a0, w0, v), a1 = madd(a1, w1, v), a2 = madd(a2, w2, v), a3 = madd(a3, w3, v);
-    v = activations4(a + kp);
-    b0 = madd(b0, w0, v), b1 = madd(b1, w1, v), b2 = madd(b2, w2, v), b3 = madd(b3, w3, v);
+    if (rows > 1) {
+      v = activations4(a + kp);
+      b0 = madd(b0, w0, v), b1 = madd(b1, w1, v), b2 = madd(b2, w2, v), b3 = madd(b3, w3, v);
+    }
   }
-  store8_group(job, r0, g, a0, a1, a2, a3);
-  store8_group(job, r0 + 1, g, b0, b1, b2, b3);
+  acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3, acc[4] = b0, acc[5] = b1, acc[6] = b2, acc[7] = b3;
+}
+
+// Rows r0 .. r0 + rows - 1 (rows <= 4) of group g: two at a time (with four, the sums do not fit in the 16
+// registers). A batch's decode step (m <= 4) reads the weights from memory as it goes: with more than two rows,
+// the two pairs take turns every DECODE_TURN8 steps (as the 4-bit kernel's halves do: see group_rows).
+enum { DECODE_TURN8 = 32 };
+
+AVX2_TARGET static void group8_rows(const Job8 *job, int g, int r0, int rows) {
+  const int steps = job->w->kp / 4, turn = rows > 2 && job->m <= 4 ? DECODE_TURN8 : steps;
+  __m256i acc[2][8];
+  for (int i = 0; i < 8; i++) acc[0][i] = acc[1][i] = _mm256_setzero_si256();
+  for (int s0 = 0; s0 < steps; s0 += turn) {
+    const int s1 = steps - s0 < turn ? steps : s0 + turn;
+    if (rows == 1) group8_steps(job, g, r0, 1, s0, s1, acc[0]);
+    else group8_steps(job, g, r0, 2, s0, s1, acc[0]);
+    if (rows == 3) group8_steps(job, g, r0 + 2, 1, s0, s1, acc[1]);
+    else if (rows == 4) group8_steps(job, g, r0 + 2, 2, s0, s1, acc[1]);
+  }
+  for (int r = 0; r < rows; r++) store8_group(job, r0 + r, g, acc[r / 2][4 * (r & 1)], acc[r / 2][4 * (r & 1) + 1], acc[r / 2][4 * (r & 1) + 2], acc[r / 2][4 * (r & 1) + 3]);
 }
 
 // One row of two groups (PairFn), step by step: two weight streams at once (see pair_row).
@@ -380,10 +385,7 @@ AVX2_TARGET void svc_pair8_avx2(const void *a, int ga, const void *b, int gb, in
 
 AVX2_TARGET void svc_group8_avx2(const void *arg, int g, int r0, int rows, int b0, int b1) {
   (void)b0, (void)b1; // always the whole of k (run_job's seg 0)
-  const Job8 *job = arg;
-  // two rows at a time: with four, the sums do not fit in the 16 registers
-  for (; rows >= 2; rows -= 2, r0 += 2) group8_two(job, g, r0);
-  if (rows) group8_row(job, g, r0);
+  group8_rows(arg, g, r0, rows);
 }
 
 // kernels.c's quant8 with AVX2, the same values, written in 16 bits (Job8): MINPS/MAXPS keep their second operand

@@ -442,8 +442,9 @@ function recordWorst8(got: Float32Array, want: Float32Array): void {
 for (const { impl, get, paths, threadCounts } of IMPLS) {
   for (const [k, n] of SHAPES_Q8) {
     for (const zp of ZERO_POINTS) {
-      // M = 5 and 70 (two blocks of 64 rows) take the prompt rows' kernel, two column groups at a time
-      const ms = k * n < 1e6 ? [1, 3, 5, 70] : [1, 3, 5];
+      // M = 3 and 4: a batch's decode step (on AVX2, two pairs of rows taking turns every few steps of k); M = 5 and
+      // 70 (two blocks of 64 rows) take the prompt rows' kernel, two column groups at a time
+      const ms = k * n < 1e6 ? [1, 3, 4, 5, 70] : [1, 3, 4, 5];
       test(`${impl} q8 K=${k} N=${n} w_zp=${zp}: ONNX Runtime's DynamicQuantizeLinear/MatMulInteger outputs, each path and thread count, M = ${ms.join(', ')}`, async () => {
         const kn = get();
         const c = cases8.find((c) => c.k === k && c.n === n && c.zp === zp)!;
