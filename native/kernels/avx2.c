@@ -88,10 +88,15 @@ AVX2_TARGET static inline __attribute__((always_inline)) __m256i code_sums(const
   return _mm256_madd_epi16(s, _mm256_set1_epi16(1)); // lane j's two 16-bit sums, into 32 bits
 }
 
-// acc + scale * (sa * sums - c): a block's part of its row's 8 outputs (group_portable's fused steps).
-AVX2_TARGET static inline __attribute__((always_inline)) __m256 add_block(const Job *job, size_t i, __m256 scale, __m256i sums, __m256 acc) {
-  const __m256 t = _mm256_fmsub_ps(_mm256_set1_ps(job->sa[i]), _mm256_cvtepi32_ps(sums), _mm256_set1_ps(job->c[i]));
+// acc + scale * (sa * sums - c): a block's part of its row's 8 outputs (group_portable's fused steps); sa and c
+// given, or row i's of the job.
+AVX2_TARGET static inline __attribute__((always_inline)) __m256 add_scaled(float sa, float c, __m256 scale, __m256i sums, __m256 acc) {
+  const __m256 t = _mm256_fmsub_ps(_mm256_set1_ps(sa), _mm256_cvtepi32_ps(sums), _mm256_set1_ps(c));
   return _mm256_fmadd_ps(scale, t, acc);
+}
+
+AVX2_TARGET static inline __attribute__((always_inline)) __m256 add_block(const Job *job, size_t i, __m256 scale, __m256i sums, __m256 acc) {
+  return add_scaled(job->sa[i], job->c[i], scale, sums, acc);
 }
 
 // The scales of a block's 8 columns of half h.
@@ -135,15 +140,46 @@ AVX2_TARGET static inline __attribute__((always_inline)) __m256i step_sums(__m25
   return _mm256_add_epi16(s, _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(a)), _mm256_maddubs_epi16(hi, broadcast4(a + 16))));
 }
 
+// A decode step's rows (2 to 4) block by block (Job's rows4): the block's 8 quads of 4 activations, each quad of
+// every row together (quad j of row r at 16j + 4r), then the rows' 4 scales and 4 corrections. With each row's
+// values in its own array the 4-row kernel kept a dozen pointers and offsets, more than the 15 registers, and
+// spilled them: from one pointer, 4 rows of 48 products 896 x 4,864 took 0.85-0.96x the time from memory,
+// 0.86-0.94x in cache (a local harness, the two alternating; the same bits).
+enum { ROWS4_BLOCK = 160 };
+
+size_t svc_rows4_bytes(int k) {
+  return (size_t)(k / 32) * ROWS4_BLOCK;
+}
+
+void svc_rows4_avx2(const int8_t *q, const float *sa, const float *c, int m, int k, void *out) {
+  const int nb = k / 32;
+  memset(out, 0, svc_rows4_bytes(k));
+  for (int b = 0; b < nb; b++) {
+    uint8_t *o = (uint8_t *)out + (size_t)b * ROWS4_BLOCK;
+    float *s = (float *)(o + 128);
+    for (int r = 0; r < m; r++) {
+      for (int j = 0; j < 8; j++) memcpy(o + 16 * j + 4 * r, q + (size_t)r * k + (size_t)b * 32 + 4 * j, 4);
+      s[r] = sa[(size_t)r * nb + b], s[4 + r] = c[(size_t)r * nb + b];
+    }
+  }
+}
+
+// s + a row's code sums of a block's step of 8 columns: low codes times x[0..3], high ones times z[0..3].
+AVX2_TARGET static inline __attribute__((always_inline)) __m256i step_sums4(__m256i s, __m256i lo, __m256i hi, const void *x, const void *z) {
+  return _mm256_add_epi16(s, _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(x)), _mm256_maddubs_epi16(hi, broadcast4(z))));
+}
+
 // 2 to 4 rows (a constant in each caller): 8 of the group's columns (h) over blocks [b0, b1), each step's codes
 // unpacked once for all rows, each row's code sums kept in 16 bits until the block ends (unpacking a block's codes
 // for all rows first kept them in 8 of the 16 registers: 24 of a layer's MLPs of 4 rows took 1.04-1.05x the time
-// from memory, 1.11-1.13x in cache; local harnesses, the two alternating). acc: the rows' 8 sums so far.
+// from memory, 1.11-1.13x in cache; local harnesses, the two alternating). acc: the rows' 8 sums so far. From
+// the rows' own arrays, or (il, a constant in each caller) from Job's rows4.
 AVX2_TARGET static inline __attribute__((always_inline)) void group_half(const Job *job, int g, int r0, const int rows, int b0, int b1,
-                                                                         const int half, int h, __m256 *acc) {
+                                                                         const int half, int h, const int il, __m256 *acc) {
   const Packed *w = job->w;
   const int nb = w->nb;
   const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256 + 32 * h;
+  const uint8_t *x = job->rows4;
   const size_t k = (size_t)w->k;
   const __m256i mask = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
   __m256 acc0 = acc[0], acc1 = acc[1], acc2 = acc[2], acc3 = acc[3];
@@ -155,16 +191,31 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group_half(const J
     for (int t = 0; t < 4; t++) {
       const __m256i v = _mm256_load_si256((const __m256i *)(p + 64 * t));
       const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-      const int8_t *as = a + 4 * t;
-      s0 = step_sums(s0, lo, hi, as), s1 = step_sums(s1, lo, hi, as + k);
-      if (rows > 2) s2 = step_sums(s2, lo, hi, as + 2 * k);
-      if (rows > 3) s3 = step_sums(s3, lo, hi, as + 3 * k);
+      if (il) {
+        const uint8_t *xs = x + (size_t)b * ROWS4_BLOCK + 16 * t;
+        s0 = step_sums4(s0, lo, hi, xs, xs + 64), s1 = step_sums4(s1, lo, hi, xs + 4, xs + 68);
+        if (rows > 2) s2 = step_sums4(s2, lo, hi, xs + 8, xs + 72);
+        if (rows > 3) s3 = step_sums4(s3, lo, hi, xs + 12, xs + 76);
+      } else {
+        const int8_t *as = a + 4 * t;
+        s0 = step_sums(s0, lo, hi, as), s1 = step_sums(s1, lo, hi, as + k);
+        if (rows > 2) s2 = step_sums(s2, lo, hi, as + 2 * k);
+        if (rows > 3) s3 = step_sums(s3, lo, hi, as + 3 * k);
+      }
     }
     const __m256 scale = scales_of(w, at, half);
-    acc0 = add_block(job, i, scale, _mm256_madd_epi16(s0, ones), acc0);
-    acc1 = add_block(job, i + nb, scale, _mm256_madd_epi16(s1, ones), acc1);
-    if (rows > 2) acc2 = add_block(job, i + 2 * nb, scale, _mm256_madd_epi16(s2, ones), acc2);
-    if (rows > 3) acc3 = add_block(job, i + 3 * nb, scale, _mm256_madd_epi16(s3, ones), acc3);
+    if (il) {
+      const float *sc = (const float *)(x + (size_t)b * ROWS4_BLOCK + 128);
+      acc0 = add_scaled(sc[0], sc[4], scale, _mm256_madd_epi16(s0, ones), acc0);
+      acc1 = add_scaled(sc[1], sc[5], scale, _mm256_madd_epi16(s1, ones), acc1);
+      if (rows > 2) acc2 = add_scaled(sc[2], sc[6], scale, _mm256_madd_epi16(s2, ones), acc2);
+      if (rows > 3) acc3 = add_scaled(sc[3], sc[7], scale, _mm256_madd_epi16(s3, ones), acc3);
+    } else {
+      acc0 = add_block(job, i, scale, _mm256_madd_epi16(s0, ones), acc0);
+      acc1 = add_block(job, i + nb, scale, _mm256_madd_epi16(s1, ones), acc1);
+      if (rows > 2) acc2 = add_block(job, i + 2 * nb, scale, _mm256_madd_epi16(s2, ones), acc2);
+      if (rows > 3) acc3 = add_block(job, i + 3 * nb, scale, _mm256_madd_epi16(s3, ones), acc3);
+    }
   }
   acc[0] = acc0, acc[1] = acc1, acc[2] = acc2, acc[3] = acc3;
 }
@@ -189,7 +240,10 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group_rows(const J
   }
   for (int c0 = b0; c0 < b1; c0 += turn) {
     const int c1 = b1 - c0 < turn ? b1 : c0 + turn;
-    for (int h = 0; h < halves; h++) group_half(job, g, r0, rows, c0, c1, half, h, acc[h]);
+    for (int h = 0; h < halves; h++) {
+      if (job->rows4) group_half(job, g, r0, rows, c0, c1, half, h, 1, acc[h]);
+      else group_half(job, g, r0, rows, c0, c1, half, h, 0, acc[h]);
+    }
   }
   for (int h = 0; h < halves; h++) {
     const int n0 = g * 16 + 8 * h, cols = w->n - n0 < 8 ? w->n - n0 : 8;

@@ -700,6 +700,10 @@ typedef struct {
   QuantFn quant;
   Quant8Fn quant8;
   SiluMulFn silu_mul;
+  // a decode step's 2 to 4 rows in the layout the path's q4 kernel reads them from (Job's rows4), and its bytes;
+  // NULL: none
+  void (*rows4)(const int8_t *q, const float *sa, const float *c, int m, int k, void *out);
+  size_t (*rows4_bytes)(int k);
   size_t q8_width;
   // a decode step's products under this many bytes run on one thread (few_threads). With AVX-512 VNNI an
   // attention's projections of a 0.5B model (0.05-0.5 MB) ran slower split over two threads than on one
@@ -714,11 +718,12 @@ typedef struct {
 
 static Path path_for(bool portable) {
 #if defined(__x86_64__)
-  if (!portable && cpu_path == PATH_VNNI) return (Path){group_vnni, group8_vnni, NULL, NULL, quant_row_vnni, quant8_vnni, silu_mul_vnni, 1, 1 << 20};
+  if (!portable && cpu_path == PATH_VNNI) return (Path){group_vnni, group8_vnni, NULL, NULL, quant_row_vnni, quant8_vnni, silu_mul_vnni, NULL, NULL, 1, 1 << 20};
   if (!portable && cpu_path == PATH_AVX2)
-    return (Path){svc_group_avx2, svc_group8_avx2, svc_pair_avx2, svc_pair8_avx2, svc_quant_row_avx2, svc_quant8_avx2, svc_silu_mul_avx2, 2, 1 << 17};
+    return (Path){svc_group_avx2, svc_group8_avx2, svc_pair_avx2, svc_pair8_avx2, svc_quant_row_avx2, svc_quant8_avx2, svc_silu_mul_avx2,
+                  svc_rows4_avx2, svc_rows4_bytes, 2, 1 << 17};
 #endif
-  return (Path){group_portable, group8_portable, NULL, NULL, quant_row, quant8, silu_mul_portable, 1, 1 << 20};
+  return (Path){group_portable, group8_portable, NULL, NULL, quant_row, quant8, silu_mul_portable, NULL, NULL, 1, 1 << 20};
 }
 
 // Gate and up in one pass over the column groups: group g of both products (same activations, same columns),
@@ -930,20 +935,22 @@ static napi_value matmul_q4(napi_env env, napi_callback_info info) {
   const bool portable = a.portable;
 
   const size_t nb = (size_t)w->nb;
+  const Path path = path_for(portable);
   int8_t *q = malloc((size_t)m * w->k);
   float *sa = malloc((size_t)m * nb * sizeof(float)), *c = malloc((size_t)m * nb * sizeof(float));
-  if (!q || !sa || !c) {
-    free(q), free(sa), free(c);
+  void *rows4 = path.rows4_bytes && m >= 2 && m <= 4 ? malloc(path.rows4_bytes(w->k)) : NULL;
+  if (!q || !sa || !c || (path.rows4_bytes && m >= 2 && m <= 4 && !rows4)) {
+    free(q), free(sa), free(c), free(rows4);
     napi_throw_range_error(env, NULL, "matmulQ4: out of memory");
     return NULL;
   }
-  const Path path = path_for(portable);
   const GroupFn fn = path.q4;
   const QuantFn quant = path.quant;
   for (int64_t r = 0; r < m; r++) quant((const float *)x + r * w->k, w->k, q + r * w->k, sa + r * nb, c + r * nb);
-  const Job job = {w, (int32_t)m, q, sa, c, y};
+  if (rows4) path.rows4(q, sa, c, (int)m, w->k, rows4);
+  const Job job = {w, (int32_t)m, q, sa, c, y, rows4};
   run_job(&job, w->np / 16, job.m, w->nb, q4_segment(w->nb), fn, path.q4_pair, few_threads(w->bytes, m, (int)threads, path.alone));
-  free(q), free(sa), free(c);
+  free(q), free(sa), free(c), free(rows4);
   return NULL;
 }
 
@@ -1005,15 +1012,18 @@ static napi_value mlp_q4(napi_env env, napi_callback_info info) {
   // (a prompt's whole g and u went out to memory and back: 1,024 rows ran at ~155 G MAC/s against ~210 for 64).
   // One scratch block: g (then h) and u [block][inter], x's and h's scales and corrections, x's and h's codes
   const size_t nbx = hidden / 32, nbh = inter / 32, block = rows < ROW_BLOCK ? rows : ROW_BLOCK;
-  const size_t floats = block * (2 * inter + 2 * nbx + 2 * nbh);
-  float *scratch = malloc(floats * sizeof(float) + block * (hidden + inter));
+  const Path path = path_for(portable);
+  const int rows4 = path.rows4_bytes && rows >= 2 && rows <= 4;
+  const size_t floats = block * (2 * inter + 2 * nbx + 2 * nbh), r4x = rows4 ? path.rows4_bytes((int)hidden) : 0;
+  const size_t r4h = rows4 ? path.rows4_bytes((int)inter) : 0;
+  float *scratch = malloc(floats * sizeof(float) + block * (hidden + inter) + r4x + r4h);
   if (!scratch) {
     napi_throw_range_error(env, NULL, "mlpQ4: out of memory");
     return NULL;
   }
   float *g = scratch, *u = g + block * inter, *sx = u + block * inter, *cx = sx + block * nbx, *sh = cx + block * nbx, *ch = sh + block * nbh;
   int8_t *qx = (int8_t *)(scratch + floats), *qh = qx + block * hidden;
-  const Path path = path_for(portable);
+  void *x4 = rows4 ? (void *)(qh + block * inter) : NULL, *h4 = rows4 ? (void *)((uint8_t *)x4 + r4x) : NULL;
   const GroupFn fn = path.q4;
   const SiluMulFn silu_mul = path.silu_mul;
   const QuantFn quant = path.quant;
@@ -1021,11 +1031,13 @@ static napi_value mlp_q4(napi_env env, napi_callback_info info) {
     const size_t n = rows - r0 < block ? rows - r0 : block;
     const float *xb = (const float *)x + r0 * hidden;
     for (size_t r = 0; r < n; r++) quant(xb + r * hidden, (int)hidden, qx + r * hidden, sx + r * nbx, cx + r * nbx);
-    const Job gj = {gate, (int32_t)n, qx, sx, cx, g}, uj = {up, (int32_t)n, qx, sx, cx, u};
+    if (x4) path.rows4(qx, sx, cx, (int)n, (int)hidden, x4);
+    const Job gj = {gate, (int32_t)n, qx, sx, cx, g, x4}, uj = {up, (int32_t)n, qx, sx, cx, u, x4};
     const MlpJob first = {&gj, &uj, g, u, (int)inter, fn, path.q4_pair, silu_mul};
     run_job(&first, gate->np / 16, (int)n, gate->nb, 0, group_mlp, NULL, (int)threads);
     for (size_t r = 0; r < n; r++) quant(g + r * inter, (int)inter, qh + r * inter, sh + r * nbh, ch + r * nbh);
-    const Job second = {down, (int32_t)n, qh, sh, ch, (float *)y + r0 * hidden};
+    if (h4) path.rows4(qh, sh, ch, (int)n, (int)inter, h4);
+    const Job second = {down, (int32_t)n, qh, sh, ch, (float *)y + r0 * hidden, h4};
     run_job(&second, down->np / 16, (int)n, down->nb, q4_segment(down->nb), fn, path.q4_pair, (int)threads);
   }
   free(scratch);
