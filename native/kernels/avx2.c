@@ -140,7 +140,7 @@ AVX2_TARGET static inline __attribute__((always_inline)) __m256i step_sums(__m25
   return _mm256_add_epi16(s, _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(a)), _mm256_maddubs_epi16(hi, broadcast4(a + 16))));
 }
 
-// A decode step's rows (2 to 4) block by block (Job's rows4): the block's 8 quads of 4 activations, each quad of
+// A decode step's rows (3 or 4) block by block (Job's rows4): the block's 8 quads of 4 activations, each quad of
 // every row together (quad j of row r at 16j + 4r), then the rows' 4 scales and 4 corrections. With each row's
 // values in its own array the 4-row kernel kept a dozen pointers and offsets, more than the 15 registers, and
 // spilled them: from one pointer, 4 rows of 48 products 896 x 4,864 took 0.85-0.96x the time from memory,

@@ -700,8 +700,8 @@ typedef struct {
   QuantFn quant;
   Quant8Fn quant8;
   SiluMulFn silu_mul;
-  // a decode step's 2 to 4 rows in the layout the path's q4 kernel reads them from (Job's rows4), and its bytes;
-  // NULL: none
+  // a decode step's 3 or 4 rows in the layout the path's q4 kernel reads them from (Job's rows4), and its bytes;
+  // NULL: none (one or two rows take the pair kernel, a row at a time)
   void (*rows4)(const int8_t *q, const float *sa, const float *c, int m, int k, void *out);
   size_t (*rows4_bytes)(int k);
   size_t q8_width;
@@ -938,8 +938,9 @@ static napi_value matmul_q4(napi_env env, napi_callback_info info) {
   const Path path = path_for(portable);
   int8_t *q = malloc((size_t)m * w->k);
   float *sa = malloc((size_t)m * nb * sizeof(float)), *c = malloc((size_t)m * nb * sizeof(float));
-  void *rows4 = path.rows4_bytes && m >= 2 && m <= 4 ? malloc(path.rows4_bytes(w->k)) : NULL;
-  if (!q || !sa || !c || (path.rows4_bytes && m >= 2 && m <= 4 && !rows4)) {
+  const bool decode4 = path.rows4_bytes && m >= 3 && m <= 4;
+  void *rows4 = decode4 ? malloc(path.rows4_bytes(w->k)) : NULL;
+  if (!q || !sa || !c || (decode4 && !rows4)) {
     free(q), free(sa), free(c), free(rows4);
     napi_throw_range_error(env, NULL, "matmulQ4: out of memory");
     return NULL;
@@ -1013,7 +1014,7 @@ static napi_value mlp_q4(napi_env env, napi_callback_info info) {
   // One scratch block: g (then h) and u [block][inter], x's and h's scales and corrections, x's and h's codes
   const size_t nbx = hidden / 32, nbh = inter / 32, block = rows < ROW_BLOCK ? rows : ROW_BLOCK;
   const Path path = path_for(portable);
-  const int rows4 = path.rows4_bytes && rows >= 2 && rows <= 4;
+  const int rows4 = path.rows4_bytes && rows >= 3 && rows <= 4;
   const size_t floats = block * (2 * inter + 2 * nbx + 2 * nbh), r4x = rows4 ? path.rows4_bytes((int)hidden) : 0;
   const size_t r4h = rows4 ? path.rows4_bytes((int)inter) : 0;
   float *scratch = malloc(floats * sizeof(float) + block * (hidden + inter) + r4x + r4h);
