@@ -141,10 +141,8 @@ AVX2_TARGET static inline __attribute__((always_inline)) __m256i step_sums(__m25
 }
 
 // A decode step's rows (3 or 4) block by block (Job's rows4): the block's 8 quads of 4 activations, each quad of
-// every row together (quad j of row r at 16j + 4r), then the rows' 4 scales and 4 corrections. With each row's
-// values in its own array the 4-row kernel kept a dozen pointers and offsets, more than the 15 registers, and
-// spilled them: from one pointer, 4 rows of 48 products 896 x 4,864 took 0.85-0.96x the time from memory,
-// 0.86-0.94x in cache (a local harness, the two alternating; the same bits).
+// every row together (quad j of row r at 16j + 4r), then the rows' 4 scales and 4 corrections (the fourth row's
+// zeros where there are 3), so that the kernel reaches every row's values from one pointer.
 enum { ROWS4_BLOCK = 160 };
 
 size_t svc_rows4_bytes(int k) {
@@ -164,25 +162,25 @@ void svc_rows4_avx2(const int8_t *q, const float *sa, const float *c, int m, int
   }
 }
 
-// s + a row's code sums of a block's step of 8 columns: low codes times x[0..3], high ones times z[0..3].
-AVX2_TARGET static inline __attribute__((always_inline)) __m256i step_sums4(__m256i s, __m256i lo, __m256i hi, const void *x, const void *z) {
-  return _mm256_add_epi16(s, _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(x)), _mm256_maddubs_epi16(hi, broadcast4(z))));
-}
-
-// 2 to 4 rows (a constant in each caller): 8 of the group's columns (h) over blocks [b0, b1), each step's codes
-// unpacked once for all rows, each row's code sums kept in 16 bits until the block ends (unpacking a block's codes
-// for all rows first kept them in 8 of the 16 registers: 24 of a layer's MLPs of 4 rows took 1.04-1.05x the time
-// from memory, 1.11-1.13x in cache; local harnesses, the two alternating). acc: the rows' 8 sums so far. From
-// the rows' own arrays, or (il, a constant in each caller) from Job's rows4.
+// A prompt's rows (2 to 4, a constant in each caller; m > 4): 8 of the group's columns (h) over blocks [b0, b1),
+// each step's codes unpacked once for all rows, each row's code sums kept in 16 bits until the block ends
+// (unpacking a block's codes for all rows first kept them in 8 of the 16 registers: 24 of a layer's MLPs of 4 rows
+// took 1.04-1.05x the time from memory, 1.11-1.13x in cache; local harnesses, the two alternating). The rows'
+// sums so far are read from y where b0 > 0 (a segment of k after the first) and written back.
 AVX2_TARGET static inline __attribute__((always_inline)) void group_half(const Job *job, int g, int r0, const int rows, int b0, int b1,
-                                                                         const int half, int h, const int il, __m256 *acc) {
+                                                                         const int half, int h) {
   const Packed *w = job->w;
-  const int nb = w->nb;
+  const int nb = w->nb, n0 = g * 16 + 8 * h, cols = w->n - n0 < 8 ? w->n - n0 : 8;
   const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256 + 32 * h;
-  const uint8_t *x = job->rows4;
-  const size_t k = (size_t)w->k;
+  float *y = job->y + (size_t)r0 * w->n + n0;
+  const size_t n = (size_t)w->n, k = (size_t)w->k;
   const __m256i mask = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-  __m256 acc0 = acc[0], acc1 = acc[1], acc2 = acc[2], acc3 = acc[3];
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  if (b0 > 0) {
+    acc0 = load_first(y, cols), acc1 = load_first(y + n, cols);
+    if (rows > 2) acc2 = load_first(y + 2 * n, cols);
+    if (rows > 3) acc3 = load_first(y + 3 * n, cols);
+  }
   for (int b = b0; b < b1; b++, p += 256) {
     const size_t at = ((size_t)g * nb + b) * 16 + 8 * h, i = (size_t)r0 * nb + b;
     if (h == 0) fetch_ahead(w, p, at, half);
@@ -191,64 +189,114 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group_half(const J
     for (int t = 0; t < 4; t++) {
       const __m256i v = _mm256_load_si256((const __m256i *)(p + 64 * t));
       const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-      if (il) {
-        const uint8_t *xs = x + (size_t)b * ROWS4_BLOCK + 16 * t;
-        s0 = step_sums4(s0, lo, hi, xs, xs + 64), s1 = step_sums4(s1, lo, hi, xs + 4, xs + 68);
-        if (rows > 2) s2 = step_sums4(s2, lo, hi, xs + 8, xs + 72);
-        if (rows > 3) s3 = step_sums4(s3, lo, hi, xs + 12, xs + 76);
-      } else {
-        const int8_t *as = a + 4 * t;
-        s0 = step_sums(s0, lo, hi, as), s1 = step_sums(s1, lo, hi, as + k);
-        if (rows > 2) s2 = step_sums(s2, lo, hi, as + 2 * k);
-        if (rows > 3) s3 = step_sums(s3, lo, hi, as + 3 * k);
-      }
+      const int8_t *as = a + 4 * t;
+      s0 = step_sums(s0, lo, hi, as), s1 = step_sums(s1, lo, hi, as + k);
+      if (rows > 2) s2 = step_sums(s2, lo, hi, as + 2 * k);
+      if (rows > 3) s3 = step_sums(s3, lo, hi, as + 3 * k);
     }
     const __m256 scale = scales_of(w, at, half);
-    if (il) {
-      const float *sc = (const float *)(x + (size_t)b * ROWS4_BLOCK + 128);
-      acc0 = add_scaled(sc[0], sc[4], scale, _mm256_madd_epi16(s0, ones), acc0);
-      acc1 = add_scaled(sc[1], sc[5], scale, _mm256_madd_epi16(s1, ones), acc1);
-      if (rows > 2) acc2 = add_scaled(sc[2], sc[6], scale, _mm256_madd_epi16(s2, ones), acc2);
-      if (rows > 3) acc3 = add_scaled(sc[3], sc[7], scale, _mm256_madd_epi16(s3, ones), acc3);
-    } else {
-      acc0 = add_block(job, i, scale, _mm256_madd_epi16(s0, ones), acc0);
-      acc1 = add_block(job, i + nb, scale, _mm256_madd_epi16(s1, ones), acc1);
-      if (rows > 2) acc2 = add_block(job, i + 2 * nb, scale, _mm256_madd_epi16(s2, ones), acc2);
-      if (rows > 3) acc3 = add_block(job, i + 3 * nb, scale, _mm256_madd_epi16(s3, ones), acc3);
-    }
+    acc0 = add_block(job, i, scale, _mm256_madd_epi16(s0, ones), acc0);
+    acc1 = add_block(job, i + nb, scale, _mm256_madd_epi16(s1, ones), acc1);
+    if (rows > 2) acc2 = add_block(job, i + 2 * nb, scale, _mm256_madd_epi16(s2, ones), acc2);
+    if (rows > 3) acc3 = add_block(job, i + 3 * nb, scale, _mm256_madd_epi16(s3, ones), acc3);
   }
-  acc[0] = acc0, acc[1] = acc1, acc[2] = acc2, acc[3] = acc3;
+  store_first(y, acc0, cols);
+  store_first(y + n, acc1, cols);
+  if (rows > 2) store_first(y + 2 * n, acc2, cols);
+  if (rows > 3) store_first(y + 3 * n, acc3, cols);
 }
 
-// A decode step's rows (m <= 4) read the group's weights from memory as they go: its two halves take turns every
-// DECODE_TURN blocks instead of one after the other, so that reads keep coming while the second half's sums are
-// made (one half after the other, the second half's time from the core's caches added to the memory time: 4 rows
-// of 48 products 896 x 4,864 took 0.82-1.00x the time with the turns, 1.12-1.14x in cache; local harness, the two
-// alternating). A prompt's rows (m > 4) read a segment from the core's caches for each chunk of rows: the halves
-// one after the other.
-enum { DECODE_TURN = 8 };
+// One row's products of a step (ymm8: the group's columns 0-7, ymm9: 8-15, as codes) with its 4 activations at
+// X(%[x]), added to its sums S0 and S1: one broadcast for both halves.
+#define ROW4_STEP(X, S0, S1)                                                                                          \
+  "vpbroadcastd " #X "(%[x]), %%ymm10\n\t"                                                                            \
+  "vpmaddubsw %%ymm10, %%ymm8, %%ymm11\n\t"                                                                           \
+  "vpaddw %%ymm11, %[" #S0 "], %[" #S0 "]\n\t"                                                                        \
+  "vpmaddubsw %%ymm10, %%ymm9, %%ymm11\n\t"                                                                           \
+  "vpaddw %%ymm11, %[" #S1 "], %[" #S1 "]\n\t"
+
+// Step t of a block (its 64 bytes at P(%[p])): the low codes times each row's quad t (at 16t), the high codes
+// times its quad 4 + t (at 64 + 16t).
+#define ROWS4_STEP(P0, P1, X0, X1, X2, X3, Z0, Z1, Z2, Z3)                                                             \
+  "vpand " #P0 "(%[p]), %[mask], %%ymm8\n\t"                                                                          \
+  "vpand " #P1 "(%[p]), %[mask], %%ymm9\n\t"                                                                          \
+  ROW4_STEP(X0, a0, a1) ROW4_STEP(X1, b0, b1) ROW4_STEP(X2, c0, c1) ROW4_STEP(X3, d0, d1)                          \
+  "vmovdqa " #P0 "(%[p]), %%ymm8\n\t"                                                                                 \
+  "vmovdqa " #P1 "(%[p]), %%ymm9\n\t"                                                                                 \
+  "vpsrlw $4, %%ymm8, %%ymm8\n\t"                                                                                     \
+  "vpsrlw $4, %%ymm9, %%ymm9\n\t"                                                                                     \
+  "vpand %%ymm8, %[mask], %%ymm8\n\t"                                                                                 \
+  "vpand %%ymm9, %[mask], %%ymm9\n\t"                                                                                 \
+  ROW4_STEP(Z0, a0, a1) ROW4_STEP(Z1, b0, b1) ROW4_STEP(Z2, c0, c1) ROW4_STEP(Z3, d0, d1)
+
+// A block's code sums of 4 rows (rows4's, at x) over the group's 16 columns (its 256 bytes at p), in 16 bits: s[2r]
+// columns 0-7 of row r, s[2r + 1] columns 8-15. In assembly: GCC, given these steps in intrinsics, kept the 8
+// sums in memory (a hundred spills a block); here they stay in 8 registers beside the codes (2), a broadcast, a
+// product and the mask.
+AVX2_TARGET static inline __attribute__((always_inline)) void block_sums4(const uint8_t *p, const uint8_t *x, __m256i mask, __m256i *s) {
+  __m256i a0, a1, b0, b1, c0, c1, d0, d1;
+  __asm__("vpxor %[a0], %[a0], %[a0]\n\t"
+          "vpxor %[a1], %[a1], %[a1]\n\t"
+          "vpxor %[b0], %[b0], %[b0]\n\t"
+          "vpxor %[b1], %[b1], %[b1]\n\t"
+          "vpxor %[c0], %[c0], %[c0]\n\t"
+          "vpxor %[c1], %[c1], %[c1]\n\t"
+          "vpxor %[d0], %[d0], %[d0]\n\t"
+          "vpxor %[d1], %[d1], %[d1]\n\t"
+          ROWS4_STEP(0, 32, 0, 4, 8, 12, 64, 68, 72, 76)
+          ROWS4_STEP(64, 96, 16, 20, 24, 28, 80, 84, 88, 92)
+          ROWS4_STEP(128, 160, 32, 36, 40, 44, 96, 100, 104, 108)
+          ROWS4_STEP(192, 224, 48, 52, 56, 60, 112, 116, 120, 124)
+          : [a0] "=&x"(a0), [a1] "=&x"(a1), [b0] "=&x"(b0), [b1] "=&x"(b1), [c0] "=&x"(c0), [c1] "=&x"(c1), [d0] "=&x"(d0), [d1] "=&x"(d1)
+          : [p] "r"(p), [x] "r"(x), [mask] "x"(mask), "m"(*(const uint8_t(*)[256])p), "m"(*(const uint8_t(*)[128])x)
+          : "xmm8", "xmm9", "xmm10", "xmm11");
+  s[0] = a0, s[1] = a1, s[2] = b0, s[3] = b1, s[4] = c0, s[5] = c1, s[6] = d0, s[7] = d1;
+}
+
+// A decode step's 3 or 4 rows (Job's rows4; rows a constant in each caller): the group's 16 columns in one pass,
+// each broadcast of a row's activations feeding both halves' products. With 4 rows the AVX2 kernel is bound by
+// its vector operations, not by memory: every vpmaddubsw needs its row's 4 activations broadcast (on Zen 3 as
+// costly as the product; a timing-only build without them ran in half the time) and a 16-bit add, where VNNI's
+// one vpdpbusd does all three. Against 8 columns at a time (two passes, the second half's time from the core's
+// caches added to the memory time; then the halves in turns of 8 blocks; then from rows4), 4 rows of 48 products
+// 896 x 4,864 took 0.84x the time from memory and 0.78-0.85x in cache (a local harness, alternating; the same
+// bits). The rows' float sums stay in acc, in memory, one load and one store each a block.
+AVX2_TARGET static inline __attribute__((always_inline)) void group_rows4(const Job *job, int g, const int rows, int b0, int b1, const int half) {
+  const Packed *w = job->w;
+  const int nb = w->nb, cols = group_cols(w->n, g);
+  const size_t n = (size_t)w->n;
+  const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256, *x = (const uint8_t *)job->rows4 + (size_t)b0 * ROWS4_BLOCK;
+  float *y = job->y + g * 16;
+  __m256 acc[8];
+  for (int r = 0; r < rows; r++) {
+    acc[2 * r] = b0 > 0 ? load_first(y + r * n, cols) : _mm256_setzero_ps();
+    acc[2 * r + 1] = b0 > 0 ? load_first(y + r * n + 8, cols - 8) : _mm256_setzero_ps();
+  }
+  const __m256i mask = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+  for (int b = b0; b < b1; b++, p += 256, x += ROWS4_BLOCK) {
+    const size_t at = ((size_t)g * nb + b) * 16;
+    fetch_ahead(w, p, at, half);
+    __m256i s[8];
+    block_sums4(p, x, mask, s);
+    const __m256 scale0 = scales_of(w, at, half), scale1 = scales_of(w, at + 8, half);
+    const float *sc = (const float *)(x + 128);
+    for (int r = 0; r < rows; r++) {
+      acc[2 * r] = add_scaled(sc[r], sc[4 + r], scale0, _mm256_madd_epi16(s[2 * r], ones), acc[2 * r]);
+      acc[2 * r + 1] = add_scaled(sc[r], sc[4 + r], scale1, _mm256_madd_epi16(s[2 * r + 1], ones), acc[2 * r + 1]);
+    }
+  }
+  for (int r = 0; r < rows; r++) {
+    store_first(y + r * n, acc[2 * r], cols);
+    store_first(y + r * n + 8, acc[2 * r + 1], cols - 8);
+  }
+}
 
 AVX2_TARGET static inline __attribute__((always_inline)) void group_rows(const Job *job, int g, int r0, const int rows, int b0, int b1,
                                                                          const int half) {
   if (rows == 1) return group_row(job, g, r0, b0, b1, half);
-  const Packed *w = job->w;
-  const int halves = w->n - g * 16 > 8 ? 2 : 1, turn = job->m <= 4 ? DECODE_TURN : b1 - b0;
-  __m256 acc[2][4];
-  for (int h = 0; h < halves; h++) {
-    const int n0 = g * 16 + 8 * h, cols = w->n - n0 < 8 ? w->n - n0 : 8;
-    for (int r = 0; r < 4; r++) acc[h][r] = b0 > 0 && r < rows ? load_first(job->y + (size_t)(r0 + r) * w->n + n0, cols) : _mm256_setzero_ps();
-  }
-  for (int c0 = b0; c0 < b1; c0 += turn) {
-    const int c1 = b1 - c0 < turn ? b1 : c0 + turn;
-    for (int h = 0; h < halves; h++) {
-      if (job->rows4) group_half(job, g, r0, rows, c0, c1, half, h, 1, acc[h]);
-      else group_half(job, g, r0, rows, c0, c1, half, h, 0, acc[h]);
-    }
-  }
-  for (int h = 0; h < halves; h++) {
-    const int n0 = g * 16 + 8 * h, cols = w->n - n0 < 8 ? w->n - n0 : 8;
-    for (int r = 0; r < rows; r++) store_first(job->y + (size_t)(r0 + r) * w->n + n0, acc[h][r], cols);
-  }
+  if (rows > 2 && job->rows4) return group_rows4(job, g, rows, b0, b1, half);
+  group_half(job, g, r0, rows, b0, b1, half, 0);
+  if (job->w->n - g * 16 > 8) group_half(job, g, r0, rows, b0, b1, half, 1);
 }
 
 // One row of two groups (PairFn), block by block: two weight streams at once. A thread reading its weights as

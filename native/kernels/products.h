@@ -2,6 +2,7 @@
 #ifndef SVC_PRODUCTS_H
 #define SVC_PRODUCTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 // Weights repacked per group of 16 columns, per block b, 4 steps of 64 bytes: lane j (column j) holds codes
