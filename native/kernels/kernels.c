@@ -1011,7 +1011,8 @@ static napi_value mlp_q4(napi_env env, napi_callback_info info) {
 
   // the rows go through the whole MLP ROW_BLOCK at a time, so that g, u and h stay in the core's own caches
   // (a prompt's whole g and u went out to memory and back: 1,024 rows ran at ~155 G MAC/s against ~210 for 64).
-  // One scratch block: g (then h) and u [block][inter], x's and h's scales and corrections, x's and h's codes
+  // One scratch block: g (then h) and u [block][inter], x's and h's scales and corrections, x's and h's codes, and
+  // (a decode step of 3 or 4 rows where the path has it) x's and h's values in its rows4 layout
   const size_t nbx = hidden / 32, nbh = inter / 32, block = rows < ROW_BLOCK ? rows : ROW_BLOCK;
   const Path path = path_for(portable);
   const int rows4 = path.rows4_bytes && rows >= 3 && rows <= 4;
