@@ -253,14 +253,16 @@ AVX2_TARGET static inline __attribute__((always_inline)) void block_sums4(const 
   s[0] = a0, s[1] = a1, s[2] = b0, s[3] = b1, s[4] = c0, s[5] = c1, s[6] = d0, s[7] = d1;
 }
 
-// A decode step's 3 or 4 rows (Job's rows4; rows a constant in each caller): the group's 16 columns in one pass,
-// each broadcast of a row's activations feeding both halves' products. With 4 rows the AVX2 kernel is bound by
-// its vector operations, not by memory: every vpmaddubsw needs its row's 4 activations broadcast (on Zen 3 as
-// costly as the product; a timing-only build without them ran in half the time) and a 16-bit add, where VNNI's
-// one vpdpbusd does all three. Against 8 columns at a time (two passes, the second half's time from the core's
-// caches added to the memory time; then the halves in turns of 8 blocks; then from rows4), 4 rows of 48 products
-// 896 x 4,864 took 0.84x the time from memory and 0.78-0.85x in cache (a local harness, alternating; the same
-// bits). The rows' float sums stay in acc, in memory, one load and one store each a block.
+// A decode step's 3 or 4 rows (Job's rows4, made for a whole step: r0 is 0; rows a constant in each caller, the
+// assembly's fourth row zeros where there are 3): the group's 16 columns in one pass, each broadcast of a row's
+// activations feeding both halves' products. With 4 rows the AVX2 kernel is bound by its vector operations, not
+// by memory: every vpmaddubsw needs its row's 4 activations broadcast (on Zen 3 as costly as the product; a
+// timing-only build without them ran in half the time) and a 16-bit add, where VNNI's one vpdpbusd does all
+// three. Against the kernel before it (group_half's 8 columns at a time, the two halves taking turns every 8
+// blocks, the rows' values from rows4), 4 rows of 48 products 896 x 4,864 took 0.84x the time from memory and
+// 0.78-0.85x in cache (a local harness), 24 q4 MLPs of 4 rows 0.76-0.91x at one thread and 0.84-0.87x at two (the
+// addon before and after); all alternating in one process, the same bits. The rows' float sums (acc) are kept in
+// memory by the compiler, a load and a store each a block.
 AVX2_TARGET static inline __attribute__((always_inline)) void group_rows4(const Job *job, int g, const int rows, int b0, int b1, const int half) {
   const Packed *w = job->w;
   const int nb = w->nb, cols = group_cols(w->n, g);
