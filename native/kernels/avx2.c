@@ -140,9 +140,10 @@ AVX2_TARGET static inline __attribute__((always_inline)) __m256i step_sums(__m25
   return _mm256_add_epi16(s, _mm256_add_epi16(_mm256_maddubs_epi16(lo, broadcast4(a)), _mm256_maddubs_epi16(hi, broadcast4(a + 16))));
 }
 
-// A decode step's rows (3 or 4) block by block (Job's rows4): the block's 8 quads of 4 activations, each quad of
-// every row together (quad j of row r at 16j + 4r), then the rows' 4 scales and 4 corrections (the fourth row's
-// zeros where there are 3), so that the kernel reaches every row's values from one pointer.
+// The rows of a product of 3 or more, in chunks of 4 (Job's rows4; chunk j: rows 4j to 4j + 3, svc_rows4_bytes
+// each), block by block: the block's 8 quads of 4 activations, each quad of the chunk's rows together (quad j of
+// row r at 16j + 4r), then the rows' 4 scales and 4 corrections (zeros for rows past m), so that the kernel
+// reaches every row's values from one pointer.
 enum { ROWS4_BLOCK = 160 };
 
 size_t svc_rows4_bytes(int k) {
@@ -151,18 +152,20 @@ size_t svc_rows4_bytes(int k) {
 
 void svc_rows4_avx2(const int8_t *q, const float *sa, const float *c, int m, int k, void *out) {
   const int nb = k / 32;
-  memset(out, 0, svc_rows4_bytes(k));
-  for (int b = 0; b < nb; b++) {
-    uint8_t *o = (uint8_t *)out + (size_t)b * ROWS4_BLOCK;
-    float *s = (float *)(o + 128);
-    for (int r = 0; r < m; r++) {
-      for (int j = 0; j < 8; j++) memcpy(o + 16 * j + 4 * r, q + (size_t)r * k + (size_t)b * 32 + 4 * j, 4);
-      s[r] = sa[(size_t)r * nb + b], s[4 + r] = c[(size_t)r * nb + b];
+  memset(out, 0, svc_rows4_bytes(k) * (size_t)((m + 3) / 4));
+  for (int r = 0; r < m; r++) {
+    uint8_t *chunk = (uint8_t *)out + svc_rows4_bytes(k) * (size_t)(r / 4);
+    for (int b = 0; b < nb; b++) {
+      uint8_t *o = chunk + (size_t)b * ROWS4_BLOCK;
+      float *s = (float *)(o + 128);
+      for (int j = 0; j < 8; j++) memcpy(o + 16 * j + 4 * (r & 3), q + (size_t)r * k + (size_t)b * 32 + 4 * j, 4);
+      s[r & 3] = sa[(size_t)r * nb + b], s[4 + (r & 3)] = c[(size_t)r * nb + b];
     }
   }
 }
 
-// A prompt's rows (2 to 4, a constant in each caller; m > 4): 8 of the group's columns (h) over blocks [b0, b1),
+// 2 to 4 rows (a constant in each caller; on this path a prompt's chunk of 2, the others taking group_rows4): 8 of
+// the group's columns (h) over blocks [b0, b1),
 // each step's codes unpacked once for all rows, each row's code sums kept in 16 bits until the block ends
 // (unpacking a block's codes for all rows first kept them in 8 of the 16 registers: 24 of a layer's MLPs of 4 rows
 // took 1.04-1.05x the time from memory, 1.11-1.13x in cache; local harnesses, the two alternating). The rows'
@@ -253,22 +256,24 @@ AVX2_TARGET static inline __attribute__((always_inline)) void block_sums4(const 
   s[0] = a0, s[1] = a1, s[2] = b0, s[3] = b1, s[4] = c0, s[5] = c1, s[6] = d0, s[7] = d1;
 }
 
-// A decode step's 3 or 4 rows (Job's rows4, made for a whole step: r0 is 0; rows a constant in each caller, the
-// assembly's fourth row zeros where there are 3): the group's 16 columns in one pass, each broadcast of a row's
-// activations feeding both halves' products. With 4 rows the AVX2 kernel is bound by its vector operations, not
+// A chunk of 3 or 4 rows (Job's rows4; rows a constant in each caller, the assembly's fourth row zeros where there
+// are 3): the group's 16 columns in one pass, each broadcast of a row's activations feeding both halves' products. With 4 rows the AVX2 kernel is bound by its vector operations, not
 // by memory: every vpmaddubsw needs its row's 4 activations broadcast (on Zen 3 as costly as the product; a
 // timing-only build without them ran in half the time) and a 16-bit add, where VNNI's one vpdpbusd does all
 // three. Against the kernel before it (group_half's 8 columns at a time, the two halves taking turns every 8
 // blocks, the rows' values from rows4), 4 rows of 48 products 896 x 4,864 took 0.84x the time from memory and
 // 0.78-0.85x in cache (a local harness), 24 q4 MLPs of 4 rows 0.76-0.91x at one thread and 0.84-0.87x at two (the
-// addon before and after); all alternating in one process, the same bits. The rows' float sums (acc) are kept in
-// memory by the compiler, a load and a store each a block.
-AVX2_TARGET static inline __attribute__((always_inline)) void group_rows4(const Job *job, int g, const int rows, int b0, int b1, const int half) {
+// addon before and after); a prompt's rows, cache-resident, 82 rows 0.87-0.94x, 33 rows 0.93-0.97x; all
+// alternating in one process, the same bits. The rows' float sums (acc) are kept in memory by the compiler, a load
+// and a store each a block.
+AVX2_TARGET static inline __attribute__((always_inline)) void group_rows4(const Job *job, int g, int r0, const int rows, int b0, int b1,
+                                                                          const int half) {
   const Packed *w = job->w;
   const int nb = w->nb, cols = group_cols(w->n, g);
   const size_t n = (size_t)w->n;
-  const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256, *x = (const uint8_t *)job->rows4 + (size_t)b0 * ROWS4_BLOCK;
-  float *y = job->y + g * 16;
+  const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256;
+  const uint8_t *x = (const uint8_t *)job->rows4 + svc_rows4_bytes(w->k) * (size_t)(r0 / 4) + (size_t)b0 * ROWS4_BLOCK;
+  float *y = job->y + (size_t)r0 * n + g * 16;
   __m256 acc[8];
   for (int r = 0; r < rows; r++) {
     acc[2 * r] = b0 > 0 ? load_first(y + r * n, cols) : _mm256_setzero_ps();
@@ -296,7 +301,7 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group_rows4(const 
 AVX2_TARGET static inline __attribute__((always_inline)) void group_rows(const Job *job, int g, int r0, const int rows, int b0, int b1,
                                                                          const int half) {
   if (rows == 1) return group_row(job, g, r0, b0, b1, half);
-  if (rows > 2 && job->rows4) return group_rows4(job, g, rows, b0, b1, half);
+  if (rows > 2 && job->rows4) return group_rows4(job, g, r0, rows, b0, b1, half);
   group_half(job, g, r0, rows, b0, b1, half, 0);
   if (job->w->n - g * 16 > 8) group_half(job, g, r0, rows, b0, b1, half, 1);
 }

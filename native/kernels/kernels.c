@@ -700,7 +700,7 @@ typedef struct {
   QuantFn quant;
   Quant8Fn quant8;
   SiluMulFn silu_mul;
-  // a decode step's 3 or 4 rows in the layout the path's q4 kernel reads them from (Job's rows4), and its bytes;
+  // 3 or more rows in the layout the path's q4 kernel reads them from (Job's rows4), and its bytes a chunk of 4;
   // NULL: none (one or two rows take the pair kernel, a row at a time)
   void (*rows4)(const int8_t *q, const float *sa, const float *c, int m, int k, void *out);
   size_t (*rows4_bytes)(int k);
@@ -938,9 +938,9 @@ static napi_value matmul_q4(napi_env env, napi_callback_info info) {
   const Path path = path_for(portable);
   int8_t *q = malloc((size_t)m * w->k);
   float *sa = malloc((size_t)m * nb * sizeof(float)), *c = malloc((size_t)m * nb * sizeof(float));
-  const bool decode4 = path.rows4_bytes && m >= 3 && m <= 4;
-  void *rows4 = decode4 ? malloc(path.rows4_bytes(w->k)) : NULL;
-  if (!q || !sa || !c || (decode4 && !rows4)) {
+  const bool chunks4 = path.rows4_bytes && m >= 3;
+  void *rows4 = chunks4 ? malloc(path.rows4_bytes(w->k) * (size_t)((m + 3) / 4)) : NULL;
+  if (!q || !sa || !c || (chunks4 && !rows4)) {
     free(q), free(sa), free(c), free(rows4);
     napi_throw_range_error(env, NULL, "matmulQ4: out of memory");
     return NULL;
@@ -1012,12 +1012,12 @@ static napi_value mlp_q4(napi_env env, napi_callback_info info) {
   // the rows go through the whole MLP ROW_BLOCK at a time, so that g, u and h stay in the core's own caches
   // (a prompt's whole g and u went out to memory and back: 1,024 rows ran at ~155 G MAC/s against ~210 for 64).
   // One scratch block: g (then h) and u [block][inter], x's and h's scales and corrections, x's and h's codes, and
-  // (a decode step of 3 or 4 rows where the path has it) x's and h's values in its rows4 layout
+  // (3 or more rows where the path has it) x's and h's values in its rows4 layout
   const size_t nbx = hidden / 32, nbh = inter / 32, block = rows < ROW_BLOCK ? rows : ROW_BLOCK;
   const Path path = path_for(portable);
-  const int rows4 = path.rows4_bytes && rows >= 3 && rows <= 4;
-  const size_t floats = block * (2 * inter + 2 * nbx + 2 * nbh), r4x = rows4 ? path.rows4_bytes((int)hidden) : 0;
-  const size_t r4h = rows4 ? path.rows4_bytes((int)inter) : 0;
+  const int rows4 = path.rows4_bytes && rows >= 3;
+  const size_t floats = block * (2 * inter + 2 * nbx + 2 * nbh), r4x = rows4 ? path.rows4_bytes((int)hidden) * ((block + 3) / 4) : 0;
+  const size_t r4h = rows4 ? path.rows4_bytes((int)inter) * ((block + 3) / 4) : 0;
   float *scratch = malloc(floats * sizeof(float) + block * (hidden + inter) + r4x + r4h);
   if (!scratch) {
     napi_throw_range_error(env, NULL, "mlpQ4: out of memory");

@@ -19,8 +19,8 @@ typedef struct {
 } Packed;
 
 // One product's activations, quantized: q [m][k] int8, sa [m][nb] scales, c [m][nb] = 8 * scale * sum(q).
-// rows4: NULL, or (a decode step of 3 or 4 rows on the AVX2 path) the same values block by block, every row's
-// in one place (svc_rows4_avx2), so that the kernel reaches them all from one pointer.
+// rows4: NULL, or (3 or more rows on the AVX2 path) the same values in chunks of 4 rows, block by block, every
+// row's in one place (svc_rows4_avx2), so that the kernel reaches a chunk's from one pointer.
 typedef struct {
   const Packed *w;
   int32_t m;
@@ -76,7 +76,8 @@ void svc_quant8_params(float lo, float hi, float *scale, int32_t *zp);
 int svc_has_avx2(void);
 void svc_group_avx2(const void *job, int g, int r0, int rows, int b0, int b1);
 void svc_quant_row_avx2(const float *x, int k, int8_t *q, float *sa, float *c);
-// The bytes of svc_rows4_avx2's layout for k, and that layout of m (at most 4) rows' q, sa and c (see Job).
+// The bytes of a chunk of 4 rows in svc_rows4_avx2's layout for k, and that layout of m rows' q, sa and c
+// ((m + 3) / 4 chunks; see Job).
 size_t svc_rows4_bytes(int k);
 void svc_rows4_avx2(const int8_t *q, const float *sa, const float *c, int m, int k, void *out);
 void svc_group8_avx2(const void *job, int g, int r0, int rows, int b0, int b1);
