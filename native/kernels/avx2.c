@@ -164,49 +164,34 @@ void svc_rows4_avx2(const int8_t *q, const float *sa, const float *c, int m, int
   }
 }
 
-// 2 to 4 rows (a constant in each caller; on this path a prompt's chunk of 2, the others taking group_rows4): 8 of
-// the group's columns (h) over blocks [b0, b1),
-// each step's codes unpacked once for all rows, each row's code sums kept in 16 bits until the block ends
-// (unpacking a block's codes for all rows first kept them in 8 of the 16 registers: 24 of a layer's MLPs of 4 rows
-// took 1.04-1.05x the time from memory, 1.11-1.13x in cache; local harnesses, the two alternating). The rows'
-// sums so far are read from y where b0 > 0 (a segment of k after the first) and written back.
-AVX2_TARGET static inline __attribute__((always_inline)) void group_half(const Job *job, int g, int r0, const int rows, int b0, int b1,
-                                                                         const int half, int h) {
+// Two rows (a prompt's last chunk of 2; a product of 3 or more rows takes group_rows4, two decode rows the pair
+// kernel): 8 of the group's columns (h) over blocks [b0, b1), each step's codes unpacked once for both rows, each
+// row's code sums kept in 16 bits until the block ends. The rows' sums so far are read from y where b0 > 0 (a
+// segment of k after the first) and written back.
+AVX2_TARGET static inline __attribute__((always_inline)) void group_two(const Job *job, int g, int r0, int b0, int b1, const int half, int h) {
   const Packed *w = job->w;
   const int nb = w->nb, n0 = g * 16 + 8 * h, cols = w->n - n0 < 8 ? w->n - n0 : 8;
   const uint8_t *p = w->packed + ((size_t)g * nb + b0) * 256 + 32 * h;
   float *y = job->y + (size_t)r0 * w->n + n0;
   const size_t n = (size_t)w->n, k = (size_t)w->k;
   const __m256i mask = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-  if (b0 > 0) {
-    acc0 = load_first(y, cols), acc1 = load_first(y + n, cols);
-    if (rows > 2) acc2 = load_first(y + 2 * n, cols);
-    if (rows > 3) acc3 = load_first(y + 3 * n, cols);
-  }
+  __m256 acc0 = b0 > 0 ? load_first(y, cols) : _mm256_setzero_ps(), acc1 = b0 > 0 ? load_first(y + n, cols) : _mm256_setzero_ps();
   for (int b = b0; b < b1; b++, p += 256) {
     const size_t at = ((size_t)g * nb + b) * 16 + 8 * h, i = (size_t)r0 * nb + b;
     if (h == 0) fetch_ahead(w, p, at, half);
     const int8_t *a = job->q + (size_t)r0 * k + (size_t)b * 32;
-    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0;
     for (int t = 0; t < 4; t++) {
       const __m256i v = _mm256_load_si256((const __m256i *)(p + 64 * t));
       const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-      const int8_t *as = a + 4 * t;
-      s0 = step_sums(s0, lo, hi, as), s1 = step_sums(s1, lo, hi, as + k);
-      if (rows > 2) s2 = step_sums(s2, lo, hi, as + 2 * k);
-      if (rows > 3) s3 = step_sums(s3, lo, hi, as + 3 * k);
+      s0 = step_sums(s0, lo, hi, a + 4 * t), s1 = step_sums(s1, lo, hi, a + k + 4 * t);
     }
     const __m256 scale = scales_of(w, at, half);
     acc0 = add_block(job, i, scale, _mm256_madd_epi16(s0, ones), acc0);
     acc1 = add_block(job, i + nb, scale, _mm256_madd_epi16(s1, ones), acc1);
-    if (rows > 2) acc2 = add_block(job, i + 2 * nb, scale, _mm256_madd_epi16(s2, ones), acc2);
-    if (rows > 3) acc3 = add_block(job, i + 3 * nb, scale, _mm256_madd_epi16(s3, ones), acc3);
   }
   store_first(y, acc0, cols);
   store_first(y + n, acc1, cols);
-  if (rows > 2) store_first(y + 2 * n, acc2, cols);
-  if (rows > 3) store_first(y + 3 * n, acc3, cols);
 }
 
 // One row's products of a step (ymm8: the group's columns 0-7, ymm9: 8-15, as codes) with its 4 activations at
@@ -257,11 +242,11 @@ AVX2_TARGET static inline __attribute__((always_inline)) void block_sums4(const 
 }
 
 // A chunk of 3 or 4 rows (Job's rows4; rows a constant in each caller, the assembly's fourth row zeros where there
-// are 3): the group's 16 columns in one pass, each broadcast of a row's activations feeding both halves' products. With 4 rows the AVX2 kernel is bound by its vector operations, not
-// by memory: every vpmaddubsw needs its row's 4 activations broadcast (on Zen 3 as costly as the product; a
+// are 3): the group's 16 columns in one pass, each broadcast of a row's activations feeding both halves' products.
+// With 4 rows the AVX2 kernel is bound by its vector operations, not by memory: every vpmaddubsw needs its row's 4 activations broadcast (on Zen 3 as costly as the product; a
 // timing-only build without them ran in half the time) and a 16-bit add, where VNNI's one vpdpbusd does all
-// three. Against the kernel before it (group_half's 8 columns at a time, the two halves taking turns every 8
-// blocks, the rows' values from rows4), 4 rows of 48 products 896 x 4,864 took 0.84x the time from memory and
+// three. Against the kernel before it (8 of the group's columns at a time for up to 4 rows, the two halves taking
+// turns every 8 blocks, the rows' values from rows4), 4 rows of 48 products 896 x 4,864 took 0.84x the time from memory and
 // 0.78-0.85x in cache (a local harness), 24 q4 MLPs of 4 rows 0.76-0.91x at one thread and 0.84-0.87x at two (the
 // addon before and after); a prompt's rows, cache-resident, 82 rows 0.87-0.94x, 33 rows 0.93-0.97x; all
 // alternating in one process, the same bits. The rows' float sums (acc) are kept in memory by the compiler, a load
@@ -301,9 +286,9 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group_rows4(const 
 AVX2_TARGET static inline __attribute__((always_inline)) void group_rows(const Job *job, int g, int r0, const int rows, int b0, int b1,
                                                                          const int half) {
   if (rows == 1) return group_row(job, g, r0, b0, b1, half);
-  if (rows > 2 && job->rows4) return group_rows4(job, g, r0, rows, b0, b1, half);
-  group_half(job, g, r0, rows, b0, b1, half, 0);
-  if (job->w->n - g * 16 > 8) group_half(job, g, r0, rows, b0, b1, half, 1);
+  if (rows > 2) return group_rows4(job, g, r0, rows, b0, b1, half);
+  group_two(job, g, r0, b0, b1, half, 0);
+  if (job->w->n - g * 16 > 8) group_two(job, g, r0, b0, b1, half, 1);
 }
 
 // One row of two groups (PairFn), block by block: two weight streams at once. A thread reading its weights as
@@ -454,7 +439,9 @@ AVX2_TARGET static inline __attribute__((always_inline)) void group8_steps(const
 
 // Rows r0 .. r0 + rows - 1 (rows <= 4) of group g: two at a time (with four, the sums do not fit in the 16
 // registers). A batch's decode step (m <= 4) reads the weights from memory as it goes: with more than two rows,
-// the two pairs take turns every DECODE_TURN8 steps (as the 4-bit kernel's halves do: see group_rows).
+// the two pairs take turns every DECODE_TURN8 steps, so that the reads keep coming while the second pair's sums are
+// made (the second pair after the first added its time from the core's caches to the memory time: 24 q8 MLPs of
+// 4 rows took 0.86x the time with the turns at one thread, 0.89x at two; the addon before and after, alternating).
 enum { DECODE_TURN8 = 32 };
 
 AVX2_TARGET static void group8_rows(const Job8 *job, int g, int r0, int rows) {

@@ -19,8 +19,9 @@ typedef struct {
 } Packed;
 
 // One product's activations, quantized: q [m][k] int8, sa [m][nb] scales, c [m][nb] = 8 * scale * sum(q).
-// rows4: NULL, or (3 or more rows on the AVX2 path) the same values in chunks of 4 rows, block by block, every
-// row's in one place (svc_rows4_avx2), so that the kernel reaches a chunk's from one pointer.
+// rows4: NULL, or (3 or more rows on the AVX2 path, where its kernel needs it) the same values in chunks of 4
+// rows, block by block, every row's in one place (svc_rows4_avx2), so that the kernel reaches a chunk's from one
+// pointer.
 typedef struct {
   const Packed *w;
   int32_t m;
