@@ -526,6 +526,27 @@ AVX2_TARGET void svc_quant8_avx2(const float *x, int64_t m, int k, int kp, void 
   }
 }
 
+// kernels.c's argmax_plain with AVX2, the same answer: the largest value by MAXPS, which keeps its second operand
+// (the running maxima) where x is NaN, then the first index holding it. -1 where nothing is above -infinity.
+AVX2_TARGET int64_t svc_argmax_avx2(const float *x, int64_t n) {
+  __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0), m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+    m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 16), m2), m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 24), m3);
+  }
+  float max = max8(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
+  for (; i < n; i++) max = x[i] > max ? x[i] : max;
+  if (max == -INFINITY) return -1;
+  const __m256 v = _mm256_set1_ps(max);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), v, _CMP_EQ_OQ));
+    if (hit) return i + __builtin_ctz((unsigned)hit);
+  }
+  for (; i < n; i++) if (x[i] == max) return i;
+  return -1;
+}
+
 // kernels.c's silu_mul_portable with AVX2: the same clamps (a NaN passes through), polynomials by fused
 // multiply-adds, one division, + 0.5, the lower clamp, and the two products.
 AVX2_TARGET void svc_silu_mul_avx2(float *g, const float *u, int cols) {

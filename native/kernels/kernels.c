@@ -1297,6 +1297,41 @@ static napi_value kernel_path(napi_env env, napi_callback_info info) {
   napi_create_string_utf8(env, PATH_NAMES[cpu_path], NAPI_AUTO_LENGTH, &s);
   return s;
 }
+// The index of x's largest value, its first, NaN never chosen; -1 where nothing is above -infinity.
+static int64_t argmax_plain(const float *x, int64_t n) {
+  float max = -INFINITY;
+  for (int64_t i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+  if (max == -INFINITY) return -1;
+  for (int64_t i = 0; i < n; i++)
+    if (x[i] == max) return i;
+  return -1;
+}
+
+// argmax(x, portable?): the index of x's largest value (its first; NaN never chosen), 0 where nothing is above
+// -infinity, as sampling.ts's argmax: a greedy step's choice over a vocabulary's logits, in one vectorized pass
+// and a find.
+static napi_value argmax(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return throw_type(env, "argmax(x, portable?)");
+  static const int at[1] = {0};
+  static const char *const names[1] = {"x"};
+  void *data[1];
+  size_t len[1];
+  bool portable;
+  if (!get_arrays(env, argv, "argmax", 1, at, names, FLOATS, data, len) ||
+      !get_portable(env, argv, argc, 1, &portable, "argmax: portable must be a boolean"))
+    return NULL;
+#if defined(__x86_64__)
+  const int64_t i = !portable && cpu_path != PATH_PORTABLE ? svc_argmax_avx2(data[0], (int64_t)len[0]) : argmax_plain(data[0], (int64_t)len[0]);
+#else
+  (void)portable;
+  const int64_t i = argmax_plain(data[0], (int64_t)len[0]);
+#endif
+  napi_value r;
+  napi_create_int64(env, i < 0 ? 0 : i, &r);
+  return r;
+}
 
 NAPI_MODULE_INIT() {
   cpu_path = cpu_has_vnni() ? PATH_VNNI : PATH_PORTABLE;
@@ -1313,6 +1348,7 @@ NAPI_MODULE_INIT() {
     {"mlpQ8", NULL, mlp_q8, NULL, NULL, NULL, napi_enumerable, NULL},
     {"rmsNorm", NULL, rms_norm, NULL, NULL, NULL, napi_enumerable, NULL},
     {"addInto", NULL, add_into, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"argmax", NULL, argmax, NULL, NULL, NULL, napi_enumerable, NULL},
     {"attention", NULL, attention, NULL, NULL, NULL, napi_enumerable, NULL},
     {"rest", NULL, rest, NULL, NULL, NULL, napi_enumerable, NULL},
     {"kernelPath", NULL, kernel_path, NULL, NULL, NULL, napi_enumerable, NULL},

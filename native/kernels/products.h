@@ -86,6 +86,7 @@ void svc_pair_avx2(const void *a, int ga, const void *b, int gb, int r);
 void svc_pair8_avx2(const void *a, int ga, const void *b, int gb, int r);
 void svc_quant8_avx2(const float *x, int64_t m, int k, int kp, void *q, float *scale, int32_t *zp);
 void svc_silu_mul_avx2(float *g, const float *u, int cols);
+int64_t svc_argmax_avx2(const float *x, int64_t n);
 #endif
 
 #endif

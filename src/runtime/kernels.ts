@@ -66,6 +66,11 @@ export interface NativeKernels {
   /** y = a + b; b as long as a, or one row of it repeated (a bias). */
   addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
   /**
+   * The index of x's largest value, its first (NaN never chosen), 0 where none is above -Infinity: sampling.ts's
+   * argmax. The addon's alone (WebAssembly's would gain little over the script's loop).
+   */
+  argmax?(x: Float32Array, portable?: boolean): number;
+  /**
    * A decoder layer's attention for `s` new positions of each row, as svc's rewritten graphs compute it
    * (src/services/inference/attention-stage.ts): q, k rotated at each position's row of the caches, scores
    * against the cached and the new keys divided by `divisor`, the mask added, softmax, the values summed; query
@@ -141,6 +146,7 @@ interface Addon {
   mlpQ8: MlpCall<object>;
   rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void;
   addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
+  argmax(x: Float32Array, portable?: boolean): number;
   attention(
     q: Float32Array,
     k: Float32Array,
@@ -200,6 +206,7 @@ function load(): { kernels?: NativeKernels; reason?: string } {
         addon.mlpQ8(handle(gate), handle(up), handle(down), x, m, y, threads, portable),
       rmsNorm: (x, w, epsilon, y) => addon.rmsNorm(x, w, epsilon, y),
       addInto: (a, b, y) => addon.addInto(a, b, y),
+      argmax: (x, portable) => addon.argmax(x, portable),
       rest: () => addon.rest(),
       attention: (a, ...shape) =>
         addon.attention(a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastK, a.pastV, a.mask, a.out, a.newK, a.newV, ...shape),

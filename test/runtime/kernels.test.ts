@@ -304,6 +304,44 @@ for (const { impl, get } of IMPLS) {
   });
 }
 
+// numpy's nanargmax judges: the first index of the largest value, NaN left out (a vocabulary's logits, ties, NaN,
+// -0 beside 0, a tail past the vector width); where nothing but NaN and -Infinity is there, 0.
+const ARGMAX_CASES = `
+import sys, json, numpy as np
+rng = np.random.default_rng(5)
+cases = []
+def add(a):
+    a = np.asarray(a, dtype=np.float32)
+    fin = a[~np.isnan(a)]
+    want = int(np.nanargmax(a)) if fin.size and fin.max() > -np.inf else 0
+    cases.append({'x': [str(v) for v in a.tolist()], 'want': want})
+add(rng.standard_normal(151936) * 3)
+v = rng.standard_normal(1000); v[[17, 400, 999]] = 9; add(v)
+v = rng.standard_normal(77); v[::3] = np.nan; add(v)
+add([np.nan] * 9 + [1.5] + [np.nan] * 30 + [1.5])
+add([-0.0, 0.0, -1.0]); add([0.0, -0.0]); add([-np.inf] * 40); add([np.nan] * 33); add([np.nan, -np.inf, -3.0])
+add([]); add([2.0]); add(np.arange(45, dtype=np.float32))
+json.dump(cases, open(sys.argv[1], 'w'))
+`;
+
+for (const portable of [false, true]) {
+  test(`argmax${portable ? ' (plain C)' : ''}: numpy's nanargmax on logits, ties, NaN and -Infinity`, () => {
+    const kn = addon();
+    const dir = mkdtempSync(join(tmpdir(), 'svc-argmax-'));
+    try {
+      execFileSync('/usr/bin/python3', ['-c', ARGMAX_CASES, join(dir, 'cases.json')]);
+      const cases = JSON.parse(readFileSync(join(dir, 'cases.json'), 'utf8')) as { x: string[]; want: number }[];
+      for (const { x, want } of cases) {
+        const a = Float32Array.from(x, Number);
+        assert.equal(kn.argmax!(a, portable), want, `${a.length} values: ${x.slice(0, 6).join(', ')}`);
+      }
+      assert.throws(() => kn.argmax!(new Float64Array(4) as never, portable), { name: 'TypeError' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
 test('SVC_NATIVE_KERNELS=0 turns them off, with that reason', () => {
   const code =
     `import('./src/runtime/kernels.ts').then((m) => console.log(JSON.stringify([m.nativeKernels() === undefined, m.nativeKernelsUnavailable()])))`;
