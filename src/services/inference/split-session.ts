@@ -10,6 +10,7 @@ import { attentionOf, type AttentionStage } from './attention-stage.ts';
 import type { OrtWeb } from './backend.ts';
 import { syncSession } from './onnxruntime-node.ts';
 import { indexGraph, modelGraph } from '../models/onnx-wire.ts';
+import { type JoinedProducts, joinProducts } from './joined-products.ts';
 import type { Kernel, Mlp, SplitGraph, ValueMetadata, WeightProduct } from './weight-split.ts';
 
 type OrtTensor = InstanceType<OrtWeb['Tensor']>;
@@ -35,6 +36,8 @@ interface Call {
   y: number;
   width(k: number): number;
   run(x: Float32Array, other: Float32Array | undefined, m: number, y: Float32Array): void;
+  /** Products joined into this call (./joined-products.ts): each one's slot and columns of `output`. */
+  parts?: { y: number; n: number }[];
 }
 
 /** An attention stage's values by slot. */
@@ -80,7 +83,7 @@ const ATTENTION_KERNEL_NEW = 8;
 
 export class SplitSession {
   /** Graph stages and kernel calls a run makes (steps: residual sums and norms between products). */
-  readonly stages: { graphs: number; mlps: number; products: number; steps: number; attentions: number };
+  readonly stages: { graphs: number; mlps: number; products: number; joined: number; steps: number; attentions: number };
 
   private constructor(
     private ort: OrtWeb,
@@ -91,7 +94,7 @@ export class SplitSession {
     readonly outputNames: string[],
     readonly inputMetadata: ValueMetadata[],
     readonly outputMetadata: ValueMetadata[],
-    counts: { mlps: number; products: number; steps: number; attentions: number },
+    counts: { mlps: number; products: number; joined: number; steps: number; attentions: number },
     private kernels: NativeKernels,
     private threads: number,
     /** New positions a row up to which attention stages run on the kernel (`ATTENTION_KERNEL_NEW`). */
@@ -122,20 +125,21 @@ export class SplitSession {
     const slots = new Map<string, number>();
     const slot = (name: string) => slots.get(name) ?? (slots.set(name, slots.size), slots.size - 1);
     for (const name of [...split.inputs, ...split.outputs]) slot(name);
-    const counts = { mlps: 0, products: 0, steps: 0, attentions: 0 };
+    const counts = { mlps: 0, products: 0, joined: 0, steps: 0, attentions: 0 };
     type Packed = { bits: 4; w: PackedQ4 } | { bits: 8; w: PackedQ8 };
     // a product met again (its weights let go) gets what it was packed into
     const done = new Map<WeightProduct, Packed>();
+    const letGo = (p: WeightProduct) => {
+      if (p.bits === 4) p.b = new Uint8Array(0);
+      else p.w = new Int8Array(0);
+    };
     const packed = (p: WeightProduct): Packed => {
       let w = done.get(p);
       if (w) return w;
       w = p.bits === 4
         ? { bits: 4, w: kernels.packQ4(p.b, p.scales, p.k, p.n) }
         : { bits: 8, w: kernels.packQ8(p.w, p.scales, p.k, p.n, p.zeroPoint) };
-      if (consume) {
-        if (p.bits === 4) p.b = new Uint8Array(0);
-        else p.w = new Int8Array(0);
-      }
+      if (consume) letGo(p);
       done.set(p, w);
       return w;
     };
@@ -150,8 +154,15 @@ export class SplitSession {
       throw new TypeError("an MLP's products must be of one width");
     };
     const same = (k: number) => k;
-    const callOf = (c: Kernel): Omit<Call, 'x' | 'other' | 'y'> => {
+    const callOf = (c: Kernel | JoinedProducts): Omit<Call, 'x' | 'other' | 'y' | 'parts'> => {
       switch (c.kind) {
+        case 'joined': {
+          counts.joined++;
+          counts.products += c.parts.length - 1; // and the one below
+          const call = callOf({ kind: 'product', product: c.product, bias: c.bias });
+          if (consume) c.from.forEach(letGo);
+          return call;
+        }
         case 'product': {
           counts.products++;
           const { input, output, n } = c.product, multiply = product(c.product), bias = c.bias;
@@ -207,10 +218,11 @@ export class SplitSession {
         }
         steps.push({
           kind: 'kernels',
-          calls: s.calls.map((c): Call => {
+          calls: joinProducts(s.calls).map((c): Call => {
             const call = callOf(c);
             const x = slot(call.inputs[0]!), other = call.inputs[1] === undefined ? -1 : slot(call.inputs[1]);
-            return { ...call, x, other, y: slot(call.output) };
+            const parts = c.kind === 'joined' ? c.parts.map((p) => ({ y: slot(p.output), n: p.n })) : undefined;
+            return { ...call, x, other, y: slot(call.output), parts };
           }),
         });
       }
@@ -302,6 +314,7 @@ export class SplitSession {
         const k = x.dims[x.dims.length - 1]!, m = x.size / k, n = c.width(k);
         const y = keep(c.y, fitting(c.y, m * n) ?? fresh([...x.dims.slice(0, -1), n]));
         c.run(x.data as Float32Array, other?.data as Float32Array | undefined, m, y.data as Float32Array);
+        if (c.parts) this.part(c.parts, y, m, n, keep, fitting, fresh);
       }
     }
     if (made && made.reduce((n, t) => n + (t ? (t.data as ArrayBufferView).byteLength : 0), 0) <= SCRATCH_BYTES) {
@@ -312,6 +325,31 @@ export class SplitSession {
     // a name no step makes (nothing of the graph's outputs) is answered undefined
     for (let j = 0; j < wanted.length; j++) out[wanted[j]!] = values[slots[j]!]!;
     return out;
+  }
+
+  /**
+   * Each joined product's own output from the joined one's columns: for one row a view of them, for more a copy
+   * (each row's columns are apart).
+   */
+  private part(
+    parts: { y: number; n: number }[],
+    joined: OrtTensor,
+    m: number,
+    n: number,
+    keep: (i: number, t: OrtTensor) => OrtTensor,
+    fitting: (i: number, size: number) => OrtTensor | undefined,
+    fresh: (dims: number[]) => OrtTensor,
+  ): void {
+    const all = joined.data as Float32Array, lead = joined.dims.slice(0, -1);
+    let at = 0;
+    for (const p of parts) {
+      if (m === 1) keep(p.y, new this.ort.Tensor('float32', all.subarray(at, at + p.n), [...lead, p.n]));
+      else {
+        const y = keep(p.y, fitting(p.y, m * p.n) ?? fresh([...lead, p.n])).data as Float32Array;
+        for (let r = 0; r < m; r++) y.set(all.subarray(r * n + at, r * n + at + p.n), r * p.n);
+      }
+      at += p.n;
+    }
   }
 
   /** What runs fetching `wanted` share, by the outputs they fetch. */

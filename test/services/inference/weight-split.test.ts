@@ -205,11 +205,13 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
         const whole = await ort.InferenceSession.create(judge, opts);
         const s = await SplitSession.create(ort as never, kernels, split, opts);
         // the embedding's, each layer's attention, the last norm, the present switch; q, k, v, o a layer and the
-        // head; 2 sums and 2 norms a layer but the last norm; every layer's attention
+        // head, a layer's q, k and v in one call; 2 sums and 2 norms a layer but the last norm; every layer's
+        // attention
         assert.deepEqual(s.stages, {
           graphs: layers + 3,
           mlps: layers,
           products: 4 * layers + 1,
+          joined: layers,
           steps: 4 * layers - 1,
           attentions: layers,
         });
@@ -298,7 +300,7 @@ describe('a decoder cut around its 4-bit MLPs and head', () => {
     };
     const whole = await ort.InferenceSession.create(leveled, opts);
     const s = await SplitSession.create(ort as never, counted, splitAtWeights(leveled)!, opts);
-    assert.equal(perBlock.length, 7 * layers + 1, 'q, k, v, o, gate, up, down a layer and the head');
+    assert.equal(perBlock.length, 5 * layers + 1, 'q, k and v joined, o, gate, up, down a layer and the head');
     assert.deepEqual(new Set(perBlock), new Set([18]), '16 bytes of codes and a half a block');
     const want = await whole.run(prefill());
     const got = await s.run(prefill() as never);
