@@ -398,7 +398,22 @@ int svc_attention_prepare(const Attention *a) {
 
 size_t svc_attention_scratch(const Attention *a) {
   const int t = a->p + a->s, tp = (t + 15) & ~15, group = a->heads / a->kv_heads;
-  return (size_t)group * tp + (size_t)group * a->head_size;
+  return (size_t)group * tp + (size_t)group * a->head_size + (size_t)tp;
+}
+
+// A mask value at or below this hides its position: its weight, e^(score + mask - max), is 0 in single precision
+// while any position is visible (exporters write the lowest float or -infinity).
+#define HIDDEN (-1e30f)
+
+// The cached positions [*first, *last) a query can see, where its mask (p cached, then s new) hides those before
+// (a row's left padding) and after (the cache's capacity past a row's length); all p where it hides every one.
+static void visible(const float *mask, int p, int s, int *first, int *last) {
+  int f = 0, l = p;
+  while (f < p && mask[f] <= HIDDEN) f++;
+  while (l > f && mask[l - 1] <= HIDDEN) l--;
+  int seen = f < l;
+  for (int j = 0; j < s && !seen; j++) seen = mask[p + j] > HIDDEN;
+  *first = seen ? f : 0, *last = seen ? l : p;
 }
 
 int svc_attention_unit(const Attention *a, int simd, int unit, float *scratch) {
@@ -409,7 +424,7 @@ int svc_attention_unit(const Attention *a, int simd, int unit, float *scratch) {
 #else
   (void)simd;
 #endif
-  const int s = a->s, p = a->p, d = a->head_size, half = d / 2, t = p + s, tp = (t + 15) & ~15;
+  const int s = a->s, d = a->head_size, half = d / 2, tp = (a->p + s + 15) & ~15;
   const int group = a->heads / a->kv_heads, qw = a->heads * d;
   const int kv = unit % a->kv_heads, rj = unit / a->kv_heads, r = rj / s; // rj: row r's position rj % s
   // scores of the group's heads (rows padded to 16 for the vector tail), then its rotated queries
@@ -420,8 +435,16 @@ int svc_attention_unit(const Attention *a, int simd, int unit, float *scratch) {
   const float *c = a->cos + row * half, *sn = a->sin + row * half;
   const int64_t at = (int64_t)r * a->kv_heads + kv;
   for (int h = 0; h < group; h++) rotate(a->q + (int64_t)rj * qw + (int64_t)(kv * group + h) * d, c, sn, d, q + (int64_t)h * d);
-  const float *pk = a->past_k + at * p * d, *nk = a->new_k + at * s * d, *pv = a->past_v + at * p * d, *nv = a->new_v + at * s * d;
-  const float *mask = a->mask + (int64_t)rj * t;
+  // hidden cached positions are left out (their weights are 0): the others' mask, then the new positions'
+  const float *full = a->mask + (int64_t)rj * (a->p + s);
+  int first, last;
+  visible(full, a->p, s, &first, &last);
+  const int p = last - first, t = p + s;
+  float *mask = q + (int64_t)group * d;
+  memcpy(mask, full + first, sizeof(float) * (size_t)p);
+  memcpy(mask + p, full + a->p, sizeof(float) * (size_t)s);
+  const int64_t past = (at * a->p + first) * d;
+  const float *pk = a->past_k + past, *nk = a->new_k + at * s * d, *pv = a->past_v + past, *nv = a->new_v + at * s * d;
   float *o = a->out + (int64_t)rj * qw + (int64_t)kv * group * d;
 #if defined(__x86_64__)
   if (avx512 || avx2) {

@@ -106,11 +106,13 @@ for (const [heads, kvHeads, d] of [[14, 2, 64], [4, 2, 8], [4, 4, 128]] as const
       const pastK = values(b * kvHeads * past * d, 4, 3), pastV = values(b * kvHeads * past * d, 5);
       const angles = values(rows * d / 2, 6, Math.PI);
       const cos = angles.map(Math.cos), sin = angles.map(Math.sin);
-      // row r: positions 40r + j (any rows of the caches); the last row left-padded by 2 (their keys masked)
+      // row r: positions 40r + j (any rows of the caches); the last row left-padded by 2 (their keys masked), the
+      // first one's cache 3 positions longer than the row (a capacity past its length: masked too)
       const pos = BigInt64Array.from({ length: b * s }, (_, i) => BigInt(40 * Math.floor(i / s) + (i % s) + 3));
       const mask = new Float32Array(b * s * t).map((_, i) => {
         const r = Math.floor(i / (s * t)), j = Math.floor(i / t) % s, at = i % t;
-        return at > past + j || (r === b - 1 && b > 1 && at < Math.min(2, past)) ? MASKED : 0;
+        const pad = r === b - 1 && b > 1 && at < Math.min(2, past), capacity = r === 0 && b > 1 && at < past && at >= past - 3;
+        return at > past + j || pad || capacity ? MASKED : 0;
       });
       const f = (data: Float32Array, dims: number[]) => new ort.Tensor('float32', data, dims);
       const want = await (await session).run({
