@@ -38,6 +38,8 @@ interface Call {
   run(x: Float32Array, other: Float32Array | undefined, m: number, y: Float32Array): void;
   /** Products joined into this call (./joined-products.ts): each one's slot and columns of `output`. */
   parts?: { y: number; n: number }[];
+  /** The call takes the last positions of its input, `other` their count (LastPositions): no `run`. */
+  last?: true;
 }
 
 /** An attention stage's values by slot. */
@@ -181,6 +183,11 @@ export class SplitSession {
         case 'add':
           counts.steps++;
           return { inputs: c.inputs, output: c.output, width: same, run: (a, b, _m, y) => kernels.addInto(a, b!, y) };
+        case 'lastPositions': {
+          counts.steps++;
+          const { input, keep, output } = c.positions;
+          return { inputs: [input, keep], output, width: same, run: () => {}, last: true };
+        }
         case 'rmsNorm': {
           counts.steps++;
           const { input, output, weight, epsilon } = c.norm;
@@ -311,6 +318,10 @@ export class SplitSession {
       }
       for (const c of s.calls) {
         const x = values[c.x]!, other = c.other < 0 ? undefined : values[c.other]!;
+        if (c.last) {
+          lastPositions(x, other!, c.y, keep, fitting, fresh);
+          continue;
+        }
         const k = x.dims[x.dims.length - 1]!, m = x.size / k, n = c.width(k);
         const y = keep(c.y, fitting(c.y, m * n) ?? fresh([...x.dims.slice(0, -1), n]));
         c.run(x.data as Float32Array, other?.data as Float32Array | undefined, m, y.data as Float32Array);
@@ -428,6 +439,31 @@ export class SplitSession {
 
   async release(): Promise<void> {
     await Promise.all(this.steps.flatMap((s) => (s.kind === 'graph' ? [s.session.release(), s.wide?.release()] : [])));
+  }
+}
+
+/**
+ * Slot y: the last k positions of x [b, s, ...] on its axis 1, k = count's value where above 0, else s; counted
+ * back from s as ONNX's Gather takes Range(s - k, s) (a position before 0 wraps around once, as its negative
+ * indices do).
+ */
+function lastPositions(
+  x: OrtTensor,
+  count: OrtTensor,
+  y: number,
+  keep: (i: number, t: OrtTensor) => OrtTensor,
+  fitting: (i: number, size: number) => OrtTensor | undefined,
+  fresh: (dims: number[]) => OrtTensor,
+): void {
+  const [b = 1, s = 1, ...rest] = x.dims, inner = rest.reduce((a, v) => a * v, 1);
+  const asked = Number((count.data as BigInt64Array)[0]), k = asked > 0 ? asked : s;
+  if (x.dims.length < 2 || k > 2 * s) throw new RangeError(`num_logits_to_keep ${asked} does not fit ${s} positions`);
+  const from = x.data as Float32Array, out = keep(y, fitting(y, b * k * inner) ?? fresh([b, k, ...rest])).data as Float32Array;
+  for (let r = 0; r < b; r++) {
+    for (let i = 0; i < k; i++) {
+      const at = s - k + i < 0 ? 2 * s - k + i : s - k + i;
+      out.set(from.subarray((r * s + at) * inner, (r * s + at + 1) * inner), (r * k + i) * inner);
+    }
   }
 }
 

@@ -94,7 +94,18 @@ export type Kernel =
   | { kind: 'product'; product: WeightProduct; bias?: Float32Array }
   | { kind: 'mlp'; mlp: Mlp }
   | { kind: 'add'; inputs: [string, string]; output: string }
-  | { kind: 'rmsNorm'; norm: RmsNorm };
+  | { kind: 'rmsNorm'; norm: RmsNorm }
+  | { kind: 'lastPositions'; positions: LastPositions };
+
+/**
+ * `output` = the last k positions of `input` [b, s, ...] (its axis 1), k the value of `keep` where it is above
+ * 0, else s (every one): the graph's `num_logits_to_keep` before its last norm, as exporters write it.
+ */
+export interface LastPositions {
+  input: string;
+  keep: string;
+  output: string;
+}
 
 export type Stage =
   | { kind: 'graph'; model: Uint8Array; inputs: string[]; outputs: string[] }
@@ -326,6 +337,15 @@ function layerPiece(n: GraphNode, g: Graphs): { at: GraphNode; call: Call; nodes
       nodes: [n],
     };
   }
+  const last = lastPositionsAt(n, g);
+  if (last && g.byCall.has(last.positions.input)) {
+    const { input, keep, output } = last.positions;
+    return {
+      at: n,
+      call: { kernel: { kind: 'lastPositions', positions: last.positions }, reads: [input, keep], outputs: [output] },
+      nodes: last.nodes,
+    };
+  }
   const norm = rmsNormAt(n, g);
   if (norm && g.byCall.has(norm.norm.input)) {
     return {
@@ -335,6 +355,35 @@ function layerPiece(n: GraphNode, g: Graphs): { at: GraphNode; call: Call; nodes
     };
   }
   return undefined;
+}
+
+/**
+ * The last positions of a value ending at `n` (see LastPositions): Gather(x, Range(Cast(Sub(s, Where(Greater(keep,
+ * 0), keep, s))), Cast(s), 1), axis 1) with s = Gather(Shape(x), 1) and `keep` a graph input, every value between
+ * read by these nodes alone.
+ */
+function lastPositionsAt(n: GraphNode, g: Graphs): { positions: LastPositions; nodes: GraphNode[] } | undefined {
+  if (n.opType !== 'Gather' || n.domain || intAttr(n, 'axis') !== 1 || n.inputs.length !== 2 || n.outputs.length !== 1) return undefined;
+  const [x, indices] = n.inputs as [string, string];
+  const one = (name: string | undefined, v: number) => intsOf(name ?? '', g)?.join() === String(v);
+  const range = g.made.get(indices);
+  const [from, to] = [g.made.get(range?.inputs[0] ?? ''), g.made.get(range?.inputs[1] ?? '')];
+  if (range?.opType !== 'Range' || !one(range.inputs[2], 1) || from?.opType !== 'Cast' || to?.opType !== 'Cast') return undefined;
+  const s = to.inputs[0]!, sub = g.made.get(from.inputs[0]!);
+  const where = g.made.get(sub?.inputs[1] ?? ''), keep = where?.inputs[1] ?? '';
+  const greater = g.made.get(where?.inputs[0] ?? ''), pick = g.made.get(s);
+  const shape = g.made.get(pick?.inputs[0] ?? '');
+  if (
+    sub?.opType !== 'Sub' || sub.inputs[0] !== s || where?.opType !== 'Where' || where.inputs[2] !== s ||
+    greater?.opType !== 'Greater' || greater.inputs[0] !== keep || !one(greater.inputs[1], 0) || g.made.has(keep) ||
+    g.inits.has(keep) || pick?.opType !== 'Gather' || (intAttr(pick, 'axis') ?? 0) !== 0 || !one(pick.inputs[1], 1) ||
+    shape?.opType !== 'Shape' || shape.inputs[0] !== x || intAttr(shape, 'start') !== undefined || intAttr(shape, 'end') !== undefined
+  ) return undefined;
+  const nodes = [shape, pick, greater, where, sub, from, to, range, n];
+  const reads = new Map<string, number>();
+  for (const m of nodes) for (const v of m.inputs) reads.set(v, (reads.get(v) ?? 0) + 1);
+  if (nodes.some((m) => m !== n && m.outputs.some((o) => reads.get(o) !== g.readers.get(o)))) return undefined;
+  return { positions: { input: x, keep, output: n.outputs[0]! }, nodes };
 }
 
 /** The Add that adds a bias (a float vector of the product's width) to a product's output, where one does. */

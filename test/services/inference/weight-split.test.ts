@@ -70,14 +70,17 @@ function prefill() {
   };
 }
 
-/** A decode step of n new positions a row after prefill()'s prompt (the second row left-padded by 2), on `cache`'s present values. */
-function decodeStep(cache: Record<string, InstanceType<typeof ort.Tensor>>, n: number) {
+/**
+ * A decode step of n new positions a row after prefill()'s prompt (the second row left-padded by 2), on `cache`'s
+ * present values, the logits of the last `keep` positions (0: all).
+ */
+function decodeStep(cache: Record<string, InstanceType<typeof ort.Tensor>>, n: number, keep = 0) {
   const L = REF.generate.prompt_ids.length;
   return {
     input_ids: i64(Array.from({ length: 2 * n }, (_, i) => 17 + 29 * i), [2, n]),
     attention_mask: i64([...Array(L + n).fill(1), 0, 0, ...Array(L - 2 + n).fill(1)], [2, L + n]),
     position_ids: i64([...Array(n).keys()].flatMap((j) => [L + j]).concat([...Array(n).keys()].map((j) => L - 2 + j)), [2, n]),
-    num_logits_to_keep: i64([0], []),
+    num_logits_to_keep: i64([keep], []),
     [PRESENT_SWITCH]: new ort.Tensor('bool', [false], []),
     ...Object.fromEntries(
       Array.from({ length: layers }, (_, l) => ['key', 'value'].map((kv) => [`past_key_values.${l}.${kv}`, cache[`present.${l}.${kv}`]!]))
@@ -100,20 +103,21 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
       assert.deepEqual(kinds, [
         'graph', // the embedding, the first layer's norm, and what every layer's attention reads (mask, rotary rows)
         'product+product+product', // its queries, keys and values (their biases added)
-        ...Array.from(
-          { length: layers },
-          (_, l) => ['graph', [...layer, ...(l < layers - 1 ? ['rmsNorm', 'product', 'product', 'product'] : [])].join('+')],
-        ).flat(),
-        'graph', // the last norm
-        'product', // the head
+        ...Array.from({ length: layers }, (_, l) => [
+          'graph',
+          // after the last layer, the positions num_logits_to_keep keeps, the last norm and the head
+          [...layer, ...(l < layers - 1 ? ['rmsNorm', 'product', 'product', 'product'] : ['lastPositions', 'rmsNorm', 'product'])].join(
+            '+',
+          ),
+        ]).flat(),
         'graph', // the present switch: the whole cache, for a call that fetches it
       ]);
       // every layer's stage is an attention the kernel runs, reading its own layer's cache: the mask and the rotary
       // rows they share are made in the first stage, from the graph's inputs
       const attentions = split.stages.flatMap((s) => (s.kind === 'graph' ? [attentionOf(s.model, s.inputs, s.outputs)] : []));
       const every = Array.from({ length: layers }, (_, l) => `past_key_values.${l}.key`);
-      // the embedding's stage, the layers', the last norm's, the switch's
-      assert.deepEqual(attentions.map((a) => a?.pastKey), [undefined, ...every, undefined, undefined]);
+      // the embedding's stage, the layers', the switch's
+      assert.deepEqual(attentions.map((a) => a?.pastKey), [undefined, ...every, undefined]);
       assert.deepEqual(
         attentions.filter(Boolean).map((a) => [a!.heads, a!.kvHeads, a!.headSize, a!.divisor]),
         Array(layers).fill([
@@ -123,7 +127,7 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
           Math.fround(Math.sqrt(config.head_dim)),
         ]),
       );
-      // no product (nor what quantizes its input) and no norm is left to ONNX Runtime but the first and the last norm
+      // no product (nor what quantizes its input) and no norm is left to ONNX Runtime but the first
       const left = split.stages.flatMap((s) => (s.kind === 'graph' ? indexGraph(modelGraph(s.model)!.graph).nodes : []));
       const products = ['MatMulNBits', 'MatMulInteger', 'DynamicQuantizeLinear'];
       assert.deepEqual(left.filter((n) => products.includes(n.opType)).map((n) => n.opType), []);
@@ -132,7 +136,7 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
         c,
       ) => (c.kind === 'product' ? [c.product.bits] : c.kind === 'mlp' ? [c.mlp.gate.bits, c.mlp.up.bits, c.mlp.down.bits] : []));
       assert.deepEqual(new Set(bits), new Set([dtype === 'q4' ? 4 : 8]));
-      assert.equal(left.filter((n) => n.opType === 'Pow').length, 2);
+      assert.equal(left.filter((n) => n.opType === 'Pow').length, 1);
       assert.deepEqual(split.inputs.includes(PRESENT_SWITCH), true);
       assert.deepEqual(split.metadata.inputs.find((m) => m.name === 'past_key_values.0.key')!.shape, [
         'batch_size',
@@ -204,15 +208,15 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
         assert.ok(kernels, 'the native kernels are built (npm run build:native)');
         const whole = await ort.InferenceSession.create(judge, opts);
         const s = await SplitSession.create(ort as never, kernels, split, opts);
-        // the embedding's, each layer's attention, the last norm, the present switch; q, k, v, o a layer and the
-        // head, a layer's q, k and v in one call; 2 sums and 2 norms a layer but the last norm; every layer's
-        // attention
+        // the embedding's, each layer's attention, the present switch; q, k, v, o a layer and the head, a layer's
+        // q, k and v in one call; 2 sums and 2 norms a layer (the first's first norm in the embedding's stage, the
+        // last norm after the layers) and the positions kept; every layer's attention
         assert.deepEqual(s.stages, {
-          graphs: layers + 3,
+          graphs: layers + 2,
           mlps: layers,
           products: 4 * layers + 1,
           joined: layers,
-          steps: 4 * layers - 1,
+          steps: 4 * layers + 1,
           attentions: layers,
         });
         const want = await whole.run(prefill());
@@ -232,7 +236,7 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
         await s.release();
       });
 
-      test(`decode steps on ${threads} thread(s) (1 and 3 new positions, two rows, one padded) run each layer's attention on the kernel, with ONNX Runtime's logits`, async () => {
+      test(`decode steps on ${threads} thread(s) (1 and 3 new positions, two rows, one padded; every position's logits, the last one's, the last two's) run each layer's attention on the kernel, with ONNX Runtime's logits`, async () => {
         const kernels = nativeKernels();
         assert.ok(kernels, 'the native kernels are built (npm run build:native)');
         const whole = await ort.InferenceSession.create(judge, opts);
@@ -240,18 +244,18 @@ for (const [dtype, graph] of [['q4', q4], ['q8', q8]] as const) {
         const counted = { ...kernels, attention: (...a: Parameters<typeof kernels.attention>) => (calls++, kernels.attention(...a)) };
         const s = await SplitSession.create(ort as never, counted, split, opts);
         const cache = await whole.run(prefill());
-        for (const n of [1, 3]) {
-          const feeds = decodeStep(cache, n);
+        for (const [n, keep] of [[1, 0], [3, 0], [3, 1], [3, 2]] as const) {
+          const feeds = decodeStep(cache, n, keep);
           const names = whole.outputNames.filter((x) => !x.startsWith('present'));
           const fetch = Object.fromEntries(names.map((x) => [x, null]));
           calls = 0;
           const got = await s.run(feeds as never, fetch as never);
-          assert.equal(calls, layers, `${n} new: attentions on the kernel`);
+          assert.equal(calls, layers, `${n} new, keep ${keep}: attentions on the kernel`);
           const want = await whole.run(feeds, fetch as never);
           for (const name of names) {
             assert.deepEqual(got[name]!.dims, want[name]!.dims, name);
             const err = relMax(got[name]!.data as Float32Array, want[name]!.data as Float32Array);
-            assert.ok(err < TOLERANCE[dtype], `${n} new, ${name}: ${err}`);
+            assert.ok(err < TOLERANCE[dtype], `${n} new, keep ${keep}, ${name}: ${err}`);
           }
         }
         await whole.release();
