@@ -1164,7 +1164,7 @@ static napi_value mlp_q8(napi_env env, napi_callback_info info) {
 
 // --- The small steps between a layer's products: RMSNorm, residual sums, biases ---
 
-static const napi_typedarray_type FLOATS[3] = {napi_float32_array, napi_float32_array, napi_float32_array};
+static const napi_typedarray_type FLOATS[5] = {napi_float32_array, napi_float32_array, napi_float32_array, napi_float32_array, napi_float32_array};
 
 // RMSNorm of one row as ONNX Runtime's SimplifiedLayerNormalization computes it on x64: the squares summed in 8
 // lanes with a fused multiply-add each, the lanes added in halves (l + l+4, then l + l+2, then 0 + 1),
@@ -1194,6 +1194,30 @@ static napi_value rms_norm(napi_env env, napi_callback_info info) {
   const size_t xlen = len[0], wlen = len[1];
   if (!wlen || wlen % 8 || xlen % wlen || len[2] != xlen) return throw_type(env, "rmsNorm: w must hold a multiple of 8 values, x whole rows of them, y as many as x");
   for (size_t r = 0; r < xlen; r += wlen) rms_norm_row((const float *)data[0] + r, data[1], (int)wlen, (float)eps, (float *)data[2] + r);
+  return NULL;
+}
+
+// addRmsNorm(a, b, w, epsilon, sum, y): sum = a + b, element by element, and each row of sum (rows of w.length
+// values) normalized into y, as addInto then rmsNorm give them: a layer's residual sum and the norm that reads
+// it, in one call.
+static napi_value add_rms_norm(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 6) return throw_type(env, "addRmsNorm(a, b, w, epsilon, sum, y)");
+  static const int at[5] = {0, 1, 2, 4, 5};
+  static const char *const names[5] = {"a", "b", "w", "sum", "y"};
+  void *data[5];
+  size_t len[5];
+  double eps;
+  if (!get_arrays(env, argv, "addRmsNorm", 5, at, names, FLOATS, data, len)) return NULL;
+  if (napi_get_value_double(env, argv[3], &eps) != napi_ok) return throw_type(env, "addRmsNorm: epsilon must be a number");
+  const size_t n = len[0], wlen = len[2];
+  if (!wlen || wlen % 8 || n % wlen || len[1] != n || len[3] != n || len[4] != n)
+    return throw_type(env, "addRmsNorm: w must hold a multiple of 8 values, a whole rows of them, b, sum and y as many as a");
+  const float *pa = data[0], *pb = data[1];
+  float *sum = data[3], *y = data[4];
+  for (size_t i = 0; i < n; i++) sum[i] = pa[i] + pb[i];
+  for (size_t r = 0; r < n; r += wlen) rms_norm_row(sum + r, data[2], (int)wlen, (float)eps, y + r);
   return NULL;
 }
 
@@ -1348,6 +1372,7 @@ NAPI_MODULE_INIT() {
     {"mlpQ8", NULL, mlp_q8, NULL, NULL, NULL, napi_enumerable, NULL},
     {"rmsNorm", NULL, rms_norm, NULL, NULL, NULL, napi_enumerable, NULL},
     {"addInto", NULL, add_into, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"addRmsNorm", NULL, add_rms_norm, NULL, NULL, NULL, napi_enumerable, NULL},
     {"argmax", NULL, argmax, NULL, NULL, NULL, napi_enumerable, NULL},
     {"attention", NULL, attention, NULL, NULL, NULL, napi_enumerable, NULL},
     {"rest", NULL, rest, NULL, NULL, NULL, napi_enumerable, NULL},

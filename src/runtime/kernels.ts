@@ -65,6 +65,8 @@ export interface NativeKernels {
   rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void;
   /** y = a + b; b as long as a, or one row of it repeated (a bias). */
   addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
+  /** sum = a + b (as long as a), then rmsNorm(sum, w, epsilon, y): a residual sum and the norm that reads it, one call. */
+  addRmsNorm(a: Float32Array, b: Float32Array, w: Float32Array, epsilon: number, sum: Float32Array, y: Float32Array): void;
   /**
    * The index of x's largest value, its first (NaN never chosen), 0 where none is above -Infinity: sampling.ts's
    * argmax. The addon's alone (WebAssembly's would gain little over the script's loop).
@@ -146,6 +148,7 @@ interface Addon {
   mlpQ8: MlpCall<object>;
   rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void;
   addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
+  addRmsNorm(a: Float32Array, b: Float32Array, w: Float32Array, epsilon: number, sum: Float32Array, y: Float32Array): void;
   argmax(x: Float32Array, portable?: boolean): number;
   attention(
     q: Float32Array,
@@ -206,6 +209,7 @@ function load(): { kernels?: NativeKernels; reason?: string } {
         addon.mlpQ8(handle(gate), handle(up), handle(down), x, m, y, threads, portable),
       rmsNorm: (x, w, epsilon, y) => addon.rmsNorm(x, w, epsilon, y),
       addInto: (a, b, y) => addon.addInto(a, b, y),
+      addRmsNorm: (a, b, w, epsilon, sum, y) => addon.addRmsNorm(a, b, w, epsilon, sum, y),
       argmax: (x, portable) => addon.argmax(x, portable),
       rest: () => addon.rest(),
       attention: (a, ...shape) =>

@@ -352,7 +352,7 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
       }
     };
   };
-  return {
+  const kernels: WasmKernels = {
     path,
     packQ4: (b, scales, k, n) => {
       whole(k, 'packQ4', 'k', 32);
@@ -427,6 +427,14 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
         e.svc_free(block);
       }
     },
+    // the two calls: each copies its arrays in and out of the module's memory anyway
+    addRmsNorm: (a, b, w, epsilon, sum, y) => {
+      if (b.length !== a.length || sum.length !== a.length) {
+        throw new TypeError('addRmsNorm: w must hold a multiple of 8 values, a whole rows of them, b, sum and y as many as a');
+      }
+      kernels.addInto(a, b, sum);
+      kernels.rmsNorm(sum, w, epsilon, y);
+    },
     attention: (a: AttentionArrays, ...[s, heads, kvHeads, d, divisor, threads, portable]: AttentionShape) => {
       // in the order the module reads their pointers
       const arrays = [a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastK, a.pastV, a.mask, a.out, a.newK, a.newV];
@@ -496,6 +504,7 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
     workerParts: () => e.svc_worker_parts(),
     memoryBytes: () => memory.buffer.byteLength,
   };
+  return kernels;
 }
 
 /** The WASM kernels, or undefined where the module is missing, does not load or is turned off. Never throws. */

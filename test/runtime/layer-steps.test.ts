@@ -1,5 +1,6 @@
 /**
- * The native kernels' steps between a layer's products (rmsNorm, addInto: src/runtime/kernels.ts), judged by
+ * The native kernels' steps between a layer's products (rmsNorm, addInto, addRmsNorm: src/runtime/kernels.ts; the
+ * last on the WASM kernels too), judged by
  * ONNX Runtime running the nodes they stand for: the RMSNorm exporters write (which ONNX Runtime fuses into its
  * SimplifiedLayerNormalization) and that node itself, a residual Add, a bias Add. Graphs built by the `onnx`
  * package.
@@ -12,11 +13,19 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import * as ort from 'onnxruntime-node';
 import { nativeKernels, nativeKernelsUnavailable } from '../../src/runtime/kernels.ts';
+import { wasmKernels, wasmKernelsUnavailable } from '../../src/runtime/wasm-kernels.ts';
 
 /** The addon, or a failure that says why it is missing: no silent skip. */
 function addon() {
   const k = nativeKernels();
   assert.ok(k, `native kernels did not load: ${nativeKernelsUnavailable()}`);
+  return k;
+}
+
+/** The WASM kernels, or a failure that says why they are missing. */
+function wasm() {
+  const k = wasmKernels();
+  assert.ok(k, `WASM kernels did not load: ${wasmKernelsUnavailable()}`);
   return k;
 }
 
@@ -32,9 +41,10 @@ nodes = [c('two', 2.0), helper.make_node('Pow', ['x', 'two'], ['p']),
   helper.make_node('Sqrt', ['a'], ['s']), c('one', 1.0), helper.make_node('Div', ['one', 's'], ['d']),
   helper.make_node('Mul', ['x', 'd'], ['xd']), helper.make_node('Mul', ['w', 'xd'], ['norm']),
   helper.make_node('Add', ['x', 'r'], ['sum']), helper.make_node('Add', ['b', 'x'], ['biased']),
-  helper.make_node('SimplifiedLayerNormalization', ['x', 'w'], ['sln'], axis=-1, epsilon=eps)]
+  helper.make_node('SimplifiedLayerNormalization', ['x', 'w'], ['sln'], axis=-1, epsilon=eps),
+  helper.make_node('SimplifiedLayerNormalization', ['sum', 'w'], ['sumsln'], axis=-1, epsilon=eps)]
 io = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, ['M', N])
-g = helper.make_graph(nodes, 'steps', [io('x'), io('r')], [io('norm'), io('sum'), io('biased'), io('sln')],
+g = helper.make_graph(nodes, 'steps', [io('x'), io('r')], [io('norm'), io('sum'), io('biased'), io('sln'), io('sumsln')],
   [numpy_helper.from_array(w, 'w'), numpy_helper.from_array(b, 'b')])
 m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
 m.ir_version = 8
@@ -74,6 +84,13 @@ for (const [n, eps] of [[896, 1e-6], [64, 1e-5], [1536, 1e-6]] as const) {
     assert.deepEqual(norm, want.sln!.data, 'SimplifiedLayerNormalization');
     assert.deepEqual(sum, want.sum!.data, 'sum');
     assert.deepEqual(biased, want.biased!.data, 'bias');
+    // a residual sum and the norm of it in one call, on the addon and on the WASM kernels
+    for (const kernels of [k, wasm()]) {
+      const sum2 = new Float32Array(m * n), normed = new Float32Array(m * n);
+      kernels.addRmsNorm(x, r, w, eps, sum2, normed);
+      assert.deepEqual(sum2, want.sum!.data, `${kernels.path}: addRmsNorm's sum`);
+      assert.deepEqual(normed, want.sumsln!.data, `${kernels.path}: addRmsNorm's norm`);
+    }
     await session.release();
   });
 }
@@ -88,4 +105,11 @@ test('shapes that do not fit are TypeErrors', () => {
   assert.throws(() => k.addInto(f(4), f(5), f(4)), TypeError, 'b longer than a');
   assert.throws(() => k.addInto(f(10), f(4), f(10)), TypeError, 'b not whole rows of a');
   assert.throws(() => k.addInto(f(8), f(4), f(4)), TypeError, 'y shorter than a');
+  for (const kernels of [k, wasm()]) {
+    const what = (x: string) => `${kernels.path}: ${x}`;
+    assert.throws(() => kernels.addRmsNorm(f(16), f(8), f(8), 1e-6, f(16), f(16)), TypeError, what('b a row of a'));
+    assert.throws(() => kernels.addRmsNorm(f(16), f(16), f(8), 1e-6, f(8), f(16)), TypeError, what('sum shorter than a'));
+    assert.throws(() => kernels.addRmsNorm(f(16), f(16), f(8), 1e-6, f(16), f(8)), TypeError, what('y shorter than a'));
+    assert.throws(() => kernels.addRmsNorm(f(20), f(20), f(8), 1e-6, f(20), f(20)), TypeError, what('a not whole rows'));
+  }
 });

@@ -40,6 +40,29 @@ interface Call {
   parts?: { y: number; n: number }[];
   /** The call takes the last positions of its input, `other` their count (LastPositions): no `run`. */
   last?: true;
+  /** A sum and the norm that reads it in one call: the norm's output slot, and the call making both (no `run`). */
+  normed?: { y: number; run(a: Float32Array, b: Float32Array, sum: Float32Array, y: Float32Array): void };
+}
+
+/** A residual sum and the norm that reads it (adjacent calls), made in one kernel call. */
+interface SumNormed {
+  kind: 'sumNormed';
+  inputs: [string, string];
+  sum: string;
+  norm: Extract<Kernel, { kind: 'rmsNorm' }>['norm'];
+}
+
+/** `calls` with each sum that the next call, a norm, reads taken with it. */
+function sumsNormed(calls: (Kernel | JoinedProducts)[]): (Kernel | JoinedProducts | SumNormed)[] {
+  const out: (Kernel | JoinedProducts | SumNormed)[] = [];
+  for (let i = 0; i < calls.length; i++) {
+    const c = calls[i]!, next = calls[i + 1];
+    if (c.kind === 'add' && next?.kind === 'rmsNorm' && next.norm.input === c.output) {
+      out.push({ kind: 'sumNormed', inputs: c.inputs, sum: c.output, norm: next.norm });
+      i++;
+    } else out.push(calls[i]!);
+  }
+  return out;
 }
 
 /** An attention stage's values by slot. */
@@ -156,8 +179,26 @@ export class SplitSession {
       throw new TypeError("an MLP's products must be of one width");
     };
     const same = (k: number) => k;
-    const callOf = (c: Kernel | JoinedProducts): Omit<Call, 'x' | 'other' | 'y' | 'parts'> => {
+    const callOf = (c: Kernel | JoinedProducts | SumNormed): Omit<Call, 'x' | 'other' | 'y' | 'parts'> => {
       switch (c.kind) {
+        case 'sumNormed': {
+          counts.steps += 2;
+          const { weight, epsilon } = c.norm;
+          return {
+            inputs: c.inputs,
+            output: c.sum,
+            width: same,
+            run: () => {},
+            normed: {
+              y: slot(c.norm.output),
+              // a sum of a row repeated (a bias) as two calls
+              run: (a, b, sum, y) =>
+                b.length === a.length
+                  ? kernels.addRmsNorm(a, b, weight, epsilon, sum, y)
+                  : (kernels.addInto(a, b, sum), kernels.rmsNorm(sum, weight, epsilon, y)),
+            },
+          };
+        }
         case 'joined': {
           counts.joined++;
           counts.products += c.parts.length - 1; // and the one below
@@ -225,7 +266,7 @@ export class SplitSession {
         }
         steps.push({
           kind: 'kernels',
-          calls: joinProducts(s.calls).map((c): Call => {
+          calls: sumsNormed(joinProducts(s.calls)).map((c): Call => {
             const call = callOf(c);
             const x = slot(call.inputs[0]!), other = call.inputs[1] === undefined ? -1 : slot(call.inputs[1]);
             const parts = c.kind === 'joined' ? c.parts.map((p) => ({ y: slot(p.output), n: p.n })) : undefined;
@@ -324,6 +365,11 @@ export class SplitSession {
         }
         const k = x.dims[x.dims.length - 1]!, m = x.size / k, n = c.width(k);
         const y = keep(c.y, fitting(c.y, m * n) ?? fresh([...x.dims.slice(0, -1), n]));
+        if (c.normed) {
+          const z = keep(c.normed.y, fitting(c.normed.y, m * n) ?? fresh([...x.dims.slice(0, -1), n]));
+          c.normed.run(x.data as Float32Array, other!.data as Float32Array, y.data as Float32Array, z.data as Float32Array);
+          continue;
+        }
         c.run(x.data as Float32Array, other?.data as Float32Array | undefined, m, y.data as Float32Array);
         if (c.parts) this.part(c.parts, y, m, n, keep, fitting, fresh);
       }
