@@ -44,6 +44,17 @@ interface Call {
   normed?: { y: number; run(a: Float32Array, b: Float32Array, sum: Float32Array, y: Float32Array): void };
 }
 
+/**
+ * How a run's steps get the tensors they write: `fitting(i, size)` the one handed in or kept for slot i where it
+ * holds size values, `fresh(dims)` a new one, `keep(i, t)` t as slot i's value (kept for runs of the same shapes
+ * unless it is handed back).
+ */
+interface Writes {
+  fitting(i: number, size: number): OrtTensor | undefined;
+  fresh(dims: number[]): OrtTensor;
+  keep(i: number, t: OrtTensor): OrtTensor;
+}
+
 /** A residual sum and the norm that reads it (adjacent calls), made in one kernel call. */
 interface SumNormed {
   kind: 'sumNormed';
@@ -317,21 +328,20 @@ export class SplitSession {
     const reused = this.scratch.get(key);
     const made: (OrtTensor | undefined)[] | undefined = reused ? undefined : new Array(this.names.length);
     const given = (i: number) => fetches?.[this.names[i]!] ?? (handed[i] ? null : reused?.[i] ?? null);
-    /** The tensor handed in or kept for slot `i`, where it holds `size` values. */
     const fitting = (i: number, size: number) => {
       const t = given(i);
       return t?.size === size ? t : undefined;
     };
-    /** `t` as slot `i`'s value, kept for runs of the same shapes unless it is handed back. */
     const keep = (i: number, t: OrtTensor) => {
       values[i] = t;
       if (made && !handed[i]) made[i] = t;
       return t;
     };
     const fresh = (dims: number[]) => new this.ort.Tensor('float32', new Float32Array(dims.reduce((a, b) => a * b, 1)), dims);
+    const writes: Writes = { fitting, fresh, keep };
     for (const s of this.steps) {
       if (skip.has(s)) continue;
-      if (s.kind === 'graph' && s.attention && this.attend(s.attention, values, fitting, keep, fresh)) continue;
+      if (s.kind === 'graph' && s.attention && this.attend(s.attention, values, writes)) continue;
       if (s.kind === 'graph') {
         const ins: Record<string, OrtTensor> = {};
         for (let j = 0; j < s.inputs.length; j++) ins[s.inputs[j]!] = values[s.ins[j]!]!;
@@ -360,7 +370,7 @@ export class SplitSession {
       for (const c of s.calls) {
         const x = values[c.x]!, other = c.other < 0 ? undefined : values[c.other]!;
         if (c.last) {
-          lastPositions(x, other!, c.y, keep, fitting, fresh);
+          lastPositions(x, other!, c.y, writes);
           continue;
         }
         const k = x.dims[x.dims.length - 1]!, m = x.size / k, n = c.width(k);
@@ -371,7 +381,7 @@ export class SplitSession {
           continue;
         }
         c.run(x.data as Float32Array, other?.data as Float32Array | undefined, m, y.data as Float32Array);
-        if (c.parts) this.part(c.parts, y, m, n, keep, fitting, fresh);
+        if (c.parts) this.part(c.parts, y, m, n, writes);
       }
     }
     if (made && made.reduce((n, t) => n + (t ? (t.data as ArrayBufferView).byteLength : 0), 0) <= SCRATCH_BYTES) {
@@ -393,9 +403,7 @@ export class SplitSession {
     joined: OrtTensor,
     m: number,
     n: number,
-    keep: (i: number, t: OrtTensor) => OrtTensor,
-    fitting: (i: number, size: number) => OrtTensor | undefined,
-    fresh: (dims: number[]) => OrtTensor,
+    { keep, fitting, fresh }: Writes,
   ): void {
     const all = joined.data as Float32Array, lead = joined.dims.slice(0, -1);
     let at = 0;
@@ -442,9 +450,7 @@ export class SplitSession {
   private attend(
     at: Attend,
     values: (OrtTensor | undefined)[],
-    fitting: (i: number, size: number) => OrtTensor | undefined,
-    keep: (i: number, t: OrtTensor) => OrtTensor,
-    fresh: (dims: number[]) => OrtTensor,
+    { fitting, keep, fresh }: Writes,
   ): boolean {
     const a = at.stage;
     const q = values[at.in[0]!], k = values[at.in[1]!], v = values[at.in[2]!], pos = values[at.in[3]!], cos = values[at.in[4]!];
@@ -497,9 +503,7 @@ function lastPositions(
   x: OrtTensor,
   count: OrtTensor,
   y: number,
-  keep: (i: number, t: OrtTensor) => OrtTensor,
-  fitting: (i: number, size: number) => OrtTensor | undefined,
-  fresh: (dims: number[]) => OrtTensor,
+  { keep, fitting, fresh }: Writes,
 ): void {
   const [b = 1, s = 1, ...rest] = x.dims, inner = rest.reduce((a, v) => a * v, 1);
   const asked = Number((count.data as BigInt64Array)[0]), k = asked > 0 ? asked : s;
