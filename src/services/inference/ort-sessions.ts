@@ -442,7 +442,9 @@ function forget(id: number): void {
 /**
  * A held buffer the server's thread reads too (a SharedArrayBuffer it made: the logits of a decode step),
  * so what a run writes there reaches it without a buffer crossing threads at every step. ONNX Runtime
- * cannot write into shared memory, so a run writes into a private twin and the result is copied over.
+ * cannot write into shared memory, so a run writes into a private twin and the result is copied over; svc's
+ * kernels can, so a split session whose kernel call makes the output writes it in place (a 4-row decode step's
+ * logits: 2.4 MB not copied).
  */
 function share([session, id, buffer]: [number, number, SharedArrayBuffer]): void {
   sessionOf(session);
@@ -491,9 +493,11 @@ async function runHeld(
   // new positions [rows, heads, q, d]: the last run's, where this one has as many rows and positions
   const [rows, q] = (inputs.input_ids as OrtTensor | undefined)?.dims ?? [];
   const again = (t: OrtTensor | undefined) => (t?.dims[0] === rows && t?.dims[2] === q ? t : null);
+  // a held buffer in shared memory is written through its private twin, unless a kernel call makes the output
+  const twin = (name: string) => !(split && session.writesOwn(name)) && held.get(fetches[name]!.held)?.scratch;
   for (const name of names) {
     const f = fetches[name];
-    const scratch = f && held.get(f.held)?.scratch;
+    const scratch = f && twin(name);
     into[name] = writes && f
       ? (scratch ? new o.Tensor('float32', scratch.subarray(0, f.length), f.dims) : view(f))
       : name in appends
@@ -512,7 +516,7 @@ async function runHeld(
     }
     if (name in fetches) {
       const f = fetches[name]!;
-      if (!writes || held.get(f.held)?.scratch || (split && t !== into[name])) {
+      if (!writes || twin(name) || (split && t !== into[name])) {
         heldOf(f.held).set((t.data as Float32Array).subarray(0, f.length), f.offset);
       }
     } else if (name in appends) {

@@ -143,6 +143,22 @@ export class SplitSession {
   private slots: Map<string, number>;
 
   /**
+   * Whether a kernel call, not an ONNX Runtime stage, writes output `name`: the tensor handed for it may then be a
+   * view of shared memory (the logits a decode step hands the server's thread), which ONNX Runtime cannot write.
+   */
+  writesOwn(name: string): boolean {
+    let own = this.own.get(name);
+    if (own === undefined) {
+      const i = this.slots.get(name);
+      own = this.steps.some((s) => s.kind === 'kernels' && s.calls.some((c) => !c.last && (c.y === i || c.normed?.y === i)));
+      this.own.set(name, own);
+    }
+    return own;
+  }
+
+  private own = new Map<string, boolean>();
+
+  /**
    * Sessions for the graph stages (with `options`, on one thread), the kernels' weights packed. `binding`: the
    * stages may run on onnxruntime-node's binding directly (`ort` is onnxruntime-node). `consume`: each of the
    * cut's weights is let go as soon as it is packed (the cut is not for another session), so that the packed
