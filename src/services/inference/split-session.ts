@@ -25,23 +25,15 @@ interface StageSession {
 }
 
 /**
- * A kernel call: `inputs` (the first [..., k], a second of its size for a sum) to `output` [..., width(k)], m
- * rows of the first input; `x`, `other` (-1: none) and `y` are their slots in a run's values.
+ * A kernel call: reads `inputs` (slots `x` and `other` in a run's values, -1: none) and writes its outputs
+ * through `writes`; `own`: the slots it writes into the tensors handed or kept for them (not views).
  */
 interface Call {
   inputs: string[];
-  output: string;
   x: number;
   other: number;
-  y: number;
-  width(k: number): number;
-  run(x: Float32Array, other: Float32Array | undefined, m: number, y: Float32Array): void;
-  /** Products joined into this call (./joined-products.ts): each one's slot and columns of `output`. */
-  parts?: { y: number; n: number }[];
-  /** The call takes the last positions of its input, `other` their count (LastPositions): no `run`. */
-  last?: true;
-  /** A sum and the norm that reads it in one call: the norm's output slot, and the call making both (no `run`). */
-  normed?: { y: number; run(a: Float32Array, b: Float32Array, sum: Float32Array, y: Float32Array): void };
+  own: number[];
+  run(x: OrtTensor, other: OrtTensor | undefined, writes: Writes): void;
 }
 
 /**
@@ -150,7 +142,7 @@ export class SplitSession {
     let own = this.own.get(name);
     if (own === undefined) {
       const i = this.slots.get(name);
-      own = this.steps.some((s) => s.kind === 'kernels' && s.calls.some((c) => !c.last && (c.y === i || c.normed?.y === i)));
+      own = i !== undefined && this.steps.some((s) => s.kind === 'kernels' && s.calls.some((c) => c.own.includes(i)));
       this.own.set(name, own);
     }
     return own;
@@ -205,61 +197,72 @@ export class SplitSession {
       if (gate.bits === 8 && up.bits === 8 && down.bits === 8) return (x, m, y) => kernels.mlpQ8(gate.w, up.w, down.w, x, m, y, threads);
       throw new TypeError("an MLP's products must be of one width");
     };
-    const same = (k: number) => k;
-    const callOf = (c: Kernel | JoinedProducts | SumNormed): Omit<Call, 'x' | 'other' | 'y' | 'parts'> => {
+    // a kernel call and the slots of what it reads and writes; `k`: the last dimension of its first input
+    const call = (inputs: string[], own: string[], run: (x: OrtTensor, other: OrtTensor | undefined, w: Writes) => void): Call => ({
+      inputs,
+      x: slot(inputs[0]!),
+      other: inputs[1] === undefined ? -1 : slot(inputs[1]),
+      own: own.map(slot),
+      run,
+    });
+    const k = (x: OrtTensor) => x.dims[x.dims.length - 1]!;
+    const callOf = (c: Kernel | JoinedProducts | SumNormed): Call => {
       switch (c.kind) {
         case 'sumNormed': {
           counts.steps += 2;
-          const { weight, epsilon } = c.norm;
-          return {
-            inputs: c.inputs,
-            output: c.sum,
-            width: same,
-            run: () => {},
-            normed: {
-              y: slot(c.norm.output),
-              // a sum of a row repeated (a bias) as two calls
-              run: (a, b, sum, y) =>
-                b.length === a.length
-                  ? kernels.addRmsNorm(a, b, weight, epsilon, sum, y)
-                  : (kernels.addInto(a, b, sum), kernels.rmsNorm(sum, weight, epsilon, y)),
-            },
-          };
+          const { weight, epsilon } = c.norm, sum = slot(c.sum), normed = slot(c.norm.output);
+          return call(c.inputs, [c.sum, c.norm.output], (a, b, w) => {
+            const s = rows(sum, a, k(a), w), y = rows(normed, a, k(a), w), x = a.data as Float32Array, o = b!.data as Float32Array;
+            // a sum of a row repeated (a bias) as two calls
+            if (o.length === x.length) kernels.addRmsNorm(x, o, weight, epsilon, s, y);
+            else kernels.addInto(x, o, s), kernels.rmsNorm(s, weight, epsilon, y);
+          });
         }
         case 'joined': {
           counts.joined++;
-          counts.products += c.parts.length - 1; // and the one below
-          const call = callOf({ kind: 'product', product: c.product, bias: c.bias });
+          counts.products += c.parts.length; // the joined call counted as its parts
+          const { input, output, n } = c.product, multiply = product(c.product), bias = c.bias;
+          const y = slot(output), parts = c.parts.map((p) => ({ y: slot(p.output), n: p.n }));
           if (consume) c.from.forEach(letGo);
-          return call;
+          return call([input], [output], (x, _, w) => {
+            const joined = rows(y, x, n, w), m = x.size / k(x);
+            multiply(x.data as Float32Array, m, joined);
+            if (bias) kernels.addInto(joined, bias, joined);
+            part(ort, parts, joined, x.dims, m, n, w);
+          });
         }
         case 'product': {
           counts.products++;
-          const { input, output, n } = c.product, multiply = product(c.product), bias = c.bias;
-          return {
-            inputs: [input],
-            output,
-            width: () => n,
-            run: (x, _, m, y) => (multiply(x, m, y), bias && kernels.addInto(y, bias, y)),
-          };
+          const { input, output, n } = c.product, multiply = product(c.product), bias = c.bias, y = slot(output);
+          return call([input], [output], (x, _, w) => {
+            const out = rows(y, x, n, w);
+            multiply(x.data as Float32Array, x.size / k(x), out);
+            if (bias) kernels.addInto(out, bias, out);
+          });
         }
         case 'mlp': {
           counts.mlps++;
-          const n = c.mlp.down.n, run = mlp(c.mlp);
-          return { inputs: [c.mlp.input], output: c.mlp.output, width: () => n, run: (x, _, m, y) => run(x, m, y) };
+          const n = c.mlp.down.n, run = mlp(c.mlp), y = slot(c.mlp.output);
+          return call([c.mlp.input], [c.mlp.output], (x, _, w) => run(x.data as Float32Array, x.size / k(x), rows(y, x, n, w)));
         }
-        case 'add':
+        case 'add': {
           counts.steps++;
-          return { inputs: c.inputs, output: c.output, width: same, run: (a, b, _m, y) => kernels.addInto(a, b!, y) };
+          const y = slot(c.output);
+          return call(
+            c.inputs,
+            [c.output],
+            (a, b, w) => kernels.addInto(a.data as Float32Array, b!.data as Float32Array, rows(y, a, k(a), w)),
+          );
+        }
         case 'lastPositions': {
           counts.steps++;
-          const { input, keep, output } = c.positions;
-          return { inputs: [input, keep], output, width: same, run: () => {}, last: true };
+          const { input, keep, output } = c.positions, y = slot(output);
+          return call([input, keep], [], (x, count, w) => lastPositions(x, count!, y, w));
         }
         case 'rmsNorm': {
           counts.steps++;
-          const { input, output, weight, epsilon } = c.norm;
-          return { inputs: [input], output, width: same, run: (x, _, _m, y) => kernels.rmsNorm(x, weight, epsilon, y) };
+          const { input, output, weight, epsilon } = c.norm, y = slot(output);
+          return call([input], [output], (x, _, w) => kernels.rmsNorm(x.data as Float32Array, weight, epsilon, rows(y, x, k(x), w)));
         }
       }
     };
@@ -293,12 +296,7 @@ export class SplitSession {
         }
         steps.push({
           kind: 'kernels',
-          calls: sumsNormed(joinProducts(s.calls)).map((c): Call => {
-            const call = callOf(c);
-            const x = slot(call.inputs[0]!), other = call.inputs[1] === undefined ? -1 : slot(call.inputs[1]);
-            const parts = c.kind === 'joined' ? c.parts.map((p) => ({ y: slot(p.output), n: p.n })) : undefined;
-            return { ...call, x, other, y: slot(call.output), parts };
-          }),
+          calls: sumsNormed(joinProducts(s.calls)).map(callOf),
         });
       }
     } catch (e) {
@@ -383,22 +381,7 @@ export class SplitSession {
         }
         continue;
       }
-      for (const c of s.calls) {
-        const x = values[c.x]!, other = c.other < 0 ? undefined : values[c.other]!;
-        if (c.last) {
-          lastPositions(x, other!, c.y, writes);
-          continue;
-        }
-        const k = x.dims[x.dims.length - 1]!, m = x.size / k, n = c.width(k);
-        const y = keep(c.y, fitting(c.y, m * n) ?? fresh([...x.dims.slice(0, -1), n]));
-        if (c.normed) {
-          const z = keep(c.normed.y, fitting(c.normed.y, m * n) ?? fresh([...x.dims.slice(0, -1), n]));
-          c.normed.run(x.data as Float32Array, other!.data as Float32Array, y.data as Float32Array, z.data as Float32Array);
-          continue;
-        }
-        c.run(x.data as Float32Array, other?.data as Float32Array | undefined, m, y.data as Float32Array);
-        if (c.parts) this.part(c.parts, y, m, n, writes);
-      }
+      for (const c of s.calls) c.run(values[c.x]!, c.other < 0 ? undefined : values[c.other], writes);
     }
     if (made && made.reduce((n, t) => n + (t ? (t.data as ArrayBufferView).byteLength : 0), 0) <= SCRATCH_BYTES) {
       if (this.scratch.size >= SCRATCH_SETS) this.scratch.delete(this.scratch.keys().next().value!);
@@ -408,29 +391,6 @@ export class SplitSession {
     // a name no step makes (nothing of the graph's outputs) is answered undefined
     for (let j = 0; j < wanted.length; j++) out[wanted[j]!] = values[slots[j]!]!;
     return out;
-  }
-
-  /**
-   * Each joined product's own output from the joined one's columns: for one row a view of them, for more a copy
-   * (each row's columns are apart).
-   */
-  private part(
-    parts: { y: number; n: number }[],
-    joined: OrtTensor,
-    m: number,
-    n: number,
-    { keep, fitting, fresh }: Writes,
-  ): void {
-    const all = joined.data as Float32Array, lead = joined.dims.slice(0, -1);
-    let at = 0;
-    for (const p of parts) {
-      if (m === 1) keep(p.y, new this.ort.Tensor('float32', all.subarray(at, at + p.n), [...lead, p.n]));
-      else {
-        const y = keep(p.y, fitting(p.y, m * p.n) ?? fresh([...lead, p.n])).data as Float32Array;
-        for (let r = 0; r < m; r++) y.set(all.subarray(r * n + at, r * n + at + p.n), r * p.n);
-      }
-      at += p.n;
-    }
   }
 
   /** What runs fetching `wanted` share, by the outputs they fetch. */
@@ -507,6 +467,40 @@ export class SplitSession {
 
   async release(): Promise<void> {
     await Promise.all(this.steps.flatMap((s) => (s.kind === 'graph' ? [s.session.release(), s.wide?.release()] : [])));
+  }
+}
+
+/**
+ * Slot y's tensor of `n` columns for each row of x (all but x's last dimension): the one handed or kept where it
+ * fits, else a new one.
+ */
+function rows(y: number, x: OrtTensor, n: number, { fitting, fresh, keep }: Writes): Float32Array {
+  const m = x.size / x.dims[x.dims.length - 1]!;
+  return keep(y, fitting(y, m * n) ?? fresh([...x.dims.slice(0, -1), n])).data as Float32Array;
+}
+
+/**
+ * Each joined product's own output from the joined one's columns (m rows of n, the rows' leading dimensions
+ * `dims` but the last): for one row a view of them, for more a copy (each row's columns are apart).
+ */
+function part(
+  ort: OrtWeb,
+  parts: { y: number; n: number }[],
+  all: Float32Array,
+  dims: readonly number[],
+  m: number,
+  n: number,
+  w: Writes,
+): void {
+  const lead = dims.slice(0, -1);
+  let at = 0;
+  for (const p of parts) {
+    if (m === 1) w.keep(p.y, new ort.Tensor('float32', all.subarray(at, at + p.n), [...lead, p.n]));
+    else {
+      const y = w.keep(p.y, w.fitting(p.y, m * p.n) ?? w.fresh([...lead, p.n])).data as Float32Array;
+      for (let r = 0; r < m; r++) y.set(all.subarray(r * n + at, r * n + at + p.n), r * p.n);
+    }
+    at += p.n;
   }
 }
 
