@@ -60,13 +60,22 @@ export interface NativeKernels {
   /**
    * RMSNorm of each row of x (rows of w.length values, a multiple of 8) into y, as ONNX Runtime's
    * SimplifiedLayerNormalization computes it on x64: the squares summed in 8 lanes by fused multiply-adds, the
-   * lanes added in halves, s = sqrt(sum / n + epsilon), then (x · (1 / s)) · w, in single precision.
+   * lanes added in halves, s = sqrt(sum / n + epsilon), then (x · (1 / s)) · w, in single precision. `portable`:
+   * the plain-C steps, not the CPU's vector ones (the same bits; tests compare the two).
    */
-  rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void;
+  rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array, portable?: boolean): void;
   /** y = a + b; b as long as a, or one row of it repeated (a bias). */
   addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
   /** sum = a + b (as long as a), then rmsNorm(sum, w, epsilon, y): a residual sum and the norm that reads it, one call. */
-  addRmsNorm(a: Float32Array, b: Float32Array, w: Float32Array, epsilon: number, sum: Float32Array, y: Float32Array): void;
+  addRmsNorm(
+    a: Float32Array,
+    b: Float32Array,
+    w: Float32Array,
+    epsilon: number,
+    sum: Float32Array,
+    y: Float32Array,
+    portable?: boolean,
+  ): void;
   /**
    * The index of x's largest value, its first (NaN never chosen), 0 where none is above -Infinity: sampling.ts's
    * argmax. The addon's alone (WebAssembly's would gain little over the script's loop).
@@ -146,9 +155,17 @@ interface Addon {
   packQ8(w: Int8Array, scales: Float32Array, k: number, n: number, zeroPoint: number): object;
   matmulQ8(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
   mlpQ8: MlpCall<object>;
-  rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array): void;
+  rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array, portable?: boolean): void;
   addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
-  addRmsNorm(a: Float32Array, b: Float32Array, w: Float32Array, epsilon: number, sum: Float32Array, y: Float32Array): void;
+  addRmsNorm(
+    a: Float32Array,
+    b: Float32Array,
+    w: Float32Array,
+    epsilon: number,
+    sum: Float32Array,
+    y: Float32Array,
+    portable?: boolean,
+  ): void;
   argmax(x: Float32Array, portable?: boolean): number;
   attention(
     q: Float32Array,
@@ -207,9 +224,9 @@ function load(): { kernels?: NativeKernels; reason?: string } {
       matmulQ8: (w, x, m, y, threads, portable) => addon.matmulQ8(handle(w), x, m, y, threads, portable),
       mlpQ8: (gate, up, down, x, m, y, threads, portable) =>
         addon.mlpQ8(handle(gate), handle(up), handle(down), x, m, y, threads, portable),
-      rmsNorm: (x, w, epsilon, y) => addon.rmsNorm(x, w, epsilon, y),
+      rmsNorm: (x, w, epsilon, y, portable) => addon.rmsNorm(x, w, epsilon, y, portable),
       addInto: (a, b, y) => addon.addInto(a, b, y),
-      addRmsNorm: (a, b, w, epsilon, sum, y) => addon.addRmsNorm(a, b, w, epsilon, sum, y),
+      addRmsNorm: (a, b, w, epsilon, sum, y, portable) => addon.addRmsNorm(a, b, w, epsilon, sum, y, portable),
       argmax: (x, portable) => addon.argmax(x, portable),
       rest: () => addon.rest(),
       attention: (a, ...shape) =>

@@ -75,21 +75,27 @@ for (const [n, eps] of [[896, 1e-6], [64, 1e-5], [1536, 1e-6]] as const) {
     const x = input(m, n, n), r = input(m, n, n + 1);
     const want = await session.run({ x: new ort.Tensor('float32', x, [m, n]), r: new ort.Tensor('float32', r, [m, n]) });
     const k = addon();
-    const norm = new Float32Array(m * n), sum = new Float32Array(m * n), biased = new Float32Array(m * n);
-    k.rmsNorm(x, w, eps, norm);
+    const sum = new Float32Array(m * n), biased = new Float32Array(m * n);
     k.addInto(x, r, sum);
     k.addInto(x, b, biased);
-    // the seven nodes exporters write, which ONNX Runtime fuses into its SimplifiedLayerNormalization, and that node
-    assert.deepEqual(norm, want.norm!.data, 'RMSNorm');
-    assert.deepEqual(norm, want.sln!.data, 'SimplifiedLayerNormalization');
     assert.deepEqual(sum, want.sum!.data, 'sum');
     assert.deepEqual(biased, want.biased!.data, 'bias');
-    // a residual sum and the norm of it in one call, on the addon and on the WASM kernels
-    for (const kernels of [k, wasm()]) {
+    // the norms on the CPU's path (AVX2 and FMA on x64) and in plain C
+    for (const portable of [false, true]) {
+      const path = portable ? 'portable' : k.path;
+      const norm = new Float32Array(m * n);
+      k.rmsNorm(x, w, eps, norm, portable);
+      // the seven nodes exporters write, which ONNX Runtime fuses into its SimplifiedLayerNormalization, and that node
+      assert.deepEqual(norm, want.norm!.data, `${path}: RMSNorm`);
+      assert.deepEqual(norm, want.sln!.data, `${path}: SimplifiedLayerNormalization`);
+    }
+    // a residual sum and the norm of it in one call, on the addon (both paths) and on the WASM kernels
+    for (const [kernels, portable] of [[k, false], [k, true], [wasm(), false]] as const) {
+      const path = portable ? 'portable' : kernels.path;
       const sum2 = new Float32Array(m * n), normed = new Float32Array(m * n);
-      kernels.addRmsNorm(x, r, w, eps, sum2, normed);
-      assert.deepEqual(sum2, want.sum!.data, `${kernels.path}: addRmsNorm's sum`);
-      assert.deepEqual(normed, want.sumsln!.data, `${kernels.path}: addRmsNorm's norm`);
+      kernels.addRmsNorm(x, r, w, eps, sum2, normed, portable);
+      assert.deepEqual(sum2, want.sum!.data, `${path}: addRmsNorm's sum`);
+      assert.deepEqual(normed, want.sumsln!.data, `${path}: addRmsNorm's norm`);
     }
     await session.release();
   });
