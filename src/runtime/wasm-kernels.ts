@@ -427,13 +427,23 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
         e.svc_free(block);
       }
     },
-    // the two calls: each copies its arrays in and out of the module's memory anyway
+    // the module's two steps on one copy of the arrays: the sum made in a's place, copied out, then normalized there
     addRmsNorm: (a, b, w, epsilon, sum, y) => {
-      if (b.length !== a.length || sum.length !== a.length) {
+      if (!w.length || w.length % 8 || a.length % w.length || b.length !== a.length || sum.length !== a.length || y.length !== a.length) {
         throw new TypeError('addRmsNorm: w must hold a multiple of 8 values, a whole rows of them, b, sum and y as many as a');
       }
-      kernels.addInto(a, b, sum);
-      kernels.rmsNorm(sum, w, epsilon, y);
+      const block = alloc(2 * padded(a) + w.byteLength, 'addRmsNorm');
+      put(a, block);
+      put(b, block + padded(a));
+      put(w, block + 2 * padded(a));
+      try {
+        e.svc_add_into(block, block + padded(a), a.length, a.length, block);
+        copyOut(block, sum);
+        e.svc_rms_norm(block, block + 2 * padded(a), w.length, a.length / w.length, epsilon, block);
+        copyOut(block, y);
+      } finally {
+        e.svc_free(block);
+      }
     },
     attention: (a: AttentionArrays, ...[s, heads, kvHeads, d, divisor, threads, portable]: AttentionShape) => {
       // in the order the module reads their pointers
