@@ -147,7 +147,8 @@ export interface AttentionArrays {
   newV: Float32Array;
 }
 
-interface Addon {
+/** The addon's exports: the steps between products as NativeKernels has them, the products on handles. */
+interface Addon extends Pick<NativeKernels, 'rmsNorm' | 'addInto' | 'addRmsNorm'> {
   packQ4(b: Uint8Array, scales: Float32Array, k: number, n: number): object;
   packedBytes(w: object): number;
   matmulQ4(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
@@ -155,17 +156,6 @@ interface Addon {
   packQ8(w: Int8Array, scales: Float32Array, k: number, n: number, zeroPoint: number): object;
   matmulQ8(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
   mlpQ8: MlpCall<object>;
-  rmsNorm(x: Float32Array, w: Float32Array, epsilon: number, y: Float32Array, portable?: boolean): void;
-  addInto(a: Float32Array, b: Float32Array, y: Float32Array): void;
-  addRmsNorm(
-    a: Float32Array,
-    b: Float32Array,
-    w: Float32Array,
-    epsilon: number,
-    sum: Float32Array,
-    y: Float32Array,
-    portable?: boolean,
-  ): void;
   argmax(x: Float32Array, portable?: boolean): number;
   attention(
     q: Float32Array,
