@@ -686,6 +686,33 @@ VNNI_TARGET static void silu_mul_vnni(float *g, const float *u, int cols) {
 }
 #endif
 
+// RMSNorm of one row as ONNX Runtime's SimplifiedLayerNormalization computes it on x64: the squares summed in 8
+// lanes with a fused multiply-add each, the lanes added in halves (l + l+4, then l + l+2, then 0 + 1),
+// s = sqrt(sum / n + epsilon), then (x * (1 / s)) * w, every step in single precision. n is a multiple of 8.
+static inline __attribute__((always_inline)) void rms_norm_steps(const float *x, const float *w, int n, float eps, float *y) {
+  float lanes[8] = {0};
+  for (int j = 0; j < n; j += 8)
+    for (int l = 0; l < 8; l++) lanes[l] = fmaf(x[j + l], x[j + l], lanes[l]);
+  for (int half = 4; half >= 1; half /= 2)
+    for (int l = 0; l < half; l++) lanes[l] += lanes[l + half];
+  const float inv = 1.f / sqrtf(lanes[0] / (float)n + eps);
+  for (int j = 0; j < n; j++) y[j] = (x[j] * inv) * w[j];
+}
+
+static void rms_norm_row(const float *x, const float *w, int n, float eps, float *y) {
+  rms_norm_steps(x, w, n, eps, y);
+}
+
+#if defined(__x86_64__)
+// The same steps compiled for AVX2 and FMA, which GCC turns into one fused multiply-add a vector of 8 lanes and
+// vector products (the same operations in the same order: the same bits, layer-steps.test.ts). Built for x64's
+// baseline, each fmaf is a call into the C library: addRmsNorm of 896 values took 5.0 us a row and 13.9 for 4,
+// here 2.1 and 3.5 (a 0.5B model's decode step makes 48 such calls).
+__attribute__((target("avx2,fma"))) static void rms_norm_row_fma(const float *x, const float *w, int n, float eps, float *y) {
+  rms_norm_steps(x, w, n, eps, y);
+}
+#endif
+
 // The fastest path this CPU has, chosen once at load: AVX-512 VNNI, AVX2 (avx2.c), or plain C.
 static enum { PATH_PORTABLE, PATH_AVX2, PATH_VNNI } cpu_path;
 static const char *const PATH_NAMES[] = {"portable", "avx2", "avx512vnni"};
@@ -700,6 +727,8 @@ typedef struct {
   QuantFn quant;
   Quant8Fn quant8;
   SiluMulFn silu_mul;
+  // one row's RMSNorm (rms_norm_steps)
+  void (*rms_norm)(const float *x, const float *w, int n, float eps, float *y);
   // 3 or more rows in the layout the path's q4 kernel reads them from (Job's rows4), and its bytes a chunk of 4;
   // NULL: none (one or two rows take the pair kernel, a row at a time)
   void (*rows4)(const int8_t *q, const float *sa, const float *c, int m, int k, void *out);
@@ -718,12 +747,13 @@ typedef struct {
 
 static Path path_for(bool portable) {
 #if defined(__x86_64__)
-  if (!portable && cpu_path == PATH_VNNI) return (Path){group_vnni, group8_vnni, NULL, NULL, quant_row_vnni, quant8_vnni, silu_mul_vnni, NULL, NULL, 1, 1 << 20};
+  if (!portable && cpu_path == PATH_VNNI)
+    return (Path){group_vnni, group8_vnni, NULL, NULL, quant_row_vnni, quant8_vnni, silu_mul_vnni, rms_norm_row_fma, NULL, NULL, 1, 1 << 20};
   if (!portable && cpu_path == PATH_AVX2)
     return (Path){svc_group_avx2, svc_group8_avx2, svc_pair_avx2, svc_pair8_avx2, svc_quant_row_avx2, svc_quant8_avx2, svc_silu_mul_avx2,
-                  svc_rows4_avx2, svc_rows4_bytes, 2, 1 << 17};
+                  rms_norm_row_fma, svc_rows4_avx2, svc_rows4_bytes, 2, 1 << 17};
 #endif
-  return (Path){group_portable, group8_portable, NULL, NULL, quant_row, quant8, silu_mul_portable, NULL, NULL, 1, 1 << 20};
+  return (Path){group_portable, group8_portable, NULL, NULL, quant_row, quant8, silu_mul_portable, rms_norm_row, NULL, NULL, 1, 1 << 20};
 }
 
 // Gate and up in one pass over the column groups: group g of both products (same activations, same columns),
@@ -1166,44 +1196,6 @@ static napi_value mlp_q8(napi_env env, napi_callback_info info) {
 
 static const napi_typedarray_type FLOATS[5] = {napi_float32_array, napi_float32_array, napi_float32_array, napi_float32_array, napi_float32_array};
 
-// RMSNorm of one row as ONNX Runtime's SimplifiedLayerNormalization computes it on x64: the squares summed in 8
-// lanes with a fused multiply-add each, the lanes added in halves (l + l+4, then l + l+2, then 0 + 1),
-// s = sqrt(sum / n + epsilon), then (x * (1 / s)) * w, every step in single precision. n is a multiple of 8.
-static inline __attribute__((always_inline)) void rms_norm_steps(const float *x, const float *w, int n, float eps, float *y) {
-  float lanes[8] = {0};
-  for (int j = 0; j < n; j += 8)
-    for (int l = 0; l < 8; l++) lanes[l] = fmaf(x[j + l], x[j + l], lanes[l]);
-  for (int half = 4; half >= 1; half /= 2)
-    for (int l = 0; l < half; l++) lanes[l] += lanes[l + half];
-  const float inv = 1.f / sqrtf(lanes[0] / (float)n + eps);
-  for (int j = 0; j < n; j++) y[j] = (x[j] * inv) * w[j];
-}
-
-static void rms_norm_row(const float *x, const float *w, int n, float eps, float *y) {
-  rms_norm_steps(x, w, n, eps, y);
-}
-
-#if defined(__x86_64__)
-// The same steps compiled for AVX2 and FMA, which GCC turns into one fused multiply-add a vector of 8 lanes and
-// vector products (the same operations in the same order: the same bits, layer-steps.test.ts). Built for x64's
-// baseline, each fmaf is a call into the C library: addRmsNorm of 896 values took 5.0 us a row and 13.9 for 4,
-// here 2.1 and 3.5 (a 0.5B model's decode step makes 48 such calls).
-__attribute__((target("avx2,fma"))) static void rms_norm_row_fma(const float *x, const float *w, int n, float eps, float *y) {
-  rms_norm_steps(x, w, n, eps, y);
-}
-#endif
-
-// A row's RMSNorm on the CPU's path, or in plain C where the caller asks for it (tests compare the two).
-typedef void (*RmsNormFn)(const float *x, const float *w, int n, float eps, float *y);
-
-static RmsNormFn rms_norm_for(bool portable) {
-#if defined(__x86_64__)
-  if (!portable && cpu_path != PATH_PORTABLE) return rms_norm_row_fma;
-#endif
-  (void)portable;
-  return rms_norm_row;
-}
-
 // rmsNorm(x, w, epsilon, y, portable?): each row of x (rows of w.length values) into y.
 static napi_value rms_norm(napi_env env, napi_callback_info info) {
   size_t argc = 5;
@@ -1220,8 +1212,8 @@ static napi_value rms_norm(napi_env env, napi_callback_info info) {
   if (!get_portable(env, argv, argc, 4, &portable, "rmsNorm: portable must be a boolean")) return NULL;
   const size_t xlen = len[0], wlen = len[1];
   if (!wlen || wlen % 8 || xlen % wlen || len[2] != xlen) return throw_type(env, "rmsNorm: w must hold a multiple of 8 values, x whole rows of them, y as many as x");
-  const RmsNormFn norm = rms_norm_for(portable);
-  for (size_t r = 0; r < xlen; r += wlen) norm((const float *)data[0] + r, data[1], (int)wlen, (float)eps, (float *)data[2] + r);
+  const Path path = path_for(portable);
+  for (size_t r = 0; r < xlen; r += wlen) path.rms_norm((const float *)data[0] + r, data[1], (int)wlen, (float)eps, (float *)data[2] + r);
   return NULL;
 }
 
@@ -1247,8 +1239,8 @@ static napi_value add_rms_norm(napi_env env, napi_callback_info info) {
   const float *pa = data[0], *pb = data[1];
   float *sum = data[3], *y = data[4];
   for (size_t i = 0; i < n; i++) sum[i] = pa[i] + pb[i];
-  const RmsNormFn norm = rms_norm_for(portable);
-  for (size_t r = 0; r < n; r += wlen) norm(sum + r, data[2], (int)wlen, (float)eps, y + r);
+  const Path path = path_for(portable);
+  for (size_t r = 0; r < n; r += wlen) path.rms_norm(sum + r, data[2], (int)wlen, (float)eps, y + r);
   return NULL;
 }
 
