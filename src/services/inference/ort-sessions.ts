@@ -559,12 +559,17 @@ export interface DecodedHeld {
   samplers: (SamplerState | null)[];
 }
 
+/**
+ * The draws' buffers (a few MB with a 152k vocabulary), kept for every call: each draw runs to its end
+ * without awaiting, so one serves every row of every call in turn.
+ */
+const drawScratch = newScratch();
+
 async function decodeHeld([id, plan]: [number, DecodePlan]): Promise<DecodedHeld> {
   const { pads, stride, steps, suppress } = plan;
   const b = pads.length;
   const chosen = new Int32Array(steps * b);
   const samplers = plan.samplers ?? pads.map(() => null);
-  const scratch = samplers.map((x) => x && newScratch());
   let tokens = plan.tokens;
   const i64 = (values: number[], dims: number[]): WireTensor => ({ type: 'int64', dims, data: BigInt64Array.from(values, BigInt) });
   const feeds: Record<string, WireTensor | HeldView> = {};
@@ -591,7 +596,7 @@ async function decodeHeld([id, plan]: [number, DecodePlan]): Promise<DecodedHeld
       const row = logits.subarray(plan.logits.offset + r * vocab, plan.logits.offset + (r + 1) * vocab);
       for (const t of suppress[r] ?? []) row[t] = -Infinity;
       const sampler = samplers[r];
-      return sampler ? drawWith(row, sampler, scratch[r]!) : greedy(row);
+      return sampler ? drawWith(row, sampler, drawScratch) : greedy(row);
     });
     chosen.set(tokens, k * b);
     // the steps so far, where the caller asked for the thread back

@@ -149,28 +149,22 @@ export function argmax(data: Float32Array): number {
  */
 const CUTOFF = 40;
 
-/** 2^-k for k = 0 … 63 (the integer part of expNeg's exponent). */
+/** 2^-k for k = 0 … 63, and 2^(j/256) for j = 0 … 255: the integer and the table part of expNeg's exponent. */
 const POW2_NEG = Float64Array.from({ length: 64 }, (_, k) => 2 ** -k);
+const POW2_FRAC = Float64Array.from({ length: 256 }, (_, j) => 2 ** (j / 256));
 
 /**
- * e^x for -CUTOFF ≤ x ≤ 0, as 2^k · 2^f (k an integer, |f| ≤ 1/2) with 2^f's Taylor series to f^7: relative
- * error under 1e-8, finer than the float32 logits it weighs. Math.exp costs about 9 ns here, and a sampler
- * without top-k weighs the whole vocabulary every token.
+ * e^x for -CUTOFF ≤ x ≤ 0, as 2^(k/256) · e^f (k an integer, |f| ≤ ln 2 / 512), 2^(k/256) from the tables and
+ * e^f's Taylor series to f^3: relative error under 1e-12, finer than the float32 logits it weighs. Math.exp
+ * costs about 20 ns here, and a sampler without top-k weighs the whole vocabulary every token (a degree-7
+ * series without the table: 1.4x this one's time).
  */
 export function expNeg(x: number): number {
-  const y = x * Math.LOG2E;
+  const y = x * (256 * Math.LOG2E);
   const k = Math.floor(y + 0.5); // Math.round is several times slower in V8
-  const f = y - k;
-  // Horner's rule over (ln 2)^n / n!, n = 7 … 0
-  let p = 1.525273380405984e-5;
-  p = p * f + 0.00015403530393381606;
-  p = p * f + 0.0013333558146428443;
-  p = p * f + 0.009618129107628477;
-  p = p * f + 0.05550410866482158;
-  p = p * f + 0.2402265069591007;
-  p = p * f + 0.6931471805599453;
-  p = p * f + 1;
-  return -k < 64 ? p * POW2_NEG[-k]! : 0;
+  const f = (y - k) * (Math.LN2 / 256);
+  const e = k >> 8; // k / 256 rounded down, an integer of at most 0
+  return -e < 64 ? (1 + f * (1 + f * (0.5 + f * (1 / 6)))) * POW2_FRAC[k & 255]! * POW2_NEG[-e]! : 0;
 }
 
 /** Top-p's buckets over a range of logits. */
@@ -178,11 +172,14 @@ const BUCKETS = 1024;
 
 /** Buffers a sampler reuses from token to token, grown as needed. */
 export interface Scratch {
+  /** Top-k's tokens (index order), their logits and weights. */
   idx: Int32Array;
   val: Float32Array;
   w: Float64Array;
-  /** Top-p's bucket of each candidate, the candidates still in the bucket it looks into, each bucket's mass. */
+  /** Without top-k: every token's weight (0 below the cutoff) and top-p bucket, by token id. */
+  dense: Float64Array;
   bucket: Uint16Array;
+  /** The candidates still in the bucket top-p looks into, each bucket's mass. */
   members: Int32Array;
   mass: Float64Array;
 }
@@ -190,6 +187,7 @@ export const newScratch = (): Scratch => ({
   idx: new Int32Array(1024),
   val: new Float32Array(1024),
   w: new Float64Array(1024),
+  dense: new Float64Array(0),
   bucket: new Uint16Array(0),
   members: new Int32Array(0),
   mass: new Float64Array(BUCKETS),
@@ -203,10 +201,27 @@ const grow = (s: Scratch, need: number) => {
 };
 
 /**
+ * What `weigh` leaves for the draw. `dense`: the scratch's `dense` holds every token's weight, and a token is
+ * kept when it sorts at or before (endVal, endIdx) (value desc, index asc); else the top-k tokens in
+ * idx/val/w [0, m), the left-out ones weighing 0. `z`: the kept tokens' weight.
+ */
+interface Weighed {
+  best: number;
+  z: number;
+  dense: boolean;
+  m: number;
+  endVal: number;
+  endIdx: number;
+}
+
+const keeps = (v: number, i: number, k: Weighed) => v > k.endVal || (v === k.endVal && i <= k.endIdx);
+
+/**
  * Temperature → top-k → top-p → draw, as sorting the vocabulary by logit (ties by index) would, without
  * sorting it: top-k keeps a heap of k while reading the logits once; without it, the tokens within CUTOFF of
- * the largest weight are the candidates. Top-p sorts only the tokens that share the nucleus' boundary (the
- * others are bucketed by logit). The draw walks the kept tokens in index order.
+ * the largest weight are the candidates, weighed in one pass that also buckets them for top-p. Top-p sorts
+ * only the tokens that share the nucleus' boundary (the others are bucketed by logit). The draw walks the kept
+ * tokens in index order.
  */
 export function sampleIndex(
   data: Float32Array,
@@ -216,45 +231,58 @@ export function sampleIndex(
   rand: () => number,
   s: Scratch = newScratch(),
 ): number {
-  const { best, m, z } = weigh(data, temperature, topK, topP, s);
+  const k = weigh(data, temperature, topK, topP, s);
+  let r = rand() * k.z;
+  if (k.dense) {
+    const { dense } = s;
+    let last = k.best;
+    for (let i = 0; i < data.length; i++) {
+      const w = dense[i]!;
+      if (w === 0 || !keeps(data[i]!, i, k)) continue;
+      last = i;
+      r -= w;
+      if (r <= 0) return i;
+    }
+    return last; // rounding left r above 0: the last kept
+  }
   const { idx, w } = s;
-  let r = rand() * z;
-  for (let j = 0; j < m; j++) {
+  for (let j = 0; j < k.m; j++) {
     if (w[j] === 0) continue;
     r -= w[j]!;
     if (r <= 0) return idx[j]!;
   }
-  for (let j = m - 1; j >= 0; j--) if (w[j]! > 0) return idx[j]!; // rounding left r above 0: the last kept
-  return best;
+  for (let j = k.m - 1; j >= 0; j--) if (w[j]! > 0) return idx[j]!; // rounding left r above 0: the last kept
+  return k.best;
 }
 
-/** The tokens a draw can return (those left a weight above 0), in index order. */
+/** The tokens a draw can return, in index order. */
 export function keptTokens(data: Float32Array, temperature: number, topK: number, topP: number): number[] {
   const s = newScratch();
-  const { m } = weigh(data, temperature, topK, topP, s);
-  return [...s.idx.subarray(0, m)].filter((_, j) => s.w[j]! > 0);
+  const k = weigh(data, temperature, topK, topP, s);
+  if (k.dense) return [...data.keys()].filter((i) => s.dense[i]! > 0 && keeps(data[i]!, i, k));
+  return [...s.idx.subarray(0, k.m)].filter((_, j) => s.w[j]! > 0);
 }
 
-/**
- * The candidates (index order) into the scratch with their weights, 0 for those top-p leaves out; their
- * count, the weights' sum and the argmax.
- */
-function weigh(data: Float32Array, temperature: number, topK: number, topP: number, s: Scratch) {
+/** A candidate's weight: e^((v - max) / temperature). */
+const weight = (x: number) => x >= -CUTOFF ? expNeg(x) : Math.exp(x);
+
+function weigh(data: Float32Array, temperature: number, topK: number, topP: number, s: Scratch): Weighed {
   const best = argmax(data);
   const max = data[best]!;
-  if (!(max > -Infinity)) return { best, m: 0, z: 0 };
+  const all = { best, z: 0, dense: false, m: 0, endVal: -Infinity, endIdx: Infinity };
+  if (!(max > -Infinity)) return all;
   const floor = max - CUTOFF * temperature;
-  const m = topK > 0 && topK < data.length ? largest(data, topK, s) : candidates(data, floor, s);
-  const { idx, val, w } = s;
   const inv = 1 / temperature;
+  if (!(topK > 0 && topK < data.length)) return weighAll(data, max, floor, inv, topP, s, { ...all, dense: true });
+  const m = largest(data, topK, s);
+  const { idx, val, w } = s;
   let z = 0;
-  for (let j = 0; j < m; j++) {
-    const x = (val[j]! - max) * inv;
-    z += w[j] = x >= -CUTOFF ? expNeg(x) : Math.exp(x);
-  }
+  for (let j = 0; j < m; j++) z += w[j] = weight((val[j]! - max) * inv);
   if (topP < 1) {
     // a candidate stays when it sorts (value desc, index asc) at or before the nucleus' last token
-    const [endVal, endIdx] = nucleusEnd(s, m, max, floor, topP * z);
+    const members = growMembers(s, m);
+    for (let j = 0; j < m; j++) members[j] = j;
+    const [endVal, endIdx] = nucleusEnd(val, idx, w, members, m, max, floor, 0, topP * z, s.mass);
     z = 0;
     for (let j = 0; j < m; j++) {
       const v = val[j]!;
@@ -262,21 +290,70 @@ function weigh(data: Float32Array, temperature: number, topK: number, topP: numb
       else w[j] = 0;
     }
   }
-  return { best, m, z };
+  return { ...all, z, m };
 }
 
-/** The logits at or above `floor`, in index order, into the scratch; returns how many. */
-function candidates(data: Float32Array, floor: number, s: Scratch): number {
-  let m = 0;
-  for (let i = 0; i < data.length; i++) {
+const growMembers = (s: Scratch, n: number) => s.members.length >= n ? s.members : (s.members = new Int32Array(n));
+
+/**
+ * Each token's weight into w (0 below `floor`), and their sum; with `at` and `mass`, each candidate's bucket
+ * (BUCKETS over max .. floor) and each bucket's weight too. A function of its own, small enough for the
+ * engine to inline expNeg into its loop.
+ */
+function weighEach(data: Float32Array, w: Float64Array, max: number, floor: number, inv: number, at?: Uint16Array, mass?: Float64Array) {
+  const n = data.length;
+  let z = 0;
+  if (!at || !mass) {
+    for (let i = 0; i < n; i++) {
+      const v = data[i]!;
+      z += w[i] = v >= floor ? weight((v - max) * inv) : 0;
+    }
+    return z;
+  }
+  const B = BUCKETS, scale = B / (max - floor);
+  mass.fill(0);
+  for (let i = 0; i < n; i++) {
     const v = data[i]!;
     if (v >= floor) {
-      if (m === s.idx.length) grow(s, m + 1);
-      s.idx[m] = i;
-      s.val[m++] = v;
-    }
+      const x = weight((v - max) * inv);
+      const q = ((max - v) * scale) | 0; // Math.floor of a value ≥ 0, as an integer
+      const b = q < B ? q : B - 1;
+      w[i] = x;
+      z += x;
+      at[i] = b;
+      mass[b] += x;
+    } else (w[i] = 0), (at[i] = B);
   }
-  return m;
+  return z;
+}
+
+/**
+ * Without top-k: every token's weight into `dense` (0 below `floor`) in one pass, which with top-p also buckets
+ * the candidates by logit (BUCKETS over max .. floor) and sums each bucket's weight; then only the bucket where
+ * the nucleus ends is looked into.
+ */
+function weighAll(data: Float32Array, max: number, floor: number, inv: number, topP: number, s: Scratch, k: Weighed): Weighed {
+  const n = data.length;
+  if (s.dense.length < n) (s.dense = new Float64Array(n)), (s.bucket = new Uint16Array(n));
+  const { dense, bucket: at, mass } = s;
+  if (topP >= 1) return { ...k, z: weighEach(data, dense, max, floor, inv) };
+  const z = weighEach(data, dense, max, floor, inv, at, mass);
+  const B = BUCKETS, target = topP * z;
+  let b = 0, cum = 0;
+  while (b < B - 1 && cum + mass[b]! < target) cum += mass[b++]!;
+  const members = growMembers(s, n);
+  let m = 0, top = -Infinity, bottom = Infinity;
+  for (let i = 0; i < n; i++) {
+    if (at[i] !== b) continue;
+    members[m++] = i;
+    const v = data[i]!;
+    if (v > top) top = v;
+    if (v < bottom) bottom = v;
+  }
+  if (!m) return { ...k, z }; // rounding never reached the target: keep them all
+  const [endVal, endIdx, kept] = nucleusEnd(data, undefined, dense, members, m, top, bottom, cum, target, mass);
+  // (-Infinity: rounding never reached the target, all kept)
+  return { ...k, z: endVal === -Infinity ? z : kept, endVal, endIdx };
 }
 
 /**
@@ -332,26 +409,30 @@ function largest(data: Float32Array, k: number, s: Scratch): number {
 
 /**
  * The last token (value, index) of the shortest prefix, in (value desc, index asc) order, holding `target`
- * of the weight. The candidates are bucketed by value and only the bucket where the mass crosses `target`
- * is looked into: bucketed again over its own range while it is large (logits of a flat distribution
- * crowd into few buckets), then sorted.
+ * of the weight, and that prefix's weight. The candidates `members` [0, n) (indices into val, w and idx, which
+ * is the identity when absent), with values in lo .. hi, follow tokens holding `cum` of the weight. They are
+ * bucketed by value and only the bucket where the mass crosses `target` is looked into: bucketed again over its
+ * own range while it is large (logits of a flat distribution crowd into few buckets), then sorted.
  */
-function nucleusEnd(s: Scratch, m: number, max: number, floor: number, target: number): [number, number] {
-  const { idx, val, w } = s;
+function nucleusEnd(
+  val: Float32Array,
+  idx: Int32Array | undefined,
+  w: Float64Array,
+  members: Int32Array,
+  n: number,
+  hi: number,
+  lo: number,
+  cum: number,
+  target: number,
+  mass: Float64Array,
+): [number, number, number] {
   const B = BUCKETS;
-  if (s.bucket.length < m) s.bucket = new Uint16Array(s.idx.length);
-  if (s.members.length < m) s.members = new Int32Array(s.idx.length);
-  const { bucket: at, members, mass } = s;
-  for (let j = 0; j < m; j++) members[j] = j;
-  let n = m, hi = max, lo = floor, cum = 0;
   while (n > 256 && hi > lo) {
     const scale = B / (hi - lo);
     mass.fill(0);
     for (let q = 0; q < n; q++) {
       const j = members[q]!;
-      const b = Math.min(B - 1, Math.floor((hi - val[j]!) * scale));
-      at[j] = b;
-      mass[b] += w[j]!;
+      mass[Math.min(B - 1, Math.floor((hi - val[j]!) * scale))] += w[j]!;
     }
     let b = 0;
     while (b < B - 1 && cum + mass[b]! < target) cum += mass[b++]!;
@@ -359,16 +440,17 @@ function nucleusEnd(s: Scratch, m: number, max: number, floor: number, target: n
     let top = -Infinity, bottom = Infinity;
     for (let q = 0; q < n; q++) {
       const j = members[q]!;
-      if (at[j] !== b) continue;
+      if (Math.min(B - 1, Math.floor((hi - val[j]!) * scale)) !== b) continue;
       members[kept++] = j;
       if (val[j]! > top) top = val[j]!;
       if (val[j]! < bottom) bottom = val[j]!;
     }
-    if (!kept) return [-Infinity, Infinity]; // rounding never reached the target: keep them all
+    if (!kept) return [-Infinity, Infinity, cum]; // rounding never reached the target: keep them all
     if (kept === n && top === hi && bottom === lo) break; // cannot split further
     (n = kept), (hi = top), (lo = bottom);
   }
-  const inB = Array.from(members.subarray(0, n)).sort((x, y) => val[y]! - val[x]! || idx[x]! - idx[y]!);
+  const id = (j: number) => idx ? idx[j]! : j;
+  const inB = Array.from(members.subarray(0, n)).sort((x, y) => val[y]! - val[x]! || id(x) - id(y));
   let end = inB[inB.length - 1]!;
   for (const j of inB) {
     cum += w[j]!;
@@ -377,5 +459,5 @@ function nucleusEnd(s: Scratch, m: number, max: number, floor: number, target: n
       break;
     }
   }
-  return [val[end]!, idx[end]!];
+  return [val[end]!, id(end), cum];
 }
