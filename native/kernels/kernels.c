@@ -16,6 +16,7 @@
 #include "attention.h"
 #include "logistic.h"
 #include "products.h"
+#include "weigh.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -1380,6 +1381,39 @@ static napi_value argmax(napi_env env, napi_callback_info info) {
   return r;
 }
 
+// weigh(data, max, floor, inv, w, frac, at?, mass?): sampling.ts's weighEach, bit for bit (weigh.c): each
+// logit's weight into w (a Float64Array as long as data), with at (Uint16Array) and mass (Float64Array of the
+// buckets) each candidate's bucket and each bucket's weight; returns the weights' sum.
+static napi_value weigh(napi_env env, napi_callback_info info) {
+  size_t argc = 8;
+  napi_value argv[8];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 6) {
+    return throw_type(env, "weigh(data, max, floor, inv, w, frac, at?, mass?)");
+  }
+  void *data, *w, *frac, *at = NULL, *mass = NULL;
+  size_t n, wn, fn, an = 0, mn = 0;
+  double num[3];
+  for (int i = 0; i < 3; i++)
+    if (napi_get_value_double(env, argv[1 + i], &num[i]) != napi_ok) return throw_type(env, "weigh: max, floor and inv must be numbers");
+  if (!get_typed(env, argv[0], napi_float32_array, &data, &n, "weigh: data must be a Float32Array") ||
+      !get_typed(env, argv[4], napi_float64_array, &w, &wn, "weigh: w must be a Float64Array") ||
+      !get_typed(env, argv[5], napi_float64_array, &frac, &fn, "weigh: frac must be a Float64Array")) {
+    return NULL;
+  }
+  const bool bucketed = argc >= 8;
+  if (bucketed && (!get_typed(env, argv[6], napi_uint16_array, &at, &an, "weigh: at must be a Uint16Array") ||
+                   !get_typed(env, argv[7], napi_float64_array, &mass, &mn, "weigh: mass must be a Float64Array"))) {
+    return NULL;
+  }
+  if (wn < n || fn != 256 || (bucketed && (an < n || mn < 1 || mn > 65535))) {
+    return throw_type(env, "weigh: w and at as long as data, frac of 256, mass of 1 to 65535 buckets");
+  }
+  const double z = svc_weigh(data, (int64_t)n, num[0], num[1], num[2], frac, w, at, mass, (int)mn);
+  napi_value r;
+  napi_create_double(env, z, &r);
+  return r;
+}
+
 NAPI_MODULE_INIT() {
   cpu_path = cpu_has_vnni() ? PATH_VNNI : PATH_PORTABLE;
 #if defined(__x86_64__)
@@ -1397,6 +1431,7 @@ NAPI_MODULE_INIT() {
     {"addInto", NULL, add_into, NULL, NULL, NULL, napi_enumerable, NULL},
     {"addRmsNorm", NULL, add_rms_norm, NULL, NULL, NULL, napi_enumerable, NULL},
     {"argmax", NULL, argmax, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"weigh", NULL, weigh, NULL, NULL, NULL, napi_enumerable, NULL},
     {"attention", NULL, attention, NULL, NULL, NULL, napi_enumerable, NULL},
     {"rest", NULL, rest, NULL, NULL, NULL, napi_enumerable, NULL},
     {"kernelPath", NULL, kernel_path, NULL, NULL, NULL, napi_enumerable, NULL},

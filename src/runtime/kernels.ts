@@ -82,6 +82,22 @@ export interface NativeKernels {
    */
   argmax?(x: Float32Array, portable?: boolean): number;
   /**
+   * A sampler's weights, as sampling.ts's `weighEach` computes them in the script, bit for bit: each logit's
+   * e^((v - max) · inv) into w (0 below floor), its exp from the table frac of 2^(j/256); with at and mass,
+   * each candidate's bucket over max .. floor (mass.length of them; that count for the others) and each
+   * bucket's weight. Returns the weights' sum. The addon's alone.
+   */
+  weigh?(
+    data: Float32Array,
+    max: number,
+    floor: number,
+    inv: number,
+    w: Float64Array,
+    frac: Float64Array,
+    at?: Uint16Array,
+    mass?: Float64Array,
+  ): number;
+  /**
    * A decoder layer's attention for `s` new positions of each row, as svc's rewritten graphs compute it
    * (src/services/inference/attention-stage.ts): q, k rotated at each position's row of the caches, scores
    * against the cached and the new keys divided by `divisor`, the mask added, softmax, the values summed; query
@@ -148,7 +164,7 @@ export interface AttentionArrays {
 }
 
 /** The addon's exports: the steps between products as NativeKernels has them, the products on handles. */
-interface Addon extends Pick<NativeKernels, 'rmsNorm' | 'addInto' | 'addRmsNorm'> {
+interface Addon extends Pick<NativeKernels, 'rmsNorm' | 'addInto' | 'addRmsNorm'>, Required<Pick<NativeKernels, 'weigh'>> {
   packQ4(b: Uint8Array, scales: Float32Array, k: number, n: number): object;
   packedBytes(w: object): number;
   matmulQ4(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
@@ -218,6 +234,8 @@ function load(): { kernels?: NativeKernels; reason?: string } {
       addInto: (a, b, y) => addon.addInto(a, b, y),
       addRmsNorm: (a, b, w, epsilon, sum, y, portable) => addon.addRmsNorm(a, b, w, epsilon, sum, y, portable),
       argmax: (x, portable) => addon.argmax(x, portable),
+      weigh: (data, max, floor, inv, w, frac, at, mass) =>
+        at && mass ? addon.weigh(data, max, floor, inv, w, frac, at, mass) : addon.weigh(data, max, floor, inv, w, frac),
       rest: () => addon.rest(),
       attention: (a, ...shape) =>
         addon.attention(a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastK, a.pastV, a.mask, a.out, a.newK, a.newV, ...shape),
