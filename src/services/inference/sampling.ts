@@ -268,7 +268,7 @@ export function keptTokens(data: Float32Array, temperature: number, topK: number
 const weight = (x: number) => x >= -CUTOFF ? expNeg(x) : Math.exp(x);
 
 function weigh(data: Float32Array, temperature: number, topK: number, topP: number, s: Scratch): Weighed {
-  const best = argmax(data);
+  const best = (nativeKernels()?.argmax ?? argmax)(data); // the addon's: the same index, ~10x faster
   const max = data[best]!;
   const all = { best, z: 0, dense: false, m: 0, endVal: -Infinity, endIdx: Infinity };
   if (!(max > -Infinity)) return all;
