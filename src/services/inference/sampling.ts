@@ -298,9 +298,10 @@ const growMembers = (s: Scratch, n: number) => s.members.length >= n ? s.members
 
 /**
  * Each token's weight e^((v - max) · inv) into w (0 below `floor`), and their sum; with `at` and `mass`, each
- * candidate's bucket (BUCKETS over max .. floor) and each bucket's weight too. The native kernels' `weigh`
- * where they load (the same bits: test/runtime/kernels.test.ts; 0.2-0.35x the time on AVX2), else here (`script`: here
- * always). Every candidate's x is at least -CUTOFF but for rounding, which expNeg takes as it is.
+ * candidate's bucket (mass.length of them over max .. floor; that count for the others) and each bucket's weight
+ * too. The native kernels' `weigh` where they load (the same bits: test/runtime/kernels.test.ts; 0.2-0.35x the
+ * time on AVX2), else here (`script`: here always). Every candidate's x is at least -CUTOFF but for rounding,
+ * which expNeg takes as it is.
  */
 export function weighEach(
   data: Float32Array,
