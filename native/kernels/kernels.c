@@ -1381,14 +1381,15 @@ static napi_value argmax(napi_env env, napi_callback_info info) {
   return r;
 }
 
-// weigh(data, max, floor, inv, w, frac, at?, mass?): sampling.ts's weighEach, bit for bit (weigh.c): each
-// logit's weight into w (a Float64Array as long as data), with at (Uint16Array) and mass (Float64Array of the
-// buckets) each candidate's bucket and each bucket's weight; returns the weights' sum.
+// weigh(data, max, floor, inv, w, frac, at?, mass?, portable?): sampling.ts's weighEach, bit for bit (weigh.c):
+// each logit's weight into w (a Float64Array as long as data), with at (Uint16Array) and mass (Float64Array of
+// the buckets) each candidate's bucket and each bucket's weight; returns the weights' sum. `portable`: the
+// plain-C steps, not AVX2's (the same bits; tests compare the two).
 static napi_value weigh(napi_env env, napi_callback_info info) {
-  size_t argc = 8;
-  napi_value argv[8];
+  size_t argc = 9;
+  napi_value argv[9];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 6) {
-    return throw_type(env, "weigh(data, max, floor, inv, w, frac, at?, mass?)");
+    return throw_type(env, "weigh(data, max, floor, inv, w, frac, at?, mass?, portable?)");
   }
   void *data, *w, *frac, *at = NULL, *mass = NULL;
   size_t n, wn, fn, an = 0, mn = 0;
@@ -1400,7 +1401,12 @@ static napi_value weigh(napi_env env, napi_callback_info info) {
       !get_typed(env, argv[5], napi_float64_array, &frac, &fn, "weigh: frac must be a Float64Array")) {
     return NULL;
   }
-  const bool bucketed = argc >= 8;
+  napi_valuetype vt = napi_undefined;
+  if (argc >= 7) napi_typeof(env, argv[6], &vt);
+  const bool bucketed = vt != napi_undefined;
+  bool portable;
+  if (!get_portable(env, argv, argc, 8, &portable, "weigh: portable must be a boolean")) return NULL;
+  if (bucketed && argc < 8) return throw_type(env, "weigh: at and mass go together");
   if (bucketed && (!get_typed(env, argv[6], napi_uint16_array, &at, &an, "weigh: at must be a Uint16Array") ||
                    !get_typed(env, argv[7], napi_float64_array, &mass, &mn, "weigh: mass must be a Float64Array"))) {
     return NULL;
@@ -1408,7 +1414,7 @@ static napi_value weigh(napi_env env, napi_callback_info info) {
   if (wn < n || fn != 256 || (bucketed && (an < n || mn < 1 || mn > 65535))) {
     return throw_type(env, "weigh: w and at as long as data, frac of 256, mass of 1 to 65535 buckets");
   }
-  const double z = svc_weigh(data, (int64_t)n, num[0], num[1], num[2], frac, w, at, mass, (int)mn);
+  const double z = svc_weigh(data, (int64_t)n, num[0], num[1], num[2], frac, w, at, mass, (int)mn, !portable && cpu_path != PATH_PORTABLE);
   napi_value r;
   napi_create_double(env, z, &r);
   return r;

@@ -83,11 +83,12 @@ __attribute__((target("avx2"))) static void weights_avx2(const float *data, int6
 #endif
 
 double svc_weigh(const float *data, int64_t n, double max, double floor_, double inv, const double *frac, double *w, uint16_t *at,
-                 double *mass, int buckets) {
+                 double *mass, int buckets, int avx2) {
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2")) weights_avx2(data, n, max, floor_, inv, frac, w);
+  if (avx2) weights_avx2(data, n, max, floor_, inv, frac, w);
   else weights_plain(data, n, max, floor_, inv, frac, w);
 #else
+  (void)avx2;
   weights_plain(data, n, max, floor_, inv, frac, w);
 #endif
   double z = 0;

@@ -85,7 +85,8 @@ export interface NativeKernels {
    * A sampler's weights, as sampling.ts's `weighEach` computes them in the script, bit for bit: each logit's
    * e^((v - max) · inv) into w (0 below floor), its exp from the table frac of 2^(j/256); with at and mass,
    * each candidate's bucket over max .. floor (mass.length of them; that count for the others) and each
-   * bucket's weight. Returns the weights' sum. The addon's alone.
+   * bucket's weight. Returns the weights' sum. `portable`: the plain-C steps, not the CPU's vector ones (the same
+   * bits; tests compare the two). The addon's alone.
    */
   weigh?(
     data: Float32Array,
@@ -96,6 +97,7 @@ export interface NativeKernels {
     frac: Float64Array,
     at?: Uint16Array,
     mass?: Float64Array,
+    portable?: boolean,
   ): number;
   /**
    * A decoder layer's attention for `s` new positions of each row, as svc's rewritten graphs compute it
@@ -234,8 +236,7 @@ function load(): { kernels?: NativeKernels; reason?: string } {
       addInto: (a, b, y) => addon.addInto(a, b, y),
       addRmsNorm: (a, b, w, epsilon, sum, y, portable) => addon.addRmsNorm(a, b, w, epsilon, sum, y, portable),
       argmax: (x, portable) => addon.argmax(x, portable),
-      weigh: (data, max, floor, inv, w, frac, at, mass) =>
-        at && mass ? addon.weigh(data, max, floor, inv, w, frac, at, mass) : addon.weigh(data, max, floor, inv, w, frac),
+      weigh: (data, max, floor, inv, w, frac, at, mass, portable) => addon.weigh(data, max, floor, inv, w, frac, at, mass, portable),
       rest: () => addon.rest(),
       attention: (a, ...shape) =>
         addon.attention(a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastK, a.pastV, a.mask, a.out, a.newK, a.newV, ...shape),

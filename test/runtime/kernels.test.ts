@@ -20,7 +20,7 @@ import {
   type PackedQ8,
 } from '../../src/runtime/kernels.ts';
 import { importOnnxruntimeNode } from '../../src/services/inference/onnxruntime-node.ts';
-import { argmax, seededRandom, weighEach } from '../../src/services/inference/sampling.ts';
+import { argmax, POW2_FRAC, seededRandom, weighEach } from '../../src/services/inference/sampling.ts';
 import { type WasmKernels, wasmKernelsOf } from '../../src/runtime/wasm-kernels.ts';
 
 type Ort = typeof import('onnxruntime-node');
@@ -345,42 +345,44 @@ for (const portable of [false, true]) {
 
 // The sampler's weights: the addon's `weigh` must give sampling.ts's script bit for bit (which weighs the draws
 // numpy judges in sampling.test.ts), and each weight Math.exp's to 1e-12.
-test("weigh: the sampler script's weights, sums and buckets bit for bit; Math.exp's to 1e-12", () => {
+test("weigh (AVX2 and plain C): the sampler script's weights, sums and buckets bit for bit; Math.exp's to 1e-12", () => {
   const kn = addon();
   const r = seededRandom(21);
   const spread = Float32Array.from({ length: 151_936 }, () => (r() + r() + r() - 1.5) * 6);
   const flat = Float32Array.from({ length: 151_937 }, () => (r() - 0.5) * 0.9);
   for (const a of [spread, flat]) for (let i = 0; i < a.length; i += 997) a[i] = i % 2 ? -Infinity : NaN;
+  const arrays = (n: number) => ({ w: new Float64Array(n), at: new Uint16Array(n), mass: new Float64Array(1024) });
   for (const [data, temperature] of [[spread, 1], [spread, 0.7], [spread, 1.3], [flat, 1], [flat, 0.05]] as const) {
     const best = argmax(data), max = data[best]!;
     const floor = max - 40 * temperature, inv = 1 / temperature;
     data[(best + 5) % data.length] = Math.fround(floor); // a logit on the cutoff itself
     for (const bucketed of [false, true]) {
-      const out = [true, false].map((script) => {
-        const w = new Float64Array(data.length), at = new Uint16Array(data.length), mass = new Float64Array(1024);
-        const z = bucketed
-          ? weighEach(data, w, max, floor, inv, at, mass, script)
-          : weighEach(data, w, max, floor, inv, undefined, undefined, script);
-        return { z, w, at, mass };
-      });
-      const [script, native] = out as [typeof out[0], typeof out[0]];
-      const what = `temperature ${temperature}, ${data.length} logits${bucketed ? ', bucketed' : ''}`;
-      assert.ok(Object.is(native.z, script.z), `${what}: sum ${native.z} against ${script.z}`);
-      assert.equal(native.w.findIndex((x, i) => !Object.is(x, script.w[i])), -1, `${what}: a weight differs`);
-      if (bucketed) {
-        assert.deepEqual(native.at, script.at, `${what}: buckets`);
-        assert.deepEqual(native.mass, script.mass, `${what}: bucket weights`);
+      const script = arrays(data.length);
+      const z = weighEach(data, script.w, max, floor, inv, bucketed ? script.at : undefined, bucketed ? script.mass : undefined, true);
+      for (const portable of [false, true]) {
+        const native = arrays(data.length);
+        const sum = kn.weigh!(data, max, floor, inv, native.w, POW2_FRAC, bucketed ? native.at : undefined, native.mass, portable);
+        const what = `temperature ${temperature}, ${data.length} logits${bucketed ? ', bucketed' : ''}${portable ? ', plain C' : ''}`;
+        assert.ok(Object.is(sum, z), `${what}: sum ${sum} against ${z}`);
+        assert.equal(native.w.findIndex((x, i) => !Object.is(x, script.w[i])), -1, `${what}: a weight differs`);
+        if (bucketed) {
+          assert.deepEqual(native.at, script.at, `${what}: buckets`);
+          assert.deepEqual(native.mass, script.mass, `${what}: bucket weights`);
+        }
+        let worst = 0, kept = 0;
+        data.forEach((v, i) => {
+          if (!(v >= floor)) return assert.equal(native.w[i], 0);
+          kept++;
+          worst = Math.max(worst, Math.abs(native.w[i]! / Math.exp((v - max) * inv) - 1));
+        });
+        assert.ok(worst < 1e-12 && kept > 1000, `${what}: relative error ${worst} over ${kept} weights`);
       }
-      let worst = 0, kept = 0;
-      data.forEach((v, i) => {
-        if (!(v >= floor)) return assert.equal(native.w[i], 0);
-        kept++;
-        worst = Math.max(worst, Math.abs(native.w[i]! / Math.exp((v - max) * inv) - 1));
-      });
-      assert.ok(worst < 1e-12 && kept > 1000, `${what}: relative error ${worst} over ${kept} weights`);
     }
   }
-  assert.throws(() => kn.weigh!(flat, 0, -40, 1, new Float64Array(3), new Float64Array(256)), { name: 'TypeError' }, 'w too short');
+  const te = { name: 'TypeError' };
+  assert.throws(() => kn.weigh!(flat, 0, -40, 1, new Float64Array(3), POW2_FRAC), te, 'w too short');
+  assert.throws(() => kn.weigh!(flat, 0, -40, 1, new Float64Array(flat.length), new Float64Array(3)), te, 'frac not of 256');
+  assert.throws(() => kn.weigh!(flat, 0, -40, 1, new Float64Array(flat.length), POW2_FRAC, new Uint16Array(flat.length)), te, 'at alone');
 });
 
 test('SVC_NATIVE_KERNELS=0 turns them off, with that reason', () => {

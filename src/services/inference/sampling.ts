@@ -152,7 +152,7 @@ const CUTOFF = 40;
 
 /** 2^-k for k = 0 … 63, and 2^(j/256) for j = 0 … 255: the integer and the table part of expNeg's exponent. */
 const POW2_NEG = Float64Array.from({ length: 64 }, (_, k) => 2 ** -k);
-const POW2_FRAC = Float64Array.from({ length: 256 }, (_, j) => 2 ** (j / 256));
+export const POW2_FRAC = Float64Array.from({ length: 256 }, (_, j) => 2 ** (j / 256));
 
 /**
  * e^x for -CUTOFF ≤ x ≤ 0, as 2^(k/256) · e^f (k an integer, |f| ≤ ln 2 / 512), 2^(k/256) from the tables and
