@@ -810,13 +810,24 @@ static int get_typed(napi_env env, napi_value v, napi_typedarray_type want, void
   return 1;
 }
 
+// The name of a typed array type, for TypeErrors.
+static const char *type_name(napi_typedarray_type t) {
+  switch (t) {
+  case napi_bigint64_array: return "BigInt64Array";
+  case napi_float64_array: return "Float64Array";
+  case napi_uint16_array: return "Uint16Array";
+  case napi_int32_array: return "Int32Array";
+  default: return "Float32Array";
+  }
+}
+
 // Typed arrays argv[at[i]] of types[i], each named names[i] in the TypeError ("fn: name must be a ...") thrown
 // where one is not; 0 then.
 static int get_arrays(napi_env env, const napi_value *argv, const char *fn, int n, const int *at, const char *const *names,
                       const napi_typedarray_type *types, void **data, size_t *len) {
   char msg[96];
   for (int i = 0; i < n; i++) {
-    snprintf(msg, sizeof msg, "%s: %s must be a %s", fn, names[i], types[i] == napi_bigint64_array ? "BigInt64Array" : "Float32Array");
+    snprintf(msg, sizeof msg, "%s: %s must be a %s", fn, names[i], type_name(types[i]));
     if (!get_typed(env, argv[at[i]], types[i], &data[i], &len[i], msg)) return 0;
   }
   return 1;
@@ -1420,6 +1431,48 @@ static napi_value weigh(napi_env env, napi_callback_info info) {
   return r;
 }
 
+// bucketMembers(at, b, members): the indices of at (a Uint16Array) equal to b, in order, into members (an Int32Array
+// as long as at); returns how many. Top-p's look into the bucket where the nucleus ends (sampling.ts).
+static napi_value bucket_members(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  static const int at[2] = {0, 2};
+  static const char *const names[2] = {"at", "members"};
+  static const napi_typedarray_type types[2] = {napi_uint16_array, napi_int32_array};
+  void *data[2];
+  size_t len[2];
+  int32_t b;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) return throw_type(env, "bucketMembers(at, b, members)");
+  if (!get_arrays(env, argv, "bucketMembers", 2, at, names, types, data, len)) return NULL;
+  if (napi_get_value_int32(env, argv[1], &b) != napi_ok || len[1] < len[0]) {
+    return throw_type(env, "bucketMembers: b a number, members as long as at");
+  }
+  napi_value r;
+  napi_create_int64(env, svc_bucket_members(data[0], (int64_t)len[0], b, data[1]), &r);
+  return r;
+}
+
+// drawKept(data, w, endVal, endIdx, r): sampling.ts's draw over the kept tokens, bit for bit (weigh.c): the token
+// where r less the kept weights in index order reaches 0, else the last kept one, -1 where none is.
+static napi_value draw_kept(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5];
+  static const int at[2] = {0, 1};
+  static const char *const names[2] = {"data", "w"};
+  static const napi_typedarray_type types[2] = {napi_float32_array, napi_float64_array};
+  void *data[2];
+  size_t len[2];
+  double num[3];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 5) return throw_type(env, "drawKept(data, w, endVal, endIdx, r)");
+  if (!get_arrays(env, argv, "drawKept", 2, at, names, types, data, len)) return NULL;
+  for (int i = 0; i < 3; i++)
+    if (napi_get_value_double(env, argv[2 + i], &num[i]) != napi_ok) return throw_type(env, "drawKept: endVal, endIdx and r must be numbers");
+  if (len[1] < len[0]) return throw_type(env, "drawKept: w as long as data");
+  napi_value r;
+  napi_create_int64(env, svc_draw_kept(data[0], data[1], (int64_t)len[0], num[0], num[1], num[2]), &r);
+  return r;
+}
+
 NAPI_MODULE_INIT() {
   cpu_path = cpu_has_vnni() ? PATH_VNNI : PATH_PORTABLE;
 #if defined(__x86_64__)
@@ -1438,6 +1491,8 @@ NAPI_MODULE_INIT() {
     {"addRmsNorm", NULL, add_rms_norm, NULL, NULL, NULL, napi_enumerable, NULL},
     {"argmax", NULL, argmax, NULL, NULL, NULL, napi_enumerable, NULL},
     {"weigh", NULL, weigh, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"bucketMembers", NULL, bucket_members, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"drawKept", NULL, draw_kept, NULL, NULL, NULL, napi_enumerable, NULL},
     {"attention", NULL, attention, NULL, NULL, NULL, napi_enumerable, NULL},
     {"rest", NULL, rest, NULL, NULL, NULL, napi_enumerable, NULL},
     {"kernelPath", NULL, kernel_path, NULL, NULL, NULL, napi_enumerable, NULL},

@@ -109,3 +109,22 @@ double svc_weigh(const float *data, int64_t n, double max, double floor_, double
   }
   return z;
 }
+
+int64_t svc_bucket_members(const uint16_t *at, int64_t n, int b, int32_t *members) {
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (at[i] == b) members[m++] = (int32_t)i;
+  return m;
+}
+
+int64_t svc_draw_kept(const float *data, const double *w, int64_t n, double end_val, double end_idx, double r) {
+  int64_t last = -1;
+  for (int64_t i = 0; i < n; i++) {
+    const double wi = w[i], v = data[i];
+    if (wi == 0 || !(v > end_val || (v == end_val && (double)i <= end_idx))) continue;
+    last = i;
+    r -= wi;
+    if (r <= 0) return i;
+  }
+  return last;
+}

@@ -9,4 +9,12 @@
 double svc_weigh(const float *data, int64_t n, double max, double floor_, double inv, const double *frac, double *w, uint16_t *at,
                  double *mass, int buckets, int avx2);
 
+// The indices i of at[0 .. n) equal to b, in order, into members; returns how many.
+int64_t svc_bucket_members(const uint16_t *at, int64_t n, int b, int32_t *members);
+
+// sampling.ts's draw over the kept tokens: from r, less each kept token's weight w[i] in index order (kept: w[i] not 0
+// and data[i] sorting at or before (end_val, end_idx), value desc, index asc), the token where it reaches 0 or
+// below; else the last kept one; -1 where none is.
+int64_t svc_draw_kept(const float *data, const double *w, int64_t n, double end_val, double end_idx, double r);
+
 #endif

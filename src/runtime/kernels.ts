@@ -99,6 +99,10 @@ export interface NativeKernels {
     mass?: Float64Array,
     portable?: boolean,
   ): number;
+  /** sampling.ts's bucketMembers: the indices of at equal to b, in order, into members; how many. The addon's alone. */
+  bucketMembers?(at: Uint16Array, b: number, members: Int32Array): number;
+  /** sampling.ts's drawKept, bit for bit (the token, else -1). The addon's alone. */
+  drawKept?(data: Float32Array, w: Float64Array, endVal: number, endIdx: number, r: number): number;
   /**
    * A decoder layer's attention for `s` new positions of each row, as svc's rewritten graphs compute it
    * (src/services/inference/attention-stage.ts): q, k rotated at each position's row of the caches, scores
@@ -166,7 +170,8 @@ export interface AttentionArrays {
 }
 
 /** The addon's exports: the steps between products as NativeKernels has them, the products on handles. */
-interface Addon extends Pick<NativeKernels, 'rmsNorm' | 'addInto' | 'addRmsNorm'>, Required<Pick<NativeKernels, 'weigh'>> {
+interface Addon
+  extends Pick<NativeKernels, 'rmsNorm' | 'addInto' | 'addRmsNorm'>, Required<Pick<NativeKernels, 'weigh' | 'bucketMembers' | 'drawKept'>> {
   packQ4(b: Uint8Array, scales: Float32Array, k: number, n: number): object;
   packedBytes(w: object): number;
   matmulQ4(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
@@ -237,6 +242,8 @@ function load(): { kernels?: NativeKernels; reason?: string } {
       addRmsNorm: (a, b, w, epsilon, sum, y, portable) => addon.addRmsNorm(a, b, w, epsilon, sum, y, portable),
       argmax: (x, portable) => addon.argmax(x, portable),
       weigh: (data, max, floor, inv, w, frac, at, mass, portable) => addon.weigh(data, max, floor, inv, w, frac, at, mass, portable),
+      bucketMembers: (at, b, members) => addon.bucketMembers(at, b, members),
+      drawKept: (data, w, endVal, endIdx, r) => addon.drawKept(data, w, endVal, endIdx, r),
       rest: () => addon.rest(),
       attention: (a, ...shape) =>
         addon.attention(a.q, a.k, a.v, a.pos, a.cos, a.sin, a.pastK, a.pastV, a.mask, a.out, a.newK, a.newV, ...shape),

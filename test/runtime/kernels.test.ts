@@ -20,7 +20,7 @@ import {
   type PackedQ8,
 } from '../../src/runtime/kernels.ts';
 import { importOnnxruntimeNode } from '../../src/services/inference/onnxruntime-node.ts';
-import { argmax, POW2_FRAC, seededRandom, weighEach } from '../../src/services/inference/sampling.ts';
+import { argmax, bucketMembers, drawKept, POW2_FRAC, seededRandom, weighEach } from '../../src/services/inference/sampling.ts';
 import { type WasmKernels, wasmKernelsOf } from '../../src/runtime/wasm-kernels.ts';
 
 type Ort = typeof import('onnxruntime-node');
@@ -383,6 +383,39 @@ test("weigh (AVX2 and plain C): the sampler script's weights, sums and buckets b
   assert.throws(() => kn.weigh!(flat, 0, -40, 1, new Float64Array(3), POW2_FRAC), te, 'w too short');
   assert.throws(() => kn.weigh!(flat, 0, -40, 1, new Float64Array(flat.length), new Float64Array(3)), te, 'frac not of 256');
   assert.throws(() => kn.weigh!(flat, 0, -40, 1, new Float64Array(flat.length), POW2_FRAC, new Uint16Array(flat.length)), te, 'at alone');
+});
+
+// The rest of a draw: the boundary bucket's members and the walk over the kept tokens, the script's to the token.
+test("bucketMembers and drawKept: the sampler script's members and tokens", () => {
+  const kn = addon();
+  const r = seededRandom(22);
+  const n = 151_936;
+  const at = Uint16Array.from({ length: n }, () => Math.floor(r() * 40));
+  for (const b of [0, 7, 39, 1024]) {
+    const [mine, theirs] = [new Int32Array(n), new Int32Array(n)];
+    const m = kn.bucketMembers!(at, b, mine);
+    assert.equal(m, bucketMembers(at, b, theirs, true), `bucket ${b}: how many`);
+    assert.deepEqual(mine.subarray(0, m), theirs.subarray(0, m), `bucket ${b}`);
+  }
+  // logits on a grid (ties at the boundary), some -Infinity and NaN, weighed by the script
+  const data = Float32Array.from(
+    { length: n },
+    (_, i) => (i % 501 === 3 ? -Infinity : i % 777 === 5 ? NaN : Math.round((r() - 0.5) * 40) / 4),
+  );
+  const max = data[argmax(data)]!;
+  const w = new Float64Array(n);
+  const z = weighEach(data, w, max, max - 40, 1, undefined, undefined, true);
+  const tie = (v: number) => data.lastIndexOf(v); // the boundary on the last of equal logits: kept only with <=
+  const ends = [[-Infinity, Infinity], [max, Infinity], [max, tie(max)], [max - 1, tie(max - 1)], [max - 1, 70_000], [max + 1, 0]];
+  for (const [endVal, endIdx] of ends as [number, number][]) {
+    for (const u of [0, 1e-9, 0.25, 0.5, 0.999999, 1, 1.5]) {
+      const want = drawKept(data, w, endVal, endIdx, u * z, true);
+      assert.equal(kn.drawKept!(data, w, endVal, endIdx, u * z), want, `end (${endVal}, ${endIdx}), r = ${u} of the weight`);
+    }
+  }
+  assert.equal(kn.drawKept!(data, w, max + 1, 0, 1), -1, 'none kept');
+  assert.throws(() => kn.bucketMembers!(at, 0, new Int32Array(3)), { name: 'TypeError' }, 'members too short');
+  assert.throws(() => kn.drawKept!(data, new Float64Array(3), 0, 0, 1), { name: 'TypeError' }, 'w too short');
 });
 
 test('SVC_NATIVE_KERNELS=0 turns them off, with that reason', () => {

@@ -215,7 +215,39 @@ interface Weighed {
   endIdx: number;
 }
 
-const keeps = (v: number, i: number, k: Weighed) => v > k.endVal || (v === k.endVal && i <= k.endIdx);
+/** Whether a token (logit v, index i) sorts at or before (endVal, endIdx): value desc, index asc. */
+const keeps = (v: number, i: number, endVal: number, endIdx: number) => v > endVal || (v === endVal && i <= endIdx);
+
+/**
+ * The draw: r less each kept token's weight (w not 0, `keeps`) in index order, the token where it reaches 0 or
+ * below; else the last kept one (rounding left r above 0); -1 where none is. The native kernels' where they load
+ * (the same token: test/runtime/kernels.test.ts), else here (`script`: here always).
+ */
+export function drawKept(data: Float32Array, w: Float64Array, endVal: number, endIdx: number, r: number, script = false): number {
+  const native = script ? undefined : nativeKernels()?.drawKept;
+  if (native) return native(data, w, endVal, endIdx, r);
+  let last = -1;
+  for (let i = 0; i < data.length; i++) {
+    const wi = w[i]!;
+    if (wi === 0 || !keeps(data[i]!, i, endVal, endIdx)) continue;
+    last = i;
+    r -= wi;
+    if (r <= 0) return i;
+  }
+  return last;
+}
+
+/**
+ * The indices i with at[i] === b, in order, into members; how many. The native kernels' where they load, else here
+ * (`script`: here always).
+ */
+export function bucketMembers(at: Uint16Array, b: number, members: Int32Array, script = false): number {
+  const native = script ? undefined : nativeKernels()?.bucketMembers;
+  if (native) return native(at, b, members);
+  let m = 0;
+  for (let i = 0; i < at.length; i++) if (at[i] === b) members[m++] = i;
+  return m;
+}
 
 /**
  * Temperature → top-k → top-p → draw, as sorting the vocabulary by logit (ties by index) would, without
@@ -235,16 +267,8 @@ export function sampleIndex(
   const k = weigh(data, temperature, topK, topP, s);
   let r = rand() * k.z;
   if (k.dense) {
-    const { dense } = s;
-    let last = k.best;
-    for (let i = 0; i < data.length; i++) {
-      const w = dense[i]!;
-      if (w === 0 || !keeps(data[i]!, i, k)) continue;
-      last = i;
-      r -= w;
-      if (r <= 0) return i;
-    }
-    return last; // rounding left r above 0: the last kept
+    const i = drawKept(data, s.dense, k.endVal, k.endIdx, r);
+    return i < 0 ? k.best : i;
   }
   const { idx, w } = s;
   for (let j = 0; j < k.m; j++) {
@@ -260,7 +284,7 @@ export function sampleIndex(
 export function keptTokens(data: Float32Array, temperature: number, topK: number, topP: number): number[] {
   const s = newScratch();
   const k = weigh(data, temperature, topK, topP, s);
-  if (k.dense) return [...data.keys()].filter((i) => s.dense[i]! > 0 && keeps(data[i]!, i, k));
+  if (k.dense) return [...data.keys()].filter((i) => s.dense[i]! > 0 && keeps(data[i]!, i, k.endVal, k.endIdx));
   return [...s.idx.subarray(0, k.m)].filter((_, j) => s.w[j]! > 0);
 }
 
@@ -356,11 +380,10 @@ function weighAll(data: Float32Array, max: number, floor: number, inv: number, t
   let b = 0, cum = 0;
   while (b < B - 1 && cum + mass[b]! < target) cum += mass[b++]!;
   const members = growMembers(s, n);
-  let m = 0, top = -Infinity, bottom = Infinity;
-  for (let i = 0; i < n; i++) {
-    if (at[i] !== b) continue;
-    members[m++] = i;
-    const v = data[i]!;
+  const m = bucketMembers(at.subarray(0, n), b, members);
+  let top = -Infinity, bottom = Infinity;
+  for (let q = 0; q < m; q++) {
+    const v = data[members[q]!]!;
     if (v > top) top = v;
     if (v < bottom) bottom = v;
   }
