@@ -8,7 +8,6 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include "weigh.h"
-#include <math.h>
 
 // 2^e for -1022 <= e <= 0, exactly: its exponent bits.
 static inline double pow2(int e) {
@@ -19,38 +18,34 @@ static inline double pow2(int e) {
   return b.d;
 }
 
-// sampling.ts's expNeg: e^x for x near or above -40, as 2^(k/256) · e^f, |f| <= ln 2 / 512. `fl`: floor.
-#define EXP_NEG(x, frac, fl)                                                                                                   \
-  ({                                                                                                                          \
-    const double y_ = (x) * (256 * 1.4426950408889634); /* 256 · Math.LOG2E (exact: a power of two apart) */                 \
-    const double k_ = fl(y_ + 0.5);                                                                                           \
-    const double f_ = (y_ - k_) * (0.6931471805599453 / 256); /* Math.LN2 / 256 */                                            \
-    const int ki_ = (int)k_, e_ = ki_ >> 8;                                                                                   \
-    -e_ < 64 ? (1 + f_ * (1 + f_ * (0.5 + f_ * (1.0 / 6)))) * (frac)[ki_ & 255] * pow2(e_) : 0;                             \
-  })
-
 // floor(y) for |y| < 2^52, without a library call (x64's baseline has no rounding instruction).
 static inline double floor_of(double y) {
   const double t = (double)(int64_t)y;
   return t > y ? t - 1 : t;
 }
 
-// The weights and their sum (the first pass, which the AVX2 build below vectorizes).
-#define WEIGH_ALL(fl)                                                                                                         \
-  for (int64_t i = 0; i < n; i++) {                                                                                           \
-    const double v = data[i];                                                                                                 \
-    w[i] = v >= floor_ ? EXP_NEG((v - max) * inv, frac, fl) : 0;                                                              \
-  }
+// sampling.ts's expNeg: e^x for x near or above -40, as 2^(k/256) · e^f, |f| <= ln 2 / 512.
+static inline double exp_neg(double x, const double *frac) {
+  const double y = x * (256 * 1.4426950408889634); // 256 · Math.LOG2E (exact: a power of two apart)
+  const double k = floor_of(y + 0.5);
+  const double f = (y - k) * (0.6931471805599453 / 256); // Math.LN2 / 256
+  const int ki = (int)k, e = ki >> 8;
+  return -e < 64 ? (1 + f * (1 + f * (0.5 + f * (1.0 / 6)))) * frac[ki & 255] * pow2(e) : 0;
+}
 
-static void weights_plain(const float *data, int64_t n, double max, double floor_, double inv, const double *frac, double *w) {
-  WEIGH_ALL(floor_of)
+// The weights (the first pass) from i on.
+static void weights_plain(const float *data, int64_t i, int64_t n, double max, double floor_, double inv, const double *frac, double *w) {
+  for (; i < n; i++) {
+    const double v = data[i];
+    w[i] = v >= floor_ ? exp_neg((v - max) * inv, frac) : 0;
+  }
 }
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-// WEIGH_ALL 4 values at a time: each lane the same steps (no multiply-add), the table read by a gather and 2^e made
-// from its exponent bits.
+// weights_plain 4 values at a time: each lane the same steps (no multiply-add), the table read by a gather and 2^e
+// made from its exponent bits.
 __attribute__((target("avx2"))) static void weights_avx2(const float *data, int64_t n, double max, double floor_, double inv,
                                                          const double *frac, double *w) {
   const __m256d vmax = _mm256_set1_pd(max), vfloor = _mm256_set1_pd(floor_), vinv = _mm256_set1_pd(inv);
@@ -75,10 +70,7 @@ __attribute__((target("avx2"))) static void weights_avx2(const float *data, int6
                                      _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmpgt_epi32(e, below))));
     _mm256_storeu_pd(w + i, _mm256_and_pd(in, r));
   }
-  for (; i < n; i++) {
-    const double v = data[i];
-    w[i] = v >= floor_ ? EXP_NEG((v - max) * inv, frac, floor) : 0;
-  }
+  weights_plain(data, i, n, max, floor_, inv, frac, w);
 }
 #endif
 
@@ -86,10 +78,10 @@ double svc_weigh(const float *data, int64_t n, double max, double floor_, double
                  double *mass, int buckets, int avx2) {
 #if defined(__x86_64__)
   if (avx2) weights_avx2(data, n, max, floor_, inv, frac, w);
-  else weights_plain(data, n, max, floor_, inv, frac, w);
+  else weights_plain(data, 0, n, max, floor_, inv, frac, w);
 #else
   (void)avx2;
-  weights_plain(data, n, max, floor_, inv, frac, w);
+  weights_plain(data, 0, n, max, floor_, inv, frac, w);
 #endif
   double z = 0;
   if (!at) {
