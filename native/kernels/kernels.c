@@ -1402,30 +1402,30 @@ static napi_value weigh(napi_env env, napi_callback_info info) {
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 6) {
     return throw_type(env, "weigh(data, max, floor, inv, w, frac, at?, mass?, portable?)");
   }
-  void *data, *w, *frac, *at = NULL, *mass = NULL;
-  size_t n, wn, fn, an = 0, mn = 0;
+  static const int at[5] = {0, 4, 5, 6, 7};
+  static const char *const names[5] = {"data", "w", "frac", "at", "mass"};
+  static const napi_typedarray_type types[5] = {napi_float32_array, napi_float64_array, napi_float64_array, napi_uint16_array,
+                                                napi_float64_array};
+  void *data[5] = {NULL};
+  size_t len[5] = {0};
   double num[3];
   for (int i = 0; i < 3; i++)
     if (napi_get_value_double(env, argv[1 + i], &num[i]) != napi_ok) return throw_type(env, "weigh: max, floor and inv must be numbers");
-  if (!get_typed(env, argv[0], napi_float32_array, &data, &n, "weigh: data must be a Float32Array") ||
-      !get_typed(env, argv[4], napi_float64_array, &w, &wn, "weigh: w must be a Float64Array") ||
-      !get_typed(env, argv[5], napi_float64_array, &frac, &fn, "weigh: frac must be a Float64Array")) {
-    return NULL;
-  }
   napi_valuetype vt = napi_undefined;
   if (argc >= 7) napi_typeof(env, argv[6], &vt);
-  const bool bucketed = vt != napi_undefined;
+  const bool bucketed = vt != napi_undefined; // at and mass given
   bool portable;
-  if (!get_portable(env, argv, argc, 8, &portable, "weigh: portable must be a boolean")) return NULL;
   if (bucketed && argc < 8) return throw_type(env, "weigh: at and mass go together");
-  if (bucketed && (!get_typed(env, argv[6], napi_uint16_array, &at, &an, "weigh: at must be a Uint16Array") ||
-                   !get_typed(env, argv[7], napi_float64_array, &mass, &mn, "weigh: mass must be a Float64Array"))) {
+  if (!get_arrays(env, argv, "weigh", bucketed ? 5 : 3, at, names, types, data, len) ||
+      !get_portable(env, argv, argc, 8, &portable, "weigh: portable must be a boolean")) {
     return NULL;
   }
-  if (wn < n || fn != 256 || (bucketed && (an < n || mn < 1 || mn > 65535))) {
+  const size_t n = len[0], buckets = len[4];
+  if (len[1] < n || len[2] != 256 || (bucketed && (len[3] < n || buckets < 1 || buckets > 65535))) {
     return throw_type(env, "weigh: w and at as long as data, frac of 256, mass of 1 to 65535 buckets");
   }
-  const double z = svc_weigh(data, (int64_t)n, num[0], num[1], num[2], frac, w, at, mass, (int)mn, !portable && cpu_path != PATH_PORTABLE);
+  const double z = svc_weigh(data[0], (int64_t)n, num[0], num[1], num[2], data[2], data[1], data[3], data[4], (int)buckets,
+                             !portable && cpu_path != PATH_PORTABLE);
   napi_value r;
   napi_create_double(env, z, &r);
   return r;
