@@ -108,10 +108,11 @@ let relaxedFlagSet = false;
 /**
  * Whether a 4-bit product gives the sums it must, computed here: scales of 1 and activations that are whole
  * numbers up to 127 (so that each block quantizes them as they are) make every output a whole number that a
- * float holds exactly. Three rows (a pair and a single) and five columns (a padded quad).
+ * float holds exactly. Seven rows (four, a pair and a single), then one (a decode step's: two quads at a time), each
+ * way the rows are taken; five columns (a padded quad and one more).
  */
 function q4Exact(e: Exports, memory: WebAssembly.Memory): boolean {
-  const [k, n, m] = [64, 5, 3];
+  const [k, n, m] = [64, 5, 7];
   const b = Uint8Array.from({ length: (n * k) / 2 }, (_, i) => (i * 7 + 3) & 255);
   const x = Float32Array.from({ length: m * k }, (_, i) => (i % 32 === 5 ? (i & 64 ? -127 : 127) : ((i * 37) % 255) - 127));
   const code = (col: number, j: number) => (b[(col * k + j) >> 1]! >> ((j & 1) * 4)) & 15;
@@ -123,12 +124,14 @@ function q4Exact(e: Exports, memory: WebAssembly.Memory): boolean {
   new Float32Array(memory.buffer, ps, (n * k) / 32).fill(1);
   new Float32Array(memory.buffer, px, x.length).set(x);
   const w = e.svc_pack_q4(at, ps, k, n);
-  const ok = w !== 0 && e.svc_matmul_q4(w, px, m, py, 1) === 0 &&
-    Array.from(new Float32Array(memory.buffer, py, m * n)).every((y, i) => {
+  const ok = w !== 0 && [m, 1].every((rows) =>
+    e.svc_matmul_q4(w, px, rows, py, 1) === 0 &&
+    Array.from(new Float32Array(memory.buffer, py, rows * n)).every((y, i) => {
       let sum = 0;
       for (let j = 0; j < k; j++) sum += (code(i % n, j) - 8) * x[Math.floor(i / n) * k + j]!;
       return y === sum;
-    });
+    })
+  );
   e.svc_free_q4(w);
   e.svc_free(at);
   return ok;
