@@ -402,8 +402,10 @@ size_t svc_attention_scratch(const Attention *a) {
 }
 
 // A mask value at or below this hides its position: its weight, e^(score + mask - max), is 0 in single precision
-// while any position is visible (exporters write the lowest float or -infinity).
-#define HIDDEN (-1e30f)
+// while any position is visible and scores differ by less than ~1e9 (exporters write the lowest float,
+// -infinity or -1e9). Hidden cached positions are left out rather than weighed 0: a row then sums exactly the
+// positions it would alone, whatever the padding and spare capacity of the batch it decodes in.
+#define HIDDEN (-1e9f)
 
 // The cached positions [*first, *last) a query can see, where its mask (p cached, then s new) hides those before
 // (a row's left padding) and after (the cache's capacity past a row's length); all p where it hides every one.

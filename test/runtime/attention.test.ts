@@ -182,3 +182,71 @@ for (const kernels of [addon, wasm]) {
     assert.throws(() => k.attention(a(), 1, 1, 1, 8, 1, 0), /threads/);
   });
 }
+
+// A row decoding in a batch has the batch's layout: left padding up to the longest row, the cache's capacity past
+// the longest length, both hidden by the mask (exporters fill it with float32's lowest, -infinity or -1e9). Its
+// output must be the bits it gets alone, or a greedy stream would answer differently under load.
+for (const hidden of [MASKED, -Infinity, -1e9]) {
+  test(`a row's attention is the same bits alone and in a batch's layout (hidden positions masked with ${hidden})`, () => {
+    const [heads, kvHeads, d, s, past] = [14, 2, 64, 1, 45];
+    const q = values(s * heads * d, 11, 3), k = values(s * kvHeads * d, 12, 3), v = values(s * kvHeads * d, 13);
+    const pastK = values(kvHeads * past * d, 14, 3), pastV = values(kvHeads * past * d, 15);
+    const angles = values(64 * d / 2, 16, Math.PI);
+    const cos = angles.map(Math.cos), sin = angles.map(Math.sin);
+    const pos = BigInt64Array.of(BigInt(past));
+    /** The row as row `r` of 2, its cache at `pad` after `pad` hidden positions, `spare` hidden ones after it. */
+    const laidOut = (r: number, pad: number, spare: number) => {
+      const p = pad + past + spare, rows = 2;
+      const cache = (own: Float32Array, seed: number) => {
+        const all = values(rows * kvHeads * p * d, seed); // the other row's keys and values, and whatever the hidden ones hold
+        for (let h = 0; h < kvHeads; h++) all.set(own.subarray(h * past * d, (h + 1) * past * d), ((r * kvHeads + h) * p + pad) * d);
+        return all;
+      };
+      const mask = new Float32Array(rows * s * (p + s)).map((_, i) => {
+        const at = i % (p + s);
+        return Math.floor(i / (p + s)) === r && (at < pad || (at >= pad + past && at < p)) ? hidden : 0;
+      });
+      const placed = (a: Float32Array, seed: number) => {
+        const all = values(rows * a.length, seed);
+        all.set(a, r * a.length);
+        return all;
+      };
+      return {
+        arrays: {
+          q: placed(q, 21),
+          k: placed(k, 22),
+          v: placed(v, 23),
+          pos: BigInt64Array.from({ length: rows }, () => pos[0]!),
+          cos,
+          sin,
+          pastK: cache(pastK, 24),
+          pastV: cache(pastV, 25),
+          mask,
+          out: new Float32Array(rows * s * heads * d),
+          newK: new Float32Array(rows * s * kvHeads * d),
+          newV: new Float32Array(rows * s * kvHeads * d),
+        },
+        row: (a: Float32Array) => a.subarray(r * s * heads * d, (r + 1) * s * heads * d),
+      };
+    };
+    for (const [kernels, portable, threads] of [[addon, false, 1], [addon, true, 1], [addon, false, 3], [wasm, false, 1]] as const) {
+      const alone = { q, k, v, pos, cos, sin, pastK, pastV, mask: new Float32Array(past + s), out: new Float32Array(q.length) };
+      kernels().attention(
+        { ...alone, newK: new Float32Array(k.length), newV: new Float32Array(v.length) },
+        s,
+        heads,
+        kvHeads,
+        d,
+        8,
+        1,
+        portable,
+      );
+      for (const [r, pad, spare] of [[1, 7, 0], [0, 0, 6], [1, 13, 5]] as const) {
+        const { arrays, row } = laidOut(r, pad, spare);
+        kernels().attention(arrays, s, heads, kvHeads, d, 8, threads, portable);
+        const path = `${portable ? 'portable' : kernels().path}, ${threads} thread(s), row ${r} after ${pad} hidden, ${spare} spare`;
+        assert.deepEqual(row(arrays.out), alone.out, path);
+      }
+    }
+  });
+}
