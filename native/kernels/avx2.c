@@ -395,11 +395,11 @@ AVX2_TARGET void svc_quant_row_avx2(const float *x, int k, int8_t *q, float *sa,
 
 // --- 8 bits (kernels.c, group8_portable): float(sum q (W - w_zp) - zp * wsum) * (sa * sw) ---
 
-// The end of a row's sums for 8 columns (a vector of 32-bit sums, in order): sum - zp * wsum, times sa * sw.
+// The end of row r's sums for 8 columns (a vector of 32-bit sums, in order): sum - zp * wsum, times sa * sw.
 AVX2_TARGET static inline void store8(const Job8 *job, int r, int n0, int cols, __m256i sums) {
   const Packed8 *w = job->w;
-  const __m256i corr = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(w->wsum + n0)), _mm256_set1_epi32(job->zp));
-  const __m256 mult = _mm256_mul_ps(_mm256_set1_ps(job->sa), _mm256_loadu_ps(w->sw + n0));
+  const __m256i corr = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(w->wsum + n0)), _mm256_set1_epi32(job->zp[r]));
+  const __m256 mult = _mm256_mul_ps(_mm256_set1_ps(job->sa[r]), _mm256_loadu_ps(w->sw + n0));
   store_first(job->y + (size_t)r * w->n + n0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sums, corr)), mult), cols);
 }
 

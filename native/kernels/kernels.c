@@ -349,7 +349,9 @@ static void group8_portable(const void *arg, int g, int r0, int rows, int b0, in
       for (int j = 0; j < 16; j++)
         for (int t = 0; t < 4; t++) acc[j] += a[4 * s + t] * p[(size_t)s * 64 + j * 4 + t];
     float *y = job->y + (size_t)(r0 + r) * w->n + n0;
-    for (int j = 0; j < cols; j++) y[j] = (float)(acc[j] - job->zp * w->wsum[n0 + j]) * (job->sa * w->sw[n0 + j]);
+    const int32_t zp = job->zp[r0 + r];
+    const float sa = job->sa[r0 + r];
+    for (int j = 0; j < cols; j++) y[j] = (float)(acc[j] - zp * w->wsum[n0 + j]) * (sa * w->sw[n0 + j]);
   }
 }
 
@@ -387,9 +389,11 @@ VNNI_TARGET static inline __attribute__((always_inline)) void group8_vnni_rows(c
   }
   const int n0 = g * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
   const __mmask16 store = (__mmask16)((1u << cols) - 1);
-  const __m512i corr = _mm512_mullo_epi32(_mm512_load_si512(w->wsum + n0), _mm512_set1_epi32(job->zp));
-  const __m512 mult = _mm512_mul_ps(_mm512_set1_ps(job->sa), _mm512_load_ps(w->sw + n0));
+  const __m512i wsum = _mm512_load_si512(w->wsum + n0);
+  const __m512 sw = _mm512_load_ps(w->sw + n0);
   for (int r = 0; r < rows; r++) {
+    const __m512i corr = _mm512_mullo_epi32(wsum, _mm512_set1_epi32(job->zp[r0 + r]));
+    const __m512 mult = _mm512_mul_ps(_mm512_set1_ps(job->sa[r0 + r]), sw);
     const __m512i t = _mm512_sub_epi32(_mm512_add_epi32(acc0[r], acc1[r]), corr);
     _mm512_mask_storeu_ps(job->y + (size_t)(r0 + r) * w->n + n0, store, _mm512_mul_ps(_mm512_cvtepi32_ps(t), mult));
   }
@@ -418,14 +422,14 @@ VNNI_TARGET static inline __attribute__((always_inline)) void group8_pair_rows(c
       acc1[r] = _mm512_dpbusd_epi32(acc1[r], v, w1);
     }
   }
-  const __m512i zp = _mm512_set1_epi32(job->zp);
-  const __m512 sa = _mm512_set1_ps(job->sa);
   for (int h = 0; h < 1 + two; h++) {
     const int n0 = (2 * g + h) * 16, cols = w->n - n0 < 16 ? w->n - n0 : 16;
     const __mmask16 store = (__mmask16)((1u << cols) - 1);
-    const __m512i corr = _mm512_mullo_epi32(_mm512_load_si512(w->wsum + n0), zp);
-    const __m512 mult = _mm512_mul_ps(sa, _mm512_load_ps(w->sw + n0));
+    const __m512i wsum = _mm512_load_si512(w->wsum + n0);
+    const __m512 sw = _mm512_load_ps(w->sw + n0);
     for (int r = 0; r < rows; r++) {
+      const __m512i corr = _mm512_mullo_epi32(wsum, _mm512_set1_epi32(job->zp[r0 + r]));
+      const __m512 mult = _mm512_mul_ps(_mm512_set1_ps(job->sa[r0 + r]), sw);
       const __m512i t = _mm512_sub_epi32(h ? acc1[r] : acc0[r], corr);
       _mm512_mask_storeu_ps(job->y + (size_t)(r0 + r) * w->n + n0, store, _mm512_mul_ps(_mm512_cvtepi32_ps(t), mult));
     }
@@ -757,6 +761,20 @@ static Path path_for(bool portable) {
   return (Path){group_portable, group8_portable, NULL, NULL, quant_row, quant8, silu_mul_portable, rms_norm_row, NULL, NULL, 1, 1 << 20};
 }
 
+// x's m rows quantized for an 8-bit product in `sets` equal sets, each with its own scale and zero point, into q
+// and each row's sa[r] and zp[r] (Job8). One set is ONNX Runtime's DynamicQuantizeLinear of the whole tensor; a
+// set per batch row makes a row's products independent of the others in its batch (a decode step gives it the
+// values it gets alone).
+static void quant8_sets(const Path *path, const float *x, int64_t m, int k, int kp, void *q, int64_t sets, float *sa, int32_t *zp) {
+  const int64_t per = m / sets;
+  for (int64_t s = 0; s < sets; s++) {
+    float scale;
+    int32_t z;
+    path->quant8(x + s * per * k, per, k, kp, (uint8_t *)q + (size_t)(s * per * kp) * path->q8_width, &scale, &z);
+    for (int64_t r = s * per; r < (s + 1) * per; r++) sa[r] = scale, zp[r] = z;
+  }
+}
+
 // Gate and up in one pass over the column groups: group g of both products (same activations, same columns),
 // then h for those columns, written over gate's output.
 // The products' jobs are Jobs (4 bits) or Job8s (8 bits), run by fn; g and u are their outputs, [rows][n].
@@ -846,10 +864,10 @@ static napi_value wrap_packed(napi_env env, void *w, int64_t bytes, napi_finaliz
   return ext;
 }
 
-// The arguments every product takes: (w, x, m, y, threads, portable?).
+// The arguments every product takes: (w, x, m, y, threads, portable?, sets?).
 typedef struct {
   void *x, *y;
-  int64_t m, threads;
+  int64_t m, threads, sets;
   bool portable;
 } Args;
 
@@ -876,14 +894,29 @@ static int get_portable(napi_env env, const napi_value *argv, size_t argc, size_
   return 1;
 }
 
+// The optional `sets` of an 8-bit product, argv[i]: the equal sets its m rows are quantized in, each set by itself
+// (quant8_sets); 1 where it is absent or undefined; 0 with a TypeError when it is not a whole number dividing m.
+static int get_sets(napi_env env, const napi_value *argv, size_t argc, size_t i, int64_t m, int64_t *sets, const char *name) {
+  *sets = 1;
+  if (argc <= i) return 1;
+  napi_valuetype vt;
+  napi_typeof(env, argv[i], &vt);
+  if (vt == napi_undefined) return 1;
+  char msg[160];
+  snprintf(msg, sizeof msg, "%s: sets must be a whole number >= 1 that divides m", name);
+  if (!get_int(env, argv[i], 1, m, sets, msg)) return 0;
+  if (m % *sets) return throw_type(env, msg), 0;
+  return 1;
+}
+
 // The packed weights `w` (of `tag`) and the other arguments of product `name`, checked against w's k and n;
 // NULL with a TypeError thrown when they do not fit. k and n are the first fields of both Packed types.
 static void *product_args(napi_env env, napi_callback_info info, const napi_type_tag *tag, const char *name, const char *packer, Args *a) {
   char msg[160];
-  size_t argc = 6;
-  napi_value argv[6];
+  size_t argc = 7;
+  napi_value argv[7];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 5) {
-    snprintf(msg, sizeof msg, "%s(w, x, m, y, threads, portable?)", name);
+    snprintf(msg, sizeof msg, "%s(w, x, m, y, threads, portable?, sets?)", name);
     return throw_type(env, msg);
   }
   const int32_t *w = get_tagged(env, argv[0], tag);
@@ -905,6 +938,7 @@ static void *product_args(napi_env env, napi_callback_info info, const napi_type
   if (!get_int(env, argv[4], 1, 1024, &a->threads, msg)) return NULL;
   snprintf(msg, sizeof msg, "%s: portable must be a boolean", name);
   if (!get_portable(env, argv, argc, 5, &a->portable, msg)) return NULL;
+  if (!get_sets(env, argv, argc, 6, a->m, &a->sets, name)) return NULL;
   const uint64_t k = (uint64_t)w[0], n = (uint64_t)w[1];
   if ((uint64_t)xlen != (uint64_t)a->m * k) return snprintf(msg, sizeof msg, "%s: x must hold m * k values", name), throw_type(env, msg);
   if ((uint64_t)ylen != (uint64_t)a->m * n) return snprintf(msg, sizeof msg, "%s: y must hold m * n values", name), throw_type(env, msg);
@@ -1001,20 +1035,20 @@ static napi_value matmul_q4(napi_env env, napi_callback_info info) {
 // [inter -> hidden]. x is quantized once for both gate and up; h = silu(g) * u is quantized as down's activations
 // (per block of 32, as ONNX Runtime's MatMulNBits at level 4 does with the Mul's output). Two passes over the
 // columns, each on threads made for it: gate and up together (h done per group), then down.
-// The arguments of mlpQ4 and mlpQ8 (gate, up, down, x, m, y, threads, portable?), checked: the weights by their
-// tag (both layouts begin with k and n), x and y [m][hidden]. 0 where a TypeError was thrown.
+// The arguments of mlpQ4 and mlpQ8 (gate, up, down, x, m, y, threads, portable?, sets?), checked: the weights by
+// their tag (both layouts begin with k and n), x and y [m][hidden]. 0 where a TypeError was thrown.
 typedef struct {
   void *gate, *up, *down, *x, *y;
-  int64_t m, threads;
+  int64_t m, threads, sets;
   bool portable;
 } MlpArgs;
 
 static int mlp_args(napi_env env, napi_callback_info info, const napi_type_tag *tag, const char *name, const char *packer, MlpArgs *a) {
   char msg[160];
-  size_t argc = 8;
-  napi_value argv[8];
+  size_t argc = 9;
+  napi_value argv[9];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) {
-    snprintf(msg, sizeof msg, "%s(gate, up, down, x, m, y, threads, portable?)", name);
+    snprintf(msg, sizeof msg, "%s(gate, up, down, x, m, y, threads, portable?, sets?)", name);
     return throw_type(env, msg), 0;
   }
   void **ws[3] = {&a->gate, &a->up, &a->down};
@@ -1036,6 +1070,7 @@ static int mlp_args(napi_env env, napi_callback_info info, const napi_type_tag *
   if (!get_int(env, argv[6], 1, 1024, &a->threads, msg)) return 0;
   snprintf(msg, sizeof msg, "%s: portable must be a boolean", name);
   if (!get_portable(env, argv, argc, 7, &a->portable, msg)) return 0;
+  if (!get_sets(env, argv, argc, 8, a->m, &a->sets, name)) return 0;
   const uint64_t size = (uint64_t)a->m * (uint64_t)g[0];
   if ((uint64_t)xlen != size) return snprintf(msg, sizeof msg, "%s: x must hold m * hidden values", name), throw_type(env, msg), 0;
   if ((uint64_t)ylen != size) return snprintf(msg, sizeof msg, "%s: y must hold m * hidden values", name), throw_type(env, msg), 0;
@@ -1146,23 +1181,25 @@ static napi_value matmul_q8(napi_env env, napi_callback_info info) {
 
   const Path path = path_for(portable);
   void *q = malloc((size_t)m * w->kp * path.q8_width);
-  if (!q) {
+  float *sa = malloc((size_t)m * sizeof(float));
+  int32_t *zp = malloc((size_t)m * sizeof(int32_t));
+  if (!q || !sa || !zp) {
+    free(q), free(sa), free(zp);
     napi_throw_range_error(env, NULL, "matmulQ8: out of memory");
     return NULL;
   }
-  Job8 job = {w, (int32_t)m, q, 0.f, 0, y};
-  const GroupFn fn = path.q8;
-  const Quant8Fn quant = path.quant8;
-  quant(x, m, w->k, w->kp, q, &job.sa, &job.zp);
-  run_job8(&job, fn, m == 1 ? path.q8_pair : NULL, few_threads(w->bytes, m, (int)threads, path.alone));
-  free(q);
+  const Job8 job = {w, (int32_t)m, q, sa, zp, y};
+  quant8_sets(&path, x, m, w->k, w->kp, q, a.sets, sa, zp);
+  run_job8(&job, path.q8, m == 1 ? path.q8_pair : NULL, few_threads(w->bytes, m, (int)threads, path.alone));
+  free(q), free(sa), free(zp);
   return NULL;
 }
 
-// mlpQ8(gate, up, down, x, m, y, threads, portable?): mlpQ4's MLP of 8-bit products, as ONNX Runtime runs a q8
-// graph's (DynamicQuantizeLinear, MatMulInteger, Cast, Mul for each product; Sigmoid, Mul, Mul): x quantized
+// mlpQ8(gate, up, down, x, m, y, threads, portable?, sets?): mlpQ4's MLP of 8-bit products, as ONNX Runtime runs
+// a q8 graph's (DynamicQuantizeLinear, MatMulInteger, Cast, Mul for each product; Sigmoid, Mul, Mul): x quantized
 // once for gate and up (the same DynamicQuantizeLinear of the same x), h = silu(g) * u quantized for down. The
-// quantization takes one scale over the whole tensor, so all m rows go through each pass together.
+// quantization takes one scale over each set of rows (the whole tensor by default), so all m rows go through
+// each pass together.
 static napi_value mlp_q8(napi_env env, napi_callback_info info) {
   MlpArgs a;
   if (!mlp_args(env, info, &PACKED8_TAG, "mlpQ8", "packQ8", &a)) return NULL;
@@ -1172,20 +1209,20 @@ static napi_value mlp_q8(napi_env env, napi_callback_info info) {
   const bool portable = a.portable;
   const size_t hidden = (size_t)gate->k, inter = (size_t)gate->n, rows = (size_t)m;
   const Path path = path_for(portable);
-  float *g = malloc(2 * rows * inter * sizeof(float));
+  float *g = malloc(2 * rows * inter * sizeof(float)), *sa = malloc(2 * rows * sizeof(float));
+  int32_t *zp = malloc(2 * rows * sizeof(int32_t));
   void *qx = malloc(rows * (size_t)gate->kp * path.q8_width), *qh = malloc(rows * (size_t)down->kp * path.q8_width);
-  if (!g || !qx || !qh) {
-    free(g), free(qx), free(qh);
+  if (!g || !sa || !zp || !qx || !qh) {
+    free(g), free(sa), free(zp), free(qx), free(qh);
     napi_throw_range_error(env, NULL, "mlpQ8: out of memory");
     return NULL;
   }
   float *u = g + rows * inter;
   const GroupFn fn = path.q8;
   const SiluMulFn silu_mul = path.silu_mul;
-  const Quant8Fn quant = path.quant8;
-  Job8 gj = {gate, (int32_t)m, qx, 0.f, 0, g};
-  quant(x, m, (int)hidden, gate->kp, qx, &gj.sa, &gj.zp);
-  const Job8 uj = {up, (int32_t)m, qx, gj.sa, gj.zp, u};
+  const Job8 gj = {gate, (int32_t)m, qx, sa, zp, g};
+  quant8_sets(&path, x, m, (int)hidden, gate->kp, qx, a.sets, sa, zp);
+  const Job8 uj = {up, (int32_t)m, qx, sa, zp, u};
   if (m <= 4) {
     const MlpJob first = {&gj, &uj, g, u, (int)inter, fn, m == 1 ? path.q8_pair : NULL, silu_mul};
     run_job(&first, gate->np / 16, (int)m, 1, 0, group_mlp, NULL, (int)threads);
@@ -1197,10 +1234,10 @@ static napi_value mlp_q8(napi_env env, napi_callback_info info) {
     run_job8(&uj, fn, NULL, (int)threads);
     for (size_t i = 0; i < rows * inter; i += 16) silu_mul(g + i, u + i, rows * inter - i < 16 ? (int)(rows * inter - i) : 16);
   }
-  Job8 dj = {down, (int32_t)m, qh, 0.f, 0, y};
-  quant(g, m, (int)inter, down->kp, qh, &dj.sa, &dj.zp);
+  const Job8 dj = {down, (int32_t)m, qh, sa + rows, zp + rows, y};
+  quant8_sets(&path, g, m, (int)inter, down->kp, qh, a.sets, sa + rows, zp + rows);
   run_job8(&dj, fn, m == 1 ? path.q8_pair : NULL, (int)threads);
-  free(g), free(qx), free(qh);
+  free(g), free(sa), free(zp), free(qx), free(qh);
   return NULL;
 }
 

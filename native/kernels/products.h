@@ -42,16 +42,17 @@ typedef struct {
   int64_t bytes;
 } Packed8;
 
-// One product's activations, quantized as DynamicQuantizeLinear does, all rows together: q [m][kp] (zeros past
-// k), one scale sa and one zero point zp. The values are 0..255, one byte each (uint8), or two on the AVX2 path
-// (int16), whose kernels multiply in 16 bits: widened once by the quantizer, not at each of their uses (a
-// column group's, per row).
+// One product's activations, quantized as DynamicQuantizeLinear does: q [m][kp] (zeros past k), and each row's
+// scale sa[r] and zero point zp[r]. The rows are quantized in sets (kernels.c, quant8_sets): all m together as
+// ONNX Runtime does, or each batch row's positions by themselves, and a set's rows share its scale and zero
+// point. The values are 0..255, one byte each (uint8), or two on the AVX2 path (int16), whose kernels multiply in
+// 16 bits: widened once by the quantizer, not at each of their uses (a column group's, per row).
 typedef struct {
   const Packed8 *w;
   int32_t m;
   const void *q;
-  float sa;
-  int32_t zp;
+  const float *sa;
+  const int32_t *zp;
   float *y;
 } Job8;
 
@@ -63,8 +64,8 @@ typedef void (*GroupFn)(const void *job, int g, int r0, int rows, int b0, int b1
 typedef void (*PairFn)(const void *a, int ga, const void *b, int gb, int r);
 // One row's activations quantized per block of 32: q, its scales sa and corrections c (see Job).
 typedef void (*QuantFn)(const float *x, int k, int8_t *q, float *sa, float *c);
-// All m rows quantized as ONNX Runtime's DynamicQuantizeLinear does (kernels.c, quant8), into q as its path's
-// kernels read them (Job8).
+// All m rows quantized together as ONNX Runtime's DynamicQuantizeLinear does (kernels.c, quant8), into q as its
+// path's kernels read them (Job8).
 typedef void (*Quant8Fn)(const float *x, int64_t m, int k, int kp, void *q, float *scale, int32_t *zp);
 // g[j] <- (g[j] * sigmoid(g[j])) * u[j] for cols (<= 16) columns (kernels.c, silu_mul_portable).
 typedef void (*SiluMulFn)(float *g, const float *u, int cols);

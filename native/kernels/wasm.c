@@ -150,7 +150,7 @@ static void quant8(const float *x, int m, int k, int kp, int16_t *q, float *scal
 // Rows r .. r + rows - 1 (rows 1 or 2, a constant where it is inlined) of one quad of columns: each column's
 // widened weights serve every row (two rows of a prompt cost about 1.5 times one).
 static inline __attribute__((always_inline)) void rows8(const Q8 *w, const int8_t *wq, const int16_t *q, int r, const int rows,
-                                                        v128_t corr, v128_t mult, int n0, int cols, float *y) {
+                                                        const v128_t *corr, const v128_t *mult, int n0, int cols, float *y) {
   const int chunks = w->kp / 16;
   v128_t acc[2][4];
   for (int i = 0; i < rows; i++)
@@ -169,8 +169,8 @@ static inline __attribute__((always_inline)) void rows8(const Q8 *w, const int8_
     }
   }
   for (int i = 0; i < rows; i++) {
-    const v128_t t = wasm_i32x4_sub(sum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]), corr);
-    store_cols(y + (size_t)(r + i) * w->n + n0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(t), mult), cols);
+    const v128_t t = wasm_i32x4_sub(sum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]), corr[i]);
+    store_cols(y + (size_t)(r + i) * w->n + n0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(t), mult[i]), cols);
   }
 }
 
@@ -184,48 +184,79 @@ static int parts_of(int quads, int64_t macs, int threads) {
   return quads < 4 * threads ? quads : 4 * threads;
 }
 
+// An 8-bit product's activations: q [m][kp], and each row's scale sa[r] and zero point zp[r] (those of its set).
+typedef struct {
+  int16_t *q;
+  float *sa;
+  int32_t *zp;
+} Quant8;
+
+// x's m rows quantized in `sets` equal sets, each by itself (quant8), as kernels.c's quant8_sets: one set is
+// DynamicQuantizeLinear over the whole tensor; one per batch row gives each row the values it gets alone.
+static int quant8_sets(const float *x, int m, int k, int kp, int sets, Quant8 *a) {
+  a->q = alloc16((size_t)m * kp * sizeof(int16_t));
+  a->sa = alloc16((size_t)m * sizeof(float));
+  a->zp = alloc16((size_t)m * sizeof(int32_t));
+  if (!a->q || !a->sa || !a->zp) return free(a->q), free(a->sa), free(a->zp), -1;
+  const int per = m / sets;
+  for (int s = 0; s < sets; s++) {
+    float scale;
+    int32_t z;
+    quant8(x + (size_t)s * per * k, per, k, kp, a->q + (size_t)s * per * kp, &scale, &z);
+    for (int r = s * per; r < (s + 1) * per; r++) a->sa[r] = scale, a->zp[r] = z;
+  }
+  return 0;
+}
+
+static void free_quant8(Quant8 *a) {
+  free(a->q), free(a->sa), free(a->zp);
+}
+
 typedef struct {
   const Q8 *w;
-  const int16_t *q;
+  const Quant8 *a;
   int m;
-  float sa;
-  int32_t zp;
   float *y;
 } Job8;
 
 // Part of y [m][n] from q [m][kp], its share of the quads: float(sum (q - zp)(w - w_zp)) * (sa * sw), as ONNX
-// Runtime's product and its scales.
+// Runtime's product and its scales, with each row's sa and zp.
 static void quads8(const void *job, int part, int parts) {
   const Job8 *j = job;
   const Q8 *w = j->w;
+  const Quant8 *a = j->a;
   const int chunks = w->kp / 16;
-  const v128_t z = wasm_i32x4_splat(j->zp);
   int from, to;
   part_range(w->np / 4, part, parts, &from, &to);
   for (int quad = from; quad < to; quad++) {
     const int8_t *wq = w->w + (size_t)quad * chunks * 64;
     const int n0 = quad * 4, cols = w->n - n0 < 4 ? w->n - n0 : 4;
-    const v128_t corr = wasm_i32x4_mul(wasm_v128_load(w->wsum + n0), z);
-    const v128_t mult = wasm_f32x4_mul(wasm_f32x4_splat(j->sa), wasm_v128_load(w->sw + n0));
+    const v128_t wsum = wasm_v128_load(w->wsum + n0), sw = wasm_v128_load(w->sw + n0);
+    v128_t corr[2], mult[2];
     int r = 0;
-    for (; r + 2 <= j->m; r += 2) rows8(w, wq, j->q, r, 2, corr, mult, n0, cols, j->y);
-    if (r < j->m) rows8(w, wq, j->q, r, 1, corr, mult, n0, cols, j->y);
+    for (; r < j->m; r += 2) {
+      const int rows = j->m - r < 2 ? 1 : 2;
+      for (int i = 0; i < rows; i++) {
+        corr[i] = wasm_i32x4_mul(wsum, wasm_i32x4_splat(a->zp[r + i]));
+        mult[i] = wasm_f32x4_mul(wasm_f32x4_splat(a->sa[r + i]), sw);
+      }
+      if (rows == 2) rows8(w, wq, a->q, r, 2, corr, mult, n0, cols, j->y);
+      else rows8(w, wq, a->q, r, 1, corr, mult, n0, cols, j->y);
+    }
   }
 }
 
-static void product8(const Q8 *w, const int16_t *q, int m, float sa, int32_t zp, float *y, int threads) {
-  const Job8 job = {w, q, m, sa, zp, y};
+static void product8(const Q8 *w, const Quant8 *a, int m, float *y, int threads) {
+  const Job8 job = {w, a, m, y};
   svc_run_parts(&job, quads8, parts_of(w->np / 4, (int64_t)m * w->kp * w->np, threads), threads);
 }
 
-EXPORT("svc_matmul_q8") int matmul_q8(const Q8 *w, const float *x, int m, float *y, int threads) {
-  int16_t *q = alloc16((size_t)m * w->kp * sizeof(int16_t));
-  if (!q) return -1;
-  float sa;
-  int32_t zp;
-  quant8(x, m, w->k, w->kp, q, &sa, &zp);
-  product8(w, q, m, sa, zp, y, threads);
-  free(q);
+// sets: the equal sets of x's m rows quantized each by itself (1: all together, as ONNX Runtime).
+EXPORT("svc_matmul_q8") int matmul_q8(const Q8 *w, const float *x, int m, float *y, int threads, int sets) {
+  Quant8 a;
+  if (quant8_sets(x, m, w->k, w->kp, sets, &a)) return -1;
+  product8(w, &a, m, y, threads);
+  free_quant8(&a);
   return 0;
 }
 
@@ -566,20 +597,20 @@ static void silu_mul(float *g, const float *u, size_t n) {
   }
 }
 
-EXPORT("svc_mlp_q8") int mlp_q8(const Q8 *gate, const Q8 *up, const Q8 *down, const float *x, int m, float *y, int threads) {
+EXPORT("svc_mlp_q8") int mlp_q8(const Q8 *gate, const Q8 *up, const Q8 *down, const float *x, int m, float *y, int threads, int sets) {
   const size_t inter = (size_t)gate->n;
   float *g = alloc16(2 * (size_t)m * inter * sizeof(float));
-  int16_t *qx = alloc16((size_t)m * gate->kp * sizeof(int16_t)), *qh = alloc16((size_t)m * down->kp * sizeof(int16_t));
-  if (!g || !qx || !qh) return free(g), free(qx), free(qh), -1;
-  float *u = g + (size_t)m * inter, sa;
-  int32_t zp;
-  quant8(x, m, gate->k, gate->kp, qx, &sa, &zp);
-  product8(gate, qx, m, sa, zp, g, threads);
-  product8(up, qx, m, sa, zp, u, threads);
+  Quant8 ax, ah;
+  if (!g || quant8_sets(x, m, gate->k, gate->kp, sets, &ax)) return free(g), -1;
+  float *u = g + (size_t)m * inter;
+  product8(gate, &ax, m, g, threads);
+  product8(up, &ax, m, u, threads);
+  free_quant8(&ax);
   silu_mul(g, u, (size_t)m * inter);
-  quant8(g, m, down->k, down->kp, qh, &sa, &zp);
-  product8(down, qh, m, sa, zp, y, threads);
-  free(g), free(qx), free(qh);
+  if (quant8_sets(g, m, down->k, down->kp, sets, &ah)) return free(g), -1;
+  product8(down, &ah, m, y, threads);
+  free_quant8(&ah);
+  free(g);
   return 0;
 }
 

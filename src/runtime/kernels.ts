@@ -49,12 +49,15 @@ export interface NativeKernels {
   packQ8(w: Int8Array, scales: Float32Array, k: number, n: number, zeroPoint: number): PackedQ8;
   /**
    * y[m][n] = Σ (q[m][k] - zp)·(W[k][n] - w_zp) · scale · scales[n] where (q, scale, zp) = DynamicQuantizeLinear(x)
-   * over all m rows together, as ONNX Runtime computes it; the columns split over `threads` threads.
+   * over all m rows together, as ONNX Runtime computes it; the columns split over `threads` threads. `sets`
+   * (dividing m; default 1): the rows are quantized in that many equal sets, each by itself (one set per batch row
+   * makes each row's values those it gets alone; else TypeError).
    */
-  matmulQ8(w: PackedQ8, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
+  matmulQ8(w: PackedQ8, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean, sets?: number): void;
   /**
    * mlpQ4's MLP of 8-bit products, as ONNX Runtime runs a q8 graph's (each product DynamicQuantizeLinear →
-   * MatMulInteger → Cast → Mul; Sigmoid, Mul, Mul): x quantized once for gate and up, h = silu(g) · u for down.
+   * MatMulInteger → Cast → Mul; Sigmoid, Mul, Mul): x quantized once for gate and up, h = silu(g) · u for down;
+   * each quantization over `sets` equal sets of the rows, as matmulQ8's.
    */
   mlpQ8: MlpCall<PackedQ8>;
   /**
@@ -126,7 +129,10 @@ export interface NativeKernels {
   freeFloats?(a: Float32Array): void;
 }
 
-/** An MLP's call: its three products' weights (packed alike), x and y [m][hidden], the threads, the plain-C path for tests. */
+/**
+ * An MLP's call: its three products' weights (packed alike), x and y [m][hidden], the threads, the plain-C path for
+ * tests, and for 8 bits the sets of rows quantized apart (matmulQ8; 4 bits take each row by itself anyway).
+ */
 export type MlpCall<W> = (
   gate: W,
   up: W,
@@ -136,6 +142,7 @@ export type MlpCall<W> = (
   y: Float32Array,
   threads: number,
   portable?: boolean,
+  sets?: number,
 ) => void;
 
 /** An attention's sizes after its arrays, the divisor of its scores, its threads, and the plain-C path for tests. */
@@ -177,7 +184,7 @@ interface Addon
   matmulQ4(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
   mlpQ4: MlpCall<object>;
   packQ8(w: Int8Array, scales: Float32Array, k: number, n: number, zeroPoint: number): object;
-  matmulQ8(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean): void;
+  matmulQ8(w: object, x: Float32Array, m: number, y: Float32Array, threads: number, portable?: boolean, sets?: number): void;
   mlpQ8: MlpCall<object>;
   argmax(x: Float32Array, portable?: boolean): number;
   attention(
@@ -234,9 +241,9 @@ function load(): { kernels?: NativeKernels; reason?: string } {
         addon.mlpQ4(handle(gate), handle(up), handle(down), x, m, y, threads, portable),
       packQ8: (w, scales, k, n, zeroPoint) =>
         Object.freeze({ k, n, [HANDLE]: addon.packQ8(w, scales, k, n, zeroPoint) }) as unknown as PackedQ8,
-      matmulQ8: (w, x, m, y, threads, portable) => addon.matmulQ8(handle(w), x, m, y, threads, portable),
-      mlpQ8: (gate, up, down, x, m, y, threads, portable) =>
-        addon.mlpQ8(handle(gate), handle(up), handle(down), x, m, y, threads, portable),
+      matmulQ8: (w, x, m, y, threads, portable, sets) => addon.matmulQ8(handle(w), x, m, y, threads, portable, sets),
+      mlpQ8: (gate, up, down, x, m, y, threads, portable, sets) =>
+        addon.mlpQ8(handle(gate), handle(up), handle(down), x, m, y, threads, portable, sets),
       rmsNorm: (x, w, epsilon, y, portable) => addon.rmsNorm(x, w, epsilon, y, portable),
       addInto: (a, b, y) => addon.addInto(a, b, y),
       addRmsNorm: (a, b, w, epsilon, sum, y, portable) => addon.addRmsNorm(a, b, w, epsilon, sum, y, portable),

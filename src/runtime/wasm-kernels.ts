@@ -25,11 +25,11 @@ interface Exports {
   svc_new_q8(scales: number, k: number, n: number): number;
   svc_pack_q8_rows(w: number, b: number, c: number, zp: number): void;
   svc_free_q8(w: number): void;
-  svc_matmul_q8(w: number, x: number, m: number, y: number, threads: number): number;
+  svc_matmul_q8(w: number, x: number, m: number, y: number, threads: number, sets: number): number;
   svc_pack_q4(b: number, scales: number, k: number, n: number): number;
   svc_free_q4(w: number): void;
   svc_matmul_q4(w: number, x: number, m: number, y: number, threads: number): number;
-  svc_mlp_q8(gate: number, up: number, down: number, x: number, m: number, y: number, threads: number): number;
+  svc_mlp_q8(gate: number, up: number, down: number, x: number, m: number, y: number, threads: number, sets: number): number;
   svc_mlp_q4(gate: number, up: number, down: number, x: number, m: number, y: number, threads: number): number;
   svc_rms_norm(x: number, w: number, n: number, rows: number, eps: number, y: number): void;
   svc_add_into(a: number, b: number, alen: number, blen: number, y: number): void;
@@ -301,35 +301,60 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
     put(x, block);
     return block;
   };
-  /** The checks the addon makes of a call's arguments; `portable` is checked, not used. */
-  const product = (name: string, k: number, n: number, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
+  /** The checks the addon makes of a call's arguments; `portable` is checked, not used. The sets of rows, 1 where not given. */
+  const product = (
+    name: string,
+    k: number,
+    n: number,
+    x: Floats,
+    m: number,
+    y: Floats,
+    threads: number,
+    portable?: boolean,
+    sets?: number,
+  ) => {
     floats(x, name, 'x');
     floats(y, name, 'y');
     whole(m, name, 'm');
     whole(threads, name, 'threads');
     if (portable !== undefined && typeof portable !== 'boolean') throw new TypeError(`${name}: portable must be a boolean`);
+    if (sets !== undefined && (!Number.isInteger(sets) || sets < 1 || m % sets)) {
+      throw new TypeError(`${name}: sets must be a whole number >= 1 that divides m`);
+    }
     if (x.length !== m * k) throw new TypeError(`${name}: x must hold m * k values`);
     if (y.length !== m * n) throw new TypeError(`${name}: y must hold m * n values`);
+    return sets ?? 1;
   };
   type Shape = { k: number; n: number };
-  const mlp = (name: string, gate: Shape, up: Shape, down: Shape, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
+  const mlp = (
+    name: string,
+    gate: Shape,
+    up: Shape,
+    down: Shape,
+    x: Floats,
+    m: number,
+    y: Floats,
+    threads: number,
+    portable?: boolean,
+    sets?: number,
+  ) => {
     if (up.k !== gate.k || up.n !== gate.n) throw new TypeError(`${name}: gate and up must have the same k and n`);
     if (down.k !== gate.n || down.n !== gate.k) throw new TypeError(`${name}: down must be [gate's n -> gate's k]`);
-    product(name, gate.k, gate.k, x, m, y, threads, portable);
+    return product(name, gate.k, gate.k, x, m, y, threads, portable, sets);
   };
-  /** matmulQ4 / matmulQ8: the checks, then `run` (the module's product) on the copies. */
+  /** matmulQ4 / matmulQ8: the checks, then `run` (the module's product) on the copies (the 4-bit one takes no sets). */
   const matmul = <W extends PackedQ4 | PackedQ8>(
     bits: 4 | 8,
-    run: (w: number, x: number, m: number, y: number, threads: number) => number,
+    run: (w: number, x: number, m: number, y: number, threads: number, sets: number) => number,
   ) => {
     const name = `matmulQ${bits}`;
-    return (w: W, x: Floats, m: number, y: Floats, threads: number, portable?: boolean) => {
+    return (w: W, x: Floats, m: number, y: Floats, threads: number, portable?: boolean, sets?: number) => {
       const p = handle(w, bits, name);
-      product(name, w.k, w.n, x, m, y, threads, portable);
+      const apart = product(name, w.k, w.n, x, m, y, threads, portable, sets);
       workersFor(threads);
       const block = blockFor(name, x, y);
       try {
-        if (run(p, block, m, block + padded(x), threads) !== 0) throw new RangeError(`${name}: the WASM kernels are out of memory`);
+        if (run(p, block, m, block + padded(x), threads, apart) !== 0) throw new RangeError(`${name}: the WASM kernels are out of memory`);
         copyOut(block + padded(x), y);
       } finally {
         e.svc_free(block);
@@ -339,16 +364,18 @@ function kernelsOf(e: Exports, memory: WebAssembly.Memory, module: Uint8Array, p
   /** mlpQ4 / mlpQ8 likewise. */
   const mlpOf = <W extends PackedQ4 | PackedQ8>(
     bits: 4 | 8,
-    run: (g: number, u: number, d: number, x: number, m: number, y: number, threads: number) => number,
+    run: (g: number, u: number, d: number, x: number, m: number, y: number, threads: number, sets: number) => number,
   ): MlpCall<W> => {
     const name = `mlpQ${bits}`;
-    return (gate, up, down, x, m, y, threads, portable) => {
+    return (gate, up, down, x, m, y, threads, portable, sets) => {
       const g = handle(gate, bits, name), u = handle(up, bits, name), d = handle(down, bits, name);
-      mlp(name, gate, up, down, x, m, y, threads, portable);
+      const apart = mlp(name, gate, up, down, x, m, y, threads, portable, sets);
       workersFor(threads);
       const block = blockFor(name, x, y);
       try {
-        if (run(g, u, d, block, m, block + padded(x), threads) !== 0) throw new RangeError(`${name}: the WASM kernels are out of memory`);
+        if (run(g, u, d, block, m, block + padded(x), threads, apart) !== 0) {
+          throw new RangeError(`${name}: the WASM kernels are out of memory`);
+        }
         copyOut(block + padded(x), y);
       } finally {
         e.svc_free(block);

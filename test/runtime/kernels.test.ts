@@ -650,6 +650,69 @@ for (const { impl, get } of IMPLS) {
   });
 }
 
+/**
+ * m rows of signed activations whose ranges differ row by row (each row scaled by 1/8 to 8 times), so that
+ * quantizing rows together gives each one other values than quantizing it by itself.
+ */
+const unevenRows = (m: number, k: number, seed: number): Float32Array => {
+  const x = input8('signed', m, k, seed);
+  for (let r = 0; r < m; r++) for (let i = 0; i < k; i++) x[r * k + i]! *= 2 ** ((r % 7) - 3);
+  return x;
+};
+
+/** The (m, sets) pairs the sets tests take: one set per row (a decode step's batch), and sets of several rows. */
+const SETS = [[4, 4], [4, 2], [3, 3], [6, 3], [70, 2]] as const;
+
+for (const { impl, get, paths, threadCounts } of IMPLS) {
+  test(`${impl} q8 with sets: each set of rows gets ONNX Runtime's outputs for those rows alone, and a row of its own set what it gets alone, bit for bit`, async () => {
+    const kn = get();
+    for (const c of cases8.filter((c) => c.k === 896 || c.k === 90)) {
+      const w = kn.packQ8(c.w, c.scales, c.k, c.n, c.zp);
+      for (const [m, sets] of SETS) {
+        const per = m / sets, x = unevenRows(m, c.k, m * 7 + sets + c.k);
+        const together = new Float32Array(m * c.n);
+        kn.matmulQ8(w, x, m, together, 1);
+        for (const portable of paths) {
+          for (const threads of threadCounts) {
+            const what = `K=${c.k} w_zp=${c.zp} M=${m} sets=${sets} portable=${portable} threads=${threads}`;
+            const y = new Float32Array(m * c.n);
+            kn.matmulQ8(w, x, m, y, threads, portable, sets);
+            assert.notDeepEqual(y, together, `${what}: the sets changed nothing`);
+            for (let s = 0; s < sets; s++) {
+              const rows = x.subarray(s * per * c.k, (s + 1) * per * c.k), got = y.subarray(s * per * c.n, (s + 1) * per * c.n);
+              assertClose(got, await ortOutput8(c, rows, per), `${what} set ${s}`);
+              if (per > 1) continue;
+              const alone = new Float32Array(c.n);
+              kn.matmulQ8(w, rows, 1, alone, threads, portable);
+              assert.deepEqual(got, alone, `${what}: row ${s} alone`);
+            }
+          }
+        }
+      }
+    }
+  });
+
+  test(`${impl} q8: sets that do not divide m are TypeErrors`, () => {
+    const kn = get();
+    const [k, n] = [10, 20];
+    const w = kn.packQ8(new Int8Array(k * n), new Float32Array(n), k, n, 0);
+    const x = new Float32Array(4 * k), y = new Float32Array(4 * n);
+    const te = { name: 'TypeError' };
+    kn.matmulQ8(w, x, 4, y, 1, false, 2);
+    kn.matmulQ8(w, x, 4, y, 1, undefined, undefined);
+    for (const sets of [0, 3, 5, 1.5, -1]) assert.throws(() => kn.matmulQ8(w, x, 4, y, 1, false, sets), te, `sets = ${sets}`);
+    assert.throws(() => kn.matmulQ8(w, x, 4, y, 1, false, '2' as never), te, 'sets not a number');
+    const [g, u, d] = [
+      kn.packQ8(new Int8Array(k * n), new Float32Array(n), k, n, 0),
+      kn.packQ8(new Int8Array(k * n), new Float32Array(n), k, n, 0),
+    ]
+      .concat([kn.packQ8(new Int8Array(n * k), new Float32Array(k), n, k, 0)]) as [PackedQ8, PackedQ8, PackedQ8];
+    const h = new Float32Array(4 * k);
+    kn.mlpQ8(g, u, d, x, 4, h, 1, false, 4);
+    for (const sets of [0, 3, 8]) assert.throws(() => kn.mlpQ8(g, u, d, x, 4, h, 1, false, sets), te, `mlpQ8 sets = ${sets}`);
+  });
+}
+
 // --- fused 4-bit MLP: MatMulNBits (gate, up) -> Sigmoid -> Mul(g, sigmoid) -> Mul(., u) -> MatMulNBits (down) ---
 
 const BUILD_MLP = `
@@ -890,6 +953,44 @@ for (const { impl, get, paths, threadCounts, fused } of IMPLS) {
       assert.ok(offRows.size <= 1, `rows off by more than ${TOLERANCE_MLP_ROW}: ${[...offRows].join(', ')}`);
     });
   }
+}
+
+for (const { impl, get, paths, threadCounts, fused } of IMPLS) {
+  test(`${impl} mlpQ8 with sets: each set of rows gets ONNX Runtime's q8 MLP of those rows alone, a row of its own set what it gets alone, bit for bit`, async () => {
+    const kn = get();
+    for (const c of casesMlp8) {
+      const [gate, up, down] = (['gate', 'up', 'down'] as const).map((name) => {
+        const w = c.weights[name];
+        return kn.packQ8(w.w, w.scales, w.k, w.n, 0);
+      }) as [PackedQ8, PackedQ8, PackedQ8];
+      const offRows = new Set<string>();
+      for (const [m, sets] of SETS) {
+        const per = m / sets, x = unevenRows(m, c.hidden, m * 11 + sets + c.hidden);
+        const together = new Float32Array(m * c.hidden);
+        kn.mlpQ8(gate, up, down, x, m, together, 1);
+        for (const portable of paths) {
+          for (const threads of threadCounts) {
+            const what = `hidden=${c.hidden} M=${m} sets=${sets} portable=${portable} threads=${threads}`;
+            const y = new Float32Array(m * c.hidden);
+            kn.mlpQ8(gate, up, down, x, m, y, threads, portable, sets);
+            assert.notDeepEqual(y, together, `${what}: the sets changed nothing`);
+            for (let s = 0; s < sets; s++) {
+              const rows = x.subarray(s * per * c.hidden, (s + 1) * per * c.hidden);
+              const got = y.subarray(s * per * c.hidden, (s + 1) * per * c.hidden);
+              const want = (await c.session.run({ X: new ort.Tensor('float32', rows, [per, c.hidden]) })).Y!.data as Float32Array;
+              if (fused) assert.deepEqual(got, want, `${what} set ${s}`);
+              else for (const r of assertCloseMlp(got, want, c.hidden, `${what} set ${s}`)) offRows.add(`${what} set ${s} row ${r}`);
+              if (per > 1) continue;
+              const alone = new Float32Array(c.hidden);
+              kn.mlpQ8(gate, up, down, rows, 1, alone, threads, portable);
+              assert.deepEqual(got, alone, `${what}: row ${s} alone`);
+            }
+          }
+        }
+      }
+      assert.ok(offRows.size <= 1, `rows off by more than ${TOLERANCE_MLP_ROW}: ${[...offRows].join(', ')}`);
+    }
+  });
 }
 
 /** The two MLPs' argument checks: the 4-bit one's k a multiple of 32 (so its shapes step by 32), the 8-bit one's any. */

@@ -1,8 +1,9 @@
 /**
  * What a caller of a loaded tiny-llama sees (test/services/inference/lm-head.test.ts): the logits of the
  * last position of two rows through transformers.js' forward, and 4 greedy tokens of each row through the
- * batch decoder. Run as a script (`node --import tsx decoder-observe.ts q8`) it prints them as JSON, so a
- * process with other settings (SVC_NATIVE_KERNELS=0) can be the judge of this one.
+ * batch decoder, the two rows together (one forward, one batch) or `alone` (each row by itself, one after the
+ * other). Run as a script (`node --import tsx decoder-observe.ts q8 [threads] [alone]`) it prints them as JSON,
+ * so a process with other settings (SVC_NATIVE_KERNELS=0) can be the judge of this one.
  */
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
@@ -24,30 +25,33 @@ export interface Observed {
   tokens: number[][];
 }
 
-export async function observe(dtype: string, threads = 1, steps = 4): Promise<Observed> {
+export async function observe(dtype: string, threads = 1, steps = 4, alone = false): Promise<Observed> {
   const m = await loadModel(TINY_LLAMA, 'text-generation', { backend: 'cpu', dtype: dtype as never, threads });
   try {
     const s =
       (m.model as unknown as { sessions: { model: { edits: { lmHeadOwnKernel: number; mlpsOwnKernel: number }; outputNames: string[] } } })
         .sessions.model;
     const L = ROWS[0]!.length;
-    const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [2, L]);
-    const out = await (m.model as unknown as (f: unknown) => Promise<{ logits: { dims: number[]; data: Float32Array } }>)({
-      input_ids: t(ROWS.flat()),
-      attention_mask: t(Array(2 * L).fill(1)),
-    });
-    const [, per, v] = out.logits.dims as [number, number, number];
-    const last = [0, 1].flatMap((r) => [...out.logits.data.subarray(((r + 1) * per - 1) * v, (r + 1) * per * v)]);
+    const forward = m.model as unknown as (f: unknown) => Promise<{ logits: { dims: number[]; data: Float32Array } }>;
+    /** Each row's last logits, from one forward of the rows given. */
+    const lastOf = async (rows: number[][]) => {
+      const t = (xs: number[]) => new m.tf.Tensor('int64', BigInt64Array.from(xs.map(BigInt)), [rows.length, L]);
+      const out = await forward({ input_ids: t(rows.flat()), attention_mask: t(Array(rows.length * L).fill(1)) });
+      const [, per, v] = out.logits.dims as [number, number, number];
+      return rows.flatMap((_, r) => [...out.logits.data.subarray(((r + 1) * per - 1) * v, (r + 1) * per * v)]);
+    };
+    const last = alone ? [...(await lastOf([ROWS[0]!])), ...(await lastOf([ROWS[1]!]))] : await lastOf(ROWS);
     const tokens: number[][] = [[], []];
-    await Promise.all([0, 1].map((r) =>
+    const decode = (r: number) =>
       batchDecoderFor(m)!.run({
         promptIds: ROWS[r]!,
         maxNew: steps,
         processors: [],
         onToken: (tok) => (tokens[r]!.push(tok), false),
         signal: new AbortController().signal,
-      })
-    ));
+      });
+    if (alone) { for (const r of [0, 1]) await decode(r); }
+    else await Promise.all([0, 1].map(decode));
     return { lmHeadOwnKernel: s.edits.lmHeadOwnKernel, mlpsOwnKernel: s.edits.mlpsOwnKernel, outputNames: s.outputNames, last, tokens };
   } finally {
     await m.dispose();
@@ -55,6 +59,6 @@ export async function observe(dtype: string, threads = 1, steps = 4): Promise<Ob
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  process.stdout.write(JSON.stringify(await observe(process.argv[2]!, Number(process.argv[3] ?? 1))));
+  process.stdout.write(JSON.stringify(await observe(process.argv[2]!, Number(process.argv[3] ?? 1), 4, process.argv[4] === 'alone')));
   process.exit(0);
 }

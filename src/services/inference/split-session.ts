@@ -187,14 +187,21 @@ export class SplitSession {
       done.set(p, w);
       return w;
     };
-    const product = (p: WeightProduct): (x: Float32Array, m: number, y: Float32Array) => void => {
+    // `sets`: the batch's rows, whose activations an 8-bit product quantizes each by itself (4 bits take each
+    // position by itself anyway), so that a row's values in a batched decode step are those it gets alone
+    type Multiply = (x: Float32Array, m: number, y: Float32Array, sets: number) => void;
+    const product = (p: WeightProduct): Multiply => {
       const w = packed(p);
-      return w.bits === 4 ? (x, m, y) => kernels.matmulQ4(w.w, x, m, y, threads) : (x, m, y) => kernels.matmulQ8(w.w, x, m, y, threads);
+      return w.bits === 4
+        ? (x, m, y) => kernels.matmulQ4(w.w, x, m, y, threads)
+        : (x, m, y, sets) => kernels.matmulQ8(w.w, x, m, y, threads, false, sets);
     };
-    const mlp = (c: Mlp): (x: Float32Array, m: number, y: Float32Array) => void => {
+    const mlp = (c: Mlp): Multiply => {
       const [gate, up, down] = [packed(c.gate), packed(c.up), packed(c.down)];
       if (gate.bits === 4 && up.bits === 4 && down.bits === 4) return (x, m, y) => kernels.mlpQ4(gate.w, up.w, down.w, x, m, y, threads);
-      if (gate.bits === 8 && up.bits === 8 && down.bits === 8) return (x, m, y) => kernels.mlpQ8(gate.w, up.w, down.w, x, m, y, threads);
+      if (gate.bits === 8 && up.bits === 8 && down.bits === 8) {
+        return (x, m, y, sets) => kernels.mlpQ8(gate.w, up.w, down.w, x, m, y, threads, false, sets);
+      }
       throw new TypeError("an MLP's products must be of one width");
     };
     // a kernel call and the slots of what it reads and writes; `k`: the last dimension of its first input
@@ -206,6 +213,8 @@ export class SplitSession {
       run,
     });
     const k = (x: OrtTensor) => x.dims[x.dims.length - 1]!;
+    // the batch's rows of [batch, positions, k] activations (one set for any other shape)
+    const setsOf = (x: OrtTensor) => x.dims.length > 2 ? x.dims[0]! : 1;
     const callOf = (c: Kernel | JoinedProducts | SumNormed): Call => {
       switch (c.kind) {
         case 'sumNormed': {
@@ -226,7 +235,7 @@ export class SplitSession {
           if (consume) c.from.forEach(letGo);
           return call([input], [output], (x, _, w) => {
             const joined = rows(y, x, n, w), m = x.size / k(x);
-            multiply(x.data as Float32Array, m, joined);
+            multiply(x.data as Float32Array, m, joined, setsOf(x));
             if (bias) kernels.addInto(joined, bias, joined);
             part(ort, parts, joined, x.dims, m, n, w);
           });
@@ -236,14 +245,14 @@ export class SplitSession {
           const { input, output, n } = c.product, multiply = product(c.product), bias = c.bias, y = slot(output);
           return call([input], [output], (x, _, w) => {
             const out = rows(y, x, n, w);
-            multiply(x.data as Float32Array, x.size / k(x), out);
+            multiply(x.data as Float32Array, x.size / k(x), out, setsOf(x));
             if (bias) kernels.addInto(out, bias, out);
           });
         }
         case 'mlp': {
           counts.mlps++;
           const n = c.mlp.down.n, run = mlp(c.mlp), y = slot(c.mlp.output);
-          return call([c.mlp.input], [c.mlp.output], (x, _, w) => run(x.data as Float32Array, x.size / k(x), rows(y, x, n, w)));
+          return call([c.mlp.input], [c.mlp.output], (x, _, w) => run(x.data as Float32Array, x.size / k(x), rows(y, x, n, w), setsOf(x)));
         }
         case 'add': {
           counts.steps++;
