@@ -105,7 +105,7 @@ async function headAlone(dtype: 'q4' | 'q8'): Promise<{ rows: HeadRow[]; path: s
         want = (await s.run(feed)).y!.data as Float32Array;
         if (c >= 2) times.ort.push(performance.now() - t);
         t = performance.now();
-        multiply(x, m, y, 1); // the m rows quantized together, as the graph beside it does
+        multiply(x, m, y);
         if (c >= 2) times.svc.push(performance.now() - t);
       }
       let d = 0, big = 0;

@@ -9,8 +9,8 @@
  * graph, the head's input (the last hidden states) becomes a graph output in place of `logits`, and the
  * inference thread multiplies it by the weights it packed once at load. The kernels quantize the hidden
  * states as ONNX Runtime does (int8 per block of 32 for 4 bits, as its level 4; to uint8 for 8 bits, as
- * DynamicQuantizeLinear, though each batch row's by themselves where the graph takes the whole batch together), so
- * a row's logits are those ONNX Runtime gives it alone, to float rounding (test/services/inference/lm-head.test.ts).
+ * DynamicQuantizeLinear, though each position by itself where the graph takes the whole tensor together), so a
+ * position's logits are those ONNX Runtime gives it alone, to float rounding (test/services/inference/lm-head.test.ts).
  */
 import {
   decodeFields,
@@ -101,22 +101,14 @@ function int8Head(mul: GraphNode, g: Constants): Found | undefined {
   return { nodes: [...p.nodes, p.quantize], weights: p.weights, head: { bits: 8, input, k, n, w, scales, zeroPoint } };
 }
 
-/**
- * The head's product on svc's kernel: its weights packed once, then y [m, n] = x [m, k] × W per call, the m
- * positions those of `sets` batch rows.
- */
-export function headProduct(
-  h: LmHead,
-  kernels: NativeKernels,
-  threads: number,
-): (x: Float32Array, m: number, y: Float32Array, sets: number) => void {
+/** The head's product on svc's kernel: its weights packed once, then y [m, n] = x [m, k] × W per call. */
+export function headProduct(h: LmHead, kernels: NativeKernels, threads: number): (x: Float32Array, m: number, y: Float32Array) => void {
   // the graph's next run follows the head: its ONNX Runtime threads get the cores the kernels' threads held
   if (h.bits === 4) {
     const w = kernels.packQ4(h.b, h.scales, h.k, h.n);
     return (x, m, y) => (kernels.matmulQ4(w, x, m, y, threads), kernels.rest());
   }
-  // each batch row's hidden states quantized by themselves (the graph's DynamicQuantizeLinear takes one scale over
-  // the batch): a row's logits in a batch are those it gets alone
+  // each position's hidden state quantized by itself, as the decoder's own 8-bit products (./split-session.ts)
   const w = kernels.packQ8(h.w, h.scales, h.k, h.n, h.zeroPoint);
-  return (x, m, y, sets) => (kernels.matmulQ8(w, x, m, y, threads, false, sets), kernels.rest());
+  return (x, m, y) => (kernels.matmulQ8(w, x, m, y, threads, false, m), kernels.rest());
 }

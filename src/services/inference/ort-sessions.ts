@@ -383,7 +383,7 @@ async function run([id, feeds]: [number, Record<string, WireTensor | GpuTensor>]
   const head = heads.get(id);
   for (const [name, t] of Object.entries(out)) {
     if (head && name === head.input) {
-      result[LOGITS] = { type: 'float32', dims: [...t.dims.slice(0, -1), head.n], data: headLogits(head, t) };
+      result[LOGITS] = { type: 'float32', dims: [...t.dims.slice(0, -1), head.n], data: headLogits(head, t.data as Float32Array) };
       continue;
     }
     if (t.location === 'gpu-buffer') {
@@ -510,7 +510,7 @@ async function runHeld(
     if (head && name === head.input) {
       // the kernel writes into shared memory itself (ONNX Runtime needs the private twin, above)
       const f = fetches[LOGITS];
-      const logits = headLogits(head, t, f && heldOf(f.held).subarray(f.offset, f.offset + f.length));
+      const logits = headLogits(head, t.data as Float32Array, f && heldOf(f.held).subarray(f.offset, f.offset + f.length));
       if (!f) outputs[LOGITS] = { type: 'float32', dims: [...t.dims.slice(0, -1), head.n], data: logits };
       continue;
     }
@@ -605,14 +605,11 @@ async function decodeHeld([id, plan]: [number, DecodePlan]): Promise<DecodedHeld
   return { tokens: chosen, samplers };
 }
 
-/**
- * The logits of a session whose LM head runs on svc's kernel, from the hidden states its graph output ([batch,
- * positions, hidden]: an 8-bit head quantizes each batch row's by themselves).
- */
-function headLogits(h: Head, t: { data: unknown; dims: readonly number[] }, into?: Float32Array): Float32Array {
-  const hidden = t.data as Float32Array, m = hidden.length / h.k;
+/** The logits of a session whose LM head runs on svc's kernel, from the hidden states its graph output. */
+function headLogits(h: Head, hidden: Float32Array, into?: Float32Array): Float32Array {
+  const m = hidden.length / h.k;
   const y = into ?? new Float32Array(m * h.n);
-  h.multiply(hidden, m, y, t.dims.length > 2 ? t.dims[0]! : 1);
+  h.multiply(hidden, m, y);
   return y;
 }
 

@@ -101,13 +101,19 @@ interface Fetching {
 }
 
 /**
- * New positions a row up to which a layer's attention stage runs on the kernel (a decode step; a few drafted
- * tokens), not in ONNX Runtime. The kernel takes each score as one dot product; natively a prefill's many rows go
- * to ONNX Runtime's matrix products. On WASM every attention runs on the kernel: there
- * onnxruntime-web has one thread (src/services/inference/ort-thread.ts), and its float products ran a
- * 2,695-token prompt's attention stages in 12.6 s, the kernel on two threads in 6.4 s (by hand, q8).
+ * New positions a row up to which a graph stage runs on its one-thread session; more take its twin on all the
+ * threads (a stage the kernels do not take: an attention they did not recognize).
+ *
+ * Every recognized attention runs on the kernel, a prefill's as a decode step's, natively as on WASM: each row
+ * by itself over the positions it sees, so a row's prompt gives the same values alone, left-padded beside
+ * others, or in chunks between other rows' decode steps (ONNX Runtime's matrix products summed a padded or
+ * chunked row's scores in other groupings, so its values and in time its greedy text changed with the load). It
+ * costs nothing: by hand (q4 0.5B, medians of 5) prompts of 30 to 1,000 tokens took as long as with ONNX Runtime's
+ * products at one thread and 0.92-0.99x at two (1,000 tokens: 5.0-5.1 s against 5.4-5.5). On WASM onnxruntime-web has one thread
+ * (src/services/inference/ort-thread.ts), and its float products ran a 2,695-token prompt's attention stages in
+ * 12.6 s, the kernel on two threads in 6.4 s (by hand, q8).
  */
-const ATTENTION_KERNEL_NEW = 8;
+const ONE_THREAD_NEW = 8;
 
 export class SplitSession {
   /** Graph stages and kernel calls a run makes (steps: residual sums and norms between products). */
@@ -125,8 +131,6 @@ export class SplitSession {
     counts: { mlps: number; products: number; joined: number; steps: number; attentions: number },
     private kernels: NativeKernels,
     private threads: number,
-    /** New positions a row up to which attention stages run on the kernel (`ATTENTION_KERNEL_NEW`). */
-    private attentionNew: number,
   ) {
     this.stages = { graphs: steps.filter((s) => s.kind === 'graph').length, ...counts };
     this.slots = new Map(names.map((n, i) => [n, i]));
@@ -187,20 +191,21 @@ export class SplitSession {
       done.set(p, w);
       return w;
     };
-    // `sets`: the batch's rows, whose activations an 8-bit product quantizes each by itself (4 bits take each
-    // position by itself anyway), so that a row's values in a batched decode step are those it gets alone
-    type Multiply = (x: Float32Array, m: number, y: Float32Array, sets: number) => void;
+    // An 8-bit product quantizes each position's activations by itself (m sets of one row), where the graph's
+    // DynamicQuantizeLinear takes the whole tensor together (4 bits take each position by itself anyway, per
+    // block): a row's values are then the same alone, in a batch, left-padded or in chunks, and nearer fp32's.
+    type Multiply = (x: Float32Array, m: number, y: Float32Array) => void;
     const product = (p: WeightProduct): Multiply => {
       const w = packed(p);
       return w.bits === 4
         ? (x, m, y) => kernels.matmulQ4(w.w, x, m, y, threads)
-        : (x, m, y, sets) => kernels.matmulQ8(w.w, x, m, y, threads, false, sets);
+        : (x, m, y) => kernels.matmulQ8(w.w, x, m, y, threads, false, m);
     };
     const mlp = (c: Mlp): Multiply => {
       const [gate, up, down] = [packed(c.gate), packed(c.up), packed(c.down)];
       if (gate.bits === 4 && up.bits === 4 && down.bits === 4) return (x, m, y) => kernels.mlpQ4(gate.w, up.w, down.w, x, m, y, threads);
       if (gate.bits === 8 && up.bits === 8 && down.bits === 8) {
-        return (x, m, y, sets) => kernels.mlpQ8(gate.w, up.w, down.w, x, m, y, threads, false, sets);
+        return (x, m, y) => kernels.mlpQ8(gate.w, up.w, down.w, x, m, y, threads, false, m);
       }
       throw new TypeError("an MLP's products must be of one width");
     };
@@ -213,8 +218,6 @@ export class SplitSession {
       run,
     });
     const k = (x: OrtTensor) => x.dims[x.dims.length - 1]!;
-    // the batch's rows of [batch, positions, k] activations (one set for any other shape)
-    const setsOf = (x: OrtTensor) => x.dims.length > 2 ? x.dims[0]! : 1;
     const callOf = (c: Kernel | JoinedProducts | SumNormed): Call => {
       switch (c.kind) {
         case 'sumNormed': {
@@ -235,7 +238,7 @@ export class SplitSession {
           if (consume) c.from.forEach(letGo);
           return call([input], [output], (x, _, w) => {
             const joined = rows(y, x, n, w), m = x.size / k(x);
-            multiply(x.data as Float32Array, m, joined, setsOf(x));
+            multiply(x.data as Float32Array, m, joined);
             if (bias) kernels.addInto(joined, bias, joined);
             part(ort, parts, joined, x.dims, m, n, w);
           });
@@ -245,14 +248,14 @@ export class SplitSession {
           const { input, output, n } = c.product, multiply = product(c.product), bias = c.bias, y = slot(output);
           return call([input], [output], (x, _, w) => {
             const out = rows(y, x, n, w);
-            multiply(x.data as Float32Array, x.size / k(x), out, setsOf(x));
+            multiply(x.data as Float32Array, x.size / k(x), out);
             if (bias) kernels.addInto(out, bias, out);
           });
         }
         case 'mlp': {
           counts.mlps++;
           const n = c.mlp.down.n, run = mlp(c.mlp), y = slot(c.mlp.output);
-          return call([c.mlp.input], [c.mlp.output], (x, _, w) => run(x.data as Float32Array, x.size / k(x), rows(y, x, n, w), setsOf(x)));
+          return call([c.mlp.input], [c.mlp.output], (x, _, w) => run(x.data as Float32Array, x.size / k(x), rows(y, x, n, w)));
         }
         case 'add': {
           counts.steps++;
@@ -283,15 +286,15 @@ export class SplitSession {
           // there for the next stage's to reuse
           const one = { ...options, enableCpuMemArena: false, intraOpNumThreads: 1 };
           const session = await stageSession(ort, s.model, one, binding);
-          // with more threads, a stage without weights of its own (an attention) gets a twin on them all for
-          // a prefill's many positions; a decode step's stages are too small to gain from threads, whose
-          // waking and spinning only took the cores from the kernels' threads. (onnxruntime-web's threads are
-          // one setting for all its sessions: no twin there.)
-          const wide = binding && threads > 1 && weightless(s.model)
+          const a = attentionOf(s.model, s.inputs, s.outputs);
+          // with more threads, a stage without weights of its own that the kernel does not take (an attention
+          // it did not recognize) gets a twin on them all for a prefill's many positions; a decode step's stages
+          // are too small to gain from threads, whose waking and spinning only took the cores from the kernels'
+          // threads. (onnxruntime-web's threads are one setting for all its sessions: no twin there.)
+          const wide = binding && threads > 1 && !a && weightless(s.model)
             ? await stageSession(ort, s.model, spinless({ ...one, intraOpNumThreads: threads }), binding)
             : undefined;
           const ins = s.inputs.map(slot), outs = s.outputs.map(slot);
-          const a = attentionOf(s.model, s.inputs, s.outputs);
           if (a) counts.attentions++;
           const attention = a && {
             stage: a,
@@ -323,7 +326,6 @@ export class SplitSession {
       counts,
       kernels,
       threads,
-      binding ? ATTENTION_KERNEL_NEW : Infinity,
     );
   }
 
@@ -346,7 +348,7 @@ export class SplitSession {
       if (i !== undefined) values[i] = feeds[name];
     }
     const { skip, handed, wanted, slots } = this.fetching(fetches ? Object.keys(fetches) : this.outputNames);
-    const few = (feeds.input_ids?.dims.at(-1) ?? Infinity) <= ATTENTION_KERNEL_NEW;
+    const few = (feeds.input_ids?.dims.at(-1) ?? Infinity) <= ONE_THREAD_NEW;
     const key = shapesOf(feeds);
     const reused = this.scratch.get(key);
     const made: (OrtTensor | undefined)[] | undefined = reused ? undefined : new Array(this.names.length);
@@ -443,7 +445,7 @@ export class SplitSession {
     if (!q || !k || !v || !pos || !cos || !sin || !pastK || !pastV || !mask || q.dims.length !== 3) return false;
     const b = q.dims[0]!, s = q.dims[1]!, d = a.headSize, past = pastK.dims[2]!;
     if (
-      s > this.attentionNew || !dimsAre(q, 'float32', b, s, a.heads * d) || !dimsAre(k, 'float32', b, s, a.kvHeads * d) ||
+      !dimsAre(q, 'float32', b, s, a.heads * d) || !dimsAre(k, 'float32', b, s, a.kvHeads * d) ||
       !dimsAre(v, 'float32', b, s, a.kvHeads * d) || !dimsAre(pos, 'int64', b, s) || !dimsAre(cos, 'float32', cos.dims[0]!, d / 2) ||
       !dimsAre(sin, 'float32', cos.dims[0]!, d / 2) || !dimsAre(pastK, 'float32', b, a.kvHeads, past, d) ||
       !dimsAre(pastV, 'float32', b, a.kvHeads, past, d) || !dimsAre(mask, 'float32', b, 1, s, past + s)

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { nativeKernelsUnavailable } from '../../../src/runtime/kernels.ts';
 import { wasmKernelsUnavailable } from '../../../src/runtime/wasm-kernels.ts';
-import { batchDecoderFor } from '../../../src/services/inference/batch-decoder.ts';
+import { batchDecoderFor, PREFILL_CHUNK } from '../../../src/services/inference/batch-decoder.ts';
 import { type LoadedModel, loadModel } from '../../../src/services/inference/load.ts';
 import type { LogitsProcessorLike } from '../../../src/services/inference/sampling.ts';
 import { TINY_LLAMA } from './fixtures.ts';
@@ -19,6 +19,8 @@ import { TINY_LLAMA } from './fixtures.ts';
 const A = Array.from({ length: 30 }, (_, i) => 20 + ((i * 37) % 400));
 const SHORT = [5, 77, 300, 41];
 const LONG = Array.from({ length: 50 }, (_, i) => 30 + ((i * 53) % 420));
+/** Longer than a chunk: joining a running stream it is prefilled in chunks of PREFILL_CHUNK between the stream's steps. */
+const CHUNKED = Array.from({ length: 150 }, (_, i) => 25 + ((i * 41) % 430));
 
 /** The suite on one backend (a process binds one ONNX Runtime package): its 4-bit and 8-bit decoders. */
 export function batchInvariance(backend: 'cpu' | 'wasm'): void {
@@ -56,10 +58,11 @@ export function batchInvariance(backend: 'cpu' | 'wasm'): void {
       });
 
       for (
-        const [name, other] of [['a shorter prompt (left-padded in the batch)', SHORT], [
-          'a longer prompt (the running row left-padded)',
-          LONG,
-        ]] as const
+        const [name, other] of [
+          ['a shorter prompt (left-padded in the batch)', SHORT],
+          ['a longer prompt (the running row left-padded)', LONG],
+          [`a prompt prefilled in chunks of ${PREFILL_CHUNK} between the running stream's steps`, CHUNKED],
+        ] as const
       ) {
         test(`a running stream and ${name} joining it: each one's logits are its logits alone, bit for bit`, async () => {
           const alone = stream(A, 24);
@@ -79,6 +82,23 @@ export function batchInvariance(backend: 'cpu' | 'wasm'): void {
           joined!.logits.forEach((l, i) => assert.deepEqual(l, otherAlone.logits[i], `the joining stream's step ${i}`));
         });
       }
+
+      test("prompts of three lengths prefilled together (left-padded to the longest): each one's logits are its logits alone, bit for bit", async () => {
+        const prompts = [SHORT, A, LONG];
+        const alone: ReturnType<typeof stream>[] = [];
+        for (const p of prompts) {
+          const s = stream(p, 10);
+          await s.done;
+          alone.push(s);
+        }
+        // asked for at once: one prefill takes them all
+        const together = prompts.map((p) => stream(p, 10));
+        await Promise.all(together.map((t) => t.done));
+        together.forEach((t, r) => {
+          assert.deepEqual(t.tokens, alone[r]!.tokens, `prompt ${r}`);
+          t.logits.forEach((l, i) => assert.deepEqual(l, alone[r]!.logits[i], `prompt ${r}, step ${i}`));
+        });
+      });
     });
   }
 }

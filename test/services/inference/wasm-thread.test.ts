@@ -20,6 +20,7 @@ import { type Harness, startHarness } from '../../routes/ollama/harness.ts';
 import { externalDataCopy, type ExternalDataModel } from '../../support/external-data-model.ts';
 import { MERGED_K, mergedInput, writeMergedNbitsModel } from '../../support/merged-nbits-model.ts';
 import { TINY_LLAMA } from './fixtures.ts';
+import { promptLogitsByPosition } from './prompt-logits.ts';
 import { loopStaysFree, matmulChain } from './matmul-chain.ts';
 import { greedyOnReferencePrompt, maxDiff, REF } from './reference.ts';
 
@@ -111,25 +112,9 @@ describe("a q8 decoder cut for svc's WASM kernels", () => {
     const last = out.logits.data.subarray((rows - 1) * v, rows * v);
     // the file as it is, on this thread's own onnxruntime-web
     const web = (await import('onnxruntime-web')) as unknown as OrtLike;
-    const config = JSON.parse(readFileSync(join(TINY_LLAMA, 'config.json'), 'utf8'));
-    const feeds: Record<string, unknown> = {
-      input_ids: new web.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
-      attention_mask: new web.Tensor('int64', BigInt64Array.from(ids.map(() => 1n)), [1, ids.length]),
-      position_ids: new web.Tensor('int64', BigInt64Array.from(ids.map((_, i) => BigInt(i))), [1, ids.length]),
-      num_logits_to_keep: new web.Tensor('int64', BigInt64Array.of(1n), []),
-    };
-    for (let l = 0; l < config.num_hidden_layers; l++) {
-      for (const kv of ['key', 'value']) {
-        feeds[`past_key_values.${l}.${kv}`] = new web.Tensor('float32', new Float32Array(0), [
-          1,
-          config.num_key_value_heads,
-          0,
-          config.head_dim,
-        ]);
-      }
-    }
     const whole = await web.InferenceSession.create(readFileSync(join(TINY_LLAMA, 'onnx', 'model_quantized.onnx')));
-    const want = (await whole.run(feeds as never)).logits!.data as Float32Array;
+    // a position at a time on the cache: svc's 8-bit kernels quantize each position's activations by itself
+    const want = await promptLogitsByPosition(whole as never, web.Tensor as never);
     await whole.release();
     // the cut runs the rewritten decoder (grouped attention, RotaryEmbedding), whose float sums differ a little
     // from the file's graph and move some 8-bit roundings of the activations: the same next token, and logits
