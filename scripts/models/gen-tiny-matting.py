@@ -16,6 +16,8 @@ import sys
 import torch
 
 sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_models import TORCHSCRIPT  # noqa: E402
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'test', 'fixtures', 'models', 'tiny-matting')
 
 
@@ -38,7 +40,7 @@ def main():
     m = Matte().eval()
     x = torch.rand(1, 3, 64, 64) * 2 - 1
     torch.onnx.export(m, (x,), os.path.join(OUT, 'onnx', 'model.onnx'), input_names=['input'], output_names=['output'],
-                      dynamic_axes={'input': {0: 'batch', 2: 'height', 3: 'width'}, 'output': {0: 'batch', 2: 'height', 3: 'width'}}, opset_version=17, dynamo=False)
+                      dynamic_axes={'input': {0: 'batch', 2: 'height', 3: 'width'}, 'output': {0: 'batch', 2: 'height', 3: 'width'}}, opset_version=17, **TORCHSCRIPT)
     with open(os.path.join(OUT, 'config.json'), 'w') as f:
         json.dump({'model_type': 'modnet', 'architectures': ['MODNet']}, f, indent=2)
     with open(os.path.join(OUT, 'preprocessor_config.json'), 'w') as f:

@@ -22,7 +22,7 @@ sys.dont_write_bytecode = True  # keep scripts/ clean of __pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tok_builders import (train_bpe, synthetic_merges, byte_bpe_tokenizer_json, wordpiece_vocab,  # noqa: E402
                           wordpiece_tokenizer_json)
-from torch_models import CausalLM, Bert, LogitsToKeep, init_weights  # noqa: E402
+from torch_models import CausalLM, Bert, LogitsToKeep, TORCHSCRIPT, init_weights  # noqa: E402
 from quantize import quantize_q8, quantize_q4, quantize_gather_q8  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -71,7 +71,7 @@ def export_decoder(model, c, path):
     model.eval()
     with torch.no_grad():
         torch.onnx.export(LogitsToKeep(model), (ids, am, pos, keep, *past), path, input_names=in_names, output_names=out_names,
-                          dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True, dynamo=False)
+                          dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True, **TORCHSCRIPT)
 
 
 def export_bert(model, path, classifier):
@@ -84,7 +84,7 @@ def export_bert(model, path, classifier):
     model.eval()
     with torch.no_grad():
         torch.onnx.export(model, (ids, am, tt), path, input_names=["input_ids", "attention_mask", "token_type_ids"],
-                          output_names=[out], dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True, dynamo=False)
+                          output_names=[out], dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True, **TORCHSCRIPT)
 
 
 def strip_doc(path):

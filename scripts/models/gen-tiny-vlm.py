@@ -25,7 +25,7 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tok_builders import train_bpe, byte_bpe_tokenizer_json  # noqa: E402
-from torch_models import CausalLM  # noqa: E402
+from torch_models import CausalLM, TORCHSCRIPT  # noqa: E402
 
 gen = __import__("gen-tiny-models")  # noqa: E402
 write_json, init_weights, strip_doc, OPSET, REPO = gen.write_json, gen.init_weights, gen.strip_doc, gen.OPSET, gen.REPO
@@ -140,7 +140,7 @@ def export(model, args, path, inputs, outputs, dyn):
     model.eval()
     with torch.no_grad():
         torch.onnx.export(model, args, path, input_names=inputs, output_names=outputs, dynamic_axes=dyn,
-                          opset_version=OPSET, do_constant_folding=True, dynamo=False)
+                          opset_version=OPSET, do_constant_folding=True, **TORCHSCRIPT)
     strip_doc(path)
 
 

@@ -44,7 +44,7 @@ import importlib.util  # noqa: E402
 _spec = importlib.util.spec_from_file_location("gen_tiny_models", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen-tiny-models.py"))
 _gtm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_gtm)
-write_json, strip_doc, init_weights = _gtm.write_json, _gtm.strip_doc, _gtm.init_weights
+write_json, strip_doc, init_weights, TORCHSCRIPT = _gtm.write_json, _gtm.strip_doc, _gtm.init_weights, _gtm.TORCHSCRIPT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -371,7 +371,7 @@ def main():
         p = os.path.join(out, "onnx", "encoder_model.onnx")
         torch.onnx.export(enc, (feats,), p, input_names=["input_features"], output_names=["last_hidden_state"],
                           dynamic_axes={"input_features": {0: "batch_size"}, "last_hidden_state": {0: "batch_size"}},
-                          opset_version=OPSET, do_constant_folding=True, dynamo=False)
+                          opset_version=OPSET, do_constant_folding=True, **TORCHSCRIPT)
         strip_doc(p)
         hs = enc(feats)
         ids = torch.tensor([[sot, v["<|en|>"]]], dtype=torch.int64)
@@ -394,7 +394,7 @@ def main():
             dyn[out_names[-1]] = {0: "batch_size", 2: "decoder_sequence_length", 3: "encoder_sequence_length_out"}
         p = os.path.join(out, "onnx", "decoder_model_merged.onnx")
         torch.onnx.export(dec, (ids, hs, *past), p, input_names=in_names,
-                          output_names=out_names, dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True, dynamo=False)
+                          output_names=out_names, dynamic_axes=dyn, opset_version=OPSET, do_constant_folding=True, **TORCHSCRIPT)
         strip_doc(p)
     for f in os.listdir(os.path.join(out, "onnx")):  # torch's one-file-per-tensor leftovers
         if not f.endswith(".onnx"):

@@ -3,11 +3,16 @@
 Written for a clean ONNX export that transformers.js runs: explicit KV-cache inputs/outputs, GQA by
 expand+reshape (torch's `repeat_interleave` exports badly), masks built from `attention_mask`.
 """
+import inspect
 import math
 import torch
 from torch import nn
 import torch.nn.functional as F
 
+# The TorchScript exporter these scripts were written for: torch 2.9 made the torch.export-based one the
+# default (it needs onnxscript and refuses dynamic_axes); torch before 2.x (Debian's 1.13) has only this one
+# and no `dynamo` argument.
+TORCHSCRIPT = {'dynamo': False} if 'dynamo' in inspect.signature(torch.onnx.export).parameters else {}
 
 def init_weights(model, seed, std=0.02):
     """Seeded random weights (norm scales 1): the same seed gives the same checkpoint in every generator, so the
