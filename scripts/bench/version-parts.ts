@@ -1,0 +1,92 @@
+/**
+ * Where svc's time per GET /api/version goes beyond the minimal Hono app, in-process (no socket): the app's
+ * `fetch` called with a fresh Request, the minimal app of scripts/bench/bare-hono.ts against svc's router and
+ * its every-request middleware added one at a time, then the whole app. Rounds alternate the variants;
+ * medians of the rounds after 3 warm-up ones. A diagnostic for scripts/bench/version.mjs, whose wrk rounds on
+ * a noisy machine swing more than one middleware costs: in-process the variants' differences hold still.
+ * Not the server path (the runtime builds its Request otherwise, and Deno's headers are set after the
+ * response there), so it prints no table for BENCHMARKS.md. Telling on Bun; on Node a `new Request` (undici)
+ * costs ~30 µs and its spread hides the steps.
+ * Run: bun scripts/bench/version-parts.ts | deno run -A scripts/bench/version-parts.ts | node --import tsx scripts/bench/version-parts.ts
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Hono } from 'hono';
+import { RegExpRouter } from 'hono/router/reg-exp-router';
+import { createApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { areaTicketAuth } from '../../src/http/area-ticket.ts';
+import { auth } from '../../src/http/auth.ts';
+import { bodyLimit } from '../../src/http/body-limit.ts';
+import type { AppEnv } from '../../src/http/context.ts';
+import { cors } from '../../src/http/cors.ts';
+import { OneHandlerRouter } from '../../src/http/one-handler-router.ts';
+import { requestMeta } from '../../src/http/request-meta.ts';
+import { createLogger } from '../../src/log.ts';
+import { versionRoutes } from '../../src/routes/ollama/version.ts';
+import { openServices } from '../../src/server.ts';
+
+const N = 20_000;
+const ROUNDS = 25;
+const dataDir = mkdtempSync(join(tmpdir(), 'svc-version-parts-'));
+const config = { ...loadConfig(new Map(), {}), logLevel: 'warn' as const, port: 0, dataDir };
+const log = createLogger('warn');
+const s = await openServices(config, log);
+
+const bare = new Hono();
+bare.get('/api/version', (c) => {
+  if (c.req.header('authorization') === 'Bearer revoked') return c.json({ error: 'unauthorized' }, 401);
+  c.header('X-Svc-Node', 'bench');
+  return c.json({ version: '2026.11.0' });
+});
+
+const STEPS = ['meta', 'cors', 'ticket', 'auth', 'limit'] as const;
+/** svc's router and version route with its first `n` every-request steps, in svc's order (src/app.ts). */
+function upTo(n: number): Hono<AppEnv> {
+  const app = new Hono<AppEnv>({ router: new OneHandlerRouter(new RegExpRouter(), (err, c) => c.text(err.message, 500)) });
+  const steps = {
+    meta: () => requestMeta('bench', log),
+    cors: () => cors(config.corsOrigins),
+    ticket: () => areaTicketAuth(s.adminConsole.tickets),
+    auth: () => auth(s.keys, true),
+    limit: () => bodyLimit(config.maxUploadBytes),
+  };
+  for (const step of STEPS.slice(0, n)) app.use('*', steps[step]());
+  app.route('/api', versionRoutes());
+  return app;
+}
+
+const variants: [string, { fetch: (r: Request) => Response | Promise<Response> }][] = [
+  ['minimal Hono', bare],
+  ["svc's router, no middleware", upTo(0)],
+  ...STEPS.map((step, i) => [`+ ${step}`, upTo(i + 1)] as [string, Hono<AppEnv>]),
+  ['svc (createApp)', createApp(s)],
+];
+const times = new Map<string, number[]>();
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, app] of variants) {
+    const t0 = performance.now();
+    for (let i = 0; i < N; i++) {
+      const r = app.fetch(new Request('http://127.0.0.1:8080/api/version', { headers: { 'user-agent': 'wrk' } }));
+      if (r instanceof Promise) await r;
+    }
+    const ns = ((performance.now() - t0) / N) * 1e6;
+    if (round >= 3) times.set(name, [...(times.get(name) ?? []), ns]);
+    await new Promise((r) => setTimeout(r, 0)); // lets the runtime release the round's requests
+  }
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+const base = median(times.get('minimal Hono')!);
+let before = base;
+for (const [name, xs] of times) {
+  const m = median(xs);
+  console.log(
+    `${name.padEnd(28)} ${m.toFixed(0).padStart(6)} ns  vs minimal ${(m - base).toFixed(0).padStart(6)}  step ${
+      (m - before).toFixed(0).padStart(6)
+    }`,
+  );
+  before = m;
+}
+await s.close();
+rmSync(dataDir, { recursive: true, force: true });
