@@ -182,6 +182,32 @@ describe('ceiling, retention, cancellation of a blocked caller', () => {
     }
   });
 
+  test('a cancelled job frees its place at once, though its work notices the abort only later; its record stays cancelled', async () => {
+    const probe = new TaskProbe();
+    const t = await inProcess({ maxJobsPerOwner: 1 }, { extraRoutes: testTasks(probe) });
+    try {
+      const a = await t.request(WORK, json({ deafGate: 'late' }, ASYNC));
+      assert.equal(a.status, 202);
+      const { job_id } = await a.json();
+      assert.equal((await t.request(WORK, json({ value: 'refused' }))).status, 429);
+      const cancel = await t.request(`/svc/v1/jobs/${job_id}`, { method: 'DELETE' });
+      assert.equal(cancel.status, 200);
+      assert.equal((await cancel.json()).status, 'cancelled');
+      const next = await t.request(WORK, json({ gate: 'next' }, ASYNC));
+      assert.equal(next.status, 202, 'admitted right after the cancel was answered');
+      // the cancelled work ends later and completes: its record keeps the answer the caller was given, and its
+      // end frees no place a second time (the next job still holds the only one)
+      probe.open('late');
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal((await (await t.request(`/svc/v1/jobs/${job_id}`)).json()).status, 'cancelled');
+      assert.equal((await t.request(WORK, json({ value: 'refused' }))).status, 429, 'the place was not released twice');
+      probe.open('next');
+      await pollUntilDone(t, (await next.json()).job_id);
+    } finally {
+      await t.close();
+    }
+  });
+
   test('a finished record expires after the retention, then polls answer 404', async () => {
     const probe = new TaskProbe();
     const t = await inProcess({ jobRetentionSeconds: 1 }, { extraRoutes: testTasks(probe) });

@@ -16,6 +16,8 @@ import { type InProcess, json } from './server.ts';
 const Input = v.object({
   ms: v.optional(v.number(), 0),
   gate: v.optional(v.string()),
+  /** A gate waited on without heeding the abort signal, as a long native call does not. */
+  deafGate: v.optional(v.string()),
   value: v.optional(v.unknown()),
   bytes: v.optional(v.number()),
   binary: v.optional(v.string()),
@@ -58,6 +60,7 @@ export function testTasks(probe: TaskProbe) {
           );
           ctx.progress(0, 2);
           if (input.gate) await Promise.race([probe.wait(input.gate), aborted]);
+          if (input.deafGate) await probe.wait(input.deafGate);
           if (input.ms) await Promise.race([new Promise((r) => setTimeout(r, input.ms)), aborted]);
           ctx.progress(1, 2);
           if (input.fail) throw new ServiceError(input.fail.status, input.fail.reason, input.fail.message);

@@ -184,6 +184,9 @@ export class TaskRunner {
     const exec = this.#executions.get(id);
     if (!exec || (by !== 'operator' && exec.owner.id !== by.ownerId)) return false;
     exec.close('cancel');
+    // Its place is free once the answer says cancelled: the caller may submit again at once, not only when the
+    // work has noticed its abort signal (a long native call notices late). Its settling releases nothing twice.
+    this.#release(exec);
     if (exec.mode === 'job') {
       await exec.registered;
       await finishJob(this.o.db, id, {
