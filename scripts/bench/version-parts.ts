@@ -1,8 +1,9 @@
 /**
  * Where svc's time per GET /api/version goes beyond the minimal Hono app, in-process (no socket): the app's
  * `fetch` called with a fresh Request, the minimal app of scripts/bench/bare-hono.ts against svc's router and
- * its every-request middleware added one at a time, then the whole app. Rounds alternate the variants;
- * medians of the rounds after 3 warm-up ones. A diagnostic for scripts/bench/version.mjs, whose wrk rounds on
+ * its every-request middleware added one at a time, then the whole app. Rounds alternate the variants; after 3
+ * warm-up rounds each variant's difference to the minimal app and to the variant before it is taken within
+ * every round, and the medians of those are printed. A diagnostic for scripts/bench/version.mjs, whose wrk rounds on
  * a noisy machine swing more than one middleware costs: in-process the variants' differences hold still.
  * Not the server path (the runtime builds its Request otherwise, and Deno's headers are set after the
  * response there), so it prints no table for BENCHMARKS.md. Telling on Bun; on Node a `new Request` (undici)
@@ -27,8 +28,8 @@ import { createLogger } from '../../src/log.ts';
 import { versionRoutes } from '../../src/routes/ollama/version.ts';
 import { openServices } from '../../src/server.ts';
 
-const N = 20_000;
-const ROUNDS = 25;
+const N = 5_000;
+const ROUNDS = 60;
 const dataDir = mkdtempSync(join(tmpdir(), 'svc-version-parts-'));
 const config = { ...loadConfig(new Map(), {}), logLevel: 'warn' as const, port: 0, dataDir };
 const log = createLogger('warn');
@@ -77,16 +78,19 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-const base = median(times.get('minimal Hono')!);
-let before = base;
-for (const [name, xs] of times) {
-  const m = median(xs);
+// Differences are taken within a round and then their median: this machine's speed drifts between rounds
+// (the same loop by up to 1.7x from one second to the next), which shifts every variant of a round alike.
+const names = [...times.keys()];
+const within = (name: string, ref: string) => median(times.get(name)!.map((t, r) => t - times.get(ref)![r]!));
+names.forEach((name, i) => {
+  const m = median(times.get(name)!);
+  const vsMinimal = within(name, names[0]!);
+  const step = i ? within(name, names[i - 1]!) : 0;
   console.log(
-    `${name.padEnd(28)} ${m.toFixed(0).padStart(6)} ns  vs minimal ${(m - base).toFixed(0).padStart(6)}  step ${
-      (m - before).toFixed(0).padStart(6)
+    `${name.padEnd(28)} ${m.toFixed(0).padStart(6)} ns  vs minimal ${vsMinimal.toFixed(0).padStart(6)}  step ${
+      step.toFixed(0).padStart(6)
     }`,
   );
-  before = m;
-}
+});
 await s.close();
 rmSync(dataDir, { recursive: true, force: true });
