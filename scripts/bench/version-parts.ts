@@ -1,14 +1,17 @@
 /**
  * Where svc's time per GET /api/version goes beyond the minimal Hono app, in-process (no socket): the app's
  * `fetch` called with a fresh Request, the minimal app of scripts/bench/bare-hono.ts against svc's router and
- * its every-request middleware added one at a time, then the whole app. Rounds alternate the variants; after 3
- * warm-up rounds each variant's difference to the minimal app and to the variant before it is taken within
- * every round, and the medians of those are printed. A diagnostic for scripts/bench/version.mjs, whose wrk rounds on
- * a noisy machine swing more than one middleware costs: in-process the variants' differences hold still.
- * Not the server path (the runtime builds its Request otherwise, and Deno's headers are set after the
- * response there), so it prints no table for BENCHMARKS.md. Telling on Bun; on Node a `new Request` (undici)
- * costs ~30 µs and its spread hides the steps.
- * Run: bun scripts/bench/version-parts.ts | deno run -A scripts/bench/version-parts.ts | node --import tsx scripts/bench/version-parts.ts
+ * its every-request middleware added one at a time, then the whole app, quiet and with its access log on.
+ * Rounds alternate the variants; after 3 warm-up rounds each variant's difference to the minimal app and to
+ * the variant before it is taken within every round, and the medians of those are printed. A diagnostic for
+ * scripts/bench/version.mjs, whose wrk rounds on a noisy machine swing more than one middleware costs:
+ * in-process the variants' differences hold still. Not the server path (the runtime builds its Request
+ * otherwise, and Deno's headers are set after the response there), so it prints no table for BENCHMARKS.md.
+ * Telling on Bun and Deno; on Node a `new Request` (undici) costs ~30 µs and its spread hides the steps.
+ * Run (the access lines go to stderr):
+ *   bun scripts/bench/version-parts.ts 2>/dev/null
+ *   deno run -A scripts/bench/version-parts.ts 2>/dev/null
+ *   node --import tsx scripts/bench/version-parts.ts 2>/dev/null
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -63,6 +66,8 @@ const variants: [string, { fetch: (r: Request) => Response | Promise<Response> }
   ["svc's router, no middleware", upTo(0)],
   ...STEPS.map((step, i) => [`+ ${step}`, upTo(i + 1)] as [string, Hono<AppEnv>]),
   ['svc (createApp)', createApp(s)],
+  // the access log on (info, as svc runs by default): its lines go to stderr, batched as in the server
+  ['svc, access log on', createApp({ ...s, log: createLogger('info') })],
 ];
 const times = new Map<string, number[]>();
 for (let round = 0; round < ROUNDS; round++) {
