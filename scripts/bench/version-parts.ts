@@ -1,6 +1,6 @@
 /**
  * Where svc's time per GET /api/version goes beyond the minimal Hono app, in-process (no socket): the app's
- * `fetch` called with a fresh Request, the minimal app of scripts/bench/bare-hono.ts against svc's router and
+ * `fetch` called with a fresh Request, the minimal app of scripts/bench/minimal-hono.ts against svc's router and
  * its every-request middleware added one at a time, then the whole app, quiet and with its access log on.
  * Rounds alternate the variants; after 3 warm-up rounds each variant's difference to the minimal app and to
  * the variant before it is taken within every round, and the medians of those are printed. A diagnostic for
@@ -30,6 +30,7 @@ import { requestMeta } from '../../src/http/request-meta.ts';
 import { createLogger } from '../../src/log.ts';
 import { versionRoutes } from '../../src/routes/ollama/version.ts';
 import { openServices } from '../../src/server.ts';
+import { minimalApp } from './minimal-hono.ts';
 
 const N = 5_000;
 const ROUNDS = 60;
@@ -38,12 +39,7 @@ const config = { ...loadConfig(new Map(), {}), logLevel: 'warn' as const, port: 
 const log = createLogger('warn');
 const s = await openServices(config, log);
 
-const bare = new Hono();
-bare.get('/api/version', (c) => {
-  if (c.req.header('authorization') === 'Bearer revoked') return c.json({ error: 'unauthorized' }, 401);
-  c.header('X-Svc-Node', 'bench');
-  return c.json({ version: '2026.11.0' });
-});
+const bare = minimalApp();
 
 const STEPS = ['meta', 'cors', 'ticket', 'auth', 'limit'] as const;
 /** svc's router and version route with its first `n` every-request steps, in svc's order (src/app.ts). */
