@@ -184,9 +184,6 @@ export class TaskRunner {
     const exec = this.#executions.get(id);
     if (!exec || (by !== 'operator' && exec.owner.id !== by.ownerId)) return false;
     exec.close('cancel');
-    // Its place is free once the answer says cancelled: the caller may submit again at once, not only when the
-    // work has noticed its abort signal (a long native call notices late). Its settling releases nothing twice.
-    this.#release(exec);
     if (exec.mode === 'job') {
       await exec.registered;
       await finishJob(this.o.db, id, {
@@ -197,6 +194,10 @@ export class TaskRunner {
         error_reason: 'cancelled',
       });
     }
+    // Its place is free once the answer says cancelled (its record written first, so no one sees an execution
+    // gone while the record still says processing): the caller may submit again at once, not only when the work
+    // has noticed its abort signal (a long native call notices late). Its settling releases nothing twice.
+    this.#release(exec);
     return true;
   }
 
