@@ -5,7 +5,7 @@
 // Usage: node scripts/bench/version.mjs [seconds] [rounds] [runtimes]   → prints a table and writes it into BENCHMARKS.md.
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { writeSection } from './write-benchmarks.mjs';
@@ -28,6 +28,14 @@ await build({
   logLevel: 'warning',
 });
 const bin = (n) => join('node_modules', '.bin', n);
+// The server (with every thread it starts) on the last CPU and wrk on the others, where taskset and two CPUs
+// are there: unpinned on a 2-vCPU machine whose CPUs ran at different speeds, the scheduler moved the server
+// between them and the same server's rounds swung 30k-83k req/s; pinned, within about ±5 %.
+const cpus = availableParallelism();
+const pinned = cpus >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+const onCpus = (list, [cmd, args]) => (pinned ? ['taskset', ['-c', list, cmd, ...args]] : [cmd, args]);
+const SERVER_CPU = String(cpus - 1);
+const WRK_CPUS = cpus > 2 ? `0-${cpus - 2}` : '0';
 const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
 const svcArgs = ['--port', '0', '--data-dir', dataDir];
 const targets = {
@@ -50,7 +58,8 @@ const targets = {
 
 // The server logs to a file, as it would in production: wrk runs synchronously below, and an unread pipe
 // would stall a server that writes an access-log line per request.
-async function start([cmd, args], env = {}) {
+async function start(command, env = {}) {
+  const [cmd, args] = onCpus(SERVER_CPU, command);
   const logFile = join(dataDir, `server-${Date.now()}.log`);
   const fd = openSync(logFile, 'w');
   const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', fd], env: { ...process.env, ...env } });
@@ -69,8 +78,9 @@ async function start([cmd, args], env = {}) {
 }
 
 function wrk(url) {
-  spawnSync('wrk', ['-t1', '-c16', '-d1s', url]); // warm-up (JIT)
-  const r = spawnSync('wrk', ['-t1', '-c16', `-d${seconds}s`, url], { encoding: 'utf8' });
+  const [cmd, pre] = onCpus(WRK_CPUS, ['wrk', []]);
+  spawnSync(cmd, [...pre, '-t1', '-c16', '-d1s', url]); // warm-up (JIT)
+  const r = spawnSync(cmd, [...pre, '-t1', '-c16', `-d${seconds}s`, url], { encoding: 'utf8' });
   const m = /Requests\/sec:\s+([\d.]+)/.exec(r.stdout);
   if (!m) throw new Error(`wrk failed: ${r.stdout}${r.stderr}`);
   return Number(m[1]);
@@ -89,6 +99,7 @@ for (const [rt, t] of Object.entries(targets)) {
       const s = await start(cmd, kind === 'svcQuiet' ? { SVC_LOG_LEVEL: 'warn' } : {}).catch((e) => ({ error: e }));
       if (s.error) {
         console.error(`${rt} ${kind}: ${s.error.message}`);
+        runs[kind].push(NaN); // keeps the rounds aligned
         continue;
       }
       try {
@@ -99,32 +110,43 @@ for (const [rt, t] of Object.entries(targets)) {
     }
   }
   console.error(rt, JSON.stringify(runs));
+  // Ratios and differences are taken within each round, then their medians: the machine's speed may change
+  // between rounds (on a 2-vCPU VM by up to 1.7x), which moves every kind of one round alike.
+  const ratio = (kind) => median(runs[kind].map((v, i) => v / runs.bare[i]));
+  // µs per request that a kind adds over the minimal app, from the two throughputs
+  const extra = (kind) => median(runs[kind].map((v, i) => 1e6 / v - 1e6 / runs.bare[i]));
   rows.push({
     rt,
     bare: median(runs.bare),
     features: median(runs.features),
     svc: median(runs.svc),
     svcQuiet: median(runs.svcQuiet),
+    ratio: { features: ratio('features'), svc: ratio('svc'), svcQuiet: ratio('svcQuiet') },
+    extra: { svc: extra('svc'), svcQuiet: extra('svcQuiet') },
     spread: runs,
   });
 }
 
-// µs per request that svc adds over the minimal app, from the two throughputs
-const extraMicros = (svc, bare) => (Number.isFinite(svc) && Number.isFinite(bare) ? (1e6 / svc - 1e6 / bare).toFixed(1) : 'n/a');
 const fmt = (n) => (Number.isFinite(n) ? n.toFixed(0) : 'n/a');
+const fmt2 = (n) => (Number.isFinite(n) ? n.toFixed(2) : 'n/a');
+const fmt1 = (n) => (Number.isFinite(n) ? n.toFixed(1) : 'n/a');
 const table = [
-  `Measured with \`node scripts/bench/version.mjs ${seconds} ${rounds}\`: wrk -t1 -c16 -d${seconds}s on loopback, median of ${rounds} alternating rounds (bare, bare with svc's features, svc, svc quiet), each after a 1 s warm-up. On Node both servers are bundled by esbuild with the same options and run with node; on Deno and Bun both run from source. Load average at start: ${START_LOAD} (2 cores); the load generator shares the cores; servers log to a file.`,
+  `Measured with \`node scripts/bench/version.mjs ${seconds} ${rounds}\`: wrk -t1 -c16 -d${seconds}s on loopback, median of ${rounds} alternating rounds (bare, bare with svc's features, svc, svc quiet), each after a 1 s warm-up. On Node both servers are bundled by esbuild with the same options and run with node; on Deno and Bun both run from source. Load average at start: ${START_LOAD} (${cpus} CPUs); ${
+    pinned
+      ? `each server (all its threads) pinned to CPU ${SERVER_CPU} and wrk to CPU ${WRK_CPUS} with taskset`
+      : 'unpinned: the load generator shares the cores'
+  }; servers log to a file.`,
   '',
   "| runtime | minimal Hono (header read + set) req/s | svc req/s (access log on) | ratio | svc req/s (log level warn) | ratio | svc extra µs/request (log on; warn) | minimal Hono with svc's per-request features (log on) req/s | ratio |",
   '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ...rows.map((r) =>
-    `| ${r.rt} | ${fmt(r.bare)} | ${fmt(r.svc)} | ${(r.svc / r.bare).toFixed(2)} | ${fmt(r.svcQuiet)} | ${
-      (r.svcQuiet / r.bare).toFixed(2)
-    } | ${extraMicros(r.svc, r.bare)}; ${extraMicros(r.svcQuiet, r.bare)} | ${fmt(r.features)} | ${(r.features / r.bare).toFixed(2)} |`
+    `| ${r.rt} | ${fmt(r.bare)} | ${fmt(r.svc)} | ${fmt2(r.ratio.svc)} | ${fmt(r.svcQuiet)} | ${fmt2(r.ratio.svcQuiet)} | ${
+      fmt1(r.extra.svc)
+    }; ${fmt1(r.extra.svcQuiet)} | ${fmt(r.features)} | ${fmt2(r.ratio.features)} |`
   ),
   '',
-  'The last column is the time svc spends per request beyond the minimal app, from the medians: 10⁶/svc − 10⁶/bare',
-  "(wrk's own work per request, on the same two cores, is the same for both and mostly cancels out).",
+  'req/s are the medians of each kind; every ratio, and the extra µs (10⁶/svc − 10⁶/bare), is taken within each round',
+  "and then its median over the rounds (wrk's own work per request is the same for both and mostly cancels out).",
   '',
   'Every round (req/s), to show the spread on this machine:',
   '',
