@@ -1,8 +1,8 @@
 // Requests per second of GET /api/version on Node, Deno and Bun: svc against a minimal Hono app with one
 // route doing the same required work (one header read, one header set) on the same runtime, measured in the same run with wrk (Debian package `wrk`).
 // Both sides run the same way on each runtime: on Node both are bundled by esbuild with the same options and
-// run with node; on Deno and Bun both run from source. Rounds alternate bare, svc, svc quiet; medians reported.
-// Usage: node scripts/bench/version.mjs [seconds] [rounds] [runtimes]   → prints a table and writes it into BENCHMARKS.md.
+// run with node; on Deno and Bun both run from source. Rounds alternate bare, bare with features, svc, svc quiet; req/s medians and per-round ratios' medians reported.
+// Usage: [SVC_BENCH_PIN=1] node scripts/bench/version.mjs [seconds] [rounds] [runtimes]   → prints a table and writes it into BENCHMARKS.md.
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -28,11 +28,12 @@ await build({
   logLevel: 'warning',
 });
 const bin = (n) => join('node_modules', '.bin', n);
-// The server (with every thread it starts) on the last CPU and wrk on the others, where taskset and two CPUs
-// are there: unpinned on a 2-vCPU machine whose CPUs ran at different speeds, the scheduler moved the server
-// between them and the same server's rounds swung 30k-83k req/s; pinned, within about ±5 %.
+// SVC_BENCH_PIN=1: each server (with every thread it starts) on the last CPU and wrk on the others, with taskset.
+// Off by default, as servers run: pinned, a server's helper threads (GC, JIT) share its one CPU instead of using
+// another. On a 2-vCPU machine whose CPUs ran at different speeds, pinning kept the scheduler from moving a server
+// between them, so it shows what a change does there; its figures are lower and not comparable with unpinned ones.
 const cpus = availableParallelism();
-const pinned = cpus >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+const pinned = process.env.SVC_BENCH_PIN === '1' && cpus >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const onCpus = (list, [cmd, args]) => (pinned ? ['taskset', ['-c', list, cmd, ...args]] : [cmd, args]);
 const SERVER_CPU = String(cpus - 1);
 const WRK_CPUS = cpus > 2 ? `0-${cpus - 2}` : '0';
@@ -179,6 +180,7 @@ const table = [
   '64 KB (src/log.ts); request ids take their last two base-36 digits from a table (src/http/request-meta.ts).',
 ].join('\n');
 console.log(table);
-if (!only) writeSection('GET /api/version throughput', table);
+// a partial or pinned run is a diagnostic: it prints its table and writes none
+if (!only && !pinned) writeSection('GET /api/version throughput', table);
 // the servers' data and logs: the access log alone is hundreds of megabytes after a full run
 rmSync(dataDir, { recursive: true, force: true });
