@@ -28,10 +28,10 @@ await build({
   logLevel: 'warning',
 });
 const bin = (n) => join('node_modules', '.bin', n);
-// SVC_BENCH_PIN=1: each server (with every thread it starts) on the last CPU and wrk on the others, with taskset.
-// Off by default, as servers run: pinned, a server's helper threads (GC, JIT) share its one CPU instead of using
-// another. On a 2-vCPU machine whose CPUs ran at different speeds, pinning kept the scheduler from moving a server
-// between them, so it shows what a change does there; its figures are lower and not comparable with unpinned ones.
+// SVC_BENCH_PIN=1, a diagnostic: each server (with every thread it starts) on the last CPU and wrk on the others,
+// with taskset. It keeps the scheduler from moving a server between CPUs that run at different speeds (as on a
+// 2-vCPU VM here), though rounds still swing when the speeds themselves change. Off by default, as servers are
+// run: pinned, a server's GC and JIT threads share its one CPU, so its figures are not comparable with unpinned ones.
 const cpus = availableParallelism();
 const pinned = process.env.SVC_BENCH_PIN === '1' && cpus >= 2 && spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const onCpus = (list, [cmd, args]) => (pinned ? ['taskset', ['-c', list, cmd, ...args]] : [cmd, args]);
