@@ -1,7 +1,8 @@
 // Requests per second of GET /api/version on Node, Deno and Bun: svc against a minimal Hono app with one
 // route doing the same required work (one header read, one header set) on the same runtime, measured in the same run with wrk (Debian package `wrk`).
 // Both sides run the same way on each runtime: on Node both are bundled by esbuild with the same options and
-// run with node; on Deno and Bun both run from source. Rounds alternate bare, bare with features, svc, svc quiet; req/s medians and per-round ratios' medians reported.
+// run with node; on Deno and Bun both run from source. Rounds alternate bare, bare with features, svc, svc quiet;
+// reported: each kind's median req/s and the medians of the per-round ratios.
 // Usage: [SVC_BENCH_PIN=1] node scripts/bench/version.mjs [seconds] [rounds] [runtimes]   → prints a table and writes it into BENCHMARKS.md.
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -128,9 +129,7 @@ for (const [rt, t] of Object.entries(targets)) {
   });
 }
 
-const fmt = (n) => (Number.isFinite(n) ? n.toFixed(0) : 'n/a');
-const fmt2 = (n) => (Number.isFinite(n) ? n.toFixed(2) : 'n/a');
-const fmt1 = (n) => (Number.isFinite(n) ? n.toFixed(1) : 'n/a');
+const fmt = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 const table = [
   `Measured with \`node scripts/bench/version.mjs ${seconds} ${rounds}\`: wrk -t1 -c16 -d${seconds}s on loopback, median of ${rounds} alternating rounds (bare, bare with svc's features, svc, svc quiet), each after a 1 s warm-up. On Node both servers are bundled by esbuild with the same options and run with node; on Deno and Bun both run from source. Load average at start: ${START_LOAD} (${cpus} CPUs); ${
     pinned
@@ -141,9 +140,9 @@ const table = [
   "| runtime | minimal Hono (header read + set) req/s | svc req/s (access log on) | ratio | svc req/s (log level warn) | ratio | svc extra µs/request (log on; warn) | minimal Hono with svc's per-request features (log on) req/s | ratio |",
   '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ...rows.map((r) =>
-    `| ${r.rt} | ${fmt(r.bare)} | ${fmt(r.svc)} | ${fmt2(r.ratio.svc)} | ${fmt(r.svcQuiet)} | ${fmt2(r.ratio.svcQuiet)} | ${
-      fmt1(r.extra.svc)
-    }; ${fmt1(r.extra.svcQuiet)} | ${fmt(r.features)} | ${fmt2(r.ratio.features)} |`
+    `| ${r.rt} | ${fmt(r.bare)} | ${fmt(r.svc)} | ${fmt(r.ratio.svc, 2)} | ${fmt(r.svcQuiet)} | ${fmt(r.ratio.svcQuiet, 2)} | ${
+      fmt(r.extra.svc, 1)
+    }; ${fmt(r.extra.svcQuiet, 1)} | ${fmt(r.features)} | ${fmt(r.ratio.features, 2)} |`
   ),
   '',
   'req/s are the medians of each kind; every ratio, and the extra µs (10⁶/svc − 10⁶/bare), is taken within each round',
@@ -152,9 +151,9 @@ const table = [
   'Every round (req/s), to show the spread on this machine:',
   '',
   ...rows.map((r) =>
-    `- ${r.rt}: bare ${r.spread.bare.map(fmt).join(', ')}; bare with features ${r.spread.features.map(fmt).join(', ')}; svc ${
-      r.spread.svc.map(fmt).join(', ')
-    }; svc quiet ${r.spread.svcQuiet.map(fmt).join(', ')}`
+    `- ${r.rt}: bare ${r.spread.bare.map((n) => fmt(n)).join(', ')}; bare with features ${
+      r.spread.features.map((n) => fmt(n)).join(', ')
+    }; svc ${r.spread.svc.map((n) => fmt(n)).join(', ')}; svc quiet ${r.spread.svcQuiet.map((n) => fmt(n)).join(', ')}`
   ),
   '',
   'Goal: svc within 10% of bare Hono (ratio ≥ 0.90).',
